@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Parsing of "key=value,..." option strings (-object, -accel, -qmp, ...)
+ * into an ordered set with one entry per key, and typed getters that
+ * report errors with QEMU's wording.
+ */
+#include "qemu/osdep.h"
+#include "qemu/option.h"
+#include "qemu/cutils.h"
+#include "qapi/error.h"
+
+struct QemuOpts {
+    GArray *opts;   /* of QemuOpt, in order of first appearance */
+};
+
+static void qemu_opt_clear(gpointer data)
+{
+    QemuOpt *opt = data;
+
+    g_free(opt->name);
+    g_free(opt->value);
+}
+
+QemuOpts *qemu_opts_new(void)
+{
+    QemuOpts *opts = g_new0(QemuOpts, 1);
+
+    opts->opts = g_array_new(FALSE, TRUE, sizeof(QemuOpt));
+    g_array_set_clear_func(opts->opts, qemu_opt_clear);
+    return opts;
+}
+
+void qemu_opts_del(QemuOpts *opts)
+{
+    if (!opts) {
+        return;
+    }
+    g_array_free(opts->opts, TRUE);
+    g_free(opts);
+}
+
+static QemuOpt *qemu_opt_find(QemuOpts *opts, const char *name)
+{
+    guint i;
+
+    for (i = 0; i < opts->opts->len; i++) {
+        QemuOpt *opt = &g_array_index(opts->opts, QemuOpt, i);
+
+        if (g_str_equal(opt->name, name)) {
+            return opt;
+        }
+    }
+    return NULL;
+}
+
+void qemu_opt_set(QemuOpts *opts, const char *name, const char *value)
+{
+    QemuOpt *opt = qemu_opt_find(opts, name);
+    QemuOpt new_opt;
+
+    if (opt) {
+        g_free(opt->value);
+        opt->value = g_strdup(value);
+        return;
+    }
+    new_opt.name = g_strdup(name);
+    new_opt.value = g_strdup(value);
+    g_array_append_val(opts->opts, new_opt);
+}
+
+/*
+ * Cut the next element out of *pp: up to a ',' that is not part of a
+ * ",," escape (each ",," becomes one ','), or the end of the string.
+ * *pp is left just past the separating comma.
+ */
+static char *next_element(const char **pp)
+{
+    const char *p = *pp;
+    GString *elem = g_string_new(NULL);
+
+    while (*p) {
+        if (*p == ',') {
+            if (p[1] != ',') {
+                p++;
+                break;
+            }
+            p++;
+        }
+        g_string_append_c(elem, *p++);
+    }
+    *pp = p;
+    return g_string_free(elem, FALSE);
+}
+
+QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
+                          Error **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_new();
+    const char *p = params ? params : "";
+    bool first = true;
+
+    while (*p) {
+        g_autofree char *elem = next_element(&p);
+        char *eq = strchr(elem, '=');
+        const char *name = elem;
+        const char *value;
+
+        if (eq) {
+            *eq = '\0';
+            value = eq + 1;
+        } else if (first && implied_key && *elem) {
+            name = implied_key;
+            value = elem;
+        } else {
+            /* QEMU's short-form boolean: "server" means "server=on". */
+            value = "on";
+        }
+        if (!*name) {
+            error_setg(errp, "Invalid parameter ''");
+            return NULL;
+        }
+        qemu_opt_set(opts, name, value);
+        first = false;
+    }
+    return g_steal_pointer(&opts);
+}
+
+const char *qemu_opt_get(QemuOpts *opts, const char *name)
+{
+    QemuOpt *opt = qemu_opt_find(opts, name);
+
+    return opt ? opt->value : NULL;
+}
+
+bool qemu_opt_has(QemuOpts *opts, const char *name)
+{
+    return qemu_opt_find(opts, name) != NULL;
+}
+
+bool qemu_opt_get_bool(QemuOpts *opts, const char *name, bool def, bool *out,
+                       Error **errp)
+{
+    const char *value = qemu_opt_get(opts, name);
+
+    if (!value) {
+        *out = def;
+        return true;
+    }
+    if (!qemu_parse_bool(value, out)) {
+        error_setg(errp, "Parameter '%s' expects 'on' or 'off'", name);
+        return false;
+    }
+    return true;
+}
+
+bool qemu_opt_get_number(QemuOpts *opts, const char *name, uint64_t def,
+                         uint64_t *out, Error **errp)
+{
+    const char *value = qemu_opt_get(opts, name);
+    uint64_t n;
+    int ret;
+
+    if (!value) {
+        *out = def;
+        return true;
+    }
+    ret = qemu_strtou64(value, NULL, 0, &n);
+    if (ret == -ERANGE) {
+        error_setg(errp, "Value '%s' is too large for parameter '%s'",
+                   value, name);
+        return false;
+    }
+    if (ret < 0) {
+        error_setg(errp, "Parameter '%s' expects a number", name);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+bool qemu_opt_get_size(QemuOpts *opts, const char *name, uint64_t def,
+                       uint64_t *out, Error **errp)
+{
+    const char *value = qemu_opt_get(opts, name);
+    uint64_t n;
+    int ret;
+
+    if (!value) {
+        *out = def;
+        return true;
+    }
+    ret = qemu_strtosz(value, NULL, &n);
+    if (ret == -ERANGE) {
+        error_setg(errp, "Value '%s' is out of range for parameter '%s'",
+                   value, name);
+        return false;
+    }
+    if (ret < 0) {
+        error_setg(errp, "Parameter '%s' expects a non-negative number "
+                   "below 2^64", name);
+        error_append_hint(errp, "Optional suffix k, M, G, T, P or E means "
+                          "kilo-, mega-, giga-, tera-, peta-\n"
+                          "and exabytes, respectively.\n");
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+size_t qemu_opts_count(const QemuOpts *opts)
+{
+    return opts->opts->len;
+}
+
+const QemuOpt *qemu_opts_nth(const QemuOpts *opts, size_t i)
+{
+    if (i >= opts->opts->len) {
+        return NULL;
+    }
+    return &g_array_index(opts->opts, QemuOpt, i);
+}
+
+int qemu_opt_foreach(QemuOpts *opts, QemuOptLoopFunc func, void *opaque,
+                     Error **errp)
+{
+    guint i;
+
+    for (i = 0; i < opts->opts->len; i++) {
+        QemuOpt *opt = &g_array_index(opts->opts, QemuOpt, i);
+        int ret = func(opaque, opt->name, opt->value, errp);
+
+        if (ret) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static bool name_is_known(const char *const *known, const char *name)
+{
+    for (; known && *known; known++) {
+        if (g_str_equal(*known, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool qemu_opts_check_known(QemuOpts *opts, const char *const *known,
+                           Error **errp)
+{
+    guint i;
+
+    for (i = 0; i < opts->opts->len; i++) {
+        QemuOpt *opt = &g_array_index(opts->opts, QemuOpt, i);
+
+        if (!name_is_known(known, opt->name)) {
+            error_setg(errp, "Invalid parameter '%s'", opt->name);
+            return false;
+        }
+    }
+    return true;
+}
