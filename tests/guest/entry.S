@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * PVH entry (32-bit, paging off) into long mode, and every CPL0 path that
+ * runs after setup: the int3 service gate, the PIT tick, exception stubs.
+ * Under kvm-pvm each CPL0 instruction is emulated, so these stay tiny.
+ */
+#include "workload.h"
+
+#define PTE_P           0x001
+#define PTE_RW          0x002
+#define PTE_US          0x004
+#define PTE_PS          0x080
+#define MSR_EFER        0xc0000080
+#define EFER_LME        0x100
+#define UART_THR        0x3f8
+#define UART_LSR        0x3fd
+#define LSR_THRE        0x20
+#define DEBUG_EXIT_PORT 0xf4
+
+/*
+ * XEN_ELFNOTE_PHYS32_ENTRY with a 4-byte desc. QEMU 7.2 reads the desc of
+ * an ELF64 as 8 bytes, so an empty note follows to make the next 4 bytes 0
+ * while keeping the note segment well-formed for strict parsers.
+ */
+        .section .note.pvh, "a", @note
+        .p2align 2
+        .long   4, 4, 18
+        .asciz  "Xen"
+        .long   pvh_start
+        .long   0, 0, 0
+
+        .section .note.GNU-stack, "", @progbits
+
+        .data
+        .p2align 4
+        .globl  gdt
+gdt:
+        .quad   0
+        .quad   0x00af9a000000ffff      /* 0x08 kernel code, 64-bit */
+        .quad   0x00cf92000000ffff      /* 0x10 kernel data */
+        .quad   0x00cff2000000ffff      /* 0x18 user data, DPL 3 */
+        .quad   0x00affa000000ffff      /* 0x20 user code, 64-bit, DPL 3 */
+        .quad   0, 0                    /* 0x28 TSS, filled in by boot.c */
+gdt_end:
+        /* 32-bit lgdt reads limit + low 4 bytes of the base. */
+gdt_desc:
+        .word   gdt_end - gdt - 1
+        .quad   gdt
+
+        /* Zeroed by pvh_start: only the first entries are ever set. */
+        .bss
+        .p2align 12
+        .globl  pml4, pdpt
+pml4:   .skip   4096
+pdpt:   .skip   4096
+
+        /* Never zeroed: every byte used is written before it is read. */
+        .section .noinit, "aw", @nobits
+        .p2align 12
+        .globl  pd
+pd:     .skip   4096 * MAX_MAP_GB
+        .p2align 4
+        .skip   KSTACK_SIZE
+        .globl  kstack_top
+kstack_top:
+        .skip   USTACK_SIZE
+        .globl  ustack_top
+ustack_top:
+
+        .section .text.entry, "ax"
+        .code32
+        .globl  pvh_start
+pvh_start:
+        cli
+        cld
+        mov     %ebx, %esi              /* hvm_start_info, kept for C */
+        lgdt    gdt_desc
+        mov     $KERNEL_DS, %eax
+        mov     %eax, %ds
+        mov     %eax, %es
+        mov     %eax, %ss
+        mov     %eax, %fs
+        mov     %eax, %gs
+        mov     $kstack_top, %esp
+
+        mov     $__bss_start, %edi
+        mov     $__bss_end, %ecx
+        sub     %edi, %ecx
+        shr     $2, %ecx
+        xor     %eax, %eax
+        rep stosl
+
+        /* Identity-map 0-4 GiB; boot.c adds RAM above 4 GiB later. */
+        movl    $(pdpt + PTE_P + PTE_RW + PTE_US), pml4
+        xor     %ecx, %ecx
+        mov     $(pd + PTE_P + PTE_RW + PTE_US), %eax
+1:      mov     %eax, pdpt(, %ecx, 8)
+        add     $4096, %eax
+        inc     %ecx
+        cmp     $4, %ecx
+        jb      1b
+
+        xor     %ecx, %ecx
+        mov     $(PTE_P + PTE_RW + PTE_US + PTE_PS), %eax
+2:      mov     %eax, pd(, %ecx, 8)
+        movl    $0, pd + 4(, %ecx, 8)
+        add     $0x200000, %eax
+        inc     %ecx
+        cmp     $2048, %ecx
+        jb      2b
+
+        mov     %cr4, %eax
+        or      $0x20, %eax             /* PAE */
+        mov     %eax, %cr4
+        mov     $pml4, %eax
+        mov     %eax, %cr3
+        mov     $MSR_EFER, %ecx
+        rdmsr
+        or      $EFER_LME, %eax
+        wrmsr
+        mov     %cr0, %eax
+        or      $0x80000001, %eax       /* PG | PE */
+        mov     %eax, %cr0
+        ljmp    $KERNEL_CS, $start64
+
+        .code64
+start64:
+        mov     $kstack_top, %esp
+        mov     %esi, %edi
+        call    boot_main
+3:      cli
+        hlt
+        jmp     3b
+
+        .text
+/* enter_user(fn, stack): drop to CPL3 with interrupts off, for good. */
+        .globl  enter_user
+enter_user:
+        pushq   $USER_DS
+        pushq   %rsi
+        pushq   $0x2                    /* RFLAGS: IF=0, IOPL=0 */
+        pushq   $USER_CS
+        pushq   %rdi
+        iretq
+
+/*
+ * Vector 3, DPL 3. Only ports the service needs are touched and only rax,
+ * rdx, rsi, rdi are clobbered; iretq restores the flags.
+ */
+        .globl  svc_entry
+svc_entry:
+        cmp     $SVC_SLEEP, %eax
+        je      svc_sleep
+        cmp     $SVC_PRINT, %eax
+        jne     svc_exit
+        test    %rsi, %rsi
+        jz      2f
+1:      mov     $UART_LSR, %dx
+3:      in      %dx, %al
+        test    $LSR_THRE, %al
+        jz      3b
+        mov     $UART_THR, %dx
+        mov     (%rdi), %al
+        out     %al, %dx
+        inc     %rdi
+        dec     %rsi
+        jnz     1b
+2:      iretq
+
+svc_sleep:
+        sti                             /* the interrupt shadow covers hlt */
+        hlt
+        cli
+        iretq
+
+svc_exit:
+        mov     %esi, %eax
+        mov     $DEBUG_EXIT_PORT, %dx
+        out     %eax, %dx
+4:      cli                             /* no isa-debug-exit: stop here */
+        hlt
+        jmp     4b
+
+/* PIT tick through the 8259 (ExtINT): no local APIC EOI is needed. */
+        .globl  irq0_entry
+irq0_entry:
+        push    %rax
+        mov     $0x20, %al
+        out     %al, $0x20
+        incq    g_ticks(%rip)
+        pop     %rax
+        iretq
+
+/* Masked 8259 lines can still raise a spurious IRQ 7/15: ignore. */
+        .globl  ignore_entry
+ignore_entry:
+        iretq
+
+/* Exception stubs, 16 bytes apart so boot.c can index them. */
+.macro  EXC vec, err
+        .p2align 4
+.if \err == 0
+        pushq   $0
+.endif
+        pushq   $\vec
+        jmp     exc_common
+.endm
+
+        .p2align 4
+        .globl  exc_stubs
+exc_stubs:
+        EXC 0, 0
+        EXC 1, 0
+        EXC 2, 0
+        EXC 3, 0
+        EXC 4, 0
+        EXC 5, 0
+        EXC 6, 0
+        EXC 7, 0
+        EXC 8, 1
+        EXC 9, 0
+        EXC 10, 1
+        EXC 11, 1
+        EXC 12, 1
+        EXC 13, 1
+        EXC 14, 1
+        EXC 15, 0
+        EXC 16, 0
+        EXC 17, 1
+        EXC 18, 0
+        EXC 19, 0
+        EXC 20, 0
+        EXC 21, 1
+        EXC 22, 0
+        EXC 23, 0
+        EXC 24, 0
+        EXC 25, 0
+        EXC 26, 0
+        EXC 27, 0
+        EXC 28, 0
+        EXC 29, 1
+        EXC 30, 1
+        EXC 31, 0
+
+exc_common:
+        push    %rax
+        push    %rcx
+        push    %rdx
+        push    %rbx
+        push    %rbp
+        push    %rsi
+        push    %rdi
+        mov     %rsp, %rdi
+        cld
+        and     $-16, %rsp
+        call    trap_fatal
+5:      cli
+        hlt
+        jmp     5b

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Per-period write statistics for the STAT lines: total MB, rate, and the
+ * worst and 99th-percentile single-write latency from a histogram (1 us
+ * buckets below 1024 us, power-of-two buckets above), all in integers.
+ */
+#include "workload.h"
+
+void stat_start(struct wstat *s, uint64_t report_ms, uint64_t seconds)
+{
+    uint64_t now = rdtsc();
+
+    memset(s, 0, sizeof(*s));
+    s->start = now;
+    s->period_start = now;
+    s->period = ms_to_tsc(report_ms);
+    s->next_report = now + s->period;
+    s->deadline = seconds ? now + ms_to_tsc(seconds * 1000) : UINT64_MAX;
+    s->period_wakeups = g_wakeups;
+}
+
+/* Lower bound of a bucket, in microseconds. */
+static uint64_t bucket_us(unsigned b)
+{
+    return b < HIST_LINEAR ? b : 1ULL << (b - HIST_LINEAR + 10);
+}
+
+static uint64_t p99_us(const struct wstat *s)
+{
+    uint64_t want = (s->period_writes * 99 + 99) / 100, seen = 0;
+    unsigned b;
+
+    if (!s->period_writes) {
+        return 0;
+    }
+    for (b = 0; b < HIST_BUCKETS; b++) {
+        seen += s->hist[b];
+        if (seen >= want) {
+            return bucket_us(b);
+        }
+    }
+    return bucket_us(HIST_BUCKETS - 1);
+}
+
+void stat_report(struct wstat *s, uint64_t now)
+{
+    struct line l = { 0 };
+    uint64_t us = tsc_to_us(now - s->period_start);
+    /* MB/s = bytes per us; in tenths: writes * 4096 * 10 / us */
+    uint64_t tenths = us ? s->period_writes * 40960 / us : 0;
+
+    ln_str(&l, "STAT t_ms=");
+    ln_u64(&l, tsc_to_ms(now - s->start));
+    ln_str(&l, " mb=");
+    ln_u64(&l, s->writes * PAGE_SIZE / 1000000);
+    ln_str(&l, " rate_mbps=");
+    ln_tenths(&l, tenths);
+    ln_str(&l, " max_write_us=");
+    ln_u64(&l, tsc_to_us(s->max_tsc));
+    ln_str(&l, " p99_write_us=");
+    ln_u64(&l, p99_us(s));
+    ln_str(&l, " writes=");
+    ln_u64(&l, s->period_writes);
+    ln_str(&l, " wakeups=");
+    ln_u64(&l, g_wakeups - s->period_wakeups);
+    ln_emit(&l);
+
+    memset(s->hist, 0, sizeof(s->hist));
+    s->period_writes = 0;
+    s->max_tsc = 0;
+    s->period_start = now;
+    s->period_wakeups = g_wakeups;
+    s->next_report += s->period;
+    if (s->next_report <= now) {
+        /* We were stopped (e.g. a paused VM): restart the cadence. */
+        s->next_report = now + s->period;
+    }
+}
+
+/* Sleep until 'until' while keeping STAT lines and the seconds= limit. */
+void stat_idle_until(struct wstat *s, uint64_t until)
+{
+    for (;;) {
+        uint64_t now = rdtsc();
+
+        stat_tick(s, now);
+        if (now >= until) {
+            return;
+        }
+        svc_sleep();
+    }
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Shared declarations of the guest workload firmware. Setup runs at CPL0
+ * (emulated, ~1 us per instruction under kvm-pvm); everything else runs at
+ * CPL3 and reaches CPL0 only through the int3 service gate.
+ */
+#ifndef WORKLOAD_H
+#define WORKLOAD_H
+
+/* GDT layout, fixed in entry.S. */
+#define KERNEL_CS       0x08
+#define KERNEL_DS       0x10
+#define USER_DS         0x1b
+#define USER_CS         0x23
+#define TSS_SEL         0x28
+
+/* Service gate ABI: rax = service, rdi/rsi = arguments. */
+#define SVC_PRINT       0       /* rdi = bytes, rsi = length */
+#define SVC_SLEEP       1       /* until the next interrupt (PIT tick) */
+#define SVC_EXIT        2       /* rsi = code; never returns */
+
+#define MAX_MAP_GB      128     /* one page directory per GiB, in .noinit */
+#define KSTACK_SIZE     16384
+#define USTACK_SIZE     65536
+
+#ifndef __ASSEMBLER__
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WORK_BASE       0x400000ULL
+#define PAGE_SIZE       4096ULL
+#define MiB             (1ULL << 20)
+#define GiB             (1ULL << 30)
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_VERIFY = 1,    /* a verify pass found a bad page */
+    EXIT_PARAM = 2,     /* bad parameter or not enough RAM */
+    EXIT_SETUP = 3,     /* CPU exception or unusable clock */
+};
+
+/* Xen's struct hvm_start_info (version 1) and its memory map entries. */
+#define HVM_START_MAGIC 0x336ec578
+#define HVM_MEMMAP_RAM  1
+
+struct hvm_start_info {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t flags;
+    uint32_t nr_modules;
+    uint64_t modlist_paddr;
+    uint64_t cmdline_paddr;
+    uint64_t rsdp_paddr;
+    uint64_t memmap_paddr;      /* version >= 1 */
+    uint32_t memmap_entries;
+    uint32_t reserved;
+};
+
+struct hvm_memmap_entry {
+    uint64_t addr;
+    uint64_t size;
+    uint32_t type;
+    uint32_t reserved;
+};
+
+/* Filled in at CPL0 by boot.c; CPL3 only reads them. */
+extern const struct hvm_start_info *g_start_info;
+extern uint64_t g_tsc_khz;
+extern uint64_t g_pit_khz;      /* PIT cross-check, 0 if not measured */
+extern uint64_t g_map_top;      /* end of the identity map */
+extern const char *g_clock;     /* "kvmclock" or "pit" */
+extern volatile uint64_t g_ticks;
+
+/* entry.S */
+extern char kstack_top[], ustack_top[];
+_Noreturn void enter_user(void (*fn)(void), void *stack);
+
+/* lib.c: output lines and command-line parsing */
+struct line {
+    size_t n;
+    char b[248];
+};
+
+extern void (*g_out)(const char *s, size_t n);
+void ln_str(struct line *l, const char *s);
+void ln_mem(struct line *l, const char *s, size_t n);
+void ln_u64(struct line *l, uint64_t v);
+void ln_hex(struct line *l, uint64_t v);
+void ln_tenths(struct line *l, uint64_t tenths);
+void ln_emit(struct line *l);
+bool parse_u64(const char *s, size_t n, uint64_t *out);
+bool mem_eq(const char *s, size_t n, const char *lit);
+void *memset(void *d, int c, size_t n);
+void *memcpy(void *d, const void *s, size_t n);
+
+/* services.c: the CPL3 side of the gate, and time */
+void svc_print(const char *s, size_t n);
+void svc_sleep(void);
+_Noreturn void svc_exit(uint32_t code);
+_Noreturn void wl_exit(uint32_t code);
+void time_init(void);
+uint64_t tsc_to_ms(uint64_t delta);
+uint64_t ms_to_tsc(uint64_t ms);
+void sleep_until(uint64_t deadline);
+
+/* 2^32 * 1000 / tsc_khz, so that timing a write needs no division. */
+extern uint64_t g_us_mul;
+extern uint64_t g_wakeups;      /* sleep services that returned */
+
+static inline uint64_t tsc_to_us(uint64_t delta)
+{
+    if (delta >> 36) {
+        return delta / g_tsc_khz * 1000;
+    }
+    return (delta * g_us_mul) >> 32;
+}
+
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+
+    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* Keeps the timed store between the two TSC reads. */
+static inline uint64_t rdtsc_fenced(void)
+{
+    uint32_t lo, hi;
+
+    asm volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* stat.c: write-latency histogram and STAT lines */
+#define HIST_LINEAR     1024
+#define HIST_BUCKETS    (HIST_LINEAR + 64)
+
+struct wstat {
+    uint64_t start;             /* TSC when the workload started */
+    uint64_t period_start;
+    uint64_t next_report;
+    uint64_t period;            /* report_ms in TSC ticks */
+    uint64_t deadline;          /* seconds= limit, or UINT64_MAX */
+    uint64_t writes;            /* page writes since start */
+    uint64_t period_writes;
+    uint64_t max_tsc;           /* slowest write of the period */
+    uint64_t period_wakeups;    /* g_wakeups at the start of the period */
+    uint32_t hist[HIST_BUCKETS];
+};
+
+void stat_start(struct wstat *s, uint64_t report_ms, uint64_t seconds);
+void stat_report(struct wstat *s, uint64_t now);
+void stat_idle_until(struct wstat *s, uint64_t until);
+
+static inline void stat_write(struct wstat *s, uint64_t delta)
+{
+    uint64_t us = tsc_to_us(delta);
+    unsigned b = us < HIST_LINEAR ? (unsigned)us
+                 : HIST_LINEAR + 53 - (unsigned)__builtin_clzll(us);
+
+    s->hist[b]++;
+    s->writes++;
+    s->period_writes++;
+    if (delta > s->max_tsc) {
+        s->max_tsc = delta;
+    }
+}
+
+/* Called after every write or wake-up: STAT when due, EXIT at seconds=. */
+static inline void stat_tick(struct wstat *s, uint64_t now)
+{
+    if (now >= s->next_report) {
+        stat_report(s, now);
+    }
+    if (now >= s->deadline) {
+        wl_exit(EXIT_OK);
+    }
+}
+
+/* workload.c */
+_Noreturn void user_main(void);
+
+#endif /* __ASSEMBLER__ */
+#endif /* WORKLOAD_H */
