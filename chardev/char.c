@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Character device backends: stdio, null, file, and unix/tcp sockets
+ * (server with one client at a time, or client). Input is read in the main
+ * loop; output is written synchronously by whoever holds the BQL.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "qemu/option.h"
+#include "qemu/main-loop.h"
+#include "chardev/char.h"
+#include <poll.h>
+#include <termios.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+typedef enum ChardevKind {
+    CHR_NULL,
+    CHR_STDIO,
+    CHR_FILE,
+    CHR_SOCKET,
+} ChardevKind;
+
+struct Chardev {
+    char *label;
+    ChardevKind kind;
+    int in_fd;                  /* -1 when there is nothing to read */
+    int out_fd;                 /* -1 when output is dropped */
+    bool connected;
+    guint in_watch;
+    CharFrontend fe;
+    bool has_fe;
+    bool input_paused;
+
+    /* Sockets. */
+    bool server;
+    int listen_fd;
+    guint listen_watch;
+    char *desc;                 /* "unix:/path" or "tcp:host:port" for messages */
+    char *unix_path;            /* unlinked when we created it */
+};
+
+static GPtrArray *chardevs;
+static bool stdio_in_use;
+static bool stdio_tty_saved;
+static struct termios stdio_saved_tty;
+
+static void chr_watch_input(Chardev *chr);
+static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
+
+Chardev *qemu_chr_find(const char *id)
+{
+    for (guint i = 0; chardevs && i < chardevs->len; i++) {
+        Chardev *chr = g_ptr_array_index(chardevs, i);
+        if (!strcmp(chr->label, id)) {
+            return chr;
+        }
+    }
+    return NULL;
+}
+
+const char *qemu_chr_label(Chardev *chr)
+{
+    return chr->label;
+}
+
+static Chardev *chr_alloc(const char *label, ChardevKind kind)
+{
+    Chardev *chr = g_new0(Chardev, 1);
+
+    chr->label = g_strdup(label);
+    chr->kind = kind;
+    chr->in_fd = chr->out_fd = chr->listen_fd = -1;
+    if (!chardevs) {
+        chardevs = g_ptr_array_new();
+    }
+    g_ptr_array_add(chardevs, chr);
+    return chr;
+}
+
+static void chr_send_event(Chardev *chr, ChardevEvent ev)
+{
+    if (chr->has_fe && chr->fe.event) {
+        chr->fe.event(chr->fe.opaque, ev);
+    }
+}
+
+static void chr_client_close(Chardev *chr);
+
+static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
+{
+    Chardev *chr = opaque;
+    uint8_t buf[4096];
+    size_t want = sizeof(buf);
+    ssize_t n;
+
+    if (chr->has_fe && chr->fe.can_read) {
+        want = MIN(want, chr->fe.can_read(chr->fe.opaque));
+        if (!want) {
+            /* Frontend is full; it calls qemu_chr_fe_accept_input() later. */
+            chr->input_paused = true;
+            chr->in_watch = 0;
+            return G_SOURCE_REMOVE;
+        }
+    }
+    n = read(chr->in_fd, buf, want);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (n <= 0) {
+        chr->in_watch = 0;
+        if (chr->kind == CHR_SOCKET) {
+            chr_client_close(chr);
+        }
+        /* stdin at EOF: stop watching so the loop does not spin. */
+        return G_SOURCE_REMOVE;
+    }
+    if (chr->has_fe && chr->fe.read) {
+        chr->fe.read(chr->fe.opaque, buf, n);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void chr_watch_input(Chardev *chr)
+{
+    GIOChannel *ch;
+
+    if (chr->in_fd < 0 || chr->in_watch) {
+        return;
+    }
+    ch = g_io_channel_unix_new(chr->in_fd);
+    chr->in_watch = g_io_add_watch(ch, G_IO_IN | G_IO_HUP | G_IO_ERR, chr_input_ready, chr);
+    g_io_channel_unref(ch);
+}
+
+void qemu_chr_fe_accept_input(Chardev *chr)
+{
+    if (chr->input_paused) {
+        chr->input_paused = false;
+        chr_watch_input(chr);
+    }
+}
+
+static void chr_opened_bh(void *opaque)
+{
+    Chardev *chr = opaque;
+
+    if (chr->connected) {
+        chr_send_event(chr, CHR_EVENT_OPENED);
+    }
+}
+
+void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
+{
+    chr->fe = *fe;
+    chr->has_fe = true;
+    chr_watch_input(chr);
+    if (chr->connected) {
+        qemu_bh_schedule_oneshot(chr_opened_bh, chr);
+    }
+}
+
+bool qemu_chr_fe_busy(Chardev *chr)
+{
+    return chr->has_fe;
+}
+
+bool qemu_chr_is_stdio(Chardev *chr)
+{
+    return chr->kind == CHR_STDIO;
+}
+
+int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
+{
+    size_t done = 0;
+
+    if (!chr->connected || chr->out_fd < 0) {
+        return len;             /* nobody listening: output is dropped */
+    }
+    while (done < len) {
+        ssize_t n;
+
+        if (chr->kind == CHR_SOCKET) {
+            n = send(chr->out_fd, (const uint8_t *)buf + done, len - done, MSG_NOSIGNAL);
+        } else {
+            n = write(chr->out_fd, (const uint8_t *)buf + done, len - done);
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd pfd = { .fd = chr->out_fd, .events = POLLOUT };
+            poll(&pfd, 1, 1000);
+            continue;
+        }
+        if (n <= 0) {
+            int err = n < 0 ? errno : EPIPE;
+            if (chr->kind == CHR_SOCKET) {
+                /* The peer vanished; stop writing to it, input will see EOF. */
+                chr->out_fd = -1;
+            }
+            return -err;
+        }
+        done += n;
+    }
+    return len;
+}
+
+static void chr_client_close(Chardev *chr)
+{
+    if (!chr->connected) {
+        return;
+    }
+    if (chr->in_watch) {
+        g_source_remove(chr->in_watch);
+        chr->in_watch = 0;
+    }
+    if (chr->in_fd >= 0) {
+        close(chr->in_fd);
+    }
+    chr->in_fd = chr->out_fd = -1;
+    chr->connected = false;
+    chr->input_paused = false;
+    chr_send_event(chr, CHR_EVENT_CLOSED);
+    if (chr->server) {
+        /* Ready for the next client. */
+        GIOChannel *ch = g_io_channel_unix_new(chr->listen_fd);
+        chr->listen_watch = g_io_add_watch(ch, G_IO_IN, chr_socket_accept, chr);
+        g_io_channel_unref(ch);
+    }
+}
+
+void qemu_chr_disconnect(Chardev *chr)
+{
+    if (chr->kind == CHR_SOCKET) {
+        chr_client_close(chr);
+    }
+}
+
+static void chr_socket_attach_client(Chardev *chr, int fd)
+{
+    int one = 1;
+
+    if (!strncmp(chr->desc, "tcp:", 4)) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    chr->in_fd = chr->out_fd = fd;
+    chr->connected = true;
+    if (chr->has_fe) {
+        chr_watch_input(chr);
+        chr_send_event(chr, CHR_EVENT_OPENED);
+    }
+}
+
+static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque)
+{
+    Chardev *chr = opaque;
+    int fd = accept4(chr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+    if (fd < 0) {
+        return G_SOURCE_CONTINUE;
+    }
+    /* One client at a time: stop accepting until this one leaves. */
+    chr->listen_watch = 0;
+    chr_socket_attach_client(chr, fd);
+    return G_SOURCE_REMOVE;
+}
+
+void qemu_chr_set_raw(Chardev *chr)
+{
+    struct termios tty;
+
+    if (chr->kind != CHR_STDIO || !isatty(0) || tcgetattr(0, &tty) < 0) {
+        return;
+    }
+    if (!stdio_tty_saved) {
+        stdio_saved_tty = tty;
+        stdio_tty_saved = true;
+    }
+    /* No echo or line editing, but keep ISIG so Ctrl-C still stops us. */
+    tty.c_iflag &= ~(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+    tty.c_oflag |= OPOST;
+    tty.c_lflag &= ~(ECHO | ECHONL | ICANON | IEXTEN);
+    tty.c_cflag &= ~(CSIZE | PARENB);
+    tty.c_cflag |= CS8;
+    tty.c_cc[VMIN] = 1;
+    tty.c_cc[VTIME] = 0;
+    tcsetattr(0, TCSANOW, &tty);
+}
+
+void qemu_chr_cleanup_all(void)
+{
+    if (stdio_tty_saved) {
+        tcsetattr(0, TCSANOW, &stdio_saved_tty);
+    }
+    for (guint i = 0; chardevs && i < chardevs->len; i++) {
+        Chardev *chr = g_ptr_array_index(chardevs, i);
+        if (chr->unix_path) {
+            unlink(chr->unix_path);
+        }
+    }
+}
+
+static Chardev *chr_open_stdio(const char *label, Error **errp)
+{
+    Chardev *chr;
+
+    if (stdio_in_use) {
+        error_setg(errp, "cannot use stdio by multiple character devices");
+        return NULL;
+    }
+    stdio_in_use = true;
+    chr = chr_alloc(label, CHR_STDIO);
+    chr->in_fd = 0;
+    chr->out_fd = 1;
+    chr->connected = true;
+    return chr;
+}
+
+static Chardev *chr_open_file(const char *label, const char *path, bool append, Error **errp)
+{
+    Chardev *chr;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not open '%s'", path);
+        return NULL;
+    }
+    chr = chr_alloc(label, CHR_FILE);
+    chr->out_fd = fd;
+    chr->connected = true;
+    return chr;
+}
+
+static int socket_unix_listen(const char *path, Error **errp)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof(un.sun_path)) {
+        error_setg(errp, "UNIX socket path '%s' is too long", path);
+        return -1;
+    }
+    strcpy(un.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Failed to create Unix socket");
+        return -1;
+    }
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        close(fd);
+        return -1;
+    }
+    if (listen(fd, 1) < 0) {
+        error_setg_errno(errp, errno, "Failed to listen on socket");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int socket_unix_connect(const char *path, Error **errp)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof(un.sun_path)) {
+        error_setg(errp, "UNIX socket path '%s' is too long", path);
+        return -1;
+    }
+    strcpy(un.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        error_setg_errno(errp, errno, "Failed to connect to '%s'", path);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+static int socket_tcp_open(const char *host, const char *port, bool server, Error **errp)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = server ? AI_PASSIVE : 0 };
+    struct addrinfo *res, *ai;
+    int err, fd = -1, saved = 0;
+
+    err = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
+    if (err) {
+        error_setg(errp, "address resolution failed for %s:%s: %s", host, port, gai_strerror(err));
+        return -1;
+    }
+    for (ai = res; ai; ai = ai->ai_next) {
+        int one = 1;
+
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        if (server) {
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0) {
+                break;
+            }
+        } else if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            break;
+        }
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        error_setg_errno(errp, saved, "Failed to %s socket %s:%s",
+                         server ? "bind" : "connect", host, port);
+    }
+    return fd;
+}
+
+typedef struct SocketSpec {
+    const char *path;           /* unix */
+    const char *host, *port;    /* tcp */
+    bool server;
+    bool wait;
+} SocketSpec;
+
+static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
+{
+    Chardev *chr;
+    int fd;
+
+    if (ss->path) {
+        fd = ss->server ? socket_unix_listen(ss->path, errp) : socket_unix_connect(ss->path, errp);
+    } else {
+        fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
+    }
+    if (fd < 0) {
+        return NULL;
+    }
+    chr = chr_alloc(label, CHR_SOCKET);
+    chr->server = ss->server;
+    chr->desc = ss->path ? g_strdup_printf("unix:%s", ss->path)
+                         : g_strdup_printf("tcp:%s:%s", ss->host, ss->port);
+    if (!ss->server) {
+        chr_socket_attach_client(chr, fd);
+        return chr;
+    }
+    chr->listen_fd = fd;
+    if (ss->path) {
+        chr->unix_path = g_strdup(ss->path);
+    }
+    if (ss->wait) {
+        int cfd;
+
+        info_report("QEMU waiting for connection on: disconnected:%s,server=on", chr->desc);
+        cfd = RETRY_ON_EINTR(accept4(fd, NULL, NULL, SOCK_CLOEXEC));
+        if (cfd >= 0) {
+            chr_socket_attach_client(chr, cfd);
+            return chr;
+        }
+    }
+    {
+        GIOChannel *ch = g_io_channel_unix_new(fd);
+        chr->listen_watch = g_io_add_watch(ch, G_IO_IN, chr_socket_accept, chr);
+        g_io_channel_unref(ch);
+    }
+    return chr;
+}
+
+static bool socket_spec_from_opts(QemuOpts *opts, SocketSpec *ss, bool default_server,
+                                  Error **errp)
+{
+    ss->server = default_server;
+    ss->wait = true;
+    if (!qemu_opt_get_bool(opts, "server", default_server, &ss->server, errp) ||
+        !qemu_opt_get_bool(opts, "wait", true, &ss->wait, errp)) {
+        return false;
+    }
+    if (!ss->server) {
+        ss->wait = false;
+    }
+    return true;
+}
+
+Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
+{
+    const char *rest;
+
+    if (!strcmp(spec, "none")) {
+        return NULL;
+    }
+    if (!strcmp(spec, "null") || !strcmp(spec, "vc") || g_str_has_prefix(spec, "vc:")) {
+        return chr_alloc(label, CHR_NULL);
+    }
+    if (!strcmp(spec, "stdio")) {
+        return chr_open_stdio(label, errp);
+    }
+    if (strstart(spec, "chardev:", &rest)) {
+        Chardev *chr = qemu_chr_find(rest);
+        if (!chr) {
+            error_setg(errp, "chardev '%s' not found", rest);
+        }
+        return chr;
+    }
+    if (strstart(spec, "file:", &rest)) {
+        return chr_open_file(label, rest, false, errp);
+    }
+    if (strstart(spec, "unix:", &rest) || strstart(spec, "tcp:", &rest)) {
+        bool is_unix = spec[0] == 'u';
+        g_autofree char *addr = NULL;
+        const char *comma = strchr(rest, ',');
+        SocketSpec ss = { 0 };
+        QemuOpts *opts = NULL;
+        Chardev *chr;
+
+        addr = comma ? g_strndup(rest, comma - rest) : g_strdup(rest);
+        if (comma) {
+            opts = qemu_opts_parse(comma + 1, NULL, errp);
+            if (!opts) {
+                return NULL;
+            }
+        }
+        /* QEMU's legacy syntax: a bare unix:/tcp: is a client unless server is given. */
+        if (opts && !socket_spec_from_opts(opts, &ss, false, errp)) {
+            qemu_opts_del(opts);
+            return NULL;
+        }
+        qemu_opts_del(opts);
+        if (is_unix) {
+            ss.path = addr;
+        } else {
+            char *colon = strrchr(addr, ':');
+            if (!colon) {
+                error_setg(errp, "tcp chardev address '%s' lacks a port", addr);
+                return NULL;
+            }
+            *colon = '\0';
+            ss.host = addr;
+            ss.port = colon + 1;
+        }
+        chr = chr_open_socket(label, &ss, errp);
+        return chr;
+    }
+    if (!strcmp(spec, "mon:stdio")) {
+        error_setg(errp, "'mon:stdio' (multiplexed monitor) is not supported; use "
+                   "-monitor stdio or -serial stdio");
+        return NULL;
+    }
+    error_setg(errp, "'%s' is not a valid char driver", spec);
+    return NULL;
+}
+
+Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
+{
+    static const char *const known[] = {
+        "backend", "id", "path", "host", "port", "server", "wait", "append", "mux",
+        "signal", "logfile", "telnet", "nodelay", NULL,
+    };
+    const char *backend = qemu_opt_get(opts, "backend");
+    const char *id = qemu_opt_get(opts, "id");
+
+    if (!qemu_opts_check_known(opts, known, errp)) {
+        return NULL;
+    }
+    if (!backend) {
+        error_setg(errp, "chardev: \"backend\" is missing");
+        return NULL;
+    }
+    if (!id) {
+        error_setg(errp, "Parameter 'id' is missing");
+        return NULL;
+    }
+    if (qemu_chr_find(id)) {
+        error_setg(errp, "Duplicate ID '%s' for chardev", id);
+        return NULL;
+    }
+    if (!strcmp(backend, "null")) {
+        return chr_alloc(id, CHR_NULL);
+    }
+    if (!strcmp(backend, "stdio")) {
+        return chr_open_stdio(id, errp);
+    }
+    if (!strcmp(backend, "file")) {
+        bool append = false;
+        const char *path = qemu_opt_get(opts, "path");
+        if (!path) {
+            error_setg(errp, "chardev: file: no filename given");
+            return NULL;
+        }
+        if (!qemu_opt_get_bool(opts, "append", false, &append, errp)) {
+            return NULL;
+        }
+        return chr_open_file(id, path, append, errp);
+    }
+    if (!strcmp(backend, "socket")) {
+        SocketSpec ss = { 0 };
+
+        if (!socket_spec_from_opts(opts, &ss, false, errp)) {
+            return NULL;
+        }
+        ss.path = qemu_opt_get(opts, "path");
+        ss.host = qemu_opt_get(opts, "host");
+        ss.port = qemu_opt_get(opts, "port");
+        if (!ss.path && !ss.port) {
+            error_setg(errp, "chardev: socket: no host given");
+            return NULL;
+        }
+        if (!ss.host) {
+            ss.host = "localhost";
+        }
+        return chr_open_socket(id, &ss, errp);
+    }
+    error_setg(errp, "'%s' is not a valid char driver name", backend);
+    return NULL;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The microvm machine: RAM below 3 GiB plus the rest at 4 GiB, in-kernel
+ * irqchip (PIC, IOAPIC, LAPIC) and PIT, COM1, optional isa-debug-exit, and
+ * PVH boot. Guest-physical layout of the boot data:
+ *
+ *   0x6000   struct hvm_start_info
+ *   0x6100   memory map (up to 32 entries)
+ *   0x6800   module list (initrd)
+ *   0x20000  kernel command line (< 64 KiB)
+ *   1 MiB+   the kernel's PT_LOAD segments
+ *   top of low RAM: initrd
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "hw/boards.h"
+#include "hw/pvh.h"
+#include "hw/serial.h"
+#include "system/cpus.h"
+#include "system/ioport.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "system/runstate.h"
+
+#define START_INFO_ADDR 0x6000
+#define MEMMAP_ADDR     0x6100
+#define MEMMAP_MAX      32
+#define MODLIST_ADDR    0x6800
+#define CMDLINE_ADDR    0x20000
+#define CMDLINE_MAX     0x10000
+#define COM1_BASE       0x3f8
+#define COM1_IRQ        4
+
+MachineState *current_machine;
+
+/* Irqchip and PIT state right after creation, restored on system_reset. */
+static struct kvm_irqchip irqchip_reset[3];
+static struct kvm_pit_state2 pit_reset;
+
+static bool microvm_guest_write(void *opaque, uint64_t gpa, const void *data, uint64_t len)
+{
+    if (!len) {
+        return true;
+    }
+    if (data) {
+        return guest_phys_rw(gpa, (void *)data, len, true);
+    }
+    /* Zero-fill (bss): write a page of zeroes at a time. */
+    {
+        static const uint8_t zero[4096];
+        for (uint64_t done = 0; done < len;) {
+            uint64_t n = MIN(len - done, sizeof(zero));
+            if (!guest_phys_rw(gpa + done, (void *)zero, n, true)) {
+                return false;
+            }
+            done += n;
+        }
+    }
+    return true;
+}
+
+static bool microvm_ram_init(MachineState *ms, Error **errp)
+{
+    uint64_t low, high;
+
+    if (ms->memory_backend) {
+        ms->ram = ram_block_find(ms->memory_backend);
+        if (!ms->ram) {
+            error_setg(errp, "Memory backend '%s' not found", ms->memory_backend);
+            return false;
+        }
+        if (ms->ram_size_given && ms->ram_size != ms->ram->used_length) {
+            error_setg(errp, "Memory size (-m %" PRIu64 ") and memory backend size (%" PRIu64
+                       ") of '%s' differ", ms->ram_size, ms->ram->used_length,
+                       ms->memory_backend);
+            return false;
+        }
+        ms->ram_size = ms->ram->used_length;
+    } else {
+        RAMBackendOpts o = { .id = "microvm.ram", .kind = RAM_BACKEND_ANON, .size = ms->ram_size };
+        ms->ram = ram_block_create(&o, errp);
+        if (!ms->ram) {
+            return false;
+        }
+    }
+    low = MIN(ms->ram_size, MICROVM_LOWMEM_MAX);
+    high = ms->ram_size - low;
+    if (!guest_ram_map(ms->ram, 0, 0, low, errp)) {
+        return false;
+    }
+    if (high && !guest_ram_map(ms->ram, low, MICROVM_HIGHMEM_BASE, high, errp)) {
+        return false;
+    }
+    return true;
+}
+
+static bool microvm_irqchip_init(KVMState *s, Error **errp)
+{
+    struct kvm_pit_config pit = { .flags = 0 };
+    int ret;
+
+    ret = kvm_vm_ioctl(s, KVM_CREATE_IRQCHIP, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Create kernel irqchip failed");
+        return false;
+    }
+    ret = kvm_vm_ioctl(s, KVM_CREATE_PIT2, &pit);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Create kernel PIT state failed");
+        return false;
+    }
+    for (int i = 0; i < 3; i++) {
+        irqchip_reset[i].chip_id = i;
+        kvm_vm_ioctl(s, KVM_GET_IRQCHIP, &irqchip_reset[i]);
+    }
+    kvm_vm_ioctl(s, KVM_GET_PIT2, &pit_reset);
+    return true;
+}
+
+static uint32_t microvm_build_memmap(struct hvm_memmap_table_entry *map)
+{
+    size_t n;
+    const GuestRAMRange *r = guest_ram_ranges(&n);
+    uint32_t cnt = 0;
+
+    for (size_t i = 0; i < n && cnt + 3 <= MEMMAP_MAX; i++) {
+        if (r[i].gpa == 0 && r[i].size > 1 * MiB) {
+            /* Keep the legacy VGA/BIOS window out of the RAM the guest may use. */
+            map[cnt++] = (struct hvm_memmap_table_entry) { 0, 0xa0000, E820_RAM, 0 };
+            map[cnt++] = (struct hvm_memmap_table_entry) { 0xa0000, 0x60000, E820_RESERVED, 0 };
+            map[cnt++] = (struct hvm_memmap_table_entry) { 1 * MiB, r[i].size - 1 * MiB, E820_RAM, 0 };
+        } else {
+            map[cnt++] = (struct hvm_memmap_table_entry) { r[i].gpa, r[i].size, E820_RAM, 0 };
+        }
+    }
+    return cnt;
+}
+
+/* Copies the kernel (and initrd) into RAM and writes hvm_start_info. */
+static bool microvm_load_boot_data(MachineState *ms, uint32_t *entry, Error **errp)
+{
+    struct hvm_start_info si = { .magic = XEN_HVM_START_MAGIC_VALUE, .version = 1 };
+    struct hvm_memmap_table_entry map[MEMMAP_MAX];
+    PvhImageInfo info;
+    const char *cmdline = ms->kernel_cmdline ? ms->kernel_cmdline : "";
+    size_t cmdlen = strlen(cmdline) + 1;
+
+    if (!pvh_elf_load(ms->kernel_image, ms->kernel_size, microvm_guest_write, NULL, &info, errp)) {
+        error_prepend(errp, "could not load kernel '%s': ", ms->kernel_filename);
+        return false;
+    }
+    if (info.low < CMDLINE_ADDR + CMDLINE_MAX) {
+        error_setg(errp, "kernel '%s' loads at 0x%" PRIx64 ", below 0x%x where boot data lives",
+                   ms->kernel_filename, info.low, CMDLINE_ADDR + CMDLINE_MAX);
+        return false;
+    }
+    if (cmdlen > CMDLINE_MAX) {
+        error_setg(errp, "kernel command line too long (%zu bytes, at most %d)", cmdlen - 1,
+                   CMDLINE_MAX - 1);
+        return false;
+    }
+    if (ms->initrd_image) {
+        struct hvm_modlist_entry mod = { .size = ms->initrd_size };
+        uint64_t low_end = MIN(ms->ram_size, MICROVM_LOWMEM_MAX);
+
+        if (ms->initrd_size > low_end || low_end - ms->initrd_size < info.high) {
+            error_setg(errp, "initrd '%s' does not fit in guest RAM", ms->initrd_filename);
+            return false;
+        }
+        mod.paddr = QEMU_ALIGN_DOWN(low_end - ms->initrd_size, TARGET_PAGE_SIZE);
+        if (!microvm_guest_write(NULL, mod.paddr, ms->initrd_image, ms->initrd_size) ||
+            !microvm_guest_write(NULL, MODLIST_ADDR, &mod, sizeof(mod))) {
+            error_setg(errp, "initrd '%s' does not fit in guest RAM", ms->initrd_filename);
+            return false;
+        }
+        si.nr_modules = 1;
+        si.modlist_paddr = MODLIST_ADDR;
+    }
+    si.cmdline_paddr = CMDLINE_ADDR;
+    si.memmap_paddr = MEMMAP_ADDR;
+    si.memmap_entries = microvm_build_memmap(map);
+    if (!microvm_guest_write(NULL, CMDLINE_ADDR, cmdline, cmdlen) ||
+        !microvm_guest_write(NULL, MEMMAP_ADDR, map, si.memmap_entries * sizeof(map[0])) ||
+        !microvm_guest_write(NULL, START_INFO_ADDR, &si, sizeof(si))) {
+        error_setg(errp, "guest RAM is too small for the boot data");
+        return false;
+    }
+    *entry = info.entry;
+    return true;
+}
+
+static bool microvm_read_file(const char *path, const char *what, uint8_t **data, size_t *len,
+                              Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    gchar *contents;
+    gsize size;
+
+    if (!g_file_get_contents(path, &contents, &size, &gerr)) {
+        error_setg(errp, "could not open %s file '%s': %s", what, path,
+                   g_strerror(gerr->code == G_FILE_ERROR_NOENT ? ENOENT :
+                              gerr->code == G_FILE_ERROR_ACCES ? EACCES :
+                              gerr->code == G_FILE_ERROR_ISDIR ? EISDIR : EIO));
+        return false;
+    }
+    *data = (uint8_t *)contents;
+    *len = size;
+    return true;
+}
+
+static void microvm_reset(void *opaque)
+{
+    MachineState *ms = opaque;
+    g_autoptr(Error) err = NULL;
+    uint32_t entry;
+
+    for (int i = 0; i < 3; i++) {
+        kvm_vm_ioctl(kvm_state, KVM_SET_IRQCHIP, &irqchip_reset[i]);
+    }
+    kvm_vm_ioctl(kvm_state, KVM_SET_PIT2, &pit_reset);
+    kvm_cpus_reset();
+    if (!microvm_load_boot_data(ms, &entry, &err)) {
+        error_report("system_reset: %s", error_get_pretty(err));
+        return;
+    }
+    kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR);
+}
+
+bool microvm_machine_init(MachineState *ms, Error **errp)
+{
+    uint32_t entry;
+    PvhImageInfo info;
+
+    if (!ms->kernel_filename) {
+        error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
+        return false;
+    }
+    if (!microvm_read_file(ms->kernel_filename, "kernel", &ms->kernel_image, &ms->kernel_size, errp)) {
+        return false;
+    }
+    /* Reject a bad kernel before we allocate gigabytes for it. */
+    if (!pvh_elf_probe(ms->kernel_image, ms->kernel_size, &info, errp)) {
+        error_prepend(errp, "could not load kernel '%s': ", ms->kernel_filename);
+        return false;
+    }
+    if (ms->initrd_filename &&
+        !microvm_read_file(ms->initrd_filename, "initrd", &ms->initrd_image, &ms->initrd_size, errp)) {
+        return false;
+    }
+    if (!microvm_ram_init(ms, errp)) {
+        return false;
+    }
+    if (info.high > MIN(ms->ram_size, MICROVM_LOWMEM_MAX)) {
+        g_autofree char *sz = size_to_str(ms->ram_size);
+        error_setg(errp, "kernel '%s' needs RAM up to 0x%" PRIx64 ", but -m is only %s",
+                   ms->kernel_filename, info.high, sz);
+        return false;
+    }
+    if (!kvm_memslots_init(kvm_state, errp) ||
+        !microvm_irqchip_init(kvm_state, errp) ||
+        !kvm_vcpus_create(kvm_state, ms->smp_cpus, errp)) {
+        return false;
+    }
+    pio_table = pio_table ?: io_range_table_new();
+    mmio_table = mmio_table ?: io_range_table_new();
+    if (!serial_isa_init(COM1_BASE, COM1_IRQ, ms->serial, errp)) {
+        return false;
+    }
+    if (ms->debug_exit.present &&
+        !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
+        return false;
+    }
+    if (!microvm_load_boot_data(ms, &entry, errp)) {
+        return false;
+    }
+    kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR);
+    qemu_register_reset(microvm_reset, ms);
+    current_machine = ms;
+    return true;
+}

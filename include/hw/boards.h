@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The machine: what the command line asked for, and what init built from it. */
+#ifndef HW_BOARDS_H
+#define HW_BOARDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MACHINE_TYPE_NAME "microvm"
+/* RAM above this goes to a second range at 4 GiB (the PCI/APIC hole). */
+#define MICROVM_LOWMEM_MAX (3 * GiB)
+#define MICROVM_HIGHMEM_BASE (4 * GiB)
+
+typedef struct DebugExitConfig {
+    bool present;
+    uint64_t iobase;
+    uint64_t iosize;
+} DebugExitConfig;
+
+struct MachineState {
+    /* From the command line. */
+    uint64_t ram_size;
+    bool ram_size_given;
+    int smp_cpus;
+    char *kernel_filename;
+    char *kernel_cmdline;
+    char *initrd_filename;
+    char *memory_backend;       /* -machine memory-backend=ID */
+    Chardev *serial;            /* COM1, may be NULL */
+    DebugExitConfig debug_exit;
+
+    /* Built by machine init. */
+    RAMBlock *ram;
+    uint8_t *kernel_image;      /* kept for system_reset */
+    size_t kernel_size;
+    uint8_t *initrd_image;
+    size_t initrd_size;
+};
+
+extern MachineState *current_machine;
+
+/* Builds RAM, KVM (irqchip, PIT, vCPUs), devices, and loads the kernel. */
+bool microvm_machine_init(MachineState *ms, Error **errp);
+bool debug_exit_init(uint64_t iobase, uint64_t iosize, Error **errp);
+
+#endif

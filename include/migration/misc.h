@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Migration entry points used outside migration/. */
+#ifndef MIGRATION_MISC_H
+#define MIGRATION_MISC_H
+
+#include <stdbool.h>
+#include "qemu/typedefs.h"
+
+void migration_init(void);
+/* -incoming URI|defer. */
+bool migration_incoming_start(const char *uri, Error **errp);
+/* Whether the destination starts the guest after loading (false with -S). */
+void migration_set_autostart(bool autostart);
+/* cont is refused while an outgoing migration owns the VM state. */
+bool migration_allows_cont(Error **errp);
+/* -global migration.NAME=VALUE */
+bool migration_set_global_property(const char *name, const char *value, Error **errp);
+
+#endif

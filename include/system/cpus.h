@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * vCPUs: one thread per vCPU ("CPU n/KVM") running KVM_RUN. Pausing is a
+ * kick (signal + immediate_exit) plus a counted acknowledgement under the
+ * BQL; run_on_cpu() executes a function in a vCPU's own thread.
+ */
+#ifndef SYSTEM_CPUS_H
+#define SYSTEM_CPUS_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include "qemu/thread.h"
+
+struct kvm_run;
+typedef struct X86CPUState X86CPUState;
+
+typedef void (*RunOnCpuFunc)(CPUState *cpu, void *data);
+
+struct CPUState {
+    int cpu_index;              /* also the APIC id and KVM vcpu id */
+    int kvm_fd;
+    struct kvm_run *kvm_run;    /* mmapped, shared with the kernel */
+    size_t kvm_run_size;
+    QemuThread thread;
+    int thread_id;              /* kernel tid, set by the thread itself */
+    char thread_name[24];
+
+    /* Protected by the BQL. */
+    bool created;               /* thread is up */
+    bool stop;                  /* somebody asked this vCPU to pause */
+    bool stopped;               /* the vCPU acknowledged the pause */
+    bool exit_thread;           /* the thread must end (process teardown) */
+    GQueue work;                /* pending run_on_cpu items */
+    GCond cond;                 /* signalled when stop clears or work completes */
+
+    /* Atomic: set by cpu_kick() so the next KVM_RUN returns at once. */
+    int exit_request;
+
+    /* Architecture (x86) register state, owned by accel/kvm. */
+    X86CPUState *env;
+    /* Touched only by this vCPU's thread or with the vCPU paused. */
+    bool vcpu_dirty;            /* env holds state newer than KVM's copy */
+};
+
+/* All vCPUs in index order. Filled at machine init, then immutable. */
+extern GPtrArray *vcpus;
+#define CPU_FOREACH_INDEX(i, cpu) \
+    for ((i) = 0; (i) < vcpus->len && ((cpu) = g_ptr_array_index(vcpus, (i))); (i)++)
+
+/* The vCPU whose thread is the caller, or NULL. */
+CPUState *current_cpu(void);
+void set_current_cpu(CPUState *cpu);
+
+/* BQL held. Wait until every vCPU has acknowledged the pause. */
+void pause_all_vcpus(void);
+void resume_all_vcpus(void);
+bool all_vcpus_paused(void);
+/* Kick @cpu out of KVM_RUN so it notices new requests. Any thread. */
+void cpu_kick(CPUState *cpu);
+/* BQL held; runs @fn in @cpu's thread and waits for it. */
+void run_on_cpu(CPUState *cpu, RunOnCpuFunc fn, void *data);
+
+/* Called by a vCPU thread with the BQL held: handle pause and queued work. */
+void cpu_handle_requests(CPUState *cpu);
+/* Signals pause_all_vcpus() waiters; used by the vCPU thread. */
+void cpus_signal_paused(void);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Guest RAM: RAMBlocks (host memory with a QEMU-compatible name) and the
+ * guest-physical map that places parts of them at guest addresses.
+ *
+ * A RAMBlock is what the migration stream names ("microvm.ram" or a backend
+ * id); one RAMBlock may be mapped at several guest ranges (below 3 GiB and
+ * above 4 GiB), and each mapping becomes one KVM memslot.
+ */
+#ifndef SYSTEM_MEMORY_H
+#define SYSTEM_MEMORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+
+typedef enum RAMBackendKind {
+    RAM_BACKEND_ANON,
+    RAM_BACKEND_MEMFD,
+    RAM_BACKEND_FILE,
+} RAMBackendKind;
+
+struct RAMBlock {
+    char idstr[256];
+    uint8_t *host;              /* immutable after creation */
+    uint64_t used_length;       /* bytes, multiple of TARGET_PAGE_SIZE */
+    RAMBackendKind kind;
+    int fd;                     /* -1 for anonymous memory */
+    bool shared;                /* MAP_SHARED */
+    bool readonly;
+
+    /*
+     * Pages the VMM itself wrote (loaders, device emulation, incoming
+     * migration excluded), one bit per target page, set atomically by any
+     * thread while dirty logging is on. The migration thread merges it into
+     * the migration bitmap with the same word-wise OR as the KVM bitmaps.
+     */
+    unsigned long *sw_dirty;
+
+    /* Owned by migration (see migration/dirty.c); NULL otherwise. */
+    void *migration_priv;
+};
+
+/* One guest-physical mapping of (part of) a RAMBlock. Immutable once mapped. */
+typedef struct GuestRAMRange {
+    hwaddr gpa;
+    uint64_t size;
+    RAMBlock *rb;
+    uint64_t offset;            /* within rb */
+} GuestRAMRange;
+
+/* Host memory backend options (from -object memory-backend-*). */
+typedef struct RAMBackendOpts {
+    const char *id;
+    RAMBackendKind kind;
+    uint64_t size;
+    bool share;
+    bool prealloc;
+    const char *mem_path;       /* file backend only */
+} RAMBackendOpts;
+
+/*
+ * ram_block_create: allocate a RAMBlock as @opts says and register it.
+ * Returns NULL with @errp set on failure.
+ */
+RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp);
+void ram_block_destroy(RAMBlock *rb);
+RAMBlock *ram_block_find(const char *idstr);
+/* Registered blocks in creation order (the order the stream lists them). */
+GPtrArray *ram_blocks(void);
+uint64_t ram_blocks_total_bytes(void);
+
+/* Places [offset, offset+size) of @rb at guest-physical @gpa. */
+bool guest_ram_map(RAMBlock *rb, uint64_t offset, hwaddr gpa, uint64_t size, Error **errp);
+/* The mappings, sorted by guest-physical address. */
+const GuestRAMRange *guest_ram_ranges(size_t *count);
+const GuestRAMRange *guest_ram_lookup(hwaddr gpa);
+/* Host pointer for [gpa, gpa+len) if it lies inside one RAM range, else NULL. */
+void *guest_phys_to_host(hwaddr gpa, uint64_t len);
+
+/*
+ * guest_phys_rw: copy between @buf and guest-physical memory, possibly
+ * across ranges. Writes mark the pages in the software dirty bitmap.
+ * Returns false if any byte is outside guest RAM (nothing is copied then).
+ */
+bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write);
+
+/* Software dirty tracking of VMM writes, on while migration logs dirty pages. */
+void ram_sw_dirty_log_start(void);
+void ram_sw_dirty_log_stop(void);
+void ram_block_mark_dirty(RAMBlock *rb, uint64_t offset, uint64_t len);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The VM run state (QEMU's RunState from the schema), its transitions, and
+ * requests from any thread (shutdown, reset, stop) that the main loop carries
+ * out. All functions that change state need the BQL.
+ */
+#ifndef SYSTEM_RUNSTATE_H
+#define SYSTEM_RUNSTATE_H
+
+#include "qapi/qapi-types.h"
+
+RunState runstate_get(void);
+bool runstate_check(RunState state);
+void runstate_set(RunState state);
+bool runstate_is_running(void);
+
+typedef void VMChangeStateHandler(void *opaque, bool running, RunState state);
+typedef struct VMChangeStateEntry VMChangeStateEntry;
+VMChangeStateEntry *qemu_add_vm_change_state_handler(VMChangeStateHandler *cb, void *opaque);
+void qemu_del_vm_change_state_handler(VMChangeStateEntry *e);
+
+/* Resumes vCPUs, enters RUNNING, emits RESUME. BQL held, not from a vCPU. */
+void vm_start(void);
+/*
+ * vm_stop: pause every vCPU, enter @state and emit STOP (if the VM was
+ * running). BQL held, not from a vCPU thread. Returns 0.
+ */
+int vm_stop(RunState state);
+/* Like vm_stop, but also sets @state when the VM is already stopped. */
+int vm_stop_force_state(RunState state);
+
+/* Any thread: the main loop acts on these in a bottom half. */
+void qemu_system_vmstop_request(RunState state);
+void qemu_system_shutdown_request(ShutdownCause cause);
+void qemu_system_reset_request(ShutdownCause cause);
+/* Guest-initiated exit via isa-debug-exit: flush output and exit(@status). */
+void qemu_system_exit_now(int status) QEMU_NORETURN;
+
+/* Reset handlers run in registration order on system_reset. */
+typedef void QEMUResetHandler(void *opaque);
+void qemu_register_reset(QEMUResetHandler *fn, void *opaque);
+void qemu_system_reset(ShutdownCause cause);
+
+/* Set when the main loop should end; the value is the process exit status. */
+bool qemu_shutdown_requested(int *status);
+
+#endif

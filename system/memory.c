@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * RAMBlocks and the guest-physical RAM map. Blocks and mappings are created
+ * during machine init and never change afterwards, so lookups take no lock.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "system/memory.h"
+#include <sys/syscall.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static GPtrArray *blocks;
+static GArray *ranges;           /* GuestRAMRange, sorted by gpa */
+static int sw_dirty_logging;     /* atomic */
+
+GPtrArray *ram_blocks(void)
+{
+    if (!blocks) {
+        blocks = g_ptr_array_new();
+    }
+    return blocks;
+}
+
+RAMBlock *ram_block_find(const char *idstr)
+{
+    GPtrArray *b = ram_blocks();
+
+    for (guint i = 0; i < b->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(b, i);
+        if (!strcmp(rb->idstr, idstr)) {
+            return rb;
+        }
+    }
+    return NULL;
+}
+
+uint64_t ram_blocks_total_bytes(void)
+{
+    GPtrArray *b = ram_blocks();
+    uint64_t total = 0;
+
+    for (guint i = 0; i < b->len; i++) {
+        total += ((RAMBlock *)g_ptr_array_index(b, i))->used_length;
+    }
+    return total;
+}
+
+static int ram_backend_open_fd(const RAMBackendOpts *opts, Error **errp)
+{
+    int fd;
+
+    if (opts->kind == RAM_BACKEND_MEMFD) {
+        fd = syscall(SYS_memfd_create, opts->id, MFD_CLOEXEC);
+        if (fd < 0) {
+            error_setg_errno(errp, errno, "failed to create memfd");
+            return -1;
+        }
+    } else {
+        struct stat st;
+        const char *path = opts->mem_path;
+
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            g_autofree char *tmpl = g_strdup_printf("%s/qemu_back_mem.%s.XXXXXX", path, opts->id);
+            fd = mkstemp(tmpl);
+            if (fd >= 0) {
+                unlink(tmpl);
+            }
+        } else {
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        }
+        if (fd < 0) {
+            error_setg_errno(errp, errno, "can't open backing store %s for guest RAM", path);
+            return -1;
+        }
+    }
+    if (ftruncate(fd, opts->size) < 0) {
+        error_setg_errno(errp, errno, "failed to resize memory backend '%s' to %" PRIu64 " bytes",
+                         opts->id, opts->size);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static bool ram_block_prealloc(RAMBlock *rb, Error **errp)
+{
+    if (madvise(rb->host, rb->used_length, MADV_POPULATE_WRITE) == 0) {
+        return true;
+    }
+    if (errno != EINVAL) {
+        error_setg_errno(errp, errno, "preallocating memory for '%s' failed", rb->idstr);
+        return false;
+    }
+    /* Kernel without MADV_POPULATE_WRITE: touch one byte per page. */
+    for (uint64_t off = 0; off < rb->used_length; off += TARGET_PAGE_SIZE) {
+        volatile uint8_t *p = rb->host + off;
+        *p = *p;
+    }
+    return true;
+}
+
+RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
+{
+    g_autofree RAMBlock *rb = g_new0(RAMBlock, 1);
+    int flags = MAP_NORESERVE;
+    void *host;
+
+    if (!opts->size || opts->size % TARGET_PAGE_SIZE) {
+        error_setg(errp, "memory size of '%s' must be a non-zero multiple of %llu",
+                   opts->id, (unsigned long long)TARGET_PAGE_SIZE);
+        return NULL;
+    }
+    if (strlen(opts->id) >= sizeof(rb->idstr)) {
+        error_setg(errp, "RAM block name '%s' is too long", opts->id);
+        return NULL;
+    }
+    if (ram_block_find(opts->id)) {
+        error_setg(errp, "RAM block '%s' already exists", opts->id);
+        return NULL;
+    }
+    rb->fd = -1;
+    if (opts->kind != RAM_BACKEND_ANON) {
+        rb->fd = ram_backend_open_fd(opts, errp);
+        if (rb->fd < 0) {
+            return NULL;
+        }
+    }
+    rb->shared = opts->kind == RAM_BACKEND_ANON ? opts->share : opts->share || opts->kind == RAM_BACKEND_MEMFD;
+    flags |= rb->shared ? MAP_SHARED : MAP_PRIVATE;
+    if (rb->fd < 0) {
+        flags |= MAP_ANONYMOUS;
+    }
+    host = mmap(NULL, opts->size, PROT_READ | PROT_WRITE, flags, rb->fd, 0);
+    if (host == MAP_FAILED) {
+        error_setg_errno(errp, errno, "cannot set up guest memory '%s'", opts->id);
+        if (rb->fd >= 0) {
+            close(rb->fd);
+        }
+        return NULL;
+    }
+    g_strlcpy(rb->idstr, opts->id, sizeof(rb->idstr));
+    rb->host = host;
+    rb->used_length = opts->size;
+    rb->kind = opts->kind;
+    /* Guests write RAM sequentially in big runs; THP cuts shadow-paging faults. */
+    madvise(host, opts->size, MADV_HUGEPAGE);
+    madvise(host, opts->size, MADV_DONTDUMP);
+    if (opts->prealloc && !ram_block_prealloc(rb, errp)) {
+        munmap(host, opts->size);
+        if (rb->fd >= 0) {
+            close(rb->fd);
+        }
+        return NULL;
+    }
+    rb->sw_dirty = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
+    g_ptr_array_add(ram_blocks(), rb);
+    return g_steal_pointer(&rb);
+}
+
+void ram_block_destroy(RAMBlock *rb)
+{
+    g_ptr_array_remove(ram_blocks(), rb);
+    munmap(rb->host, rb->used_length);
+    if (rb->fd >= 0) {
+        close(rb->fd);
+    }
+    g_free(rb->sw_dirty);
+    g_free(rb);
+}
+
+static gint range_cmp(gconstpointer a, gconstpointer b)
+{
+    const GuestRAMRange *ra = a, *rb = b;
+
+    return ra->gpa < rb->gpa ? -1 : ra->gpa > rb->gpa;
+}
+
+bool guest_ram_map(RAMBlock *rb, uint64_t offset, hwaddr gpa, uint64_t size, Error **errp)
+{
+    GuestRAMRange r = { .gpa = gpa, .size = size, .rb = rb, .offset = offset };
+
+    if (!ranges) {
+        ranges = g_array_new(FALSE, FALSE, sizeof(GuestRAMRange));
+    }
+    if (offset > rb->used_length || size > rb->used_length - offset || !size ||
+        gpa % TARGET_PAGE_SIZE || size % TARGET_PAGE_SIZE || gpa + size < gpa) {
+        error_setg(errp, "invalid mapping of '%s' at 0x%" HWADDR_PRIx, rb->idstr, gpa);
+        return false;
+    }
+    for (guint i = 0; i < ranges->len; i++) {
+        GuestRAMRange *o = &g_array_index(ranges, GuestRAMRange, i);
+        if (gpa < o->gpa + o->size && o->gpa < gpa + size) {
+            error_setg(errp, "RAM at 0x%" HWADDR_PRIx " overlaps existing RAM", gpa);
+            return false;
+        }
+    }
+    g_array_append_val(ranges, r);
+    g_array_sort(ranges, range_cmp);
+    return true;
+}
+
+const GuestRAMRange *guest_ram_ranges(size_t *count)
+{
+    *count = ranges ? ranges->len : 0;
+    return ranges ? (const GuestRAMRange *)ranges->data : NULL;
+}
+
+const GuestRAMRange *guest_ram_lookup(hwaddr gpa)
+{
+    size_t n;
+    const GuestRAMRange *r = guest_ram_ranges(&n);
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (gpa < r[mid].gpa) {
+            hi = mid;
+        } else if (gpa - r[mid].gpa >= r[mid].size) {
+            lo = mid + 1;
+        } else {
+            return &r[mid];
+        }
+    }
+    return NULL;
+}
+
+void *guest_phys_to_host(hwaddr gpa, uint64_t len)
+{
+    const GuestRAMRange *r = guest_ram_lookup(gpa);
+
+    if (!r || len > r->size - (gpa - r->gpa)) {
+        return NULL;
+    }
+    return r->rb->host + r->offset + (gpa - r->gpa);
+}
+
+bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write)
+{
+    uint64_t done;
+
+    /* Check the whole span first so a failed access copies nothing. */
+    for (done = 0; done < len;) {
+        const GuestRAMRange *r = guest_ram_lookup(gpa + done);
+        if (!r || gpa + done < gpa) {
+            return false;
+        }
+        done += MIN(len - done, r->size - (gpa + done - r->gpa));
+    }
+    for (done = 0; done < len;) {
+        const GuestRAMRange *r = guest_ram_lookup(gpa + done);
+        uint64_t in = gpa + done - r->gpa;
+        uint64_t n = MIN(len - done, r->size - in);
+        uint8_t *host = r->rb->host + r->offset + in;
+
+        if (is_write) {
+            memcpy(host, (uint8_t *)buf + done, n);
+            ram_block_mark_dirty(r->rb, r->offset + in, n);
+        } else {
+            memcpy((uint8_t *)buf + done, host, n);
+        }
+        done += n;
+    }
+    return true;
+}
+
+void ram_sw_dirty_log_start(void)
+{
+    __atomic_store_n(&sw_dirty_logging, 1, __ATOMIC_SEQ_CST);
+}
+
+void ram_sw_dirty_log_stop(void)
+{
+    __atomic_store_n(&sw_dirty_logging, 0, __ATOMIC_SEQ_CST);
+}
+
+void ram_block_mark_dirty(RAMBlock *rb, uint64_t offset, uint64_t len)
+{
+    uint64_t first, last;
+
+    if (!len || !__atomic_load_n(&sw_dirty_logging, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    first = offset >> TARGET_PAGE_BITS;
+    last = (offset + len - 1) >> TARGET_PAGE_BITS;
+    bitmap_set_atomic(rb->sw_dirty, first, last - first + 1);
+}

@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Command line parsing and the explicit initialisation order. Options are
+ * parsed into a Config first (nothing is created), validated, and only then
+ * are chardevs, backends, KVM, the machine and the monitors created, in the
+ * one order written down in qemu_init().
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "qemu/option.h"
+#include "qemu/main-loop.h"
+#include "chardev/char.h"
+#include "hw/boards.h"
+#include "monitor/monitor.h"
+#include "migration/misc.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "system/runstate.h"
+#include "system/system.h"
+#include "trace/trace.h"
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <glib-unix.h>
+
+typedef enum {
+    OPT_HELP, OPT_VERSION, OPT_MACHINE, OPT_ACCEL, OPT_ENABLE_KVM, OPT_CPU, OPT_M, OPT_SMP,
+    OPT_KERNEL, OPT_APPEND, OPT_INITRD, OPT_OBJECT, OPT_SERIAL, OPT_NOGRAPHIC, OPT_DISPLAY,
+    OPT_NODEFAULTS, OPT_NO_USER_CONFIG, OPT_S, OPT_NAME, OPT_PIDFILE, OPT_DAEMONIZE, OPT_QMP,
+    OPT_QMP_PRETTY, OPT_MONITOR, OPT_CHARDEV, OPT_MON, OPT_DEVICE, OPT_INCOMING, OPT_TRACE,
+    OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC,
+} OptIndex;
+
+typedef struct QemuOption {
+    const char *name;
+    bool has_arg;
+    OptIndex index;
+} QemuOption;
+
+static const QemuOption qemu_options[] = {
+    { "h", false, OPT_HELP }, { "help", false, OPT_HELP },
+    { "version", false, OPT_VERSION },
+    { "M", true, OPT_MACHINE }, { "machine", true, OPT_MACHINE },
+    { "accel", true, OPT_ACCEL }, { "enable-kvm", false, OPT_ENABLE_KVM },
+    { "cpu", true, OPT_CPU }, { "m", true, OPT_M }, { "smp", true, OPT_SMP },
+    { "kernel", true, OPT_KERNEL }, { "append", true, OPT_APPEND },
+    { "initrd", true, OPT_INITRD }, { "object", true, OPT_OBJECT },
+    { "serial", true, OPT_SERIAL }, { "nographic", false, OPT_NOGRAPHIC },
+    { "display", true, OPT_DISPLAY }, { "nodefaults", false, OPT_NODEFAULTS },
+    { "no-user-config", false, OPT_NO_USER_CONFIG }, { "S", false, OPT_S },
+    { "name", true, OPT_NAME }, { "pidfile", true, OPT_PIDFILE },
+    { "daemonize", false, OPT_DAEMONIZE }, { "qmp", true, OPT_QMP },
+    { "qmp-pretty", true, OPT_QMP_PRETTY }, { "monitor", true, OPT_MONITOR },
+    { "chardev", true, OPT_CHARDEV }, { "mon", true, OPT_MON },
+    { "device", true, OPT_DEVICE }, { "incoming", true, OPT_INCOMING },
+    { "trace", true, OPT_TRACE }, { "no-reboot", false, OPT_NO_REBOOT },
+    { "no-shutdown", false, OPT_NO_SHUTDOWN }, { "global", true, OPT_GLOBAL },
+    { "vga", true, OPT_VGA }, { "net", true, OPT_NET }, { "nic", true, OPT_NIC },
+};
+
+typedef struct MonitorConfig {
+    char *spec;                 /* chardev spec, or NULL with chardev_id */
+    char *chardev_id;
+    bool qmp;
+    bool pretty;
+} MonitorConfig;
+
+/* Everything the command line asked for, before anything is created. */
+typedef struct Config {
+    MachineState machine;
+    KVMAccelOpts accel;
+    char *serial_spec;
+    bool nographic;
+    bool nodefaults;
+    bool start_paused;
+    bool daemonize;
+    char *pidfile;
+    char *incoming;
+    GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
+    GPtrArray *object_opts;     /* QemuOpts of -object */
+    GPtrArray *monitors;        /* MonitorConfig */
+} Config;
+
+static void version(void)
+{
+    printf("QEMU emulator version %s (qemu-mig)\n"
+           "Copyright (c) 2026 the qemu-mig authors\n", QEMU_VERSION);
+}
+
+static void help(void)
+{
+    version();
+    printf("usage: qemu-system-x86_64 [options]\n\n"
+           "-M microvm[,memory-backend=ID]   machine (microvm is the only one)\n"
+           "-accel kvm[,dirty-ring-size=N][,x-dirty-log=auto|get|clear]\n"
+           "-enable-kvm                      same as -accel kvm\n"
+           "-cpu host[,+feature|-feature]    CPU model (host passthrough)\n"
+           "-m SIZE                          guest RAM (default unit MiB)\n"
+           "-smp N                           number of vCPUs\n"
+           "-kernel FILE / -append STR / -initrd FILE   PVH ELF boot\n"
+           "-object memory-backend-{ram,memfd,file},id=ID,size=SIZE[,share=on][,mem-path=P][,prealloc=on]\n"
+           "-serial stdio|null|file:PATH|unix:PATH[,server=on,wait=off]|tcp:H:P[,...]|chardev:ID\n"
+           "-nographic / -display none / -nodefaults / -no-user-config\n"
+           "-S                               start paused (prelaunch)\n"
+           "-name NAME / -pidfile FILE / -daemonize\n"
+           "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
+           "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
+           "-incoming URI|defer              wait for an incoming migration\n"
+           "-trace file=PATH                 write migration trace points to PATH\n");
+}
+
+static void machine_help(void)
+{
+    printf("Supported machines are:\n"
+           "microvm              microvm (i386) (default)\n");
+}
+
+static bool parse_machine(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = {
+        "type", "memory-backend", "accel", "pic", "pit", "rtc", "isa-serial", "x-option-roms",
+        "auto-kernel-cmdline", "acpi", "ioapic2", "pcie", "usb", "graphics", "dump-guest-core",
+        "mem-merge", "kernel-irqchip", NULL,
+    };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "type", errp);
+    const char *type, *accel;
+
+    if (!opts) {
+        return false;
+    }
+    type = qemu_opt_get(opts, "type");
+    if (type && !strcmp(type, "help")) {
+        machine_help();
+        exit(0);
+    }
+    if (type && strcmp(type, MACHINE_TYPE_NAME)) {
+        error_setg(errp, "unsupported machine type");
+        error_append_hint(errp, "Use -machine help to list supported machines\n");
+        return false;
+    }
+    if (!qemu_opts_check_known(opts, known, errp)) {
+        return false;
+    }
+    if (qemu_opt_get(opts, "memory-backend")) {
+        g_free(cfg->machine.memory_backend);
+        cfg->machine.memory_backend = g_strdup(qemu_opt_get(opts, "memory-backend"));
+    }
+    accel = qemu_opt_get(opts, "accel");
+    if (accel && strcmp(accel, "kvm")) {
+        error_setg(errp, "invalid accelerator %s", accel);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_accel(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = {
+        "accel", "dirty-ring-size", "x-dirty-log", "kernel-irqchip", "kvm-shadow-mem", NULL,
+    };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "accel", errp);
+    const char *accel, *mode;
+    uint64_t ring;
+
+    if (!opts) {
+        return false;
+    }
+    accel = qemu_opt_get(opts, "accel");
+    if (accel && !strcmp(accel, "help")) {
+        printf("Accelerators supported in QEMU binary:\nkvm\n");
+        exit(0);
+    }
+    if (!accel || strcmp(accel, "kvm")) {
+        error_setg(errp, "invalid accelerator %s", accel ? accel : "");
+        error_append_hint(errp, "This binary supports only the kvm accelerator\n");
+        return false;
+    }
+    if (!qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_number(opts, "dirty-ring-size", 0, &ring, errp)) {
+        return false;
+    }
+    if (ring > UINT32_MAX || (ring & (ring - 1))) {
+        error_setg(errp, "Invalid value for parameter dirty-ring-size: must be a power of two");
+        return false;
+    }
+    cfg->accel.dirty_ring_size = ring;
+    mode = qemu_opt_get(opts, "x-dirty-log");
+    if (mode) {
+        if (strcmp(mode, "auto") && strcmp(mode, "get") && strcmp(mode, "clear")) {
+            error_setg(errp, "Parameter 'x-dirty-log' expects 'auto', 'get' or 'clear'");
+            return false;
+        }
+        cfg->accel.dirty_log = g_intern_string(mode);
+    }
+    return true;
+}
+
+static bool parse_cpu(const char *arg, Error **errp)
+{
+    g_auto(GStrv) parts = g_strsplit(arg, ",", -1);
+
+    if (!strcmp(parts[0], "help")) {
+        printf("Available CPUs:\nx86 host\nx86 max\n");
+        exit(0);
+    }
+    if (strcmp(parts[0], "host") && strcmp(parts[0], "max")) {
+        error_setg(errp, "unable to find CPU model '%s'", parts[0]);
+        return false;
+    }
+    for (int i = 1; parts[i]; i++) {
+        const char *p = parts[i];
+        g_autofree char *name = NULL;
+        bool on = true;
+        char *eq;
+
+        if (p[0] == '+' || p[0] == '-') {
+            on = p[0] == '+';
+            name = g_strdup(p + 1);
+        } else if ((eq = strchr(p, '='))) {
+            name = g_strndup(p, eq - p);
+            if (!qemu_parse_bool(eq + 1, &on)) {
+                error_setg(errp, "Parameter '%s' expects 'on' or 'off'", name);
+                return false;
+            }
+        } else {
+            name = g_strdup(p);
+        }
+        if (!kvm_cpu_set_feature(name, on, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool parse_memory_size(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = { "size", "slots", "maxmem", NULL };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "size", errp);
+    const char *size;
+    uint64_t sz;
+
+    if (!opts || !qemu_opts_check_known(opts, known, errp)) {
+        return false;
+    }
+    size = qemu_opt_get(opts, "size");
+    if (!size) {
+        error_setg(errp, "missing 'size' option value");
+        return false;
+    }
+    if (qemu_strtosz_MiB(size, NULL, &sz) < 0) {
+        error_setg(errp, "Parameter 'size' expects a non-negative number below 2^64");
+        error_append_hint(errp, "Optional suffix k, M, G, T, P or E means kilo-, mega-, giga-, "
+                          "tera-, peta-\nand exabytes, respectively.\n");
+        return false;
+    }
+    if (sz < TARGET_PAGE_SIZE || sz != QEMU_ALIGN_UP(sz, TARGET_PAGE_SIZE) || sz > 1024 * GiB) {
+        error_setg(errp, "Invalid RAM size %s (must be a multiple of 4 KiB, at most 1 TiB)", size);
+        return false;
+    }
+    cfg->machine.ram_size = sz;
+    cfg->machine.ram_size_given = true;
+    return true;
+}
+
+static bool parse_smp(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = {
+        "cpus", "sockets", "dies", "clusters", "cores", "threads", "maxcpus", NULL,
+    };
+    static const char *const topo[] = { "sockets", "dies", "clusters", "cores", "threads" };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "cpus", errp);
+    uint64_t cpus, product = 1, maxcpus;
+    bool any_topo = false;
+
+    if (!opts || !qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_number(opts, "cpus", 0, &cpus, errp) ||
+        !qemu_opt_get_number(opts, "maxcpus", 0, &maxcpus, errp)) {
+        return false;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(topo); i++) {
+        uint64_t v;
+        if (!qemu_opt_get_number(opts, topo[i], 1, &v, errp)) {
+            return false;
+        }
+        any_topo |= qemu_opt_has(opts, topo[i]);
+        product *= v ? v : 1;
+    }
+    if (!cpus) {
+        cpus = any_topo ? product : 1;
+    }
+    if (cpus > 1024 || (any_topo && product < cpus)) {
+        error_setg(errp, "Invalid CPU topology: product of the hierarchy must match maxcpus");
+        return false;
+    }
+    if (maxcpus && maxcpus != cpus) {
+        error_setg(errp, "CPU hotplug is not supported: maxcpus must equal cpus");
+        return false;
+    }
+    cfg->machine.smp_cpus = cpus;
+    return true;
+}
+
+static bool parse_device(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = { "driver", "iobase", "iosize", "id", NULL };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "driver", errp);
+    const char *driver;
+
+    if (!opts) {
+        return false;
+    }
+    driver = qemu_opt_get(opts, "driver");
+    if (driver && !strcmp(driver, "help")) {
+        printf("Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
+        exit(0);
+    }
+    if (!driver || strcmp(driver, "isa-debug-exit")) {
+        error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");
+        return false;
+    }
+    if (cfg->machine.debug_exit.present) {
+        error_setg(errp, "only one isa-debug-exit device is supported");
+        return false;
+    }
+    if (!qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_number(opts, "iobase", 0x501, &cfg->machine.debug_exit.iobase, errp) ||
+        !qemu_opt_get_number(opts, "iosize", 2, &cfg->machine.debug_exit.iosize, errp)) {
+        return false;
+    }
+    cfg->machine.debug_exit.present = true;
+    return true;
+}
+
+static bool parse_object(Config *cfg, const char *arg, Error **errp)
+{
+    QemuOpts *opts = qemu_opts_parse(arg, "qom-type", errp);
+    const char *type;
+
+    if (!opts) {
+        return false;
+    }
+    type = qemu_opt_get(opts, "qom-type");
+    if (!type || (strcmp(type, "memory-backend-ram") && strcmp(type, "memory-backend-memfd") &&
+                  strcmp(type, "memory-backend-file"))) {
+        error_setg(errp, "invalid object type: %s", type ? type : "");
+        qemu_opts_del(opts);
+        return false;
+    }
+    if (!qemu_opt_get(opts, "id")) {
+        error_setg(errp, "Parameter 'id' is missing");
+        qemu_opts_del(opts);
+        return false;
+    }
+    g_ptr_array_add(cfg->object_opts, opts);
+    return true;
+}
+
+static bool create_memory_backend(QemuOpts *opts, Error **errp)
+{
+    static const char *const known[] = {
+        "qom-type", "id", "size", "share", "prealloc", "mem-path", "merge", "dump", "policy",
+        "host-nodes", "hugetlb", "seal", "discard-data", "reserve", "x-use-canonical-path-for-ramblock-id",
+        NULL,
+    };
+    const char *type = qemu_opt_get(opts, "qom-type");
+    RAMBackendOpts o = { .id = qemu_opt_get(opts, "id") };
+    bool hugetlb = false;
+
+    if (!qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_size(opts, "size", 0, &o.size, errp) ||
+        !qemu_opt_get_bool(opts, "share", false, &o.share, errp) ||
+        !qemu_opt_get_bool(opts, "prealloc", false, &o.prealloc, errp) ||
+        !qemu_opt_get_bool(opts, "hugetlb", false, &hugetlb, errp)) {
+        return false;
+    }
+    if (!o.size) {
+        error_setg(errp, "can't create backend with size 0");
+        return false;
+    }
+    if (hugetlb) {
+        error_setg(errp, "hugetlb memory is not supported");
+        return false;
+    }
+    if (!strcmp(type, "memory-backend-ram")) {
+        o.kind = RAM_BACKEND_ANON;
+    } else if (!strcmp(type, "memory-backend-memfd")) {
+        o.kind = RAM_BACKEND_MEMFD;
+    } else {
+        o.kind = RAM_BACKEND_FILE;
+        o.mem_path = qemu_opt_get(opts, "mem-path");
+        if (!o.mem_path) {
+            error_setg(errp, "can't create backend with 'mem-path' unset");
+            return false;
+        }
+    }
+    return ram_block_create(&o, errp) != NULL;
+}
+
+static void add_monitor(Config *cfg, const char *spec, const char *chardev_id, bool qmp,
+                        bool pretty)
+{
+    MonitorConfig *mc = g_new0(MonitorConfig, 1);
+
+    mc->spec = g_strdup(spec);
+    mc->chardev_id = g_strdup(chardev_id);
+    mc->qmp = qmp;
+    mc->pretty = pretty;
+    g_ptr_array_add(cfg->monitors, mc);
+}
+
+static bool parse_mon(Config *cfg, const char *arg, Error **errp)
+{
+    static const char *const known[] = { "chardev", "mode", "pretty", "id", NULL };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "chardev", errp);
+    const char *chardev, *mode;
+    bool pretty;
+
+    if (!opts || !qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_bool(opts, "pretty", false, &pretty, errp)) {
+        return false;
+    }
+    chardev = qemu_opt_get(opts, "chardev");
+    mode = qemu_opt_get(opts, "mode");
+    if (!chardev) {
+        error_setg(errp, "Parameter 'chardev' is missing");
+        return false;
+    }
+    if (mode && strcmp(mode, "control") && strcmp(mode, "readline")) {
+        error_setg(errp, "Parameter 'mode' does not accept value '%s'", mode);
+        return false;
+    }
+    add_monitor(cfg, NULL, chardev, mode && !strcmp(mode, "control"), pretty);
+    return true;
+}
+
+static bool parse_name(const char *arg, Error **errp)
+{
+    static const char *const known[] = { "guest", "process", "debug-threads", NULL };
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "guest", errp);
+    const char *proc;
+
+    if (!opts || !qemu_opts_check_known(opts, known, errp)) {
+        return false;
+    }
+    if (qemu_opt_get(opts, "guest")) {
+        qemu_set_name(qemu_opt_get(opts, "guest"));
+    }
+    proc = qemu_opt_get(opts, "process");
+    if (proc) {
+        prctl(PR_SET_NAME, proc);
+    }
+    return true;
+}
+
+static bool parse_display(Config *cfg, const char *arg, Error **errp)
+{
+    if (!strcmp(arg, "none") || g_str_has_prefix(arg, "none,")) {
+        return true;
+    }
+    if (!strcmp(arg, "help")) {
+        printf("Available display backend types:\nnone\n");
+        exit(0);
+    }
+    error_setg(errp, "Display '%s' is not available", arg);
+    return false;
+}
+
+static bool parse_global(const char *arg, Error **errp)
+{
+    const char *eq = strchr(arg, '=');
+    g_autofree char *key = eq ? g_strndup(arg, eq - arg) : NULL;
+
+    if (!key || !strchr(key, '.')) {
+        error_setg(errp, "Invalid 'global' option: expected DRIVER.PROPERTY=VALUE");
+        return false;
+    }
+    if (g_str_has_prefix(key, "migration.")) {
+        return migration_set_global_property(key + strlen("migration."), eq + 1, errp);
+    }
+    error_setg(errp, "can't apply global %s=%s: driver '%.*s' not found", key, eq + 1,
+               (int)(strchr(key, '.') - key), key);
+    return false;
+}
+
+static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **errp)
+{
+    switch (idx) {
+    case OPT_HELP:
+        help();
+        exit(0);
+    case OPT_VERSION:
+        version();
+        exit(0);
+    case OPT_MACHINE:
+        return parse_machine(cfg, arg, errp);
+    case OPT_ACCEL:
+        return parse_accel(cfg, arg, errp);
+    case OPT_ENABLE_KVM:
+        return true;
+    case OPT_CPU:
+        return parse_cpu(arg, errp);
+    case OPT_M:
+        return parse_memory_size(cfg, arg, errp);
+    case OPT_SMP:
+        return parse_smp(cfg, arg, errp);
+    case OPT_KERNEL:
+        g_free(cfg->machine.kernel_filename);
+        cfg->machine.kernel_filename = g_strdup(arg);
+        return true;
+    case OPT_APPEND:
+        g_free(cfg->machine.kernel_cmdline);
+        cfg->machine.kernel_cmdline = g_strdup(arg);
+        return true;
+    case OPT_INITRD:
+        g_free(cfg->machine.initrd_filename);
+        cfg->machine.initrd_filename = g_strdup(arg);
+        return true;
+    case OPT_OBJECT:
+        return parse_object(cfg, arg, errp);
+    case OPT_SERIAL:
+        if (cfg->serial_spec) {
+            error_setg(errp, "microvm has a single serial port");
+            return false;
+        }
+        cfg->serial_spec = g_strdup(arg);
+        return true;
+    case OPT_NOGRAPHIC:
+        cfg->nographic = true;
+        return true;
+    case OPT_DISPLAY:
+        return parse_display(cfg, arg, errp);
+    case OPT_VGA:
+    case OPT_NET:
+    case OPT_NIC:
+        if (strcmp(arg, "none")) {
+            error_setg(errp, "microvm has no such devices; only 'none' is accepted");
+            return false;
+        }
+        return true;
+    case OPT_NODEFAULTS:
+        cfg->nodefaults = true;
+        return true;
+    case OPT_NO_USER_CONFIG:
+    case OPT_NO_REBOOT:
+    case OPT_NO_SHUTDOWN:
+        return true;
+    case OPT_S:
+        cfg->start_paused = true;
+        return true;
+    case OPT_NAME:
+        return parse_name(arg, errp);
+    case OPT_PIDFILE:
+        g_free(cfg->pidfile);
+        cfg->pidfile = g_strdup(arg);
+        return true;
+    case OPT_DAEMONIZE:
+        cfg->daemonize = true;
+        return true;
+    case OPT_QMP:
+        add_monitor(cfg, arg, NULL, true, false);
+        return true;
+    case OPT_QMP_PRETTY:
+        add_monitor(cfg, arg, NULL, true, true);
+        return true;
+    case OPT_MONITOR:
+        if (strcmp(arg, "none")) {
+            add_monitor(cfg, arg, NULL, false, false);
+        }
+        return true;
+    case OPT_CHARDEV: {
+        QemuOpts *opts = qemu_opts_parse(arg, "backend", errp);
+        if (!opts) {
+            return false;
+        }
+        g_ptr_array_add(cfg->chardev_opts, opts);
+        return true;
+    }
+    case OPT_MON:
+        return parse_mon(cfg, arg, errp);
+    case OPT_DEVICE:
+        return parse_device(cfg, arg, errp);
+    case OPT_INCOMING:
+        g_free(cfg->incoming);
+        cfg->incoming = g_strdup(arg);
+        return true;
+    case OPT_TRACE:
+        return trace_parse_option(arg, errp);
+    case OPT_GLOBAL:
+        return parse_global(arg, errp);
+    }
+    return true;
+}
+
+static const QemuOption *lookup_option(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(qemu_options); i++) {
+        if (!strcmp(qemu_options[i].name, name)) {
+            return &qemu_options[i];
+        }
+    }
+    return NULL;
+}
+
+static void parse_command_line(Config *cfg, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *name = arg + 1;
+        const QemuOption *opt;
+        const char *optarg = NULL;
+        Error *err = NULL;
+
+        if (arg[0] != '-') {
+            /* QEMU treats a bare argument as a disk image; we have no disks. */
+            error_report("%s: disk images are not supported", arg);
+            exit(1);
+        }
+        if (name[0] == '-') {
+            name++;             /* --option is the same as -option */
+        }
+        opt = lookup_option(name);
+        if (!opt) {
+            error_report("%s: invalid option", arg);
+            exit(1);
+        }
+        if (opt->has_arg) {
+            if (i + 1 >= argc) {
+                error_report("%s: requires an argument", arg);
+                exit(1);
+            }
+            optarg = argv[++i];
+        }
+        loc_set_cmdline(name, optarg);
+        if (!handle_option(cfg, opt->index, optarg, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
+        loc_clear();
+    }
+}
+
+static void validate_config(Config *cfg)
+{
+    if (cfg->daemonize) {
+        if (cfg->nographic) {
+            error_report("-nographic cannot be used with -daemonize");
+            exit(1);
+        }
+        if (cfg->serial_spec && !strcmp(cfg->serial_spec, "stdio")) {
+            error_report("cannot use stdio with -daemonize");
+            exit(1);
+        }
+        for (guint i = 0; i < cfg->monitors->len; i++) {
+            MonitorConfig *mc = g_ptr_array_index(cfg->monitors, i);
+            if (mc->spec && !strcmp(mc->spec, "stdio")) {
+                error_report("cannot use stdio with -daemonize");
+                exit(1);
+            }
+        }
+    }
+    if (!cfg->serial_spec && !cfg->nodefaults && !cfg->daemonize) {
+        /* No GUI here: the default serial port goes to stdio, as with -nographic. */
+        cfg->serial_spec = g_strdup("stdio");
+    }
+    if (!cfg->machine.smp_cpus) {
+        cfg->machine.smp_cpus = 1;
+    }
+    if (!cfg->machine.ram_size_given) {
+        cfg->machine.ram_size = 512 * MiB;
+    }
+}
+
+/* -daemonize: the parent exits once the child reports that init succeeded. */
+static int daemon_pipe = -1;
+
+static void os_daemonize(void)
+{
+    int fds[2];
+    pid_t pid;
+
+    if (pipe(fds) < 0) {
+        error_report("-daemonize: pipe failed: %s", g_strerror(errno));
+        exit(1);
+    }
+    pid = fork();
+    if (pid < 0) {
+        error_report("-daemonize: fork failed: %s", g_strerror(errno));
+        exit(1);
+    }
+    if (pid > 0) {
+        uint8_t status = 1;
+        close(fds[1]);
+        if (RETRY_ON_EINTR(read(fds[0], &status, 1)) != 1) {
+            status = 1;
+        }
+        exit(status);
+    }
+    close(fds[0]);
+    daemon_pipe = fds[1];
+    setsid();
+}
+
+static void os_setup_post(void)
+{
+    int null;
+
+    if (daemon_pipe < 0) {
+        return;
+    }
+    null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        close(null);
+    }
+    if (write(daemon_pipe, "", 1) != 1) {
+        /* Parent is gone; nothing to tell. */
+    }
+    close(daemon_pipe);
+    daemon_pipe = -1;
+}
+
+static char *pidfile_path;
+
+static void pidfile_remove(void)
+{
+    if (pidfile_path) {
+        unlink(pidfile_path);
+    }
+}
+
+static bool pidfile_create(const char *path, Error **errp)
+{
+    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "cannot open pid file");
+        return false;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        error_setg(errp, "Failed to get \"write\" lock on pid file (is another QEMU running?)");
+        close(fd);
+        return false;
+    }
+    if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid)) {
+        error_setg_errno(errp, errno, "Failed to write pid file");
+        close(fd);
+        return false;
+    }
+    /* Keep fd open: the lock lives as long as we do. */
+    pidfile_path = g_strdup(path);
+    atexit(pidfile_remove);
+    return true;
+}
+
+static gboolean terminate_on_signal(gpointer data)
+{
+    error_report("terminating on signal %d", GPOINTER_TO_INT(data));
+    qemu_system_shutdown_request(SHUTDOWN_CAUSE_HOST_SIGNAL);
+    return G_SOURCE_CONTINUE;
+}
+
+static void create_monitors(Config *cfg)
+{
+    for (guint i = 0; i < cfg->monitors->len; i++) {
+        MonitorConfig *mc = g_ptr_array_index(cfg->monitors, i);
+        g_autofree char *label = g_strdup_printf("compat_monitor%u", i);
+        Error *err = NULL;
+        Chardev *chr;
+
+        if (mc->chardev_id) {
+            chr = qemu_chr_find(mc->chardev_id);
+            if (!chr) {
+                error_report("-mon: chardev '%s' not found", mc->chardev_id);
+                exit(1);
+            }
+        } else {
+            chr = qemu_chr_new(label, mc->spec, &err);
+            if (!chr) {
+                if (err) {
+                    error_prepend(&err, "%s %s: ", mc->qmp ? "-qmp" : "-monitor", mc->spec);
+                    error_report_err(err);
+                    exit(1);
+                }
+                continue;
+            }
+        }
+        if (!monitor_init(chr, mc->qmp, mc->pretty, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
+    }
+}
+
+void qemu_init(int argc, char **argv)
+{
+    Config cfg = { 0 };
+    Error *err = NULL;
+
+    cfg.chardev_opts = g_ptr_array_new();
+    cfg.object_opts = g_ptr_array_new();
+    cfg.monitors = g_ptr_array_new();
+    error_set_progname(argv[0]);
+    signal(SIGPIPE, SIG_IGN);
+
+    /* 1. Parse and validate everything before creating anything. */
+    parse_command_line(&cfg, argc, argv);
+    validate_config(&cfg);
+    if (cfg.daemonize) {
+        os_daemonize();
+    }
+    if (cfg.pidfile && !pidfile_create(cfg.pidfile, &err)) {
+        error_prepend(&err, "cannot create PID file: ");
+        error_report_err(err);
+        exit(1);
+    }
+
+    /* 2. Main loop and BQL: chardevs register watches in it. */
+    qemu_main_loop_init();
+    atexit(qemu_chr_cleanup_all);
+    g_unix_signal_add(SIGINT, terminate_on_signal, GINT_TO_POINTER(SIGINT));
+    g_unix_signal_add(SIGTERM, terminate_on_signal, GINT_TO_POINTER(SIGTERM));
+    g_unix_signal_add(SIGHUP, terminate_on_signal, GINT_TO_POINTER(SIGHUP));
+
+    /* 3. Chardevs, then memory backends (-object). */
+    for (guint i = 0; i < cfg.chardev_opts->len; i++) {
+        if (!qemu_chr_new_from_opts(g_ptr_array_index(cfg.chardev_opts, i), &err)) {
+            error_prepend(&err, "-chardev: ");
+            error_report_err(err);
+            exit(1);
+        }
+    }
+    if (cfg.serial_spec) {
+        cfg.machine.serial = qemu_chr_new("serial0", cfg.serial_spec, &err);
+        if (err) {
+            error_prepend(&err, "-serial %s: ", cfg.serial_spec);
+            error_report_err(err);
+            exit(1);
+        }
+    }
+    for (guint i = 0; i < cfg.object_opts->len; i++) {
+        if (!create_memory_backend(g_ptr_array_index(cfg.object_opts, i), &err)) {
+            error_prepend(&err, "-object %s: ", qemu_opt_get(g_ptr_array_index(cfg.object_opts, i), "id"));
+            error_report_err(err);
+            exit(1);
+        }
+    }
+
+    /* 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs, devices). */
+    kvm_state = kvm_init(&cfg.accel, &err);
+    if (!kvm_state) {
+        error_prepend(&err, "failed to initialize kvm: ");
+        error_report_err(err);
+        exit(1);
+    }
+    current_machine = g_new(MachineState, 1);
+    *current_machine = cfg.machine;
+    if (!microvm_machine_init(current_machine, &err)) {
+        error_report_err(err);
+        exit(1);
+    }
+
+    /* 5. Migration, monitors, then the run state. */
+    migration_init();
+    create_monitors(&cfg);
+    if (cfg.incoming) {
+        runstate_set(RUN_STATE_INMIGRATE);
+        migration_set_autostart(!cfg.start_paused);
+        if (!migration_incoming_start(cfg.incoming, &err)) {
+            error_prepend(&err, "-incoming %s: ", cfg.incoming);
+            error_report_err(err);
+            exit(1);
+        }
+    } else if (!cfg.start_paused) {
+        vm_start();
+    }
+    os_setup_post();
+}
