@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Monitors: QMP (JSON) and HMP (human) sessions on chardevs. Several may
+ * exist at once; each serves one client at a time.
+ */
+#ifndef MONITOR_MONITOR_H
+#define MONITOR_MONITOR_H
+
+#include <stdbool.h>
+#include "qemu/typedefs.h"
+
+/* Attaches a monitor to @chr; @qmp selects QMP, else HMP. */
+bool monitor_init(Chardev *chr, bool qmp, bool pretty, Error **errp);
+/* The monitor running the current command (QMP or HMP), or NULL. */
+Monitor *monitor_cur(void);
+/* HMP output; no-op for QMP monitors. */
+void monitor_printf(Monitor *mon, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+void monitor_puts(Monitor *mon, const char *s);
+bool monitor_is_qmp(const Monitor *mon);
+/*
+ * Stop reading commands from an interactive HMP session until
+ * monitor_resume() (HMP "migrate" without -d waits like this). Returns false
+ * (and does nothing) for monitors that cannot wait, e.g. human-monitor-command.
+ */
+bool monitor_suspend(Monitor *mon);
+void monitor_resume(Monitor *mon);
+
+/* Guest name from -name, for query-name. */
+void qemu_set_name(const char *name);
+const char *qemu_get_name(void);
+
+#endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The HMP command table: one row per command, handlers live with their subsystem. */
+#include "qemu/osdep.h"
+#include "hmp-commands.h"
+
+const HMPCommand hmp_info_cmds[] = {
+    { "status", "", "", "show the current VM status (running|paused)", hmp_info_status },
+    { "version", "", "", "show the version of QEMU", hmp_info_version },
+    { "kvm", "", "", "show KVM information", hmp_info_kvm },
+    { "name", "", "", "show the current VM name", hmp_info_name },
+    { "cpus", "", "", "show infos for each CPU", hmp_info_cpus },
+    { "migrate", "", "", "show migration status", hmp_info_migrate },
+    { "migrate_capabilities", "", "", "show current migration capabilities",
+      hmp_info_migrate_capabilities },
+    { "migrate_parameters", "", "", "show current migration parameters",
+      hmp_info_migrate_parameters },
+    { NULL },
+};
+
+const HMPCommand hmp_cmds[] = {
+    { "help|?", "name:S?", "[cmd]", "show the help", hmp_help_cmd },
+    { "info", "", "[subcommand]", "show various information about the system state",
+      hmp_info, hmp_info_cmds },
+    { "stop", "", "", "stop emulation", hmp_stop },
+    { "cont|c", "", "", "resume emulation", hmp_cont },
+    { "quit|q", "", "", "quit the emulator", hmp_quit },
+    { "system_reset", "", "", "reset the system", hmp_system_reset },
+    { "xp", "fmt:/,addr:i", "/fmt addr", "physical memory dump starting at 'addr'", hmp_xp },
+    { "pmemsave", "val:i,size:i,filename:s", "addr size file",
+      "save to disk physical memory dump starting at 'addr' of size 'size'", hmp_pmemsave },
+    { "migrate", "detach:-d,blk:-b,inc:-i,uri:s", "[-d] [-b] [-i] uri",
+      "migrate to URI (using -d to not wait for completion)", hmp_migrate },
+    { "migrate_incoming", "uri:s", "uri",
+      "Continue an incoming migration from an -incoming defer", hmp_migrate_incoming },
+    { "migrate_cancel", "", "", "cancel the current VM migration", hmp_migrate_cancel },
+    { "migrate_set_capability", "capability:s,state:b", "capability state",
+      "Enable/Disable the usage of a capability for migration", hmp_migrate_set_capability },
+    { "migrate_set_parameter", "parameter:s,value:s", "parameter value",
+      "Set the parameter for migration", hmp_migrate_set_parameter },
+    { NULL },
+};

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Private to monitor/: the Monitor object shared by the QMP and HMP sessions. */
+#ifndef MONITOR_INTERNAL_H
+#define MONITOR_INTERNAL_H
+
+#include "monitor/monitor.h"
+#include "monitor/qmp-dispatch.h"
+
+/* Input bound for one HMP line; longer lines are refused, not buffered. */
+#define HMP_MAX_LINE 4096
+
+struct Monitor {
+    Chardev *chr;               /* NULL for the capture monitor of human-monitor-command */
+    bool qmp;
+    bool pretty;
+    bool connected;
+
+    /* QMP session. */
+    bool negotiated;            /* capabilities negotiation done */
+    QmpSplitter splitter;
+
+    /* HMP session. */
+    GString *line;              /* the line being typed */
+    bool line_overflow;         /* current line exceeded HMP_MAX_LINE */
+    bool echo;                  /* readline-style echo (not on a cooked tty) */
+    GString *capture;           /* output of human-monitor-command */
+    bool suspended;             /* a command is still running: queue input */
+    GString *pending;           /* input received while suspended */
+};
+
+void monitor_qmp_init(Monitor *mon);
+void monitor_hmp_init(Monitor *mon);
+/* Runs one HMP command line on @mon (also used by human-monitor-command). */
+void hmp_handle_command(Monitor *mon, const char *cmdline);
+/* Sets the current monitor for the duration of a command; returns the old one. */
+Monitor *monitor_set_cur(Monitor *mon);
+/* Writes raw bytes to the monitor's chardev (or capture buffer). */
+void monitor_write(Monitor *mon, const char *buf, size_t len);
+/* All monitors, for event broadcast. */
+GPtrArray *monitor_list(void);
+
+#endif

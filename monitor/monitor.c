@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Monitor core shared by QMP and HMP: creation, the current-monitor
+ * pointer, output, and QAPI event broadcast to every negotiated QMP client.
+ * Everything here runs with the BQL held.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-events.h"
+#include "qemu/main-loop.h"
+#include "chardev/char.h"
+#include "monitor-internal.h"
+
+static GPtrArray *monitors;
+static Monitor *cur_mon;
+static char *guest_name;
+
+GPtrArray *monitor_list(void)
+{
+    if (!monitors) {
+        monitors = g_ptr_array_new();
+    }
+    return monitors;
+}
+
+Monitor *monitor_cur(void)
+{
+    return cur_mon;
+}
+
+Monitor *monitor_set_cur(Monitor *mon)
+{
+    Monitor *old = cur_mon;
+
+    cur_mon = mon;
+    return old;
+}
+
+bool monitor_is_qmp(const Monitor *mon)
+{
+    return mon->qmp;
+}
+
+void monitor_write(Monitor *mon, const char *buf, size_t len)
+{
+    if (mon->capture) {
+        g_string_append_len(mon->capture, buf, len);
+    } else if (mon->chr && mon->connected) {
+        qemu_chr_write_all(mon->chr, buf, len);
+    }
+}
+
+void monitor_puts(Monitor *mon, const char *s)
+{
+    /* HMP output uses \r\n on the wire like QEMU's readline; capture keeps \n. */
+    if (!mon || mon->qmp) {
+        return;
+    }
+    if (mon->capture) {
+        g_string_append(mon->capture, s);
+        return;
+    }
+    for (const char *p = s; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) {
+            monitor_write(mon, p, strlen(p));
+            break;
+        }
+        monitor_write(mon, p, nl - p);
+        monitor_write(mon, "\r\n", 2);
+        p = nl + 1;
+    }
+}
+
+void monitor_printf(Monitor *mon, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *s = NULL;
+
+    va_start(ap, fmt);
+    s = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    monitor_puts(mon, s);
+}
+
+bool monitor_init(Chardev *chr, bool qmp, bool pretty, Error **errp)
+{
+    Monitor *mon;
+
+    if (qemu_chr_fe_busy(chr)) {
+        error_setg(errp, "chardev '%s' is already in use", qemu_chr_label(chr));
+        return false;
+    }
+    mon = g_new0(Monitor, 1);
+    mon->chr = chr;
+    mon->qmp = qmp;
+    mon->pretty = pretty;
+    g_ptr_array_add(monitor_list(), mon);
+    if (qmp) {
+        monitor_qmp_init(mon);
+    } else {
+        monitor_hmp_init(mon);
+    }
+    return true;
+}
+
+static JsonNode *monitor_event_timestamp(void)
+{
+    int64_t now = get_clock_realtime_ns();
+    JsonObject *ts = json_object_new();
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+
+    json_object_set_int_member(ts, "seconds", now / 1000000000LL);
+    json_object_set_int_member(ts, "microseconds", (now / 1000) % 1000000);
+    json_node_take_object(node, ts);
+    return node;
+}
+
+void monitor_qapi_event_emit(QAPIEvent event, JsonObject *data)
+{
+    JsonObject *obj = json_object_new();
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+    g_autofree char *text = NULL;
+    size_t len;
+
+    assert(bql_locked());
+    json_object_set_member(obj, "timestamp", monitor_event_timestamp());
+    json_object_set_string_member(obj, "event", QAPIEvent_str(event));
+    if (data) {
+        json_object_set_object_member(obj, "data", data);
+    }
+    json_node_take_object(node, obj);
+    text = qmp_json_to_string(node, &len);
+    json_node_unref(node);
+    for (guint i = 0; monitors && i < monitors->len; i++) {
+        Monitor *mon = g_ptr_array_index(monitors, i);
+        if (mon->qmp && mon->connected && mon->negotiated) {
+            monitor_write(mon, text, len);
+            monitor_write(mon, "\r\n", 2);
+        }
+    }
+}
+
+void qemu_set_name(const char *name)
+{
+    g_free(guest_name);
+    guest_name = g_strdup(name);
+}
+
+const char *qemu_get_name(void)
+{
+    return guest_name;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Bad command lines: every one must exit with status 1 and one clear,
+ * QEMU-style message on stderr, and never crash.
+ */
+#include <string.h>
+#include "libvmtest.h"
+
+typedef struct BadCase {
+    const char *args;           /* %s = firmware */
+    const char *expect;         /* substring of stderr */
+} BadCase;
+
+static const BadCase bad_cases[] = {
+    { "-nonsense", "-nonsense: invalid option" },
+    { "-m", "-m: requires an argument" },
+    { "-m 2X -kernel %s", "-m 2X: Parameter 'size' expects a non-negative number below 2^64" },
+    { "-m 0 -kernel %s", "-m 0: Invalid RAM size" },
+    { "-smp foo -kernel %s", "-smp foo: Parameter 'cpus' expects a number" },
+    { "-M pc -kernel %s", "-M pc: unsupported machine type" },
+    { "-accel tcg -kernel %s", "-accel tcg: invalid accelerator tcg" },
+    { "-accel kvm,dirty-ring-size=1000 -kernel %s", "must be a power of two" },
+    { "-cpu host,+nonexistent -kernel %s", "Property 'host-x86_64-cpu.nonexistent' not found" },
+    { "-cpu pentium -kernel %s", "unable to find CPU model 'pentium'" },
+    { "-device e1000 -kernel %s", "-device e1000: 'e1000' is not a valid device model name" },
+    { "-object memory-backend-ram,id=m0 -kernel %s", "can't create backend with size 0" },
+    { "-object memory-backend-foo,id=m0,size=1G -kernel %s", "invalid object type: memory-backend-foo" },
+    { "-object memory-backend-ram,id=m0,size=1G,share=maybe -kernel %s",
+      "Parameter 'share' expects 'on' or 'off'" },
+    { "-machine memory-backend=nope -kernel %s", "Memory backend 'nope' not found" },
+    { "-kernel /nonexistent/kernel", "could not open kernel file '/nonexistent/kernel'" },
+    { "-kernel /etc/passwd", "could not load kernel '/etc/passwd': not an ELF file" },
+    { "-m 1M -kernel %s", "but -m is only" },
+    { "-serial bogus:x -kernel %s", "-serial bogus:x: 'bogus:x' is not a valid char driver" },
+    { "-qmp unix:/nonexistent-dir/q.sock,server=on,wait=off -kernel %s", "Failed to bind socket" },
+    { "-mon chardev=missing -kernel %s", "chardev 'missing' not found" },
+    { "-display gtk -kernel %s", "Display 'gtk' is not available" },
+    { "-global foo.bar=1 -kernel %s", "driver 'foo' not found" },
+    { "somefile.img", "disk images are not supported" },
+};
+
+static void test_bad_cmdline(gconstpointer data)
+{
+    const BadCase *c = data;
+    g_autofree char *args = g_strdup_printf(c->args, vmtest_firmware());
+    VM *vm = vm_spawn("bad", false, "-nodefaults %s", args);
+    int status = vm_wait_exit(vm, 60);
+
+    if (status != 1 || !strstr(vm->stderr_text->str, c->expect) ||
+        !g_str_has_prefix(vm->stderr_text->str, "qemu-system-x86_64: ")) {
+        g_printerr("args: %s\nstatus: %d\nstderr: %s\n", args, status, vm->stderr_text->str);
+    }
+    g_assert_cmpint(status, ==, 1);
+    g_assert_true(g_str_has_prefix(vm->stderr_text->str, "qemu-system-x86_64: "));
+    g_assert_nonnull(strstr(vm->stderr_text->str, c->expect));
+    vm_kill(vm);
+}
+
+static void test_help_and_version(void)
+{
+    VM *vm = vm_spawn("version", false, "-version");
+
+    g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
+    vm_kill(vm);
+    vm = vm_spawn("mhelp", false, "-M help");
+    g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
+    g_assert_cmpuint(vm_count_lines(vm, "microvm"), ==, 1);
+    vm_kill(vm);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+        g_autofree char *name = g_strdup_printf("/cmdline/bad/%zu", i);
+        g_test_add_data_func(name, &bad_cases[i], test_bad_cmdline);
+    }
+    g_test_add_func("/cmdline/help-version", test_help_and_version);
+    return g_test_run();
+}
