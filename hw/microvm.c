@@ -115,6 +115,7 @@ static bool microvm_irqchip_init(KVMState *s, Error **errp)
         kvm_vm_ioctl(s, KVM_GET_IRQCHIP, &irqchip_reset[i]);
     }
     kvm_vm_ioctl(s, KVM_GET_PIT2, &pit_reset);
+    kvm_irqchip_state_register();
     return true;
 }
 

@@ -8,6 +8,7 @@
 #include "qapi/error.h"
 #include "chardev/char.h"
 #include "hw/serial.h"
+#include "migration/vmstate.h"
 #include "system/ioport.h"
 #include "system/kvm.h"
 #include "system/runstate.h"
@@ -232,6 +233,49 @@ void serial_reset(SerialState *s)
     serial_update_irq(s);
 }
 
+static bool serial_post_load(void *opaque, int version_id, Error **errp)
+{
+    SerialState *s = opaque;
+
+    /* The FIFO indices come from the stream: keep them inside rbr_fifo. */
+    if (s->rx_head >= UART_FIFO_SIZE || s->rx_count > UART_FIFO_SIZE) {
+        error_setg(errp, "invalid receive FIFO (head %u, count %u)", s->rx_head, s->rx_count);
+        return false;
+    }
+    if (s->ier & ~0x0f || s->mcr & ~0x1f || s->fcr & ~0xc9 || s->thr_ipending > 1) {
+        error_setg(errp, "invalid register state (ier 0x%x, mcr 0x%x, fcr 0x%x)",
+                   s->ier, s->mcr, s->fcr);
+        return false;
+    }
+    /* Our line level is unknown to the new irqchip: always drive it once. */
+    s->irq_level = -1;
+    serial_update_irq(s);
+    return true;
+}
+
+static const VMStateDescription vmstate_serial = {
+    .name = "serial",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = serial_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(rbr_fifo, SerialState, UART_FIFO_SIZE),
+        VMSTATE_UINT8(rx_head, SerialState),
+        VMSTATE_UINT8(rx_count, SerialState),
+        VMSTATE_UINT8(ier, SerialState),
+        VMSTATE_UINT8(iir, SerialState),
+        VMSTATE_UINT8(lcr, SerialState),
+        VMSTATE_UINT8(mcr, SerialState),
+        VMSTATE_UINT8(lsr, SerialState),
+        VMSTATE_UINT8(msr, SerialState),
+        VMSTATE_UINT8(scr, SerialState),
+        VMSTATE_UINT8(fcr, SerialState),
+        VMSTATE_UINT16(divider, SerialState),
+        VMSTATE_UINT8(thr_ipending, SerialState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static void serial_reset_handler(void *opaque)
 {
     serial_reset(opaque);
@@ -263,5 +307,6 @@ SerialState *serial_isa_init(uint16_t base, int irq, Chardev *chr, Error **errp)
         qemu_chr_set_raw(chr);
     }
     qemu_register_reset(serial_reset_handler, s);
+    vmstate_register("serial", 0, &vmstate_serial, s);
     return s;
 }

@@ -157,6 +157,10 @@ RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
         return NULL;
     }
     rb->sw_dirty = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
+    rb->vmm_written = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
+    if (opts->kind == RAM_BACKEND_FILE) {
+        bitmap_fill(rb->vmm_written, rb->used_length >> TARGET_PAGE_BITS);
+    }
     g_ptr_array_add(ram_blocks(), rb);
     return g_steal_pointer(&rb);
 }
@@ -169,6 +173,7 @@ void ram_block_destroy(RAMBlock *rb)
         close(rb->fd);
     }
     g_free(rb->sw_dirty);
+    g_free(rb->vmm_written);
     g_free(rb);
 }
 
@@ -259,6 +264,9 @@ bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write)
         if (is_write) {
             memcpy(host, (uint8_t *)buf + done, n);
             ram_block_mark_dirty(r->rb, r->offset + in, n);
+            bitmap_set(r->rb->vmm_written, (r->offset + in) >> TARGET_PAGE_BITS,
+                       ((r->offset + in + n - 1) >> TARGET_PAGE_BITS) -
+                       ((r->offset + in) >> TARGET_PAGE_BITS) + 1);
         } else {
             memcpy((uint8_t *)buf + done, host, n);
         }

@@ -803,6 +803,7 @@ void qemu_init(int argc, char **argv)
     cfg.object_opts = g_ptr_array_new();
     cfg.monitors = g_ptr_array_new();
     error_set_progname(argv[0]);
+    migration_options_init();
     signal(SIGPIPE, SIG_IGN);
 
     /* 1. Parse and validate everything before creating anything. */
@@ -852,6 +853,10 @@ void qemu_init(int argc, char **argv)
     kvm_state = kvm_init(&cfg.accel, &err);
     if (!kvm_state) {
         error_prepend(&err, "failed to initialize kvm: ");
+        error_report_err(err);
+        exit(1);
+    }
+    if (!kvm_dirty_log_init(kvm_state, &err)) {
         error_report_err(err);
         exit(1);
     }

@@ -410,6 +410,7 @@ static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
         error_setg(errp, "KVM_GET_LAPIC failed (CPU %d)", index);
         return false;
     }
+    kvm_cpu_state_init(s, cpu);
     snprintf(cpu->thread_name, sizeof(cpu->thread_name), "CPU %d/KVM", index);
     ret = qemu_thread_create(&cpu->thread, cpu->thread_name, kvm_vcpu_thread_fn, cpu);
     if (ret < 0) {

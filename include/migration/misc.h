@@ -15,5 +15,7 @@ void migration_set_autostart(bool autostart);
 bool migration_allows_cont(Error **errp);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);
+/* Defaults of capabilities and parameters; before option parsing. */
+void migration_options_init(void);
 
 #endif

@@ -34,6 +34,15 @@ struct KVMSlot {
     uint64_t npages;
 };
 
+typedef struct KVMDirtyLogMode KVMDirtyLogMode;
+
+/* Counters of the dirty-log layer; written by the syncing thread only. */
+typedef struct KVMDirtyStats {
+    uint64_t clears;            /* KVM_CLEAR_DIRTY_LOG calls */
+    uint64_t clear_ns;
+    uint64_t harvests;          /* dirty ring harvests */
+} KVMDirtyStats;
+
 struct KVMState {
     int fd;                     /* /dev/kvm */
     int vmfd;
@@ -61,6 +70,11 @@ struct KVMState {
 
     KVMSlot *slots;
     int nr_slots;
+
+    /* Dirty logging: the mode is chosen once in kvm_dirty_log_init(). */
+    const KVMDirtyLogMode *dirty_mode;
+    bool dirty_logging;         /* slots have KVM_MEM_LOG_DIRTY_PAGES */
+    KVMDirtyStats dirty_stats;
 };
 
 /* The single accelerator instance (NULL until kvm_init()). */
@@ -75,10 +89,37 @@ int kvm_ioctl(KVMState *s, unsigned long req, void *arg);
 int kvm_vm_ioctl(KVMState *s, unsigned long req, void *arg);
 int kvm_vcpu_ioctl(CPUState *cpu, unsigned long req, void *arg);
 
+/*
+ * Registers the migration sections of the in-kernel PICs, IOAPIC, PIT and
+ * kvmclock (accel/kvm/kvm-irqchip-state.c). After KVM_CREATE_IRQCHIP/PIT2.
+ */
+void kvm_irqchip_state_register(void);
+
 /* Creates one KVMSlot per guest RAM range (after the machine mapped RAM). */
 bool kvm_memslots_init(KVMState *s, Error **errp);
 int kvm_slot_set_flags(KVMState *s, KVMSlot *slot, uint32_t flags);
 int kvm_set_irq(KVMState *s, int irq, int level);
+
+/*
+ * Dirty logging (accel/kvm/kvm-dirty.c). Modes are rows of one table with
+ * the same hooks: get-log (KVM_GET_DIRTY_LOG write-protects at every sync),
+ * clear-log (manual protect: the caller re-arms chunks with
+ * kvm_dirty_log_clear() just before it sends them).
+ */
+bool kvm_dirty_log_init(KVMState *s, Error **errp);
+const char *kvm_dirty_log_mode_name(KVMState *s);
+/* Allocates every slot's dirty_bmap and turns logging on. */
+bool kvm_dirty_log_start(KVMState *s, Error **errp);
+void kvm_dirty_log_stop(KVMState *s);
+/* Each slot's dirty_bmap := pages dirtied since the previous sync. 0 or -errno. */
+int kvm_dirty_log_sync(KVMState *s);
+/* True if the mode needs kvm_dirty_log_clear() before pages are sent. */
+bool kvm_dirty_log_needs_clear(KVMState *s);
+/*
+ * Re-arm tracking of pages [first, first+npages) of @slot that userspace has
+ * already read into slot->dirty_bmap (never others), then drop those bits.
+ */
+int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
 
 /* vCPUs (accel/kvm/kvm-cpu.c). */
 bool kvm_vcpus_create(KVMState *s, int ncpus, Error **errp);

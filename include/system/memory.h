@@ -36,6 +36,14 @@ struct RAMBlock {
      * the migration bitmap with the same word-wise OR as the KVM bitmaps.
      */
     unsigned long *sw_dirty;
+    /*
+     * Pages the VMM ever wrote (loaders, incoming migration), plus every page
+     * of a file backend (it may hold old data). A page outside it is still
+     * the kernel's zero page, which lets an incoming migration skip zero pages
+     * without touching (and so allocating) them. Written by one thread at a
+     * time: machine init, then the incoming migration thread.
+     */
+    unsigned long *vmm_written;
 
     /* Owned by migration (see migration/dirty.c); NULL otherwise. */
     void *migration_priv;

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * KVM dirty logging modes as rows of one table. The migration code calls
+ * the same four hooks whatever the mode; only this file knows how KVM is
+ * asked for dirty pages and how they are re-protected.
+ *
+ * clear-log window for one KVM_CLEAR_DIRTY_LOG (pages of one slot):
+ *
+ *   slot:  |0 ........ 64 ........ 128 ....... npages|
+ *   ask:             [first ......... first+n)
+ *   sent:            [start=first&~63 ......... end) end = 64-aligned or npages
+ *   bits:  only bits already in slot->dirty_bmap, padding outside [first,
+ *          first+n) zeroed, so KVM never re-protects a page we have not read.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "system/kvm.h"
+
+struct KVMDirtyLogMode {
+    const char *name;
+    bool (*supported)(KVMState *s);
+    /* Once, at VM creation (before vCPUs). 0 or -errno. */
+    int (*setup)(KVMState *s);
+    int (*sync_slot)(KVMState *s, KVMSlot *slot);
+    /* NULL when syncing re-protects by itself. */
+    int (*clear)(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
+};
+
+static bool get_log_supported(KVMState *s)
+{
+    return true;
+}
+
+static int get_log_sync_slot(KVMState *s, KVMSlot *slot)
+{
+    struct kvm_dirty_log d = { .slot = slot->slot, .dirty_bitmap = slot->dirty_bmap };
+    int ret = kvm_vm_ioctl(s, KVM_GET_DIRTY_LOG, &d);
+
+    if (ret == -ENOENT) {
+        /* No bitmap (logging not on for this slot): nothing dirty. */
+        bitmap_zero(slot->dirty_bmap, slot->npages);
+        return 0;
+    }
+    return ret;
+}
+
+#define MANUAL_PROTECT_FLAGS (KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE | KVM_DIRTY_LOG_INITIALLY_SET)
+
+static bool clear_log_supported(KVMState *s)
+{
+    return (s->manual_protect_caps & MANUAL_PROTECT_FLAGS) == MANUAL_PROTECT_FLAGS;
+}
+
+static int clear_log_setup(KVMState *s)
+{
+    struct kvm_enable_cap cap = {
+        .cap = KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2,
+        .args[0] = MANUAL_PROTECT_FLAGS,
+    };
+
+    return kvm_vm_ioctl(s, KVM_ENABLE_CAP, &cap);
+}
+
+static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
+{
+    uint64_t start = QEMU_ALIGN_DOWN(first, BITS_PER_LONG);
+    uint64_t end = MIN(QEMU_ALIGN_UP(first + npages, BITS_PER_LONG), slot->npages);
+    g_autofree unsigned long *tmp = NULL;
+    unsigned long *bmap;
+    struct kvm_clear_dirty_log c;
+    int64_t t0;
+    int ret;
+
+    if (first >= slot->npages || !npages) {
+        return 0;
+    }
+    npages = MIN(first + npages, slot->npages) - first;
+    if (find_next_bit(slot->dirty_bmap, first + npages, first) >= first + npages) {
+        return 0;               /* nothing read here since the last clear */
+    }
+    if (start == first && end == first + npages) {
+        /* Aligned (the usual case): hand KVM our own words, no copy. */
+        bmap = slot->dirty_bmap + start / BITS_PER_LONG;
+    } else {
+        tmp = bitmap_new(end - start);
+        bitmap_extract_words(tmp, slot->dirty_bmap, start, end - start);
+        /* Zero the alignment padding: those pages were not asked for. */
+        bitmap_clear(tmp, 0, first - start);
+        bitmap_clear(tmp, first + npages - start, end - (first + npages));
+        bmap = tmp;
+    }
+    c = (struct kvm_clear_dirty_log) {
+        .slot = slot->slot, .num_pages = end - start, .first_page = start,
+        .dirty_bitmap = bmap,
+    };
+    t0 = get_clock_ns();
+    ret = kvm_vm_ioctl(s, KVM_CLEAR_DIRTY_LOG, &c);
+    s->dirty_stats.clears++;
+    s->dirty_stats.clear_ns += get_clock_ns() - t0;
+    if (ret < 0) {
+        return ret;
+    }
+    bitmap_clear(slot->dirty_bmap, first, npages);
+    return 0;
+}
+
+static const KVMDirtyLogMode dirty_log_modes[] = {
+    {
+        .name = "get-log",
+        .supported = get_log_supported,
+        .sync_slot = get_log_sync_slot,
+    },
+    {
+        .name = "clear-log",
+        .supported = clear_log_supported,
+        .setup = clear_log_setup,
+        .sync_slot = get_log_sync_slot,
+        .clear = clear_log_clear,
+    },
+};
+
+static const KVMDirtyLogMode *find_mode(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(dirty_log_modes); i++) {
+        if (!strcmp(dirty_log_modes[i].name, name)) {
+            return &dirty_log_modes[i];
+        }
+    }
+    return NULL;
+}
+
+bool kvm_dirty_log_init(KVMState *s, Error **errp)
+{
+    const char *want = s->opts.dirty_log ? s->opts.dirty_log : "auto";
+    const KVMDirtyLogMode *mode;
+    int ret;
+
+    if (s->opts.dirty_ring_size) {
+        error_setg(errp, "-accel kvm,dirty-ring-size: the dirty ring is not supported yet");
+        return false;
+    }
+    if (!strcmp(want, "auto")) {
+        mode = find_mode("clear-log");
+        if (!mode->supported(s)) {
+            mode = find_mode("get-log");
+        }
+    } else {
+        mode = find_mode(!strcmp(want, "get") ? "get-log" : "clear-log");
+        if (!mode->supported(s)) {
+            error_setg(errp, "-accel kvm,x-dirty-log=%s: KVM lacks %s", want,
+                       "KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2");
+            return false;
+        }
+    }
+    if (mode->setup && (ret = mode->setup(s)) < 0) {
+        error_setg_errno(errp, -ret, "enabling dirty log mode %s failed", mode->name);
+        return false;
+    }
+    s->dirty_mode = mode;
+    return true;
+}
+
+const char *kvm_dirty_log_mode_name(KVMState *s)
+{
+    return s->dirty_mode ? s->dirty_mode->name : "none";
+}
+
+bool kvm_dirty_log_start(KVMState *s, Error **errp)
+{
+    for (int i = 0; i < s->nr_slots; i++) {
+        KVMSlot *slot = &s->slots[i];
+        int ret;
+
+        slot->dirty_bmap = bitmap_new(slot->npages);
+        ret = kvm_slot_set_flags(s, slot, slot->flags | KVM_MEM_LOG_DIRTY_PAGES);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "enabling dirty logging on KVM slot %d failed", i);
+            kvm_dirty_log_stop(s);
+            return false;
+        }
+    }
+    s->dirty_logging = true;
+    return true;
+}
+
+void kvm_dirty_log_stop(KVMState *s)
+{
+    for (int i = 0; i < s->nr_slots; i++) {
+        KVMSlot *slot = &s->slots[i];
+
+        if (slot->flags & KVM_MEM_LOG_DIRTY_PAGES) {
+            kvm_slot_set_flags(s, slot, slot->flags & ~KVM_MEM_LOG_DIRTY_PAGES);
+        }
+        g_clear_pointer(&slot->dirty_bmap, g_free);
+    }
+    s->dirty_logging = false;
+}
+
+int kvm_dirty_log_sync(KVMState *s)
+{
+    for (int i = 0; i < s->nr_slots; i++) {
+        int ret = s->dirty_mode->sync_slot(s, &s->slots[i]);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+bool kvm_dirty_log_needs_clear(KVMState *s)
+{
+    return s->dirty_mode->clear != NULL;
+}
+
+int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
+{
+    if (!s->dirty_mode->clear || !slot->dirty_bmap) {
+        return 0;
+    }
+    return s->dirty_mode->clear(s, slot, first, npages);
+}

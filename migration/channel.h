@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Migration transports, found by URI prefix: tcp:HOST:PORT, unix:PATH,
+ * exec:CMD (run by /bin/sh -c), file:PATH[,offset=N] and fd:N.
+ */
+#ifndef MIGRATION_CHANNEL_H
+#define MIGRATION_CHANNEL_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include "qemu/typedefs.h"
+
+typedef struct MigChannel {
+    int fd;
+    GPid child;                 /* exec: the command, reaped by mig_channel_close() */
+    bool is_file;
+} MigChannel;
+
+/* Checks the URI's syntax without touching anything. */
+bool mig_channel_check_uri(const char *uri, Error **errp);
+/* Outgoing: connect/open/spawn; may block (run it in the migration thread). */
+bool mig_channel_connect(const char *uri, MigChannel *ch, Error **errp);
+
+typedef void MigChannelReady(int fd, GPid child, void *opaque);
+/*
+ * Incoming: start listening (or open the file / spawn the command); @ready
+ * runs later in the main loop with the stream's fd. Errors that can be seen
+ * at once (bad URI, bind failure, missing file) are returned.
+ */
+bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, Error **errp);
+/* Stops a listener that never got a connection. */
+void mig_channel_listen_cancel(void);
+/* Waits for an exec: child (after its fd was closed). Returns its exit status. */
+int mig_channel_reap(GPid child);
+
+#endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The dirty-page pipeline, stage 2 (ARCHITECTURE section 4):
+ *
+ *   KVMSlot.dirty_bmap --OR word-wise, popcount new--> RAMBlockDirty.bmap
+ *   RAMBlock.sw_dirty  --atomic take, same merge----/
+ *
+ * A slot maps into its block at a page offset; a block may have several
+ * slots. With clear-log, a sync marks the chunks (2^clear_shift pages)
+ * whose slot bits it read; the first send from a marked chunk re-arms KVM
+ * for exactly those bits (kvm_dirty_log_clear) before the page is copied,
+ * so a write after that point is caught by the next sync.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "dirty.h"
+#include "trace.h"
+
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clear_shift,
+                        Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    memset(dt, 0, sizeof(*dt));
+    dt->kvm = kvm;
+    dt->clear_shift = clear_shift;
+    dt->nblocks = rbs->len;
+    dt->blocks = g_new0(RAMBlockDirty, dt->nblocks);
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+
+        b->rb = g_ptr_array_index(rbs, i);
+        b->npages = b->rb->used_length >> TARGET_PAGE_BITS;
+        b->bmap = bitmap_new(b->npages);
+        bitmap_fill(b->bmap, b->npages);
+        dt->total_pages += b->npages;
+        b->slots = g_new0(KVMSlot *, kvm->nr_slots);
+        for (int s = 0; s < kvm->nr_slots; s++) {
+            if (kvm->slots[s].rb == b->rb) {
+                b->slots[b->nslots++] = &kvm->slots[s];
+            }
+        }
+    }
+    dt->dirty_pages = dt->total_pages;
+    if (!log) {
+        return true;
+    }
+    dt->clear_log = kvm_dirty_log_needs_clear(kvm);
+    for (int i = 0; dt->clear_log && i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+        b->clear_bmap = bitmap_new(DIV_ROUND_UP(b->npages, 1ULL << clear_shift));
+    }
+    /* Pages the VMM wrote before logging are in the all-ones bitmap already. */
+    for (int i = 0; i < dt->nblocks; i++) {
+        bitmap_zero(dt->blocks[i].rb->sw_dirty, dt->blocks[i].npages);
+    }
+    ram_sw_dirty_log_start();
+    if (!kvm_dirty_log_start(kvm, errp)) {
+        ram_sw_dirty_log_stop();
+        return false;
+    }
+    dt->logging = true;
+    return true;
+}
+
+void dirty_tracker_cleanup(DirtyTracker *dt)
+{
+    if (dt->logging) {
+        kvm_dirty_log_stop(dt->kvm);
+        ram_sw_dirty_log_stop();
+        dt->logging = false;
+    }
+    for (int i = 0; i < dt->nblocks; i++) {
+        g_free(dt->blocks[i].bmap);
+        g_free(dt->blocks[i].clear_bmap);
+        g_free(dt->blocks[i].slots);
+    }
+    g_clear_pointer(&dt->blocks, g_free);
+    dt->nblocks = 0;
+}
+
+/* Marks the chunks of @b that hold a bit of @slot's bitmap (clear-log). */
+static void dirty_mark_chunks(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot)
+{
+    uint64_t base = slot->ram_offset >> TARGET_PAGE_BITS;
+    uint64_t p = 0;
+
+    for (;;) {
+        uint64_t chunk;
+
+        p = find_next_bit(slot->dirty_bmap, slot->npages, p);
+        if (p >= slot->npages) {
+            break;
+        }
+        chunk = (base + p) >> dt->clear_shift;
+        set_bit(chunk, b->clear_bmap);
+        /* Skip to the first page of the next chunk, in slot coordinates. */
+        p = ((chunk + 1) << dt->clear_shift) - base;
+    }
+}
+
+int64_t dirty_tracker_sync(DirtyTracker *dt)
+{
+    int64_t t0 = get_clock_ns(), dt_ns;
+    uint64_t new_pages = 0;
+    int ret;
+
+    if (!dt->logging) {
+        return 0;
+    }
+    trace_dirty_sync_start(dt->syncs + 1, dt->dirty_pages);
+    ret = kvm_dirty_log_sync(dt->kvm);
+    if (ret < 0) {
+        return ret;
+    }
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+
+        for (int s = 0; s < b->nslots; s++) {
+            KVMSlot *slot = b->slots[s];
+
+            new_pages += bitmap_or_count_new_at(b->bmap, slot->ram_offset >> TARGET_PAGE_BITS,
+                                                slot->dirty_bmap, slot->npages);
+            if (dt->clear_log) {
+                dirty_mark_chunks(dt, b, slot);
+            }
+        }
+        new_pages += bitmap_or_count_new_take(b->bmap, b->rb->sw_dirty, BITS_TO_LONGS(b->npages));
+    }
+    dt->dirty_pages += new_pages;
+    dt->pages_merged += new_pages;
+    dt->last_sync_new = new_pages;
+    dt->syncs++;
+    dt_ns = get_clock_ns() - t0;
+    dt->sync_ns_total += dt_ns;
+    dt->sync_ns_max = MAX(dt->sync_ns_max, (uint64_t)dt_ns);
+    trace_dirty_sync_end(dt->syncs, new_pages, dt->dirty_pages, dt_ns / 1000);
+    return new_pages;
+}
+
+/* Re-arms KVM tracking for chunk @chunk of @b across the slots it overlaps. */
+static void dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk)
+{
+    uint64_t cstart = chunk << dt->clear_shift;
+    uint64_t cend = MIN(cstart + (1ULL << dt->clear_shift), b->npages);
+
+    for (int s = 0; s < b->nslots; s++) {
+        KVMSlot *slot = b->slots[s];
+        uint64_t sstart = slot->ram_offset >> TARGET_PAGE_BITS;
+        uint64_t send = sstart + slot->npages;
+        uint64_t lo = MAX(cstart, sstart), hi = MIN(cend, send);
+        int ret;
+
+        if (lo >= hi) {
+            continue;
+        }
+        ret = kvm_dirty_log_clear(dt->kvm, slot, lo - sstart, hi - lo);
+        if (ret < 0) {
+            /*
+             * A failed clear leaves the pages unprotected: writes to them
+             * would go unnoticed. Keep the chunk marked so every later sync
+             * retries, and make sure the pages are sent again.
+             */
+            warn_report("KVM_CLEAR_DIRTY_LOG failed: %s", g_strerror(-ret));
+            set_bit(chunk, b->clear_bmap);
+            return;
+        }
+        trace_dirty_clear(slot->slot, lo - sstart, hi - lo);
+    }
+}
+
+bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
+{
+    if (dt->clear_log) {
+        uint64_t chunk = page >> dt->clear_shift;
+
+        if (test_and_clear_bit(chunk, b->clear_bmap)) {
+            dirty_clear_chunk(dt, b, chunk);
+        }
+    }
+    if (test_and_clear_bit(page, b->bmap)) {
+        dt->dirty_pages--;
+        return true;
+    }
+    return false;
+}

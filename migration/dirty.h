@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The migration's dirty bitmaps: one bit per page per RAMBlock, fed a word
+ * at a time from the KVM slot bitmaps and the VMM's software bitmap, with an
+ * incremental count of the pages still to send. Owned by the migration
+ * thread: nothing here takes a lock.
+ */
+#ifndef MIGRATION_DIRTY_H
+#define MIGRATION_DIRTY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+typedef struct RAMBlockDirty {
+    RAMBlock *rb;
+    uint64_t npages;
+    unsigned long *bmap;        /* pages to send */
+    unsigned long *clear_bmap;  /* clear-log: chunks whose KVM bits await a clear */
+    KVMSlot **slots;            /* KVM slots that map this block */
+    int nslots;
+} RAMBlockDirty;
+
+typedef struct DirtyTracker {
+    KVMState *kvm;
+    RAMBlockDirty *blocks;
+    int nblocks;
+    bool logging;               /* KVM + software dirty logging on */
+    bool clear_log;             /* lazy KVM_CLEAR_DIRTY_LOG per chunk */
+    unsigned clear_shift;       /* log2 pages per chunk */
+    uint64_t total_pages;
+
+    /* The remaining counter: set bits over all bmaps. Never recounted. */
+    uint64_t dirty_pages;
+
+    /* Statistics (read by query-migrate: single words, tearing is fine). */
+    uint64_t syncs;
+    uint64_t sync_ns_total;
+    uint64_t sync_ns_max;
+    uint64_t pages_merged;
+    uint64_t last_sync_new;     /* pages newly dirty at the last sync */
+} DirtyTracker;
+
+/*
+ * dirty_tracker_init: every page starts dirty (the first pass sends all).
+ * With @log, start KVM and software dirty logging.
+ */
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clear_shift,
+                        Error **errp);
+void dirty_tracker_cleanup(DirtyTracker *dt);
+/* Pull new dirty pages from KVM and the VMM; returns how many were new. */
+int64_t dirty_tracker_sync(DirtyTracker *dt);
+/*
+ * dirty_tracker_claim_page: about to send @page of @b: re-arm KVM tracking
+ * for its chunk if pending (clear-log), then clear its bit. Returns false
+ * if the page was not dirty.
+ */
+bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page);
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Incoming migration: -incoming URI|defer, migrate-incoming, and the
+ * "mig/dst" thread that loads the stream. The guest starts only after a
+ * complete, valid stream (EOF reached, every device section loaded); any
+ * failure ends the process with status 1, as QEMU does.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands.h"
+#include "qapi/qapi-events.h"
+#include "qemu/main-loop.h"
+#include "system/runstate.h"
+#include "migration/misc.h"
+#include "migration/qemu-file.h"
+#include "channel.h"
+#include "migration.h"
+#include "options.h"
+#include "savevm.h"
+
+typedef struct MigrationIncomingState {
+    int state;                  /* MigrationStatus, main thread */
+    bool deferred;              /* -incoming defer, waiting for migrate-incoming */
+    bool requested;             /* -incoming given at all */
+    bool autostart;             /* start the guest after loading (not with -S) */
+    QemuThread thread;
+    QEMUFile *from_src;
+    GPid child;
+    Error *error;
+    int64_t start_ns;
+    int64_t total_ms;
+} MigrationIncomingState;
+
+static MigrationIncomingState incoming = { .autostart = true };
+
+void migration_set_autostart(bool on)
+{
+    incoming.autostart = on;
+}
+
+bool migration_allows_cont(Error **errp)
+{
+    if (migration_is_running()) {
+        /* The VM is stopped for the switchover; cont would race it. */
+        error_setg(errp, "There's a migration process in progress");
+        return false;
+    }
+    return true;
+}
+
+static void incoming_set_state(int new)
+{
+    incoming.state = new;
+    if (migrate_events()) {
+        qapi_event_send_migration(new);
+    }
+}
+
+static void incoming_child_reaped(GPid pid, gint status, gpointer data)
+{
+    g_spawn_close_pid(pid);
+}
+
+/* Main thread: the load is over; start the guest or give up. */
+static void incoming_finish_bh(void *opaque)
+{
+    bool ok = GPOINTER_TO_INT(opaque);
+    int src_state;
+
+    bql_unlock();
+    qemu_thread_join(&incoming.thread);
+    bql_lock();
+    qemu_fclose(incoming.from_src);
+    incoming.from_src = NULL;
+    if (incoming.child > 0) {
+        g_child_watch_add(incoming.child, incoming_child_reaped, NULL);
+        incoming.child = 0;
+    }
+    incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
+    if (!ok) {
+        incoming_set_state(MIGRATION_STATUS_FAILED);
+        error_report("load of migration failed: %s", error_get_pretty(incoming.error));
+        qemu_system_exit_now(1);
+    }
+    incoming_set_state(MIGRATION_STATUS_COMPLETED);
+    src_state = global_state_get_runstate();
+    if (src_state < 0 || src_state == RUN_STATE_RUNNING) {
+        if (incoming.autostart) {
+            vm_start();
+        } else {
+            runstate_set(RUN_STATE_PAUSED);
+        }
+    } else {
+        /* The source was paused (or postmigrate...): stay like it. */
+        runstate_set(src_state == RUN_STATE_FINISH_MIGRATE ? RUN_STATE_PAUSED : src_state);
+    }
+}
+
+static void *incoming_thread(void *opaque)
+{
+    bool ok = qemu_loadvm_state(incoming.from_src, &incoming.error);
+
+    qemu_bh_schedule_oneshot(incoming_finish_bh, GINT_TO_POINTER(ok));
+    return NULL;
+}
+
+static void incoming_channel_ready(int fd, GPid child, void *opaque)
+{
+    int ret;
+
+    incoming.from_src = qemu_file_new_input(fd, "incoming migration stream");
+    incoming.child = child;
+    incoming.start_ns = get_clock_ns();
+    incoming_set_state(MIGRATION_STATUS_ACTIVE);
+    ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
+    if (ret < 0) {
+        error_report("cannot create the incoming migration thread: %s", g_strerror(-ret));
+        qemu_system_exit_now(1);
+    }
+}
+
+static bool incoming_listen(const char *uri, Error **errp)
+{
+    if (!mig_channel_listen(uri, incoming_channel_ready, NULL, errp)) {
+        return false;
+    }
+    incoming_set_state(MIGRATION_STATUS_SETUP);
+    return true;
+}
+
+bool migration_incoming_start(const char *uri, Error **errp)
+{
+    incoming.requested = true;
+    if (!strcmp(uri, "defer")) {
+        incoming.deferred = true;
+        return true;
+    }
+    return incoming_listen(uri, errp);
+}
+
+bool qmp_migrate_incoming(const char *uri, Error **errp)
+{
+    if (!incoming.requested) {
+        error_setg(errp, "'-incoming' was not specified on the command line");
+        return false;
+    }
+    if (!incoming.deferred) {
+        error_setg(errp, "The incoming migration has already been started");
+        return false;
+    }
+    if (!incoming_listen(uri, errp)) {
+        return false;
+    }
+    incoming.deferred = false;
+    return true;
+}
+
+MigrationInfo *migration_incoming_info(MigrationInfo *info)
+{
+    if (incoming.state == MIGRATION_STATUS_NONE) {
+        return info;
+    }
+    info->has_status = true;
+    info->status = incoming.state;
+    if (incoming.state == MIGRATION_STATUS_COMPLETED) {
+        info->has_total_time = true;
+        info->total_time = incoming.total_ms;
+    }
+    return info;
+}

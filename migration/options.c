@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * migrate-set-capabilities / migrate-set-parameters and their queries,
+ * with QEMU's validation rules and messages. Changing them is refused while
+ * a migration runs (except the parameters QEMU lets you tune live).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands.h"
+#include "migration/misc.h"
+#include "options.h"
+#include "migration.h"
+
+static bool caps[MIGRATION_CAPABILITY__MAX];
+static MigrationParameters *params;
+
+void migration_options_init(void)
+{
+    params = g_new0(MigrationParameters, 1);
+    params->has_announce_initial = true;
+    params->announce_initial = 50;
+    params->has_announce_max = true;
+    params->announce_max = 550;
+    params->has_announce_rounds = true;
+    params->announce_rounds = 5;
+    params->has_announce_step = true;
+    params->announce_step = 100;
+    params->has_compress_level = true;
+    params->compress_level = 1;
+    params->has_compress_threads = true;
+    params->compress_threads = 8;
+    params->has_compress_wait_thread = true;
+    params->compress_wait_thread = true;
+    params->has_decompress_threads = true;
+    params->decompress_threads = 2;
+    params->has_throttle_trigger_threshold = true;
+    params->throttle_trigger_threshold = 50;
+    params->has_cpu_throttle_initial = true;
+    params->cpu_throttle_initial = 20;
+    params->has_cpu_throttle_increment = true;
+    params->cpu_throttle_increment = 10;
+    params->has_cpu_throttle_tailslow = true;
+    params->tls_creds = g_strdup("");
+    params->tls_hostname = g_strdup("");
+    params->tls_authz = g_strdup("");
+    params->has_max_bandwidth = true;
+    params->max_bandwidth = DEFAULT_MIGRATE_MAX_BANDWIDTH;
+    params->has_downtime_limit = true;
+    params->downtime_limit = DEFAULT_MIGRATE_DOWNTIME_LIMIT;
+    params->has_x_checkpoint_delay = true;
+    params->x_checkpoint_delay = 20000;
+    params->has_block_incremental = true;
+    params->has_multifd_channels = true;
+    params->multifd_channels = 2;
+    params->has_xbzrle_cache_size = true;
+    params->xbzrle_cache_size = 64 * MiB;
+    params->has_max_postcopy_bandwidth = true;
+    params->has_max_cpu_throttle = true;
+    params->max_cpu_throttle = 99;
+    params->has_multifd_zlib_level = true;
+    params->multifd_zlib_level = 1;
+    params->has_multifd_zstd_level = true;
+    params->multifd_zstd_level = 1;
+    params->has_x_clear_bitmap_shift = true;
+    params->x_clear_bitmap_shift = DEFAULT_MIGRATE_CLEAR_BITMAP_SHIFT;
+}
+
+bool migrate_cap(MigrationCapability cap)
+{
+    return caps[cap];
+}
+
+bool migrate_events(void)
+{
+    return caps[MIGRATION_CAPABILITY_EVENTS];
+}
+
+bool migrate_background_snapshot(void)
+{
+    return caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT];
+}
+
+uint64_t migrate_max_bandwidth(void)
+{
+    return __atomic_load_n(&params->max_bandwidth, __ATOMIC_RELAXED);
+}
+
+uint64_t migrate_downtime_limit(void)
+{
+    return __atomic_load_n(&params->downtime_limit, __ATOMIC_RELAXED);
+}
+
+int migrate_clear_bitmap_shift(void)
+{
+    return params->x_clear_bitmap_shift;
+}
+
+bool migrate_cap_supported(MigrationCapability cap)
+{
+    switch (cap) {
+    case MIGRATION_CAPABILITY_EVENTS:
+        return true;
+    case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
+        return migration_background_snapshot_supported();
+    default:
+        return false;
+    }
+}
+
+/* The capabilities QEMU refuses together with background-snapshot. */
+static const MigrationCapability bg_snapshot_incompatible[] = {
+    MIGRATION_CAPABILITY_POSTCOPY_RAM, MIGRATION_CAPABILITY_DIRTY_BITMAPS,
+    MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME, MIGRATION_CAPABILITY_LATE_BLOCK_ACTIVATE,
+    MIGRATION_CAPABILITY_RETURN_PATH, MIGRATION_CAPABILITY_MULTIFD,
+    MIGRATION_CAPABILITY_PAUSE_BEFORE_SWITCHOVER, MIGRATION_CAPABILITY_AUTO_CONVERGE,
+    MIGRATION_CAPABILITY_RELEASE_RAM, MIGRATION_CAPABILITY_RDMA_PIN_ALL,
+    MIGRATION_CAPABILITY_COMPRESS, MIGRATION_CAPABILITY_XBZRLE, MIGRATION_CAPABILITY_X_COLO,
+    MIGRATION_CAPABILITY_VALIDATE_UUID, MIGRATION_CAPABILITY_ZERO_COPY_SEND,
+};
+
+static bool migrate_caps_check(const bool *old_caps, const bool *new_caps, Error **errp)
+{
+    if (new_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT]) {
+        for (size_t i = 0; i < ARRAY_SIZE(bg_snapshot_incompatible); i++) {
+            if (new_caps[bg_snapshot_incompatible[i]]) {
+                error_setg(errp, "Background-snapshot is not compatible with %s",
+                           MigrationCapability_str(bg_snapshot_incompatible[i]));
+                return false;
+            }
+        }
+        if (!old_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT] &&
+            !migration_background_snapshot_check(errp)) {
+            return false;
+        }
+    }
+    for (int c = 0; c < MIGRATION_CAPABILITY__MAX; c++) {
+        if (new_caps[c] && !old_caps[c] && !migrate_cap_supported(c)) {
+            error_setg(errp, "Migration capability '%s' is not supported by this build",
+                       MigrationCapability_str(c));
+            return false;
+        }
+    }
+    return true;
+}
+
+bool qmp_migrate_set_capabilities(const MigrationCapabilityStatusList *capabilities, Error **errp)
+{
+    bool new_caps[MIGRATION_CAPABILITY__MAX];
+
+    if (migration_is_running()) {
+        error_setg(errp, "There's a migration process in progress");
+        return false;
+    }
+    memcpy(new_caps, caps, sizeof(caps));
+    for (const MigrationCapabilityStatusList *l = capabilities; l; l = l->next) {
+        new_caps[l->value->capability] = l->value->state;
+    }
+    if (!migrate_caps_check(caps, new_caps, errp)) {
+        return false;
+    }
+    memcpy(caps, new_caps, sizeof(caps));
+    return true;
+}
+
+MigrationCapabilityStatusList *qmp_query_migrate_capabilities(Error **errp)
+{
+    MigrationCapabilityStatusList *head = NULL, **tail = &head;
+
+    for (int c = 0; c < MIGRATION_CAPABILITY__MAX; c++) {
+        MigrationCapabilityStatusList *e = g_new0(MigrationCapabilityStatusList, 1);
+
+        e->value = g_new0(MigrationCapabilityStatus, 1);
+        e->value->capability = c;
+        e->value->state = caps[c];
+        *tail = e;
+        tail = &e->next;
+    }
+    return head;
+}
+
+static bool out_of_range(uint64_t v, uint64_t lo, uint64_t hi)
+{
+    return v < lo || v > hi;
+}
+
+#define CHECK_RANGE(p, field, name, lo, hi, what)                                   \
+    if ((p)->has_##field && out_of_range((p)->field, (lo), (hi))) {                 \
+        error_setg(errp, "Parameter '%s' expects %s", name, what);                  \
+        return false;                                                               \
+    }
+
+static bool migrate_params_check(const MigrationParameters *p, Error **errp)
+{
+    CHECK_RANGE(p, compress_level, "compress_level", 0, 9, "a value between 0 and 9");
+    CHECK_RANGE(p, compress_threads, "compress_threads", 1, 255, "a value between 1 and 255");
+    CHECK_RANGE(p, decompress_threads, "decompress_threads", 1, 255,
+                "a value between 1 and 255");
+    CHECK_RANGE(p, throttle_trigger_threshold, "throttle_trigger_threshold", 1, 100,
+                "an integer in the range of 1 to 100");
+    CHECK_RANGE(p, cpu_throttle_initial, "cpu_throttle_initial", 1, 99,
+                "an integer in the range of 1 to 99");
+    CHECK_RANGE(p, cpu_throttle_increment, "cpu_throttle_increment", 1, 99,
+                "an integer in the range of 1 to 99");
+    CHECK_RANGE(p, max_cpu_throttle, "max_cpu_throttle", 1, 99,
+                "an integer in the range of 1 to 99");
+    CHECK_RANGE(p, downtime_limit, "downtime_limit", 0, 2000000,
+                "an integer in the range of 0 to 2000 seconds");
+    CHECK_RANGE(p, multifd_channels, "multifd_channels", 1, 255, "a value between 1 and 255");
+    CHECK_RANGE(p, multifd_zlib_level, "multifd_zlib_level", 0, 9, "a value between 0 and 9");
+    CHECK_RANGE(p, multifd_zstd_level, "multifd_zstd_level", 0, 20,
+                "a value between 0 and 20");
+    CHECK_RANGE(p, announce_initial, "announce_initial", 1, 100000,
+                "a value between 1 and 100000");
+    CHECK_RANGE(p, announce_max, "announce_max", 1, 100000, "a value between 1 and 100000");
+    CHECK_RANGE(p, announce_rounds, "announce_rounds", 1, 1000, "a value between 1 and 1000");
+    CHECK_RANGE(p, announce_step, "announce_step", 1, 10000, "a value between 1 and 10000");
+    CHECK_RANGE(p, x_clear_bitmap_shift, "x-clear-bitmap-shift", MIN_CLEAR_BITMAP_SHIFT,
+                MAX_CLEAR_BITMAP_SHIFT, "a value between 6 and 31");
+    if (p->has_xbzrle_cache_size &&
+        (p->xbzrle_cache_size < TARGET_PAGE_SIZE ||
+         (p->xbzrle_cache_size & (p->xbzrle_cache_size - 1)))) {
+        error_setg(errp, "Parameter 'xbzrle_cache_size' expects a power of two no less than "
+                   "the target page size");
+        return false;
+    }
+    if (p->tls_creds && *p->tls_creds) {
+        error_setg(errp, "TLS is not supported by this build");
+        return false;
+    }
+    return true;
+}
+
+#define APPLY(p, field) if ((p)->has_##field) { params->field = (p)->field; }
+#define APPLY_STR(p, field) if ((p)->field) { g_free(params->field); params->field = g_strdup((p)->field); }
+
+bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
+{
+    if (!migrate_params_check(p, errp)) {
+        return false;
+    }
+    if (p->has_x_clear_bitmap_shift && migration_is_running()) {
+        error_setg(errp, "x-clear-bitmap-shift cannot change while a migration runs");
+        return false;
+    }
+    APPLY(p, announce_initial);
+    APPLY(p, announce_max);
+    APPLY(p, announce_rounds);
+    APPLY(p, announce_step);
+    APPLY(p, compress_level);
+    APPLY(p, compress_threads);
+    APPLY(p, compress_wait_thread);
+    APPLY(p, decompress_threads);
+    APPLY(p, throttle_trigger_threshold);
+    APPLY(p, cpu_throttle_initial);
+    APPLY(p, cpu_throttle_increment);
+    APPLY(p, cpu_throttle_tailslow);
+    APPLY_STR(p, tls_creds);
+    APPLY_STR(p, tls_hostname);
+    APPLY_STR(p, tls_authz);
+    if (p->has_max_bandwidth) {
+        __atomic_store_n(&params->max_bandwidth, p->max_bandwidth, __ATOMIC_RELAXED);
+        migration_rate_limit_changed();
+    }
+    if (p->has_downtime_limit) {
+        __atomic_store_n(&params->downtime_limit, p->downtime_limit, __ATOMIC_RELAXED);
+    }
+    APPLY(p, x_checkpoint_delay);
+    APPLY(p, block_incremental);
+    APPLY(p, multifd_channels);
+    APPLY(p, xbzrle_cache_size);
+    APPLY(p, max_postcopy_bandwidth);
+    APPLY(p, max_cpu_throttle);
+    APPLY(p, multifd_zlib_level);
+    APPLY(p, multifd_zstd_level);
+    APPLY(p, x_clear_bitmap_shift);
+    return true;
+}
+
+MigrationParameters *qmp_query_migrate_parameters(Error **errp)
+{
+    return qapi_MigrationParameters_clone(params);
+}
+
+bool migration_set_global_property(const char *name, const char *value, Error **errp)
+{
+    MigrationParameters p = { 0 };
+    uint64_t v;
+
+    /* QEMU's -global migration.x-clear-bitmap-shift=N. */
+    if (strcmp(name, "x-clear-bitmap-shift") && strcmp(name, "clear-bitmap-shift")) {
+        error_setg(errp, "Property 'migration.%s' not found", name);
+        return false;
+    }
+    if (!g_ascii_string_to_unsigned(value, 10, 0, 255, &v, NULL)) {
+        error_setg(errp, "Property 'migration.%s' expects a number", name);
+        return false;
+    }
+    p.has_x_clear_bitmap_shift = true;
+    p.x_clear_bitmap_shift = v;
+    return qmp_migrate_set_parameters(&p, errp);
+}

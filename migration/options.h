@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Migration capabilities and parameters: QEMU 7.2's names and defaults.
+ * Written by monitor commands (BQL held), read by the migration threads;
+ * every value is a single aligned word, so readers need no lock.
+ */
+#ifndef MIGRATION_OPTIONS_H
+#define MIGRATION_OPTIONS_H
+
+#include "qapi/qapi-types.h"
+
+#define DEFAULT_MIGRATE_MAX_BANDWIDTH (128 * MiB)
+#define DEFAULT_MIGRATE_DOWNTIME_LIMIT 300
+#define DEFAULT_MIGRATE_CLEAR_BITMAP_SHIFT 18
+#define MIN_CLEAR_BITMAP_SHIFT 6
+#define MAX_CLEAR_BITMAP_SHIFT 31
+
+void migration_options_init(void);
+bool migrate_cap(MigrationCapability cap);
+bool migrate_events(void);
+bool migrate_background_snapshot(void);
+uint64_t migrate_max_bandwidth(void);
+uint64_t migrate_downtime_limit(void);
+int migrate_clear_bitmap_shift(void);
+/* Capabilities implemented by this build (others are refused when on). */
+bool migrate_cap_supported(MigrationCapability cap);
+
+#endif

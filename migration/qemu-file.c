@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Buffered migration stream with a sticky error.
+ *
+ * Output: small puts are appended to an internal buffer; each put extends
+ * the last iovec if it points at the buffer's tail, so a run of headers is
+ * one iovec; qemu_put_buffer_async() adds an iovec that points straight at
+ * guest memory. A flush is one writev() of up to MAX_IOV entries.
+ * Input: a read-ahead buffer refilled from the fd (or a fixed memory area).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "migration/qemu-file.h"
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define IO_BUF_SIZE (64 * 1024)
+#define MAX_IOV 256
+
+struct QEMUFile {
+    int fd;                     /* -1 for memory-backed files */
+    bool writable;
+    char *name;
+
+    /* Output. */
+    uint8_t *buf;               /* IO_BUF_SIZE */
+    size_t buf_index;
+    struct iovec iov[MAX_IOV];
+    int iovcnt;
+    GByteArray *mem_out;        /* buffer output */
+
+    /* Input. */
+    uint8_t *rbuf;
+    size_t rbuf_size;
+    size_t rpos;                /* next byte to consume */
+    size_t rlen;                /* valid bytes in rbuf */
+    bool eof;
+
+    uint64_t total;             /* bytes put or consumed */
+    int last_error;
+    char *error_msg;
+    int shutdown;               /* atomic */
+
+    uint64_t rate_limit_max;    /* bytes per window, 0 = unlimited */
+    uint64_t rate_limit_used;
+};
+
+static QEMUFile *qemu_file_alloc(int fd, const char *name, bool writable)
+{
+    QEMUFile *f = g_new0(QEMUFile, 1);
+
+    f->fd = fd;
+    f->name = g_strdup(name);
+    f->writable = writable;
+    if (writable) {
+        f->buf = g_malloc(IO_BUF_SIZE);
+    }
+    return f;
+}
+
+QEMUFile *qemu_file_new_output(int fd, const char *name)
+{
+    return qemu_file_alloc(fd, name, true);
+}
+
+QEMUFile *qemu_file_new_input(int fd, const char *name)
+{
+    QEMUFile *f = qemu_file_alloc(fd, name, false);
+
+    f->rbuf_size = IO_BUF_SIZE * 4;
+    f->rbuf = g_malloc(f->rbuf_size);
+    return f;
+}
+
+QEMUFile *qemu_file_new_buffer_output(void)
+{
+    QEMUFile *f = qemu_file_alloc(-1, "buffer", true);
+
+    f->mem_out = g_byte_array_sized_new(512 * 1024);
+    return f;
+}
+
+QEMUFile *qemu_file_new_buffer_input(const uint8_t *data, size_t len)
+{
+    QEMUFile *f = qemu_file_alloc(-1, "buffer", false);
+
+    /* Input never writes to rbuf, so it may alias the caller's data. */
+    f->rbuf = (uint8_t *)data;
+    f->rlen = len;
+    f->eof = true;
+    return f;
+}
+
+const uint8_t *qemu_file_buffer_data(QEMUFile *f, size_t *len)
+{
+    qemu_fflush(f);
+    *len = f->mem_out ? f->mem_out->len : 0;
+    return f->mem_out ? f->mem_out->data : NULL;
+}
+
+const char *qemu_file_name(QEMUFile *f)
+{
+    return f->name;
+}
+
+int qemu_file_get_error(QEMUFile *f)
+{
+    return f->last_error;
+}
+
+void qemu_file_set_error(QEMUFile *f, int err)
+{
+    if (!f->last_error && err) {
+        f->last_error = err < 0 ? err : -err;
+    }
+}
+
+void qemu_file_set_error_msg(QEMUFile *f, int err, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (f->last_error) {
+        return;
+    }
+    qemu_file_set_error(f, err);
+    va_start(ap, fmt);
+    f->error_msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+}
+
+const char *qemu_file_error_msg(QEMUFile *f)
+{
+    if (f->error_msg) {
+        return f->error_msg;
+    }
+    return f->last_error ? g_strerror(-f->last_error) : "";
+}
+
+void qemu_file_shutdown(QEMUFile *f)
+{
+    __atomic_store_n(&f->shutdown, 1, __ATOMIC_SEQ_CST);
+    if (f->fd >= 0) {
+        /* Wakes a thread blocked in read/write on a socket or pipe. */
+        shutdown(f->fd, SHUT_RDWR);
+    }
+}
+
+static bool qemu_file_is_shut_down(QEMUFile *f)
+{
+    return __atomic_load_n(&f->shutdown, __ATOMIC_ACQUIRE);
+}
+
+/* ---- output ---- */
+
+static void qemu_file_writev_all(QEMUFile *f)
+{
+    struct iovec *iov = f->iov;
+    int cnt = f->iovcnt;
+
+    while (cnt > 0 && !f->last_error) {
+        ssize_t n;
+
+        if (qemu_file_is_shut_down(f)) {
+            qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
+            break;
+        }
+        n = writev(f->fd, iov, MIN(cnt, IOV_MAX));
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN) {
+                struct pollfd pfd = { .fd = f->fd, .events = POLLOUT };
+                poll(&pfd, 1, 100);
+                continue;
+            }
+            qemu_file_set_error_msg(f, -errno, "writing to %s failed: %s", f->name,
+                                    g_strerror(errno));
+            break;
+        }
+        /* Advance over what was written, possibly in the middle of an iovec. */
+        while (n > 0 && cnt > 0) {
+            if ((size_t)n >= iov->iov_len) {
+                n -= iov->iov_len;
+                iov++;
+                cnt--;
+            } else {
+                iov->iov_base = (uint8_t *)iov->iov_base + n;
+                iov->iov_len -= n;
+                n = 0;
+            }
+        }
+    }
+}
+
+void qemu_fflush(QEMUFile *f)
+{
+    if (!f->writable || (!f->iovcnt)) {
+        f->buf_index = 0;
+        f->iovcnt = 0;
+        return;
+    }
+    if (f->mem_out) {
+        for (int i = 0; i < f->iovcnt; i++) {
+            g_byte_array_append(f->mem_out, f->iov[i].iov_base, f->iov[i].iov_len);
+        }
+    } else if (!f->last_error) {
+        qemu_file_writev_all(f);
+    }
+    f->buf_index = 0;
+    f->iovcnt = 0;
+}
+
+/* Callers make sure an iovec slot is free (iovcnt < MAX_IOV) beforehand. */
+static void add_to_iovec(QEMUFile *f, const uint8_t *p, size_t len)
+{
+    if (f->iovcnt > 0 &&
+        (uint8_t *)f->iov[f->iovcnt - 1].iov_base + f->iov[f->iovcnt - 1].iov_len == p) {
+        f->iov[f->iovcnt - 1].iov_len += len;
+    } else {
+        assert(f->iovcnt < MAX_IOV);
+        f->iov[f->iovcnt].iov_base = (void *)p;
+        f->iov[f->iovcnt].iov_len = len;
+        f->iovcnt++;
+    }
+    f->total += len;
+    f->rate_limit_used += len;
+}
+
+void qemu_put_buffer(QEMUFile *f, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    if (f->last_error) {
+        return;
+    }
+    while (len > 0) {
+        size_t l = MIN(len, IO_BUF_SIZE - f->buf_index);
+
+        if (f->iovcnt == MAX_IOV) {
+            qemu_fflush(f);
+            l = MIN(len, IO_BUF_SIZE);
+        }
+        memcpy(f->buf + f->buf_index, p, l);
+        add_to_iovec(f, f->buf + f->buf_index, l);
+        f->buf_index += l;
+        p += l;
+        len -= l;
+        if (f->buf_index == IO_BUF_SIZE) {
+            qemu_fflush(f);
+        }
+    }
+}
+
+void qemu_put_buffer_async(QEMUFile *f, const void *buf, size_t len)
+{
+    if (f->last_error) {
+        return;
+    }
+    if (f->mem_out) {
+        /* Memory output copies at flush; keep it simple and copy now. */
+        qemu_put_buffer(f, buf, len);
+        return;
+    }
+    if (f->iovcnt == MAX_IOV) {
+        qemu_fflush(f);
+    }
+    add_to_iovec(f, buf, len);
+}
+
+void qemu_put_byte(QEMUFile *f, uint8_t v)
+{
+    if (f->last_error) {
+        return;
+    }
+    if (f->iovcnt == MAX_IOV) {
+        qemu_fflush(f);
+    }
+    f->buf[f->buf_index] = v;
+    add_to_iovec(f, f->buf + f->buf_index, 1);
+    f->buf_index++;
+    if (f->buf_index == IO_BUF_SIZE) {
+        qemu_fflush(f);
+    }
+}
+
+void qemu_put_be16(QEMUFile *f, uint16_t v)
+{
+    uint16_t be = GUINT16_TO_BE(v);
+
+    qemu_put_buffer(f, &be, 2);
+}
+
+void qemu_put_be32(QEMUFile *f, uint32_t v)
+{
+    uint32_t be = GUINT32_TO_BE(v);
+
+    qemu_put_buffer(f, &be, 4);
+}
+
+void qemu_put_be64(QEMUFile *f, uint64_t v)
+{
+    uint64_t be = GUINT64_TO_BE(v);
+
+    qemu_put_buffer(f, &be, 8);
+}
+
+void qemu_put_counted_string(QEMUFile *f, const char *s)
+{
+    size_t len = strlen(s);
+
+    assert(len < 256);
+    qemu_put_byte(f, len);
+    qemu_put_buffer(f, s, len);
+}
+
+/* ---- input ---- */
+
+/* Makes at least @need bytes available from rpos; false at EOF or error. */
+static bool qemu_fill_buffer(QEMUFile *f, size_t need)
+{
+    while (f->rlen - f->rpos < need) {
+        ssize_t n;
+
+        if (f->last_error) {
+            return false;
+        }
+        if (f->eof) {
+            qemu_file_set_error_msg(f, -EIO, "unexpected end of migration stream");
+            return false;
+        }
+        if (qemu_file_is_shut_down(f)) {
+            qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
+            return false;
+        }
+        if (f->rpos) {
+            memmove(f->rbuf, f->rbuf + f->rpos, f->rlen - f->rpos);
+            f->rlen -= f->rpos;
+            f->rpos = 0;
+        }
+        if (need > f->rbuf_size) {
+            f->rbuf_size = need;
+            f->rbuf = g_realloc(f->rbuf, f->rbuf_size);
+        }
+        n = read(f->fd, f->rbuf + f->rlen, f->rbuf_size - f->rlen);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN) {
+                struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
+                poll(&pfd, 1, 100);
+                continue;
+            }
+            qemu_file_set_error_msg(f, -errno, "reading from %s failed: %s", f->name,
+                                    g_strerror(errno));
+            return false;
+        }
+        if (n == 0) {
+            f->eof = true;
+            continue;
+        }
+        f->rlen += n;
+    }
+    return true;
+}
+
+void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len > 0) {
+        size_t avail = f->rlen - f->rpos;
+        size_t l;
+
+        if (!avail && !qemu_fill_buffer(f, 1)) {
+            memset(p, 0, len);
+            return;
+        }
+        avail = f->rlen - f->rpos;
+        l = MIN(len, avail);
+        memcpy(p, f->rbuf + f->rpos, l);
+        f->rpos += l;
+        f->total += l;
+        p += l;
+        len -= l;
+    }
+}
+
+uint8_t qemu_get_byte(QEMUFile *f)
+{
+    uint8_t v;
+
+    if (f->rpos < f->rlen) {
+        f->total++;
+        return f->rbuf[f->rpos++];
+    }
+    qemu_get_buffer(f, &v, 1);
+    return v;
+}
+
+uint16_t qemu_get_be16(QEMUFile *f)
+{
+    uint16_t v;
+
+    qemu_get_buffer(f, &v, 2);
+    return GUINT16_FROM_BE(v);
+}
+
+uint32_t qemu_get_be32(QEMUFile *f)
+{
+    uint32_t v;
+
+    qemu_get_buffer(f, &v, 4);
+    return GUINT32_FROM_BE(v);
+}
+
+uint64_t qemu_get_be64(QEMUFile *f)
+{
+    uint64_t v;
+
+    qemu_get_buffer(f, &v, 8);
+    return GUINT64_FROM_BE(v);
+}
+
+bool qemu_get_counted_string(QEMUFile *f, char *buf)
+{
+    uint8_t len = qemu_get_byte(f);
+
+    qemu_get_buffer(f, buf, len);
+    buf[len] = '\0';
+    return !f->last_error;
+}
+
+int qemu_peek_byte(QEMUFile *f, size_t offset)
+{
+    if (f->rlen - f->rpos <= offset) {
+        /* A peek past the end is not an error by itself. */
+        int saved = f->last_error;
+        if (saved || !qemu_fill_buffer(f, offset + 1)) {
+            if (!saved) {
+                f->last_error = 0;
+                g_clear_pointer(&f->error_msg, g_free);
+            }
+            return -1;
+        }
+    }
+    return f->rbuf[f->rpos + offset];
+}
+
+void qemu_file_skip(QEMUFile *f, size_t len)
+{
+    uint8_t tmp[4096];
+
+    while (len > 0 && !f->last_error) {
+        size_t l = MIN(len, sizeof(tmp));
+        qemu_get_buffer(f, tmp, l);
+        len -= l;
+    }
+}
+
+/* ---- common ---- */
+
+uint64_t qemu_file_transferred(QEMUFile *f)
+{
+    return f->total;
+}
+
+void qemu_file_set_rate_limit(QEMUFile *f, uint64_t limit)
+{
+    f->rate_limit_max = limit;
+}
+
+uint64_t qemu_file_get_rate_limit(QEMUFile *f)
+{
+    return f->rate_limit_max;
+}
+
+bool qemu_file_rate_limit(QEMUFile *f)
+{
+    if (f->last_error || qemu_file_is_shut_down(f)) {
+        return true;
+    }
+    return f->rate_limit_max && f->rate_limit_used >= f->rate_limit_max;
+}
+
+void qemu_file_reset_rate_window(QEMUFile *f)
+{
+    f->rate_limit_used = 0;
+}
+
+int qemu_fclose(QEMUFile *f)
+{
+    int ret;
+
+    if (f->writable) {
+        qemu_fflush(f);
+    }
+    ret = f->last_error;
+    if (f->fd >= 0 && close(f->fd) < 0 && !ret) {
+        ret = -errno;
+    }
+    if (f->mem_out) {
+        g_byte_array_free(f->mem_out, TRUE);
+    }
+    if (f->fd >= 0 || !f->eof) {
+        g_free(f->rbuf);
+    }
+    g_free(f->buf);
+    g_free(f->error_msg);
+    g_free(f->name);
+    g_free(f);
+    return ret;
+}

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The stream envelope: header, configuration, live sections (START, PART,
+ * END) and device sections (FULL), each closed by a footer, then EOF and
+ * the JSON vmdesc. The loader treats the stream as hostile: every section
+ * must name a registered handler, carry a version we understand and end
+ * with the right footer, and the load only succeeds at EOF with every
+ * device section seen.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "hw/boards.h"
+#include "migration/qemu-file.h"
+#include "migration/register.h"
+#include "migration/vmstate.h"
+#include "savevm.h"
+#include "trace.h"
+
+#define QEMU_VM_FILE_MAGIC          0x5145564d
+#define QEMU_VM_FILE_VERSION_COMPAT 0x00000002
+#define QEMU_VM_FILE_VERSION        0x00000003
+
+#define QEMU_VM_EOF                 0x00
+#define QEMU_VM_SECTION_START       0x01
+#define QEMU_VM_SECTION_PART        0x02
+#define QEMU_VM_SECTION_END         0x03
+#define QEMU_VM_SECTION_FULL        0x04
+#define QEMU_VM_SUBSECTION          0x05
+#define QEMU_VM_VMDESCRIPTION       0x06
+#define QEMU_VM_CONFIGURATION       0x07
+#define QEMU_VM_COMMAND             0x08
+#define QEMU_VM_SECTION_FOOTER      0x7e
+
+/* A vmdesc bigger than this is not ours to read. */
+#define VMDESC_MAX_LEN (16 * MiB)
+
+typedef struct SaveStateEntry {
+    char idstr[256];
+    uint32_t instance_id;
+    int version_id;
+    uint32_t section_id;
+    const SaveVMHandlers *ops;          /* live sections */
+    const VMStateDescription *vmsd;     /* device sections */
+    void *opaque;
+    bool loaded;                        /* incoming: section seen */
+} SaveStateEntry;
+
+/* Registered during init (main thread), read-only afterwards. */
+static GPtrArray *handlers;
+static uint32_t next_section_id;
+
+static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int version_id)
+{
+    SaveStateEntry *se = g_new0(SaveStateEntry, 1);
+
+    assert(strlen(idstr) < sizeof(se->idstr));
+    g_strlcpy(se->idstr, idstr, sizeof(se->idstr));
+    se->instance_id = instance_id;
+    se->version_id = version_id;
+    se->section_id = next_section_id++;
+    if (!handlers) {
+        handlers = g_ptr_array_new();
+    }
+    g_ptr_array_add(handlers, se);
+    return se;
+}
+
+void register_savevm_live(const char *idstr, uint32_t instance_id, int version_id,
+                          const SaveVMHandlers *ops, void *opaque)
+{
+    SaveStateEntry *se = savevm_add(idstr, instance_id, version_id);
+
+    se->ops = ops;
+    se->opaque = opaque;
+}
+
+void vmstate_register(const char *idstr, uint32_t instance_id,
+                      const VMStateDescription *vmsd, void *opaque)
+{
+    SaveStateEntry *se = savevm_add(idstr, instance_id, vmsd->version_id);
+
+    se->vmsd = vmsd;
+    se->opaque = opaque;
+}
+
+#define FOREACH_SE(i, se) \
+    for (guint i = 0; handlers && i < handlers->len && ((se) = g_ptr_array_index(handlers, i)); i++)
+
+/* ---- outgoing ---- */
+
+static void save_section_header(QEMUFile *f, SaveStateEntry *se, uint8_t type)
+{
+    qemu_put_byte(f, type);
+    qemu_put_be32(f, se->section_id);
+    if (type == QEMU_VM_SECTION_START || type == QEMU_VM_SECTION_FULL) {
+        qemu_put_counted_string(f, se->idstr);
+        qemu_put_be32(f, se->instance_id);
+        qemu_put_be32(f, se->version_id);
+    }
+}
+
+static void save_section_footer(QEMUFile *f, SaveStateEntry *se)
+{
+    qemu_put_byte(f, QEMU_VM_SECTION_FOOTER);
+    qemu_put_be32(f, se->section_id);
+}
+
+void qemu_savevm_state_header(QEMUFile *f)
+{
+    const char *machine = MACHINE_TYPE_NAME;
+
+    qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
+    qemu_put_be32(f, QEMU_VM_FILE_VERSION);
+    /* Configuration: the machine type, as QEMU's vmstate_configuration lays it out. */
+    qemu_put_byte(f, QEMU_VM_CONFIGURATION);
+    qemu_put_be32(f, strlen(machine));
+    qemu_put_buffer(f, machine, strlen(machine));
+}
+
+int qemu_savevm_state_setup(QEMUFile *f, Error **errp)
+{
+    SaveStateEntry *se;
+
+    FOREACH_SE(i, se) {
+        int ret;
+
+        if (!se->ops || !se->ops->save_setup) {
+            continue;
+        }
+        save_section_header(f, se, QEMU_VM_SECTION_START);
+        ret = se->ops->save_setup(f, se->opaque, errp);
+        save_section_footer(f, se);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return qemu_file_get_error(f);
+}
+
+int qemu_savevm_state_iterate(QEMUFile *f)
+{
+    SaveStateEntry *se;
+    int all_done = 1;
+
+    FOREACH_SE(i, se) {
+        int ret;
+
+        if (!se->ops || !se->ops->save_iterate) {
+            continue;
+        }
+        save_section_header(f, se, QEMU_VM_SECTION_PART);
+        ret = se->ops->save_iterate(f, se->opaque);
+        save_section_footer(f, se);
+        if (ret < 0) {
+            qemu_file_set_error(f, ret);
+            return ret;
+        }
+        if (ret == 0) {
+            all_done = 0;
+        }
+    }
+    return qemu_file_get_error(f) ? qemu_file_get_error(f) : all_done;
+}
+
+int qemu_savevm_state_complete_live(QEMUFile *f)
+{
+    SaveStateEntry *se;
+
+    FOREACH_SE(i, se) {
+        int ret;
+
+        if (!se->ops || !se->ops->save_complete) {
+            continue;
+        }
+        save_section_header(f, se, QEMU_VM_SECTION_END);
+        ret = se->ops->save_complete(f, se->opaque);
+        save_section_footer(f, se);
+        if (ret < 0) {
+            qemu_file_set_error(f, ret);
+            return ret;
+        }
+    }
+    return qemu_file_get_error(f);
+}
+
+bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
+{
+    g_autoptr(JsonBuilder) vmdesc = json_builder_new();
+    g_autoptr(JsonGenerator) gen = NULL;
+    g_autofree char *json = NULL;
+    SaveStateEntry *se;
+    gsize len;
+
+    json_builder_begin_object(vmdesc);
+    json_builder_set_member_name(vmdesc, "page_size");
+    json_builder_add_int_value(vmdesc, TARGET_PAGE_SIZE);
+    json_builder_set_member_name(vmdesc, "devices");
+    json_builder_begin_array(vmdesc);
+    FOREACH_SE(i, se) {
+        int64_t t0;
+
+        if (!se->vmsd) {
+            continue;
+        }
+        t0 = get_clock_ns();
+        json_builder_begin_object(vmdesc);
+        json_builder_set_member_name(vmdesc, "name");
+        json_builder_add_string_value(vmdesc, se->idstr);
+        json_builder_set_member_name(vmdesc, "instance_id");
+        json_builder_add_int_value(vmdesc, se->instance_id);
+        save_section_header(f, se, QEMU_VM_SECTION_FULL);
+        if (!vmstate_save_state(f, se->vmsd, se->opaque, vmdesc, errp)) {
+            error_prepend(errp, "saving section '%s' (instance %u): ", se->idstr, se->instance_id);
+            return false;
+        }
+        save_section_footer(f, se);
+        json_builder_end_object(vmdesc);
+        trace_savevm_device_save(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
+    }
+    json_builder_end_array(vmdesc);
+    json_builder_end_object(vmdesc);
+
+    qemu_put_byte(f, QEMU_VM_EOF);
+    gen = json_generator_new();
+    json_generator_set_root(gen, json_builder_get_root(vmdesc));
+    json = json_generator_to_data(gen, &len);
+    qemu_put_byte(f, QEMU_VM_VMDESCRIPTION);
+    qemu_put_be32(f, len);
+    qemu_put_buffer(f, json, len);
+    qemu_fflush(f);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        return false;
+    }
+    return true;
+}
+
+uint64_t qemu_savevm_pending(bool exact)
+{
+    SaveStateEntry *se;
+    uint64_t total = 0;
+
+    FOREACH_SE(i, se) {
+        if (!se->ops) {
+            continue;
+        }
+        if (exact && se->ops->pending_exact) {
+            total += se->ops->pending_exact(se->opaque);
+        } else if (se->ops->pending_estimate) {
+            total += se->ops->pending_estimate(se->opaque);
+        }
+    }
+    return total;
+}
+
+void qemu_savevm_state_cleanup(void)
+{
+    SaveStateEntry *se;
+
+    FOREACH_SE(i, se) {
+        if (se->ops && se->ops->save_cleanup) {
+            se->ops->save_cleanup(se->opaque);
+        }
+    }
+}
+
+/* ---- incoming ---- */
+
+static SaveStateEntry *find_se(const char *idstr, uint32_t instance_id)
+{
+    SaveStateEntry *se;
+
+    FOREACH_SE(i, se) {
+        if (!strcmp(se->idstr, idstr) && se->instance_id == instance_id) {
+            return se;
+        }
+    }
+    return NULL;
+}
+
+static bool loadvm_check_header(QEMUFile *f, Error **errp)
+{
+    uint32_t magic = qemu_get_be32(f);
+    uint32_t version = qemu_get_be32(f);
+    char machine[256];
+    uint32_t len;
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading the stream header failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (magic != QEMU_VM_FILE_MAGIC) {
+        error_setg(errp, "Not a migration stream (bad magic 0x%08x)", magic);
+        return false;
+    }
+    if (version == QEMU_VM_FILE_VERSION_COMPAT) {
+        error_setg(errp, "SaveVM v2 format is obsolete and don't work anymore");
+        return false;
+    }
+    if (version != QEMU_VM_FILE_VERSION) {
+        error_setg(errp, "Unsupported migration stream version %u", version);
+        return false;
+    }
+    if (qemu_get_byte(f) != QEMU_VM_CONFIGURATION) {
+        error_setg(errp, "Configuration section missing");
+        return false;
+    }
+    len = qemu_get_be32(f);
+    if (len >= sizeof(machine)) {
+        error_setg(errp, "Machine type name in the stream is too long (%u bytes)", len);
+        return false;
+    }
+    qemu_get_buffer(f, machine, len);
+    machine[len] = '\0';
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading the configuration failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (strcmp(machine, MACHINE_TYPE_NAME)) {
+        error_setg(errp, "Machine type received is '%s' and local is '%s'", machine,
+                   MACHINE_TYPE_NAME);
+        return false;
+    }
+    return true;
+}
+
+static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, Error **errp)
+{
+    uint8_t b = qemu_get_byte(f);
+    uint32_t id;
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading the footer of section '%s' failed: %s", se->idstr,
+                   qemu_file_error_msg(f));
+        return false;
+    }
+    if (b != QEMU_VM_SECTION_FOOTER) {
+        error_setg(errp, "Missing section footer for %s (got 0x%02x)", se->idstr, b);
+        return false;
+    }
+    id = qemu_get_be32(f);
+    if (id != se->section_id) {
+        error_setg(errp, "Mismatched section id in footer for %s -- read 0x%x expected 0x%x",
+                   se->idstr, id, se->section_id);
+        return false;
+    }
+    return true;
+}
+
+static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids, Error **errp)
+{
+    uint32_t section_id = qemu_get_be32(f);
+    char idstr[256];
+    uint32_t instance_id, version_id;
+    SaveStateEntry *se;
+
+    qemu_get_counted_string(f, idstr);
+    instance_id = qemu_get_be32(f);
+    version_id = qemu_get_be32(f);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading a section header failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    se = find_se(idstr, instance_id);
+    if (!se) {
+        error_setg(errp, "Unknown savevm section or instance '%s' %u", idstr, instance_id);
+        return false;
+    }
+    if ((type == QEMU_VM_SECTION_FULL) != (se->vmsd != NULL)) {
+        error_setg(errp, "Section '%s' has the wrong kind (type 0x%x)", idstr, type);
+        return false;
+    }
+    if ((int)version_id > se->version_id) {
+        error_setg(errp, "savevm: unsupported version %u for '%s' v%d", version_id, idstr,
+                   se->version_id);
+        return false;
+    }
+    /* Remember the id so PART/END (and the footer) can refer to this handler. */
+    se->section_id = section_id;
+    g_hash_table_insert(ids, GUINT_TO_POINTER(section_id), se);
+    if (se->vmsd) {
+        bool ok;
+        int64_t t0 = get_clock_ns();
+
+        /* Device state touches KVM and devices: take the BQL like the main loop. */
+        bql_lock();
+        ok = vmstate_load_state(f, se->vmsd, se->opaque, version_id, errp);
+        bql_unlock();
+        if (!ok) {
+            error_prepend(errp, "error while loading state for instance 0x%x of device '%s': ",
+                          instance_id, idstr);
+            return false;
+        }
+        trace_savevm_device_load(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
+    } else if (se->ops->load_state(f, se->opaque, version_id, errp) < 0) {
+        return false;
+    }
+    se->loaded = true;
+    return loadvm_check_footer(f, se, errp);
+}
+
+static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
+{
+    uint32_t section_id = qemu_get_be32(f);
+    SaveStateEntry *se;
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading a section header failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    se = g_hash_table_lookup(ids, GUINT_TO_POINTER(section_id));
+    if (!se || !se->ops) {
+        error_setg(errp, "Unknown savevm section %u", section_id);
+        return false;
+    }
+    if (se->ops->load_state(f, se->opaque, se->version_id, errp) < 0) {
+        return false;
+    }
+    return loadvm_check_footer(f, se, errp);
+}
+
+/* After EOF: an optional vmdesc, which we read and discard. */
+static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
+{
+    uint32_t len;
+
+    if (qemu_peek_byte(f, 0) != QEMU_VM_VMDESCRIPTION) {
+        return true;
+    }
+    qemu_get_byte(f);
+    len = qemu_get_be32(f);
+    if (len > VMDESC_MAX_LEN) {
+        error_setg(errp, "vmdesc of %u bytes is too big", len);
+        return false;
+    }
+    qemu_file_skip(f, len);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading the vmdesc failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    return true;
+}
+
+static bool loadvm_check_complete(Error **errp)
+{
+    SaveStateEntry *se;
+
+    FOREACH_SE(i, se) {
+        if (se->vmsd && !se->loaded) {
+            error_setg(errp, "stream ended without section '%s' instance %u", se->idstr,
+                       se->instance_id);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool qemu_loadvm_state(QEMUFile *f, Error **errp)
+{
+    g_autoptr(GHashTable) ids = g_hash_table_new(NULL, NULL);
+    SaveStateEntry *se;
+    bool ok = false;
+
+    FOREACH_SE(i, se) {
+        se->loaded = false;
+        if (se->ops && se->ops->load_setup && se->ops->load_setup(f, se->opaque, errp) < 0) {
+            goto out;
+        }
+    }
+    if (!loadvm_check_header(f, errp)) {
+        goto out;
+    }
+    for (;;) {
+        uint8_t type = qemu_get_byte(f);
+
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "%s", qemu_file_error_msg(f));
+            goto out;
+        }
+        switch (type) {
+        case QEMU_VM_EOF:
+            ok = loadvm_check_complete(errp) && loadvm_skip_vmdesc(f, errp);
+            goto out;
+        case QEMU_VM_SECTION_START:
+        case QEMU_VM_SECTION_FULL:
+            if (!loadvm_section_start_full(f, type, ids, errp)) {
+                goto out;
+            }
+            break;
+        case QEMU_VM_SECTION_PART:
+        case QEMU_VM_SECTION_END:
+            if (!loadvm_section_part_end(f, ids, errp)) {
+                goto out;
+            }
+            break;
+        default:
+            error_setg(errp, "Unknown savevm section type %d", type);
+            goto out;
+        }
+    }
+out:
+    FOREACH_SE(i, se) {
+        if (se->ops && se->ops->load_cleanup) {
+            se->ops->load_cleanup(se->opaque);
+        }
+    }
+    return ok;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Private to migration/: writing and reading the stream envelope. */
+#ifndef MIGRATION_SAVEVM_H
+#define MIGRATION_SAVEVM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+void qemu_savevm_state_header(QEMUFile *f);
+/* START sections of the live handlers. BQL held. 0 or -errno. */
+int qemu_savevm_state_setup(QEMUFile *f, Error **errp);
+/* One PART per live handler. 1 = all done for now, 0 = more, <0 error. */
+int qemu_savevm_state_iterate(QEMUFile *f);
+/* END sections (VM stopped). 0 or -errno. */
+int qemu_savevm_state_complete_live(QEMUFile *f);
+/* FULL device sections, EOF and the vmdesc. VM stopped, BQL held. */
+bool qemu_savevm_state_devices(QEMUFile *f, Error **errp);
+uint64_t qemu_savevm_pending(bool exact);
+void qemu_savevm_state_cleanup(void);
+
+/* Loads a whole stream; true only at EOF with every device section seen. */
+bool qemu_loadvm_state(QEMUFile *f, Error **errp);
+
+#endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Trace points of the migration pipeline (enable with -trace file=PATH).
+ * Each is one branch on a global when tracing is off.
+ */
+#ifndef MIGRATION_TRACE_H
+#define MIGRATION_TRACE_H
+
+#include <inttypes.h>
+#include "trace/trace.h"
+
+#define trace_dirty_sync_start(pass, remaining) \
+    TRACE_EVENT("dirty_sync_start", "pass=%" PRIu64 " remaining_pages=%" PRIu64, \
+                (uint64_t)(pass), (uint64_t)(remaining))
+#define trace_dirty_sync_end(pass, new_pages, remaining, us) \
+    TRACE_EVENT("dirty_sync_end", "pass=%" PRIu64 " new_pages=%" PRIu64 \
+                " remaining_pages=%" PRIu64 " us=%" PRId64, (uint64_t)(pass), \
+                (uint64_t)(new_pages), (uint64_t)(remaining), (int64_t)(us))
+#define trace_dirty_clear(slot, first, npages) \
+    TRACE_EVENT("dirty_clear", "slot=%d first=%" PRIu64 " pages=%" PRIu64, (int)(slot), \
+                (uint64_t)(first), (uint64_t)(npages))
+#define trace_migration_pass(pass, remaining_bytes, transferred) \
+    TRACE_EVENT("migration_pass", "pass=%" PRIu64 " remaining=%" PRIu64 " transferred=%" PRIu64, \
+                (uint64_t)(pass), (uint64_t)(remaining_bytes), (uint64_t)(transferred))
+#define trace_migration_switchover(pending, threshold, bw_bytes_per_ms, decision) \
+    TRACE_EVENT("migration_switchover", "pending=%" PRIu64 " threshold=%" PRIu64 \
+                " bandwidth_bpms=%.0f decision=%s", (uint64_t)(pending), (uint64_t)(threshold), \
+                (double)(bw_bytes_per_ms), (decision))
+#define trace_migration_state(from, to) \
+    TRACE_EVENT("migration_state", "from=%s to=%s", (from), (to))
+#define trace_ram_iterate(pages, bytes, us) \
+    TRACE_EVENT("ram_iterate", "pages=%" PRIu64 " bytes=%" PRIu64 " us=%" PRId64, \
+                (uint64_t)(pages), (uint64_t)(bytes), (int64_t)(us))
+#define trace_savevm_device_save(idstr, instance, us) \
+    TRACE_EVENT("savevm_device_save", "idstr=%s instance=%u us=%" PRId64, (idstr), \
+                (unsigned)(instance), (int64_t)(us))
+#define trace_savevm_device_load(idstr, instance, us) \
+    TRACE_EVENT("savevm_device_load", "idstr=%s instance=%u us=%" PRId64, (idstr), \
+                (unsigned)(instance), (int64_t)(us))
+#define trace_migration_downtime(stop_us, devices_us, total_us) \
+    TRACE_EVENT("migration_downtime", "stop_us=%" PRId64 " devices_us=%" PRId64 " total_us=%" PRId64, \
+                (int64_t)(stop_us), (int64_t)(devices_us), (int64_t)(total_us))
+
+#endif

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * VMState engine: walk a field table to save (with its vmdesc) and to load.
+ * The loader trusts nothing: versions are checked against ours, every
+ * variable count against its declared bound, and stream errors stop it at
+ * the field where they happen.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "migration/qemu-file.h"
+#include "migration/vmstate.h"
+
+#define QEMU_VM_SUBSECTION 0x05
+
+static const char *vmstate_type_name(VMStateType t)
+{
+    switch (t) {
+    case VMS_UINT8:  return "uint8";
+    case VMS_UINT16: return "uint16";
+    case VMS_UINT32: return "uint32";
+    case VMS_UINT64: return "uint64";
+    case VMS_INT32:  return "int32";
+    case VMS_INT64:  return "int64";
+    case VMS_BOOL:   return "bool";
+    case VMS_BUFFER:
+    case VMS_VBUFFER: return "buffer";
+    case VMS_STRUCT: return "struct";
+    }
+    return "unknown";
+}
+
+/* Elements of @field in @opaque and the base address of the first one. */
+static uint32_t vmstate_n_elems(const VMStateField *field, void *opaque)
+{
+    if (field->varray) {
+        return *(uint32_t *)((uint8_t *)opaque + field->num_offset);
+    }
+    if (field->type == VMS_BUFFER) {
+        return 1;
+    }
+    return field->num ? field->num : 1;
+}
+
+static uint8_t *vmstate_base(const VMStateField *field, void *opaque)
+{
+    uint8_t *p = (uint8_t *)opaque + field->offset;
+
+    if (field->type == VMS_VBUFFER) {
+        return *(uint8_t **)p;
+    }
+    return p;
+}
+
+static void vmstate_put_scalar(QEMUFile *f, VMStateType t, const void *p)
+{
+    switch (t) {
+    case VMS_UINT8:
+        qemu_put_byte(f, *(const uint8_t *)p);
+        break;
+    case VMS_BOOL:
+        qemu_put_byte(f, *(const bool *)p ? 1 : 0);
+        break;
+    case VMS_UINT16:
+        qemu_put_be16(f, *(const uint16_t *)p);
+        break;
+    case VMS_UINT32:
+    case VMS_INT32:
+        qemu_put_be32(f, *(const uint32_t *)p);
+        break;
+    case VMS_UINT64:
+    case VMS_INT64:
+        qemu_put_be64(f, *(const uint64_t *)p);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static void vmstate_get_scalar(QEMUFile *f, VMStateType t, void *p)
+{
+    switch (t) {
+    case VMS_UINT8:
+        *(uint8_t *)p = qemu_get_byte(f);
+        break;
+    case VMS_BOOL:
+        *(bool *)p = qemu_get_byte(f) != 0;
+        break;
+    case VMS_UINT16:
+        *(uint16_t *)p = qemu_get_be16(f);
+        break;
+    case VMS_UINT32:
+    case VMS_INT32:
+        *(uint32_t *)p = qemu_get_be32(f);
+        break;
+    case VMS_UINT64:
+    case VMS_INT64:
+        *(uint64_t *)p = qemu_get_be64(f);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+/* Opens a field object; the caller adds "struct" if any, then "size" and closes it. */
+static void vmdesc_field(JsonBuilder *vmdesc, const VMStateField *field, uint32_t i, uint32_t n)
+{
+    json_builder_set_member_name(vmdesc, "name");
+    json_builder_add_string_value(vmdesc, field->name);
+    if (n > 1 || field->num > 1 || field->varray) {
+        if (field->type != VMS_BUFFER && field->type != VMS_VBUFFER) {
+            json_builder_set_member_name(vmdesc, "array_len");
+            json_builder_add_int_value(vmdesc, n);
+            json_builder_set_member_name(vmdesc, "index");
+            json_builder_add_int_value(vmdesc, i);
+        }
+    }
+    json_builder_set_member_name(vmdesc, "type");
+    json_builder_add_string_value(vmdesc, vmstate_type_name(field->type));
+}
+
+static void vmdesc_field_end(JsonBuilder *vmdesc, uint64_t size)
+{
+    json_builder_set_member_name(vmdesc, "size");
+    json_builder_add_int_value(vmdesc, size);
+    json_builder_end_object(vmdesc);
+}
+
+static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
+                                JsonBuilder *vmdesc, Error **errp)
+{
+    if (vmdesc) {
+        json_builder_set_member_name(vmdesc, "fields");
+        json_builder_begin_array(vmdesc);
+    }
+    for (const VMStateField *field = vmsd->fields; field->name; field++) {
+        uint32_t n = vmstate_n_elems(field, opaque);
+        uint8_t *base = vmstate_base(field, opaque);
+
+        if (field->varray) {
+            assert(n <= field->max);
+        }
+        if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
+            uint64_t len = field->type == VMS_BUFFER ? field->size : n;
+            if (vmdesc) {
+                json_builder_begin_object(vmdesc);
+                vmdesc_field(vmdesc, field, 0, 1);
+                vmdesc_field_end(vmdesc, len);
+            }
+            qemu_put_buffer(f, base, len);
+            continue;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t *p = base + (uint64_t)i * field->size;
+            uint64_t start = qemu_file_transferred(f);
+
+            if (vmdesc) {
+                json_builder_begin_object(vmdesc);
+                vmdesc_field(vmdesc, field, i, n);
+            }
+            if (field->type == VMS_STRUCT) {
+                if (vmdesc) {
+                    json_builder_set_member_name(vmdesc, "struct");
+                    json_builder_begin_object(vmdesc);
+                }
+                if (!vmstate_save_state(f, field->vmsd, p, vmdesc, errp)) {
+                    return false;
+                }
+                if (vmdesc) {
+                    json_builder_end_object(vmdesc);
+                }
+            } else {
+                vmstate_put_scalar(f, field->type, p);
+            }
+            if (vmdesc) {
+                /* As QEMU's vmdesc: the bytes this element took in the stream. */
+                vmdesc_field_end(vmdesc, field->type == VMS_STRUCT
+                                 ? qemu_file_transferred(f) - start : field->size);
+            }
+        }
+    }
+    if (vmdesc) {
+        json_builder_end_array(vmdesc);
+    }
+    return true;
+}
+
+bool vmstate_save_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
+                        JsonBuilder *vmdesc, Error **errp)
+{
+    bool any_sub = false;
+
+    if (vmsd->pre_save && !vmsd->pre_save(opaque, errp)) {
+        error_prepend(errp, "%s: ", vmsd->name);
+        return false;
+    }
+    if (vmdesc) {
+        json_builder_set_member_name(vmdesc, "vmsd_name");
+        json_builder_add_string_value(vmdesc, vmsd->name);
+        json_builder_set_member_name(vmdesc, "version");
+        json_builder_add_int_value(vmdesc, vmsd->version_id);
+    }
+    if (!vmstate_save_fields(f, vmsd, opaque, vmdesc, errp)) {
+        return false;
+    }
+    for (int i = 0; vmsd->subsections && vmsd->subsections[i]; i++) {
+        const VMStateDescription *sub = vmsd->subsections[i];
+
+        if (sub->needed && !sub->needed(opaque)) {
+            continue;
+        }
+        if (vmdesc && !any_sub) {
+            json_builder_set_member_name(vmdesc, "subsections");
+            json_builder_begin_array(vmdesc);
+        }
+        any_sub = true;
+        qemu_put_byte(f, QEMU_VM_SUBSECTION);
+        qemu_put_counted_string(f, sub->name);
+        qemu_put_be32(f, sub->version_id);
+        if (vmdesc) {
+            json_builder_begin_object(vmdesc);
+        }
+        if (!vmstate_save_state(f, sub, opaque, vmdesc, errp)) {
+            return false;
+        }
+        if (vmdesc) {
+            json_builder_end_object(vmdesc);
+        }
+    }
+    if (vmdesc && any_sub) {
+        json_builder_end_array(vmdesc);
+    }
+    return true;
+}
+
+static bool vmstate_load_fields(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
+                                int version_id, Error **errp)
+{
+    for (const VMStateField *field = vmsd->fields; field->name; field++) {
+        uint32_t n;
+        uint8_t *base;
+
+        if (field->version_id > version_id) {
+            continue;
+        }
+        n = vmstate_n_elems(field, opaque);
+        if (field->varray && n > field->max) {
+            error_setg(errp, "%s: field '%s' count %u exceeds the maximum %u", vmsd->name,
+                       field->name, n, field->max);
+            return false;
+        }
+        base = vmstate_base(field, opaque);
+        if (!base) {
+            error_setg(errp, "%s: no buffer for field '%s'", vmsd->name, field->name);
+            return false;
+        }
+        if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
+            qemu_get_buffer(f, base, field->type == VMS_BUFFER ? field->size : n);
+        } else {
+            for (uint32_t i = 0; i < n; i++) {
+                uint8_t *p = base + (uint64_t)i * field->size;
+                if (field->type == VMS_STRUCT) {
+                    if (!vmstate_load_state(f, field->vmsd, p, field->vmsd->version_id, errp)) {
+                        error_prepend(errp, "%s: ", vmsd->name);
+                        return false;
+                    }
+                } else {
+                    vmstate_get_scalar(f, field->type, p);
+                }
+            }
+        }
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "%s: field '%s': %s", vmsd->name, field->name,
+                       qemu_file_error_msg(f));
+            return false;
+        }
+    }
+    return true;
+}
+
+static const VMStateDescription *vmstate_find_subsection(const VMStateDescription *vmsd,
+                                                         const char *name)
+{
+    for (int i = 0; vmsd->subsections && vmsd->subsections[i]; i++) {
+        if (!strcmp(vmsd->subsections[i]->name, name)) {
+            return vmsd->subsections[i];
+        }
+    }
+    return NULL;
+}
+
+static bool vmstate_load_subsections(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
+                                     Error **errp)
+{
+    while (qemu_peek_byte(f, 0) == QEMU_VM_SUBSECTION) {
+        char name[256];
+        int len = qemu_peek_byte(f, 1);
+        const VMStateDescription *sub;
+        uint32_t version;
+
+        /* A subsection marker at the end of the stream is a truncated stream. */
+        if (len < 0) {
+            error_setg(errp, "%s: truncated subsection header", vmsd->name);
+            return false;
+        }
+        /* Only a subsection named "<parent>/..." belongs to us; else it is the parent's. */
+        if ((size_t)len <= strlen(vmsd->name)) {
+            break;
+        }
+        for (int i = 0; i < len; i++) {
+            int c = qemu_peek_byte(f, 2 + i);
+            if (c < 0) {
+                error_setg(errp, "%s: truncated subsection header", vmsd->name);
+                return false;
+            }
+            name[i] = c;
+        }
+        name[len] = '\0';
+        if (strncmp(name, vmsd->name, strlen(vmsd->name)) || name[strlen(vmsd->name)] != '/') {
+            break;
+        }
+        sub = vmstate_find_subsection(vmsd, name);
+        if (!sub) {
+            error_setg(errp, "%s: unknown subsection '%s'", vmsd->name, name);
+            return false;
+        }
+        qemu_file_skip(f, 2 + len);
+        version = qemu_get_be32(f);
+        if (!vmstate_load_state(f, sub, opaque, version, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool vmstate_load_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
+                        int version_id, Error **errp)
+{
+    if (version_id > vmsd->version_id) {
+        error_setg(errp, "%s: incoming version %d is newer than ours (%d)", vmsd->name,
+                   version_id, vmsd->version_id);
+        return false;
+    }
+    if (version_id < vmsd->minimum_version_id) {
+        error_setg(errp, "%s: incoming version %d is older than the oldest we accept (%d)",
+                   vmsd->name, version_id, vmsd->minimum_version_id);
+        return false;
+    }
+    if (vmsd->pre_load && !vmsd->pre_load(opaque, errp)) {
+        error_prepend(errp, "%s: ", vmsd->name);
+        return false;
+    }
+    if (!vmstate_load_fields(f, vmsd, opaque, version_id, errp) ||
+        !vmstate_load_subsections(f, vmsd, opaque, errp)) {
+        return false;
+    }
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "%s: %s", vmsd->name, qemu_file_error_msg(f));
+        return false;
+    }
+    if (vmsd->post_load && !vmsd->post_load(opaque, version_id, errp)) {
+        error_prepend(errp, "%s: ", vmsd->name);
+        return false;
+    }
+    return true;
+}

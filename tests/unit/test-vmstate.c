@@ -1,0 +1,984 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for migration/vmstate.c over memory-backed QEMUFiles: every
+ * field kind round-trips, the wire bytes are QEMU's, versions and
+ * subsections are honoured, hostile streams (counts over their bound,
+ * truncation at every offset, unknown subsections) fail cleanly, and the
+ * vmdesc JSON describes exactly what was written.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "migration/qemu-file.h"
+#include "migration/vmstate.h"
+
+#define VBUF_MAX 64
+#define ELEMS_MAX 8
+
+/* ---- a sample device covering every field kind ---- */
+
+typedef struct Inner {
+    uint16_t a;
+    uint32_t b;
+    uint64_t opt;               /* in subsection "inner/opt", sent when a > 100 */
+} Inner;
+
+typedef struct Elem {
+    uint32_t index;
+    uint64_t data;
+} Elem;
+
+typedef struct Sample {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int32_t i32;
+    int64_t i64;
+    bool flag;
+    unsigned long long ull;     /* a kernel-style __u64 */
+    uint8_t buf[5];
+    uint32_t vlen;
+    uint8_t *vbuf;              /* VBUF_MAX bytes */
+    uint8_t a8[3];
+    uint16_t a16[2];
+    uint32_t a32[2];
+    uint64_t a64[2];
+    Inner inner;
+    Inner inners[2];
+    uint32_t n_elems;
+    Elem elems[ELEMS_MAX];
+    uint32_t extra;             /* subsection "sample/extra" */
+    bool want_extra;
+    uint64_t more;              /* subsection "sample/more" */
+    bool want_more;
+
+    /* Test bookkeeping, not migrated. */
+    int pre_saves, pre_loads, post_loads;
+    bool fail_pre_save, fail_post_load;
+} Sample;
+
+static bool inner_opt_needed(void *opaque)
+{
+    return ((Inner *)opaque)->a > 100;
+}
+
+static const VMStateDescription vmstate_inner_opt = {
+    .name = "inner/opt",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = inner_opt_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(opt, Inner),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_inner = {
+    .name = "inner",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16(a, Inner),
+        VMSTATE_UINT32(b, Inner),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_inner_opt,
+        NULL
+    },
+};
+
+static const VMStateDescription vmstate_elem = {
+    .name = "elem",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(index, Elem),
+        VMSTATE_UINT64(data, Elem),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool sample_extra_needed(void *opaque)
+{
+    return ((Sample *)opaque)->want_extra;
+}
+
+static bool sample_more_needed(void *opaque)
+{
+    return ((Sample *)opaque)->want_more;
+}
+
+static const VMStateDescription vmstate_sample_extra = {
+    .name = "sample/extra",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = sample_extra_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(extra, Sample),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_sample_more = {
+    .name = "sample/more",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .needed = sample_more_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(more, Sample),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool sample_pre_save(void *opaque, Error **errp)
+{
+    Sample *s = opaque;
+
+    s->pre_saves++;
+    if (s->fail_pre_save) {
+        error_setg(errp, "pre_save refused");
+        return false;
+    }
+    return true;
+}
+
+static bool sample_pre_load(void *opaque, Error **errp)
+{
+    ((Sample *)opaque)->pre_loads++;
+    return true;
+}
+
+static bool sample_post_load(void *opaque, int version_id, Error **errp)
+{
+    Sample *s = opaque;
+
+    s->post_loads++;
+    if (s->fail_post_load) {
+        error_setg(errp, "post_load refused");
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_sample = {
+    .name = "sample",
+    .version_id = 3,
+    .minimum_version_id = 2,
+    .pre_save = sample_pre_save,
+    .pre_load = sample_pre_load,
+    .post_load = sample_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(u8, Sample),
+        VMSTATE_UINT16(u16, Sample),
+        VMSTATE_UINT32(u32, Sample),
+        VMSTATE_UINT64(u64, Sample),
+        VMSTATE_INT32(i32, Sample),
+        VMSTATE_INT64(i64, Sample),
+        VMSTATE_BOOL(flag, Sample),
+        VMSTATE_UINT_SIZED(ull, Sample, VMS_UINT64),
+        VMSTATE_BUFFER(buf, Sample),
+        VMSTATE_UINT32(vlen, Sample),
+        VMSTATE_VBUFFER_UINT32(vbuf, Sample, vlen, VBUF_MAX),
+        VMSTATE_UINT8_ARRAY(a8, Sample, 3),
+        VMSTATE_UINT16_ARRAY(a16, Sample, 2),
+        VMSTATE_UINT32_ARRAY(a32, Sample, 2),
+        VMSTATE_UINT64_ARRAY(a64, Sample, 2),
+        VMSTATE_STRUCT(inner, Sample, vmstate_inner, Inner),
+        VMSTATE_STRUCT_ARRAY(inners, Sample, 2, vmstate_inner, Inner),
+        VMSTATE_UINT32(n_elems, Sample),
+        VMSTATE_STRUCT_VARRAY_UINT32(elems, Sample, n_elems, ELEMS_MAX, vmstate_elem, Elem),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_sample_extra,
+        &vmstate_sample_more,
+        NULL
+    },
+};
+
+static Sample *sample_new(void)
+{
+    Sample *s = g_new0(Sample, 1);
+
+    s->vbuf = g_malloc0(VBUF_MAX);
+    return s;
+}
+
+static void sample_free(Sample *s)
+{
+    if (s) {
+        g_free(s->vbuf);
+        g_free(s);
+    }
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sample, sample_free)
+
+static Sample *sample_filled(bool extra, bool more)
+{
+    Sample *s = sample_new();
+
+    s->u8 = 0xa1;
+    s->u16 = 0xb2c3;
+    s->u32 = 0xd4e5f607;
+    s->u64 = 0x0123456789abcdefULL;
+    s->i32 = -123456;
+    s->i64 = -0x123456789abLL;
+    s->flag = true;
+    s->ull = 0xfedcba9876543210ULL;
+    memcpy(s->buf, "\x01\x02\x03\x04\x05", 5);
+    s->vlen = 7;
+    memcpy(s->vbuf, "vbuffer", 7);
+    s->a8[0] = 1, s->a8[1] = 2, s->a8[2] = 3;
+    s->a16[0] = 0x1111, s->a16[1] = 0x2222;
+    s->a32[0] = 0x33333333, s->a32[1] = 0x44444444;
+    s->a64[0] = 0x5555555555555555ULL, s->a64[1] = 0x6666666666666666ULL;
+    s->inner = (Inner) { .a = 7, .b = 8 };
+    s->inners[0] = (Inner) { .a = 200, .b = 9, .opt = 0xabcdef };   /* sends inner/opt */
+    s->inners[1] = (Inner) { .a = 10, .b = 11 };
+    s->n_elems = 3;
+    for (int i = 0; i < 3; i++) {
+        s->elems[i] = (Elem) { .index = 0x100 + i, .data = 0x1000000000ULL * (i + 1) };
+    }
+    s->extra = 0xe0e0e0e0;
+    s->want_extra = extra;
+    s->more = 0x7777777777777777ULL;
+    s->want_more = more;
+    return s;
+}
+
+/* ---- helpers ---- */
+
+static uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, JsonBuilder *vmdesc,
+                         size_t *len)
+{
+    QEMUFile *f = qemu_file_new_buffer_output();
+    Error *err = NULL;
+    const uint8_t *data;
+    uint8_t *copy;
+
+    g_assert_true(vmstate_save_state(f, vmsd, opaque, vmdesc, &err));
+    g_assert_null(err);
+    g_assert_cmpint(qemu_file_get_error(f), ==, 0);
+    data = qemu_file_buffer_data(f, len);
+    copy = g_memdup2(data, *len);
+    g_assert_cmpint(qemu_fclose(f), ==, 0);
+    return copy;
+}
+
+/* Loads @data[0..len); *@consumed (may be NULL) gets the bytes the loader took. */
+static bool load_buf(const VMStateDescription *vmsd, void *opaque, int version,
+                     const uint8_t *data, size_t len, size_t *consumed, Error **errp)
+{
+    QEMUFile *f = qemu_file_new_buffer_input(data, len);
+    bool ok = vmstate_load_state(f, vmsd, opaque, version, errp);
+
+    if (consumed) {
+        *consumed = qemu_file_transferred(f);
+    }
+    qemu_fclose(f);
+    return ok;
+}
+
+static void assert_samples_equal(const Sample *a, const Sample *b, bool extra, bool more)
+{
+    g_assert_cmphex(a->u8, ==, b->u8);
+    g_assert_cmphex(a->u16, ==, b->u16);
+    g_assert_cmphex(a->u32, ==, b->u32);
+    g_assert_cmphex(a->u64, ==, b->u64);
+    g_assert_cmpint(a->i32, ==, b->i32);
+    g_assert_cmpint(a->i64, ==, b->i64);
+    g_assert_cmpint(a->flag, ==, b->flag);
+    g_assert_cmphex(a->ull, ==, b->ull);
+    g_assert_cmpmem(a->buf, sizeof(a->buf), b->buf, sizeof(b->buf));
+    g_assert_cmpmem(a->vbuf, a->vlen, b->vbuf, b->vlen);
+    g_assert_cmpmem(a->a8, sizeof(a->a8), b->a8, sizeof(b->a8));
+    g_assert_cmpmem(a->a16, sizeof(a->a16), b->a16, sizeof(b->a16));
+    g_assert_cmpmem(a->a32, sizeof(a->a32), b->a32, sizeof(b->a32));
+    g_assert_cmpmem(a->a64, sizeof(a->a64), b->a64, sizeof(b->a64));
+    g_assert_cmpint(a->inner.a, ==, b->inner.a);
+    g_assert_cmpint(a->inner.b, ==, b->inner.b);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(a->inners[i].a, ==, b->inners[i].a);
+        g_assert_cmpint(a->inners[i].b, ==, b->inners[i].b);
+        if (a->inners[i].a > 100) {
+            g_assert_cmphex(a->inners[i].opt, ==, b->inners[i].opt);
+        }
+    }
+    g_assert_cmpuint(a->n_elems, ==, b->n_elems);
+    g_assert_cmpmem(a->elems, a->n_elems * sizeof(Elem), b->elems, b->n_elems * sizeof(Elem));
+    if (extra) {
+        g_assert_cmphex(a->extra, ==, b->extra);
+    }
+    if (more) {
+        g_assert_cmphex(a->more, ==, b->more);
+    }
+}
+
+/* ---- round trips ---- */
+
+static void roundtrip(bool extra, bool more)
+{
+    g_autoptr(Sample) src = sample_filled(extra, more);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    Error *err = NULL;
+    size_t len, consumed;
+
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_assert_cmpint(src->pre_saves, ==, 1);
+    dst->extra = 0x5a5a5a5a;
+    dst->more = 0x5a5a5a5a;
+    g_assert_true(load_buf(&vmstate_sample, dst, 3, data, len, &consumed, &err));
+    g_assert_null(err);
+    g_assert_cmpuint(consumed, ==, len);
+    g_assert_cmpint(dst->pre_loads, ==, 1);
+    g_assert_cmpint(dst->post_loads, ==, 1);
+    assert_samples_equal(src, dst, extra, more);
+    /* An absent subsection leaves its fields alone. */
+    if (!extra) {
+        g_assert_cmphex(dst->extra, ==, 0x5a5a5a5a);
+    }
+    if (!more) {
+        g_assert_cmphex(dst->more, ==, 0x5a5a5a5a);
+    }
+}
+
+static void test_roundtrip_all(void)
+{
+    roundtrip(true, true);
+}
+
+static void test_roundtrip_no_subsections(void)
+{
+    roundtrip(false, false);
+}
+
+static void test_roundtrip_some_subsections(void)
+{
+    roundtrip(false, true);
+    roundtrip(true, false);
+}
+
+static void test_roundtrip_empty_varray(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    size_t len;
+
+    src->n_elems = 0;
+    src->vlen = 0;
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    dst->n_elems = 5;
+    dst->vlen = 5;
+    g_assert_true(load_buf(&vmstate_sample, dst, 3, data, len, NULL, &error_abort));
+    g_assert_cmpuint(dst->n_elems, ==, 0);
+    g_assert_cmpuint(dst->vlen, ==, 0);
+    assert_samples_equal(src, dst, false, false);
+}
+
+static void test_roundtrip_full_varray(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    size_t len;
+
+    src->n_elems = ELEMS_MAX;
+    for (int i = 0; i < ELEMS_MAX; i++) {
+        src->elems[i] = (Elem) { .index = i, .data = ~(uint64_t)i };
+    }
+    src->vlen = VBUF_MAX;
+    memset(src->vbuf, 0xee, VBUF_MAX);
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_assert_true(load_buf(&vmstate_sample, dst, 3, data, len, NULL, &error_abort));
+    assert_samples_equal(src, dst, false, false);
+}
+
+/* ---- the bytes on the wire ---- */
+
+typedef struct Small {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int32_t i32;
+    bool flag;
+    uint8_t buf[3];
+    uint32_t sub;
+} Small;
+
+static bool small_sub_needed(void *opaque)
+{
+    return true;
+}
+
+static const VMStateDescription vmstate_small_sub = {
+    .name = "small/sub",
+    .version_id = 5,
+    .minimum_version_id = 1,
+    .needed = small_sub_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(sub, Small),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_small = {
+    .name = "small",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(u8, Small),
+        VMSTATE_UINT16(u16, Small),
+        VMSTATE_UINT32(u32, Small),
+        VMSTATE_UINT64(u64, Small),
+        VMSTATE_INT32(i32, Small),
+        VMSTATE_BOOL(flag, Small),
+        VMSTATE_BUFFER(buf, Small),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_small_sub,
+        NULL
+    },
+};
+
+static void test_wire_format(void)
+{
+    Small s = {
+        .u8 = 0x11, .u16 = 0x2233, .u32 = 0x44556677, .u64 = 0x8899aabbccddeeffULL,
+        .i32 = -2, .flag = true, .buf = { 'x', 'y', 'z' }, .sub = 0xcafef00d,
+    };
+    static const uint8_t expect[] = {
+        0x11,
+        0x22, 0x33,
+        0x44, 0x55, 0x66, 0x77,
+        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+        0xff, 0xff, 0xff, 0xfe,
+        0x01,
+        'x', 'y', 'z',
+        0x05, 9, 's', 'm', 'a', 'l', 'l', '/', 's', 'u', 'b', 0x00, 0x00, 0x00, 0x05,
+        0xca, 0xfe, 0xf0, 0x0d,
+    };
+    g_autofree uint8_t *data = NULL;
+    Small back = { 0 };
+    size_t len;
+
+    data = save_buf(&vmstate_small, &s, NULL, &len);
+    g_assert_cmpmem(data, len, expect, sizeof(expect));
+    g_assert_true(load_buf(&vmstate_small, &back, 1, expect, sizeof(expect), NULL, &error_abort));
+    g_assert_cmphex(back.u8, ==, s.u8);
+    g_assert_cmphex(back.u16, ==, s.u16);
+    g_assert_cmphex(back.u32, ==, s.u32);
+    g_assert_cmphex(back.u64, ==, s.u64);
+    g_assert_cmpint(back.i32, ==, s.i32);
+    g_assert_true(back.flag);
+    g_assert_cmpmem(back.buf, 3, s.buf, 3);
+    g_assert_cmphex(back.sub, ==, s.sub);
+}
+
+/* ---- versions ---- */
+
+static void test_version_newer_refused(void)
+{
+    g_autoptr(Sample) src = sample_filled(true, true);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    Error *err = NULL;
+    size_t len;
+
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_assert_false(load_buf(&vmstate_sample, dst, 4, data, len, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "newer than ours"));
+    g_clear_pointer(&err, error_free);
+    g_assert_false(load_buf(&vmstate_sample, dst, 1, data, len, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "older than the oldest"));
+    g_clear_pointer(&err, error_free);
+    g_assert_cmpint(dst->pre_loads, ==, 0);
+    g_assert_cmpint(dst->post_loads, ==, 0);
+}
+
+static void test_version_subsection_newer_refused(void)
+{
+    Small s = { .sub = 1 };
+    g_autofree uint8_t *data = NULL;
+    Error *err = NULL;
+    size_t len;
+
+    data = save_buf(&vmstate_small, &s, NULL, &len);
+    /* The subsection's be32 version is the 4 bytes before its last field. */
+    data[len - 5] = 6;
+    g_assert_false(load_buf(&vmstate_small, &s, 1, data, len, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "small/sub"));
+    error_free(err);
+}
+
+typedef struct Versioned {
+    uint32_t a;
+    uint32_t added;             /* exists since version 2 */
+    uint32_t b;
+} Versioned;
+
+static const VMStateDescription vmstate_versioned_v1 = {
+    .name = "versioned",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(a, Versioned),
+        VMSTATE_UINT32(b, Versioned),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_versioned_v2 = {
+    .name = "versioned",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(a, Versioned),
+        { .name = "added", .type = VMS_UINT32, .offset = offsetof(Versioned, added),
+          .size = sizeof(uint32_t), .version_id = 2 },
+        VMSTATE_UINT32(b, Versioned),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static void test_version_field_skipped(void)
+{
+    Versioned v1 = { .a = 1, .added = 2, .b = 3 };
+    Versioned back = { .added = 0xdead };
+    g_autofree uint8_t *data1 = NULL, *data2 = NULL;
+    size_t len1, len2, consumed;
+
+    /* A v1 stream into the v2 description: "added" is not in it. */
+    data1 = save_buf(&vmstate_versioned_v1, &v1, NULL, &len1);
+    g_assert_cmpuint(len1, ==, 8);
+    g_assert_true(load_buf(&vmstate_versioned_v2, &back, 1, data1, len1, &consumed,
+                           &error_abort));
+    g_assert_cmpuint(consumed, ==, 8);
+    g_assert_cmpuint(back.a, ==, 1);
+    g_assert_cmphex(back.added, ==, 0xdead);
+    g_assert_cmpuint(back.b, ==, 3);
+
+    /* A v2 stream has it. */
+    data2 = save_buf(&vmstate_versioned_v2, &v1, NULL, &len2);
+    g_assert_cmpuint(len2, ==, 12);
+    memset(&back, 0, sizeof(back));
+    g_assert_true(load_buf(&vmstate_versioned_v2, &back, 2, data2, len2, NULL, &error_abort));
+    g_assert_cmpmem(&back, sizeof(back), &v1, sizeof(v1));
+}
+
+/* ---- subsections ---- */
+
+static void test_subsection_unknown_refused(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    g_autoptr(GByteArray) bad = g_byte_array_new();
+    static const char name[] = "sample/bogus";
+    uint8_t tail[] = { 0x05, sizeof(name) - 1 };
+    uint8_t ver_val[] = { 0, 0, 0, 1, 0, 0, 0, 0 };
+    Error *err = NULL;
+    size_t len;
+
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_byte_array_append(bad, data, len);
+    g_byte_array_append(bad, tail, sizeof(tail));
+    g_byte_array_append(bad, (const uint8_t *)name, sizeof(name) - 1);
+    g_byte_array_append(bad, ver_val, sizeof(ver_val));
+    g_assert_false(load_buf(&vmstate_sample, dst, 3, bad->data, bad->len, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "unknown subsection 'sample/bogus'"));
+    g_assert_cmpint(dst->post_loads, ==, 0);
+    error_free(err);
+}
+
+static void test_subsection_foreign_left_alone(void)
+{
+    g_autoptr(Sample) src = sample_filled(true, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    g_autoptr(GByteArray) s = g_byte_array_new();
+    static const uint8_t foreign[] = { 0x05, 7, 'o', 't', 'h', 'e', 'r', '/', 'x', 0, 0, 0, 1 };
+    size_t len, consumed;
+
+    /* A subsection of another description (a parent's) ends ours. */
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_byte_array_append(s, data, len);
+    g_byte_array_append(s, foreign, sizeof(foreign));
+    g_assert_true(load_buf(&vmstate_sample, dst, 3, s->data, s->len, &consumed, &error_abort));
+    g_assert_cmpuint(consumed, ==, len);
+    assert_samples_equal(src, dst, true, false);
+}
+
+static void test_subsection_marker_truncated(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    g_autofree uint8_t *bad = NULL;
+    Error *err = NULL;
+    size_t len;
+
+    /* Fields, then a lone subsection marker: a cut stream, not "no subsections". */
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    bad = g_malloc(len + 1);
+    memcpy(bad, data, len);
+    bad[len] = 0x05;
+    g_assert_false(load_buf(&vmstate_sample, dst, 3, bad, len + 1, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "truncated subsection"));
+    error_free(err);
+}
+
+/* ---- hostile input ---- */
+
+typedef struct Counted {
+    uint32_t n;
+    Elem e[4];
+    uint32_t len;
+    uint8_t *buf;               /* 16 bytes */
+} Counted;
+
+static const VMStateDescription vmstate_counted = {
+    .name = "counted",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(n, Counted),
+        VMSTATE_STRUCT_VARRAY_UINT32(e, Counted, n, 4, vmstate_elem, Elem),
+        VMSTATE_UINT32(len, Counted),
+        VMSTATE_VBUFFER_UINT32(buf, Counted, len, 16),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool load_counted(uint32_t n, uint32_t len, Error **errp)
+{
+    QEMUFile *out = qemu_file_new_buffer_output();
+    g_autofree uint8_t *buf = g_malloc0(16);
+    Counted c = { .buf = buf };
+    const uint8_t *data;
+    size_t dlen;
+    bool ok;
+
+    /* Written by hand: our own saver asserts the bounds. */
+    qemu_put_be32(out, n);
+    for (uint32_t i = 0; i < MIN(n, 64); i++) {
+        qemu_put_be32(out, i);
+        qemu_put_be64(out, i);
+    }
+    qemu_put_be32(out, len);
+    for (uint32_t i = 0; i < MIN(len, 64); i++) {
+        qemu_put_byte(out, i);
+    }
+    data = qemu_file_buffer_data(out, &dlen);
+    ok = load_buf(&vmstate_counted, &c, 1, data, dlen, NULL, errp);
+    qemu_fclose(out);
+    return ok;
+}
+
+static void test_hostile_counts(void)
+{
+    Error *err = NULL;
+
+    g_assert_true(load_counted(4, 16, &error_abort));
+    g_assert_true(load_counted(0, 0, &error_abort));
+    g_assert_false(load_counted(5, 16, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "count 5 exceeds the maximum 4"));
+    g_clear_pointer(&err, error_free);
+    g_assert_false(load_counted(0xffffffff, 0, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "exceeds the maximum"));
+    g_clear_pointer(&err, error_free);
+    g_assert_false(load_counted(4, 17, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "count 17 exceeds the maximum 16"));
+    g_clear_pointer(&err, error_free);
+    g_assert_false(load_counted(1, 0x80000000, &err));
+    g_clear_pointer(&err, error_free);
+}
+
+static void test_hostile_null_vbuffer(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    Error *err = NULL;
+    size_t len;
+
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    g_clear_pointer(&dst->vbuf, g_free);
+    g_assert_false(load_buf(&vmstate_sample, dst, 3, data, len, NULL, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "no buffer for field 'vbuf'"));
+    error_free(err);
+}
+
+/*
+ * Every proper prefix of a stream must fail, except where only whole
+ * optional subsections are missing: those prefixes are valid streams.
+ */
+static void test_hostile_truncated(void)
+{
+    g_autoptr(Sample) src = sample_filled(true, true);
+    g_autofree uint8_t *full = NULL, *fields_only = NULL, *with_extra = NULL;
+    size_t len, len_fields, len_extra;
+
+    full = save_buf(&vmstate_sample, src, NULL, &len);
+    src->want_extra = src->want_more = false;
+    fields_only = save_buf(&vmstate_sample, src, NULL, &len_fields);
+    src->want_extra = true;
+    with_extra = save_buf(&vmstate_sample, src, NULL, &len_extra);
+    g_assert_cmpuint(len_fields, <, len_extra);
+    g_assert_cmpuint(len_extra, <, len);
+
+    for (size_t cut = 0; cut < len; cut++) {
+        g_autoptr(Sample) dst = sample_new();
+        /* An exact-size copy, so a read past the end is caught by ASan. */
+        g_autofree uint8_t *prefix = g_memdup2(full, cut);
+        Error *err = NULL;
+        bool ok = load_buf(&vmstate_sample, dst, 3, prefix, cut, NULL, &err);
+
+        if (cut == len_fields || cut == len_extra) {
+            g_assert_true(ok);
+            g_assert_null(err);
+            g_assert_cmpint(dst->post_loads, ==, 1);
+        } else {
+            if (ok) {
+                g_error("a stream cut at %zu of %zu bytes loaded", cut, len);
+            }
+            g_assert_nonnull(err);
+            g_assert_cmpint(dst->post_loads, ==, 0);
+            error_free(err);
+        }
+    }
+}
+
+/* Random bytes must never crash the loader (it may accept some). */
+static void test_hostile_garbage(void)
+{
+    g_autoptr(GRand) r = g_rand_new_with_seed(0x7357);
+
+    for (int iter = 0; iter < 2000; iter++) {
+        g_autoptr(Sample) dst = sample_new();
+        size_t len = g_rand_int_range(r, 0, 600);
+        g_autofree uint8_t *data = g_malloc(len + 1);
+        Error *err = NULL;
+
+        for (size_t i = 0; i < len; i++) {
+            data[i] = g_rand_int(r);
+        }
+        if (!load_buf(&vmstate_sample, dst, 3, data, len, NULL, &err)) {
+            g_assert_nonnull(err);
+            error_free(err);
+        }
+        g_assert_cmpuint(dst->n_elems, <=, ELEMS_MAX);
+    }
+}
+
+/* ---- hooks ---- */
+
+static void test_hooks_errors(void)
+{
+    g_autoptr(Sample) src = sample_filled(true, false);
+    g_autoptr(Sample) dst = sample_new();
+    g_autofree uint8_t *data = NULL;
+    QEMUFile *f;
+    Error *err = NULL;
+    size_t len;
+
+    src->fail_pre_save = true;
+    f = qemu_file_new_buffer_output();
+    g_assert_false(vmstate_save_state(f, &vmstate_sample, src, NULL, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "sample: pre_save refused");
+    g_clear_pointer(&err, error_free);
+    qemu_fclose(f);
+
+    src->fail_pre_save = false;
+    data = save_buf(&vmstate_sample, src, NULL, &len);
+    dst->fail_post_load = true;
+    g_assert_false(load_buf(&vmstate_sample, dst, 3, data, len, NULL, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "sample: post_load refused");
+    g_assert_cmpint(dst->pre_loads, ==, 1);
+    g_assert_cmpint(dst->post_loads, ==, 1);
+    error_free(err);
+}
+
+/* ---- vmdesc ---- */
+
+static JsonObject *field_at(JsonArray *fields, guint i, const char *name)
+{
+    JsonObject *o = json_array_get_object_element(fields, i);
+
+    g_assert_cmpstr(json_object_get_string_member(o, "name"), ==, name);
+    return o;
+}
+
+static void assert_field(JsonObject *o, const char *type, gint64 size)
+{
+    g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, type);
+    g_assert_cmpint(json_object_get_int_member(o, "size"), ==, size);
+}
+
+static void assert_no_array(JsonObject *o)
+{
+    g_assert_false(json_object_has_member(o, "array_len"));
+    g_assert_false(json_object_has_member(o, "index"));
+}
+
+static void assert_array_elem(JsonObject *o, gint64 len, gint64 index)
+{
+    g_assert_cmpint(json_object_get_int_member(o, "array_len"), ==, len);
+    g_assert_cmpint(json_object_get_int_member(o, "index"), ==, index);
+}
+
+static void test_vmdesc(void)
+{
+    g_autoptr(Sample) src = sample_filled(true, false);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autofree uint8_t *data = NULL;
+    g_autofree char *text = NULL;
+    GError *gerr = NULL;
+    JsonObject *top, *o, *st, *sub;
+    JsonArray *fields, *subs, *sf;
+    guint i = 0;
+    size_t len;
+
+    json_builder_begin_object(b);
+    data = save_buf(&vmstate_sample, src, b, &len);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    /* Through text and back, as a stream analyzer would see it. */
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    g_assert_true(json_parser_load_from_data(parser, text, -1, &gerr));
+    g_assert_no_error(gerr);
+    top = json_node_get_object(json_parser_get_root(parser));
+
+    g_assert_cmpstr(json_object_get_string_member(top, "vmsd_name"), ==, "sample");
+    g_assert_cmpint(json_object_get_int_member(top, "version"), ==, 3);
+    fields = json_object_get_array_member(top, "fields");
+
+    o = field_at(fields, i++, "u8");
+    assert_field(o, "uint8", 1);
+    assert_no_array(o);
+    assert_field(field_at(fields, i++, "u16"), "uint16", 2);
+    assert_field(field_at(fields, i++, "u32"), "uint32", 4);
+    assert_field(field_at(fields, i++, "u64"), "uint64", 8);
+    assert_field(field_at(fields, i++, "i32"), "int32", 4);
+    assert_field(field_at(fields, i++, "i64"), "int64", 8);
+    assert_field(field_at(fields, i++, "flag"), "bool", 1);
+    assert_field(field_at(fields, i++, "ull"), "uint64", 8);
+    o = field_at(fields, i++, "buf");
+    assert_field(o, "buffer", 5);
+    assert_no_array(o);
+    assert_field(field_at(fields, i++, "vlen"), "uint32", 4);
+    o = field_at(fields, i++, "vbuf");
+    assert_field(o, "buffer", 7);
+    assert_no_array(o);
+    for (int k = 0; k < 3; k++) {
+        o = field_at(fields, i++, "a8");
+        assert_field(o, "uint8", 1);
+        assert_array_elem(o, 3, k);
+    }
+    for (int k = 0; k < 2; k++) {
+        o = field_at(fields, i++, "a16");
+        assert_field(o, "uint16", 2);
+        assert_array_elem(o, 2, k);
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_array_elem(field_at(fields, i++, "a32"), 2, k);
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_array_elem(field_at(fields, i++, "a64"), 2, k);
+    }
+
+    /* A nested struct: its own description, and the bytes it took. */
+    o = field_at(fields, i++, "inner");
+    assert_field(o, "struct", 2 + 4);
+    assert_no_array(o);
+    st = json_object_get_object_member(o, "struct");
+    g_assert_cmpstr(json_object_get_string_member(st, "vmsd_name"), ==, "inner");
+    g_assert_cmpint(json_object_get_int_member(st, "version"), ==, 1);
+    sf = json_object_get_array_member(st, "fields");
+    g_assert_cmpuint(json_array_get_length(sf), ==, 2);
+    assert_field(field_at(sf, 0, "a"), "uint16", 2);
+    assert_field(field_at(sf, 1, "b"), "uint32", 4);
+    g_assert_false(json_object_has_member(st, "subsections"));
+
+    /* inners[0] carries its subsection inner/opt: 0x05, "inner/opt", version, u64. */
+    o = field_at(fields, i++, "inners");
+    assert_array_elem(o, 2, 0);
+    assert_field(o, "struct", 2 + 4 + 1 + 1 + 9 + 4 + 8);
+    st = json_object_get_object_member(o, "struct");
+    subs = json_object_get_array_member(st, "subsections");
+    g_assert_cmpuint(json_array_get_length(subs), ==, 1);
+    sub = json_array_get_object_element(subs, 0);
+    g_assert_cmpstr(json_object_get_string_member(sub, "vmsd_name"), ==, "inner/opt");
+    assert_field(field_at(json_object_get_array_member(sub, "fields"), 0, "opt"), "uint64", 8);
+    o = field_at(fields, i++, "inners");
+    assert_array_elem(o, 2, 1);
+    assert_field(o, "struct", 6);
+
+    assert_field(field_at(fields, i++, "n_elems"), "uint32", 4);
+    for (int k = 0; k < 3; k++) {
+        o = field_at(fields, i++, "elems");
+        assert_field(o, "struct", 12);
+        assert_array_elem(o, 3, k);
+        st = json_object_get_object_member(o, "struct");
+        g_assert_cmpstr(json_object_get_string_member(st, "vmsd_name"), ==, "elem");
+    }
+    g_assert_cmpuint(json_array_get_length(fields), ==, i);
+
+    /* Only the subsection that was sent. */
+    subs = json_object_get_array_member(top, "subsections");
+    g_assert_cmpuint(json_array_get_length(subs), ==, 1);
+    sub = json_array_get_object_element(subs, 0);
+    g_assert_cmpstr(json_object_get_string_member(sub, "vmsd_name"), ==, "sample/extra");
+    g_assert_cmpint(json_object_get_int_member(sub, "version"), ==, 1);
+    assert_field(field_at(json_object_get_array_member(sub, "fields"), 0, "extra"), "uint32", 4);
+}
+
+static void test_vmdesc_no_subsections(void)
+{
+    g_autoptr(Sample) src = sample_filled(false, false);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+    g_autofree uint8_t *data = NULL;
+    size_t len;
+
+    json_builder_begin_object(b);
+    data = save_buf(&vmstate_sample, src, b, &len);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    g_assert_false(json_object_has_member(json_node_get_object(root), "subsections"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/vmstate/roundtrip/all", test_roundtrip_all);
+    g_test_add_func("/vmstate/roundtrip/no-subsections", test_roundtrip_no_subsections);
+    g_test_add_func("/vmstate/roundtrip/some-subsections", test_roundtrip_some_subsections);
+    g_test_add_func("/vmstate/roundtrip/empty-varray", test_roundtrip_empty_varray);
+    g_test_add_func("/vmstate/roundtrip/full-varray", test_roundtrip_full_varray);
+    g_test_add_func("/vmstate/wire-format", test_wire_format);
+    g_test_add_func("/vmstate/version/newer-refused", test_version_newer_refused);
+    g_test_add_func("/vmstate/version/subsection-newer-refused",
+                    test_version_subsection_newer_refused);
+    g_test_add_func("/vmstate/version/field-skipped", test_version_field_skipped);
+    g_test_add_func("/vmstate/subsection/unknown-refused", test_subsection_unknown_refused);
+    g_test_add_func("/vmstate/subsection/foreign-left-alone", test_subsection_foreign_left_alone);
+    g_test_add_func("/vmstate/subsection/marker-truncated", test_subsection_marker_truncated);
+    g_test_add_func("/vmstate/hostile/counts", test_hostile_counts);
+    g_test_add_func("/vmstate/hostile/null-vbuffer", test_hostile_null_vbuffer);
+    g_test_add_func("/vmstate/hostile/truncated", test_hostile_truncated);
+    g_test_add_func("/vmstate/hostile/garbage", test_hostile_garbage);
+    g_test_add_func("/vmstate/hooks/errors", test_hooks_errors);
+    g_test_add_func("/vmstate/vmdesc/sample", test_vmdesc);
+    g_test_add_func("/vmstate/vmdesc/no-subsections", test_vmdesc_no_subsections);
+    return g_test_run();
+}
