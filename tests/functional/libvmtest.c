@@ -349,7 +349,7 @@ static void vm_fail(VM *vm, const char *what)
     g_error("[%s] %s", vm->name, what);
 }
 
-void vm_qmp_connect(VM *vm)
+bool vm_try_qmp_connect(VM *vm)
 {
     struct sockaddr_un un = { .sun_family = AF_UNIX };
     gint64 end = deadline_after(30);
@@ -365,7 +365,7 @@ void vm_qmp_connect(VM *vm)
         close(fd);
         vm_pump(vm, 20);
         if (vm->exited) {
-            vm_fail(vm, "exited before its QMP socket came up");
+            return false;
         }
     }
     if (vm->qmp_fd < 0) {
@@ -377,15 +377,23 @@ void vm_qmp_connect(VM *vm)
         }
         vm_pump(vm, 100);
         if (vm->qmp_fd < 0) {
-            vm_fail(vm, "QMP closed before the greeting");
+            return false;
         }
     }
     g_assert_true(json_has(greeting, "QMP.version.qemu.major"));
     json_node_unref(greeting);
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'qmp_capabilities'}"));
+    return true;
 }
 
-static void vm_qmp_send(VM *vm, const char *text)
+void vm_qmp_connect(VM *vm)
+{
+    if (!vm_try_qmp_connect(vm)) {
+        vm_fail(vm, "exited before QMP was up");
+    }
+}
+
+static bool vm_qmp_send(VM *vm, const char *text, bool tolerate_close)
 {
     size_t len = strlen(text), done = 0;
 
@@ -395,13 +403,35 @@ static void vm_qmp_send(VM *vm, const char *text)
             continue;
         }
         if (n <= 0) {
+            if (tolerate_close) {
+                return false;
+            }
             vm_fail(vm, "QMP send failed");
         }
         done += n;
     }
+    return true;
 }
 
+static JsonNode *vm_qmp_vrequest_full(VM *vm, bool tolerate_close, const char *fmt, va_list ap);
+
 static JsonNode *vm_qmp_vrequest(VM *vm, const char *fmt, va_list ap)
+{
+    return vm_qmp_vrequest_full(vm, false, fmt, ap);
+}
+
+JsonNode *vm_try_qmp(VM *vm, const char *fmt, ...)
+{
+    va_list ap;
+    JsonNode *r;
+
+    va_start(ap, fmt);
+    r = vm_qmp_vrequest_full(vm, true, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static JsonNode *vm_qmp_vrequest_full(VM *vm, bool tolerate_close, const char *fmt, va_list ap)
 {
     g_autofree char *req = g_strdup_vprintf(fmt, ap);
     gint64 end = deadline_after(120);
@@ -416,10 +446,14 @@ static JsonNode *vm_qmp_vrequest(VM *vm, const char *fmt, va_list ap)
         }
     }
     if (vm->qmp_fd < 0) {
+        if (tolerate_close) {
+            return NULL;
+        }
         vm_fail(vm, "no QMP connection");
     }
-    vm_qmp_send(vm, req);
-    vm_qmp_send(vm, "\n");
+    if (!vm_qmp_send(vm, req, tolerate_close) || !vm_qmp_send(vm, "\n", tolerate_close)) {
+        return NULL;
+    }
     for (;;) {
         vm_take_qmp_events(vm);
         reply = vm_qmp_pop_line(vm);
@@ -427,6 +461,9 @@ static JsonNode *vm_qmp_vrequest(VM *vm, const char *fmt, va_list ap)
             return reply;
         }
         if (vm->qmp_fd < 0) {
+            if (tolerate_close) {
+                return NULL;
+            }
             vm_fail(vm, "QMP connection closed while waiting for a reply");
         }
         if (g_get_monotonic_time() > end) {
@@ -550,7 +587,7 @@ JsonNode *vm_wait_migration(VM *vm, const char *want, int timeout_s)
 
     for (;;) {
         JsonNode *r = vm_qmp_ok(vm, "{'execute': 'query-migrate'}");
-        const char *st = json_has(r, "status") ? json_get_str(r, "status") : "none";
+        g_autofree char *st = g_strdup(json_has(r, "status") ? json_get_str(r, "status") : "none");
 
         if (g_strv_contains((const char *const *)states, st)) {
             return r;

@@ -57,8 +57,12 @@ VM *vm_spawn_argv(const char *name, char **argv);
 
 /* Connects and negotiates QMP (greeting + qmp_capabilities). */
 void vm_qmp_connect(VM *vm);
+/* Same, but returns false instead of failing if the VM exits first. */
+bool vm_try_qmp_connect(VM *vm);
 /* Sends a request and returns its reply object ({"return"} or {"error"}). */
 JsonNode *vm_qmp(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Like vm_qmp, but NULL if the connection closes (the VM exited). */
+JsonNode *vm_try_qmp(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* vm_qmp that asserts success and returns a copy of the "return" member. */
 JsonNode *vm_qmp_ok(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Desc of an error reply; asserts the reply is an error. */

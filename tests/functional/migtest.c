@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Shared steps of the migration tests: start pairs, drive QMP, check RAM and guest. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+#include "migtest.h"
+
+uint64_t migtest_mem_bytes(const char *mem)
+{
+    char *end;
+    uint64_t v = g_ascii_strtoull(mem, &end, 10);
+
+    switch (*end) {
+    case 'G': return v << 30;
+    case 'K': return v << 10;
+    default:  return v << 20;
+    }
+}
+
+VM *migtest_start_source(const char *mem, const char *append)
+{
+    VM *src = vm_spawn("src", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s'",
+                       mem, vmtest_firmware(), append);
+
+    vm_wait_line(src, "READY", 120);
+    if (strstr(append, "mode=verify")) {
+        vm_wait_line(src, "PASS n=2", 60);
+    } else {
+        vm_wait_line(src, "STAT", 60);
+    }
+    return src;
+}
+
+VM *migtest_start_dest(const char *mem, const char *append, bool paused, const char *incoming)
+{
+    return vm_spawn("dst", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' %s -incoming '%s'",
+                    mem, vmtest_firmware(), append, paused ? "-S" : "", incoming ? incoming : "defer");
+}
+
+int migtest_last_pass(VM *src)
+{
+    int n = 0;
+
+    vm_pump(src, 0);
+    for (guint i = 0; i < src->serial_lines->len; i++) {
+        const char *l = g_ptr_array_index(src->serial_lines, i);
+        if (g_str_has_prefix(l, "PASS")) {
+            n = MAX(n, line_get_int(l, "n"));
+        }
+    }
+    return n;
+}
+
+static int free_tcp_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port;
+
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &len), ==, 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+char *migtest_uri(const char *transport)
+{
+    static int seq;
+
+    if (!strcmp(transport, "tcp")) {
+        return g_strdup_printf("tcp:127.0.0.1:%d", free_tcp_port());
+    }
+    if (!strcmp(transport, "exec")) {
+        g_autofree char *fifo = g_strdup_printf("%s/mig-%d.fifo", vmtest_tmpdir(), ++seq);
+        g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+        return g_strdup_printf("exec:cat > %s", fifo);
+    }
+    return g_strdup_printf("unix:%s/mig-%d.sock", vmtest_tmpdir(), ++seq);
+}
+
+char *migtest_exec_incoming(const char *uri)
+{
+    const char *fifo = strstr(uri, "> ") + 2;
+
+    return g_strdup_printf("exec:cat %s", fifo);
+}
+
+void migtest_slow_then_fast(VM *src, const char *uri, bool hmp)
+{
+    gint64 end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'events', 'state': true}]}}"));
+    if (hmp) {
+        g_free(vm_hmp(src, "migrate_set_parameter max-bandwidth 16"));
+        g_free(vm_hmp(src, "migrate_set_parameter downtime-limit 1"));
+        {
+            g_autofree char *out = vm_hmp(src, "migrate -d %s", uri);
+            g_assert_cmpstr(out, ==, "");
+        }
+    } else {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                                  "{'max-bandwidth': 16777216, 'downtime-limit': 1}}"));
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    }
+    for (;;) {
+        JsonNode *r = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        const char *st = json_get_str(r, "status");
+        bool done = strcmp(st, "setup") && strcmp(st, "active");
+        bool second = json_has(r, "ram") && json_get_int(r, "ram.dirty-sync-count") >= 2;
+
+        json_node_unref(r);
+        if (done || second) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        vm_pump(src, 50);
+    }
+    if (hmp) {
+        g_free(vm_hmp(src, "migrate_set_parameter max-bandwidth 4G"));
+        g_free(vm_hmp(src, "migrate_set_parameter downtime-limit 30000"));
+    } else {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                                  "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    }
+}
+
+void migtest_wait_incoming_done(VM *dst)
+{
+    gint64 end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autofree char *st = vm_status(dst);
+        if (strcmp(st, "inmigrate")) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        vm_pump(dst, 50);
+    }
+}
+
+static char *migtest_pmemsave(VM *vm, const char *tag, uint64_t addr, uint64_t size)
+{
+    char *path = g_strdup_printf("%s/%s-%s-%" PRIx64 ".ram", vmtest_tmpdir(), vm->name, tag, addr);
+
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'pmemsave', 'arguments': {'val': %" PRIu64
+                              ", 'size': %" PRIu64 ", 'filename': '%s'}}", addr, size, path));
+    return path;
+}
+
+static void assert_files_equal(const char *a, const char *b)
+{
+    g_autofree char *da = NULL, *db = NULL;
+    gsize la, lb;
+
+    g_assert_true(g_file_get_contents(a, &da, &la, NULL));
+    g_assert_true(g_file_get_contents(b, &db, &lb, NULL));
+    g_assert_cmpuint(la, ==, lb);
+    if (memcmp(da, db, la)) {
+        gsize off = 0, diffs = 0;
+        for (gsize i = 0; i < la; i += 4096) {
+            if (memcmp(da + i, db + i, MIN(4096, la - i))) {
+                if (!diffs++) {
+                    off = i;
+                }
+            }
+        }
+        g_error("RAM differs: %zu pages, first at offset 0x%zx (%s vs %s)", diffs, off, a, b);
+    }
+    g_unlink(a);
+    g_unlink(b);
+}
+
+void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem)
+{
+    uint64_t size = migtest_mem_bytes(mem);
+    uint64_t low = MIN(size, 3ULL << 30);
+    g_autofree char *s1 = migtest_pmemsave(src, "low", 0, low);
+    g_autofree char *d1 = migtest_pmemsave(dst, "low", 0, low);
+
+    assert_files_equal(s1, d1);
+    if (size > low) {
+        g_autofree char *s2 = migtest_pmemsave(src, "high", 4ULL << 30, size - low);
+        g_autofree char *d2 = migtest_pmemsave(dst, "high", 4ULL << 30, size - low);
+        assert_files_equal(s2, d2);
+    }
+}
+
+void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before)
+{
+    if (strstr(append, "mode=verify")) {
+        const char *l = vm_wait_line(dst, "PASS", 120);
+        g_assert_cmpint(line_get_int(l, "n"), >, pass_before);
+        vm_wait_line(dst, "PASS", 60);
+        vm_wait_line(dst, "PASS", 60);
+    } else {
+        vm_wait_line(dst, "STAT", 60);
+        vm_wait_line(dst, "STAT", 60);
+    }
+    g_assert_cmpuint(vm_count_lines(dst, "FAIL"), ==, 0);
+}

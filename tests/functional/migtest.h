@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Shared steps of the migration tests (the MigrateCommon of QEMU's framework). */
+#ifndef MIGTEST_H
+#define MIGTEST_H
+
+#include <inttypes.h>
+#include <stdint.h>
+#include "libvmtest.h"
+
+#define MIGTEST_BASE_ARGS "-M microvm -enable-kvm -cpu host -nodefaults -no-user-config " \
+                          "-serial stdio "
+
+/* Source running the firmware with @append; returns once it is working. */
+VM *migtest_start_source(const char *mem, const char *append);
+/* Destination waiting on @incoming (NULL = nothing yet: -incoming defer). */
+VM *migtest_start_dest(const char *mem, const char *append, bool paused, const char *incoming);
+/* Highest PASS n the source printed (0 for non-verify modes). */
+int migtest_last_pass(VM *src);
+/* A fresh URI for @transport ("unix", "tcp", "exec" (a fifo pair)). */
+char *migtest_uri(const char *transport);
+/* The -incoming side of an exec: URI made by migtest_uri("exec"). */
+char *migtest_exec_incoming(const char *uri);
+/*
+ * Start migrating with a bandwidth too low to converge, wait for a second
+ * dirty sync (or the end), then allow the switchover. @hmp uses HMP.
+ */
+void migtest_slow_then_fast(VM *src, const char *uri, bool hmp);
+/* Waits until the destination has left inmigrate. */
+void migtest_wait_incoming_done(VM *dst);
+/* pmemsave all guest RAM of both and compare byte for byte. */
+void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
+/* The destination guest keeps working: more PASS/STAT lines, no FAIL. */
+void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before);
+/* Size string ("256M", "3328M") to bytes. */
+uint64_t migtest_mem_bytes(const char *mem);
+
+#endif

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Migrations that go wrong: unreachable destination, a destination killed
+ * mid-stream, migrate_cancel, a full disk, an exec command that exits early,
+ * a source that dies. The source must report failed/cancelled with a
+ * reason, keep its guest running with no lost work (the verify firmware
+ * keeps passing) and accept a new migration; a destination whose source
+ * died exits with status 1 and says why.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+#define MEM "256M"
+#define APPEND "mode=verify mem=128"
+
+/* The source guest is still running and verifying: two more clean passes. */
+static void assert_source_alive(VM *src)
+{
+    g_autofree char *st = vm_status(src);
+    int before = migtest_last_pass(src);
+    const char *l;
+
+    g_assert_cmpstr(st, ==, "running");
+    do {
+        l = vm_wait_line(src, "PASS", 60);
+    } while (line_get_int(l, "n") <= before);
+    vm_wait_line(src, "PASS", 60);
+    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+}
+
+static void migrate_expect(VM *src, const char *uri, const char *status, const char *desc_part)
+{
+    JsonNode *info;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 300}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed|cancelled", 120);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, status);
+    if (desc_part) {
+        g_assert_nonnull(strstr(json_get_str(info, "error-desc"), desc_part));
+    }
+    json_node_unref(info);
+}
+
+/* After a failure the same source can migrate successfully. */
+static void migrate_again_ok(VM *src)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    VM *dst = migtest_start_dest(MEM, APPEND, false, uri);
+    JsonNode *info;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, APPEND, 0);
+    vm_kill(dst);
+}
+
+static void test_unreachable(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/nobody-listens.sock", vmtest_tmpdir());
+    g_autofree char *uri = g_strdup_printf("unix:%s", path);
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    migrate_expect(src, uri, "failed", "Failed to connect");
+    migrate_expect(src, "tcp:127.0.0.1:1", "failed", "Failed to connect");
+    assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_bad_uri(void)
+{
+    VM *src;
+    JsonNode *r;
+    g_autofree char *desc = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    r = vm_qmp(src, "{'execute': 'migrate', 'arguments': {'uri': 'carrier-pigeon:x'}}");
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "unknown migration protocol"));
+    json_node_unref(r);
+    assert_source_alive(src);
+    vm_kill(src);
+}
+
+static void test_dest_dies(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+    JsonNode *info;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    /* Slow enough that the destination dies in the middle. */
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    vm_wait_migration(src, "active", 60);
+    for (;;) {
+        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        if (json_get_int(info, "ram.transferred") > 4 * 1024 * 1024) {
+            json_node_unref(info);
+            break;
+        }
+        json_node_unref(info);
+        vm_pump(src, 50);
+    }
+    kill(dst->pid, SIGKILL);
+    info = vm_wait_migration(src, "failed", 60);
+    g_assert_true(json_has(info, "error-desc"));
+    json_node_unref(info);
+    vm_kill(dst);
+    assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_cancel(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+    JsonNode *info;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    uri = migtest_uri("tcp");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    vm_wait_migration(src, "active", 60);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate_cancel'}"));
+    info = vm_wait_migration(src, "cancelled", 60);
+    json_node_unref(info);
+    /* The destination saw a truncated stream: it must not run a guest from it. */
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "load of migration failed"));
+    vm_kill(dst);
+    assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_disk_full(void)
+{
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    /* /dev/full: every write fails with ENOSPC, like a full disk. */
+    migrate_expect(src, "file:/dev/full", "failed", "No space left on device");
+    assert_source_alive(src);
+    vm_kill(src);
+}
+
+static void test_exec_exits_early(void)
+{
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    migrate_expect(src, "exec:head -c 100000 > /dev/null", "failed", "Broken pipe");
+    assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_source_dies(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    vm_wait_migration(src, "active", 60);
+    kill(src->pid, SIGKILL);
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "load of migration failed"));
+    g_assert_cmpuint(vm_count_lines(dst, "PASS"), ==, 0);
+    vm_kill(dst);
+    vm_kill(src);
+}
+
+static void test_capabilities(void)
+{
+    VM *src;
+    JsonNode *r;
+    g_autofree char *desc = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
+                   vmtest_firmware());
+    r = vm_qmp(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                    "{'capabilities': [{'capability': 'xbzrle', 'state': true}]}}");
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "'xbzrle' is not supported"));
+    json_node_unref(r);
+    r = vm_qmp_ok(src, "{'execute': 'query-migrate-capabilities'}");
+    g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 21);
+    json_node_unref(r);
+    r = vm_qmp(src, "{'execute': 'migrate-set-parameters', 'arguments': {'downtime-limit': 2000001}}");
+    g_free(desc);
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "downtime_limit"));
+    json_node_unref(r);
+    r = vm_qmp_ok(src, "{'execute': 'query-migrate-parameters'}");
+    g_assert_cmpint(json_get_int(r, "max-bandwidth"), ==, 134217728);
+    g_assert_cmpint(json_get_int(r, "downtime-limit"), ==, 300);
+    json_node_unref(r);
+    {
+        g_autofree char *out = vm_hmp(src, "migrate_set_parameter max-bandwidth 64");
+        g_assert_cmpstr(out, ==, "");
+        r = vm_qmp_ok(src, "{'execute': 'query-migrate-parameters'}");
+        g_assert_cmpint(json_get_int(r, "max-bandwidth"), ==, 64 << 20);
+        json_node_unref(r);
+    }
+    {
+        g_autofree char *out = vm_hmp(src, "info migrate_capabilities");
+        g_assert_nonnull(strstr(out, "events: off"));
+    }
+    vm_kill(src);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/migration-fail/unreachable", test_unreachable);
+    g_test_add_func("/migration-fail/bad-uri", test_bad_uri);
+    g_test_add_func("/migration-fail/dest-dies", test_dest_dies);
+    g_test_add_func("/migration-fail/cancel", test_cancel);
+    g_test_add_func("/migration-fail/disk-full", test_disk_full);
+    g_test_add_func("/migration-fail/exec-exits-early", test_exec_exits_early);
+    g_test_add_func("/migration-fail/source-dies", test_source_dies);
+    g_test_add_func("/migration-fail/capabilities", test_capabilities);
+    return g_test_run();
+}
