@@ -19,7 +19,7 @@ check-functional: all
 	meson test -C $(BUILD) --suite functional --print-errorlogs --num-processes 1
 
 demo: all
-	./scripts/demo.sh
+	./scripts/demo
 
 bench: all
 	./scripts/migbench idle --quick

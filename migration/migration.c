@@ -193,9 +193,7 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
             s->bandwidth_bpms = bytes / ms;
         }
     }
-    s->threshold_bytes = (s->bandwidth_bpms ?: (migrate_max_bandwidth() ?
-                          migrate_max_bandwidth() / 1000.0 : DEFAULT_BANDWIDTH_BPMS)) *
-                         migrate_downtime_limit();
+    s->threshold_bytes = (s->bandwidth_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
     s->mbps = bytes * 8.0 / ms / 1000.0;
     s->pages_per_second = (ram_pages_sent() - w->start_pages) * 1000.0 / ms;
     if (s->bandwidth_bpms > 0 && bytes > 10000) {
@@ -276,8 +274,12 @@ static void migration_iterate_loop(MigrationState *s, QEMUFile *f, Error **errp)
     int64_t period_start = get_clock_ns();
     uint64_t period_pages = 0;
 
-    s->threshold_bytes = (migrate_max_bandwidth() ? migrate_max_bandwidth() / 1000.0
-                          : DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
+    /*
+     * No switchover before the link was measured: a threshold guessed from
+     * max-bandwidth (often "unlimited") could stop the guest with gigabytes
+     * still to send. The first busy 100 ms window sets it.
+     */
+    s->threshold_bytes = 0;
     s->expected_downtime_ms = migrate_downtime_limit();
     while (migration_state(s) == MIGRATION_STATUS_ACTIVE) {
         int ret;

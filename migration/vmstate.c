@@ -102,17 +102,24 @@ static void vmstate_get_scalar(QEMUFile *f, VMStateType t, void *p)
 }
 
 /* Opens a field object; the caller adds "struct" if any, then "size" and closes it. */
-static void vmdesc_field(JsonBuilder *vmdesc, const VMStateField *field, uint32_t i, uint32_t n)
+/*
+ * Opens the vmdesc entry of one field. As in QEMU's vmdesc, an array of
+ * scalars is one entry with "array_len" (the reader repeats "size" bytes
+ * that many times), while each element of an array of structs gets its own
+ * entry with "index".
+ */
+static void vmdesc_field(JsonBuilder *vmdesc, const VMStateField *field, int64_t index,
+                         int64_t array_len)
 {
     json_builder_set_member_name(vmdesc, "name");
     json_builder_add_string_value(vmdesc, field->name);
-    if (n > 1 || field->num > 1 || field->varray) {
-        if (field->type != VMS_BUFFER && field->type != VMS_VBUFFER) {
-            json_builder_set_member_name(vmdesc, "array_len");
-            json_builder_add_int_value(vmdesc, n);
-            json_builder_set_member_name(vmdesc, "index");
-            json_builder_add_int_value(vmdesc, i);
-        }
+    if (array_len >= 0) {
+        json_builder_set_member_name(vmdesc, "array_len");
+        json_builder_add_int_value(vmdesc, array_len);
+    }
+    if (index >= 0) {
+        json_builder_set_member_name(vmdesc, "index");
+        json_builder_add_int_value(vmdesc, index);
     }
     json_builder_set_member_name(vmdesc, "type");
     json_builder_add_string_value(vmdesc, vmstate_type_name(field->type));
@@ -143,35 +150,42 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             uint64_t len = field->type == VMS_BUFFER ? field->size : n;
             if (vmdesc) {
                 json_builder_begin_object(vmdesc);
-                vmdesc_field(vmdesc, field, 0, 1);
+                vmdesc_field(vmdesc, field, -1, -1);
                 vmdesc_field_end(vmdesc, len);
             }
             qemu_put_buffer(f, base, len);
             continue;
         }
+        if (vmdesc && field->type != VMS_STRUCT && n &&
+            (field->num > 1 || field->varray)) {
+            json_builder_begin_object(vmdesc);
+            vmdesc_field(vmdesc, field, -1, n);
+            vmdesc_field_end(vmdesc, field->size);
+        }
         for (uint32_t i = 0; i < n; i++) {
             uint8_t *p = base + (uint64_t)i * field->size;
             uint64_t start = qemu_file_transferred(f);
+            bool desc = vmdesc && (field->type == VMS_STRUCT || !(field->num > 1 || field->varray));
 
-            if (vmdesc) {
+            if (desc) {
                 json_builder_begin_object(vmdesc);
-                vmdesc_field(vmdesc, field, i, n);
+                vmdesc_field(vmdesc, field, n > 1 || field->varray ? (int64_t)i : -1, -1);
             }
             if (field->type == VMS_STRUCT) {
-                if (vmdesc) {
+                if (desc) {
                     json_builder_set_member_name(vmdesc, "struct");
                     json_builder_begin_object(vmdesc);
                 }
-                if (!vmstate_save_state(f, field->vmsd, p, vmdesc, errp)) {
+                if (!vmstate_save_state(f, field->vmsd, p, desc ? vmdesc : NULL, errp)) {
                     return false;
                 }
-                if (vmdesc) {
+                if (desc) {
                     json_builder_end_object(vmdesc);
                 }
             } else {
                 vmstate_put_scalar(f, field->type, p);
             }
-            if (vmdesc) {
+            if (desc) {
                 /* As QEMU's vmdesc: the bytes this element took in the stream. */
                 vmdesc_field_end(vmdesc, field->type == VMS_STRUCT
                                  ? qemu_file_transferred(f) - start : field->size);

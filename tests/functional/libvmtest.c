@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -76,6 +77,7 @@ const char *vmtest_tmpdir(void)
         signal(SIGABRT, vmtest_abort_handler);
         signal(SIGTERM, vmtest_abort_handler);
         signal(SIGINT, vmtest_abort_handler);
+        signal(SIGTRAP, vmtest_abort_handler);
         signal(SIGPIPE, SIG_IGN);
     }
     return tmpdir;
@@ -122,12 +124,18 @@ bool vmtest_require_kvm(void)
     return true;
 }
 
+/* In the child: die with the test, whatever way the test dies. */
+static void child_setup(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
 static void set_nonblock(int fd)
 {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-VM *vm_spawn_argv(const char *name, char **argv)
+static VM *vm_spawn_argv_full(const char *name, char **argv, bool with_stdin)
 {
     VM *vm = g_new0(VM, 1);
     g_autoptr(GError) gerr = NULL;
@@ -136,6 +144,7 @@ VM *vm_spawn_argv(const char *name, char **argv)
     vmtest_tmpdir();
     vm->name = g_strdup(name);
     vm->qmp_fd = -1;
+    vm->stdin_fd = -1;
     vm->qmp_in = g_string_new(NULL);
     vm->serial_in = g_string_new(NULL);
     vm->serial_lines = g_ptr_array_new_with_free_func(g_free);
@@ -145,8 +154,9 @@ VM *vm_spawn_argv(const char *name, char **argv)
         g_autofree char *cmd = g_strjoinv(" ", argv);
         g_printerr("[%s] %s\n", name, cmd);
     }
-    if (!g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                                  &vm->pid, NULL, &out_fd, &err_fd, &gerr)) {
+    if (!g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_setup, NULL,
+                                  &vm->pid, with_stdin ? &vm->stdin_fd : NULL, &out_fd,
+                                  &err_fd, &gerr)) {
         g_error("cannot start %s: %s", argv[0], gerr->message);
     }
     vm->serial_fd = out_fd;
@@ -158,6 +168,16 @@ VM *vm_spawn_argv(const char *name, char **argv)
     }
     g_ptr_array_add(live_vms, vm);
     return vm;
+}
+
+VM *vm_spawn_argv(const char *name, char **argv)
+{
+    return vm_spawn_argv_full(name, argv, false);
+}
+
+VM *vm_spawn_argv_stdin(const char *name, char **argv)
+{
+    return vm_spawn_argv_full(name, argv, true);
 }
 
 VM *vm_spawn_binary(const char *name, const char *binary, bool with_qmp, const char *fmt, ...)
@@ -682,6 +702,9 @@ void vm_free(VM *vm)
     }
     if (vm->stderr_fd >= 0) {
         close(vm->stderr_fd);
+    }
+    if (vm->stdin_fd >= 0) {
+        close(vm->stdin_fd);
     }
     g_queue_clear_full(&vm->events, (GDestroyNotify)json_node_unref);
     g_string_free(vm->qmp_in, TRUE);

@@ -29,6 +29,7 @@ typedef struct VM {
     GQueue events;              /* JsonNode* QMP events not yet consumed */
     bool exited;
     int exit_status;            /* WEXITSTATUS, or 128+signal */
+    int stdin_fd;               /* write end of the child's stdin, or -1 (/dev/null) */
 } VM;
 
 /* Binary under test (env QTEST_QEMU_BINARY, else the build tree's). */
@@ -54,6 +55,8 @@ VM *vm_spawn_binary(const char *name, const char *binary, bool with_qmp, const c
 #define vm_spawn(name, with_qmp, ...) vm_spawn_binary(name, vmtest_binary(), with_qmp, __VA_ARGS__)
 /* Start from an argv vector (no QMP added). */
 VM *vm_spawn_argv(const char *name, char **argv);
+/* Same, with the child's stdin a pipe whose write end is vm->stdin_fd. */
+VM *vm_spawn_argv_stdin(const char *name, char **argv);
 
 /* Connects and negotiates QMP (greeting + qmp_capabilities). */
 void vm_qmp_connect(VM *vm);

@@ -228,7 +228,7 @@ static void test_under_qemu72(void)
         return;
     }
     if (!is_real_qemu(peer)) {
-        g_test_skip("QEMU 7.2 (qemu-system-x86) is not installed");
+        vmtest_skip("QEMU 7.2 (Debian package qemu-system-x86) is not installed");
         return;
     }
     vm = vm_spawn_binary("qemu72", peer, false,

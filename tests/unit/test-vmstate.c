@@ -826,9 +826,17 @@ static void assert_no_array(JsonObject *o)
     g_assert_false(json_object_has_member(o, "index"));
 }
 
-static void assert_array_elem(JsonObject *o, gint64 len, gint64 index)
+/* A scalar array: one entry standing for all elements (QEMU's shape). */
+static void assert_scalar_array(JsonObject *o, gint64 len)
 {
     g_assert_cmpint(json_object_get_int_member(o, "array_len"), ==, len);
+    g_assert_false(json_object_has_member(o, "index"));
+}
+
+/* One element of a struct array: an entry per element with its index. */
+static void assert_struct_elem(JsonObject *o, gint64 index)
+{
+    g_assert_false(json_object_has_member(o, "array_len"));
     g_assert_cmpint(json_object_get_int_member(o, "index"), ==, index);
 }
 
@@ -879,22 +887,14 @@ static void test_vmdesc(void)
     o = field_at(fields, i++, "vbuf");
     assert_field(o, "buffer", 7);
     assert_no_array(o);
-    for (int k = 0; k < 3; k++) {
-        o = field_at(fields, i++, "a8");
-        assert_field(o, "uint8", 1);
-        assert_array_elem(o, 3, k);
-    }
-    for (int k = 0; k < 2; k++) {
-        o = field_at(fields, i++, "a16");
-        assert_field(o, "uint16", 2);
-        assert_array_elem(o, 2, k);
-    }
-    for (int k = 0; k < 2; k++) {
-        assert_array_elem(field_at(fields, i++, "a32"), 2, k);
-    }
-    for (int k = 0; k < 2; k++) {
-        assert_array_elem(field_at(fields, i++, "a64"), 2, k);
-    }
+    o = field_at(fields, i++, "a8");
+    assert_field(o, "uint8", 1);
+    assert_scalar_array(o, 3);
+    o = field_at(fields, i++, "a16");
+    assert_field(o, "uint16", 2);
+    assert_scalar_array(o, 2);
+    assert_scalar_array(field_at(fields, i++, "a32"), 2);
+    assert_scalar_array(field_at(fields, i++, "a64"), 2);
 
     /* A nested struct: its own description, and the bytes it took. */
     o = field_at(fields, i++, "inner");
@@ -911,7 +911,7 @@ static void test_vmdesc(void)
 
     /* inners[0] carries its subsection inner/opt: 0x05, "inner/opt", version, u64. */
     o = field_at(fields, i++, "inners");
-    assert_array_elem(o, 2, 0);
+    assert_struct_elem(o, 0);
     assert_field(o, "struct", 2 + 4 + 1 + 1 + 9 + 4 + 8);
     st = json_object_get_object_member(o, "struct");
     subs = json_object_get_array_member(st, "subsections");
@@ -920,14 +920,14 @@ static void test_vmdesc(void)
     g_assert_cmpstr(json_object_get_string_member(sub, "vmsd_name"), ==, "inner/opt");
     assert_field(field_at(json_object_get_array_member(sub, "fields"), 0, "opt"), "uint64", 8);
     o = field_at(fields, i++, "inners");
-    assert_array_elem(o, 2, 1);
+    assert_struct_elem(o, 1);
     assert_field(o, "struct", 6);
 
     assert_field(field_at(fields, i++, "n_elems"), "uint32", 4);
     for (int k = 0; k < 3; k++) {
         o = field_at(fields, i++, "elems");
         assert_field(o, "struct", 12);
-        assert_array_elem(o, 3, k);
+        assert_struct_elem(o, k);
         st = json_object_get_object_member(o, "struct");
         g_assert_cmpstr(json_object_get_string_member(st, "vmsd_name"), ==, "elem");
     }

@@ -1,0 +1,1374 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+analyze-migration.py: decode a QEMU-format migration stream file.
+
+    analyze-migration.py -f FILE [-d summary|state|desc|records]
+                         [--dump-memory DIR] [--strict]
+
+Reads a precopy or background-snapshot stream as written by QEMU (7.2 and
+later) or by this project's qemu-system-x86_64: the QEVM header, the
+configuration section, START/PART/END/FULL sections with their footers,
+COMMAND records, EOF and the trailing JSON description ("vmdesc").  The
+"ram" section is decoded page by page; every other section is a device
+whose layout is known only from the vmdesc, so the vmdesc is located at
+the end of the file before the stream is read.  The file is streamed, never
+read whole, so multi-GiB streams are fine.
+
+Output is one JSON document on stdout; errors go to stderr as
+"analyze-migration.py: error: WHAT at offset 0xPOS" with exit status 1.
+Standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import struct
+import sys
+import zlib
+
+PROG = 'analyze-migration.py'
+
+FILE_MAGIC = 0x5145564d           # "QEVM"
+FILE_VERSION = 3
+FILE_VERSION_OBSOLETE = 2
+
+# Record types (first byte of every top-level record).
+REC_EOF = 0x00
+REC_START = 0x01
+REC_PART = 0x02
+REC_END = 0x03
+REC_FULL = 0x04
+REC_SUBSECTION = 0x05
+REC_VMDESC = 0x06
+REC_CONFIG = 0x07
+REC_COMMAND = 0x08
+REC_FOOTER = 0x7e
+
+REC_KIND = {REC_START: 'start', REC_PART: 'part', REC_END: 'end',
+            REC_FULL: 'full'}
+
+COMMAND_NAMES = {
+    0: 'INVALID', 1: 'OPEN_RETURN_PATH', 2: 'PING', 3: 'POSTCOPY_ADVISE',
+    4: 'POSTCOPY_LISTEN', 5: 'POSTCOPY_RUN', 6: 'POSTCOPY_RAM_DISCARD',
+    7: 'PACKAGED', 8: 'ENABLE_COLO', 9: 'POSTCOPY_RESUME',
+    10: 'RECV_BITMAP', 11: 'SWITCHOVER_START',
+}
+CMD_POSTCOPY_ADVISE = 3
+CMD_PACKAGED = 7
+
+# RAM record flags (low bits of each be64 header in the "ram" payload).
+RAM_ZERO = 0x02
+RAM_MEM_SIZE = 0x04
+RAM_PAGE = 0x08
+RAM_EOS = 0x10
+RAM_CONTINUE = 0x20
+RAM_XBZRLE = 0x40
+RAM_HOOK = 0x80
+RAM_COMPRESS = 0x100
+RAM_MULTIFD_FLUSH = 0x200
+RAM_KNOWN_FLAGS = (RAM_ZERO | RAM_MEM_SIZE | RAM_PAGE | RAM_EOS |
+                   RAM_CONTINUE | RAM_XBZRLE | RAM_HOOK | RAM_COMPRESS |
+                   RAM_MULTIFD_FLUSH)
+RAM_SECTION_VERSION = 4
+XBZRLE_ENCODING = 0x01
+
+DEFAULT_PAGE_SIZE = 4096
+VMDESC_WINDOW = 16 << 20        # the vmdesc must lie in the last 16 MiB
+VMDESC_MAX_PARSE_TRIES = 16
+MAX_DESC_DEPTH = 64
+MAX_ARRAY_LEN = 1 << 24
+MAX_ERRORS_SHOWN = 20
+
+INT_TYPE_RE = re.compile(r'^(u?)int(8|16|32|64)(?: (?:equal|le))?$')
+
+
+class StreamError(Exception):
+    """A problem with the input, reported with the stream offset."""
+
+    def __init__(self, what, offset=None):
+        super().__init__(what)
+        self.what = what
+        self.offset = offset
+
+    def line(self):
+        if self.offset is None:
+            return oneline('%s: error: %s' % (PROG, self.what))
+        return oneline('%s: error: %s at offset 0x%x'
+                       % (PROG, self.what, self.offset))
+
+
+class Reader:
+    """Sequential big-endian reader over a file, with a private buffer."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, f, size):
+        self.f = f
+        self.size = size
+        self.buf = b''
+        self.pos = 0            # index into buf
+        self.base = 0           # file offset of buf[0]
+
+    def tell(self):
+        return self.base + self.pos
+
+    def remaining(self):
+        return self.size - self.tell()
+
+    def _fill(self, n, what):
+        rest = self.buf[self.pos:]
+        self.base += self.pos
+        self.pos = 0
+        want = n - len(rest)
+        if want > self.size - self.base - len(rest):
+            raise StreamError('stream truncated: %s needs %d bytes, only %d '
+                              'left' % (what, n, self.size - self.base),
+                              self.base)
+        # Others (the vmdesc locator) may move the file position: seek.
+        self.f.seek(self.base + len(rest))
+        data = self.f.read(max(want, self.CHUNK))
+        self.buf = rest + data
+        if len(self.buf) < n:
+            raise StreamError('stream truncated: %s needs %d bytes, only %d '
+                              'left' % (what, n, len(self.buf)), self.base)
+
+    def read(self, n, what):
+        if len(self.buf) - self.pos < n:
+            self._fill(n, what)
+        p = self.pos
+        self.pos = p + n
+        return self.buf[p:p + n]
+
+    def skip(self, n, what):
+        if len(self.buf) - self.pos >= n:
+            self.pos += n
+            return
+        target = self.tell() + n
+        if target > self.size:
+            raise StreamError('stream truncated: %s needs %d bytes, only %d '
+                              'left' % (what, n, self.remaining()),
+                              self.tell())
+        self.base = target
+        self.buf = b''
+        self.pos = 0
+
+    def peek(self, n):
+        """Up to n bytes ahead (fewer at the end of the file)."""
+        if len(self.buf) - self.pos < n:
+            try:
+                self._fill(n, 'peek')
+            except StreamError:
+                pass
+        return self.buf[self.pos:self.pos + n]
+
+    def at_end(self):
+        return self.tell() >= self.size
+
+    def u8(self, what):
+        if self.pos >= len(self.buf):
+            self._fill(1, what)
+        v = self.buf[self.pos]
+        self.pos += 1
+        return v
+
+    def be16(self, what):
+        return int.from_bytes(self.read(2, what), 'big')
+
+    def be32(self, what):
+        return int.from_bytes(self.read(4, what), 'big')
+
+    def be64(self, what):
+        if len(self.buf) - self.pos < 8:
+            self._fill(8, what)
+        v = struct.unpack_from('>Q', self.buf, self.pos)[0]
+        self.pos += 8
+        return v
+
+    def counted_str(self, what):
+        n = self.u8(what + ' length')
+        return text(self.read(n, what))
+
+
+def text(raw):
+    return raw.decode('utf-8', errors='backslashreplace')
+
+
+def q(name, limit=64):
+    """A name from the stream, quoted and shortened for a message."""
+    if len(name) > limit:
+        name = name[:limit] + '...'
+    return '"%s"' % name
+
+
+def oneline(msg):
+    """Escape control characters so that a message stays on one line."""
+    return ''.join(c if c.isprintable() else '\\x%02x' % ord(c)
+                   if ord(c) < 0x100 else '\\u%04x' % ord(c) for c in msg)
+
+
+class PageSet:
+    """A set of page numbers: a bitmap allocated in chunks on first use,
+    so that a hostile block length cannot make us allocate it all."""
+
+    SHIFT = 16
+    MASK = (1 << SHIFT) - 1
+
+    def __init__(self):
+        self.chunks = {}
+        self.count = 0
+
+    def add(self, n):
+        """Add page n; True if it was not in the set before."""
+        c = self.chunks.get(n >> self.SHIFT)
+        if c is None:
+            c = self.chunks[n >> self.SHIFT] = bytearray(1 << (self.SHIFT - 3))
+        i = n & self.MASK
+        bit = 1 << (i & 7)
+        if c[i >> 3] & bit:
+            return False
+        c[i >> 3] |= bit
+        self.count += 1
+        return True
+
+    def __contains__(self, n):
+        c = self.chunks.get(n >> self.SHIFT)
+        if c is None:
+            return False
+        i = n & self.MASK
+        return bool(c[i >> 3] & (1 << (i & 7)))
+
+    def discard(self, n):
+        c = self.chunks.get(n >> self.SHIFT)
+        if c is None:
+            return
+        i = n & self.MASK
+        bit = 1 << (i & 7)
+        if c[i >> 3] & bit:
+            c[i >> 3] &= ~bit
+            self.count -= 1
+
+
+class RamBlock:
+    def __init__(self, name, length, known=True):
+        self.name = name
+        self.length = length
+        self.known = known
+        self.page_size = None        # postcopy: only if sent
+        self.addr = None             # x-ignore-shared: guest address
+        self.zero = 0
+        self.normal = 0
+        self.xbzrle = 0
+        self.compressed = 0
+        self.beyond = 0
+        self.bytes = 0
+        self.covered = PageSet()
+        self.fd = None
+        self.dump_path = None
+        self.nonzero = None          # pages written with data (dump only)
+
+    def summary(self, page_size):
+        d = {'name': self.name}
+        if self.known:
+            d['length'] = self.length
+            d['pages'] = self.length // page_size
+        else:
+            d['length'] = None
+            d['unknown'] = True
+        d.update({'zero_pages': self.zero, 'normal_pages': self.normal,
+                  'xbzrle_pages': self.xbzrle,
+                  'compressed_pages': self.compressed,
+                  'pages_beyond_end': self.beyond,
+                  'pages_covered': self.covered.count,
+                  'bytes': self.bytes})
+        if self.page_size is not None:
+            d['page_size'] = self.page_size
+        if self.addr is not None:
+            d['addr'] = self.addr
+        return d
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_vmsd(desc, where, depth=0):
+    """Check the shape of one VMSD description (recursively)."""
+    if depth > MAX_DESC_DEPTH:
+        raise ValueError('%s: nested too deeply' % where)
+    if not isinstance(desc, dict):
+        raise ValueError('%s: not an object' % where)
+    fields = desc.get('fields', [])
+    if not isinstance(fields, list):
+        raise ValueError('%s: "fields" is not a list' % where)
+    for i, fd in enumerate(fields):
+        fwhere = '%s.fields[%d]' % (where, i)
+        if not isinstance(fd, dict):
+            raise ValueError('%s: not an object' % fwhere)
+        if not isinstance(fd.get('name'), str):
+            raise ValueError('%s: no "name"' % fwhere)
+        if not isinstance(fd.get('type'), str):
+            raise ValueError('%s: no "type"' % fwhere)
+        size = fd.get('size')
+        if not is_int(size) or size < 0:
+            raise ValueError('%s: bad "size"' % fwhere)
+        alen = fd.get('array_len')
+        if alen is not None and (not is_int(alen) or not
+                                 0 <= alen <= MAX_ARRAY_LEN):
+            raise ValueError('%s: bad "array_len"' % fwhere)
+        idx = fd.get('index')
+        if idx is not None and not is_int(idx):
+            raise ValueError('%s: bad "index"' % fwhere)
+        if fd['type'] == 'struct':
+            if 'struct' not in fd:
+                raise ValueError('%s: struct without "struct"' % fwhere)
+            validate_vmsd(fd['struct'], fwhere, depth + 1)
+        elif fd['type'] in ('tmp', 'vstruct'):
+            validate_vmsd(fd, fwhere, depth + 1)
+    subs = desc.get('subsections', [])
+    if not isinstance(subs, list):
+        raise ValueError('%s: "subsections" is not a list' % where)
+    for i, sd in enumerate(subs):
+        swhere = '%s.subsections[%d]' % (where, i)
+        if not isinstance(sd, dict) or not isinstance(sd.get('vmsd_name'),
+                                                      str):
+            raise ValueError('%s: no "vmsd_name"' % swhere)
+        validate_vmsd(sd, swhere, depth + 1)
+
+
+def validate_vmdesc(vmdesc):
+    if not isinstance(vmdesc, dict):
+        raise ValueError('not an object')
+    ps = vmdesc.get('page_size', DEFAULT_PAGE_SIZE)
+    if not is_int(ps) or ps < 512 or ps & (ps - 1):
+        raise ValueError('bad "page_size"')
+    devs = vmdesc.get('devices')
+    if not isinstance(devs, list):
+        raise ValueError('no "devices" list')
+    for i, dev in enumerate(devs):
+        where = 'devices[%d]' % i
+        if not isinstance(dev, dict) or not isinstance(dev.get('name'), str):
+            raise ValueError('%s: no "name"' % where)
+        if not is_int(dev.get('instance_id')):
+            raise ValueError('%s: no "instance_id"' % where)
+        if 'version' in dev and not is_int(dev['version']):
+            raise ValueError('%s: bad "version"' % where)
+        validate_vmsd(dev, where)
+    if 'configuration' in vmdesc:
+        validate_vmsd(vmdesc['configuration'], 'configuration')
+
+
+def locate_vmdesc(f, size):
+    """Find the vmdesc record (0x00 EOF, 0x06, be32 length, JSON) near the
+    end of the file.  Returns ((offset of the 0x06 byte, JSON bytes, parsed
+    object) or None, a note saying why nothing usable was found).
+
+    The JSON text never contains a NUL or a 0x06 byte, so a candidate is
+    the two bytes 00 06 followed by a length that keeps the record inside
+    the file, a '{' right after the length and a '}' as its last byte.
+    Candidates are tried from the end of the file backwards; one that ends
+    exactly at the end of the file is preferred."""
+    start = max(0, size - VMDESC_WINDOW)
+    f.seek(start)
+    tail = f.read(size - start)
+    found = []
+    problem = None
+    tries = 0
+    hi = len(tail)
+    while tries < VMDESC_MAX_PARSE_TRIES:
+        p = tail.rfind(b'\x00\x06', 0, hi)
+        if p < 0:
+            break
+        hi = p + 1
+        q6 = p + 1                              # the 0x06 byte
+        if q6 + 5 > len(tail) or start + p < 8:
+            continue
+        length = int.from_bytes(tail[q6 + 1:q6 + 5], 'big')
+        end = q6 + 5 + length
+        if length < 2 or end > len(tail):
+            continue
+        if tail[q6 + 5] != 0x7b or tail[end - 1] != 0x7d:   # '{' ... '}'
+            continue
+        tries += 1
+        raw = tail[q6 + 5:end]
+        try:
+            obj = json.loads(raw.decode('utf-8'))
+        except (ValueError, RecursionError) as e:
+            problem = problem or ('the vmdesc at 0x%x is not valid JSON: %s'
+                                  % (start + q6, e))
+            continue
+        try:
+            validate_vmdesc(obj)
+        except ValueError as e:
+            problem = problem or ('the vmdesc at 0x%x is malformed: %s'
+                                  % (start + q6, e))
+            continue
+        found.append((start + q6, raw, obj))
+        if end == len(tail):
+            break
+    if not found:
+        return None, problem or ('no vmdesc record found in the last %d MiB '
+                                 'of the file' % (VMDESC_WINDOW >> 20))
+    for cand in found:
+        if cand[0] + 5 + len(cand[1]) == size:
+            return cand, None
+    return found[0], None
+
+
+def xbzrle_apply(page, enc):
+    """Apply an XBZRLE delta to page (a bytearray) in place.
+
+    The encoding alternates a zero run (bytes unchanged) and a non-zero
+    run (count, then that many new bytes); both counts are ULEB128 of at
+    most two bytes.  Returns False if the encoding is malformed."""
+    i = 0
+    d = 0
+    n = len(enc)
+    first = True
+    while i < n:
+        for run in (0, 1):
+            if n - i < 2:
+                return False
+            count = enc[i]
+            if count & 0x80:
+                if enc[i + 1] & 0x80:
+                    return False
+                count = (count & 0x7f) | (enc[i + 1] << 7)
+                i += 2
+            else:
+                i += 1
+            if run == 0:
+                if count == 0 and not first:
+                    return False
+                first = False
+                d += count
+                if d > len(page):
+                    return False
+            else:
+                if count == 0 or d + count > len(page) or i + count > n:
+                    return False
+                page[d:d + count] = enc[i:i + count]
+                d += count
+                i += count
+    return True
+
+
+def safe_filename(name):
+    s = name.replace('/', '_').replace('\0', '_')
+    if s in ('', '.', '..'):
+        s = '_' + s
+    return s + '.bin'
+
+
+class Section:
+    def __init__(self, sid, idstr, instance_id, version, iterative, offset):
+        self.id = sid
+        self.idstr = idstr
+        self.instance_id = instance_id
+        self.version = version
+        self.iterative = iterative
+        self.offset = offset
+        self.counts = {'start': 0, 'part': 0, 'end': 0, 'full': 0}
+        self.bytes = 0
+
+    def summary(self):
+        d = {'id': self.id, 'idstr': self.idstr,
+             'instance_id': self.instance_id, 'version': self.version,
+             'type': 'iterative' if self.iterative else 'full',
+             'offset': self.offset, 'bytes': self.bytes}
+        if self.iterative:
+            d.update({k: self.counts[k] for k in ('start', 'part', 'end')})
+        return d
+
+
+class Analyzer:
+    def __init__(self, f, size, dump_dir=None, want_records=False):
+        self.f = f
+        self.size = size
+        self.r = None
+        self.dump_dir = dump_dir
+        self.want_records = want_records
+
+        self.header = None
+        self.config = None
+        self.vmdesc = None
+        self.vmdesc_offset = None
+        self.vmdesc_raw = None
+        self.vmdesc_problem = None
+        self.device_desc = {}
+        self.page_size = DEFAULT_PAGE_SIZE
+        self.page_size_source = 'default'
+
+        self.sections = {}               # id -> Section
+        self.section_order = []
+        self.records = []
+        self.commands = []
+        self.devices = []                # summaries in stream order
+        self.state = {}                  # "idstr (instance)" -> state
+        self.footers = None              # unknown until the first section
+        self.postcopy_advised = False
+        self.ignore_shared = False
+
+        self.ram_section = None
+        self.ram_total = None
+        self.blocks = {}
+        self.block_order = []
+        self.last_block = None
+        self.ram_chunks = 0
+        self.ram_flushes = 0
+        self.ram_bytes = 0
+
+        self.device_desc_used = False
+        self.both_array_keys = False
+        self.eof_offset = None
+        self.vmdesc_in_stream = False
+        self.stream_end = None
+        self.trailing = 0
+        self.errors = []                 # StreamError, non-fatal
+        self.warnings = []
+        self.fatal = None
+
+    # -- helpers -----------------------------------------------------------
+
+    def soft_error(self, what, offset):
+        self.errors.append(StreamError(what, offset))
+
+    def warn(self, what):
+        self.warnings.append(what)
+
+    # -- the vmdesc --------------------------------------------------------
+
+    def load_vmdesc(self):
+        found, self.vmdesc_problem = locate_vmdesc(self.f, self.size)
+        if found is None:
+            return
+        self.vmdesc_offset, self.vmdesc_raw, self.vmdesc = found
+        for dev in self.vmdesc['devices']:
+            self.device_desc[(dev['name'], dev['instance_id'])] = dev
+        if 'page_size' in self.vmdesc:
+            self.page_size = self.vmdesc['page_size']
+            self.page_size_source = 'vmdesc'
+
+    # -- top level ---------------------------------------------------------
+
+    def parse_header(self):
+        r = self.r
+        magic = r.be32('file magic')
+        if magic != FILE_MAGIC:
+            raise StreamError('bad magic 0x%08x (expected 0x%08x "QEVM")'
+                              % (magic, FILE_MAGIC), 0)
+        version = r.be32('file version')
+        if version == FILE_VERSION_OBSOLETE:
+            raise StreamError('stream version 2 is obsolete and not '
+                              'supported', 4)
+        if version != FILE_VERSION:
+            raise StreamError('unsupported stream version %d (expected %d)'
+                              % (version, FILE_VERSION), 4)
+        self.header = {'magic': '0x%08x' % magic, 'version': version}
+
+    def run(self):
+        self.r = Reader(self.f, self.size)
+        self.parse_header()
+        self.load_vmdesc()
+        if self.r.peek(1) == bytes([REC_CONFIG]):
+            self.parse_configuration()
+        self.parse_records()
+
+    def parse_records(self):
+        r = self.r
+        while True:
+            if r.at_end():
+                self.stream_end = r.tell()
+                return
+            off = r.tell()
+            rtype = r.u8('record type')
+            if rtype == REC_EOF:
+                self.eof_offset = off
+                self.add_record(off, 'eof')
+                self.parse_after_eof()
+                return
+            if rtype in (REC_START, REC_FULL):
+                self.parse_section_start_full(rtype, off)
+            elif rtype in (REC_PART, REC_END):
+                self.parse_section_part_end(rtype, off)
+            elif rtype == REC_COMMAND:
+                self.parse_command(off)
+            elif rtype == REC_VMDESC:
+                raise StreamError('vmdesc record (0x06) before EOF', off)
+            elif rtype == REC_CONFIG:
+                raise StreamError('configuration section in the middle of '
+                                  'the stream', off)
+            elif rtype == REC_FOOTER:
+                raise StreamError('section footer outside a section', off)
+            elif rtype == REC_SUBSECTION:
+                raise StreamError('subsection outside a device section', off)
+            else:
+                raise StreamError('unknown record type 0x%02x' % rtype, off)
+
+    def add_record(self, off, kind, sec=None, nbytes=None, **extra):
+        if not self.want_records:
+            return
+        rec = {'offset': off, 'type': kind}
+        if sec is not None:
+            rec.update({'id': sec.id, 'idstr': sec.idstr,
+                        'instance_id': sec.instance_id})
+        if nbytes is not None:
+            rec['bytes'] = nbytes
+        rec.update(extra)
+        self.records.append(rec)
+
+    # -- configuration -----------------------------------------------------
+
+    def parse_configuration(self):
+        r = self.r
+        off = r.tell()
+        r.u8('configuration record')
+        conf = {'offset': off}
+        desc = self.vmdesc.get('configuration') if self.vmdesc else None
+        if desc is not None:
+            state = self.parse_vmsd(desc, 'configuration')
+            name = state.get('name')
+            if isinstance(name, str):
+                try:
+                    name = text(bytes.fromhex(name))
+                except ValueError:
+                    pass
+            conf['machine'] = name
+            conf['state'] = state
+            caps = state.get('configuration/capabilities', {})
+            capabilities = caps.get('capabilities', []) \
+                if isinstance(caps, dict) else []
+            if isinstance(capabilities, str):
+                capabilities = [capabilities]
+            conf['capabilities'] = [c for c in capabilities
+                                    if isinstance(c, str)]
+        else:
+            n = r.be32('machine type length')
+            if n > 4096:
+                raise StreamError('implausible machine type length %d' % n,
+                                  off + 1)
+            conf['machine'] = text(r.read(n, 'machine type name'))
+            while r.peek(1) == bytes([REC_SUBSECTION]):
+                self.parse_config_subsection(conf)
+        caps = conf.get('capabilities', [])
+        if 'mapped-ram' in caps:
+            raise StreamError('mapped-ram streams are not supported', off)
+        self.ignore_shared = 'x-ignore-shared' in caps
+        self.config = conf
+
+    def parse_config_subsection(self, conf):
+        r = self.r
+        off = r.tell()
+        r.u8('subsection marker')
+        name = r.counted_str('subsection name')
+        version = r.be32('subsection version')
+        if name == 'configuration/target-page-bits':
+            bits = r.be32('target page bits')
+            if not 9 <= bits <= 30:
+                raise StreamError('implausible target page bits %d' % bits,
+                                  off)
+            conf['target_page_bits'] = bits
+            if self.page_size_source == 'vmdesc':
+                if self.page_size != 1 << bits:
+                    self.warn('vmdesc page_size %d disagrees with target '
+                              'page bits %d' % (self.page_size, bits))
+            else:
+                self.page_size = 1 << bits
+                self.page_size_source = 'configuration'
+        elif name == 'configuration/capabilities':
+            count = r.be32('capability count')
+            caps = []
+            for _ in range(count):
+                caps.append(r.counted_str('capability name'))
+            conf['capabilities'] = caps
+        elif name == 'configuration/uuid':
+            conf['uuid'] = r.read(16, 'uuid').hex()
+        else:
+            raise StreamError('unknown configuration subsection %s '
+                              '(version %d)' % (q(name), version), off)
+
+    # -- sections ----------------------------------------------------------
+
+    def parse_section_start_full(self, rtype, off):
+        r = self.r
+        kind = REC_KIND[rtype]
+        sid = r.be32('section id')
+        idstr = r.counted_str('section idstr')
+        instance_id = r.be32('instance id')
+        version = r.be32('version id')
+        iterative = rtype == REC_START
+        sec = self.sections.get(sid)
+        if sec is not None:
+            if (sec.idstr, sec.instance_id) != (idstr, instance_id) or \
+                    sec.iterative != iterative:
+                raise StreamError('section id %d reused for %s (was %s)'
+                                  % (sid, q(idstr), q(sec.idstr)), off)
+        else:
+            sec = Section(sid, idstr, instance_id, version, iterative, off)
+            self.sections[sid] = sec
+            self.section_order.append(sec)
+        sec.counts[kind] += 1
+        start = r.tell()
+        if iterative:
+            if (idstr, instance_id) != ('ram', 0):
+                raise StreamError('iterative section %s (instance %d) has '
+                                  'no known layout' % (q(idstr), instance_id),
+                                  off)
+            if version != RAM_SECTION_VERSION:
+                raise StreamError('unsupported ram section version %d '
+                                  '(expected %d)'
+                                  % (version, RAM_SECTION_VERSION), off)
+            if self.ram_section is not None and self.ram_section is not sec:
+                raise StreamError('second ram section', off)
+            self.ram_section = sec
+            self.parse_ram_chunk()
+        else:
+            if idstr == 'ram':
+                raise StreamError('ram sent as a FULL section', off)
+            self.parse_device(sec, off)
+        nbytes = r.tell() - start
+        sec.bytes += nbytes
+        self.add_record(off, kind, sec, nbytes)
+        self.parse_footer(sec)
+
+    def parse_section_part_end(self, rtype, off):
+        r = self.r
+        kind = REC_KIND[rtype]
+        sid = r.be32('section id')
+        sec = self.sections.get(sid)
+        if sec is None:
+            raise StreamError('%s record for unknown section id %d'
+                              % (kind.upper(), sid), off)
+        if not sec.iterative:
+            raise StreamError('%s record for non-iterative section %s'
+                              % (kind.upper(), q(sec.idstr)), off)
+        sec.counts[kind] += 1
+        start = r.tell()
+        self.parse_ram_chunk()
+        nbytes = r.tell() - start
+        sec.bytes += nbytes
+        self.add_record(off, kind, sec, nbytes)
+        self.parse_footer(sec)
+
+    def parse_footer(self, sec):
+        r = self.r
+        off = r.tell()
+        if r.peek(1) == bytes([REC_FOOTER]):
+            if self.footers is False:
+                raise StreamError('section footer in a stream whose first '
+                                  'section had none', off)
+            self.footers = True
+            r.u8('footer')
+            sid = r.be32('footer section id')
+            if sid != sec.id:
+                raise StreamError('section footer names section %d, '
+                                  'expected %d (%s)'
+                                  % (sid, sec.id, q(sec.idstr)), off)
+        elif self.footers:
+            raise StreamError('missing section footer after section %d '
+                              '(%s)' % (sec.id, q(sec.idstr)), off)
+        else:
+            self.footers = False
+
+    def parse_command(self, off):
+        r = self.r
+        cmd = r.be16('command')
+        length = r.be16('command length')
+        data = r.read(length, 'command data')
+        name = COMMAND_NAMES.get(cmd, 'UNKNOWN')
+        entry = {'offset': off, 'cmd': cmd, 'name': name, 'len': length}
+        if cmd == CMD_POSTCOPY_ADVISE:
+            self.postcopy_advised = True
+        elif cmd == CMD_PACKAGED:
+            if length != 4:
+                raise StreamError('PACKAGED command with length %d' % length,
+                                  off)
+            # The package (more records) follows inline; it is parsed as
+            # part of the ordinary record sequence.
+            entry['package_bytes'] = int.from_bytes(data, 'big')
+        self.commands.append(entry)
+        self.add_record(off, 'command', None, length, cmd=cmd, name=name)
+
+    def parse_after_eof(self):
+        r = self.r
+        eof_end = r.tell()
+        if r.peek(1) == bytes([REC_VMDESC]):
+            off = r.tell()
+            r.u8('vmdesc record')
+            length = r.be32('vmdesc length')
+            if length > r.remaining():
+                raise StreamError('vmdesc length %d runs past the end of the '
+                                  'file' % length, off)
+            if self.vmdesc_offset == off:
+                r.skip(length, 'vmdesc')
+            elif length > VMDESC_WINDOW:
+                raise StreamError('vmdesc of %d bytes is too large' % length,
+                                  off)
+            else:
+                raw = r.read(length, 'vmdesc')
+                if self.vmdesc is not None and raw != self.vmdesc_raw:
+                    raise StreamError('the vmdesc after EOF differs from the '
+                                      'one found at 0x%x (used to decode '
+                                      'devices)' % self.vmdesc_offset, off)
+                if self.vmdesc is None:
+                    try:
+                        obj = json.loads(raw.decode('utf-8'))
+                        validate_vmdesc(obj)
+                    except (ValueError, RecursionError) as e:
+                        raise StreamError('malformed vmdesc: %s' % e, off)
+                    self.vmdesc, self.vmdesc_raw = obj, raw
+                self.vmdesc_offset = off
+            self.vmdesc_in_stream = True
+            self.add_record(off, 'vmdesc', None, length)
+        elif self.vmdesc is not None:
+            if self.device_desc_used:
+                raise StreamError('no vmdesc after EOF, yet one was found at '
+                                  '0x%x and used to decode devices'
+                                  % self.vmdesc_offset, eof_end)
+            # What was found lies in the trailing bytes: not ours.
+            self.vmdesc = self.vmdesc_raw = self.vmdesc_offset = None
+        self.stream_end = r.tell()
+        self.trailing = self.size - self.stream_end
+
+    # -- devices -----------------------------------------------------------
+
+    def parse_device(self, sec, off):
+        key = (sec.idstr, sec.instance_id)
+        if self.vmdesc is None:
+            raise StreamError('device section %s (instance %d) cannot be '
+                              'decoded without the vmdesc (%s)'
+                              % (q(sec.idstr), sec.instance_id,
+                                 self.vmdesc_problem), off)
+        desc = self.device_desc.get(key)
+        if desc is None:
+            raise StreamError('device section %s (instance %d) is not '
+                              'described in the vmdesc'
+                              % (q(sec.idstr), sec.instance_id), off)
+        self.device_desc_used = True
+        if 'version' in desc and desc['version'] != sec.version:
+            self.soft_error('device %s has version %d in the stream but %d '
+                            'in the vmdesc' % (q(sec.idstr), sec.version,
+                                               desc['version']), off)
+        start = self.r.tell()
+        state = self.parse_vmsd(desc, sec.idstr)
+        name = '%s (%d)' % key
+        if name in self.state:
+            raise StreamError('device %s sent twice' % q(name), off)
+        self.state[name] = state
+        self.devices.append({'name': sec.idstr,
+                             'instance_id': sec.instance_id,
+                             'version': sec.version,
+                             'vmsd_name': desc.get('vmsd_name'),
+                             'section_id': sec.id, 'offset': off,
+                             'bytes': self.r.tell() - start})
+
+    def parse_vmsd(self, desc, path):
+        """Decode one VMState (fields, then the subsections the vmdesc
+        lists, in order) into a dict."""
+        r = self.r
+        out = {}
+        arrays = set()
+        for fd in desc.get('fields', []):
+            name = fd['name']
+            fpath = path + '.' + name
+            # QEMU writes "array_len" (one entry standing for every element)
+            # or "index" (one entry per element), never both; an entry with
+            # both is taken to be the single element it is indexed as.
+            if 'index' in fd:
+                count = 1
+                if 'array_len' in fd and not self.both_array_keys:
+                    self.both_array_keys = True
+                    self.warn('vmdesc field %s has both "index" and '
+                              '"array_len" (QEMU writes one or the other); '
+                              'taken as one element' % q(fpath))
+            else:
+                count = fd.get('array_len', 1)
+            if count > 1 and count * max(fd['size'], 1) > \
+                    r.remaining() + fd['size']:
+                raise StreamError('field %s: %d elements of %d bytes run '
+                                  'past the end of the file'
+                                  % (q(fpath), count, fd['size']), r.tell())
+            values = []
+            for i in range(count):
+                start = r.tell()
+                values.append(self.parse_field(fd, fpath))
+                used = r.tell() - start
+                if i == 0 and used != fd['size']:
+                    raise StreamError('field %s: the vmdesc says %d bytes '
+                                      'but %d were decoded'
+                                      % (q(fpath), fd['size'], used), start)
+            if name in out:
+                if name not in arrays:
+                    out[name] = [out[name]]
+                    arrays.add(name)
+                out[name].extend(values)
+            elif 'array_len' in fd or 'index' in fd:
+                out[name] = values
+                arrays.add(name)
+            else:
+                out[name] = values[0]
+        for sub in desc.get('subsections', []):
+            off = r.tell()
+            want = sub['vmsd_name']
+            if r.peek(1) != bytes([REC_SUBSECTION]):
+                raise StreamError('%s: expected subsection %s'
+                                  % (q(path), q(want)), off)
+            r.u8('subsection marker')
+            name = r.counted_str('subsection name')
+            if name != want:
+                raise StreamError('%s: subsection %s where the vmdesc has '
+                                  '%s' % (q(path), q(name), q(want)), off)
+            r.be32('subsection version')
+            out[name] = self.parse_vmsd(sub, name)
+        return out
+
+    def parse_field(self, fd, fpath):
+        r = self.r
+        ftype = fd['type']
+        size = fd['size']
+        if ftype == 'struct':
+            return self.parse_vmsd(fd['struct'], fpath)
+        if ftype in ('tmp', 'vstruct'):
+            return self.parse_vmsd(fd, fpath)
+        if ftype == 'capability':
+            return r.counted_str('capability')
+        raw = r.read(size, 'field ' + fpath)
+        m = INT_TYPE_RE.match(ftype)
+        if m and int(m.group(2)) == size * 8:
+            return int.from_bytes(raw, 'big', signed=not m.group(1))
+        if ftype == 'bool' and size == 1:
+            return raw[0] != 0
+        if ftype == 'timer' and size == 8:
+            return int.from_bytes(raw, 'big', signed=True)
+        if ftype == 'float64' and size == 8:
+            v = struct.unpack('>d', raw)[0]
+            return v if math.isfinite(v) else repr(v)
+        if ftype == 'nullptr' and raw == b'0':
+            return None
+        if ftype == 'pci irq state' and size % 4 == 0:
+            return [int.from_bytes(raw[i:i + 4], 'big', signed=True)
+                    for i in range(0, size, 4)]
+        return raw.hex()
+
+    # -- RAM ---------------------------------------------------------------
+
+    def parse_ram_chunk(self):
+        """One chunk of the ram section: records up to and including EOS."""
+        r = self.r
+        ps = self.page_size
+        mask = ps - 1
+        start = r.tell()
+        dumping = self.dump_dir is not None
+        while True:
+            hoff = r.tell()
+            hdr = r.be64('RAM record header')
+            flags = hdr & mask
+            addr = hdr & ~mask
+            kind = flags & ~RAM_CONTINUE
+            if kind in (RAM_PAGE, RAM_ZERO, RAM_XBZRLE, RAM_COMPRESS):
+                if flags & RAM_CONTINUE:
+                    blk = self.last_block
+                    if blk is None:
+                        raise StreamError('RAM page with CONTINUE but no '
+                                          'previous block', hoff)
+                else:
+                    blk = self.lookup_block(r.counted_str('RAM block id'),
+                                            hoff)
+                    self.last_block = blk
+                data = None
+                if kind == RAM_PAGE:
+                    if dumping:
+                        data = r.read(ps, 'RAM page')
+                    else:
+                        r.skip(ps, 'RAM page')
+                    blk.normal += 1
+                elif kind == RAM_ZERO:
+                    fill = r.u8('zero page fill byte')
+                    blk.zero += 1
+                elif kind == RAM_XBZRLE:
+                    enc = r.u8('XBZRLE encoding')
+                    if enc != XBZRLE_ENCODING:
+                        raise StreamError('unknown XBZRLE encoding 0x%02x'
+                                          % enc, hoff)
+                    n = r.be16('XBZRLE length')
+                    if n > ps:
+                        raise StreamError('XBZRLE length %d exceeds the page '
+                                          'size' % n, hoff)
+                    data = r.read(n, 'XBZRLE data')
+                    blk.xbzrle += 1
+                else:
+                    n = r.be32('compressed page length')
+                    if n > ps + ps // 64 + 64:
+                        raise StreamError('compressed page length %d is '
+                                          'implausible' % n, hoff)
+                    data = r.read(n, 'compressed page')
+                    blk.compressed += 1
+                blk.bytes += r.tell() - hoff
+                if not blk.known:
+                    continue
+                if addr + ps > blk.length:
+                    blk.beyond += 1
+                    self.soft_error('RAM page 0x%x is beyond the end of block '
+                                    '%s (length 0x%x)'
+                                    % (addr, q(blk.name), blk.length), hoff)
+                    continue
+                pno = addr // ps
+                blk.covered.add(pno)
+                if dumping:
+                    if kind == RAM_ZERO:
+                        self.dump_fill(blk, pno, fill)
+                    else:
+                        self.dump_page(blk, pno, kind, data, hoff)
+            elif kind == RAM_EOS:
+                self.ram_chunks += 1
+                break
+            elif kind == RAM_MEM_SIZE:
+                self.parse_ram_block_list(addr, hoff)
+            elif kind == RAM_MULTIFD_FLUSH:
+                self.ram_flushes += 1
+            elif flags & RAM_HOOK:
+                raise StreamError('RAM hook record (RDMA) cannot be analyzed',
+                                  hoff)
+            elif flags & ~RAM_KNOWN_FLAGS:
+                raise StreamError('unknown RAM flags 0x%x'
+                                  % (flags & ~RAM_KNOWN_FLAGS), hoff)
+            else:
+                raise StreamError('invalid RAM flag combination 0x%x' % flags,
+                                  hoff)
+        self.ram_bytes += r.tell() - start
+
+    def lookup_block(self, name, off):
+        blk = self.blocks.get(name)
+        if blk is None:
+            self.soft_error('RAM page for unknown block %s' % q(name), off)
+            blk = RamBlock(name, 0, known=False)
+            self.blocks[name] = blk
+            self.block_order.append(blk)
+        return blk
+
+    def parse_ram_block_list(self, total, off):
+        r = self.r
+        first = self.ram_total is None
+        self.ram_total = total
+        left = total
+        seen = set()
+        while left > 0:
+            boff = r.tell()
+            name = r.counted_str('RAM block id')
+            length = r.be64('RAM block length')
+            if length > left:
+                raise StreamError('RAM block %s (0x%x bytes) overruns the '
+                                  'announced total 0x%x'
+                                  % (q(name), length, total), boff)
+            if name in seen:
+                raise StreamError('RAM block %s listed twice' % q(name), boff)
+            seen.add(name)
+            psize = None
+            if self.postcopy_advised:
+                # Only present for blocks whose page size differs from the
+                # host's; recognised as a power of two >= 4 KiB (the next
+                # item is otherwise a block id or a RAM header).
+                peek = r.peek(8)
+                if len(peek) == 8:
+                    v = int.from_bytes(peek, 'big')
+                    if v >= 4096 and v & (v - 1) == 0 and v <= 1 << 40:
+                        psize = v
+                        r.skip(8, 'RAM block page size')
+            addr = None
+            if self.ignore_shared:
+                addr = r.be64('RAM block address')
+            blk = self.blocks.get(name)
+            if blk is None or not blk.known:
+                if blk is not None:
+                    self.block_order.remove(blk)
+                if not first and blk is None:
+                    self.warn('RAM block %s first listed by a later '
+                              'MEM_SIZE record' % q(name))
+                blk = RamBlock(name, length)
+                self.blocks[name] = blk
+                self.block_order.append(blk)
+                if self.dump_dir is not None:
+                    self.dump_open(blk, boff)
+            elif blk.length != length:
+                self.warn('RAM block %s resized from 0x%x to 0x%x'
+                          % (q(name), blk.length, length))
+                blk.length = length
+                if blk.fd is not None:
+                    os.ftruncate(blk.fd, length)
+            blk.page_size = psize
+            blk.addr = addr
+            left -= length
+
+    # -- memory dump -------------------------------------------------------
+
+    def dump_open(self, blk, off):
+        path = os.path.join(self.dump_dir, safe_filename(blk.name))
+        if any(b.fd is not None and b.dump_path == path
+               for b in self.block_order if b is not blk):
+            raise StreamError('RAM blocks with clashing file names (%s)'
+                              % path, off)
+        try:
+            blk.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.ftruncate(blk.fd, blk.length)
+        except OSError as e:
+            raise StreamError('cannot create %s: %s' % (path, e.strerror),
+                              off)
+        blk.dump_path = path
+        blk.nonzero = PageSet()
+
+    def dump_fill(self, blk, pno, fill):
+        if fill == 0:
+            if pno in blk.nonzero:
+                os.pwrite(blk.fd, bytes(self.page_size), pno * self.page_size)
+                blk.nonzero.discard(pno)
+        else:
+            os.pwrite(blk.fd, bytes([fill]) * self.page_size,
+                      pno * self.page_size)
+            blk.nonzero.add(pno)
+
+    def dump_page(self, blk, pno, kind, data, off):
+        ps = self.page_size
+        if kind == RAM_XBZRLE:
+            page = bytearray(os.pread(blk.fd, ps, pno * ps).ljust(ps, b'\0'))
+            if not xbzrle_apply(page, data):
+                raise StreamError('malformed XBZRLE page', off)
+            data = bytes(page)
+        elif kind == RAM_COMPRESS:
+            try:
+                data = zlib.decompress(data)
+            except zlib.error as e:
+                raise StreamError('cannot inflate compressed page: %s' % e,
+                                  off)
+            if len(data) != ps:
+                raise StreamError('compressed page inflates to %d bytes'
+                                  % len(data), off)
+        os.pwrite(blk.fd, data, pno * ps)
+        blk.nonzero.add(pno)
+
+    def close(self):
+        for blk in self.block_order:
+            if blk.fd is not None:
+                os.close(blk.fd)
+                blk.fd = None
+
+    # -- output ------------------------------------------------------------
+
+    def ram_summary(self):
+        if self.ram_section is None and not self.blocks:
+            return None
+        ps = self.page_size
+        blocks = [b.summary(ps) for b in self.block_order]
+        d = {'section_id': self.ram_section.id if self.ram_section else None,
+             'page_size': ps, 'page_size_source': self.page_size_source,
+             'total_bytes': self.ram_total,
+             'total_pages': (self.ram_total // ps
+                             if self.ram_total is not None else None),
+             'blocks': blocks}
+        for key in ('zero_pages', 'normal_pages', 'xbzrle_pages',
+                    'compressed_pages', 'pages_beyond_end', 'pages_covered'):
+            d[key] = sum(b[key] for b in blocks)
+        d['chunks'] = self.ram_chunks
+        d['multifd_flushes'] = self.ram_flushes
+        d['bytes'] = self.ram_bytes
+        return d
+
+    def error_list(self):
+        out = [{'message': e.what, 'offset': e.offset} for e in self.errors]
+        if self.fatal is not None:
+            out.append({'message': self.fatal.what,
+                        'offset': self.fatal.offset, 'fatal': True})
+        return out
+
+    def summary(self):
+        conf = None
+        if self.config is not None:
+            conf = {k: v for k, v in self.config.items() if k != 'state'}
+        d = {'header': self.header,
+             'configuration': conf,
+             'sections': [s.summary() for s in self.section_order],
+             'commands': self.commands,
+             'ram': self.ram_summary(),
+             'devices': self.devices,
+             'eof': self.eof_offset is not None,
+             'eof_offset': self.eof_offset,
+             'vmdesc': self.vmdesc is not None,
+             'vmdesc_offset': self.vmdesc_offset,
+             'vmdesc_bytes': (len(self.vmdesc_raw)
+                              if self.vmdesc_raw is not None else None),
+             'footers': self.footers,
+             'file_bytes': self.size,
+             'trailing_bytes': self.trailing,
+             'complete': self.fatal is None,
+             'errors': self.error_list(),
+             'warnings': self.warnings}
+        if self.vmdesc is not None:
+            described = set(self.device_desc)
+            sent = {(x['name'], x['instance_id']) for x in self.devices}
+            missing = sorted(described - sent)
+            if missing and self.fatal is None:
+                d['devices_not_in_stream'] = ['%s (%d)' % k for k in missing]
+        return d
+
+    def state_doc(self):
+        d = {'configuration': None, 'devices': self.state}
+        if self.config is not None:
+            d['configuration'] = self.config.get('state') or {
+                k: v for k, v in self.config.items() if k != 'offset'}
+        d['complete'] = self.fatal is None
+        d['errors'] = self.error_list()
+        return d
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description='Decode a QEMU-format migration stream file and print '
+                    'JSON on stdout.',
+        epilog='''\
+dump modes:
+  summary  header, machine type, per-section record counts and bytes, RAM
+           blocks with zero/normal/xbzrle/compressed page counts, pages
+           beyond a block's end and distinct pages covered, devices, EOF,
+           vmdesc and trailing bytes (default)
+  state    decoded device state: "idstr (instance)" -> {field: value};
+           arrays are lists, buffers hex strings, structs objects,
+           subsections are keyed by their name
+  desc     the vmdesc JSON found after EOF, pretty-printed
+  records  every top-level record with its offset and payload size
+
+errors:
+  Problems with the input are reported on stderr as
+  "analyze-migration.py: error: WHAT at offset 0xPOS" and the exit status is
+  1.  For summary, state and records the JSON document is printed anyway,
+  with what was decoded up to the error, "complete": false and an "errors"
+  list; desc prints nothing on error.  A page beyond its block's end or
+  for an unknown block is counted and the stream read on (exit status 1
+  at the end); everything else stops the analysis.
+
+  Without --strict a stream that ends cleanly between records without an
+  EOF record, or has bytes after its end, is accepted (see "eof" and
+  "trailing_bytes"); with --strict both are errors.
+
+limits:
+  Device sections can only be decoded with the vmdesc, which must lie in
+  the last 16 MiB of the file.  RDMA, multifd side channels and mapped-ram
+  files are not supported.
+''')
+    p.add_argument('-f', '--file', required=True,
+                   help='migration stream file to read')
+    p.add_argument('-d', '--dump', default='summary',
+                   choices=('summary', 'state', 'desc', 'records'),
+                   help='what to print (default: summary)')
+    p.add_argument('--dump-memory', metavar='DIR',
+                   help='write each RAM block\'s final content to '
+                        'DIR/<block name, "/" -> "_">.bin (sparse, block '
+                        'length; XBZRLE and compressed pages are decoded)')
+    p.add_argument('--strict', action='store_true',
+                   help='also fail on a missing EOF or trailing bytes')
+    return p.parse_args(argv)
+
+
+def emit(doc):
+    sys.stdout.write(json.dumps(doc, indent=2) + '\n')
+    sys.stdout.flush()
+
+
+def run(args):
+    try:
+        f = open(args.file, 'rb')
+    except OSError as e:
+        print('%s: error: cannot open %s: %s' % (PROG, args.file, e.strerror),
+              file=sys.stderr)
+        return 1
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if args.dump == 'desc':
+            try:
+                an = Analyzer(f, size)
+                an.r = Reader(f, size)
+                an.parse_header()
+                found, problem = locate_vmdesc(f, size)
+            except StreamError as e:
+                print(e.line(), file=sys.stderr)
+                return 1
+            if found is None:
+                print(oneline('%s: error: %s' % (PROG, problem)),
+                      file=sys.stderr)
+                return 1
+            emit(found[2])
+            return 0
+
+        if args.dump_memory:
+            try:
+                os.makedirs(args.dump_memory, exist_ok=True)
+            except OSError as e:
+                print('%s: error: cannot create %s: %s'
+                      % (PROG, args.dump_memory, e.strerror), file=sys.stderr)
+                return 1
+        an = Analyzer(f, size, dump_dir=args.dump_memory,
+                      want_records=args.dump == 'records')
+        try:
+            an.run()
+            if args.strict:
+                if an.eof_offset is None:
+                    raise StreamError('stream ends without EOF', an.stream_end)
+                if an.trailing:
+                    raise StreamError('%d bytes of trailing garbage'
+                                      % an.trailing, an.stream_end)
+        except StreamError as e:
+            an.fatal = e
+        except OSError as e:
+            an.fatal = StreamError('I/O error: %s' % e.strerror,
+                                   an.r.tell() if an.r else None)
+        finally:
+            an.close()
+
+    if args.dump == 'state':
+        emit(an.state_doc())
+    elif args.dump == 'records':
+        emit({'records': an.records, 'complete': an.fatal is None,
+              'errors': an.error_list()})
+    else:
+        emit(an.summary())
+
+    for w in an.warnings:
+        print(oneline('%s: warning: %s' % (PROG, w)), file=sys.stderr)
+    if an.eof_offset is None and an.fatal is None:
+        print('%s: warning: stream ends without EOF at offset 0x%x'
+              % (PROG, an.stream_end), file=sys.stderr)
+    if an.trailing and an.fatal is None:
+        print('%s: warning: %d trailing bytes after the stream at offset 0x%x'
+              % (PROG, an.trailing, an.stream_end), file=sys.stderr)
+    for e in an.errors[:MAX_ERRORS_SHOWN]:
+        print(e.line(), file=sys.stderr)
+    if len(an.errors) > MAX_ERRORS_SHOWN:
+        print('%s: error: ... and %d more'
+              % (PROG, len(an.errors) - MAX_ERRORS_SHOWN), file=sys.stderr)
+    if an.fatal is not None:
+        print(an.fatal.line(), file=sys.stderr)
+    return 1 if an.fatal is not None or an.errors else 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # Output cut short (e.g. piped into head): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as e:      # never a traceback on bad input
+        if os.environ.get('ANALYZE_MIGRATION_DEBUG'):
+            raise
+        print('%s: error: internal error (%s: %s); set '
+              'ANALYZE_MIGRATION_DEBUG=1 for a traceback'
+              % (PROG, type(e).__name__, e), file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Installs (idempotently) every Debian package the build, the tests, the demo
+# and the benchmarks need. Run as root on Debian 12.
+set -eu
+
+PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to install:$missing" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing
