@@ -14,6 +14,8 @@ const HMPCommand hmp_info_cmds[] = {
       hmp_info_migrate_capabilities },
     { "migrate_parameters", "", "", "show current migration parameters",
       hmp_info_migrate_parameters },
+    { "stats", "target:s,names:s?", "target [names]",
+      "show statistics (target: vm or vcpu; names: comma-separated)", hmp_info_stats },
     { NULL },
 };
 

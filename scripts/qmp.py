@@ -44,12 +44,19 @@ class QMP:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
-        self.sock.settimeout(None)
+        # A monitor busy with another client accepts the connection but
+        # sends no greeting until that client leaves: do not wait forever.
+        self.sock.settimeout(max(timeout, 1.0))
         self.file = self.sock.makefile("rwb")
         self.events = []
-        greeting = self._read()
+        try:
+            greeting = self._read()
+        except socket.timeout:
+            self.sock.close()
+            raise QMPError("no QMP greeting from %s (monitor busy?)" % (address,))
         if "QMP" not in greeting:
             raise QMPError("bad greeting: %r" % greeting)
+        self.sock.settimeout(None)
         self.cmd("qmp_capabilities")
 
     def _read(self):
