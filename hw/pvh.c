@@ -48,27 +48,30 @@ static bool elf_view_init(ElfView *v, const uint8_t *image, size_t size, Error *
         error_setg(errp, "invalid ELF class %u", image[EI_CLASS]);
         return false;
     }
+    /* Copy the header out: @image need not be aligned (like elf_get_phdr). */
     if (v->is64) {
-        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
-        if (size < sizeof(*eh)) {
+        Elf64_Ehdr eh;
+        if (size < sizeof(eh)) {
             goto truncated;
         }
-        machine = eh->e_machine;
-        v->phoff = eh->e_phoff;
-        v->phentsize = eh->e_phentsize;
-        v->phnum = eh->e_phnum;
+        memcpy(&eh, image, sizeof(eh));
+        machine = eh.e_machine;
+        v->phoff = eh.e_phoff;
+        v->phentsize = eh.e_phentsize;
+        v->phnum = eh.e_phnum;
         if (v->phentsize != sizeof(Elf64_Phdr)) {
             goto bad_phdr;
         }
     } else {
-        const Elf32_Ehdr *eh = (const Elf32_Ehdr *)image;
-        if (size < sizeof(*eh)) {
+        Elf32_Ehdr eh;
+        if (size < sizeof(eh)) {
             goto truncated;
         }
-        machine = eh->e_machine;
-        v->phoff = eh->e_phoff;
-        v->phentsize = eh->e_phentsize;
-        v->phnum = eh->e_phnum;
+        memcpy(&eh, image, sizeof(eh));
+        machine = eh.e_machine;
+        v->phoff = eh.e_phoff;
+        v->phentsize = eh.e_phentsize;
+        v->phnum = eh.e_phnum;
         if (v->phentsize != sizeof(Elf32_Phdr)) {
             goto bad_phdr;
         }

@@ -318,10 +318,12 @@ static void hmp_read(void *opaque, const uint8_t *buf, size_t len)
             return;
         }
         char c = buf[i];
+        bool after_cr = mon->last_cr;
 
+        mon->last_cr = c == '\r';
         if (c == '\r' || c == '\n') {
-            /* Treat \r\n as one end of line. */
-            if (c == '\n' && i > 0 && buf[i - 1] == '\r') {
+            /* Treat \r\n as one end of line, even when a read splits the pair. */
+            if (c == '\n' && after_cr) {
                 continue;
             }
             if (mon->echo) {
@@ -391,6 +393,7 @@ static void hmp_event(void *opaque, ChardevEvent event)
     switch (event) {
     case CHR_EVENT_OPENED:
         mon->connected = true;
+        mon->last_cr = false;
         g_string_truncate(mon->line, 0);
         monitor_printf(mon, "QEMU %s monitor - type 'help' for more information\n", QEMU_VERSION);
         hmp_prompt(mon);

@@ -22,6 +22,7 @@ struct Monitor {
     /* HMP session. */
     GString *line;              /* the line being typed */
     bool line_overflow;         /* current line exceeded HMP_MAX_LINE */
+    bool last_cr;               /* the last byte read was '\r' (it may end a "\r\n") */
     bool echo;                  /* readline-style echo (not on a cooked tty) */
     GString *capture;           /* output of human-monitor-command */
     bool suspended;             /* a command is still running: queue input */
