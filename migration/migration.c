@@ -34,6 +34,7 @@
 #define DEFAULT_BANDWIDTH_BPMS (1024.0 * 1024)
 
 static MigrationState current_migration = { .state = MIGRATION_STATUS_NONE };
+static void migration_cleanup_bh(void *opaque);
 static GMutex rate_lock;
 static GCond rate_cond;
 static bool rate_kick;              /* rate_lock */
@@ -308,17 +309,13 @@ static void migration_iterate_loop(MigrationState *s, QEMUFile *f, Error **errp)
     }
 }
 
-static void migration_cleanup_bh(void *opaque);
 
-static void *migration_thread(void *opaque)
+QEMUFile *migration_open_output(MigrationState *s, uint64_t rate_limit, Error **errp)
 {
-    MigrationState *s = opaque;
-    Error *err = NULL;
     QEMUFile *f;
-    int ret;
 
-    if (!mig_channel_connect(s->uri, &s->channel, &err)) {
-        goto fail;
+    if (!mig_channel_connect(s->uri, &s->channel, errp)) {
+        return NULL;
     }
     f = qemu_file_new_output(s->channel.fd, "migration stream");
     g_mutex_lock(&s->file_lock);
@@ -327,36 +324,53 @@ static void *migration_thread(void *opaque)
         qemu_file_shutdown(f);
     }
     g_mutex_unlock(&s->file_lock);
-    qemu_file_set_rate_limit(f, migrate_max_bandwidth() / XFER_LIMIT_RATIO);
+    qemu_file_set_rate_limit(f, rate_limit);
+    return f;
+}
+
+bool migration_setup_sections(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    int ret;
 
     qemu_savevm_state_header(f);
     bql_lock();
-    ret = qemu_savevm_state_setup(f, &err);
+    ret = qemu_savevm_state_setup(f, errp);
     bql_unlock();
     if (ret < 0 || qemu_file_get_error(f)) {
-        if (!err) {
-            error_setg(&err, "%s", qemu_file_error_msg(f));
+        if (errp && !*errp) {
+            error_setg(errp, "%s", qemu_file_error_msg(f));
         }
-        goto fail;
+        return false;
     }
     s->setup_ms = (get_clock_ns() - s->start_ns) / 1000000;
     migrate_set_state(&s->state, MIGRATION_STATUS_SETUP, MIGRATION_STATUS_ACTIVE);
-    migration_iterate_loop(s, f, &err);
-    if (err) {
-        goto fail;
-    }
-    goto out;
+    return true;
+}
 
-fail:
-    if (migration_state(s) != MIGRATION_STATUS_CANCELLING) {
-        error_prepend(&err, "migration failed: ");
-        migration_fail(s, err);
-    } else {
-        error_free(err);
+void migration_thread_end(MigrationState *s, Error *err)
+{
+    if (err) {
+        if (migration_state(s) != MIGRATION_STATUS_CANCELLING) {
+            error_prepend(&err, "migration failed: ");
+            migration_fail(s, err);
+        } else {
+            error_free(err);
+        }
     }
-out:
     s->total_ms = (get_clock_ns() - s->start_ns) / 1000000;
     qemu_bh_schedule_oneshot(migration_cleanup_bh, s);
+}
+
+static void *migration_thread(void *opaque)
+{
+    MigrationState *s = opaque;
+    Error *err = NULL;
+    QEMUFile *f = migration_open_output(s, migrate_max_bandwidth() / XFER_LIMIT_RATIO, &err);
+
+    if (f && migration_setup_sections(s, f, &err)) {
+        migration_iterate_loop(s, f, &err);
+    }
+    migration_thread_end(s, err);
     return NULL;
 }
 
@@ -375,6 +389,8 @@ static void migration_cleanup_bh(void *opaque)
     bql_unlock();
     qemu_thread_join(&s->thread);
     bql_lock();
+    /* A snapshot that did not finish still has guest RAM write-protected. */
+    snapshot_cleanup();
     qemu_savevm_state_cleanup();
     g_mutex_lock(&s->file_lock);
     f = s->to_dst;

@@ -43,6 +43,12 @@ typedef struct MigrationState {
 } MigrationState;
 
 MigrationState *migrate_get_current(void);
+/* Thread helpers shared by precopy and the background snapshot. */
+QEMUFile *migration_open_output(MigrationState *s, uint64_t rate_limit, Error **errp);
+/* Header, configuration and START sections, then setup -> active. */
+bool migration_setup_sections(MigrationState *s, QEMUFile *f, Error **errp);
+/* Records @err (if any) and hands cleanup to the main loop. Thread exit path. */
+void migration_thread_end(MigrationState *s, Error *err);
 /* Compare-and-swap @old -> @new; emits MIGRATION if it happened. Any thread. */
 void migrate_set_state(int *state, int old, int new);
 /* query-migrate for a destination (fills @info, returns it). */

@@ -12,6 +12,8 @@
 #include "migration.h"
 
 static bool caps[MIGRATION_CAPABILITY__MAX];
+/* max-bandwidth was set explicitly (a background snapshot then honours it). */
+static bool max_bandwidth_user_set;
 static MigrationParameters *params;
 
 void migration_options_init(void)
@@ -83,6 +85,11 @@ bool migrate_background_snapshot(void)
 uint64_t migrate_max_bandwidth(void)
 {
     return __atomic_load_n(&params->max_bandwidth, __ATOMIC_RELAXED);
+}
+
+bool migrate_max_bandwidth_user_set(void)
+{
+    return max_bandwidth_user_set;
 }
 
 uint64_t migrate_downtime_limit(void)
@@ -259,6 +266,7 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     APPLY_STR(p, tls_authz);
     if (p->has_max_bandwidth) {
         __atomic_store_n(&params->max_bandwidth, p->max_bandwidth, __ATOMIC_RELAXED);
+        max_bandwidth_user_set = true;
         migration_rate_limit_changed();
     }
     if (p->has_downtime_limit) {

@@ -21,6 +21,7 @@ bool migrate_events(void);
 bool migrate_background_snapshot(void);
 uint64_t migrate_max_bandwidth(void);
 uint64_t migrate_downtime_limit(void);
+bool migrate_max_bandwidth_user_set(void);
 int migrate_clear_bitmap_shift(void);
 /* Capabilities implemented by this build (others are refused when on). */
 bool migrate_cap_supported(MigrationCapability cap);

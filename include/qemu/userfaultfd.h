@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Thin userfaultfd wrapper for write-protect tracking. Every function
+ * returns 0 (or a count) on success and -errno on failure.
+ */
+#ifndef QEMU_USERFAULTFD_H
+#define QEMU_USERFAULTFD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/userfaultfd.h>
+
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+/* Linux 6.4: write-protect also marks never-populated PTEs. */
+#define UFFD_FEATURE_WP_UNPOPULATED (1ULL << 13)
+#endif
+
+/* Features this kernel's userfaultfd offers (0 if userfaultfd is unusable). */
+uint64_t uffd_query_features(void);
+/* A non-blocking userfaultfd with @features enabled: fd or -errno. */
+int uffd_create(uint64_t features);
+/* Register [start, start+len) in write-protect mode; checks WRITEPROTECT is allowed. */
+int uffd_register_wp(int fd, void *start, uint64_t len);
+int uffd_unregister(int fd, void *start, uint64_t len);
+/* Protect (@wp) or unprotect and wake waiters (!@wp) a range. */
+int uffd_change_protection(int fd, void *start, uint64_t len, bool wp);
+/*
+ * Reads up to @max pending write-fault addresses into @addrs without
+ * blocking. Returns how many (0 if none), or -errno.
+ */
+int uffd_read_wp_faults(int fd, uint64_t *addrs, int max);
+
+#endif

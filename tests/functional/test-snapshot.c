@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Background snapshots (userfaultfd write protection) of running guests:
+ * HMP and QMP paths, restore (twice) with the verify firmware carrying on
+ * with no FAIL, byte-identical RAM for a paused guest, cancel mid-way,
+ * refused capability combinations, and a 4 GiB guest spanning two slots.
+ *
+ * The verify firmware is the checker: the restored CPU state resumes the
+ * pass that was running at the snapshot point, so any page saved after the
+ * guest changed it (or not at all) makes it print FAIL.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+static char *snap_path(const char *name)
+{
+    return g_strdup_printf("%s/%s.snap", vmtest_tmpdir(), name);
+}
+
+static void wait_snapshot_done(VM *src)
+{
+    JsonNode *info = vm_wait_migration(src, "completed|failed|cancelled", 300);
+
+    if (strcmp(json_get_str(info, "status"), "completed")) {
+        g_autofree char *s = json_to_string(info, TRUE);
+        g_error("snapshot did not complete: %s", s);
+    }
+    g_assert_true(json_has(info, "x-background-snapshot.faults"));
+    json_node_unref(info);
+}
+
+/* Restores @file into a fresh instance and checks the guest carries on. */
+static void restore_and_check(const char *mem, const char *append, const char *incoming,
+                              bool paused, int pass_before)
+{
+    VM *dst = migtest_start_dest(mem, append, paused, incoming);
+
+    migtest_wait_incoming_done(dst);
+    if (paused) {
+        g_autofree char *st = vm_status(dst);
+        g_assert_cmpstr(st, ==, "paused");
+        json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    }
+    migtest_assert_guest_continues(dst, append, pass_before);
+    vm_kill(dst);
+}
+
+static void test_hmp_snapshot_restore_twice(void)
+{
+    const char *append = "mode=verify mem=384";
+    g_autofree char *file = snap_path("hmp");
+    g_autofree char *incoming = g_strdup_printf("exec:cat %s", file);
+    g_autofree char *out = NULL;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("512M", append);
+    out = vm_hmp(src, "migrate_set_capability background-snapshot on");
+    g_assert_cmpstr(out, ==, "");
+    g_clear_pointer(&out, g_free);
+    pass = migtest_last_pass(src);
+    out = vm_hmp(src, "migrate -d \"exec:cat > %s\"", file);
+    g_assert_cmpstr(out, ==, "");
+    g_clear_pointer(&out, g_free);
+    wait_snapshot_done(src);
+    out = vm_hmp(src, "info migrate");
+    g_assert_nonnull(strstr(out, "Migration status: completed"));
+    g_assert_nonnull(strstr(out, "fault latency histogram"));
+    /* The source guest keeps running, unharmed. */
+    {
+        const char *l = vm_wait_line(src, "PASS", 60);
+        g_assert_cmpint(line_get_int(l, "n"), >, pass);
+        g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+    }
+    vm_kill(src);
+    restore_and_check("512M", append, incoming, false, pass);
+    restore_and_check("512M", append, incoming, true, pass);
+}
+
+static void test_qmp_snapshot_paused_identical(void)
+{
+    const char *append = "mode=verify mem=128";
+    g_autofree char *file = snap_path("paused");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("256M", append);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'stop'}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    wait_snapshot_done(src);
+    /* A guest paused when the snapshot started stays paused. */
+    {
+        g_autofree char *st = vm_status(src);
+        g_assert_cmpstr(st, ==, "paused");
+    }
+    dst = migtest_start_dest("256M", append, true, uri);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_ram_identical(src, dst, "256M");
+    vm_kill(dst);
+    vm_kill(src);
+}
+
+static void test_cancel(void)
+{
+    const char *append = "mode=verify mem=384";
+    g_autofree char *file = snap_path("cancel");
+    JsonNode *info;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("512M", append);
+    /* A bandwidth the user set is honoured: slow enough to cancel mid-way. */
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 33554432}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': 'file:%s'}}",
+                              file));
+    for (;;) {
+        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        if (json_has(info, "ram") && json_get_int(info, "ram.transferred") > 32 << 20) {
+            json_node_unref(info);
+            break;
+        }
+        json_node_unref(info);
+        vm_pump(src, 50);
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate_cancel'}"));
+    info = vm_wait_migration(src, "cancelled", 60);
+    json_node_unref(info);
+    /* Everything unprotected: the guest runs on and verifies its whole area. */
+    pass = migtest_last_pass(src);
+    {
+        const char *l;
+        do {
+            l = vm_wait_line(src, "PASS", 60);
+        } while (line_get_int(l, "n") < pass + 3);
+    }
+    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+    {
+        g_autofree char *st = vm_status(src);
+        g_assert_cmpstr(st, ==, "running");
+    }
+    vm_kill(src);
+}
+
+static void test_refused_combinations(void)
+{
+    static const char *const caps[] = {
+        "postcopy-ram", "multifd", "auto-converge", "xbzrle", "compress", "return-path",
+        "validate-uuid", "zero-copy-send", "pause-before-switchover", "release-ram",
+    };
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
+                  vmtest_firmware());
+    for (size_t i = 0; i < G_N_ELEMENTS(caps); i++) {
+        g_autofree char *desc = NULL;
+        g_autofree char *want = g_strdup_printf("Background-snapshot is not compatible with %s",
+                                                caps[i]);
+        JsonNode *r = vm_qmp(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                                 "{'capabilities': [{'capability': 'background-snapshot', "
+                                 "'state': true}, {'capability': '%s', 'state': true}]}}",
+                             caps[i]);
+        desc = vm_qmp_error_desc(r, NULL);
+        g_assert_cmpstr(desc, ==, want);
+        json_node_unref(r);
+    }
+    /* Alone it is accepted, and shows in query-migrate-capabilities. */
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    {
+        g_autofree char *out = vm_hmp(vm, "info migrate_capabilities");
+        g_assert_nonnull(strstr(out, "background-snapshot: on"));
+    }
+    vm_kill(vm);
+}
+
+/* RAM above 3 GiB is a second KVM slot of the same block. */
+static void test_highmem(void)
+{
+    const char *append = "mode=verify mem=3584";
+    g_autofree char *file = snap_path("highmem");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("4G", append);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    wait_snapshot_done(src);
+    vm_kill(src);
+    restore_and_check("4G", append, uri, false, pass);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/snapshot/hmp-restore-twice", test_hmp_snapshot_restore_twice);
+    g_test_add_func("/snapshot/qmp-paused-identical", test_qmp_snapshot_paused_identical);
+    g_test_add_func("/snapshot/cancel", test_cancel);
+    g_test_add_func("/snapshot/refused-combinations", test_refused_combinations);
+    g_test_add_func("/snapshot/highmem", test_highmem);
+    return g_test_run();
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* userfaultfd write-protect helpers used by the background snapshot. */
+#include "qemu/osdep.h"
+#include "qemu/userfaultfd.h"
+#include <sys/syscall.h>
+
+static int uffd_open_raw(void)
+{
+    int fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+    return fd < 0 ? -errno : fd;
+}
+
+uint64_t uffd_query_features(void)
+{
+    struct uffdio_api api = { .api = UFFD_API, .features = 0 };
+    int fd = uffd_open_raw();
+    uint64_t features = 0;
+
+    if (fd < 0) {
+        return 0;
+    }
+    /* With features = 0 the kernel answers with everything it supports. */
+    if (ioctl(fd, UFFDIO_API, &api) == 0) {
+        features = api.features;
+    }
+    close(fd);
+    return features;
+}
+
+int uffd_create(uint64_t features)
+{
+    struct uffdio_api api = { .api = UFFD_API, .features = features };
+    int fd = uffd_open_raw();
+
+    if (fd < 0) {
+        return fd;
+    }
+    if (ioctl(fd, UFFDIO_API, &api) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    if ((api.features & features) != features) {
+        close(fd);
+        return -ENOTSUP;
+    }
+    return fd;
+}
+
+int uffd_register_wp(int fd, void *start, uint64_t len)
+{
+    struct uffdio_register reg = {
+        .range = { .start = (uintptr_t)start, .len = len },
+        .mode = UFFDIO_REGISTER_MODE_WP,
+    };
+
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) < 0) {
+        return -errno;
+    }
+    if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
+        uffd_unregister(fd, start, len);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+int uffd_unregister(int fd, void *start, uint64_t len)
+{
+    struct uffdio_range r = { .start = (uintptr_t)start, .len = len };
+
+    return ioctl(fd, UFFDIO_UNREGISTER, &r) < 0 ? -errno : 0;
+}
+
+int uffd_change_protection(int fd, void *start, uint64_t len, bool wp)
+{
+    struct uffdio_writeprotect w = {
+        .range = { .start = (uintptr_t)start, .len = len },
+        .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+    };
+
+    for (;;) {
+        if (ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0) {
+            return 0;
+        }
+        /* The kernel may report -EAGAIN while the mm is changing; retry. */
+        if (errno != EAGAIN && errno != EINTR) {
+            return -errno;
+        }
+    }
+}
+
+int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
+{
+    struct uffd_msg msgs[64];
+    int n = 0;
+
+    max = MIN(max, (int)ARRAY_SIZE(msgs));
+    for (;;) {
+        ssize_t r = read(fd, msgs, max * sizeof(msgs[0]));
+
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno == EAGAIN ? 0 : -errno;
+        }
+        for (size_t i = 0; i < r / sizeof(msgs[0]); i++) {
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT &&
+                (msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
+                addrs[n++] = msgs[i].arg.pagefault.address;
+            }
+        }
+        return n;
+    }
+}
