@@ -41,6 +41,8 @@ struct Chardev {
     int listen_fd;
     guint listen_watch;
     char *desc;                 /* "unix:/path" or "tcp:host:port" for messages */
+    GByteArray *outbuf;         /* output not yet taken by the client */
+    guint out_watch;
     char *unix_path;            /* unlinked when we created it */
 };
 
@@ -49,7 +51,11 @@ static bool stdio_in_use;
 static bool stdio_tty_saved;
 static struct termios stdio_saved_tty;
 
+/* A socket client may leave this much unread output before it is dropped. */
+#define CHR_OUT_MAX (32 * MiB)
+
 static void chr_watch_input(Chardev *chr);
+static void chr_client_close(Chardev *chr);
 static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
 
 Chardev *qemu_chr_find(const char *id)
@@ -89,7 +95,6 @@ static void chr_send_event(Chardev *chr, ChardevEvent ev)
     }
 }
 
-static void chr_client_close(Chardev *chr);
 
 static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
 {
@@ -152,15 +157,21 @@ static void chr_opened_bh(void *opaque)
     if (chr->connected) {
         chr_send_event(chr, CHR_EVENT_OPENED);
     }
+    chr_watch_input(chr);
 }
 
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 {
     chr->fe = *fe;
     chr->has_fe = true;
-    chr_watch_input(chr);
     if (chr->connected) {
+        /*
+         * The frontend must see OPENED (a QMP greeting) before any input:
+         * read nothing until the bottom half has delivered it.
+         */
         qemu_bh_schedule_oneshot(chr_opened_bh, chr);
+    } else {
+        chr_watch_input(chr);
     }
 }
 
@@ -174,6 +185,48 @@ bool qemu_chr_is_stdio(Chardev *chr)
     return chr->kind == CHR_STDIO;
 }
 
+/* Sends what is queued for a socket client without blocking. */
+static void chr_socket_flush(Chardev *chr)
+{
+    while (chr->outbuf->len && chr->out_fd >= 0) {
+        ssize_t n = send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (n <= 0) {
+            /* The peer vanished; stop writing to it, input will see EOF. */
+            chr->out_fd = -1;
+            g_byte_array_set_size(chr->outbuf, 0);
+            break;
+        }
+        g_byte_array_remove_range(chr->outbuf, 0, n);
+    }
+}
+
+static gboolean chr_socket_writable(GIOChannel *ch, GIOCondition cond, gpointer opaque)
+{
+    Chardev *chr = opaque;
+
+    chr_socket_flush(chr);
+    if (chr->outbuf->len && chr->out_fd >= 0) {
+        return G_SOURCE_CONTINUE;
+    }
+    chr->out_watch = 0;
+    /* Output drained: a frontend that stopped reading may take input again. */
+    qemu_chr_fe_accept_input(chr);
+    return G_SOURCE_REMOVE;
+}
+
+size_t qemu_chr_out_pending(Chardev *chr)
+{
+    return chr->outbuf ? chr->outbuf->len : 0;
+}
+
 int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
 {
     size_t done = 0;
@@ -181,14 +234,33 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
     if (!chr->connected || chr->out_fd < 0) {
         return len;             /* nobody listening: output is dropped */
     }
-    while (done < len) {
-        ssize_t n;
-
-        if (chr->kind == CHR_SOCKET) {
-            n = send(chr->out_fd, (const uint8_t *)buf + done, len - done, MSG_NOSIGNAL);
-        } else {
-            n = write(chr->out_fd, (const uint8_t *)buf + done, len - done);
+    if (chr->kind == CHR_SOCKET) {
+        /*
+         * Never block on a socket client: a client that stops reading would
+         * otherwise stall whoever writes with the BQL held (monitors, the
+         * UART, hence the whole VM). Queue, send what the socket takes now,
+         * and give up on a client that lets too much pile up.
+         */
+        if (chr->outbuf->len + len > CHR_OUT_MAX) {
+            warn_report("chardev '%s': client is not reading its output, disconnecting",
+                        chr->label);
+            g_byte_array_set_size(chr->outbuf, 0);
+            chr_client_close(chr);
+            return -EPIPE;
         }
+        g_byte_array_append(chr->outbuf, buf, len);
+        chr_socket_flush(chr);
+        if (chr->outbuf->len && chr->out_fd >= 0 && !chr->out_watch) {
+            GIOChannel *ch = g_io_channel_unix_new(chr->out_fd);
+            chr->out_watch = g_io_add_watch(ch, G_IO_OUT | G_IO_ERR | G_IO_HUP,
+                                            chr_socket_writable, chr);
+            g_io_channel_unref(ch);
+        }
+        return chr->out_fd >= 0 ? (int)len : -EPIPE;
+    }
+    while (done < len) {
+        ssize_t n = write(chr->out_fd, (const uint8_t *)buf + done, len - done);
+
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -198,12 +270,7 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
             continue;
         }
         if (n <= 0) {
-            int err = n < 0 ? errno : EPIPE;
-            if (chr->kind == CHR_SOCKET) {
-                /* The peer vanished; stop writing to it, input will see EOF. */
-                chr->out_fd = -1;
-            }
-            return -err;
+            return n < 0 ? -errno : -EPIPE;
         }
         done += n;
     }
@@ -214,6 +281,13 @@ static void chr_client_close(Chardev *chr)
 {
     if (!chr->connected) {
         return;
+    }
+    if (chr->out_watch) {
+        g_source_remove(chr->out_watch);
+        chr->out_watch = 0;
+    }
+    if (chr->outbuf) {
+        g_byte_array_set_size(chr->outbuf, 0);
     }
     if (chr->in_watch) {
         g_source_remove(chr->in_watch);
@@ -446,6 +520,7 @@ static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error *
         return NULL;
     }
     chr = chr_alloc(label, CHR_SOCKET);
+    chr->outbuf = g_byte_array_new();
     chr->server = ss->server;
     chr->desc = ss->path ? g_strdup_printf("unix:%s", ss->path)
                          : g_strdup_printf("tcp:%s:%s", ss->host, ss->port);

@@ -386,6 +386,14 @@ void monitor_resume(Monitor *mon)
     hmp_read(mon, (const uint8_t *)pending->str, pending->len);
 }
 
+static size_t hmp_can_read(void *opaque)
+{
+    Monitor *mon = opaque;
+
+    /* Stop reading commands while output piles up unread (backpressure). */
+    return qemu_chr_out_pending(mon->chr) > 1 * MiB ? 0 : 4096;
+}
+
 static void hmp_event(void *opaque, ChardevEvent event)
 {
     Monitor *mon = opaque;
@@ -409,6 +417,7 @@ static void hmp_event(void *opaque, ChardevEvent event)
 void monitor_hmp_init(Monitor *mon)
 {
     CharFrontend fe = {
+        .can_read = hmp_can_read,
         .read = hmp_read,
         .event = hmp_event,
         .opaque = mon,

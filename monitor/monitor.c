@@ -52,12 +52,8 @@ void monitor_write(Monitor *mon, const char *buf, size_t len)
 
 void monitor_puts(Monitor *mon, const char *s)
 {
-    /* HMP output uses \r\n on the wire like QEMU's readline; capture keeps \n. */
+    /* HMP output ends lines with \r\n, human-monitor-command's too (as QEMU). */
     if (!mon || mon->qmp) {
-        return;
-    }
-    if (mon->capture) {
-        g_string_append(mon->capture, s);
         return;
     }
     for (const char *p = s; *p;) {
@@ -130,7 +126,7 @@ void monitor_qapi_event_emit(QAPIEvent event, JsonObject *data)
         json_object_set_object_member(obj, "data", data);
     }
     json_node_take_object(node, obj);
-    text = qmp_json_to_string(node, &len);
+    text = qmp_json_to_wire(node, &len);
     json_node_unref(node);
     for (guint i = 0; monitors && i < monitors->len; i++) {
         Monitor *mon = g_ptr_array_index(monitors, i);

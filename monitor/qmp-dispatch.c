@@ -77,6 +77,38 @@ static JsonNode *return_response(JsonNode *ret, JsonNode *id)
     return return_value(rsp);
 }
 
+/*
+ * json-glib writes compact JSON; QEMU separates members as {"a": 1, "b": 2}.
+ * Scripts that grep QMP output expect QEMU's spacing, so add it (outside
+ * strings only).
+ */
+static char *qmp_json_space_like_qemu(const char *in, size_t n, size_t *out_len)
+{
+    GString *out = g_string_sized_new(n + n / 8);
+    bool in_str = false, esc = false;
+
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+
+        g_string_append_c(out, c);
+        if (in_str) {
+            if (esc) {
+                esc = false;
+            } else if (c == '\\') {
+                esc = true;
+            } else if (c == '"') {
+                in_str = false;
+            }
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ':' || c == ',') {
+            g_string_append_c(out, ' ');
+        }
+    }
+    *out_len = out->len;
+    return g_string_free(out, FALSE);
+}
+
 char *qmp_json_to_string(JsonNode *node, size_t *len)
 {
     JsonGenerator *gen = json_generator_new();
@@ -88,6 +120,20 @@ char *qmp_json_to_string(JsonNode *node, size_t *len)
     g_object_unref(gen);
     if (len) {
         *len = n;
+    }
+    return text;
+}
+
+char *qmp_json_to_wire(JsonNode *node, size_t *len)
+{
+    g_autofree char *compact = NULL;
+    size_t n, m;
+    char *text;
+
+    compact = qmp_json_to_string(node, &n);
+    text = qmp_json_space_like_qemu(compact, n, &m);
+    if (len) {
+        *len = m;
     }
     return text;
 }

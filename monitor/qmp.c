@@ -20,7 +20,7 @@ static void qmp_send_node(Monitor *mon, JsonNode *node)
         json_generator_set_root(gen, node);
         text = json_generator_to_data(gen, &len);
     } else {
-        text = qmp_json_to_string(node, &len);
+        text = qmp_json_to_wire(node, &len);
     }
     monitor_write(mon, text, len);
     monitor_write(mon, "\r\n", 2);
@@ -64,6 +64,16 @@ static void qmp_handle_request(void *opaque, const char *text, size_t len, Error
     json_node_unref(resp);
 }
 
+/* Stop taking requests while replies pile up unread (backpressure). */
+#define MONITOR_OUT_HIGH (1 * MiB)
+
+static size_t qmp_can_read(void *opaque)
+{
+    Monitor *mon = opaque;
+
+    return qemu_chr_out_pending(mon->chr) > MONITOR_OUT_HIGH ? 0 : 4096;
+}
+
 static void qmp_read(void *opaque, const uint8_t *buf, size_t len)
 {
     Monitor *mon = opaque;
@@ -94,6 +104,7 @@ static void qmp_event(void *opaque, ChardevEvent event)
 void monitor_qmp_init(Monitor *mon)
 {
     CharFrontend fe = {
+        .can_read = qmp_can_read,
         .read = qmp_read,
         .event = qmp_event,
         .opaque = mon,

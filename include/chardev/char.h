@@ -43,6 +43,8 @@ void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe);
 bool qemu_chr_fe_busy(Chardev *chr);
 /* Writes everything (blocking) if a peer is connected; returns bytes or -errno. */
 int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len);
+/* Output queued for a slow socket client (frontends pause input above a limit). */
+size_t qemu_chr_out_pending(Chardev *chr);
 /* Drops the connected client of a socket chardev (it may reconnect). */
 void qemu_chr_disconnect(Chardev *chr);
 /* Resume input after a frontend's can_read returned 0. */

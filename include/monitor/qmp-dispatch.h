@@ -84,6 +84,8 @@ JsonNode *qmp_error_response(const Error *err);
  * @len is not NULL.
  */
 char *qmp_json_to_string(JsonNode *node, size_t *len);
+/* The same with QEMU's spacing ({"return": {}}), as QMP sends it. */
+char *qmp_json_to_wire(JsonNode *node, size_t *len);
 
 /*
  * QmpSplitter: cuts a QMP byte stream into complete top-level JSON texts,

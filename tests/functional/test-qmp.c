@@ -155,7 +155,7 @@ static void test_commands(void)
     json_node_unref(vm_wait_event(vm, "STOP", 30));
     vm_assert_status(vm, "paused", false);
     out = vm_hmp(vm, "info status");
-    g_assert_cmpstr(out, ==, "VM status: paused\n");
+    g_assert_cmpstr(out, ==, "VM status: paused\r\n");
     g_clear_pointer(&out, g_free);
     /* stop twice is harmless */
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'stop'}"));
@@ -163,7 +163,7 @@ static void test_commands(void)
     json_node_unref(vm_wait_event(vm, "RESUME", 30));
     vm_assert_status(vm, "running", true);
     out = vm_hmp(vm, "info status");
-    g_assert_cmpstr(out, ==, "VM status: running\n");
+    g_assert_cmpstr(out, ==, "VM status: running\r\n");
     g_clear_pointer(&out, g_free);
     vm_assert_progress(vm);
 
@@ -195,10 +195,10 @@ static void test_commands(void)
     check_introspection(vm);
 
     out = vm_hmp(vm, "info name");
-    g_assert_cmpstr(out, ==, "guest-one\n");
+    g_assert_cmpstr(out, ==, "guest-one\r\n");
     g_clear_pointer(&out, g_free);
     out = vm_hmp(vm, "info kvm");
-    g_assert_cmpstr(out, ==, "kvm support: enabled\n");
+    g_assert_cmpstr(out, ==, "kvm support: enabled\r\n");
     g_clear_pointer(&out, g_free);
     out = vm_hmp(vm, "no-such-command");
     g_assert_nonnull(strstr(out, "unknown command: 'no-such-command'"));
