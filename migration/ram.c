@@ -41,15 +41,6 @@
 /* An iterate call gives the migration thread back control this often. */
 #define RAM_ITERATE_MAX_NS (50 * 1000 * 1000)
 
-/*
- * Background snapshot: RAM is saved and unprotected in aligned 2 MiB runs.
- * Unprotecting a whole huge page keeps it huge; unprotecting part of it
- * splits it, and on kvm-pvm the guest then re-faults every 4 KiB page of
- * its working set (seconds of stall after a snapshot). A write fault saves
- * the run that contains the faulting page: guests write sequentially, so
- * the neighbours are likely next anyway.
- */
-#define BG_RUN_PAGES 512
 
 /* Source side; owned by the migration thread (stats read by query-migrate). */
 static RAMState ram_state;
@@ -80,6 +71,27 @@ static void ram_put_page_header(QEMUFile *f, RAMState *rs, RAMBlock *rb, uint64_
     }
 }
 
+/*
+ * Sends page @page of @rb from a private copy (@data, or NULL for a zero
+ * page): the background snapshot copies pages before it lets the guest
+ * write them again. @data must stay valid until the next qemu_fflush().
+ */
+void ram_save_page_copy(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                        const uint8_t *data)
+{
+    uint64_t offset = page << TARGET_PAGE_BITS;
+
+    if (!data) {
+        ram_put_page_header(f, rs, rb, offset, RAM_SAVE_FLAG_ZERO);
+        qemu_put_byte(f, 0);
+        rs->zero_pages++;
+    } else {
+        ram_put_page_header(f, rs, rb, offset, RAM_SAVE_FLAG_PAGE);
+        qemu_put_buffer_async(f, data, TARGET_PAGE_SIZE);
+        rs->normal_pages++;
+    }
+}
+
 /* Sends one page that has just been claimed from the bitmap. */
 void ram_save_page(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page)
 {
@@ -100,91 +112,6 @@ void ram_save_page(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page)
     }
 }
 
-static RAMBlockDirty *ram_block_dirty(DirtyTracker *dt, RAMBlock *rb, int *index)
-{
-    for (int i = 0; i < dt->nblocks; i++) {
-        if (dt->blocks[i].rb == rb) {
-            *index = i;
-            return &dt->blocks[i];
-        }
-    }
-    return NULL;
-}
-
-/*
- * Background snapshot step: a pending guest write fault first (the page and
- * its unsaved neighbours), else the next run of the linear scan. The pages
- * leave through the stream (flush: they were queued by reference) before
- * their range is unprotected, which also wakes a waiting vCPU.
- */
-static bool ram_bg_save_step(RAMState *rs, QEMUFile *f)
-{
-    DirtyTracker *dt = &rs->dt;
-    RAMBlockDirty *b = NULL;
-    RAMBlock *frb;
-    uint64_t page, start, end, n = 0;
-    int64_t t0, t1;
-    int64_t since = 0;
-    bool fault = false;
-    int idx;
-
-    while (snapshot_next_fault(&frb, &page, &since)) {
-        b = ram_block_dirty(dt, frb, &idx);
-        if (b && test_bit(page, b->bmap)) {
-            fault = true;
-            break;
-        }
-        /* Already saved: its unprotect is done or on its way; just count it. */
-        if (b) {
-            snapshot_pages_saved(frb, page, 1);
-            snapshot_fault_resolved(since, false);
-        }
-        b = NULL;
-    }
-    if (!fault) {
-        if (!dt->dirty_pages) {
-            return false;
-        }
-        for (int tries = 0; tries <= dt->nblocks; tries++) {
-            b = &dt->blocks[rs->cur_block];
-            page = find_next_bit(b->bmap, b->npages, rs->cur_page);
-            if (page < b->npages) {
-                break;
-            }
-            rs->cur_block = (rs->cur_block + 1) % dt->nblocks;
-            rs->cur_page = 0;
-            b = NULL;
-        }
-        if (!b) {
-            return false;
-        }
-    }
-    /* The whole aligned run around @page; pages saved earlier are skipped. */
-    t0 = get_clock_ns();
-    start = QEMU_ALIGN_DOWN(page, BG_RUN_PAGES);
-    end = MIN(start + BG_RUN_PAGES, b->npages);
-    for (uint64_t p = start; p < end; p++) {
-        if (test_bit(p, b->bmap) && dirty_tracker_claim_page(dt, b, p)) {
-            ram_save_page(rs, f, b->rb, p);
-            n++;
-        }
-    }
-    qemu_fflush(f);
-    if (qemu_file_get_error(f)) {
-        return false;
-    }
-    t1 = get_clock_ns();
-    snapshot_pages_saved(b->rb, start, end - start);
-    trace_bg_snapshot_run(fault, n, (t1 - t0) / 1000, (get_clock_ns() - t1) / 1000,
-                          fault ? (t0 - since) / 1000 : 0);
-    if (fault) {
-        snapshot_fault_resolved(since, true);
-    } else {
-        rs->cur_page = end;
-    }
-    return n > 0 || fault;
-}
-
 /*
  * Finds the next dirty page at or after the scan position (wrapping), claims
  * and sends it. Returns false when nothing is dirty: the counter says so
@@ -195,7 +122,7 @@ static bool ram_find_and_save_page(RAMState *rs, QEMUFile *f)
     DirtyTracker *dt = &rs->dt;
 
     if (rs->bg_snapshot) {
-        return ram_bg_save_step(rs, f);
+        return snapshot_save_step(rs, f);
     }
     if (!dt->dirty_pages) {
         return false;

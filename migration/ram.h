@@ -25,5 +25,7 @@ typedef struct RAMState {
 void ram_mig_init(void);
 RAMState *ram_state_get(void);
 void ram_save_page(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page);
+void ram_save_page_copy(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                        const uint8_t *data);
 
 #endif

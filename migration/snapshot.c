@@ -27,16 +27,12 @@
 #include <poll.h>
 
 #define HIST_BUCKETS 21         /* [0,1) us, [1,2), [2,4), ... [2^19 us, inf) */
-#define FAULT_QUEUE 64
 
 typedef struct SnapshotState {
     /* Owned by the snapshot thread; the main thread touches it only in
      * snapshot_cleanup(), after the thread was joined. */
     int uffd;
     bool protected;
-    uint64_t queue[FAULT_QUEUE];    /* fault addresses read, not yet served */
-    int queue_head, queue_len;
-    int64_t queue_since_ns;         /* last time no fault was pending */
 
     /* Statistics: written by the thread, read by query-migrate. */
     bool ran;
@@ -103,6 +99,9 @@ static void snapshot_populate(RAMBlock *rb)
 static void snapshot_unprotect_all(void)
 {
     GPtrArray *rbs = ram_blocks();
+
+    /* The fault thread uses the userfaultfd: end it first. */
+    snapshot_ram_stop();
 
     if (snap.uffd < 0) {
         return;
@@ -182,75 +181,27 @@ static bool snapshot_protect_all(Error **errp)
     }
     snap.protect_ns = get_clock_ns() - t0;
     snap.protected = true;
-    snap.queue_head = snap.queue_len = 0;
-    snap.queue_since_ns = get_clock_ns();
+    /* Faults can come the moment the VM runs again: serve them from now on. */
+    if (!snapshot_ram_start(snap.uffd, errp)) {
+        snapshot_unprotect_all();
+        return false;
+    }
     return true;
 }
 
-bool snapshot_next_fault(RAMBlock **rbp, uint64_t *page, int64_t *since_ns)
+void snapshot_record_fault(uint64_t latency_us, bool out_of_order)
 {
-    GPtrArray *rbs = ram_blocks();
-
-    if (!snap.protected) {
-        return false;
-    }
-    if (!snap.queue_len) {
-        int n = uffd_read_wp_faults(snap.uffd, snap.queue, FAULT_QUEUE);
-
-        if (n <= 0) {
-            /* Nothing pending now: a fault seen later is younger than this. */
-            snap.queue_since_ns = get_clock_ns();
-            return false;
-        }
-        snap.queue_head = 0;
-        snap.queue_len = n;
-    }
-    while (snap.queue_len) {
-        uint64_t addr = snap.queue[snap.queue_head++];
-
-        snap.queue_len--;
-        for (guint i = 0; i < rbs->len; i++) {
-            RAMBlock *rb = g_ptr_array_index(rbs, i);
-            uint64_t host = (uintptr_t)rb->host;
-
-            if (addr >= host && addr - host < rb->used_length) {
-                *rbp = rb;
-                *page = (addr - host) >> TARGET_PAGE_BITS;
-                /*
-                 * The guest may have been waiting since the last time the
-                 * queue was seen empty: an upper bound of its wait.
-                 */
-                *since_ns = snap.queue_since_ns;
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-void snapshot_pages_saved(RAMBlock *rb, uint64_t page, uint64_t n)
-{
-    if (!snap.protected || !n) {
-        return;
-    }
-    uffd_change_protection(snap.uffd, rb->host + (page << TARGET_PAGE_BITS),
-                           n << TARGET_PAGE_BITS, false);
-}
-
-void snapshot_fault_resolved(int64_t since_ns, bool out_of_order)
-{
-    uint64_t us = (get_clock_ns() - since_ns) / 1000;
     int b = 0;
 
     snap.faults++;
     if (out_of_order) {
         snap.out_of_order++;
     }
-    while (b < HIST_BUCKETS - 1 && us >= (1ULL << b)) {
+    while (b < HIST_BUCKETS - 1 && latency_us >= (1ULL << b)) {
         b++;
     }
     snap.hist[b]++;
-    snap.lat_max_us = MAX(snap.lat_max_us, us);
+    snap.lat_max_us = MAX(snap.lat_max_us, latency_us);
 }
 
 /* Percentile of the latency histogram: the upper edge of its bucket. */
@@ -310,14 +261,13 @@ void snapshot_cleanup(void)
     snapshot_unprotect_all();
 }
 
-/* Waits for the rate-limit window to end, or until the guest faults. */
+/* Waits for the rate-limit window to end (faults are served meanwhile by mig/uffd). */
 static void snapshot_wait(int64_t deadline_ns)
 {
     int64_t now = get_clock_ns();
 
-    if (now < deadline_ns && snap.uffd >= 0) {
-        struct pollfd p = { .fd = snap.uffd, .events = POLLIN };
-        poll(&p, 1, (deadline_ns - now) / 1000000 + 1);
+    if (now < deadline_ns) {
+        g_usleep((deadline_ns - now) / 1000);
     }
 }
 
@@ -356,9 +306,11 @@ void *bg_snapshot_thread(void *opaque)
         goto out;
     }
     snapshot_populate_all();
+    snapshot_ram_prepare();
     if (!snapshot_freeze(s, dev, &err)) {
         goto out;
     }
+
     while (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == MIGRATION_STATUS_ACTIVE) {
         int64_t window_end = get_clock_ns() + 100 * 1000000LL;
         int ret = qemu_savevm_state_iterate(f);

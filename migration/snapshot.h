@@ -14,12 +14,20 @@ void snapshot_fill_info(MigrationInfo *info);
 /* Unprotects and unregisters guest RAM if a snapshot left it protected. BQL. */
 void snapshot_cleanup(void);
 
-/* Hooks of the RAM save loop (ram.c) in background-snapshot mode. */
-/* Next guest write fault on a page of @rb; false if none is pending. */
-bool snapshot_next_fault(RAMBlock **rb, uint64_t *page, int64_t *since_ns);
-/* Pages [page, page+n) of @rb are in the stream (flushed): let the guest write them. */
-void snapshot_pages_saved(RAMBlock *rb, uint64_t page, uint64_t n);
-/* A fault waiting since @since_ns was resolved now. */
-void snapshot_fault_resolved(int64_t since_ns, bool out_of_order);
+typedef struct RAMState RAMState;
+/*
+ * The RAM save loop's step in background-snapshot mode (ram.c calls it):
+ * write out what the fault thread saved, then save the next region of the
+ * linear scan. Returns false when every page is in the stream.
+ */
+bool snapshot_save_step(RAMState *rs, QEMUFile *f);
+
+/* snapshot-ram.c: the fault thread and its bounce runs, on @uffd. */
+/* Allocates (and faults in) the bounce buffers; before the VM stops. */
+void snapshot_ram_prepare(void);
+bool snapshot_ram_start(int uffd, Error **errp);
+void snapshot_ram_stop(void);
+/* snapshot.c: one fault served after @latency_us (@out_of_order: it saved pages). */
+void snapshot_record_fault(uint64_t latency_us, bool out_of_order);
 
 #endif

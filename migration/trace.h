@@ -40,10 +40,13 @@
 #define trace_migration_downtime(stop_us, devices_us, total_us) \
     TRACE_EVENT("migration_downtime", "stop_us=%" PRId64 " devices_us=%" PRId64 " total_us=%" PRId64, \
                 (int64_t)(stop_us), (int64_t)(devices_us), (int64_t)(total_us))
-
-#define trace_bg_snapshot_run(fault, pages, save_us, unprotect_us, waited_us) \
-    TRACE_EVENT("bg_snapshot_run", "fault=%d pages=%" PRIu64 " save_us=%" PRId64 \
-                " unprotect_us=%" PRId64 " fault_waited_us=%" PRId64, (int)(fault), \
-                (uint64_t)(pages), (int64_t)(save_us), (int64_t)(unprotect_us), (int64_t)(waited_us))
+#define trace_bg_snapshot_region(first, pages, copy_us, unprotect_us) \
+    TRACE_EVENT("bg_snapshot_region", "first=%" PRIu64 " pages=%" PRIu64 " copy_us=%" PRId64 \
+                " unprotect_us=%" PRId64, (uint64_t)(first), (uint64_t)(pages), \
+                (int64_t)(copy_us), (int64_t)(unprotect_us))
+#define trace_bg_snapshot_fault(region, wait_run_us, total_us) \
+    TRACE_EVENT("bg_snapshot_fault", "region=%" PRIu64 " wait_run_us=%" PRId64 \
+                " total_us=%" PRId64, (uint64_t)(region), (int64_t)(wait_run_us), \
+                (int64_t)(total_us))
 
 #endif

@@ -32,6 +32,7 @@
  *  test_and_clear_bit(nr, map)   clear one bit, return its old value
  *  set_bit_atomic(nr, map)       set one bit, safe against other atomics
  *  clear_bit_atomic(nr, map)     clear one bit, atomically
+ *  test_and_set_bit_atomic()     atomic test-and-set of one bit
  *  test_and_clear_bit_atomic()   clear one bit atomically, return old value
  *
  *  bitmap_set(map, start, nr)    set bits [start, start + nr)
@@ -133,6 +134,14 @@ static inline void set_bit_atomic(unsigned long nr, unsigned long *map)
 static inline void clear_bit_atomic(unsigned long nr, unsigned long *map)
 {
     __atomic_fetch_and(&map[BIT_WORD(nr)], ~BIT_MASK(nr), __ATOMIC_SEQ_CST);
+}
+
+static inline bool test_and_set_bit_atomic(unsigned long nr, unsigned long *map)
+{
+    unsigned long old = __atomic_fetch_or(&map[BIT_WORD(nr)], BIT_MASK(nr),
+                                          __ATOMIC_SEQ_CST);
+
+    return (old & BIT_MASK(nr)) != 0;
 }
 
 static inline bool test_and_clear_bit_atomic(unsigned long nr,

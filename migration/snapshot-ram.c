@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Background snapshot, RAM side: a fault thread ("mig/uffd") and the RAM
+ * save loop share the work of saving each page exactly once.
+ *
+ *   guest writes a protected page
+ *     -> mig/uffd wakes (poll), copies the unsaved pages of the 2 MiB region
+ *        into a bounce run, unprotects the region (the vCPU runs on), and
+ *        queues the run
+ *   mig/src (snapshot_save_step, called by the RAM save loop)
+ *     -> writes queued runs first, then copies + unprotects the next region
+ *        of the linear scan and writes it
+ *
+ * A page's content is copied before its region becomes writable, so the
+ * stream never references guest memory that may change; the guest waits
+ * for a memcpy, not for the output. Regions are aligned 2 MiB: unprotecting
+ * part of a huge page splits it, and on kvm-pvm the guest then re-faulted
+ * its whole working set 4 KiB at a time (seconds of stall).
+ *
+ * Ownership, no lock: a region is saved by whichever thread wins the
+ * atomic test-and-set of its bit in `claimed`; the winner alone copies its
+ * pages, unprotects it, then sets its bit in `done`. A fault on a region
+ * the writer owns just waits for `done` (the writer's unprotect wakes the
+ * guest). The remaining-pages counter is updated atomically.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bufferiszero.h"
+#include "qemu/userfaultfd.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "migration.h"
+#include "ram.h"
+#include "snapshot.h"
+#include "trace.h"
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+
+#define RUN_PAGES 512           /* 2 MiB regions */
+#define POOL_RUNS 32            /* fault runs waiting to be written: 64 MiB */
+
+enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
+
+typedef struct SnapRun {
+    RAMBlock *rb;
+    uint64_t first;             /* first page of the region */
+    uint64_t npages;
+    uint8_t kind[RUN_PAGES];
+    uint8_t *data;              /* RUN_PAGES pages */
+} SnapRun;
+
+typedef struct SnapRegions {
+    unsigned long *claimed;     /* atomic: someone is saving the region */
+    unsigned long *done;        /* atomic: saved and unprotected */
+    uint64_t nregions;
+} SnapRegions;
+
+typedef struct SnapRam {
+    RAMState *rs;
+    SnapRegions *regions;       /* one per RAMBlockDirty */
+    int uffd;
+    int stop_fd;                /* eventfd: tells mig/uffd to end */
+    QemuThread thread;
+    bool running;
+    GAsyncQueue *free_runs;
+    GAsyncQueue *ready_runs;
+    SnapRun *linear;            /* the writer's own run */
+    int in_flight;              /* atomic: fault runs claimed but not written */
+    int stopping;               /* atomic: snapshot_ram_stop() was called */
+} SnapRam;
+
+static SnapRam sr = { .uffd = -1, .stop_fd = -1 };
+
+static SnapRun *snap_run_new(void)
+{
+    SnapRun *run = g_new0(SnapRun, 1);
+    size_t len = RUN_PAGES * TARGET_PAGE_SIZE;
+
+    run->data = g_malloc(len);
+    /*
+     * Fault the buffer in now: first-touch of fresh memory is slow here
+     * (milliseconds per 2 MiB), and a guest vCPU waits on the first copy.
+     */
+    if (madvise(run->data, len, 23 /* MADV_POPULATE_WRITE */) < 0) {
+        memset(run->data, 0, len);
+    }
+    return run;
+}
+
+static void snap_run_free(gpointer p)
+{
+    SnapRun *run = p;
+
+    g_free(run->data);
+    g_free(run);
+}
+
+static int snap_block_index(RAMBlock *rb)
+{
+    DirtyTracker *dt = &sr.rs->dt;
+
+    for (int i = 0; i < dt->nblocks; i++) {
+        if (dt->blocks[i].rb == rb) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Claims region @r of block @bi; true if the caller now owns it. */
+static bool snap_claim_region(int bi, uint64_t r)
+{
+    return !test_and_set_bit_atomic(r, sr.regions[bi].claimed);
+}
+
+/*
+ * Copies the pages of region @r of block @bi (which the caller claimed)
+ * into @run, unprotects the region and marks it done.
+ */
+static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
+{
+    DirtyTracker *dt = &sr.rs->dt;
+    RAMBlockDirty *b = &dt->blocks[bi];
+    int64_t t0 = get_clock_ns(), t1;
+
+    run->rb = b->rb;
+    run->first = r * RUN_PAGES;
+    run->npages = MIN((uint64_t)RUN_PAGES, b->npages - run->first);
+    for (uint64_t i = 0; i < run->npages; i++) {
+        const uint8_t *host = b->rb->host + ((run->first + i) << TARGET_PAGE_BITS);
+
+        /* The region's bitmap words are ours alone (regions are word aligned). */
+        clear_bit(run->first + i, b->bmap);
+        if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
+            run->kind[i] = RUN_ZERO;
+        } else {
+            memcpy(run->data + i * TARGET_PAGE_SIZE, host, TARGET_PAGE_SIZE);
+            run->kind[i] = RUN_DATA;
+        }
+    }
+    __atomic_sub_fetch(&dt->dirty_pages, run->npages, __ATOMIC_SEQ_CST);
+    /* Every page of the region is in a copy now: let the guest write (and wake it). */
+    t1 = get_clock_ns();
+    uffd_change_protection(sr.uffd, b->rb->host + (run->first << TARGET_PAGE_BITS),
+                           run->npages << TARGET_PAGE_BITS, false);
+    set_bit_atomic(r, sr.regions[bi].done);
+    trace_bg_snapshot_region(run->first, run->npages, (t1 - t0) / 1000,
+                             (get_clock_ns() - t1) / 1000);
+}
+
+static void snap_write_run(QEMUFile *f, SnapRun *run)
+{
+    for (uint64_t i = 0; i < run->npages; i++) {
+        if (run->kind[i] != RUN_SKIP) {
+            ram_save_page_copy(sr.rs, f, run->rb, run->first + i,
+                               run->kind[i] == RUN_DATA ? run->data + i * TARGET_PAGE_SIZE
+                                                        : NULL);
+        }
+    }
+    /* The stream refers to the run's buffer: it must leave before reuse. */
+    qemu_fflush(f);
+}
+
+static void snap_handle_fault(uint64_t addr, int64_t t_wake)
+{
+    GPtrArray *rbs = ram_blocks();
+    SnapRun *run;
+    uint64_t r = 0;
+    int bi = -1;
+    int64_t t_run;
+
+    for (guint i = 0; i < rbs->len && bi < 0; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+        uint64_t host = (uintptr_t)rb->host;
+
+        if (addr >= host && addr - host < rb->used_length) {
+            bi = snap_block_index(rb);
+            r = ((addr - host) >> TARGET_PAGE_BITS) / RUN_PAGES;
+        }
+    }
+    if (bi < 0) {
+        return;
+    }
+    if (test_bit(r, sr.regions[bi].claimed)) {
+        /* The writer is saving it: its unprotect wakes the guest. Measure until then. */
+        while (!test_bit(r, sr.regions[bi].done) &&
+               !__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
+            g_usleep(20);
+        }
+        snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
+        return;
+    }
+    /* All runs queued for the writer: wait for one back (the rate limit's backpressure). */
+    while (!(run = g_async_queue_timeout_pop(sr.free_runs, 10000))) {
+        if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
+            return;     /* the unprotect at the end wakes the guest */
+        }
+    }
+    if (!snap_claim_region(bi, r)) {
+        /* Lost the race to the writer, which now unprotects it. */
+        g_async_queue_push(sr.free_runs, run);
+        snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
+        return;
+    }
+    __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+    t_run = get_clock_ns();
+    snap_copy_region(bi, r, run);
+    snapshot_record_fault((get_clock_ns() - t_wake) / 1000, true);
+    trace_bg_snapshot_fault(r, (t_run - t_wake) / 1000, (get_clock_ns() - t_wake) / 1000);
+    g_async_queue_push(sr.ready_runs, run);
+}
+
+static void *snap_fault_thread(void *opaque)
+{
+    struct pollfd pfd[2] = {
+        { .fd = sr.uffd, .events = POLLIN },
+        { .fd = sr.stop_fd, .events = POLLIN },
+    };
+    uint64_t addrs[64];
+
+    /*
+     * A vCPU is stopped while this thread works: run it ahead of the bulk
+     * writer (and of the output command) when the host is busy. Raising
+     * priority needs CAP_SYS_NICE; without it this stays a no-op.
+     */
+    setpriority(PRIO_PROCESS, qemu_get_thread_id(), -10);
+    for (;;) {
+        int64_t t_wake;
+        int n;
+
+        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+            break;
+        }
+        t_wake = get_clock_ns();
+        n = uffd_read_wp_faults(sr.uffd, addrs, ARRAY_SIZE(addrs));
+        for (int i = 0; i < n; i++) {
+            snap_handle_fault(addrs[i], t_wake);
+        }
+    }
+    return NULL;
+}
+
+void snapshot_ram_prepare(void)
+{
+    sr.free_runs = g_async_queue_new_full(snap_run_free);
+    sr.ready_runs = g_async_queue_new_full(snap_run_free);
+    for (int i = 0; i < POOL_RUNS; i++) {
+        g_async_queue_push(sr.free_runs, snap_run_new());
+    }
+    sr.linear = snap_run_new();
+}
+
+bool snapshot_ram_start(int uffd, Error **errp)
+{
+    int ret;
+
+    if (!sr.free_runs) {
+        snapshot_ram_prepare();
+    }
+    sr.rs = ram_state_get();
+    sr.uffd = uffd;
+    sr.in_flight = 0;
+    sr.stopping = 0;
+    sr.regions = g_new0(SnapRegions, sr.rs->dt.nblocks);
+    for (int i = 0; i < sr.rs->dt.nblocks; i++) {
+        SnapRegions *g = &sr.regions[i];
+
+        g->nregions = DIV_ROUND_UP(sr.rs->dt.blocks[i].npages, RUN_PAGES);
+        g->claimed = bitmap_new(g->nregions);
+        g->done = bitmap_new(g->nregions);
+    }
+    sr.stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (sr.stop_fd < 0) {
+        error_setg_errno(errp, errno, "eventfd failed");
+        snapshot_ram_stop();
+        return false;
+    }
+    ret = qemu_thread_create(&sr.thread, "mig/uffd", snap_fault_thread, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cannot create the snapshot fault thread");
+        snapshot_ram_stop();
+        return false;
+    }
+    sr.running = true;
+    return true;
+}
+
+void snapshot_ram_stop(void)
+{
+    if (sr.running) {
+        uint64_t one = 1;
+
+        __atomic_store_n(&sr.stopping, 1, __ATOMIC_RELEASE);
+        if (write(sr.stop_fd, &one, sizeof(one)) != sizeof(one)) {
+            /* Cannot happen with an eventfd; the join below would hang. */
+            g_assert_not_reached();
+        }
+        qemu_thread_join(&sr.thread);
+        sr.running = false;
+    }
+    if (sr.stop_fd >= 0) {
+        close(sr.stop_fd);
+        sr.stop_fd = -1;
+    }
+    g_clear_pointer(&sr.free_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.linear, snap_run_free);
+    for (int i = 0; sr.regions && sr.rs && i < sr.rs->dt.nblocks; i++) {
+        g_free(sr.regions[i].claimed);
+        g_free(sr.regions[i].done);
+    }
+    g_clear_pointer(&sr.regions, g_free);
+    sr.uffd = -1;
+}
+
+/* Writes runs the fault thread queued; returns how many. */
+static int snap_write_ready(QEMUFile *f, bool wait)
+{
+    SnapRun *run;
+    int n = 0;
+
+    while ((run = wait && !n ? g_async_queue_timeout_pop(sr.ready_runs, 10000)
+                             : g_async_queue_try_pop(sr.ready_runs))) {
+        snap_write_run(f, run);
+        __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+        g_async_queue_push(sr.free_runs, run);
+        n++;
+    }
+    return n;
+}
+
+/* Claims the next unclaimed region of the linear scan; false if none is left. */
+static bool snap_next_linear(RAMState *rs, int *bi, uint64_t *r)
+{
+    DirtyTracker *dt = &rs->dt;
+
+    for (; rs->cur_block < dt->nblocks; rs->cur_block++, rs->cur_page = 0) {
+        SnapRegions *g = &sr.regions[rs->cur_block];
+        uint64_t k = rs->cur_page / RUN_PAGES;
+
+        while ((k = find_next_zero_bit(g->claimed, g->nregions, k)) < g->nregions) {
+            rs->cur_page = (k + 1) * RUN_PAGES;
+            if (snap_claim_region(rs->cur_block, k)) {
+                *bi = rs->cur_block;
+                *r = k;
+                return true;
+            }
+            k++;
+        }
+    }
+    return false;
+}
+
+bool snapshot_save_step(RAMState *rs, QEMUFile *f)
+{
+    uint64_t r;
+    int bi;
+
+    /* Regions the guest wanted first. */
+    snap_write_ready(f, false);
+    if (snap_next_linear(rs, &bi, &r)) {
+        snap_copy_region(bi, r, sr.linear);
+        snap_write_run(f, sr.linear);
+        return true;
+    }
+    if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
+        /* Every region is claimed, but the fault thread still holds copies. */
+        snap_write_ready(f, true);
+        return true;
+    }
+    return false;
+}
