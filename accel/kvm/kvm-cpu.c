@@ -277,6 +277,10 @@ static VcpuExitAction kvm_handle_exit(CPUState *cpu)
     case KVM_EXIT_IRQ_WINDOW_OPEN:
     case KVM_EXIT_HLT:
         return VCPU_CONTINUE;
+    case KVM_EXIT_DIRTY_RING_FULL:
+        /* Harvest (all rings, like QEMU) so this vCPU can run again. */
+        kvm_dirty_log_ring_full(kvm_state);
+        return VCPU_CONTINUE;
     case KVM_EXIT_SHUTDOWN:
         /* Triple fault. Our machine has no reset-on-triple-fault: shut down cleanly. */
         warn_report("CPU %d: guest triple fault, shutting down", cpu->cpu_index);
@@ -411,6 +415,9 @@ static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
         return false;
     }
     kvm_cpu_state_init(s, cpu);
+    if (!kvm_dirty_log_vcpu_init(s, cpu, errp)) {
+        return false;
+    }
     snprintf(cpu->thread_name, sizeof(cpu->thread_name), "CPU %d/KVM", index);
     ret = qemu_thread_create(&cpu->thread, cpu->thread_name, kvm_vcpu_thread_fn, cpu);
     if (ret < 0) {

@@ -16,12 +16,20 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
+#include "kvm-dirty-ring.h"
 
 struct KVMDirtyLogMode {
     const char *name;
     bool (*supported)(KVMState *s);
     /* Once, at VM creation (before vCPUs). 0 or -errno. */
     int (*setup)(KVMState *s);
+    /* Per vCPU, at creation. NULL = nothing to do. */
+    bool (*vcpu_init)(KVMState *s, CPUState *cpu, Error **errp);
+    /* Logging session start/stop, after/before the generic slot work. */
+    void (*log_start)(KVMState *s);
+    void (*log_stop)(KVMState *s);
+    /* Once per sync, before sync_slot for each slot. NULL = nothing. */
+    void (*sync_prepare)(KVMState *s);
     int (*sync_slot)(KVMState *s, KVMSlot *slot);
     /* NULL when syncing re-protects by itself. */
     int (*clear)(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
@@ -105,6 +113,16 @@ static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t 
     return 0;
 }
 
+static bool ring_supported(KVMState *s)
+{
+    return s->opts.dirty_ring_size > 0 && s->dirty_ring_max_bytes > 0;
+}
+
+static void ring_sync_prepare(KVMState *s)
+{
+    kvm_dirty_ring_reap(s);
+}
+
 static const KVMDirtyLogMode dirty_log_modes[] = {
     {
         .name = "get-log",
@@ -117,6 +135,16 @@ static const KVMDirtyLogMode dirty_log_modes[] = {
         .setup = clear_log_setup,
         .sync_slot = get_log_sync_slot,
         .clear = clear_log_clear,
+    },
+    {
+        /* No manual protect here: the ring needs every page protected up front. */
+        .name = "dirty-ring",
+        .supported = ring_supported,
+        .vcpu_init = kvm_dirty_ring_vcpu_init,
+        .log_start = kvm_dirty_ring_log_start,
+        .log_stop = kvm_dirty_ring_log_stop,
+        .sync_prepare = ring_sync_prepare,
+        .sync_slot = kvm_dirty_ring_sync_slot,
     },
 };
 
@@ -137,8 +165,16 @@ bool kvm_dirty_log_init(KVMState *s, Error **errp)
     int ret;
 
     if (s->opts.dirty_ring_size) {
-        error_setg(errp, "-accel kvm,dirty-ring-size: the dirty ring is not supported yet");
-        return false;
+        if (strcmp(want, "auto")) {
+            error_setg(errp, "-accel kvm: x-dirty-log=%s and dirty-ring-size are exclusive", want);
+            return false;
+        }
+        if (!kvm_dirty_ring_enable(s, errp)) {
+            error_prepend(errp, "-accel kvm,dirty-ring-size=%u: ", s->opts.dirty_ring_size);
+            return false;
+        }
+        s->dirty_mode = find_mode("dirty-ring");
+        return true;
     }
     if (!strcmp(want, "auto")) {
         mode = find_mode("clear-log");
@@ -180,12 +216,18 @@ bool kvm_dirty_log_start(KVMState *s, Error **errp)
             return false;
         }
     }
+    if (s->dirty_mode->log_start) {
+        s->dirty_mode->log_start(s);
+    }
     s->dirty_logging = true;
     return true;
 }
 
 void kvm_dirty_log_stop(KVMState *s)
 {
+    if (s->dirty_mode->log_stop) {
+        s->dirty_mode->log_stop(s);
+    }
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];
 
@@ -199,6 +241,9 @@ void kvm_dirty_log_stop(KVMState *s)
 
 int kvm_dirty_log_sync(KVMState *s)
 {
+    if (s->dirty_mode->sync_prepare) {
+        s->dirty_mode->sync_prepare(s);
+    }
     for (int i = 0; i < s->nr_slots; i++) {
         int ret = s->dirty_mode->sync_slot(s, &s->slots[i]);
         if (ret < 0) {
@@ -219,4 +264,14 @@ int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
         return 0;
     }
     return s->dirty_mode->clear(s, slot, first, npages);
+}
+
+bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp)
+{
+    return !s->dirty_mode->vcpu_init || s->dirty_mode->vcpu_init(s, cpu, errp);
+}
+
+void kvm_dirty_log_ring_full(KVMState *s)
+{
+    kvm_dirty_ring_reap(s);
 }

@@ -36,6 +36,10 @@ struct CPUState {
     /* Atomic: set by cpu_kick() so the next KVM_RUN returns at once. */
     int exit_request;
 
+    /* Dirty ring (accel/kvm/kvm-dirty-ring.c): the mapping and our read index. */
+    struct kvm_dirty_gfn *dirty_gfns;
+    uint32_t dirty_ring_fetch;  /* ring lock */
+
     /* Architecture (x86) register state, owned by accel/kvm. */
     X86CPUState *env;
     /* Touched only by this vCPU's thread or with the vCPU paused. */

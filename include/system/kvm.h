@@ -31,6 +31,8 @@ struct KVMSlot {
      * migration thread, under the KVMState dirty_lock).
      */
     unsigned long *dirty_bmap;
+    /* Dirty ring mode: pages harvested since the last sync (ring lock). */
+    unsigned long *ring_bmap;
     uint64_t npages;
 };
 
@@ -120,6 +122,11 @@ bool kvm_dirty_log_needs_clear(KVMState *s);
  * already read into slot->dirty_bmap (never others), then drop those bits.
  */
 int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
+
+/* Per-vCPU setup a dirty-log mode needs (the ring mapping). */
+bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);
+/* A vCPU exited with KVM_EXIT_DIRTY_RING_FULL: harvest so it can go on. */
+void kvm_dirty_log_ring_full(KVMState *s);
 
 /* vCPUs (accel/kvm/kvm-cpu.c). */
 bool kvm_vcpus_create(KVMState *s, int ncpus, Error **errp);

@@ -23,8 +23,13 @@ uint64_t migtest_mem_bytes(const char *mem)
 
 VM *migtest_start_source(const char *mem, const char *append)
 {
-    VM *src = vm_spawn("src", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s'",
-                       mem, vmtest_firmware(), append);
+    return migtest_start_source_extra(mem, append, "");
+}
+
+VM *migtest_start_source_extra(const char *mem, const char *append, const char *extra)
+{
+    VM *src = vm_spawn("src", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' %s",
+                       mem, vmtest_firmware(), append, extra);
 
     vm_wait_line(src, "READY", 120);
     if (strstr(append, "mode=verify")) {
@@ -37,8 +42,15 @@ VM *migtest_start_source(const char *mem, const char *append)
 
 VM *migtest_start_dest(const char *mem, const char *append, bool paused, const char *incoming)
 {
-    return vm_spawn("dst", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' %s -incoming '%s'",
-                    mem, vmtest_firmware(), append, paused ? "-S" : "", incoming ? incoming : "defer");
+    return migtest_start_dest_extra(mem, append, paused, incoming, "");
+}
+
+VM *migtest_start_dest_extra(const char *mem, const char *append, bool paused,
+                             const char *incoming, const char *extra)
+{
+    return vm_spawn("dst", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' %s -incoming '%s' %s",
+                    mem, vmtest_firmware(), append, paused ? "-S" : "", incoming ? incoming : "defer",
+                    extra);
 }
 
 int migtest_last_pass(VM *src)
@@ -93,12 +105,12 @@ char *migtest_exec_incoming(const char *uri)
 
 void migtest_slow_then_fast(VM *src, const char *uri, bool hmp)
 {
-    gint64 end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+    gint64 end = g_get_monotonic_time() + 240 * G_USEC_PER_SEC;
 
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
                               "{'capabilities': [{'capability': 'events', 'state': true}]}}"));
     if (hmp) {
-        g_free(vm_hmp(src, "migrate_set_parameter max-bandwidth 16"));
+        g_free(vm_hmp(src, "migrate_set_parameter max-bandwidth 128"));
         g_free(vm_hmp(src, "migrate_set_parameter downtime-limit 1"));
         {
             g_autofree char *out = vm_hmp(src, "migrate -d %s", uri);
@@ -106,7 +118,7 @@ void migtest_slow_then_fast(VM *src, const char *uri, bool hmp)
         }
     } else {
         json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                                  "{'max-bandwidth': 16777216, 'downtime-limit': 1}}"));
+                                  "{'max-bandwidth': 134217728, 'downtime-limit': 1}}"));
         json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     }
     for (;;) {

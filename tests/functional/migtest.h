@@ -7,13 +7,17 @@
 #include <stdint.h>
 #include "libvmtest.h"
 
-#define MIGTEST_BASE_ARGS "-M microvm -enable-kvm -cpu host -nodefaults -no-user-config " \
+#define MIGTEST_BASE_ARGS "-M microvm -cpu host -nodefaults -no-user-config " \
                           "-serial stdio "
 
 /* Source running the firmware with @append; returns once it is working. */
 VM *migtest_start_source(const char *mem, const char *append);
+/* Same, with @extra arguments (e.g. "-accel kvm,dirty-ring-size=4096"). */
+VM *migtest_start_source_extra(const char *mem, const char *append, const char *extra);
 /* Destination waiting on @incoming (NULL = nothing yet: -incoming defer). */
 VM *migtest_start_dest(const char *mem, const char *append, bool paused, const char *incoming);
+VM *migtest_start_dest_extra(const char *mem, const char *append, bool paused,
+                             const char *incoming, const char *extra);
 /* Highest PASS n the source printed (0 for non-verify modes). */
 int migtest_last_pass(VM *src);
 /* A fresh URI for @transport ("unix", "tcp", "exec" (a fifo pair)). */

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * KVM dirty ring (KVM_CAP_DIRTY_LOG_RING): one ring of dirtied guest frames
+ * per vCPU, mmapped from the vCPU fd. Harvesting walks each ring in order
+ * while the entry's flags say DIRTY (load-acquire), sets the page's bit in
+ * its slot's ring bitmap, marks the entry for reset (store-release), and
+ * finally asks KVM to re-protect the harvested pages (KVM_RESET_DIRTY_RINGS)
+ * before anyone reads their contents. A sync hands the ring bitmap of each
+ * slot over to the slot's dirty_bmap (the double buffer): the guest keeps
+ * filling rings meanwhile, and a vCPU whose ring fills harvests by itself.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "system/cpus.h"
+#include "system/kvm.h"
+#include "kvm-dirty-ring.h"
+
+/* Harvests and ring bitmaps are shared by the syncing thread and vCPU threads. */
+static GMutex ring_lock;
+
+bool kvm_dirty_ring_enable(KVMState *s, Error **errp)
+{
+    uint64_t entries = s->opts.dirty_ring_size;
+    uint64_t max = s->dirty_ring_max_bytes / sizeof(struct kvm_dirty_gfn);
+    struct kvm_enable_cap cap = { 0 };
+    int ret;
+
+    if (!max) {
+        error_setg(errp, "KVM does not support the dirty ring (KVM_CAP_DIRTY_LOG_RING)");
+        return false;
+    }
+    if (entries & (entries - 1)) {
+        error_setg(errp, "dirty-ring-size must be a power of two");
+        return false;
+    }
+    if (entries > max) {
+        error_setg(errp, "KVM dirty ring size %" PRIu64 " too big (maximum is %" PRIu64 "). "
+                   "Please use a smaller value.", entries, max);
+        return false;
+    }
+    /* The acquire/release variant is the one whose ordering we rely on. */
+    cap.cap = s->dirty_ring_acq_rel ? KVM_CAP_DIRTY_LOG_RING_ACQ_REL : KVM_CAP_DIRTY_LOG_RING;
+    cap.args[0] = entries * sizeof(struct kvm_dirty_gfn);
+    ret = kvm_vm_ioctl(s, KVM_ENABLE_CAP, &cap);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "enabling the KVM dirty ring (%" PRIu64 " entries) failed",
+                         entries);
+        return false;
+    }
+    return true;
+}
+
+bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp)
+{
+    size_t len = s->opts.dirty_ring_size * sizeof(struct kvm_dirty_gfn);
+    void *ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, cpu->kvm_fd,
+                      KVM_DIRTY_LOG_PAGE_OFFSET * sysconf(_SC_PAGESIZE));
+
+    if (ring == MAP_FAILED) {
+        error_setg_errno(errp, errno, "mapping the dirty ring of CPU %d failed", cpu->cpu_index);
+        return false;
+    }
+    cpu->dirty_gfns = ring;
+    cpu->dirty_ring_fetch = 0;
+    return true;
+}
+
+static KVMSlot *kvm_slot_by_id(KVMState *s, uint32_t slot_id)
+{
+    /* Slots are numbered 0..nr_slots-1 in address space 0. */
+    if ((slot_id >> 16) != 0 || (slot_id & 0xffff) >= (uint32_t)s->nr_slots) {
+        return NULL;
+    }
+    return &s->slots[slot_id & 0xffff];
+}
+
+/* Harvests one vCPU's ring. ring_lock held. Returns entries collected. */
+static uint32_t kvm_dirty_ring_reap_one(KVMState *s, CPUState *cpu)
+{
+    uint32_t size = s->opts.dirty_ring_size;
+    uint32_t count = 0;
+
+    for (;;) {
+        struct kvm_dirty_gfn *e = &cpu->dirty_gfns[cpu->dirty_ring_fetch & (size - 1)];
+        uint32_t flags = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE);
+        KVMSlot *slot;
+
+        if (!(flags & KVM_DIRTY_GFN_F_DIRTY)) {
+            break;
+        }
+        slot = kvm_slot_by_id(s, e->slot);
+        /* Entries of a slot that stopped logging are reset, not recorded. */
+        if (slot && slot->ring_bmap && e->offset < slot->npages) {
+            set_bit(e->offset, slot->ring_bmap);
+        }
+        __atomic_store_n(&e->flags, KVM_DIRTY_GFN_F_RESET, __ATOMIC_RELEASE);
+        cpu->dirty_ring_fetch++;
+        count++;
+    }
+    return count;
+}
+
+uint64_t kvm_dirty_ring_reap(KVMState *s)
+{
+    uint64_t total = 0;
+
+    g_mutex_lock(&ring_lock);
+    for (guint i = 0; vcpus && i < vcpus->len; i++) {
+        CPUState *cpu = g_ptr_array_index(vcpus, i);
+        if (cpu->dirty_gfns) {
+            total += kvm_dirty_ring_reap_one(s, cpu);
+        }
+    }
+    if (total) {
+        /* Re-protect the harvested pages before their contents are read. */
+        kvm_vm_ioctl(s, KVM_RESET_DIRTY_RINGS, NULL);
+    }
+    s->dirty_stats.harvests++;
+    g_mutex_unlock(&ring_lock);
+    return total;
+}
+
+int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)
+{
+    size_t words = BITS_TO_LONGS(slot->npages);
+
+    g_mutex_lock(&ring_lock);
+    memcpy(slot->dirty_bmap, slot->ring_bmap, words * sizeof(unsigned long));
+    memset(slot->ring_bmap, 0, words * sizeof(unsigned long));
+    g_mutex_unlock(&ring_lock);
+    return 0;
+}
+
+void kvm_dirty_ring_log_start(KVMState *s)
+{
+    g_mutex_lock(&ring_lock);
+    for (int i = 0; i < s->nr_slots; i++) {
+        s->slots[i].ring_bmap = bitmap_new(s->slots[i].npages);
+    }
+    g_mutex_unlock(&ring_lock);
+}
+
+void kvm_dirty_ring_log_stop(KVMState *s)
+{
+    g_mutex_lock(&ring_lock);
+    for (int i = 0; i < s->nr_slots; i++) {
+        g_clear_pointer(&s->slots[i].ring_bmap, g_free);
+    }
+    g_mutex_unlock(&ring_lock);
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Private to accel/kvm: the dirty-ring row of the dirty-log mode table. */
+#ifndef ACCEL_KVM_DIRTY_RING_H
+#define ACCEL_KVM_DIRTY_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+/* KVM_ENABLE_CAP with -accel kvm,dirty-ring-size=N; before any vCPU exists. */
+bool kvm_dirty_ring_enable(KVMState *s, Error **errp);
+/* Maps @cpu's ring. */
+bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);
+/* Harvests every vCPU's ring into the slots' ring bitmaps, then resets. */
+uint64_t kvm_dirty_ring_reap(KVMState *s);
+/* slot->dirty_bmap := what the rings collected for @slot; starts a new round. */
+int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot);
+void kvm_dirty_ring_log_start(KVMState *s);
+void kvm_dirty_ring_log_stop(KVMState *s);
+
+#endif

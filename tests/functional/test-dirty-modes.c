@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Every dirty-tracking mode under heavy random dirtying: get-log, clear-log
+ * with small and huge chunks, and the dirty ring. With -S on the
+ * destination the RAM of both sides must be byte-identical, and the verify
+ * firmware must carry on with no FAIL. A 3.5 GiB guest puts one RAMBlock
+ * in two KVM slots; clear-bitmap-shift 20 (4 GiB chunks) makes one chunk
+ * span both, so chunk boundaries are not slot boundaries.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+typedef struct ModeCase {
+    const char *name;
+    const char *accel;          /* -accel ... */
+    const char *mode;           /* expected x-dirty-log.mode */
+    int shift;                  /* x-clear-bitmap-shift, 0 = default */
+    const char *mem;
+    const char *append;
+} ModeCase;
+
+static const ModeCase cases[] = {
+    { "get-random", "kvm,x-dirty-log=get", "get-log", 0, "512M",
+      "mode=dirty mem=384 rate=0 pattern=random" },
+    { "clear-random-shift6", "kvm,x-dirty-log=clear", "clear-log", 6, "512M",
+      "mode=dirty mem=384 rate=0 pattern=random" },
+    { "clear-random-shift14", "kvm,x-dirty-log=clear", "clear-log", 14, "512M",
+      "mode=dirty mem=384 rate=0 pattern=random" },
+    { "ring-random", "kvm,dirty-ring-size=4096", "dirty-ring", 0, "512M",
+      "mode=dirty mem=384 rate=0 pattern=random" },
+    { "clear-verify", "kvm,x-dirty-log=clear", "clear-log", 12, "512M", "mode=verify mem=384" },
+    { "ring-verify", "kvm,dirty-ring-size=65536", "dirty-ring", 0, "512M", "mode=verify mem=384" },
+    { "clear-twoslots-shift20", "kvm,x-dirty-log=clear", "clear-log", 20, "3584M",
+      "mode=dirty mem=3200 rate=0 pattern=random" },
+    { "get-twoslots", "kvm,x-dirty-log=get", "get-log", 0, "3584M",
+      "mode=verify mem=3200" },
+};
+
+static void test_mode(gconstpointer data)
+{
+    const ModeCase *c = data;
+    g_autofree char *accel = g_strdup_printf("-accel %s", c->accel);
+    g_autofree char *uri = migtest_uri("unix");
+    JsonNode *info;
+    int pass;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra(c->mem, c->append, accel);
+    pass = migtest_last_pass(src);
+    if (c->shift) {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                                  "{'x-clear-bitmap-shift': %d}}", c->shift));
+    }
+    dst = migtest_start_dest_extra(c->mem, c->append, true, uri, accel);
+    migtest_slow_then_fast(src, uri, false);
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    g_assert_cmpstr(json_get_str(info, "x-dirty-log.mode"), ==, c->mode);
+    g_assert_cmpint(json_get_int(info, "ram.dirty-sync-count"), >=, 2);
+    if (!strcmp(c->mode, "clear-log")) {
+        g_assert_cmpint(json_get_int(info, "x-dirty-log.clears"), >, 0);
+        g_assert_cmpint(json_get_int(info, "x-dirty-log.clear-bitmap-shift"), ==, c->shift);
+    } else if (!strcmp(c->mode, "dirty-ring")) {
+        g_assert_cmpint(json_get_int(info, "x-dirty-log.ring-harvests"), >, 0);
+    }
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_ram_identical(src, dst, c->mem);
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    migtest_assert_guest_continues(dst, c->append, pass);
+    vm_kill(src);
+    vm_kill(dst);
+}
+
+static void test_bad_ring_options(void)
+{
+    static const struct {
+        const char *accel;
+        const char *expect;
+    } bad[] = {
+        { "kvm,dirty-ring-size=1000", "must be a power of two" },
+        { "kvm,dirty-ring-size=8388608", "too big" },
+        { "kvm,dirty-ring-size=4096,x-dirty-log=clear", "are exclusive" },
+        { "kvm,x-dirty-log=sometimes", "x-dirty-log" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        VM *vm = vm_spawn("bad", false, "-accel %s -nodefaults -kernel %s", bad[i].accel,
+                          vmtest_firmware());
+        g_assert_cmpint(vm_wait_exit(vm, 30), ==, 1);
+        g_assert_nonnull(strstr(vm->stderr_text->str, bad[i].expect));
+        vm_kill(vm);
+    }
+}
+
+static void test_bad_shift(void)
+{
+    VM *vm;
+    JsonNode *r;
+    g_autofree char *desc = NULL;
+    g_autofree char *out = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("shift", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
+                  vmtest_firmware());
+    r = vm_qmp(vm, "{'execute': 'migrate-set-parameters', 'arguments': {'x-clear-bitmap-shift': 5}}");
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "x-clear-bitmap-shift"));
+    json_node_unref(r);
+    out = vm_hmp(vm, "migrate_set_parameter x-clear-bitmap-shift 32");
+    g_assert_nonnull(strstr(out, "x-clear-bitmap-shift"));
+    g_clear_pointer(&out, g_free);
+    out = vm_hmp(vm, "migrate_set_parameter x-clear-bitmap-shift 27");
+    g_assert_cmpstr(out, ==, "");
+    r = vm_qmp_ok(vm, "{'execute': 'query-migrate-parameters'}");
+    g_assert_cmpint(json_get_int(r, "x-clear-bitmap-shift"), ==, 27);
+    json_node_unref(r);
+    vm_kill(vm);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path = g_strdup_printf("/dirty-modes/%s", cases[i].name);
+        g_test_add_data_func(path, &cases[i], test_mode);
+    }
+    g_test_add_func("/dirty-modes/bad-ring-options", test_bad_ring_options);
+    g_test_add_func("/dirty-modes/bad-shift", test_bad_shift);
+    return g_test_run();
+}
