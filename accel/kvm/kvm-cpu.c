@@ -397,6 +397,7 @@ static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
         return false;
     }
     cpu->kvm_fd = ret;
+    cpu->stats_fd = s->stats_fd ? ioctl(cpu->kvm_fd, KVM_GET_STATS_FD, NULL) : -1;
     cpu->kvm_run_size = s->vcpu_mmap_size;
     cpu->kvm_run = mmap(NULL, cpu->kvm_run_size, PROT_READ | PROT_WRITE, MAP_SHARED, cpu->kvm_fd, 0);
     if (cpu->kvm_run == MAP_FAILED) {

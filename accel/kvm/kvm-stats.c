@@ -27,14 +27,14 @@ typedef struct KVMStatsSource {
 static KVMStatsSource *vm_stats;
 static GPtrArray *vcpu_stats;
 
-static KVMStatsSource *kvm_stats_open(int owner_fd, Error **errp)
+/* Reads the layout of stats fd @fd (which it takes over). */
+static KVMStatsSource *kvm_stats_open_fd(int fd, Error **errp)
 {
     g_autofree KVMStatsSource *src = g_new0(KVMStatsSource, 1);
     size_t words = 0;
-    int fd = ioctl(owner_fd, KVM_GET_STATS_FD, NULL);
 
     if (fd < 0) {
-        error_setg_errno(errp, errno, "KVM_GET_STATS_FD failed");
+        error_setg(errp, "KVM binary statistics are not available");
         return NULL;
     }
     if (pread(fd, &src->hdr, sizeof(src->hdr), 0) != sizeof(src->hdr) ||
@@ -78,7 +78,8 @@ static bool kvm_stats_refresh(KVMStatsSource *src)
 static KVMStatsSource *kvm_stats_vm(Error **errp)
 {
     if (!vm_stats && kvm_state) {
-        vm_stats = kvm_stats_open(kvm_state->vmfd, errp);
+        int fd = ioctl(kvm_state->vmfd, KVM_GET_STATS_FD, NULL);
+        vm_stats = kvm_stats_open_fd(fd, errp);
     }
     return vm_stats;
 }
@@ -92,7 +93,13 @@ static KVMStatsSource *kvm_stats_vcpu(CPUState *cpu, Error **errp)
         g_ptr_array_add(vcpu_stats, NULL);
     }
     if (!g_ptr_array_index(vcpu_stats, cpu->cpu_index)) {
-        g_ptr_array_index(vcpu_stats, cpu->cpu_index) = kvm_stats_open(cpu->kvm_fd, errp);
+        /*
+         * The fd was opened when the vCPU was created: KVM_GET_STATS_FD is a
+         * vCPU ioctl and would wait for KVM_RUN to return, which an AP that
+         * waits for INIT/SIPI never does.
+         */
+        g_ptr_array_index(vcpu_stats, cpu->cpu_index) = kvm_stats_open_fd(cpu->stats_fd, errp);
+        cpu->stats_fd = -1;
     }
     return g_ptr_array_index(vcpu_stats, cpu->cpu_index);
 }

@@ -19,6 +19,7 @@ typedef void (*RunOnCpuFunc)(CPUState *cpu, void *data);
 struct CPUState {
     int cpu_index;              /* also the APIC id and KVM vcpu id */
     int kvm_fd;
+    int stats_fd;               /* KVM_GET_STATS_FD, opened at creation (-1 if none) */
     struct kvm_run *kvm_run;    /* mmapped, shared with the kernel */
     size_t kvm_run_size;
     QemuThread thread;

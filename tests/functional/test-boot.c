@@ -208,6 +208,44 @@ static void test_triple_fault(void)
     vm_kill(vm);
 }
 
+/* Host memory from each backend: memfd (shared), a file (mem-path, prealloc). */
+static void test_memory_backends(void)
+{
+    g_autofree char *file = g_build_filename(vmtest_tmpdir(), "guest-ram", NULL);
+    const char *objs[] = {
+        "-object memory-backend-memfd,id=mem0,size=256M,share=on -machine memory-backend=mem0",
+        NULL,
+        "-object memory-backend-ram,id=mem0,size=256M,prealloc=on -machine memory-backend=mem0",
+    };
+    g_autofree char *fileobj = g_strdup_printf(
+        "-object memory-backend-file,id=mem0,size=256M,mem-path=%s,share=on,prealloc=on "
+        "-machine memory-backend=mem0", file);
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    objs[1] = fileobj;
+    for (size_t i = 0; i < G_N_ELEMENTS(objs); i++) {
+        VM *vm = vm_spawn("backend", true, BASE_ARGS "%s -kernel %s -append 'mode=verify mem=128 passes=3'",
+                          objs[i], vmtest_firmware());
+        char *out = vm_hmp(vm, "info kvm");
+
+        g_free(out);
+        vm_wait_line(vm, "PASS n=3", 60);
+        g_assert_cmpint(vm_wait_exit(vm, 30), ==, 1);
+        g_assert_cmpuint(vm_count_lines(vm, "FAIL"), ==, 0);
+        vm_kill(vm);
+    }
+    /* The file backend really holds the guest's RAM: the work area has the firmware's marks. */
+    {
+        g_autofree char *data = NULL;
+        gsize len;
+        g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+        g_assert_cmpuint(len, ==, 256 * 1024 * 1024);
+        g_assert_cmphex(*(uint64_t *)(data + 0x400000 + 8), ==, 0x400000);
+    }
+}
+
 static bool is_real_qemu(const char *path)
 {
     g_autofree char *out = NULL;
@@ -252,6 +290,7 @@ int main(int argc, char **argv)
     g_test_add_func("/boot/memuser-idle", test_memuser_and_idle);
     g_test_add_func("/boot/highmem", test_highmem);
     g_test_add_func("/boot/smp", test_smp);
+    g_test_add_func("/boot/memory-backends", test_memory_backends);
     g_test_add_func("/boot/triple-fault", test_triple_fault);
     g_test_add_func("/boot/qemu72-same-firmware", test_under_qemu72);
     return g_test_run();

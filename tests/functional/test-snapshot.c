@@ -201,6 +201,34 @@ static void test_refused_combinations(void)
     vm_kill(vm);
 }
 
+/* Shared memory (memfd) is write-protected too on this kernel. */
+static void test_memfd_backend(void)
+{
+    const char *append = "mode=verify mem=128";
+    const char *obj = "-object memory-backend-memfd,id=m0,size=256M,share=on "
+                      "-machine memory-backend=m0";
+    g_autofree char *file = snap_path("memfd");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    VM *src, *dst;
+    int pass;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("256M", append, obj);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    wait_snapshot_done(src);
+    vm_kill(src);
+    dst = migtest_start_dest_extra("256M", append, false, uri, obj);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, append, pass);
+    vm_kill(dst);
+}
+
 /* RAM above 3 GiB is a second KVM slot of the same block. */
 static void test_highmem(void)
 {
@@ -231,6 +259,7 @@ int main(int argc, char **argv)
     g_test_add_func("/snapshot/qmp-paused-identical", test_qmp_snapshot_paused_identical);
     g_test_add_func("/snapshot/cancel", test_cancel);
     g_test_add_func("/snapshot/refused-combinations", test_refused_combinations);
+    g_test_add_func("/snapshot/memfd-backend", test_memfd_backend);
     g_test_add_func("/snapshot/highmem", test_highmem);
     return g_test_run();
 }
