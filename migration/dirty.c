@@ -160,12 +160,13 @@ static void dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk
         ret = kvm_dirty_log_clear(dt->kvm, slot, lo - sstart, hi - lo);
         if (ret < 0) {
             /*
-             * A failed clear leaves the pages unprotected: writes to them
-             * would go unnoticed. Keep the chunk marked so every later sync
-             * retries, and make sure the pages are sent again.
+             * KVM re-protected nothing and kept its bits, so the next sync
+             * reads them again, re-marks the chunk and the pages are sent
+             * again. Do not keep the chunk marked: a retry before that sync
+             * would re-arm pages copied since, losing writes made after
+             * their copy.
              */
             warn_report("KVM_CLEAR_DIRTY_LOG failed: %s", g_strerror(-ret));
-            set_bit(chunk, b->clear_bmap);
             return;
         }
         trace_dirty_clear(slot->slot, lo - sstart, hi - lo);

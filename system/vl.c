@@ -794,6 +794,29 @@ static void create_monitors(Config *cfg)
     }
 }
 
+static void monitor_config_free(gpointer p)
+{
+    MonitorConfig *mc = p;
+
+    g_free(mc->spec);
+    g_free(mc->chardev_id);
+    g_free(mc);
+}
+
+/* What only init needed; the MachineState copy keeps the machine's strings. */
+static void config_free(Config *cfg)
+{
+    g_free(cfg->serial_spec);
+    g_free(cfg->pidfile);
+    g_free(cfg->incoming);
+    g_ptr_array_set_free_func(cfg->chardev_opts, (GDestroyNotify)qemu_opts_del);
+    g_ptr_array_set_free_func(cfg->object_opts, (GDestroyNotify)qemu_opts_del);
+    g_ptr_array_set_free_func(cfg->monitors, monitor_config_free);
+    g_ptr_array_free(cfg->chardev_opts, TRUE);
+    g_ptr_array_free(cfg->object_opts, TRUE);
+    g_ptr_array_free(cfg->monitors, TRUE);
+}
+
 void qemu_init(int argc, char **argv)
 {
     Config cfg = { 0 };
@@ -882,4 +905,5 @@ void qemu_init(int argc, char **argv)
         vm_start();
     }
     os_setup_post();
+    config_free(&cfg);
 }

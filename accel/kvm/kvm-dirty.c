@@ -73,7 +73,7 @@ static int clear_log_setup(KVMState *s)
 static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
 {
     uint64_t start = QEMU_ALIGN_DOWN(first, BITS_PER_LONG);
-    uint64_t end = MIN(QEMU_ALIGN_UP(first + npages, BITS_PER_LONG), slot->npages);
+    uint64_t end;
     g_autofree unsigned long *tmp = NULL;
     unsigned long *bmap;
     struct kvm_clear_dirty_log c;
@@ -83,7 +83,9 @@ static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t 
     if (first >= slot->npages || !npages) {
         return 0;
     }
-    npages = MIN(first + npages, slot->npages) - first;
+    /* Clamp before adding: npages may mean "to the end" (and overflow). */
+    npages = MIN(npages, slot->npages - first);
+    end = MIN(QEMU_ALIGN_UP(first + npages, BITS_PER_LONG), slot->npages);
     if (find_next_bit(slot->dirty_bmap, first + npages, first) >= first + npages) {
         return 0;               /* nothing read here since the last clear */
     }

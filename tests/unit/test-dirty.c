@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for migration/dirty.c against a model guest. A fake KVM keeps,
+ * per slot, the kernel's "written since last get/clear" bitmap (clear-log:
+ * initially set, GET copies, CLEAR resets what was read; get-log: GET copies
+ * and resets); every page carries a version bumped on each write. Direct
+ * checks pin down sync, chunk marking and claims; seeded random migrations
+ * then assert the ARCHITECTURE section 4 invariant: every write after a
+ * page's last send is sent again, the remaining counter always equals the
+ * bitmaps' popcount, and no page is sent without a write to justify it.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "trace/trace.h"
+#include "migration/dirty.h"
+
+#define SEED 0xd1297
+#define MAX_BLOCKS 4
+#define MAX_SLOTS 6
+
+/* ---- Fake trace backend: formats every event so bad arguments show ---- */
+
+bool trace_active;
+static unsigned trace_clears;
+
+void trace_event_printf(const char *event, const char *fmt, ...)
+{
+    g_autofree char *line = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    line = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    trace_clears += !strcmp(event, "dirty_clear");
+}
+
+/* ---- Layouts: RAMBlocks and the slots that map them ---- */
+
+typedef struct SlotDef {
+    int block;
+    uint64_t offset, npages;    /* in pages */
+} SlotDef;
+
+typedef struct Layout {
+    const char *name;
+    uint64_t block_pages[MAX_BLOCKS + 1];   /* 0-terminated */
+    SlotDef slots[MAX_SLOTS + 1];           /* npages 0 terminates */
+} Layout;
+
+/* Our PC: 3.5 GiB RAM, low slot 3 GiB at 0, high slot at 3 GiB; a small block; a slotless one. */
+static const Layout pc_layout = {
+    "pc",
+    { 917504, 1000, 300 },
+    { { 0, 0, 786432 }, { 0, 786432, 131072 }, { 1, 0, 1000 } },
+};
+/* Small enough to check every page at every step; shift 8 spans slots at 512..767. */
+static const Layout small_layout = {
+    "small",
+    { 840, 77 },
+    { { 0, 0, 640 }, { 0, 640, 200 }, { 1, 0, 77 } },
+};
+/* Holes: pages 100..127 and 428..447 only the VMM can write. */
+static const Layout gaps_layout = {
+    "gaps",
+    { 1000 },
+    { { 0, 0, 100 }, { 0, 128, 300 }, { 0, 448, 552 } },
+};
+/* Not ours, but allowed: a slot at a page offset that is not word aligned. */
+static const Layout unaligned_layout = {
+    "unaligned",
+    { 1000, 130 },
+    { { 0, 0, 100 }, { 0, 100, 900 }, { 1, 3, 127 } },
+};
+
+/* ---- The model guest and the fake RAM and KVM ---- */
+
+typedef struct PageModel {
+    uint32_t version;           /* bumped by every write; starts at 1 */
+    uint32_t sent;              /* version last sent; 0 = never */
+    bool resend_ok;             /* a write was still recorded when sent */
+} PageModel;
+
+typedef struct Sim {
+    GRand *r;
+    DirtyTracker *dt;
+    PageModel *pg[MAX_BLOCKS];
+    bool running;                   /* the guest may write */
+    int race_pct;
+    int cur_block;
+    uint64_t cur_page, sends, resends;
+} Sim;
+
+typedef struct SimConfig {
+    const Layout *layout;
+    bool clear_mode;
+    unsigned shift;
+    int steps;
+    int clear_fail_pct;
+} SimConfig;
+
+typedef struct ClearCall {
+    int slot;
+    uint64_t first, npages;
+} ClearCall;
+
+static struct {
+    GPtrArray *blocks;          /* RAMBlock *, what ram_blocks() returns */
+    KVMState *kvm;
+    const Layout *layout;
+    bool clear_mode;            /* manual protect + initially set */
+    bool kvm_logging, sw_logging;
+    unsigned long *kernel[MAX_SLOTS];   /* written since last get/clear */
+    GArray *clears;             /* ClearCall, every kvm_dirty_log_clear */
+    int fail_clears;            /* the next N kvm_dirty_log_clear fail */
+    int clear_fail_pct;         /* in simulations, clears fail this often */
+    bool failed_since_sync;     /* chunks may go unarmed until the next sync */
+    Sim *sim;                   /* racing guest writes during sync/clear */
+} fake;
+
+static void sim_race(Sim *sim, int slot, uint64_t first, uint64_t npages);
+
+GPtrArray *ram_blocks(void)
+{
+    return fake.blocks;
+}
+
+void ram_sw_dirty_log_start(void)
+{
+    fake.sw_logging = true;
+}
+
+void ram_sw_dirty_log_stop(void)
+{
+    fake.sw_logging = false;
+}
+
+bool kvm_dirty_log_needs_clear(KVMState *s)
+{
+    return fake.clear_mode;
+}
+
+bool kvm_dirty_log_start(KVMState *s, Error **errp)
+{
+    for (int i = 0; i < s->nr_slots; i++) {
+        s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
+        fake.kernel[i] = bitmap_new(s->slots[i].npages);
+        /* KVM_DIRTY_LOG_INITIALLY_SET: every page dirty, none protected. */
+        if (fake.clear_mode) {
+            bitmap_fill(fake.kernel[i], s->slots[i].npages);
+        }
+    }
+    fake.kvm_logging = true;
+    return true;
+}
+
+void kvm_dirty_log_stop(KVMState *s)
+{
+    for (int i = 0; i < s->nr_slots; i++) {
+        g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
+        g_clear_pointer(&fake.kernel[i], g_free);
+    }
+    fake.kvm_logging = false;
+}
+
+int kvm_dirty_log_sync(KVMState *s)
+{
+    g_assert_true(fake.kvm_logging);
+    fake.failed_since_sync = false;
+    for (int i = 0; i < s->nr_slots; i++) {
+        KVMSlot *slot = &s->slots[i];
+
+        bitmap_copy(slot->dirty_bmap, fake.kernel[i], slot->npages);
+        if (!fake.clear_mode) {
+            bitmap_zero(fake.kernel[i], slot->npages);
+        }
+        /* vCPUs keep running while we sync. */
+        sim_race(fake.sim, -1, 0, 0);
+    }
+    return 0;
+}
+
+/* Same contract as accel/kvm/kvm-dirty.c: re-arm only what was read. */
+int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
+{
+    int idx = slot - s->slots;
+    ClearCall c = { idx, first, npages };
+
+    g_assert_true(fake.clear_mode && fake.kvm_logging);
+    g_assert_true(idx >= 0 && idx < s->nr_slots);
+    g_assert_true(npages > 0 && first + npages <= slot->npages);
+    g_array_append_val(fake.clears, c);
+    sim_race(fake.sim, idx, first, npages);
+    if (fake.fail_clears > 0 ||
+        (fake.sim && g_rand_int_range(fake.sim->r, 0, 100) < fake.clear_fail_pct)) {
+        fake.fail_clears -= fake.fail_clears > 0;
+        fake.failed_since_sync = true;
+        return -EFAULT;
+    }
+    for (uint64_t p = first; p < first + npages; p++) {
+        if (test_and_clear_bit(p, slot->dirty_bmap)) {
+            clear_bit(p, fake.kernel[idx]);
+        }
+    }
+    return 0;
+}
+
+static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift, bool log)
+{
+    DirtyTracker *dt = g_new0(DirtyTracker, 1);
+    KVMState *s = g_new0(KVMState, 1);
+    int nb = 0;
+
+    memset(&fake, 0, sizeof(fake));
+    fake.blocks = g_ptr_array_new();
+    fake.clears = g_array_new(false, true, sizeof(ClearCall));
+    fake.clear_mode = clear_mode;
+    fake.kvm = s;
+    fake.layout = l;
+    for (; l->block_pages[nb]; nb++) {
+        RAMBlock *rb = g_new0(RAMBlock, 1);
+
+        g_snprintf(rb->idstr, sizeof(rb->idstr), "block%d", nb);
+        rb->used_length = l->block_pages[nb] << TARGET_PAGE_BITS;
+        rb->sw_dirty = bitmap_new(l->block_pages[nb]);
+        /* Stale software bits from before logging must not count. */
+        bitmap_fill(rb->sw_dirty, l->block_pages[nb]);
+        g_ptr_array_add(fake.blocks, rb);
+    }
+    while (l->slots[s->nr_slots].npages) {
+        s->nr_slots++;
+    }
+    s->slots = g_new0(KVMSlot, s->nr_slots);
+    for (int i = 0; i < s->nr_slots; i++) {
+        const SlotDef *d = &l->slots[i];
+
+        g_assert_cmpuint(d->offset + d->npages, <=, l->block_pages[d->block]);
+        s->slots[i].slot = i;
+        s->slots[i].rb = g_ptr_array_index(fake.blocks, d->block);
+        s->slots[i].ram_offset = d->offset << TARGET_PAGE_BITS;
+        s->slots[i].npages = d->npages;
+        s->slots[i].memory_size = d->npages << TARGET_PAGE_BITS;
+    }
+    g_assert_true(dirty_tracker_init(dt, s, log, shift, &error_abort));
+    return dt;
+}
+
+static void teardown(DirtyTracker *dt)
+{
+    KVMState *s = fake.kvm;
+
+    dirty_tracker_cleanup(dt);
+    g_assert_false(fake.kvm_logging || fake.sw_logging);
+    for (guint i = 0; i < fake.blocks->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(fake.blocks, i);
+
+        g_free(rb->sw_dirty);
+        g_free(rb);
+    }
+    g_ptr_array_free(fake.blocks, true);
+    g_array_free(fake.clears, true);
+    g_free(s->slots);
+    g_free(s);
+    g_free(dt);
+}
+
+/* ---- Naive references (the test may recount; the product must not) ---- */
+
+static bool ref_get(const unsigned long *map, uint64_t i)
+{
+    return (map[i / 64] >> (i % 64)) & 1;
+}
+
+/* Popcount of every bmap; bits past npages would be a bug too. */
+static uint64_t naive_dirty(DirtyTracker *dt)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+
+        for (uint64_t w = 0; w < BITS_TO_LONGS(b->npages); w++) {
+            n += __builtin_popcountl(b->bmap[w]);
+        }
+        if (b->npages % 64) {
+            g_assert_cmphex(b->bmap[b->npages / 64] & ~BITMAP_LAST_WORD_MASK(b->npages), ==, 0);
+        }
+    }
+    return n;
+}
+
+/* The slot of @dt's block @b mapping page @p, or -1 (VMM-only page). */
+static int slot_of(DirtyTracker *dt, int b, uint64_t p, uint64_t *sp)
+{
+    KVMState *s = fake.kvm;
+
+    *sp = 0;
+    for (int i = 0; i < s->nr_slots; i++) {
+        uint64_t base = s->slots[i].ram_offset >> TARGET_PAGE_BITS;
+
+        if (s->slots[i].rb == dt->blocks[b].rb && p >= base && p < base + s->slots[i].npages) {
+            *sp = p - base;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ---- Direct checks ---- */
+
+static void test_init(void)
+{
+    DirtyTracker *dt = setup(&pc_layout, true, 12, true);
+
+    g_assert_cmpint(dt->nblocks, ==, 3);
+    g_assert_cmpuint(dt->total_pages, ==, 917504 + 1000 + 300);
+    g_assert_cmpuint(dt->dirty_pages, ==, dt->total_pages);
+    g_assert_cmpuint(naive_dirty(dt), ==, dt->total_pages);
+    g_assert_true(dt->logging && dt->clear_log && fake.kvm_logging && fake.sw_logging);
+    /* Slots go to the block they map, in slot order. */
+    g_assert_cmpint(dt->blocks[0].nslots, ==, 2);
+    g_assert_true(dt->blocks[0].slots[1] == &fake.kvm->slots[1]);
+    g_assert_cmpint(dt->blocks[1].nslots, ==, 1);
+    g_assert_cmpint(dt->blocks[2].nslots, ==, 0);
+    for (int i = 0; i < dt->nblocks; i++) {
+        g_assert_true(bitmap_empty(dt->blocks[i].rb->sw_dirty, dt->blocks[i].npages));
+        g_assert_true(bitmap_empty(dt->blocks[i].clear_bmap,
+                                   DIV_ROUND_UP(dt->blocks[i].npages, 1 << 12)));
+    }
+    teardown(dt);
+
+    /* get-log: no chunk bitmaps. Without logging: nothing starts, sync is a no-op. */
+    dt = setup(&small_layout, false, 6, true);
+    g_assert_false(dt->clear_log);
+    g_assert_null(dt->blocks[0].clear_bmap);
+    teardown(dt);
+    dt = setup(&small_layout, true, 6, false);
+    g_assert_false(dt->logging || fake.kvm_logging || fake.sw_logging);
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    g_assert_cmpuint(dt->dirty_pages, ==, 840 + 77);
+    teardown(dt);
+}
+
+/* Claims every page so all bitmaps (and, clear-log, the kernel's) are empty. */
+static void drain(DirtyTracker *dt)
+{
+    for (int i = 0; i < dt->nblocks; i++) {
+        for (uint64_t p = 0; p < dt->blocks[i].npages; p++) {
+            dirty_tracker_claim_page(dt, &dt->blocks[i], p);
+        }
+    }
+    g_assert_cmpuint(dt->dirty_pages, ==, 0);
+    g_array_set_size(fake.clears, 0);
+}
+
+static void test_sync_counts_new(void)
+{
+    DirtyTracker *dt = setup(&pc_layout, false, 6, true);
+    RAMBlockDirty *b = &dt->blocks[0];
+
+    /* The first get-log sync after start finds nothing new: all pages are dirty. */
+    set_bit(5, fake.kernel[0]);
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    g_assert_cmpuint(dt->dirty_pages, ==, dt->total_pages);
+
+    g_assert_true(dirty_tracker_claim_page(dt, b, 10));
+    g_assert_true(dirty_tracker_claim_page(dt, b, 786432 + 7));
+    g_assert_true(dirty_tracker_claim_page(dt, b, 917503));
+    g_assert_false(dirty_tracker_claim_page(dt, b, 10));
+    g_assert_cmpuint(dt->dirty_pages, ==, dt->total_pages - 3);
+
+    /* Slot 1 pages land at its offset (3 GiB = page 786432) in the block. */
+    set_bit(10, fake.kernel[0]);
+    set_bit(11, fake.kernel[0]);        /* still dirty: not new */
+    set_bit(7, fake.kernel[1]);
+    set_bit(131071, fake.kernel[1]);
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 3);
+    g_assert_cmpuint(dt->last_sync_new, ==, 3);
+    g_assert_cmpuint(dt->dirty_pages, ==, dt->total_pages);
+    g_assert_cmpuint(naive_dirty(dt), ==, dt->total_pages);
+    g_assert_cmpuint(dt->syncs, ==, 2);
+
+    /* Same bits again (get-log cleared them in the kernel): nothing new. */
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    teardown(dt);
+}
+
+static void test_sync_sw_dirty(void)
+{
+    DirtyTracker *dt = setup(&gaps_layout, false, 6, true);
+    RAMBlockDirty *b = &dt->blocks[0];
+    unsigned long *sw = b->rb->sw_dirty;
+
+    drain(dt);
+    set_bit(110, sw);                   /* a hole: only the VMM writes there */
+    set_bit(999, sw);
+    set_bit(200, sw);
+    set_bit(200 - 128, fake.kernel[1]); /* the same page via KVM counts once */
+    set_bit(0, fake.kernel[0]);
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 4);
+    g_assert_true(bitmap_empty(sw, 1000));
+    for (uint64_t p = 0; p < 1000; p++) {
+        g_assert_cmpint(ref_get(b->bmap, p), ==, p == 0 || p == 110 || p == 200 || p == 999);
+    }
+    /* Drained: a second sync adds nothing. */
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    g_assert_cmpuint(dt->dirty_pages, ==, 4);
+    teardown(dt);
+}
+
+/* Chunk marks after a sync equal the chunks holding a bit of some slot bitmap. */
+static void check_marks(unsigned shift, const Layout *l, const uint64_t (*bits)[2], int nbits)
+{
+    DirtyTracker *dt = setup(l, true, shift, true);
+    RAMBlockDirty *b = &dt->blocks[0];
+    uint64_t nchunks = DIV_ROUND_UP(b->npages, 1ULL << shift);
+    g_autofree bool *want = g_new0(bool, nchunks);
+
+    /* Initially set: the first sync marks every chunk that has a slot page. */
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    g_assert_true(ref_get(b->clear_bmap, 0) && ref_get(b->clear_bmap, nchunks - 1));
+    drain(dt);
+    g_assert_true(bitmap_empty(b->clear_bmap, nchunks));
+    for (int i = 0; i < fake.kvm->nr_slots; i++) {
+        g_assert_true(bitmap_empty(fake.kernel[i], fake.kvm->slots[i].npages));
+    }
+
+    set_bit(3, b->rb->sw_dirty);        /* software writes need no KVM clear */
+    for (int i = 0; i < nbits; i++) {
+        KVMSlot *slot = &fake.kvm->slots[bits[i][0]];
+
+        g_assert_true(slot->rb == b->rb && bits[i][1] < slot->npages);
+        set_bit(bits[i][1], fake.kernel[bits[i][0]]);
+        want[((slot->ram_offset >> TARGET_PAGE_BITS) + bits[i][1]) >> shift] = true;
+    }
+    dirty_tracker_sync(dt);
+    for (uint64_t c = 0; c < nchunks; c++) {
+        if (ref_get(b->clear_bmap, c) != want[c]) {
+            g_error("shift %u: chunk %" PRIu64 " marked %d", shift, c, !want[c]);
+        }
+    }
+    teardown(dt);
+}
+
+static void test_sync_marks_chunks(void)
+{
+    static const uint64_t pc_bits[][2] = {
+        { 0, 0 }, { 0, 63 }, { 0, 64 }, { 0, 4095 }, { 0, 4096 * 7 + 1 }, { 0, 786431 },
+        { 1, 0 }, { 1, 4096 }, { 1, 131071 },
+    };
+    static const uint64_t small_bits[][2] = { { 0, 1 }, { 0, 639 }, { 1, 0 }, { 1, 199 } };
+    /* Slot 1 starts at page 100: its bits 0 and 28 fall in chunks 1 and 2. */
+    static const uint64_t unaligned_bits[][2] = {
+        { 0, 1 }, { 0, 99 }, { 1, 0 }, { 1, 28 }, { 1, 899 },
+    };
+
+    check_marks(6, &pc_layout, pc_bits, G_N_ELEMENTS(pc_bits));
+    check_marks(12, &pc_layout, pc_bits, G_N_ELEMENTS(pc_bits));
+    check_marks(20, &pc_layout, pc_bits + 6, 1);   /* one chunk holds both slots */
+    check_marks(8, &small_layout, small_bits, G_N_ELEMENTS(small_bits));
+    check_marks(6, &unaligned_layout, unaligned_bits, G_N_ELEMENTS(unaligned_bits));
+}
+
+static void expect_clears(const ClearCall *want, guint n)
+{
+    g_assert_cmpuint(fake.clears->len, ==, n);
+    for (guint i = 0; i < n; i++) {
+        ClearCall *c = &g_array_index(fake.clears, ClearCall, i);
+
+        g_assert_cmpint(c->slot, ==, want[i].slot);
+        g_assert_cmpuint(c->first, ==, want[i].first);
+        g_assert_cmpuint(c->npages, ==, want[i].npages);
+    }
+    g_array_set_size(fake.clears, 0);
+}
+
+static void test_claim_clears_chunk(void)
+{
+    DirtyTracker *dt = setup(&small_layout, true, 8, true);
+    RAMBlockDirty *b = &dt->blocks[0];
+    static const ClearCall span[] = { { 0, 512, 128 }, { 1, 0, 128 } };
+    static const ClearCall first[] = { { 0, 0, 256 } };
+    static const ClearCall tail[] = { { 1, 128, 72 } };
+
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    /* Chunk 2 = pages 512..767: the end of slot 0 and the start of slot 1. */
+    g_assert_true(dirty_tracker_claim_page(dt, b, 700));
+    expect_clears(span, G_N_ELEMENTS(span));
+    g_assert_false(ref_get(b->clear_bmap, 2));
+    /* Once per chunk: the next page of it goes without a clear. */
+    g_assert_true(dirty_tracker_claim_page(dt, b, 512));
+    expect_clears(NULL, 0);
+    g_assert_true(dirty_tracker_claim_page(dt, b, 0));
+    expect_clears(first, G_N_ELEMENTS(first));
+    /* The last chunk is cut at the block end. */
+    g_assert_true(dirty_tracker_claim_page(dt, b, 839));
+    expect_clears(tail, G_N_ELEMENTS(tail));
+    /* The kernel bits read are re-armed, the others kept; the bmap is untouched. */
+    g_assert_true(bitmap_empty(fake.kernel[0], 256));
+    g_assert_true(ref_get(fake.kernel[0], 256) && !ref_get(fake.kernel[0], 600));
+    g_assert_cmpuint(dt->dirty_pages, ==, 840 + 77 - 4);
+    g_assert_cmpuint(naive_dirty(dt), ==, dt->dirty_pages);
+
+    /* A new KVM bit in the chunk: the sync marks it again, a claim re-arms it. */
+    set_bit(5, fake.kernel[1]);
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);     /* page 645 was still dirty */
+    g_assert_true(ref_get(b->clear_bmap, 2));
+    g_assert_true(dirty_tracker_claim_page(dt, b, 699));
+    expect_clears(span, G_N_ELEMENTS(span));
+    g_assert_false(ref_get(fake.kernel[1], 5));
+    g_assert_cmpuint(trace_clears, ==, 0);      /* tracing off: no events */
+    teardown(dt);
+}
+
+/*
+ * A failed clear must not lose a write. The page being claimed is copied
+ * while KVM still has its bit set (not re-protected); if a later claim in
+ * the chunk re-armed it before a sync had read it again, a write landing
+ * after that copy would be wiped from KVM's bitmap and never sent.
+ */
+static void test_claim_clear_fails(void)
+{
+    DirtyTracker *dt = setup(&small_layout, true, 8, true);
+    RAMBlockDirty *b = &dt->blocks[0];
+    uint64_t sp;
+
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    /* Page 700 is slot 1 page 60; chunk 2 spans slots 0 and 1. */
+    g_assert_cmpint(slot_of(dt, 0, 700, &sp), ==, 1);
+    fake.fail_clears = 1;
+    g_assert_true(dirty_tracker_claim_page(dt, b, 700));   /* copied now */
+    g_assert_cmpuint(fake.clears->len, ==, 1);
+    g_assert_true(ref_get(fake.kernel[1], sp));
+    /* The guest writes page 700 again, after its copy. */
+    set_bit(sp, fake.kernel[1]);
+    /* Another page of the chunk is sent before the next sync. */
+    g_assert_true(dirty_tracker_claim_page(dt, b, 701));
+    g_assert_true(dirty_tracker_claim_page(dt, b, 600));
+    /* The write must still be in KVM's bitmap, so the next sync brings it back. */
+    g_assert_true(ref_get(fake.kernel[1], sp));
+    g_assert_cmpint(dirty_tracker_sync(dt), >=, 1);
+    g_assert_true(ref_get(b->bmap, 700));
+    g_assert_cmpuint(dt->dirty_pages, ==, naive_dirty(dt));
+    /* Once read again, the chunk is re-armed on the next claim, and only then. */
+    g_assert_true(ref_get(b->clear_bmap, 2));
+    g_array_set_size(fake.clears, 0);
+    g_assert_true(dirty_tracker_claim_page(dt, b, 700));
+    g_assert_cmpuint(fake.clears->len, ==, 2);
+    g_assert_false(ref_get(fake.kernel[1], sp));
+    teardown(dt);
+}
+
+/* ---- Randomised migration ---- */
+
+/* Writes cluster where bugs live: slot, chunk, word and block edges. */
+static uint64_t sim_pick(Sim *sim, int b)
+{
+    uint64_t n = sim->dt->blocks[b].npages;
+    static const uint64_t hot[] = { 0, 63, 64, 100, 127, 128, 255, 256, 511, 512, 640, 4095,
+                                    4096, 786431, 786432, 786433, 917503 };
+
+    if (g_rand_boolean(sim->r)) {
+        int64_t p = (int64_t)hot[g_rand_int_range(sim->r, 0, G_N_ELEMENTS(hot))] +
+                    g_rand_int_range(sim->r, -2, 3);
+        return CLAMP(p, 0, (int64_t)n - 1);
+    }
+    return g_rand_int_range(sim->r, 0, n);
+}
+
+/* One write to page @p of block @b, by a vCPU if a slot maps it, else by the VMM. */
+static void sim_write(Sim *sim, int b, uint64_t p, bool vmm)
+{
+    uint64_t sp;
+    int slot = slot_of(sim->dt, b, p, &sp);
+
+    sim->pg[b][p].version++;
+    if (slot >= 0 && !vmm) {
+        if (fake.kvm_logging) {
+            set_bit(sp, fake.kernel[slot]);
+        }
+    } else if (fake.sw_logging) {
+        set_bit_atomic(p, sim->dt->blocks[b].rb->sw_dirty);
+    }
+}
+
+static void sim_random_writes(Sim *sim, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int b = g_rand_int_range(sim->r, 0, sim->dt->nblocks);
+
+        sim_write(sim, b, sim_pick(sim, b), g_rand_int_range(sim->r, 0, 8) == 0);
+    }
+}
+
+/* A vCPU write racing a sync (@slot < 0) or a clear of [first, first+npages). */
+static void sim_race(Sim *sim, int slot, uint64_t first, uint64_t npages)
+{
+    KVMSlot *s = slot >= 0 ? &fake.kvm->slots[slot] : NULL;
+
+    if (!sim || !sim->running || g_rand_int_range(sim->r, 0, 100) >= sim->race_pct) {
+        return;
+    }
+    if (slot < 0) {
+        sim_random_writes(sim, 1);
+        return;
+    }
+    sim_write(sim, fake.layout->slots[slot].block, (s->ram_offset >> TARGET_PAGE_BITS) + first +
+              g_rand_int_range(sim->r, 0, npages), false);
+}
+
+/* The ram.c scanning rule: next set bit from the cursor, claim, copy. */
+static bool sim_send_one(Sim *sim)
+{
+    DirtyTracker *dt = sim->dt;
+
+    if (!dt->dirty_pages) {
+        return false;
+    }
+    for (int tries = 0; tries <= dt->nblocks; tries++) {
+        RAMBlockDirty *b = &dt->blocks[sim->cur_block];
+        uint64_t p = find_next_bit(b->bmap, b->npages, sim->cur_page);
+        int bi = sim->cur_block, slot;
+        uint64_t sp = 0;
+        bool was_read;
+
+        if (p >= b->npages) {
+            sim->cur_block = (sim->cur_block + 1) % dt->nblocks;
+            sim->cur_page = 0;
+            continue;
+        }
+        sim->cur_page = p + 1;
+        slot = slot_of(dt, bi, p, &sp);
+        was_read = slot >= 0 && fake.clear_mode && ref_get(fake.kvm->slots[slot].dirty_bmap, sp);
+        g_assert_true(dirty_tracker_claim_page(dt, b, p));
+        /*
+         * A bit read from KVM is re-armed before the copy (else the page
+         * would be sent again for nothing), except after a failed clear:
+         * then KVM keeps the bit and the next sync brings the page back.
+         */
+        if (was_read && !fake.failed_since_sync) {
+            g_assert_false(ref_get(fake.kvm->slots[slot].dirty_bmap, sp));
+            g_assert_false(ref_get(fake.kernel[slot], sp));
+        }
+        /* No page goes twice for the same content unless a write justified it. */
+        if (sim->pg[bi][p].sent == sim->pg[bi][p].version) {
+            if (!sim->pg[bi][p].resend_ok) {
+                g_error("block %d page %" PRIu64 " sent again, unwritten", bi, p);
+            }
+            sim->resends++;
+        }
+        sim->pg[bi][p].sent = sim->pg[bi][p].version;
+        sim->pg[bi][p].resend_ok = ref_get(b->rb->sw_dirty, p) ||
+                                (slot >= 0 && ref_get(fake.kernel[slot], sp));
+        sim->sends++;
+        /* A vCPU writing right after the copy must be caught by a later sync. */
+        if (sim->running && g_rand_int_range(sim->r, 0, 100) < sim->race_pct) {
+            sim_write(sim, bi, p, false);
+        }
+        return true;
+    }
+    g_error("dirty_pages %" PRIu64 " but no bit set", dt->dirty_pages);
+}
+
+/* Every write since a page's last send is still recorded somewhere. */
+static void sim_check(Sim *sim, bool full)
+{
+    DirtyTracker *dt = sim->dt;
+
+    g_assert_cmpuint(dt->dirty_pages, ==, naive_dirty(dt));
+    for (int b = 0; full && b < dt->nblocks; b++) {
+        for (uint64_t p = 0; p < dt->blocks[b].npages; p++) {
+            uint64_t sp;
+            int slot;
+
+            if (sim->pg[b][p].sent == sim->pg[b][p].version || ref_get(dt->blocks[b].bmap, p) ||
+                ref_get(dt->blocks[b].rb->sw_dirty, p)) {
+                continue;
+            }
+            slot = slot_of(dt, b, p, &sp);
+            if (slot < 0 || !ref_get(fake.kernel[slot], sp)) {
+                g_error("block %d page %" PRIu64 ": write v%u lost (sent v%u)", b, p,
+                        sim->pg[b][p].version, sim->pg[b][p].sent);
+            }
+        }
+    }
+}
+
+static void test_simulation(gconstpointer opaque)
+{
+    const SimConfig *cfg = opaque;
+    Sim sim = { .r = g_rand_new_with_seed(SEED + cfg->shift), .running = true };
+    bool big = cfg->layout == &pc_layout;
+
+    g_test_message("seed 0x%x", SEED + cfg->shift);
+    sim.dt = setup(cfg->layout, cfg->clear_mode, cfg->shift, true);
+    trace_active = true;
+    fake.sim = &sim;
+    fake.clear_fail_pct = cfg->clear_fail_pct;
+    for (int b = 0; b < sim.dt->nblocks; b++) {
+        uint64_t n = sim.dt->blocks[b].npages;
+
+        sim.pg[b] = g_new0(PageModel, n);
+        for (uint64_t p = 0; p < n; p++) {
+            sim.pg[b][p].version = 1;
+        }
+    }
+    sim.race_pct = 20;
+    /* Like ram_save_setup, usually; skipping it tests claims before any sync. */
+    if (g_rand_int_range(sim.r, 0, 4)) {
+        dirty_tracker_sync(sim.dt);
+    }
+
+    for (int step = 0; step < cfg->steps; step++) {
+        int nsend;
+
+        sim_random_writes(&sim, g_rand_int_range(sim.r, 0, 40));
+        if (g_rand_int_range(sim.r, 0, 4) == 0) {
+            uint64_t before = naive_dirty(sim.dt);
+            int64_t got = dirty_tracker_sync(sim.dt);
+
+            /* Sync counts exactly the bits it added. */
+            g_assert_cmpint(got, ==, naive_dirty(sim.dt) - before);
+        }
+        sim_check(&sim, !big || step % 16 == 0);
+        nsend = g_rand_int_range(sim.r, 0, 4) == 0 ? g_rand_int_range(sim.r, 0, 200)
+                                                    : g_rand_int_range(sim.r, 0, 8);
+        if (big) {
+            nsend *= 400;       /* get through 900k pages in a few hundred steps */
+        }
+        for (int i = 0; i < nsend && sim_send_one(&sim); i++) {
+            /* send */
+        }
+        sim_check(&sim, !big || step % 16 == 0);
+    }
+
+    /* Switchover: the guest stops, one last sync, send what is left. */
+    sim.running = false;
+    dirty_tracker_sync(sim.dt);
+    while (sim_send_one(&sim)) {
+        /* send */
+    }
+    g_assert_cmpuint(sim.dt->dirty_pages, ==, 0);
+    g_assert_cmpuint(naive_dirty(sim.dt), ==, 0);
+    for (int b = 0; b < sim.dt->nblocks; b++) {
+        for (uint64_t p = 0; p < sim.dt->blocks[b].npages; p++) {
+            if (sim.pg[b][p].sent != sim.pg[b][p].version) {
+                g_error("block %d page %" PRIu64 ": destination has v%u, source v%u", b, p,
+                        sim.pg[b][p].sent, sim.pg[b][p].version);
+            }
+        }
+        g_free(sim.pg[b]);
+    }
+    g_test_message("%" PRIu64 " sends, %" PRIu64 " justified resends, %u clears traced",
+                   sim.sends, sim.resends, trace_clears);
+    g_assert_true(!cfg->clear_mode || trace_clears > 0);
+    trace_active = false;
+    trace_clears = 0;
+    teardown(sim.dt);
+    g_rand_free(sim.r);
+}
+
+static const SimConfig sims[] = {
+    { &pc_layout, false, 6, 300, 0 },
+    { &pc_layout, true, 20, 300, 0 },
+    { &pc_layout, true, 12, 300, 0 },
+    { &pc_layout, true, 6, 300, 0 },
+    { &small_layout, false, 6, 3000, 0 },
+    { &small_layout, true, 6, 3000, 0 },
+    { &small_layout, true, 8, 3000, 0 },
+    { &small_layout, true, 12, 3000, 0 },
+    { &small_layout, true, 8, 3000, 3 },
+    { &gaps_layout, true, 6, 3000, 0 },
+    { &gaps_layout, false, 7, 3000, 0 },
+    { &unaligned_layout, true, 6, 3000, 0 },
+    { &unaligned_layout, false, 6, 3000, 0 },
+};
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/dirty/init", test_init);
+    g_test_add_func("/dirty/sync/counts-new", test_sync_counts_new);
+    g_test_add_func("/dirty/sync/sw-dirty", test_sync_sw_dirty);
+    g_test_add_func("/dirty/sync/marks-chunks", test_sync_marks_chunks);
+    g_test_add_func("/dirty/claim/clears-chunk-once", test_claim_clears_chunk);
+    g_test_add_func("/dirty/claim/clear-fails", test_claim_clear_fails);
+    for (size_t i = 0; i < G_N_ELEMENTS(sims); i++) {
+        const SimConfig *c = &sims[i];
+        g_autofree char *path = g_strdup_printf("/dirty/simulation/%s/%s/shift-%u%s",
+                                                c->clear_mode ? "clear-log" : "get-log",
+                                                c->layout->name, c->shift,
+                                                c->clear_fail_pct ? "/clear-fails" : "");
+
+        g_test_add_data_func(path, c, test_simulation);
+    }
+    return g_test_run();
+}
