@@ -60,6 +60,17 @@ static bool microvm_guest_write(void *opaque, uint64_t gpa, const void *data, ui
     return true;
 }
 
+uint64_t microvm_lowmem_size(const MachineState *ms)
+{
+    uint64_t limit = MICROVM_LOWMEM_MAX;
+
+    /* Like QEMU's x86 machines, max-ram-below-4g may only shrink the low range. */
+    if (ms->max_ram_below_4g) {
+        limit = MIN(limit, ms->max_ram_below_4g);
+    }
+    return MIN(ms->ram_size, limit);
+}
+
 static bool microvm_ram_init(MachineState *ms, Error **errp)
 {
     uint64_t low, high;
@@ -84,7 +95,7 @@ static bool microvm_ram_init(MachineState *ms, Error **errp)
             return false;
         }
     }
-    low = MIN(ms->ram_size, MICROVM_LOWMEM_MAX);
+    low = microvm_lowmem_size(ms);
     high = ms->ram_size - low;
     if (!guest_ram_map(ms->ram, 0, 0, low, errp)) {
         return false;
@@ -163,7 +174,7 @@ static bool microvm_load_boot_data(MachineState *ms, uint32_t *entry, Error **er
     }
     if (ms->initrd_image) {
         struct hvm_modlist_entry mod = { .size = ms->initrd_size };
-        uint64_t low_end = MIN(ms->ram_size, MICROVM_LOWMEM_MAX);
+        uint64_t low_end = microvm_lowmem_size(ms);
 
         if (ms->initrd_size > low_end || low_end - ms->initrd_size < info.high) {
             error_setg(errp, "initrd '%s' does not fit in guest RAM", ms->initrd_filename);
@@ -252,7 +263,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     if (!microvm_ram_init(ms, errp)) {
         return false;
     }
-    if (info.high > MIN(ms->ram_size, MICROVM_LOWMEM_MAX)) {
+    if (info.high > microvm_lowmem_size(ms)) {
         g_autofree char *sz = size_to_str(ms->ram_size);
         error_setg(errp, "kernel '%s' needs RAM up to 0x%" PRIx64 ", but -m is only %s",
                    ms->kernel_filename, info.high, sz);

@@ -120,7 +120,7 @@ static bool parse_machine(Config *cfg, const char *arg, Error **errp)
     static const char *const known[] = {
         "type", "memory-backend", "accel", "pic", "pit", "rtc", "isa-serial", "x-option-roms",
         "auto-kernel-cmdline", "acpi", "ioapic2", "pcie", "usb", "graphics", "dump-guest-core",
-        "mem-merge", "kernel-irqchip", NULL,
+        "mem-merge", "kernel-irqchip", "max-ram-below-4g", NULL,
     };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "type", errp);
     const char *type, *accel;
@@ -144,6 +144,24 @@ static bool parse_machine(Config *cfg, const char *arg, Error **errp)
     if (qemu_opt_get(opts, "memory-backend")) {
         g_free(cfg->machine.memory_backend);
         cfg->machine.memory_backend = g_strdup(qemu_opt_get(opts, "memory-backend"));
+    }
+    if (qemu_opt_get(opts, "max-ram-below-4g")) {
+        uint64_t v;
+
+        if (!qemu_opt_get_size(opts, "max-ram-below-4g", 0, &v, errp)) {
+            return false;
+        }
+        if (v > 4 * GiB) {
+            error_setg(errp, "Machine option 'max-ram-below-4g=%" PRIu64
+                       "' expects size less than or equal to 4G", v);
+            return false;
+        }
+        if (v < 16 * MiB || v % (2 * MiB)) {
+            error_setg(errp, "Machine option 'max-ram-below-4g=%" PRIu64
+                       "' expects a multiple of 2M, at least 16M", v);
+            return false;
+        }
+        cfg->machine.max_ram_below_4g = v;
     }
     accel = qemu_opt_get(opts, "accel");
     if (accel && strcmp(accel, "kvm")) {

@@ -26,6 +26,7 @@ struct MachineState {
     char *kernel_cmdline;
     char *initrd_filename;
     char *memory_backend;       /* -machine memory-backend=ID */
+    uint64_t max_ram_below_4g;  /* -machine max-ram-below-4g=SIZE, 0: default */
     Chardev *serial;            /* COM1, may be NULL */
     DebugExitConfig debug_exit;
 
@@ -41,6 +42,8 @@ extern MachineState *current_machine;
 
 /* Builds RAM, KVM (irqchip, PIT, vCPUs), devices, and loads the kernel. */
 bool microvm_machine_init(MachineState *ms, Error **errp);
+/* How much of RAM sits below 4 GiB; the rest starts at MICROVM_HIGHMEM_BASE. */
+uint64_t microvm_lowmem_size(const MachineState *ms);
 bool debug_exit_init(uint64_t iobase, uint64_t iosize, Error **errp);
 
 #endif

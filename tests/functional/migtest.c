@@ -191,8 +191,13 @@ static void assert_files_equal(const char *a, const char *b)
 
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem)
 {
+    migtest_assert_ram_identical_split(src, dst, mem, 3ULL << 30);
+}
+
+void migtest_assert_ram_identical_split(VM *src, VM *dst, const char *mem, uint64_t below_4g)
+{
     uint64_t size = migtest_mem_bytes(mem);
-    uint64_t low = MIN(size, 3ULL << 30);
+    uint64_t low = MIN(size, below_4g);
     g_autofree char *s1 = migtest_pmemsave(src, "low", 0, low);
     g_autofree char *d1 = migtest_pmemsave(dst, "low", 0, low);
 

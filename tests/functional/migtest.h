@@ -33,6 +33,8 @@ void migtest_slow_then_fast(VM *src, const char *uri, bool hmp);
 void migtest_wait_incoming_done(VM *dst);
 /* pmemsave all guest RAM of both and compare byte for byte. */
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
+/* Same, for a guest started with -machine max-ram-below-4g=@below_4g. */
+void migtest_assert_ram_identical_split(VM *src, VM *dst, const char *mem, uint64_t below_4g);
 /* The destination guest keeps working: more PASS/STAT lines, no FAIL. */
 void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before);
 /* Size string ("256M", "3328M") to bytes. */

@@ -28,6 +28,8 @@ static const BadCase bad_cases[] = {
     { "-object memory-backend-ram,id=m0,size=1G,share=maybe -kernel %s",
       "Parameter 'share' expects 'on' or 'off'" },
     { "-machine memory-backend=nope -kernel %s", "Memory backend 'nope' not found" },
+    { "-machine max-ram-below-4g=5G -kernel %s", "expects size less than or equal to 4G" },
+    { "-machine max-ram-below-4g=1M -kernel %s", "expects a multiple of 2M, at least 16M" },
     { "-kernel /nonexistent/kernel", "could not open kernel file '/nonexistent/kernel'" },
     { "-kernel /etc/passwd", "could not load kernel '/etc/passwd': not an ELF file" },
     { "-m 1M -kernel %s", "but -m is only" },

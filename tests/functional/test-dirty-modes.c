@@ -3,9 +3,10 @@
  * Every dirty-tracking mode under heavy random dirtying: get-log, clear-log
  * with small and huge chunks, and the dirty ring. With -S on the
  * destination the RAM of both sides must be byte-identical, and the verify
- * firmware must carry on with no FAIL. A 3.5 GiB guest puts one RAMBlock
- * in two KVM slots; clear-bitmap-shift 20 (4 GiB chunks) makes one chunk
- * span both, so chunk boundaries are not slot boundaries.
+ * firmware must carry on with no FAIL. With max-ram-below-4g=400M one
+ * RAMBlock lands in two KVM slots; clear-bitmap-shift 16 (256 MiB chunks)
+ * makes the chunk at 256 MiB span both, so chunk boundaries are not slot
+ * boundaries.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,30 +19,33 @@ typedef struct ModeCase {
     const char *mode;           /* expected x-dirty-log.mode */
     int shift;                  /* x-clear-bitmap-shift, 0 = default */
     const char *mem;
+    uint64_t below_4g;          /* -machine max-ram-below-4g, 0 = default */
     const char *append;
 } ModeCase;
 
 static const ModeCase cases[] = {
-    { "get-random", "kvm,x-dirty-log=get", "get-log", 0, "512M",
+    { "get-random", "kvm,x-dirty-log=get", "get-log", 0, "512M", 0,
       "mode=dirty mem=384 rate=0 pattern=random" },
-    { "clear-random-shift6", "kvm,x-dirty-log=clear", "clear-log", 6, "512M",
+    { "clear-random-shift6", "kvm,x-dirty-log=clear", "clear-log", 6, "512M", 0,
       "mode=dirty mem=384 rate=0 pattern=random" },
-    { "clear-random-shift14", "kvm,x-dirty-log=clear", "clear-log", 14, "512M",
+    { "clear-random-shift14", "kvm,x-dirty-log=clear", "clear-log", 14, "512M", 0,
       "mode=dirty mem=384 rate=0 pattern=random" },
-    { "ring-random", "kvm,dirty-ring-size=4096", "dirty-ring", 0, "512M",
+    { "ring-random", "kvm,dirty-ring-size=4096", "dirty-ring", 0, "512M", 0,
       "mode=dirty mem=384 rate=0 pattern=random" },
-    { "clear-verify", "kvm,x-dirty-log=clear", "clear-log", 12, "512M", "mode=verify mem=384" },
-    { "ring-verify", "kvm,dirty-ring-size=65536", "dirty-ring", 0, "512M", "mode=verify mem=384" },
-    { "clear-twoslots-shift20", "kvm,x-dirty-log=clear", "clear-log", 20, "3584M",
-      "mode=dirty mem=3200 rate=0 pattern=random" },
-    { "get-twoslots", "kvm,x-dirty-log=get", "get-log", 0, "3584M",
-      "mode=verify mem=3200" },
+    { "clear-verify", "kvm,x-dirty-log=clear", "clear-log", 12, "512M", 0, "mode=verify mem=384" },
+    { "ring-verify", "kvm,dirty-ring-size=65536", "dirty-ring", 0, "512M", 0, "mode=verify mem=384" },
+    { "clear-twoslots-shift16", "kvm,x-dirty-log=clear", "clear-log", 16, "1G", 400 << 20,
+      "mode=dirty mem=800 rate=0 pattern=random" },
+    { "get-twoslots", "kvm,x-dirty-log=get", "get-log", 0, "1G", 400 << 20,
+      "mode=verify mem=800" },
 };
 
 static void test_mode(gconstpointer data)
 {
     const ModeCase *c = data;
-    g_autofree char *accel = g_strdup_printf("-accel %s", c->accel);
+    g_autofree char *accel = c->below_4g ?
+        g_strdup_printf("-accel %s -machine max-ram-below-4g=%" PRIu64, c->accel, c->below_4g) :
+        g_strdup_printf("-accel %s", c->accel);
     g_autofree char *uri = migtest_uri("unix");
     JsonNode *info;
     int pass;
@@ -70,7 +74,7 @@ static void test_mode(gconstpointer data)
     }
     json_node_unref(info);
     migtest_wait_incoming_done(dst);
-    migtest_assert_ram_identical(src, dst, c->mem);
+    migtest_assert_ram_identical_split(src, dst, c->mem, c->below_4g ? c->below_4g : 3ULL << 30);
     json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
     migtest_assert_guest_continues(dst, c->append, pass);
     vm_kill(src);

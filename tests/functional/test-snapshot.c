@@ -34,10 +34,10 @@ static void wait_snapshot_done(VM *src)
 }
 
 /* Restores @file into a fresh instance and checks the guest carries on. */
-static void restore_and_check(const char *mem, const char *append, const char *incoming,
-                              bool paused, int pass_before)
+static void restore_and_check_extra(const char *mem, const char *append, const char *incoming,
+                                    bool paused, int pass_before, const char *extra)
 {
-    VM *dst = migtest_start_dest(mem, append, paused, incoming);
+    VM *dst = migtest_start_dest_extra(mem, append, paused, incoming, extra);
 
     migtest_wait_incoming_done(dst);
     if (paused) {
@@ -47,6 +47,12 @@ static void restore_and_check(const char *mem, const char *append, const char *i
     }
     migtest_assert_guest_continues(dst, append, pass_before);
     vm_kill(dst);
+}
+
+static void restore_and_check(const char *mem, const char *append, const char *incoming,
+                              bool paused, int pass_before)
+{
+    restore_and_check_extra(mem, append, incoming, paused, pass_before, "");
 }
 
 static void test_hmp_snapshot_restore_twice(void)
@@ -229,10 +235,11 @@ static void test_memfd_backend(void)
     vm_kill(dst);
 }
 
-/* RAM above 3 GiB is a second KVM slot of the same block. */
+/* RAM above max-ram-below-4g is a second KVM slot of the same block. */
 static void test_highmem(void)
 {
-    const char *append = "mode=verify mem=3584";
+    const char *append = "mode=verify mem=768";
+    const char *split = "-machine max-ram-below-4g=384M";
     g_autofree char *file = snap_path("highmem");
     g_autofree char *uri = g_strdup_printf("file:%s", file);
     int pass;
@@ -241,7 +248,7 @@ static void test_highmem(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source("4G", append);
+    src = migtest_start_source_extra("1G", append, split);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
                               "{'capabilities': [{'capability': 'background-snapshot', "
                               "'state': true}]}}"));
@@ -249,7 +256,7 @@ static void test_highmem(void)
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     wait_snapshot_done(src);
     vm_kill(src);
-    restore_and_check("4G", append, uri, false, pass);
+    restore_and_check_extra("1G", append, uri, false, pass, split);
 }
 
 int main(int argc, char **argv)
