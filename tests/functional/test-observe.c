@@ -97,7 +97,11 @@ static void test_kvm_stat_script(void)
     g_assert_cmpint(status, ==, 0);
     /* A header, then three timestamped lines. */
     g_assert_true(g_regex_match_simple("^time +exits", out, G_REGEX_MULTILINE, 0));
-    g_assert_cmpint(g_strv_length(g_strsplit(out, "\n", -1)), >=, 5);
+    {
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+
+        g_assert_cmpint(g_strv_length(lines), >=, 5);
+    }
     g_assert_true(g_regex_match_simple("^20[0-9-]+T[0-9:.]+Z +[0-9]+", out, G_REGEX_MULTILINE, 0));
     vm_kill(vm);
 }
