@@ -114,6 +114,8 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
         monitor_printf(mon, "fault latency: p50 %" PRIu64 " us, p99 %" PRIu64 " us, max %"
                        PRIu64 " us\n", bg->fault_latency_p50_us, bg->fault_latency_p99_us,
                        bg->fault_latency_max_us);
+        monitor_printf(mon, "fault buffer: %" PRIu64 " KiB, peak %" PRIu64 " KiB\n",
+                       bg->buffer_size >> 10, bg->buffer_peak >> 10);
         hmp_print_histogram(mon, bg);
     }
 }
@@ -157,6 +159,8 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "max-postcopy-bandwidth: %" PRIu64 "\n", p->max_postcopy_bandwidth);
     monitor_printf(mon, "tls-authz: '%s'\n", p->tls_authz);
     monitor_printf(mon, "x-clear-bitmap-shift: %u\n", p->x_clear_bitmap_shift);
+    monitor_printf(mon, "x-background-snapshot-buffer-size: %" PRIu64 " bytes\n",
+                   p->x_background_snapshot_buffer_size);
 }
 
 /* HMP's "migrate" without -d: the monitor waits until the migration ends. */
@@ -274,6 +278,7 @@ static const HmpParam hmp_params[] = {
     HPARAM("multifd-zlib-level", multifd_zlib_level, HP_U8),
     HPARAM("multifd-zstd-level", multifd_zstd_level, HP_U8),
     HPARAM("x-clear-bitmap-shift", x_clear_bitmap_shift, HP_U8),
+    HPARAM("x-background-snapshot-buffer-size", x_background_snapshot_buffer_size, HP_SIZE),
 };
 
 static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationParameters *p,

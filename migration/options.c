@@ -65,6 +65,8 @@ void migration_options_init(void)
     params->multifd_zstd_level = 1;
     params->has_x_clear_bitmap_shift = true;
     params->x_clear_bitmap_shift = DEFAULT_MIGRATE_CLEAR_BITMAP_SHIFT;
+    params->has_x_background_snapshot_buffer_size = true;
+    params->x_background_snapshot_buffer_size = DEFAULT_BG_SNAPSHOT_BUFFER_SIZE;
 }
 
 bool migrate_cap(MigrationCapability cap)
@@ -100,6 +102,11 @@ uint64_t migrate_downtime_limit(void)
 int migrate_clear_bitmap_shift(void)
 {
     return params->x_clear_bitmap_shift;
+}
+
+uint64_t migrate_background_snapshot_buffer_size(void)
+{
+    return params->x_background_snapshot_buffer_size;
 }
 
 bool migrate_cap_supported(MigrationCapability cap)
@@ -223,6 +230,12 @@ static bool migrate_params_check(const MigrationParameters *p, Error **errp)
     CHECK_RANGE(p, announce_step, "announce_step", 1, 10000, "a value between 1 and 10000");
     CHECK_RANGE(p, x_clear_bitmap_shift, "x-clear-bitmap-shift", MIN_CLEAR_BITMAP_SHIFT,
                 MAX_CLEAR_BITMAP_SHIFT, "a value between 6 and 31");
+    if (p->has_x_background_snapshot_buffer_size &&
+        p->x_background_snapshot_buffer_size < 2 * MiB) {
+        error_setg(errp, "Parameter 'x-background-snapshot-buffer-size' expects a size of "
+                   "at least 2 MiB");
+        return false;
+    }
     if (p->has_xbzrle_cache_size &&
         (p->xbzrle_cache_size < TARGET_PAGE_SIZE ||
          (p->xbzrle_cache_size & (p->xbzrle_cache_size - 1)))) {
@@ -281,6 +294,7 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     APPLY(p, multifd_zlib_level);
     APPLY(p, multifd_zstd_level);
     APPLY(p, x_clear_bitmap_shift);
+    APPLY(p, x_background_snapshot_buffer_size);
     return true;
 }
 

@@ -31,15 +31,17 @@
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "migration.h"
+#include "options.h"
 #include "ram.h"
 #include "snapshot.h"
 #include "trace.h"
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 
 #define RUN_PAGES 512           /* 2 MiB regions */
-#define POOL_RUNS 32            /* fault runs waiting to be written: 64 MiB */
+#define RUN_BYTES (RUN_PAGES * TARGET_PAGE_SIZE)
 
 enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
 
@@ -66,35 +68,31 @@ typedef struct SnapRam {
     bool running;
     GAsyncQueue *free_runs;
     GAsyncQueue *ready_runs;
+    SnapRun *runs;              /* pool_runs fault runs, then the writer's own */
     SnapRun *linear;            /* the writer's own run */
+    uint8_t *pool;              /* their buffers: one mapping */
+    size_t pool_len;
+    int pool_runs;
     int in_flight;              /* atomic: fault runs claimed but not written */
+    int peak_in_flight;         /* atomic max of in_flight */
     int stopping;               /* atomic: snapshot_ram_stop() was called */
 } SnapRam;
 
 static SnapRam sr = { .uffd = -1, .stop_fd = -1 };
 
-static SnapRun *snap_run_new(void)
+/* Fault runs for the buffer-size parameter; more than RAM's regions is waste. */
+static int snap_pool_runs(void)
 {
-    SnapRun *run = g_new0(SnapRun, 1);
-    size_t len = RUN_PAGES * TARGET_PAGE_SIZE;
+    GPtrArray *rbs = ram_blocks();
+    uint64_t want = migrate_background_snapshot_buffer_size() / RUN_BYTES;
+    uint64_t regions = 0;
 
-    run->data = g_malloc(len);
-    /*
-     * Fault the buffer in now: first-touch of fresh memory is slow here
-     * (milliseconds per 2 MiB), and a guest vCPU waits on the first copy.
-     */
-    if (madvise(run->data, len, 23 /* MADV_POPULATE_WRITE */) < 0) {
-        memset(run->data, 0, len);
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        regions += DIV_ROUND_UP(rb->used_length, RUN_BYTES);
     }
-    return run;
-}
-
-static void snap_run_free(gpointer p)
-{
-    SnapRun *run = p;
-
-    g_free(run->data);
-    g_free(run);
+    return MAX(1, MIN(MIN(want, regions), INT_MAX / 2));
 }
 
 static int snap_block_index(RAMBlock *rb)
@@ -192,7 +190,10 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
         snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
         return;
     }
-    /* All runs queued for the writer: wait for one back (the rate limit's backpressure). */
+    /*
+     * All runs queued for the writer: wait for one back. The guest now
+     * writes at the speed of the output (x-background-snapshot-buffer-size).
+     */
     while (!(run = g_async_queue_timeout_pop(sr.free_runs, 10000))) {
         if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
             return;     /* the unprotect at the end wakes the guest */
@@ -204,7 +205,15 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
         snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
         return;
     }
-    __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+    {
+        int now = __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+        int peak = __atomic_load_n(&sr.peak_in_flight, __ATOMIC_RELAXED);
+
+        /* Only this thread raises in_flight: a plain max is enough. */
+        if (now > peak) {
+            __atomic_store_n(&sr.peak_in_flight, now, __ATOMIC_RELAXED);
+        }
+    }
     t_run = get_clock_ns();
     snap_copy_region(bi, r, run);
     snapshot_record_fault((get_clock_ns() - t_wake) / 1000, true);
@@ -242,22 +251,54 @@ static void *snap_fault_thread(void *opaque)
     return NULL;
 }
 
-void snapshot_ram_prepare(void)
+bool snapshot_ram_prepare(Error **errp)
 {
-    sr.free_runs = g_async_queue_new_full(snap_run_free);
-    sr.ready_runs = g_async_queue_new_full(snap_run_free);
-    for (int i = 0; i < POOL_RUNS; i++) {
-        g_async_queue_push(sr.free_runs, snap_run_new());
+    int n = snap_pool_runs();
+
+    sr.pool_runs = n;
+    sr.peak_in_flight = 0;
+    sr.pool_len = (size_t)(n + 1) * RUN_BYTES;
+    sr.pool = mmap(NULL, sr.pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (sr.pool == MAP_FAILED) {
+        sr.pool = NULL;
+        error_setg_errno(errp, errno, "cannot allocate a %zu MiB snapshot buffer",
+                         sr.pool_len >> 20);
+        return false;
     }
-    sr.linear = snap_run_new();
+    /*
+     * Fault it all in now, before the guest pauses: first-touch of fresh
+     * memory is slow here (milliseconds per 2 MiB), and a vCPU would wait
+     * on it in the middle of a fault.
+     */
+    madvise(sr.pool, sr.pool_len, MADV_HUGEPAGE);
+    if (madvise(sr.pool, sr.pool_len, 23 /* MADV_POPULATE_WRITE */) < 0) {
+        memset(sr.pool, 0, sr.pool_len);
+    }
+    sr.runs = g_new0(SnapRun, n + 1);
+    sr.free_runs = g_async_queue_new();
+    sr.ready_runs = g_async_queue_new();
+    for (int i = 0; i <= n; i++) {
+        sr.runs[i].data = sr.pool + (size_t)i * RUN_BYTES;
+        if (i < n) {
+            g_async_queue_push(sr.free_runs, &sr.runs[i]);
+        }
+    }
+    sr.linear = &sr.runs[n];
+    return true;
+}
+
+void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak)
+{
+    *size = (uint64_t)sr.pool_runs * RUN_BYTES;
+    *peak = (uint64_t)__atomic_load_n(&sr.peak_in_flight, __ATOMIC_RELAXED) * RUN_BYTES;
 }
 
 bool snapshot_ram_start(int uffd, Error **errp)
 {
     int ret;
 
-    if (!sr.free_runs) {
-        snapshot_ram_prepare();
+    if (!sr.free_runs && !snapshot_ram_prepare(errp)) {
+        return false;
     }
     sr.rs = ram_state_get();
     sr.uffd = uffd;
@@ -306,7 +347,12 @@ void snapshot_ram_stop(void)
     }
     g_clear_pointer(&sr.free_runs, g_async_queue_unref);
     g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
-    g_clear_pointer(&sr.linear, snap_run_free);
+    g_clear_pointer(&sr.runs, g_free);
+    sr.linear = NULL;
+    if (sr.pool) {
+        munmap(sr.pool, sr.pool_len);
+        sr.pool = NULL;
+    }
     for (int i = 0; sr.regions && sr.rs && i < sr.rs->dt.nblocks; i++) {
         g_free(sr.regions[i].claimed);
         g_free(sr.regions[i].done);

@@ -248,6 +248,7 @@ void snapshot_fill_info(MigrationInfo *info)
     x->fault_latency_p50_us = snapshot_percentile(50);
     x->fault_latency_p99_us = snapshot_percentile(99);
     x->fault_latency_max_us = snap.lat_max_us;
+    snapshot_ram_buffer_stats(&x->buffer_size, &x->buffer_peak);
     info->x_background_snapshot = x;
 }
 
@@ -306,8 +307,7 @@ void *bg_snapshot_thread(void *opaque)
         goto out;
     }
     snapshot_populate_all();
-    snapshot_ram_prepare();
-    if (!snapshot_freeze(s, dev, &err)) {
+    if (!snapshot_ram_prepare(&err) || !snapshot_freeze(s, dev, &err)) {
         goto out;
     }
 

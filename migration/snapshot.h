@@ -23,8 +23,13 @@ typedef struct RAMState RAMState;
 bool snapshot_save_step(RAMState *rs, QEMUFile *f);
 
 /* snapshot-ram.c: the fault thread and its bounce runs, on @uffd. */
-/* Allocates (and faults in) the bounce buffers; before the VM stops. */
-void snapshot_ram_prepare(void);
+/*
+ * Allocates (and faults in) the bounce buffers, x-background-snapshot-buffer-size
+ * of them; before the VM stops.
+ */
+bool snapshot_ram_prepare(Error **errp);
+/* The buffer of the last snapshot, and the most of it used at once, bytes. */
+void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak);
 bool snapshot_ram_start(int uffd, Error **errp);
 void snapshot_ram_stop(void);
 /* snapshot.c: one fault served after @latency_us (@out_of_order: it saved pages). */

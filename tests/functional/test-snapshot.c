@@ -79,6 +79,8 @@ static void test_hmp_snapshot_restore_twice(void)
     out = vm_hmp(src, "info migrate");
     g_assert_nonnull(strstr(out, "Migration status: completed"));
     g_assert_nonnull(strstr(out, "fault latency histogram"));
+    /* The default 1 GiB fault buffer, capped at the 512 MiB of RAM. */
+    g_assert_nonnull(strstr(out, "fault buffer: 524288 KiB"));
     /* The source guest keeps running, unharmed. */
     {
         int last = migtest_last_pass(src);
@@ -121,6 +123,49 @@ static void test_qmp_snapshot_paused_identical(void)
     migtest_assert_ram_identical(src, dst, "256M");
     vm_kill(dst);
     vm_kill(src);
+}
+
+/*
+ * A fault buffer of two regions under a guest that writes all the time:
+ * faults outrun the output, so the fault thread waits for the writer to
+ * hand runs back. Nothing may be lost or deadlock on that path.
+ */
+static void test_small_buffer(void)
+{
+    const char *append = "mode=verify mem=384";
+    g_autofree char *file = snap_path("small");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    JsonNode *info, *r;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("512M", append);
+    r = vm_qmp(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+               "{'x-background-snapshot-buffer-size': 1048576}}");
+    {
+        g_autofree char *desc = vm_qmp_error_desc(r, NULL);
+        g_assert_nonnull(strstr(desc, "at least 2 MiB"));
+    }
+    json_node_unref(r);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'x-background-snapshot-buffer-size': 4194304, "
+                              "'max-bandwidth': 268435456}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed|cancelled", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    g_assert_cmpint(json_get_int(info, "x-background-snapshot.buffer-size"), ==, 4 << 20);
+    g_assert_cmpint(json_get_int(info, "x-background-snapshot.buffer-peak"), <=, 4 << 20);
+    g_assert_cmpint(json_get_int(info, "x-background-snapshot.faults"), >, 0);
+    json_node_unref(info);
+    vm_kill(src);
+    restore_and_check("512M", append, uri, false, pass);
 }
 
 static void test_cancel(void)
@@ -264,6 +309,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/snapshot/hmp-restore-twice", test_hmp_snapshot_restore_twice);
     g_test_add_func("/snapshot/qmp-paused-identical", test_qmp_snapshot_paused_identical);
+    g_test_add_func("/snapshot/small-buffer", test_small_buffer);
     g_test_add_func("/snapshot/cancel", test_cancel);
     g_test_add_func("/snapshot/refused-combinations", test_refused_combinations);
     g_test_add_func("/snapshot/memfd-backend", test_memfd_backend);
