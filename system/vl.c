@@ -106,7 +106,7 @@ static void help(void)
            "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
            "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
            "-incoming URI|defer              wait for an incoming migration\n"
-           "-trace file=PATH                 write migration trace points to PATH\n");
+           "-trace [enable=]PATTERN[,file=PATH]  trace points matching PATTERN (help: list)\n");
 }
 
 static void machine_help(void)

@@ -11,6 +11,20 @@ static GPtrArray *trace_patterns;   /* GPatternSpec*, empty = everything */
 static GMutex trace_lock;
 static int64_t trace_start_ns;
 
+/* Every trace point in the tree, for -trace help (kept in step by test-observe). */
+static const char *const trace_event_names[] = {
+    "bg_snapshot_fault", "bg_snapshot_region", "dirty_clear", "dirty_sync_end",
+    "dirty_sync_start", "migration_downtime", "migration_pass", "migration_state",
+    "migration_switchover", "ram_iterate", "savevm_device_load", "savevm_device_save",
+};
+
+static void trace_list_events(void)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(trace_event_names); i++) {
+        printf("%s\n", trace_event_names[i]);
+    }
+}
+
 static bool trace_event_wanted(const char *event)
 {
     if (!trace_patterns || !trace_patterns->len) {
@@ -64,6 +78,10 @@ bool trace_parse_option(const char *arg, Error **errp)
 
     if (!opts || !qemu_opts_check_known(opts, known, errp)) {
         return false;
+    }
+    if (!g_strcmp0(qemu_opt_get(opts, "enable"), "help")) {
+        trace_list_events();
+        exit(0);
     }
     file = qemu_opt_get(opts, "file");
     enable = qemu_opt_get(opts, "enable");

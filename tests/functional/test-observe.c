@@ -106,10 +106,65 @@ static void test_kvm_stat_script(void)
     vm_kill(vm);
 }
 
+/* Adds the TRACE_EVENT("name" names used in the sources under @dir to @names. */
+static void collect_trace_events(const char *dir, GHashTable *names)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    g_autoptr(GRegex) re = g_regex_new("TRACE_EVENT\\(\"([a-z0-9_]+)\"", 0, 0, NULL);
+    const char *ent;
+
+    g_assert_nonnull(d);
+    while ((ent = g_dir_read_name(d))) {
+        g_autofree char *path = g_build_filename(dir, ent, NULL);
+        g_autofree char *text = NULL;
+        g_autoptr(GMatchInfo) m = NULL;
+
+        if (!g_str_has_suffix(ent, ".c") && !g_str_has_suffix(ent, ".h")) {
+            continue;
+        }
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        g_regex_match(re, text, 0, &m);
+        while (g_match_info_matches(m)) {
+            g_hash_table_add(names, g_match_info_fetch(m, 1));
+            g_match_info_next(m, NULL);
+        }
+    }
+}
+
+/* -trace help lists exactly the trace points the sources define. */
+static void test_trace_help(void)
+{
+    static const char *const dirs[] = { "migration", "accel/kvm", "system", "hw", "monitor" };
+    g_autoptr(GHashTable) src = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autofree char *cmd = g_strdup_printf("%s -trace help", vmtest_binary());
+    g_autofree char *out = NULL;
+    g_auto(GStrv) lines = NULL;
+    int status, n = 0;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+        g_autofree char *dir = g_build_filename(VMTEST_SOURCE_DIR, dirs[i], NULL);
+        collect_trace_events(dir, src);
+    }
+    g_assert_cmpuint(g_hash_table_size(src), >, 5);
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    lines = g_strsplit(out, "\n", -1);
+    for (int i = 0; lines[i]; i++) {
+        if (*lines[i]) {
+            if (!g_hash_table_contains(src, lines[i])) {
+                g_error("-trace help lists %s, which no source defines", lines[i]);
+            }
+            n++;
+        }
+    }
+    g_assert_cmpint(n, ==, g_hash_table_size(src));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/observe/trace-file", test_trace_file);
+    g_test_add_func("/observe/trace-help", test_trace_help);
     g_test_add_func("/observe/query-stats", test_query_stats);
     g_test_add_func("/observe/kvm-stat-script", test_kvm_stat_script);
     return g_test_run();
