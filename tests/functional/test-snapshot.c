@@ -2,8 +2,9 @@
 /*
  * Background snapshots (userfaultfd write protection) of running guests:
  * HMP and QMP paths, restore (twice) with the verify firmware carrying on
- * with no FAIL, byte-identical RAM for a paused guest, cancel mid-way,
- * refused capability combinations, and a 4 GiB guest spanning two slots.
+ * with no FAIL, byte-identical RAM for a paused guest, cancel mid-way, an
+ * output that dies mid-way, refused capability combinations, and a guest
+ * whose RAM spans two slots.
  *
  * The verify firmware is the checker: the restored CPU state resumes the
  * pass that was running at the snapshot point, so any page saved after the
@@ -216,6 +217,54 @@ static void test_cancel(void)
     vm_kill(src);
 }
 
+/*
+ * The output dies mid-snapshot (the reader exits after 32 MiB): the snapshot
+ * fails with the write error, every page is unprotected (the guest verifies
+ * its whole area again), and a second snapshot from the same instance
+ * completes and restores.
+ */
+static void test_output_dies(void)
+{
+    const char *append = "mode=verify mem=384";
+    g_autofree char *file = snap_path("after-fail");
+    g_autofree char *incoming = g_strdup_printf("file:%s", file);
+    JsonNode *info;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("512M", append);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
+                              "{'uri': 'exec:head -c 33554432 >/dev/null'}}"));
+    info = vm_wait_migration(src, "failed", 120);
+    g_assert_nonnull(strstr(json_get_str(info, "error-desc"), "Broken pipe"));
+    json_node_unref(info);
+    pass = migtest_last_pass(src);
+    {
+        const char *l;
+
+        do {
+            l = vm_wait_line(src, "PASS", 60);
+        } while (line_get_int(l, "n") < pass + 2);
+    }
+    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+    {
+        g_autofree char *st = vm_status(src);
+        g_assert_cmpstr(st, ==, "running");
+    }
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': 'file:%s'}}",
+                              file));
+    wait_snapshot_done(src);
+    vm_kill(src);
+    restore_and_check("512M", append, incoming, false, pass);
+}
+
 static void test_refused_combinations(void)
 {
     static const char *const caps[] = {
@@ -311,6 +360,7 @@ int main(int argc, char **argv)
     g_test_add_func("/snapshot/qmp-paused-identical", test_qmp_snapshot_paused_identical);
     g_test_add_func("/snapshot/small-buffer", test_small_buffer);
     g_test_add_func("/snapshot/cancel", test_cancel);
+    g_test_add_func("/snapshot/output-dies", test_output_dies);
     g_test_add_func("/snapshot/refused-combinations", test_refused_combinations);
     g_test_add_func("/snapshot/memfd-backend", test_memfd_backend);
     g_test_add_func("/snapshot/highmem", test_highmem);
