@@ -17,11 +17,22 @@
  * part of a huge page splits it, and on kvm-pvm the guest then re-faulted
  * its whole working set 4 KiB at a time (seconds of stall).
  *
+ * When every region run is queued for the writer (the guest faults faster
+ * than the output drains: x-background-snapshot-buffer-size), a fault is
+ * served one page at a time from a small reserve instead of waiting for the
+ * output: the page is copied and unprotected alone and the region is
+ * released again; whoever saves the rest of it skips the pages already
+ * saved (their bit in the RAMBlock bitmap is clear). This splits that huge
+ * page, the lesser evil against a vCPU stopped for the output.
+ *
  * Ownership, no lock: a region is saved by whichever thread wins the
  * atomic test-and-set of its bit in `claimed`; the winner alone copies its
  * pages, unprotects it, then sets its bit in `done`. A fault on a region
  * the writer owns just waits for `done` (the writer's unprotect wakes the
- * guest). The remaining-pages counter is updated atomically.
+ * guest). A one-page fault claims the region only while it copies that
+ * page, then clears the claim. The remaining-pages counter is updated
+ * atomically; the writer ends when a scan from the start finds no
+ * unclaimed region, no fault is in flight and no page is left.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -45,10 +56,14 @@
 
 enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
 
+/* One-page runs for faults that find every region run in use: 4 MiB. */
+#define PAGE_RUNS 1024
+
 typedef struct SnapRun {
     RAMBlock *rb;
-    uint64_t first;             /* first page of the region */
+    uint64_t first;             /* first page of the region (or the page) */
     uint64_t npages;
+    bool single;                /* a one-page run from the reserve */
     uint8_t kind[RUN_PAGES];
     uint8_t *data;              /* RUN_PAGES pages */
 } SnapRun;
@@ -67,14 +82,18 @@ typedef struct SnapRam {
     QemuThread thread;
     bool running;
     GAsyncQueue *free_runs;
+    GAsyncQueue *free_pages;    /* one-page runs */
     GAsyncQueue *ready_runs;
     SnapRun *runs;              /* pool_runs fault runs, then the writer's own */
+    SnapRun *page_runs;         /* PAGE_RUNS one-page runs */
     SnapRun *linear;            /* the writer's own run */
     uint8_t *pool;              /* their buffers: one mapping */
     size_t pool_len;
     int pool_runs;
-    int in_flight;              /* atomic: fault runs claimed but not written */
-    int peak_in_flight;         /* atomic max of in_flight */
+    int in_flight;              /* atomic: fault runs taken but not written */
+    int peak_runs;              /* atomic: most region runs out at once */
+    uint64_t page_faults;       /* faults served with a one-page run */
+    int idle_rewinds;           /* writer: rescans that found nothing */
     int stopping;               /* atomic: snapshot_ram_stop() was called */
 } SnapRam;
 
@@ -122,6 +141,7 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     DirtyTracker *dt = &sr.rs->dt;
     RAMBlockDirty *b = &dt->blocks[bi];
     int64_t t0 = get_clock_ns(), t1;
+    uint64_t copied = 0;
 
     run->rb = b->rb;
     run->first = r * RUN_PAGES;
@@ -129,7 +149,14 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     for (uint64_t i = 0; i < run->npages; i++) {
         const uint8_t *host = b->rb->host + ((run->first + i) << TARGET_PAGE_BITS);
 
-        /* The region's bitmap words are ours alone (regions are word aligned). */
+        /*
+         * The region's bitmap words are ours alone while we hold its claim
+         * (regions are word aligned). A clear bit: saved by a one-page fault.
+         */
+        if (!test_bit(run->first + i, b->bmap)) {
+            run->kind[i] = RUN_SKIP;
+            continue;
+        }
         clear_bit(run->first + i, b->bmap);
         if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             run->kind[i] = RUN_ZERO;
@@ -137,8 +164,9 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
             memcpy(run->data + i * TARGET_PAGE_SIZE, host, TARGET_PAGE_SIZE);
             run->kind[i] = RUN_DATA;
         }
+        copied++;
     }
-    __atomic_sub_fetch(&dt->dirty_pages, run->npages, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&dt->dirty_pages, copied, __ATOMIC_SEQ_CST);
     /* Every page of the region is in a copy now: let the guest write (and wake it). */
     t1 = get_clock_ns();
     uffd_change_protection(sr.uffd, b->rb->host + (run->first << TARGET_PAGE_BITS),
@@ -146,6 +174,34 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     set_bit_atomic(r, sr.regions[bi].done);
     trace_bg_snapshot_region(run->first, run->npages, (t1 - t0) / 1000,
                              (get_clock_ns() - t1) / 1000);
+}
+
+/*
+ * Copies page @page of block @bi (whose region the caller claimed) into the
+ * one-page @run and unprotects just that page; false if it was saved
+ * already (a second fault report for the same page).
+ */
+static bool snap_copy_page(int bi, uint64_t page, SnapRun *run)
+{
+    RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
+    uint8_t *host = b->rb->host + (page << TARGET_PAGE_BITS);
+
+    if (!test_bit(page, b->bmap)) {
+        return false;
+    }
+    clear_bit(page, b->bmap);
+    run->rb = b->rb;
+    run->first = page;
+    run->npages = 1;
+    if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
+        run->kind[0] = RUN_ZERO;
+    } else {
+        memcpy(run->data, host, TARGET_PAGE_SIZE);
+        run->kind[0] = RUN_DATA;
+    }
+    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, 1, __ATOMIC_SEQ_CST);
+    uffd_change_protection(sr.uffd, host, TARGET_PAGE_SIZE, false);
+    return true;
 }
 
 static void snap_write_run(QEMUFile *f, SnapRun *run)
@@ -161,11 +217,38 @@ static void snap_write_run(QEMUFile *f, SnapRun *run)
     qemu_fflush(f);
 }
 
+/*
+ * A region run if one is free, else a one-page run, else waits for the
+ * writer to give one back; NULL when the snapshot is ending.
+ */
+static SnapRun *snap_take_run(void)
+{
+    SnapRun *run;
+
+    for (;;) {
+        if ((run = g_async_queue_try_pop(sr.free_runs)) ||
+            (run = g_async_queue_try_pop(sr.free_pages))) {
+            return run;
+        }
+        if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
+            return NULL;    /* the unprotect at the end wakes the guest */
+        }
+        if ((run = g_async_queue_timeout_pop(sr.free_runs, 200))) {
+            return run;
+        }
+    }
+}
+
+static void snap_return_run(SnapRun *run)
+{
+    g_async_queue_push(run->single ? sr.free_pages : sr.free_runs, run);
+}
+
 static void snap_handle_fault(uint64_t addr, int64_t t_wake)
 {
     GPtrArray *rbs = ram_blocks();
     SnapRun *run;
-    uint64_t r = 0;
+    uint64_t r = 0, page = 0;
     int bi = -1;
     int64_t t_run;
 
@@ -175,14 +258,18 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
 
         if (addr >= host && addr - host < rb->used_length) {
             bi = snap_block_index(rb);
-            r = ((addr - host) >> TARGET_PAGE_BITS) / RUN_PAGES;
+            page = (addr - host) >> TARGET_PAGE_BITS;
+            r = page / RUN_PAGES;
         }
     }
     if (bi < 0) {
         return;
     }
     if (test_bit(r, sr.regions[bi].claimed)) {
-        /* The writer is saving it: its unprotect wakes the guest. Measure until then. */
+        /*
+         * Only the writer holds claims while this thread runs: its
+         * unprotect wakes the guest. Measure until then.
+         */
         while (!test_bit(r, sr.regions[bi].done) &&
                !__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
             g_usleep(20);
@@ -190,34 +277,47 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
         snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
         return;
     }
-    /*
-     * All runs queued for the writer: wait for one back. The guest now
-     * writes at the speed of the output (x-background-snapshot-buffer-size).
-     */
-    while (!(run = g_async_queue_timeout_pop(sr.free_runs, 10000))) {
-        if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
-            return;     /* the unprotect at the end wakes the guest */
-        }
+    run = snap_take_run();
+    if (!run) {
+        return;
     }
+    /*
+     * Counted before the claim: the writer, finding every region claimed,
+     * ends only when nothing is in flight.
+     */
+    __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
     if (!snap_claim_region(bi, r)) {
         /* Lost the race to the writer, which now unprotects it. */
-        g_async_queue_push(sr.free_runs, run);
+        __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+        snap_return_run(run);
         snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
         return;
     }
-    {
-        int now = __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
-        int peak = __atomic_load_n(&sr.peak_in_flight, __ATOMIC_RELAXED);
-
-        /* Only this thread raises in_flight: a plain max is enough. */
-        if (now > peak) {
-            __atomic_store_n(&sr.peak_in_flight, now, __ATOMIC_RELAXED);
-        }
-    }
     t_run = get_clock_ns();
-    snap_copy_region(bi, r, run);
+    if (run->single) {
+        bool copied = snap_copy_page(bi, page, run);
+
+        /* Hand the rest of the region back to whoever gets to it first. */
+        clear_bit_atomic(r, sr.regions[bi].claimed);
+        if (!copied) {
+            __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+            snap_return_run(run);
+            snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
+            return;
+        }
+        sr.page_faults++;
+    } else {
+        int out = sr.pool_runs - g_async_queue_length(sr.free_runs);
+
+        /* Only this thread takes region runs: a plain max is enough. */
+        if (out > __atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&sr.peak_runs, out, __ATOMIC_RELAXED);
+        }
+        snap_copy_region(bi, r, run);
+    }
     snapshot_record_fault((get_clock_ns() - t_wake) / 1000, true);
-    trace_bg_snapshot_fault(r, (t_run - t_wake) / 1000, (get_clock_ns() - t_wake) / 1000);
+    trace_bg_snapshot_fault(r, run->npages, (t_run - t_wake) / 1000,
+                            (get_clock_ns() - t_wake) / 1000);
     g_async_queue_push(sr.ready_runs, run);
 }
 
@@ -256,8 +356,9 @@ bool snapshot_ram_prepare(Error **errp)
     int n = snap_pool_runs();
 
     sr.pool_runs = n;
-    sr.peak_in_flight = 0;
-    sr.pool_len = (size_t)(n + 1) * RUN_BYTES;
+    sr.peak_runs = 0;
+    sr.page_faults = 0;
+    sr.pool_len = (size_t)(n + 1) * RUN_BYTES + (size_t)PAGE_RUNS * TARGET_PAGE_SIZE;
     sr.pool = mmap(NULL, sr.pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sr.pool == MAP_FAILED) {
         sr.pool = NULL;
@@ -275,7 +376,9 @@ bool snapshot_ram_prepare(Error **errp)
         memset(sr.pool, 0, sr.pool_len);
     }
     sr.runs = g_new0(SnapRun, n + 1);
+    sr.page_runs = g_new0(SnapRun, PAGE_RUNS);
     sr.free_runs = g_async_queue_new();
+    sr.free_pages = g_async_queue_new();
     sr.ready_runs = g_async_queue_new();
     for (int i = 0; i <= n; i++) {
         sr.runs[i].data = sr.pool + (size_t)i * RUN_BYTES;
@@ -283,14 +386,21 @@ bool snapshot_ram_prepare(Error **errp)
             g_async_queue_push(sr.free_runs, &sr.runs[i]);
         }
     }
+    for (int i = 0; i < PAGE_RUNS; i++) {
+        sr.page_runs[i].single = true;
+        sr.page_runs[i].data = sr.pool + (size_t)(n + 1) * RUN_BYTES +
+                               (size_t)i * TARGET_PAGE_SIZE;
+        g_async_queue_push(sr.free_pages, &sr.page_runs[i]);
+    }
     sr.linear = &sr.runs[n];
     return true;
 }
 
-void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak)
+void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *page_faults)
 {
     *size = (uint64_t)sr.pool_runs * RUN_BYTES;
-    *peak = (uint64_t)__atomic_load_n(&sr.peak_in_flight, __ATOMIC_RELAXED) * RUN_BYTES;
+    *peak = (uint64_t)__atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED) * RUN_BYTES;
+    *page_faults = sr.page_faults;
 }
 
 bool snapshot_ram_start(int uffd, Error **errp)
@@ -303,6 +413,7 @@ bool snapshot_ram_start(int uffd, Error **errp)
     sr.rs = ram_state_get();
     sr.uffd = uffd;
     sr.in_flight = 0;
+    sr.idle_rewinds = 0;
     sr.stopping = 0;
     sr.regions = g_new0(SnapRegions, sr.rs->dt.nblocks);
     for (int i = 0; i < sr.rs->dt.nblocks; i++) {
@@ -346,8 +457,10 @@ void snapshot_ram_stop(void)
         sr.stop_fd = -1;
     }
     g_clear_pointer(&sr.free_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.free_pages, g_async_queue_unref);
     g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
     g_clear_pointer(&sr.runs, g_free);
+    g_clear_pointer(&sr.page_runs, g_free);
     sr.linear = NULL;
     if (sr.pool) {
         munmap(sr.pool, sr.pool_len);
@@ -371,7 +484,7 @@ static int snap_write_ready(QEMUFile *f, bool wait)
                              : g_async_queue_try_pop(sr.ready_runs))) {
         snap_write_run(f, run);
         __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
-        g_async_queue_push(sr.free_runs, run);
+        snap_return_run(run);
         n++;
     }
     return n;
@@ -399,22 +512,43 @@ static bool snap_next_linear(RAMState *rs, int *bi, uint64_t *r)
     return false;
 }
 
+static void snap_rewind(RAMState *rs)
+{
+    rs->cur_block = 0;
+    rs->cur_page = 0;
+}
+
 bool snapshot_save_step(RAMState *rs, QEMUFile *f)
 {
-    uint64_t r;
+    uint64_t r, left;
     int bi;
 
     /* Regions the guest wanted first. */
     snap_write_ready(f, false);
     if (snap_next_linear(rs, &bi, &r)) {
+        sr.idle_rewinds = 0;
         snap_copy_region(bi, r, sr.linear);
         snap_write_run(f, sr.linear);
         return true;
     }
+    /* Every region looked claimed: was one claimed by a fault in flight? */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
-        /* Every region is claimed, but the fault thread still holds copies. */
         snap_write_ready(f, true);
+        /* A one-page fault hands its region back: it may lie behind us. */
+        snap_rewind(rs);
         return true;
     }
+    left = __atomic_load_n(&rs->dt.dirty_pages, __ATOMIC_SEQ_CST);
+    if (!left) {
+        return false;
+    }
+    if (sr.idle_rewinds++ == 0) {
+        snap_rewind(rs);
+        return true;
+    }
+    /* Nothing in flight, nothing unclaimed, pages unsaved: a bug, not a hang. */
+    qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64
+                            " pages were never saved", left);
     return false;
 }

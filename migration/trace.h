@@ -44,9 +44,9 @@
     TRACE_EVENT("bg_snapshot_region", "first=%" PRIu64 " pages=%" PRIu64 " copy_us=%" PRId64 \
                 " unprotect_us=%" PRId64, (uint64_t)(first), (uint64_t)(pages), \
                 (int64_t)(copy_us), (int64_t)(unprotect_us))
-#define trace_bg_snapshot_fault(region, wait_run_us, total_us) \
-    TRACE_EVENT("bg_snapshot_fault", "region=%" PRIu64 " wait_run_us=%" PRId64 \
-                " total_us=%" PRId64, (uint64_t)(region), (int64_t)(wait_run_us), \
-                (int64_t)(total_us))
+#define trace_bg_snapshot_fault(region, pages, wait_run_us, total_us) \
+    TRACE_EVENT("bg_snapshot_fault", "region=%" PRIu64 " pages=%" PRIu64 " wait_run_us=%" PRId64 \
+                " total_us=%" PRId64, (uint64_t)(region), (uint64_t)(pages), \
+                (int64_t)(wait_run_us), (int64_t)(total_us))
 
 #endif
