@@ -115,8 +115,8 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
                        PRIu64 " us\n", bg->fault_latency_p50_us, bg->fault_latency_p99_us,
                        bg->fault_latency_max_us);
         monitor_printf(mon, "fault buffer: %" PRIu64 " KiB, peak %" PRIu64 " KiB, "
-                       "one-page faults %" PRIu64 "\n",
-                       bg->buffer_size >> 10, bg->buffer_peak >> 10, bg->page_faults);
+                       "small-copy faults %" PRIu64 "\n",
+                       bg->buffer_size >> 10, bg->buffer_peak >> 10, bg->small_faults);
         hmp_print_histogram(mon, bg);
     }
 }

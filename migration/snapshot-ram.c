@@ -19,18 +19,19 @@
  *
  * When every region run is queued for the writer (the guest faults faster
  * than the output drains: x-background-snapshot-buffer-size), a fault is
- * served one page at a time from a small reserve instead of waiting for the
- * output: the page is copied and unprotected alone and the region is
- * released again; whoever saves the rest of it skips the pages already
- * saved (their bit in the RAMBlock bitmap is clear). This splits that huge
- * page, the lesser evil against a vCPU stopped for the output.
+ * served with a small copy from a reserve instead of waiting for the
+ * output: the faulting page and the next SMALL_PAGES - 1 of its region (a
+ * sequential writer wants them next) are copied and unprotected, and the
+ * region is released again; whoever saves the rest of it skips the pages
+ * already saved (their bit in the RAMBlock bitmap is clear). This splits
+ * that huge page, the lesser evil against a vCPU stopped for the output.
  *
  * Ownership, no lock: a region is saved by whichever thread wins the
  * atomic test-and-set of its bit in `claimed`; the winner alone copies its
  * pages, unprotects it, then sets its bit in `done`. A fault on a region
  * the writer owns just waits for `done` (the writer's unprotect wakes the
- * guest). A one-page fault claims the region only while it copies that
- * page, then clears the claim. The remaining-pages counter is updated
+ * guest). A small fault claims the region only while it copies its
+ * pages, then clears the claim. The remaining-pages counter is updated
  * atomically; the writer ends when a scan from the start finds no
  * unclaimed region, no fault is in flight and no page is left.
  */
@@ -56,14 +57,15 @@
 
 enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
 
-/* One-page runs for faults that find every region run in use: 4 MiB. */
-#define PAGE_RUNS 1024
+/* Small runs for faults that find every region run in use: 64 MiB. */
+#define SMALL_PAGES 16
+#define SMALL_RUNS 1024
 
 typedef struct SnapRun {
     RAMBlock *rb;
-    uint64_t first;             /* first page of the region (or the page) */
+    uint64_t first;             /* first page of the region (or of a small run) */
     uint64_t npages;
-    bool single;                /* a one-page run from the reserve */
+    bool small;                 /* a small run from the reserve */
     uint8_t kind[RUN_PAGES];
     uint8_t *data;              /* RUN_PAGES pages */
 } SnapRun;
@@ -82,17 +84,17 @@ typedef struct SnapRam {
     QemuThread thread;
     bool running;
     GAsyncQueue *free_runs;
-    GAsyncQueue *free_pages;    /* one-page runs */
+    GAsyncQueue *free_small;    /* small runs */
     GAsyncQueue *ready_runs;
     SnapRun *runs;              /* pool_runs fault runs, then the writer's own */
-    SnapRun *page_runs;         /* PAGE_RUNS one-page runs */
+    SnapRun *small_runs;        /* SMALL_RUNS small runs */
     SnapRun *linear;            /* the writer's own run */
     uint8_t *pool;              /* their buffers: one mapping */
     size_t pool_len;
     int pool_runs;
     int in_flight;              /* atomic: fault runs taken but not written */
     int peak_runs;              /* atomic: most region runs out at once */
-    uint64_t page_faults;       /* faults served with a one-page run */
+    uint64_t small_faults;      /* faults served with a small run */
     int idle_rewinds;           /* writer: rescans that found nothing */
     int stopping;               /* atomic: snapshot_ram_stop() was called */
 } SnapRam;
@@ -151,7 +153,7 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
 
         /*
          * The region's bitmap words are ours alone while we hold its claim
-         * (regions are word aligned). A clear bit: saved by a one-page fault.
+         * (regions are word aligned). A clear bit: saved by a small fault.
          */
         if (!test_bit(run->first + i, b->bmap)) {
             run->kind[i] = RUN_SKIP;
@@ -177,30 +179,43 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
 }
 
 /*
- * Copies page @page of block @bi (whose region the caller claimed) into the
- * one-page @run and unprotects just that page; false if it was saved
- * already (a second fault report for the same page).
+ * Copies page @page of block @bi (whose region the caller claimed) and the
+ * unsaved pages after it, up to SMALL_PAGES within the region, into the
+ * small @run and unprotects them; false if @page was saved already (a
+ * second fault report for the same page).
  */
-static bool snap_copy_page(int bi, uint64_t page, SnapRun *run)
+static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
 {
     RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
-    uint8_t *host = b->rb->host + (page << TARGET_PAGE_BITS);
+    uint64_t region_end = MIN((page / RUN_PAGES + 1) * RUN_PAGES, b->npages);
+    uint64_t copied = 0;
 
     if (!test_bit(page, b->bmap)) {
         return false;
     }
-    clear_bit(page, b->bmap);
     run->rb = b->rb;
     run->first = page;
-    run->npages = 1;
-    if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
-        run->kind[0] = RUN_ZERO;
-    } else {
-        memcpy(run->data, host, TARGET_PAGE_SIZE);
-        run->kind[0] = RUN_DATA;
+    run->npages = MIN((uint64_t)SMALL_PAGES, region_end - page);
+    for (uint64_t i = 0; i < run->npages; i++) {
+        const uint8_t *host = b->rb->host + ((page + i) << TARGET_PAGE_BITS);
+
+        if (!test_bit(page + i, b->bmap)) {
+            run->kind[i] = RUN_SKIP;
+            continue;
+        }
+        clear_bit(page + i, b->bmap);
+        if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
+            run->kind[i] = RUN_ZERO;
+        } else {
+            memcpy(run->data + i * TARGET_PAGE_SIZE, host, TARGET_PAGE_SIZE);
+            run->kind[i] = RUN_DATA;
+        }
+        copied++;
     }
-    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, 1, __ATOMIC_SEQ_CST);
-    uffd_change_protection(sr.uffd, host, TARGET_PAGE_SIZE, false);
+    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, copied, __ATOMIC_SEQ_CST);
+    /* Pages of the range saved earlier are writable already: no harm. */
+    uffd_change_protection(sr.uffd, b->rb->host + (page << TARGET_PAGE_BITS),
+                           run->npages << TARGET_PAGE_BITS, false);
     return true;
 }
 
@@ -218,7 +233,7 @@ static void snap_write_run(QEMUFile *f, SnapRun *run)
 }
 
 /*
- * A region run if one is free, else a one-page run, else waits for the
+ * A region run if one is free, else a small run, else waits for the
  * writer to give one back; NULL when the snapshot is ending.
  */
 static SnapRun *snap_take_run(void)
@@ -227,7 +242,7 @@ static SnapRun *snap_take_run(void)
 
     for (;;) {
         if ((run = g_async_queue_try_pop(sr.free_runs)) ||
-            (run = g_async_queue_try_pop(sr.free_pages))) {
+            (run = g_async_queue_try_pop(sr.free_small))) {
             return run;
         }
         if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
@@ -241,7 +256,7 @@ static SnapRun *snap_take_run(void)
 
 static void snap_return_run(SnapRun *run)
 {
-    g_async_queue_push(run->single ? sr.free_pages : sr.free_runs, run);
+    g_async_queue_push(run->small ? sr.free_small : sr.free_runs, run);
 }
 
 static void snap_handle_fault(uint64_t addr, int64_t t_wake)
@@ -294,8 +309,8 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
         return;
     }
     t_run = get_clock_ns();
-    if (run->single) {
-        bool copied = snap_copy_page(bi, page, run);
+    if (run->small) {
+        bool copied = snap_copy_small(bi, page, run);
 
         /* Hand the rest of the region back to whoever gets to it first. */
         clear_bit_atomic(r, sr.regions[bi].claimed);
@@ -305,7 +320,7 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
             snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
             return;
         }
-        sr.page_faults++;
+        sr.small_faults++;
     } else {
         int out = sr.pool_runs - g_async_queue_length(sr.free_runs);
 
@@ -357,8 +372,8 @@ bool snapshot_ram_prepare(Error **errp)
 
     sr.pool_runs = n;
     sr.peak_runs = 0;
-    sr.page_faults = 0;
-    sr.pool_len = (size_t)(n + 1) * RUN_BYTES + (size_t)PAGE_RUNS * TARGET_PAGE_SIZE;
+    sr.small_faults = 0;
+    sr.pool_len = (size_t)(n + 1) * RUN_BYTES + (size_t)SMALL_RUNS * SMALL_PAGES * TARGET_PAGE_SIZE;
     sr.pool = mmap(NULL, sr.pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sr.pool == MAP_FAILED) {
         sr.pool = NULL;
@@ -376,9 +391,9 @@ bool snapshot_ram_prepare(Error **errp)
         memset(sr.pool, 0, sr.pool_len);
     }
     sr.runs = g_new0(SnapRun, n + 1);
-    sr.page_runs = g_new0(SnapRun, PAGE_RUNS);
+    sr.small_runs = g_new0(SnapRun, SMALL_RUNS);
     sr.free_runs = g_async_queue_new();
-    sr.free_pages = g_async_queue_new();
+    sr.free_small = g_async_queue_new();
     sr.ready_runs = g_async_queue_new();
     for (int i = 0; i <= n; i++) {
         sr.runs[i].data = sr.pool + (size_t)i * RUN_BYTES;
@@ -386,21 +401,21 @@ bool snapshot_ram_prepare(Error **errp)
             g_async_queue_push(sr.free_runs, &sr.runs[i]);
         }
     }
-    for (int i = 0; i < PAGE_RUNS; i++) {
-        sr.page_runs[i].single = true;
-        sr.page_runs[i].data = sr.pool + (size_t)(n + 1) * RUN_BYTES +
-                               (size_t)i * TARGET_PAGE_SIZE;
-        g_async_queue_push(sr.free_pages, &sr.page_runs[i]);
+    for (int i = 0; i < SMALL_RUNS; i++) {
+        sr.small_runs[i].small = true;
+        sr.small_runs[i].data = sr.pool + (size_t)(n + 1) * RUN_BYTES +
+                                (size_t)i * SMALL_PAGES * TARGET_PAGE_SIZE;
+        g_async_queue_push(sr.free_small, &sr.small_runs[i]);
     }
     sr.linear = &sr.runs[n];
     return true;
 }
 
-void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *page_faults)
+void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *small_faults)
 {
     *size = (uint64_t)sr.pool_runs * RUN_BYTES;
     *peak = (uint64_t)__atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED) * RUN_BYTES;
-    *page_faults = sr.page_faults;
+    *small_faults = sr.small_faults;
 }
 
 bool snapshot_ram_start(int uffd, Error **errp)
@@ -457,10 +472,10 @@ void snapshot_ram_stop(void)
         sr.stop_fd = -1;
     }
     g_clear_pointer(&sr.free_runs, g_async_queue_unref);
-    g_clear_pointer(&sr.free_pages, g_async_queue_unref);
+    g_clear_pointer(&sr.free_small, g_async_queue_unref);
     g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
     g_clear_pointer(&sr.runs, g_free);
-    g_clear_pointer(&sr.page_runs, g_free);
+    g_clear_pointer(&sr.small_runs, g_free);
     sr.linear = NULL;
     if (sr.pool) {
         munmap(sr.pool, sr.pool_len);
@@ -535,7 +550,7 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
         snap_write_ready(f, true);
-        /* A one-page fault hands its region back: it may lie behind us. */
+        /* A small fault hands its region back: it may lie behind us. */
         snap_rewind(rs);
         return true;
     }

@@ -248,7 +248,7 @@ void snapshot_fill_info(MigrationInfo *info)
     x->fault_latency_p50_us = snapshot_percentile(50);
     x->fault_latency_p99_us = snapshot_percentile(99);
     x->fault_latency_max_us = snap.lat_max_us;
-    snapshot_ram_buffer_stats(&x->buffer_size, &x->buffer_peak, &x->page_faults);
+    snapshot_ram_buffer_stats(&x->buffer_size, &x->buffer_peak, &x->small_faults);
     info->x_background_snapshot = x;
 }
 

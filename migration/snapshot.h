@@ -30,9 +30,9 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f);
 bool snapshot_ram_prepare(Error **errp);
 /*
  * The buffer of the last snapshot and the most of it used at once (bytes),
- * and how many faults were served one page at a time because it was full.
+ * and how many faults were served with a small copy because it was full.
  */
-void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *page_faults);
+void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *small_faults);
 bool snapshot_ram_start(int uffd, Error **errp);
 void snapshot_ram_stop(void);
 /* snapshot.c: one fault served after @latency_us (@out_of_order: it saved pages). */
