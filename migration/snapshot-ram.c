@@ -135,31 +135,27 @@ static bool snap_claim_region(int bi, uint64_t r)
 }
 
 /*
- * Copies the pages of region @r of block @bi (which the caller claimed)
- * into @run, unprotects the region and marks it done.
+ * Copies the unsaved pages of [@first, @first + @npages) of @b into @run
+ * and makes them saved; the remaining-pages counter drops by as many. The
+ * caller holds the claim of their region, so the region's bitmap words
+ * are its alone (regions are word aligned). A clear bit: saved already, by
+ * a small fault.
  */
-static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
+static void snap_copy_range(RAMBlockDirty *b, uint64_t first, uint64_t npages, SnapRun *run)
 {
-    DirtyTracker *dt = &sr.rs->dt;
-    RAMBlockDirty *b = &dt->blocks[bi];
-    int64_t t0 = get_clock_ns(), t1;
     uint64_t copied = 0;
 
     run->rb = b->rb;
-    run->first = r * RUN_PAGES;
-    run->npages = MIN((uint64_t)RUN_PAGES, b->npages - run->first);
-    for (uint64_t i = 0; i < run->npages; i++) {
-        const uint8_t *host = b->rb->host + ((run->first + i) << TARGET_PAGE_BITS);
+    run->first = first;
+    run->npages = npages;
+    for (uint64_t i = 0; i < npages; i++) {
+        const uint8_t *host = b->rb->host + ((first + i) << TARGET_PAGE_BITS);
 
-        /*
-         * The region's bitmap words are ours alone while we hold its claim
-         * (regions are word aligned). A clear bit: saved by a small fault.
-         */
-        if (!test_bit(run->first + i, b->bmap)) {
+        if (!test_bit(first + i, b->bmap)) {
             run->kind[i] = RUN_SKIP;
             continue;
         }
-        clear_bit(run->first + i, b->bmap);
+        clear_bit(first + i, b->bmap);
         if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             run->kind[i] = RUN_ZERO;
         } else {
@@ -168,13 +164,26 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
         }
         copied++;
     }
-    __atomic_sub_fetch(&dt->dirty_pages, copied, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, copied, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Copies the pages of region @r of block @bi (which the caller claimed)
+ * into @run, unprotects the region and marks it done.
+ */
+static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
+{
+    RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
+    uint64_t first = r * RUN_PAGES;
+    int64_t t0 = get_clock_ns(), t1;
+
+    snap_copy_range(b, first, MIN((uint64_t)RUN_PAGES, b->npages - first), run);
     /* Every page of the region is in a copy now: let the guest write (and wake it). */
     t1 = get_clock_ns();
-    uffd_change_protection(sr.uffd, b->rb->host + (run->first << TARGET_PAGE_BITS),
+    uffd_change_protection(sr.uffd, b->rb->host + (first << TARGET_PAGE_BITS),
                            run->npages << TARGET_PAGE_BITS, false);
     set_bit_atomic(r, sr.regions[bi].done);
-    trace_bg_snapshot_region(run->first, run->npages, (t1 - t0) / 1000,
+    trace_bg_snapshot_region(first, run->npages, (t1 - t0) / 1000,
                              (get_clock_ns() - t1) / 1000);
 }
 
@@ -188,31 +197,11 @@ static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
 {
     RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
     uint64_t region_end = MIN((page / RUN_PAGES + 1) * RUN_PAGES, b->npages);
-    uint64_t copied = 0;
 
     if (!test_bit(page, b->bmap)) {
         return false;
     }
-    run->rb = b->rb;
-    run->first = page;
-    run->npages = MIN((uint64_t)SMALL_PAGES, region_end - page);
-    for (uint64_t i = 0; i < run->npages; i++) {
-        const uint8_t *host = b->rb->host + ((page + i) << TARGET_PAGE_BITS);
-
-        if (!test_bit(page + i, b->bmap)) {
-            run->kind[i] = RUN_SKIP;
-            continue;
-        }
-        clear_bit(page + i, b->bmap);
-        if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
-            run->kind[i] = RUN_ZERO;
-        } else {
-            memcpy(run->data + i * TARGET_PAGE_SIZE, host, TARGET_PAGE_SIZE);
-            run->kind[i] = RUN_DATA;
-        }
-        copied++;
-    }
-    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, copied, __ATOMIC_SEQ_CST);
+    snap_copy_range(b, page, MIN((uint64_t)SMALL_PAGES, region_end - page), run);
     /* Pages of the range saved earlier are writable already: no harm. */
     uffd_change_protection(sr.uffd, b->rb->host + (page << TARGET_PAGE_BITS),
                            run->npages << TARGET_PAGE_BITS, false);
