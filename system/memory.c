@@ -8,6 +8,8 @@
 #include "qemu/bitmap.h"
 #include "system/memory.h"
 #include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -61,6 +63,7 @@ static int ram_backend_open_fd(const RAMBackendOpts *opts, Error **errp)
         }
     } else {
         struct stat st;
+        struct statfs sfs;
         const char *path = opts->mem_path;
 
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -74,6 +77,16 @@ static int ram_backend_open_fd(const RAMBackendOpts *opts, Error **errp)
         }
         if (fd < 0) {
             error_setg_errno(errp, errno, "can't open backing store %s for guest RAM", path);
+            return -1;
+        }
+        /*
+         * Like hugetlb=on: KVM slots, dirty tracking and the snapshot's
+         * write protection all work in 4 KiB pages here.
+         */
+        if (fstatfs(fd, &sfs) == 0 && sfs.f_type == HUGETLBFS_MAGIC) {
+            error_setg(errp, "mem-path %s is on hugetlbfs: hugetlb memory is not supported",
+                       path);
+            close(fd);
             return -1;
         }
     }
