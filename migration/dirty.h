@@ -3,7 +3,9 @@
  * The migration's dirty bitmaps: one bit per page per RAMBlock, fed a word
  * at a time from the KVM slot bitmaps and the VMM's software bitmap, with an
  * incremental count of the pages still to send. Owned by the migration
- * thread: nothing here takes a lock.
+ * thread: nothing here takes a lock. (A background snapshot shares the
+ * bitmaps and the count with its fault thread, under its region claims;
+ * see migration/snapshot-ram.c.)
  */
 #ifndef MIGRATION_DIRTY_H
 #define MIGRATION_DIRTY_H

@@ -31,9 +31,10 @@
  * pages, unprotects it, then sets its bit in `done`. A fault on a region
  * the writer owns just waits for `done` (the writer's unprotect wakes the
  * guest). A small fault claims the region only while it copies its
- * pages, then clears the claim. The remaining-pages counter is updated
- * atomically; the writer ends when a scan from the start finds no
- * unclaimed region, no fault is in flight and no page is left.
+ * pages, then clears the claim; so every region ends with one full-region
+ * copy, which counts it in `regions_done`. The writer ends when all
+ * regions are done and no fault's copy is in flight (counted before the
+ * fault claims, until the copy is written).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -56,6 +57,9 @@
 #define RUN_BYTES (RUN_PAGES * TARGET_PAGE_SIZE)
 
 enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
+
+/* The writer gives up when no region could be saved for this long. */
+#define SNAP_STUCK_NS (10 * 1000 * 1000 * 1000LL)
 
 /* Small runs for faults that find every region run in use: 64 MiB. */
 #define SMALL_PAGES 16
@@ -95,7 +99,10 @@ typedef struct SnapRam {
     int in_flight;              /* atomic: fault runs taken but not written */
     int peak_runs;              /* atomic: most region runs out at once */
     uint64_t small_faults;      /* faults served with a small run */
-    int idle_rewinds;           /* writer: rescans that found nothing */
+    uint64_t nregions;          /* in all blocks */
+    uint64_t regions_done;      /* atomic: regions whose full copy was taken */
+    int error;                  /* atomic: errno of a failed unprotect */
+    int64_t stuck_since;        /* writer: first step that found no region */
     int stopping;               /* atomic: snapshot_ram_stop() was called */
 } SnapRam;
 
@@ -132,6 +139,23 @@ static int snap_block_index(RAMBlock *rb)
 static bool snap_claim_region(int bi, uint64_t r)
 {
     return !test_and_set_bit_atomic(r, sr.regions[bi].claimed);
+}
+
+/*
+ * Lets the guest write [@host, @host + @len) again, waking vCPUs waiting on
+ * it. A failure leaves them waiting until the end of the snapshot, whose
+ * unprotect-all wakes them: the writer sees sr.error and fails the stream.
+ */
+static void snap_unprotect(uint8_t *host, uint64_t len)
+{
+    int ret = uffd_change_protection(sr.uffd, host, len, false);
+
+    if (ret < 0) {
+        int expected = 0;
+
+        __atomic_compare_exchange_n(&sr.error, &expected, -ret, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
 }
 
 /*
@@ -180,9 +204,9 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     snap_copy_range(b, first, MIN((uint64_t)RUN_PAGES, b->npages - first), run);
     /* Every page of the region is in a copy now: let the guest write (and wake it). */
     t1 = get_clock_ns();
-    uffd_change_protection(sr.uffd, b->rb->host + (first << TARGET_PAGE_BITS),
-                           run->npages << TARGET_PAGE_BITS, false);
+    snap_unprotect(b->rb->host + (first << TARGET_PAGE_BITS), run->npages << TARGET_PAGE_BITS);
     set_bit_atomic(r, sr.regions[bi].done);
+    __atomic_add_fetch(&sr.regions_done, 1, __ATOMIC_SEQ_CST);
     trace_bg_snapshot_region(first, run->npages, (t1 - t0) / 1000,
                              (get_clock_ns() - t1) / 1000);
 }
@@ -190,8 +214,9 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
 /*
  * Copies page @page of block @bi (whose region the caller claimed) and the
  * unsaved pages after it, up to SMALL_PAGES within the region, into the
- * small @run and unprotects them; false if @page was saved already (a
- * second fault report for the same page).
+ * small @run and unprotects them; false if @page was saved already (by an
+ * earlier small copy that covered it: a fault reported twice, or by two
+ * vCPUs).
  */
 static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
 {
@@ -203,8 +228,7 @@ static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
     }
     snap_copy_range(b, page, MIN((uint64_t)SMALL_PAGES, region_end - page), run);
     /* Pages of the range saved earlier are writable already: no harm. */
-    uffd_change_protection(sr.uffd, b->rb->host + (page << TARGET_PAGE_BITS),
-                           run->npages << TARGET_PAGE_BITS, false);
+    snap_unprotect(b->rb->host + (page << TARGET_PAGE_BITS), run->npages << TARGET_PAGE_BITS);
     return true;
 }
 
@@ -322,7 +346,15 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
     snapshot_record_fault((get_clock_ns() - t_wake) / 1000, true);
     trace_bg_snapshot_fault(r, run->npages, (t_run - t_wake) / 1000,
                             (get_clock_ns() - t_wake) / 1000);
-    g_async_queue_push(sr.ready_runs, run);
+    /*
+     * Small runs go out first: each frees a reserve slot for 64 KiB of
+     * output where a region run needs 2 MiB, so faults keep finding one.
+     */
+    if (run->small) {
+        g_async_queue_push_front(sr.ready_runs, run);
+    } else {
+        g_async_queue_push(sr.ready_runs, run);
+    }
 }
 
 static void *snap_fault_thread(void *opaque)
@@ -417,13 +449,17 @@ bool snapshot_ram_start(int uffd, Error **errp)
     sr.rs = ram_state_get();
     sr.uffd = uffd;
     sr.in_flight = 0;
-    sr.idle_rewinds = 0;
+    sr.nregions = 0;
+    sr.regions_done = 0;
+    sr.error = 0;
+    sr.stuck_since = 0;
     sr.stopping = 0;
     sr.regions = g_new0(SnapRegions, sr.rs->dt.nblocks);
     for (int i = 0; i < sr.rs->dt.nblocks; i++) {
         SnapRegions *g = &sr.regions[i];
 
         g->nregions = DIV_ROUND_UP(sr.rs->dt.blocks[i].npages, RUN_PAGES);
+        sr.nregions += g->nregions;
         g->claimed = bitmap_new(g->nregions);
         g->done = bitmap_new(g->nregions);
     }
@@ -524,35 +560,53 @@ static void snap_rewind(RAMState *rs)
 
 bool snapshot_save_step(RAMState *rs, QEMUFile *f)
 {
-    uint64_t r, left;
+    int err = __atomic_load_n(&sr.error, __ATOMIC_SEQ_CST);
+    uint64_t r;
     int bi;
 
+    if (err) {
+        qemu_file_set_error_msg(f, -err, "background snapshot: write-unprotecting guest RAM "
+                                "failed: %s", strerror(err));
+        return false;
+    }
     /* Regions the guest wanted first. */
     snap_write_ready(f, false);
     if (snap_next_linear(rs, &bi, &r)) {
-        sr.idle_rewinds = 0;
+        sr.stuck_since = 0;
         snap_copy_region(bi, r, sr.linear);
         snap_write_run(f, sr.linear);
         return true;
     }
-    /* Every region looked claimed: was one claimed by a fault in flight? */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
-        snap_write_ready(f, true);
-        /* A small fault hands its region back: it may lie behind us. */
-        snap_rewind(rs);
-        return true;
-    }
-    left = __atomic_load_n(&rs->dt.dirty_pages, __ATOMIC_SEQ_CST);
-    if (!left) {
+    /*
+     * Done is counted after a region's copy, in flight before its claim and
+     * until its write: all done and nothing in flight = all written.
+     */
+    if (__atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST) == sr.nregions) {
+        if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
+            snap_write_ready(f, true);
+            return true;
+        }
+        if (__atomic_load_n(&rs->dt.dirty_pages, __ATOMIC_SEQ_CST)) {
+            qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64 " pages were "
+                                    "never saved", rs->dt.dirty_pages);
+        }
         return false;
     }
-    if (sr.idle_rewinds++ == 0) {
-        snap_rewind(rs);
-        return true;
+    /*
+     * A region is not done: a fault holds it right now, or a small copy
+     * handed it back behind the cursor. Scan again from the start.
+     */
+    if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0 && snap_write_ready(f, true)) {
+        sr.stuck_since = 0;
+    } else if (!sr.stuck_since) {
+        sr.stuck_since = get_clock_ns();
+    } else if (get_clock_ns() - sr.stuck_since > SNAP_STUCK_NS) {
+        /* A claim nobody finishes is a bug: fail rather than hang. */
+        qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64 " regions not "
+                                "saved after 10 s", sr.nregions -
+                                __atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST));
+        return false;
     }
-    /* Nothing in flight, nothing unclaimed, pages unsaved: a bug, not a hang. */
-    qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64
-                            " pages were never saved", left);
-    return false;
+    snap_rewind(rs);
+    return true;
 }

@@ -5,9 +5,10 @@
  *
  *   stop VM -> device state into a memory buffer -> write-protect all RAM
  *   (userfaultfd) -> resume VM -> RAM saved once, linearly, by the normal
- *   RAM save loop, which serves pending write faults first: the faulting
- *   page and its neighbours are written, the stream flushed, then the range
- *   is unprotected (waking the vCPU) -> unregister -> device buffer + EOF.
+ *   RAM save loop, which writes the copies taken for write faults first (a
+ *   fault copies the page's 2 MiB region, or a small range when the buffer
+ *   is full, then unprotects it, waking the vCPU; snapshot-ram.c) ->
+ *   unregister -> device buffer + EOF.
  *
  * The thread never takes the BQL while RAM is protected: a BQL holder (a
  * monitor command, a reset loading the kernel) may itself be waiting on a
