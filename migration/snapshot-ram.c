@@ -11,7 +11,7 @@
  *     -> writes queued runs first, then copies + unprotects the next region
  *        of the linear scan and writes it
  *
- * A page's content is copied before its region becomes writable, so the
+ * A page's content is copied before it becomes writable, so the
  * stream never references guest memory that may change; the guest waits
  * for a memcpy, not for the output. Regions are aligned 2 MiB: unprotecting
  * part of a huge page splits it, and on kvm-pvm the guest then re-faulted
@@ -96,7 +96,7 @@ typedef struct SnapRam {
     uint8_t *pool;              /* their buffers: one mapping */
     size_t pool_len;
     int pool_runs;
-    int in_flight;              /* atomic: fault runs taken but not written */
+    int in_flight;              /* atomic: fault copies from before their claim until written */
     int peak_runs;              /* atomic: most region runs out at once */
     uint64_t small_faults;      /* faults served with a small run */
     uint64_t nregions;          /* in all blocks */
@@ -142,13 +142,19 @@ static bool snap_claim_region(int bi, uint64_t r)
 }
 
 /*
- * Lets the guest write [@host, @host + @len) again, waking vCPUs waiting on
- * it. A failure leaves them waiting until the end of the snapshot, whose
- * unprotect-all wakes them: the writer sees sr.error and fails the stream.
+ * Lets the guest write [@host, @host + @len) of @rb again, waking vCPUs
+ * waiting on it. A failure may leave them waiting until a later unprotect
+ * of the range or the unprotect-all at the end: the writer sees sr.error
+ * and fails the stream.
  */
-static void snap_unprotect(uint8_t *host, uint64_t len)
+static void snap_unprotect(RAMBlock *rb, uint8_t *host, uint64_t len)
 {
-    int ret = uffd_change_protection(sr.uffd, host, len, false);
+    int ret;
+
+    if (rb->readonly) {
+        return;     /* never registered: nothing to release */
+    }
+    ret = uffd_change_protection(sr.uffd, host, len, false);
 
     if (ret < 0) {
         int expected = 0;
@@ -204,7 +210,8 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     snap_copy_range(b, first, MIN((uint64_t)RUN_PAGES, b->npages - first), run);
     /* Every page of the region is in a copy now: let the guest write (and wake it). */
     t1 = get_clock_ns();
-    snap_unprotect(b->rb->host + (first << TARGET_PAGE_BITS), run->npages << TARGET_PAGE_BITS);
+    snap_unprotect(b->rb, b->rb->host + (first << TARGET_PAGE_BITS),
+                   run->npages << TARGET_PAGE_BITS);
     set_bit_atomic(r, sr.regions[bi].done);
     __atomic_add_fetch(&sr.regions_done, 1, __ATOMIC_SEQ_CST);
     trace_bg_snapshot_region(first, run->npages, (t1 - t0) / 1000,
@@ -228,7 +235,8 @@ static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
     }
     snap_copy_range(b, page, MIN((uint64_t)SMALL_PAGES, region_end - page), run);
     /* Pages of the range saved earlier are writable already: no harm. */
-    snap_unprotect(b->rb->host + (page << TARGET_PAGE_BITS), run->npages << TARGET_PAGE_BITS);
+    snap_unprotect(b->rb, b->rb->host + (page << TARGET_PAGE_BITS),
+                   run->npages << TARGET_PAGE_BITS);
     return true;
 }
 
@@ -261,7 +269,8 @@ static SnapRun *snap_take_run(void)
         if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
             return NULL;    /* the unprotect at the end wakes the guest */
         }
-        if ((run = g_async_queue_timeout_pop(sr.free_runs, 200))) {
+        /* Small runs come back without a signal here: poll for them too. */
+        if ((run = g_async_queue_timeout_pop(sr.free_runs, 50))) {
             return run;
         }
     }
@@ -530,7 +539,7 @@ static int snap_write_ready(QEMUFile *f, bool wait)
     return n;
 }
 
-/* Claims the next unclaimed region of the linear scan; false if none is left. */
+/* Claims the next unclaimed region after the cursor; false if none is left there. */
 static bool snap_next_linear(RAMState *rs, int *bi, uint64_t *r)
 {
     DirtyTracker *dt = &rs->dt;
@@ -581,11 +590,8 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
      * Done is counted after a region's copy, in flight before its claim and
      * until its write: all done and nothing in flight = all written.
      */
-    if (__atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST) == sr.nregions) {
-        if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0) {
-            snap_write_ready(f, true);
-            return true;
-        }
+    if (__atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST) == sr.nregions &&
+        __atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) == 0) {
         if (__atomic_load_n(&rs->dt.dirty_pages, __ATOMIC_SEQ_CST)) {
             qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64 " pages were "
                                     "never saved", rs->dt.dirty_pages);
@@ -593,18 +599,20 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
         return false;
     }
     /*
-     * A region is not done: a fault holds it right now, or a small copy
-     * handed it back behind the cursor. Scan again from the start.
+     * A fault's copy is still to be written, or a region is not done: a
+     * fault holds it right now, or a small copy handed it back behind the
+     * cursor. Write what is queued and scan again from the start.
      */
     if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0 && snap_write_ready(f, true)) {
         sr.stuck_since = 0;
     } else if (!sr.stuck_since) {
         sr.stuck_since = get_clock_ns();
     } else if (get_clock_ns() - sr.stuck_since > SNAP_STUCK_NS) {
-        /* A claim nobody finishes is a bug: fail rather than hang. */
-        qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64 " regions not "
-                                "saved after 10 s", sr.nregions -
-                                __atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST));
+        /* A claim or a copy nobody finishes is a bug: fail rather than hang. */
+        qemu_file_set_error_msg(f, -EIO, "background snapshot: no progress for 10 s "
+                                "(%" PRIu64 " regions not saved, %d copies in flight)",
+                                sr.nregions - __atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST),
+                                __atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST));
         return false;
     }
     snap_rewind(rs);
