@@ -22,6 +22,13 @@ static char *snap_path(const char *name)
     return g_strdup_printf("%s/%s.snap", vmtest_tmpdir(), name);
 }
 
+static void enable_background_snapshot(VM *vm)
+{
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+}
+
 static void wait_snapshot_done(VM *src)
 {
     JsonNode *info = vm_wait_migration(src, "completed|failed|cancelled", 300);
@@ -109,9 +116,7 @@ static void test_qmp_snapshot_paused_identical(void)
     }
     src = migtest_start_source("256M", append);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'stop'}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     wait_snapshot_done(src);
     /* A guest paused when the snapshot started stays paused. */
@@ -154,9 +159,7 @@ static void test_small_buffer(void)
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'x-background-snapshot-buffer-size': 4194304, "
                               "'max-bandwidth': 268435456}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     pass = migtest_last_pass(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     info = vm_wait_migration(src, "completed|failed|cancelled", 300);
@@ -207,9 +210,7 @@ static void test_cancel(void)
     /* A bandwidth the user set is honoured: slow enough to cancel mid-way. */
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'max-bandwidth': 33554432}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': 'file:%s'}}",
                               file));
     for (;;) {
@@ -248,9 +249,7 @@ static void test_output_dies(void)
         return;
     }
     src = migtest_start_source("512M", append);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
                               "{'uri': 'exec:head -c 33554432 >/dev/null'}}"));
     info = vm_wait_migration(src, "failed", 120);
@@ -291,9 +290,7 @@ static void test_refused_combinations(void)
         json_node_unref(r);
     }
     /* Alone it is accepted, and shows in query-migrate-capabilities. */
-    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(vm);
     {
         g_autofree char *out = vm_hmp(vm, "info migrate_capabilities");
         g_assert_nonnull(strstr(out, "background-snapshot: on"));
@@ -309,24 +306,19 @@ static void test_memfd_backend(void)
                       "-machine memory-backend=m0";
     g_autofree char *file = snap_path("memfd");
     g_autofree char *uri = g_strdup_printf("file:%s", file);
-    VM *src, *dst;
+    VM *src;
     int pass;
 
     if (!vmtest_require_kvm()) {
         return;
     }
     src = migtest_start_source_extra("256M", append, obj);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     pass = migtest_last_pass(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     wait_snapshot_done(src);
     vm_kill(src);
-    dst = migtest_start_dest_extra("256M", append, false, uri, obj);
-    migtest_wait_incoming_done(dst);
-    migtest_assert_guest_continues(dst, append, pass);
-    vm_kill(dst);
+    restore_and_check_extra("256M", append, uri, false, pass, obj);
 }
 
 /* RAM above max-ram-below-4g is a second KVM slot of the same block. */
@@ -343,9 +335,7 @@ static void test_highmem(void)
         return;
     }
     src = migtest_start_source_extra("1G", append, split);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'background-snapshot', "
-                              "'state': true}]}}"));
+    enable_background_snapshot(src);
     pass = migtest_last_pass(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
     wait_snapshot_done(src);
