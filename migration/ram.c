@@ -72,9 +72,11 @@ static void ram_put_page_header(QEMUFile *f, RAMState *rs, RAMBlock *rb, uint64_
 }
 
 /*
- * Sends page @page of @rb from a private copy (@data, or NULL for a zero
- * page): the background snapshot copies pages before it lets the guest
- * write them again. @data must stay valid until the next qemu_fflush().
+ * Sends page @page of @rb with the content at @data (NULL: a zero page),
+ * guest memory itself for precopy, a private copy for the background
+ * snapshot (which copies pages before it lets the guest write them again).
+ * @data is referenced, not copied: it must stay valid until the next
+ * qemu_fflush().
  */
 void ram_save_page_copy(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page,
                         const uint8_t *data)
@@ -98,15 +100,7 @@ void ram_save_page(RAMState *rs, QEMUFile *f, RAMBlock *rb, uint64_t page)
     uint64_t offset = page << TARGET_PAGE_BITS;
     const uint8_t *host = rb->host + offset;
 
-    if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
-        ram_put_page_header(f, rs, rb, offset, RAM_SAVE_FLAG_ZERO);
-        qemu_put_byte(f, 0);
-        rs->zero_pages++;
-    } else {
-        ram_put_page_header(f, rs, rb, offset, RAM_SAVE_FLAG_PAGE);
-        qemu_put_buffer_async(f, host, TARGET_PAGE_SIZE);
-        rs->normal_pages++;
-    }
+    ram_save_page_copy(rs, f, rb, page, buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
     if (rs->in_downtime) {
         rs->downtime_pages++;
     }
