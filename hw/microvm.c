@@ -232,11 +232,10 @@ static void microvm_reset(void *opaque)
     }
     kvm_vm_ioctl(kvm_state, KVM_SET_PIT2, &pit_reset);
     kvm_cpus_reset();
-    if (!microvm_load_boot_data(ms, &entry, &err)) {
+    if (!microvm_load_boot_data(ms, &entry, &err) ||
+        !kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR, &err)) {
         error_report("system_reset: %s", error_get_pretty(err));
-        return;
     }
-    kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR);
 }
 
 bool microvm_machine_init(MachineState *ms, Error **errp)
@@ -283,10 +282,10 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
         return false;
     }
-    if (!microvm_load_boot_data(ms, &entry, errp)) {
+    if (!microvm_load_boot_data(ms, &entry, errp) ||
+        !kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR, errp)) {
         return false;
     }
-    kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR);
     qemu_register_reset(microvm_reset, ms);
     current_machine = ms;
     return true;

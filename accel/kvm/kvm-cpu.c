@@ -131,6 +131,8 @@ static void kvm_set_segment(struct kvm_segment *seg, uint16_t sel, uint8_t type,
 typedef struct PvhEntry {
     uint32_t entry;
     uint32_t start_info;
+    Error **errp;               /* run_on_cpu waits: the caller's errp */
+    bool ok;
 } PvhEntry;
 
 static void do_set_pvh_entry(CPUState *cpu, void *data)
@@ -141,8 +143,10 @@ static void do_set_pvh_entry(CPUState *cpu, void *data)
     struct kvm_fpu fpu = { 0 };
     struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
 
-    if (kvm_vcpu_ioctl(cpu, KVM_GET_SREGS, &sregs) < 0) {
-        error_report("KVM_GET_SREGS failed for CPU %d", cpu->cpu_index);
+    int ret = kvm_vcpu_ioctl(cpu, KVM_GET_SREGS, &sregs);
+
+    if (ret < 0) {
+        error_setg_errno(pe->errp, -ret, "KVM_GET_SREGS failed for CPU %d", cpu->cpu_index);
         return;
     }
     /* PVH ABI: 32-bit protected mode, paging off, flat segments, ebx = start_info. */
@@ -164,19 +168,23 @@ static void do_set_pvh_entry(CPUState *cpu, void *data)
     regs.rflags = 0x2;
     fpu.fcw = 0x37f;
     fpu.mxcsr = 0x1f80;
-    if (kvm_vcpu_ioctl(cpu, KVM_SET_SREGS, &sregs) < 0 ||
-        kvm_vcpu_ioctl(cpu, KVM_SET_REGS, &regs) < 0 ||
-        kvm_vcpu_ioctl(cpu, KVM_SET_FPU, &fpu) < 0 ||
-        kvm_vcpu_ioctl(cpu, KVM_SET_MP_STATE, &mp) < 0) {
-        error_report("setting the PVH entry state of CPU %d failed", cpu->cpu_index);
+    if ((ret = kvm_vcpu_ioctl(cpu, KVM_SET_SREGS, &sregs)) < 0 ||
+        (ret = kvm_vcpu_ioctl(cpu, KVM_SET_REGS, &regs)) < 0 ||
+        (ret = kvm_vcpu_ioctl(cpu, KVM_SET_FPU, &fpu)) < 0 ||
+        (ret = kvm_vcpu_ioctl(cpu, KVM_SET_MP_STATE, &mp)) < 0) {
+        error_setg_errno(pe->errp, -ret, "setting the PVH entry state of CPU %d failed",
+                         cpu->cpu_index);
+        return;
     }
+    pe->ok = true;
 }
 
-void kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info)
+bool kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info, Error **errp)
 {
-    PvhEntry pe = { .entry = entry, .start_info = start_info };
+    PvhEntry pe = { .entry = entry, .start_info = start_info, .errp = errp };
 
     run_on_cpu(cpu, do_set_pvh_entry, &pe);
+    return pe.ok;
 }
 
 static void do_cpu_reset(CPUState *cpu, void *data)

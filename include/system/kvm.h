@@ -133,7 +133,7 @@ bool kvm_vcpus_create(KVMState *s, int ncpus, Error **errp);
 /* Remove a feature from the guest CPUID ("-cpu host,-arch-capabilities"). */
 bool kvm_cpu_set_feature(const char *name, bool on, Error **errp);
 /* Puts the boot vCPU in the 32-bit PVH entry state. vCPU paused. */
-void kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info);
+bool kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info, Error **errp);
 /* Architectural reset of every vCPU (APs wait for INIT/SIPI). vCPUs paused. */
 void kvm_cpus_reset(void);
 
