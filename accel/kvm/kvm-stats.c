@@ -8,8 +8,6 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
-#include "monitor/hmp.h"
-#include "monitor/monitor.h"
 #include "system/cpus.h"
 #include "system/kvm.h"
 
@@ -271,71 +269,4 @@ StatsSchemaList *qmp_query_stats_schemas(bool has_provider, StatsProvider provid
         tail = &e->next;
     }
     return head;
-}
-
-/* HMP "info stats vm|vcpu [NAME,...]": one line per statistic, QEMU's shape. */
-void hmp_info_stats(Monitor *mon, const HMPArgs *args)
-{
-    const char *target = hmp_arg_str(args, "target");
-    const char *names = hmp_arg_str(args, "names");
-    g_autoptr(JsonObject) a = json_object_new();
-    JsonNode *res;
-    Error *err = NULL;
-
-    if (strcmp(target, "vm") && strcmp(target, "vcpu")) {
-        monitor_printf(mon, "invalid stats target %s (vm or vcpu)\n", target);
-        return;
-    }
-    json_object_set_string_member(a, "target", target);
-    if (names) {
-        g_auto(GStrv) parts = g_strsplit(names, ",", -1);
-        JsonArray *prov = json_array_new();
-        JsonObject *p = json_object_new();
-        JsonArray *n = json_array_new();
-
-        for (int i = 0; parts[i]; i++) {
-            json_array_add_string_element(n, parts[i]);
-        }
-        json_object_set_string_member(p, "provider", "kvm");
-        json_object_set_array_member(p, "names", n);
-        json_array_add_object_element(prov, p);
-        json_object_set_array_member(a, "providers", prov);
-    }
-    res = qmp_query_stats(a, &err);
-    if (!res) {
-        hmp_handle_error(mon, err);
-        return;
-    }
-    for (guint i = 0; i < json_array_get_length(json_node_get_array(res)); i++) {
-        JsonObject *r = json_array_get_object_element(json_node_get_array(res), i);
-        JsonArray *stats = json_object_get_array_member(r, "stats");
-
-        monitor_printf(mon, "provider: kvm\n");
-        if (json_object_has_member(r, "qom-path")) {
-            monitor_printf(mon, "  %s:\n", json_object_get_string_member(r, "qom-path"));
-        }
-        for (guint k = 0; k < json_array_get_length(stats); k++) {
-            JsonObject *st = json_array_get_object_element(stats, k);
-            JsonNode *v = json_object_get_member(st, "value");
-
-            if (JSON_NODE_HOLDS_ARRAY(v)) {
-                JsonArray *h = json_node_get_array(v);
-                GString *s = g_string_new(NULL);
-                for (guint b = 0; b < json_array_get_length(h); b++) {
-                    g_string_append_printf(s, "%s%" PRId64, b ? " " : "",
-                                           json_array_get_int_element(h, b));
-                }
-                monitor_printf(mon, "    %s: [%s]\n", json_object_get_string_member(st, "name"),
-                               s->str);
-                g_string_free(s, TRUE);
-            } else if (json_node_get_value_type(v) == G_TYPE_BOOLEAN) {
-                monitor_printf(mon, "    %s: %s\n", json_object_get_string_member(st, "name"),
-                               json_node_get_boolean(v) ? "yes" : "no");
-            } else {
-                monitor_printf(mon, "    %s: %" PRId64 "\n",
-                               json_object_get_string_member(st, "name"), json_node_get_int(v));
-            }
-        }
-    }
-    json_node_unref(res);
 }
