@@ -287,7 +287,11 @@ static VcpuExitAction kvm_handle_exit(CPUState *cpu)
         return VCPU_CONTINUE;
     case KVM_EXIT_DIRTY_RING_FULL:
         /* Harvest (all rings, like QEMU) so this vCPU can run again. */
-        kvm_dirty_log_ring_full(kvm_state);
+        if (kvm_dirty_log_ring_full(kvm_state) < 0 && !cpu->dirty_ring_warned) {
+            /* The migration's next sync fails with the same error. */
+            warn_report("CPU %d: resetting the KVM dirty rings failed", cpu->cpu_index);
+            cpu->dirty_ring_warned = true;
+        }
         return VCPU_CONTINUE;
     case KVM_EXIT_SHUTDOWN:
         /* Triple fault. Our machine has no reset-on-triple-fault: shut down cleanly. */

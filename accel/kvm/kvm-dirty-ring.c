@@ -5,7 +5,9 @@
  * while the entry's flags say DIRTY (load-acquire), sets the page's bit in
  * its slot's ring bitmap, marks the entry for reset (store-release), and
  * finally asks KVM to re-protect the harvested pages (KVM_RESET_DIRTY_RINGS)
- * before anyone reads their contents. A sync hands the ring bitmap of each
+ * before anyone reads their contents. If that reset fails, writes to those
+ * pages may never reach a ring again: every later sync of the logging
+ * session fails, so the migration fails instead of losing them. A sync hands the ring bitmap of each
  * slot over to the slot's dirty_bmap (the double buffer): the guest keeps
  * filling rings meanwhile, and a vCPU whose ring fills harvests by itself.
  */
@@ -18,6 +20,8 @@
 
 /* Harvests and ring bitmaps are shared by the syncing thread and vCPU threads. */
 static GMutex ring_lock;
+/* ring_lock: -errno of the first failed KVM_RESET_DIRTY_RINGS this logging session. */
+static int ring_reset_error;
 
 bool kvm_dirty_ring_enable(KVMState *s, Error **errp)
 {
@@ -91,8 +95,8 @@ static uint32_t kvm_dirty_ring_reap_one(KVMState *s, CPUState *cpu)
         }
         slot = kvm_slot_by_id(s, e->slot);
         /* Entries of a slot that stopped logging are reset, not recorded. */
-        if (slot && slot->ring_bmap && e->offset < slot->npages) {
-            set_bit(e->offset, slot->ring_bmap);
+        if (slot && slot->harvest_bmap && e->offset < slot->npages) {
+            set_bit(e->offset, slot->harvest_bmap);
         }
         __atomic_store_n(&e->flags, KVM_DIRTY_GFN_F_RESET, __ATOMIC_RELEASE);
         cpu->dirty_ring_fetch++;
@@ -101,9 +105,10 @@ static uint32_t kvm_dirty_ring_reap_one(KVMState *s, CPUState *cpu)
     return count;
 }
 
-uint64_t kvm_dirty_ring_reap(KVMState *s)
+int kvm_dirty_ring_reap(KVMState *s)
 {
     uint64_t total = 0;
+    int ret;
 
     g_mutex_lock(&ring_lock);
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
@@ -114,11 +119,15 @@ uint64_t kvm_dirty_ring_reap(KVMState *s)
     }
     if (total) {
         /* Re-protect the harvested pages before their contents are read. */
-        kvm_vm_ioctl(s, KVM_RESET_DIRTY_RINGS, NULL);
+        ret = kvm_vm_ioctl(s, KVM_RESET_DIRTY_RINGS, NULL);
+        if (ret < 0 && !ring_reset_error) {
+            ring_reset_error = ret;
+        }
     }
     s->dirty_stats.harvests++;
+    ret = ring_reset_error;
     g_mutex_unlock(&ring_lock);
-    return total;
+    return ret;
 }
 
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)
@@ -126,8 +135,8 @@ int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)
     size_t words = BITS_TO_LONGS(slot->npages);
 
     g_mutex_lock(&ring_lock);
-    memcpy(slot->dirty_bmap, slot->ring_bmap, words * sizeof(unsigned long));
-    memset(slot->ring_bmap, 0, words * sizeof(unsigned long));
+    memcpy(slot->dirty_bmap, slot->harvest_bmap, words * sizeof(unsigned long));
+    memset(slot->harvest_bmap, 0, words * sizeof(unsigned long));
     g_mutex_unlock(&ring_lock);
     return 0;
 }
@@ -135,8 +144,10 @@ int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)
 void kvm_dirty_ring_log_start(KVMState *s)
 {
     g_mutex_lock(&ring_lock);
+    /* Enabling logging write-protects every page anew: a fresh start. */
+    ring_reset_error = 0;
     for (int i = 0; i < s->nr_slots; i++) {
-        s->slots[i].ring_bmap = bitmap_new(s->slots[i].npages);
+        s->slots[i].harvest_bmap = bitmap_new(s->slots[i].npages);
     }
     g_mutex_unlock(&ring_lock);
 }
@@ -145,7 +156,7 @@ void kvm_dirty_ring_log_stop(KVMState *s)
 {
     g_mutex_lock(&ring_lock);
     for (int i = 0; i < s->nr_slots; i++) {
-        g_clear_pointer(&s->slots[i].ring_bmap, g_free);
+        g_clear_pointer(&s->slots[i].harvest_bmap, g_free);
     }
     g_mutex_unlock(&ring_lock);
 }

@@ -11,8 +11,11 @@
 bool kvm_dirty_ring_enable(KVMState *s, Error **errp);
 /* Maps @cpu's ring. */
 bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);
-/* Harvests every vCPU's ring into the slots' ring bitmaps, then resets. */
-uint64_t kvm_dirty_ring_reap(KVMState *s);
+/*
+ * Harvests every vCPU's ring into the slots' harvest bitmaps, then resets
+ * the rings. 0, or -errno if a reset failed in this logging session.
+ */
+int kvm_dirty_ring_reap(KVMState *s);
 /* slot->dirty_bmap := what the rings collected for @slot; starts a new round. */
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot);
 void kvm_dirty_ring_log_start(KVMState *s);

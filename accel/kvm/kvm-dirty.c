@@ -28,8 +28,8 @@ struct KVMDirtyLogMode {
     /* Logging session start/stop, after/before the generic slot work. */
     void (*log_start)(KVMState *s);
     void (*log_stop)(KVMState *s);
-    /* Once per sync, before sync_slot for each slot. NULL = nothing. */
-    void (*sync_prepare)(KVMState *s);
+    /* Once per sync, before sync_slot for each slot. NULL = nothing. 0 or -errno. */
+    int (*sync_prepare)(KVMState *s);
     int (*sync_slot)(KVMState *s, KVMSlot *slot);
     /* NULL when syncing re-protects by itself. */
     int (*clear)(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
@@ -120,9 +120,9 @@ static bool ring_supported(KVMState *s)
     return s->opts.dirty_ring_size > 0 && s->dirty_ring_max_bytes > 0;
 }
 
-static void ring_sync_prepare(KVMState *s)
+static int ring_sync_prepare(KVMState *s)
 {
-    kvm_dirty_ring_reap(s);
+    return kvm_dirty_ring_reap(s);
 }
 
 static const KVMDirtyLogMode dirty_log_modes[] = {
@@ -244,7 +244,11 @@ void kvm_dirty_log_stop(KVMState *s)
 int kvm_dirty_log_sync(KVMState *s)
 {
     if (s->dirty_mode->sync_prepare) {
-        s->dirty_mode->sync_prepare(s);
+        int ret = s->dirty_mode->sync_prepare(s);
+
+        if (ret < 0) {
+            return ret;
+        }
     }
     for (int i = 0; i < s->nr_slots; i++) {
         int ret = s->dirty_mode->sync_slot(s, &s->slots[i]);
@@ -273,7 +277,7 @@ bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp)
     return !s->dirty_mode->vcpu_init || s->dirty_mode->vcpu_init(s, cpu, errp);
 }
 
-void kvm_dirty_log_ring_full(KVMState *s)
+int kvm_dirty_log_ring_full(KVMState *s)
 {
-    kvm_dirty_ring_reap(s);
+    return kvm_dirty_ring_reap(s);
 }

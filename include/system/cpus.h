@@ -40,6 +40,7 @@ struct CPUState {
     /* Dirty ring (accel/kvm/kvm-dirty-ring.c): the mapping and our read index. */
     struct kvm_dirty_gfn *dirty_gfns;
     uint32_t dirty_ring_fetch;  /* ring lock */
+    bool dirty_ring_warned;     /* own vCPU thread: a failed ring reset was reported */
 
     /* Architecture (x86) register state, owned by accel/kvm. */
     X86CPUState *env;

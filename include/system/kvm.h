@@ -25,14 +25,19 @@ struct KVMSlot {
     uint64_t ram_offset;        /* ... at this byte offset */
     uint32_t flags;             /* KVM_MEM_LOG_DIRTY_PAGES while logging */
     /*
-     * Dirty bitmap, one bit per page of the slot, in KVM's layout.
-     * Allocated when logging starts and freed when it stops; no allocation
-     * on the sync path. Touched only by the thread that syncs (the
-     * migration thread, under the KVMState dirty_lock).
+     * Set: KVM reported the page dirty at the last sync and (clear-log)
+     * its tracking was not re-armed yet; kvm_dirty_log_clear() clears the
+     * bits it re-arms. One bit per page of the slot, in KVM's layout;
+     * allocated when logging starts, freed when it stops, never on the sync
+     * path. Touched only by the thread that syncs (mig/src).
      */
     unsigned long *dirty_bmap;
-    /* Dirty ring mode: pages harvested since the last sync (ring lock). */
-    unsigned long *ring_bmap;
+    /*
+     * Set (dirty-ring mode): the page was harvested from a vCPU's ring since
+     * the last sync, which moves the bits to dirty_bmap. Ring lock
+     * (kvm-dirty-ring.c): vCPU threads harvest too.
+     */
+    unsigned long *harvest_bmap;
     uint64_t npages;
 };
 
@@ -113,7 +118,11 @@ const char *kvm_dirty_log_mode_name(KVMState *s);
 /* Allocates every slot's dirty_bmap and turns logging on. */
 bool kvm_dirty_log_start(KVMState *s, Error **errp);
 void kvm_dirty_log_stop(KVMState *s);
-/* Each slot's dirty_bmap := pages dirtied since the previous sync. 0 or -errno. */
+/*
+ * Each slot's dirty_bmap := pages dirtied since the previous sync. 0 or
+ * -errno; after a failure the bitmaps may lack pages KVM already handed
+ * over, so the caller must not go on as if nothing happened.
+ */
 int kvm_dirty_log_sync(KVMState *s);
 /* True if the mode needs kvm_dirty_log_clear() before pages are sent. */
 bool kvm_dirty_log_needs_clear(KVMState *s);
@@ -125,8 +134,11 @@ int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
 
 /* Per-vCPU setup a dirty-log mode needs (the ring mapping). */
 bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);
-/* A vCPU exited with KVM_EXIT_DIRTY_RING_FULL: harvest so it can go on. */
-void kvm_dirty_log_ring_full(KVMState *s);
+/*
+ * A vCPU exited with KVM_EXIT_DIRTY_RING_FULL: harvest so it can go on.
+ * -errno if the rings could not be reset (the next sync fails too).
+ */
+int kvm_dirty_log_ring_full(KVMState *s);
 
 /* vCPUs (accel/kvm/kvm-cpu.c). */
 bool kvm_vcpus_create(KVMState *s, int ncpus, Error **errp);

@@ -115,7 +115,7 @@ int kvm_slot_set_flags(KVMState *s, KVMSlot *slot, uint32_t flags)
 /* The dirty-ring row is never chosen here; kvm-dirty.c only needs the symbols. */
 bool kvm_dirty_ring_enable(KVMState *s, Error **errp) { g_assert_not_reached(); }
 bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp) { g_assert_not_reached(); }
-uint64_t kvm_dirty_ring_reap(KVMState *s) { g_assert_not_reached(); }
+int kvm_dirty_ring_reap(KVMState *s) { g_assert_not_reached(); }
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_start(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_stop(KVMState *s) { g_assert_not_reached(); }
