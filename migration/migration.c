@@ -590,8 +590,9 @@ MigrationInfo *qmp_query_migrate(Error **errp)
     return info;
 }
 
-void migration_init(void)
+void migration_init(const char *machine_type)
 {
+    savevm_set_machine_type(machine_type);
     global_state_init();
     ram_mig_init();
 }

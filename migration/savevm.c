@@ -10,7 +10,6 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
-#include "hw/boards.h"
 #include "migration/qemu-file.h"
 #include "migration/register.h"
 #include "migration/vmstate.h"
@@ -49,6 +48,14 @@ typedef struct SaveStateEntry {
 /* Registered during init (main thread), read-only afterwards. */
 static GPtrArray *handlers;
 static uint32_t next_section_id;
+/* The configuration section's machine type, handed in by the machine at init. */
+static char *machine_type;
+
+void savevm_set_machine_type(const char *name)
+{
+    g_free(machine_type);
+    machine_type = g_strdup(name);
+}
 
 static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int version_id)
 {
@@ -108,7 +115,7 @@ static void save_section_footer(QEMUFile *f, SaveStateEntry *se)
 
 void qemu_savevm_state_header(QEMUFile *f)
 {
-    const char *machine = MACHINE_TYPE_NAME;
+    const char *machine = machine_type ? machine_type : "";
 
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
@@ -317,9 +324,9 @@ static bool loadvm_check_header(QEMUFile *f, Error **errp)
         error_setg(errp, "reading the configuration failed: %s", qemu_file_error_msg(f));
         return false;
     }
-    if (strcmp(machine, MACHINE_TYPE_NAME)) {
+    if (strcmp(machine, machine_type ? machine_type : "")) {
         error_setg(errp, "Machine type received is '%s' and local is '%s'", machine,
-                   MACHINE_TYPE_NAME);
+                   machine_type ? machine_type : "");
         return false;
     }
     return true;

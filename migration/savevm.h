@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include "qemu/typedefs.h"
 
+/* The machine type the configuration section carries and the loader expects. Init. */
+void savevm_set_machine_type(const char *name);
 void qemu_savevm_state_header(QEMUFile *f);
 /* START sections of the live handlers. BQL held. 0 or -errno. */
 int qemu_savevm_state_setup(QEMUFile *f, Error **errp);

@@ -909,7 +909,7 @@ void qemu_init(int argc, char **argv)
     }
 
     /* 5. Migration, monitors, then the run state. */
-    migration_init();
+    migration_init(MACHINE_TYPE_NAME);
     create_monitors(&cfg);
     if (cfg.incoming) {
         runstate_set(RUN_STATE_INMIGRATE);

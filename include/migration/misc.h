@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include "qemu/typedefs.h"
 
-void migration_init(void);
+/* Registers the migration sections; @machine_type goes into every stream. */
+void migration_init(const char *machine_type);
 /* -incoming URI|defer. */
 bool migration_incoming_start(const char *uri, Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
