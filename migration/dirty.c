@@ -2,8 +2,8 @@
 /*
  * The dirty-page pipeline, stage 2 (ARCHITECTURE section 4):
  *
- *   KVMSlot.dirty_bmap --OR word-wise, popcount new--> RAMBlockDirty.bmap
- *   RAMBlock.sw_dirty  --atomic take, same merge----/
+ *   KVMSlot.dirty_bmap --OR word-wise, popcount new--> RAMBlockDirty.send_bmap
+ *   RAMBlock.vmm_dirty_bmap  --atomic take, same merge----/
  *
  * A slot maps into its block at a page offset; a block may have several
  * slots. With clear-log, a sync marks the chunks (2^clear_shift pages)
@@ -34,8 +34,8 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clea
 
         b->rb = g_ptr_array_index(rbs, i);
         b->npages = b->rb->used_length >> TARGET_PAGE_BITS;
-        b->bmap = bitmap_new(b->npages);
-        bitmap_fill(b->bmap, b->npages);
+        b->send_bmap = bitmap_new(b->npages);
+        bitmap_fill(b->send_bmap, b->npages);
         dt->total_pages += b->npages;
         b->slots = g_new0(KVMSlot *, kvm->nr_slots);
         for (int s = 0; s < kvm->nr_slots; s++) {
@@ -55,11 +55,11 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clea
     }
     /* Pages the VMM wrote before logging are in the all-ones bitmap already. */
     for (int i = 0; i < dt->nblocks; i++) {
-        bitmap_zero(dt->blocks[i].rb->sw_dirty, dt->blocks[i].npages);
+        bitmap_zero(dt->blocks[i].rb->vmm_dirty_bmap, dt->blocks[i].npages);
     }
-    ram_sw_dirty_log_start();
+    ram_vmm_dirty_log_start();
     if (!kvm_dirty_log_start(kvm, errp)) {
-        ram_sw_dirty_log_stop();
+        ram_vmm_dirty_log_stop();
         return false;
     }
     dt->logging = true;
@@ -70,11 +70,11 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
 {
     if (dt->logging) {
         kvm_dirty_log_stop(dt->kvm);
-        ram_sw_dirty_log_stop();
+        ram_vmm_dirty_log_stop();
         dt->logging = false;
     }
     for (int i = 0; i < dt->nblocks; i++) {
-        g_free(dt->blocks[i].bmap);
+        g_free(dt->blocks[i].send_bmap);
         g_free(dt->blocks[i].clear_bmap);
         g_free(dt->blocks[i].slots);
     }
@@ -122,13 +122,13 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
         for (int s = 0; s < b->nslots; s++) {
             KVMSlot *slot = b->slots[s];
 
-            new_pages += bitmap_or_count_new_at(b->bmap, slot->ram_offset >> TARGET_PAGE_BITS,
+            new_pages += bitmap_or_count_new_at(b->send_bmap, slot->ram_offset >> TARGET_PAGE_BITS,
                                                 slot->dirty_bmap, slot->npages);
             if (dt->clear_log) {
                 dirty_mark_chunks(dt, b, slot);
             }
         }
-        new_pages += bitmap_or_count_new_take(b->bmap, b->rb->sw_dirty, BITS_TO_LONGS(b->npages));
+        new_pages += bitmap_or_count_new_take(b->send_bmap, b->rb->vmm_dirty_bmap, BITS_TO_LONGS(b->npages));
     }
     dt->dirty_pages += new_pages;
     dt->pages_merged += new_pages;
@@ -182,7 +182,7 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
             dirty_clear_chunk(dt, b, chunk);
         }
     }
-    if (test_and_clear_bit(page, b->bmap)) {
+    if (test_and_clear_bit(page, b->send_bmap)) {
         dt->dirty_pages--;
         return true;
     }

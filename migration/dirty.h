@@ -17,8 +17,10 @@
 typedef struct RAMBlockDirty {
     RAMBlock *rb;
     uint64_t npages;
-    unsigned long *bmap;        /* pages to send */
-    unsigned long *clear_bmap;  /* clear-log: chunks whose KVM bits await a clear */
+    /* Set: the page changed since it was last sent (all set at start). Cleared by a claim. */
+    unsigned long *send_bmap;
+    /* Set: the chunk's KVM bits were read but not re-armed (clear-log). Cleared by a claim. */
+    unsigned long *clear_bmap;
     KVMSlot **slots;            /* KVM slots that map this block */
     int nslots;
 } RAMBlockDirty;
@@ -32,7 +34,7 @@ typedef struct DirtyTracker {
     unsigned clear_shift;       /* log2 pages per chunk */
     uint64_t total_pages;
 
-    /* The remaining counter: set bits over all bmaps. Never recounted. */
+    /* The remaining counter: set bits over all send_bmaps. Never recounted. */
     uint64_t dirty_pages;
 
     /* Statistics (read by query-migrate: single words, tearing is fine). */

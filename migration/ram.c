@@ -124,7 +124,7 @@ static bool ram_find_and_save_page(RAMState *rs, QEMUFile *f)
     /* At most one full wrap: the counter guarantees a set bit exists. */
     for (int tries = 0; tries <= dt->nblocks; tries++) {
         RAMBlockDirty *b = &dt->blocks[rs->cur_block];
-        uint64_t page = find_next_bit(b->bmap, b->npages, rs->cur_page);
+        uint64_t page = find_next_bit(b->send_bmap, b->npages, rs->cur_page);
 
         if (page < b->npages) {
             rs->cur_page = page + 1;
@@ -374,7 +374,7 @@ static int ram_load_state_fn(QEMUFile *f, void *opaque, int version_id, Error **
             host = rb->host + addr;
             if (flags & RAM_SAVE_FLAG_PAGE) {
                 qemu_get_buffer(f, host, TARGET_PAGE_SIZE);
-                set_bit(page, rb->vmm_written);
+                set_bit(page, rb->vmm_written_bmap);
             } else {
                 uint8_t fill = qemu_get_byte(f);
                 /*
@@ -382,10 +382,10 @@ static int ram_load_state_fn(QEMUFile *f, void *opaque, int version_id, Error **
                  * so untouched memory stays unallocated. A page nobody wrote
                  * is known zero without even reading it.
                  */
-                if (fill || (test_bit(page, rb->vmm_written) &&
+                if (fill || (test_bit(page, rb->vmm_written_bmap) &&
                              !buffer_is_zero(host, TARGET_PAGE_SIZE))) {
                     memset(host, fill, TARGET_PAGE_SIZE);
-                    set_bit(page, rb->vmm_written);
+                    set_bit(page, rb->vmm_written_bmap);
                 }
             }
             break;

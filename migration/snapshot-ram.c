@@ -181,11 +181,11 @@ static void snap_copy_range(RAMBlockDirty *b, uint64_t first, uint64_t npages, S
     for (uint64_t i = 0; i < npages; i++) {
         const uint8_t *host = b->rb->host + ((first + i) << TARGET_PAGE_BITS);
 
-        if (!test_bit(first + i, b->bmap)) {
+        if (!test_bit(first + i, b->send_bmap)) {
             run->kind[i] = RUN_SKIP;
             continue;
         }
-        clear_bit(first + i, b->bmap);
+        clear_bit(first + i, b->send_bmap);
         if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             run->kind[i] = RUN_ZERO;
         } else {
@@ -230,7 +230,7 @@ static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
     RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
     uint64_t region_end = MIN((page / RUN_PAGES + 1) * RUN_PAGES, b->npages);
 
-    if (!test_bit(page, b->bmap)) {
+    if (!test_bit(page, b->send_bmap)) {
         return false;
     }
     snap_copy_range(b, page, MIN((uint64_t)SMALL_PAGES, region_end - page), run);

@@ -17,7 +17,7 @@
 
 static GPtrArray *blocks;
 static GArray *ranges;           /* GuestRAMRange, sorted by gpa */
-static int sw_dirty_logging;     /* atomic */
+static int vmm_dirty_logging;     /* atomic */
 
 GPtrArray *ram_blocks(void)
 {
@@ -169,10 +169,10 @@ RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
         }
         return NULL;
     }
-    rb->sw_dirty = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
-    rb->vmm_written = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
+    rb->vmm_dirty_bmap = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
+    rb->vmm_written_bmap = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
     if (opts->kind == RAM_BACKEND_FILE) {
-        bitmap_fill(rb->vmm_written, rb->used_length >> TARGET_PAGE_BITS);
+        bitmap_fill(rb->vmm_written_bmap, rb->used_length >> TARGET_PAGE_BITS);
     }
     g_ptr_array_add(ram_blocks(), rb);
     return g_steal_pointer(&rb);
@@ -185,8 +185,8 @@ void ram_block_destroy(RAMBlock *rb)
     if (rb->fd >= 0) {
         close(rb->fd);
     }
-    g_free(rb->sw_dirty);
-    g_free(rb->vmm_written);
+    g_free(rb->vmm_dirty_bmap);
+    g_free(rb->vmm_written_bmap);
     g_free(rb);
 }
 
@@ -277,7 +277,7 @@ bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write)
         if (is_write) {
             memcpy(host, (uint8_t *)buf + done, n);
             ram_block_mark_dirty(r->rb, r->offset + in, n);
-            bitmap_set(r->rb->vmm_written, (r->offset + in) >> TARGET_PAGE_BITS,
+            bitmap_set(r->rb->vmm_written_bmap, (r->offset + in) >> TARGET_PAGE_BITS,
                        ((r->offset + in + n - 1) >> TARGET_PAGE_BITS) -
                        ((r->offset + in) >> TARGET_PAGE_BITS) + 1);
         } else {
@@ -288,24 +288,24 @@ bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write)
     return true;
 }
 
-void ram_sw_dirty_log_start(void)
+void ram_vmm_dirty_log_start(void)
 {
-    __atomic_store_n(&sw_dirty_logging, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&vmm_dirty_logging, 1, __ATOMIC_SEQ_CST);
 }
 
-void ram_sw_dirty_log_stop(void)
+void ram_vmm_dirty_log_stop(void)
 {
-    __atomic_store_n(&sw_dirty_logging, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&vmm_dirty_logging, 0, __ATOMIC_SEQ_CST);
 }
 
 void ram_block_mark_dirty(RAMBlock *rb, uint64_t offset, uint64_t len)
 {
     uint64_t first, last;
 
-    if (!len || !__atomic_load_n(&sw_dirty_logging, __ATOMIC_ACQUIRE)) {
+    if (!len || !__atomic_load_n(&vmm_dirty_logging, __ATOMIC_ACQUIRE)) {
         return;
     }
     first = offset >> TARGET_PAGE_BITS;
     last = (offset + len - 1) >> TARGET_PAGE_BITS;
-    bitmap_set_atomic(rb->sw_dirty, first, last - first + 1);
+    bitmap_set_atomic(rb->vmm_dirty_bmap, first, last - first + 1);
 }

@@ -30,23 +30,21 @@ struct RAMBlock {
     bool readonly;
 
     /*
-     * Pages the VMM itself wrote (loaders, device emulation, incoming
-     * migration excluded), one bit per target page, set atomically by any
-     * thread while dirty logging is on. The migration thread merges it into
-     * the migration bitmap with the same word-wise OR as the KVM bitmaps.
+     * Set: the VMM itself wrote the page (loaders, device emulation; not the
+     * incoming migration) since migration last merged the bitmap. Set
+     * atomically by any thread while dirty logging is on; taken (read and
+     * cleared atomically, a word at a time) by the migration's dirty sync.
      */
-    unsigned long *sw_dirty;
+    unsigned long *vmm_dirty_bmap;
     /*
-     * Pages the VMM ever wrote (loaders, incoming migration), plus every page
-     * of a file backend (it may hold old data). A page outside it is still
-     * the kernel's zero page, which lets an incoming migration skip zero pages
-     * without touching (and so allocating) them. Written by one thread at a
-     * time: machine init, then the incoming migration thread.
+     * Set: the VMM ever wrote the page (loaders, incoming migration), or the
+     * backend is a file (it may hold old data). A clear bit means the page
+     * is still the kernel's zero page, which lets an incoming migration skip
+     * zero pages without touching (and so allocating) them. Written by one
+     * thread at a time: machine init, then the incoming migration thread.
      */
-    unsigned long *vmm_written;
+    unsigned long *vmm_written_bmap;
 
-    /* Owned by migration (see migration/dirty.c); NULL otherwise. */
-    void *migration_priv;
 };
 
 /* One guest-physical mapping of (part of) a RAMBlock. Immutable once mapped. */
@@ -94,8 +92,8 @@ void *guest_phys_to_host(hwaddr gpa, uint64_t len);
 bool guest_phys_rw(hwaddr gpa, void *buf, uint64_t len, bool is_write);
 
 /* Software dirty tracking of VMM writes, on while migration logs dirty pages. */
-void ram_sw_dirty_log_start(void);
-void ram_sw_dirty_log_stop(void);
+void ram_vmm_dirty_log_start(void);
+void ram_vmm_dirty_log_stop(void);
 void ram_block_mark_dirty(RAMBlock *rb, uint64_t offset, uint64_t len);
 
 #endif

@@ -111,7 +111,7 @@ static struct {
     KVMState *kvm;
     const Layout *layout;
     bool clear_mode;            /* manual protect + initially set */
-    bool kvm_logging, sw_logging;
+    bool kvm_logging, vmm_logging;
     unsigned long *kernel[MAX_SLOTS];   /* written since last get/clear */
     GArray *clears;             /* ClearCall, every kvm_dirty_log_clear */
     int fail_clears;            /* the next N kvm_dirty_log_clear fail */
@@ -127,14 +127,14 @@ GPtrArray *ram_blocks(void)
     return fake.blocks;
 }
 
-void ram_sw_dirty_log_start(void)
+void ram_vmm_dirty_log_start(void)
 {
-    fake.sw_logging = true;
+    fake.vmm_logging = true;
 }
 
-void ram_sw_dirty_log_stop(void)
+void ram_vmm_dirty_log_stop(void)
 {
-    fake.sw_logging = false;
+    fake.vmm_logging = false;
 }
 
 bool kvm_dirty_log_needs_clear(KVMState *s)
@@ -224,9 +224,9 @@ static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift, boo
 
         g_snprintf(rb->idstr, sizeof(rb->idstr), "block%d", nb);
         rb->used_length = l->block_pages[nb] << TARGET_PAGE_BITS;
-        rb->sw_dirty = bitmap_new(l->block_pages[nb]);
+        rb->vmm_dirty_bmap = bitmap_new(l->block_pages[nb]);
         /* Stale software bits from before logging must not count. */
-        bitmap_fill(rb->sw_dirty, l->block_pages[nb]);
+        bitmap_fill(rb->vmm_dirty_bmap, l->block_pages[nb]);
         g_ptr_array_add(fake.blocks, rb);
     }
     while (l->slots[s->nr_slots].npages) {
@@ -252,11 +252,11 @@ static void teardown(DirtyTracker *dt)
     KVMState *s = fake.kvm;
 
     dirty_tracker_cleanup(dt);
-    g_assert_false(fake.kvm_logging || fake.sw_logging);
+    g_assert_false(fake.kvm_logging || fake.vmm_logging);
     for (guint i = 0; i < fake.blocks->len; i++) {
         RAMBlock *rb = g_ptr_array_index(fake.blocks, i);
 
-        g_free(rb->sw_dirty);
+        g_free(rb->vmm_dirty_bmap);
         g_free(rb);
     }
     g_ptr_array_free(fake.blocks, true);
@@ -282,10 +282,10 @@ static uint64_t naive_dirty(DirtyTracker *dt)
         RAMBlockDirty *b = &dt->blocks[i];
 
         for (uint64_t w = 0; w < BITS_TO_LONGS(b->npages); w++) {
-            n += __builtin_popcountl(b->bmap[w]);
+            n += __builtin_popcountl(b->send_bmap[w]);
         }
         if (b->npages % 64) {
-            g_assert_cmphex(b->bmap[b->npages / 64] & ~BITMAP_LAST_WORD_MASK(b->npages), ==, 0);
+            g_assert_cmphex(b->send_bmap[b->npages / 64] & ~BITMAP_LAST_WORD_MASK(b->npages), ==, 0);
         }
     }
     return n;
@@ -318,14 +318,14 @@ static void test_init(void)
     g_assert_cmpuint(dt->total_pages, ==, 917504 + 1000 + 300);
     g_assert_cmpuint(dt->dirty_pages, ==, dt->total_pages);
     g_assert_cmpuint(naive_dirty(dt), ==, dt->total_pages);
-    g_assert_true(dt->logging && dt->clear_log && fake.kvm_logging && fake.sw_logging);
+    g_assert_true(dt->logging && dt->clear_log && fake.kvm_logging && fake.vmm_logging);
     /* Slots go to the block they map, in slot order. */
     g_assert_cmpint(dt->blocks[0].nslots, ==, 2);
     g_assert_true(dt->blocks[0].slots[1] == &fake.kvm->slots[1]);
     g_assert_cmpint(dt->blocks[1].nslots, ==, 1);
     g_assert_cmpint(dt->blocks[2].nslots, ==, 0);
     for (int i = 0; i < dt->nblocks; i++) {
-        g_assert_true(bitmap_empty(dt->blocks[i].rb->sw_dirty, dt->blocks[i].npages));
+        g_assert_true(bitmap_empty(dt->blocks[i].rb->vmm_dirty_bmap, dt->blocks[i].npages));
         g_assert_true(bitmap_empty(dt->blocks[i].clear_bmap,
                                    DIV_ROUND_UP(dt->blocks[i].npages, 1 << 12)));
     }
@@ -337,7 +337,7 @@ static void test_init(void)
     g_assert_null(dt->blocks[0].clear_bmap);
     teardown(dt);
     dt = setup(&small_layout, true, 6, false);
-    g_assert_false(dt->logging || fake.kvm_logging || fake.sw_logging);
+    g_assert_false(dt->logging || fake.kvm_logging || fake.vmm_logging);
     g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
     g_assert_cmpuint(dt->dirty_pages, ==, 840 + 77);
     teardown(dt);
@@ -387,11 +387,11 @@ static void test_sync_counts_new(void)
     teardown(dt);
 }
 
-static void test_sync_sw_dirty(void)
+static void test_sync_vmm_dirty(void)
 {
     DirtyTracker *dt = setup(&gaps_layout, false, 6, true);
     RAMBlockDirty *b = &dt->blocks[0];
-    unsigned long *sw = b->rb->sw_dirty;
+    unsigned long *sw = b->rb->vmm_dirty_bmap;
 
     drain(dt);
     set_bit(110, sw);                   /* a hole: only the VMM writes there */
@@ -402,7 +402,7 @@ static void test_sync_sw_dirty(void)
     g_assert_cmpint(dirty_tracker_sync(dt), ==, 4);
     g_assert_true(bitmap_empty(sw, 1000));
     for (uint64_t p = 0; p < 1000; p++) {
-        g_assert_cmpint(ref_get(b->bmap, p), ==, p == 0 || p == 110 || p == 200 || p == 999);
+        g_assert_cmpint(ref_get(b->send_bmap, p), ==, p == 0 || p == 110 || p == 200 || p == 999);
     }
     /* Drained: a second sync adds nothing. */
     g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
@@ -427,7 +427,7 @@ static void check_marks(unsigned shift, const Layout *l, const uint64_t (*bits)[
         g_assert_true(bitmap_empty(fake.kernel[i], fake.kvm->slots[i].npages));
     }
 
-    set_bit(3, b->rb->sw_dirty);        /* software writes need no KVM clear */
+    set_bit(3, b->rb->vmm_dirty_bmap);        /* software writes need no KVM clear */
     for (int i = 0; i < nbits; i++) {
         KVMSlot *slot = &fake.kvm->slots[bits[i][0]];
 
@@ -541,7 +541,7 @@ static void test_claim_clear_fails(void)
     /* The write must still be in KVM's bitmap, so the next sync brings it back. */
     g_assert_true(ref_get(fake.kernel[1], sp));
     g_assert_cmpint(dirty_tracker_sync(dt), >=, 1);
-    g_assert_true(ref_get(b->bmap, 700));
+    g_assert_true(ref_get(b->send_bmap, 700));
     g_assert_cmpuint(dt->dirty_pages, ==, naive_dirty(dt));
     /* Once read again, the chunk is re-armed on the next claim, and only then. */
     g_assert_true(ref_get(b->clear_bmap, 2));
@@ -580,8 +580,8 @@ static void sim_write(Sim *sim, int b, uint64_t p, bool vmm)
         if (fake.kvm_logging) {
             set_bit(sp, fake.kernel[slot]);
         }
-    } else if (fake.sw_logging) {
-        set_bit_atomic(p, sim->dt->blocks[b].rb->sw_dirty);
+    } else if (fake.vmm_logging) {
+        set_bit_atomic(p, sim->dt->blocks[b].rb->vmm_dirty_bmap);
     }
 }
 
@@ -620,7 +620,7 @@ static bool sim_send_one(Sim *sim)
     }
     for (int tries = 0; tries <= dt->nblocks; tries++) {
         RAMBlockDirty *b = &dt->blocks[sim->cur_block];
-        uint64_t p = find_next_bit(b->bmap, b->npages, sim->cur_page);
+        uint64_t p = find_next_bit(b->send_bmap, b->npages, sim->cur_page);
         int bi = sim->cur_block, slot;
         uint64_t sp = 0;
         bool was_read;
@@ -651,7 +651,7 @@ static bool sim_send_one(Sim *sim)
             sim->resends++;
         }
         sim->pg[bi][p].sent = sim->pg[bi][p].version;
-        sim->pg[bi][p].resend_ok = ref_get(b->rb->sw_dirty, p) ||
+        sim->pg[bi][p].resend_ok = ref_get(b->rb->vmm_dirty_bmap, p) ||
                                 (slot >= 0 && ref_get(fake.kernel[slot], sp));
         sim->sends++;
         /* A vCPU writing right after the copy must be caught by a later sync. */
@@ -674,8 +674,8 @@ static void sim_check(Sim *sim, bool full)
             uint64_t sp;
             int slot;
 
-            if (sim->pg[b][p].sent == sim->pg[b][p].version || ref_get(dt->blocks[b].bmap, p) ||
-                ref_get(dt->blocks[b].rb->sw_dirty, p)) {
+            if (sim->pg[b][p].sent == sim->pg[b][p].version || ref_get(dt->blocks[b].send_bmap, p) ||
+                ref_get(dt->blocks[b].rb->vmm_dirty_bmap, p)) {
                 continue;
             }
             slot = slot_of(dt, b, p, &sp);
@@ -782,7 +782,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/dirty/init", test_init);
     g_test_add_func("/dirty/sync/counts-new", test_sync_counts_new);
-    g_test_add_func("/dirty/sync/sw-dirty", test_sync_sw_dirty);
+    g_test_add_func("/dirty/sync/vmm-dirty", test_sync_vmm_dirty);
     g_test_add_func("/dirty/sync/marks-chunks", test_sync_marks_chunks);
     g_test_add_func("/dirty/claim/clears-chunk-once", test_claim_clears_chunk);
     g_test_add_func("/dirty/claim/clear-fails", test_claim_clear_fails);
