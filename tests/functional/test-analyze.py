@@ -220,8 +220,10 @@ class VM:
 
     def ready(self):
         """Wait for READY; return (work area base, end)."""
-        # Not anchored: under -M pc the BIOS's output precedes it.
-        m = self.wait_serial(r'READY .*$')
+        # Not anchored: under -M pc the BIOS's output precedes it. The
+        # newline is required: the serial file may end in the middle of
+        # the line (seen: "base=0x" parsed before the digits arrived).
+        m = self.wait_serial(r'READY [^\n]*\n')
         kv = dict(w.split('=', 1) for w in m.group(0).split()[1:]
                   if '=' in w)
         base = int(kv['base'], 0)
