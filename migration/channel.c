@@ -243,6 +243,18 @@ int mig_channel_reap(GPid child)
     return -1;
 }
 
+static void mig_channel_child_reaped(GPid pid, gint status, gpointer data)
+{
+    g_spawn_close_pid(pid);
+}
+
+void mig_channel_reap_later(GPid child)
+{
+    if (child > 0) {
+        g_child_watch_add(child, mig_channel_child_reaped, NULL);
+    }
+}
+
 typedef struct ReadyCall {
     MigChannelReady *ready;
     void *opaque;

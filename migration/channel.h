@@ -32,5 +32,7 @@ bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, E
 void mig_channel_listen_cancel(void);
 /* Waits for an exec: child (after its fd was closed). Returns its exit status. */
 int mig_channel_reap(GPid child);
+/* Reaps an exec: child (if @child > 0) whenever it exits, without blocking. Main loop. */
+void mig_channel_reap_later(GPid child);
 
 #endif

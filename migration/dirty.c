@@ -2,7 +2,7 @@
 /*
  * The dirty-page pipeline, stage 2 (ARCHITECTURE section 4):
  *
- *   KVMSlot.dirty_bmap --OR word-wise, popcount new--> RAMBlockDirty.send_bmap
+ *   KVMSlot.dirty_bmap       --OR word-wise, popcount new--> RAMBlockDirty.send_bmap
  *   RAMBlock.vmm_dirty_bmap  --atomic take, same merge----/
  *
  * A slot maps into its block at a page offset; a block may have several
@@ -19,8 +19,7 @@
 #include "dirty.h"
 #include "trace.h"
 
-bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clear_shift,
-                        Error **errp)
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp)
 {
     GPtrArray *rbs = ram_blocks();
 
@@ -45,9 +44,6 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clea
         }
     }
     dt->dirty_pages = dt->total_pages;
-    if (!log) {
-        return true;
-    }
     dt->clear_log = kvm_dirty_log_needs_clear(kvm);
     for (int i = 0; dt->clear_log && i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
@@ -108,9 +104,7 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
     uint64_t new_pages = 0;
     int ret;
 
-    if (!dt->logging) {
-        return 0;
-    }
+    assert(dt->logging);    /* only between a successful init and the cleanup */
     trace_dirty_sync_start(dt->syncs + 1, dt->dirty_pages);
     ret = kvm_dirty_log_sync(dt->kvm);
     if (ret < 0) {
@@ -128,7 +122,8 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
                 dirty_mark_chunks(dt, b, slot);
             }
         }
-        new_pages += bitmap_or_count_new_take(b->send_bmap, b->rb->vmm_dirty_bmap, BITS_TO_LONGS(b->npages));
+        new_pages += bitmap_or_count_new_take(b->send_bmap, b->rb->vmm_dirty_bmap,
+                                              BITS_TO_LONGS(b->npages));
     }
     dt->dirty_pages += new_pages;
     dt->pages_merged += new_pages;

@@ -2,10 +2,10 @@
 /*
  * The migration's dirty bitmaps: one bit per page per RAMBlock, fed a word
  * at a time from the KVM slot bitmaps and the VMM's software bitmap, with an
- * incremental count of the pages still to send. Owned by the migration
- * thread: nothing here takes a lock. (A background snapshot shares the
- * bitmaps and the count with its fault thread, under its region claims;
- * see migration/snapshot-ram.c.)
+ * incremental count of the pages still to send. Only dirty.c changes a
+ * DirtyTracker; its one user is the precopy page source (dirty-scan.c) in
+ * mig/src, so nothing here takes a lock. query-migrate reads the counters
+ * from the main thread: single aligned words, a torn read is impossible.
  */
 #ifndef MIGRATION_DIRTY_H
 #define MIGRATION_DIRTY_H
@@ -37,7 +37,7 @@ typedef struct DirtyTracker {
     /* The remaining counter: set bits over all send_bmaps. Never recounted. */
     uint64_t dirty_pages;
 
-    /* Statistics (read by query-migrate: single words, tearing is fine). */
+    /* Statistics: the owner's query-migrate reads them (single aligned words). */
     uint64_t syncs;
     uint64_t sync_ns_total;
     uint64_t sync_ns_max;
@@ -46,11 +46,10 @@ typedef struct DirtyTracker {
 } DirtyTracker;
 
 /*
- * dirty_tracker_init: every page starts dirty (the first pass sends all).
- * With @log, start KVM and software dirty logging.
+ * dirty_tracker_init: every page starts dirty (the first pass sends all);
+ * KVM and software dirty logging start.
  */
-bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, bool log, unsigned clear_shift,
-                        Error **errp);
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp);
 void dirty_tracker_cleanup(DirtyTracker *dt);
 /* Pull new dirty pages from KVM and the VMM; returns how many were new. */
 int64_t dirty_tracker_sync(DirtyTracker *dt);

@@ -8,7 +8,7 @@
 #include "qapi/error.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
-#include "migration.h"
+#include "global-state.h"
 
 typedef struct GlobalState {
     uint32_t size;

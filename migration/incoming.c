@@ -8,18 +8,20 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
-#include "qapi/qapi-events.h"
 #include "qemu/main-loop.h"
+#include "qemu/thread.h"
 #include "system/runstate.h"
 #include "migration/misc.h"
 #include "migration/qemu-file.h"
 #include "channel.h"
-#include "migration.h"
-#include "options.h"
+#include "global-state.h"
+#include "incoming.h"
 #include "savevm.h"
+#include "status.h"
 
+/* Main thread (BQL), except that mig/dst owns from_src while it loads. */
 typedef struct MigrationIncomingState {
-    int state;                  /* MigrationStatus, main thread */
+    int state;                  /* MigrationStatus: incoming_set_state() */
     bool deferred;              /* -incoming defer, waiting for migrate-incoming */
     bool requested;             /* -incoming given at all */
     bool autostart;             /* start the guest after loading (not with -S) */
@@ -38,27 +40,10 @@ void migration_set_autostart(bool on)
     incoming.autostart = on;
 }
 
-bool migration_allows_cont(Error **errp)
-{
-    if (migration_is_running()) {
-        /* The VM is stopped for the switchover; cont would race it. */
-        error_setg(errp, "There's a migration process in progress");
-        return false;
-    }
-    return true;
-}
-
+/* Main thread: the incoming state moves only here, so the swap always happens. */
 static void incoming_set_state(int new)
 {
-    incoming.state = new;
-    if (migrate_events()) {
-        qapi_event_send_migration(new);
-    }
-}
-
-static void incoming_child_reaped(GPid pid, gint status, gpointer data)
-{
-    g_spawn_close_pid(pid);
+    migrate_set_state(&incoming.state, incoming.state, new);
 }
 
 /* Main thread: the load is over; start the guest or give up. */
@@ -72,10 +57,8 @@ static void incoming_finish_bh(void *opaque)
     bql_lock();
     qemu_fclose(incoming.from_src);
     incoming.from_src = NULL;
-    if (incoming.child > 0) {
-        g_child_watch_add(incoming.child, incoming_child_reaped, NULL);
-        incoming.child = 0;
-    }
+    mig_channel_reap_later(incoming.child);
+    incoming.child = 0;
     incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
     if (!ok) {
         incoming_set_state(MIGRATION_STATUS_FAILED);

@@ -11,6 +11,7 @@
 #include "qemu/main-loop.h"
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
+#include "migration.h"
 #include "options.h"
 
 static const char *onoff(bool b)
@@ -168,14 +169,12 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
 static gboolean hmp_migrate_status_cb(gpointer opaque)
 {
     Monitor *mon = opaque;
-    g_autoptr(MigrationInfo) info = qmp_query_migrate(NULL);
+    g_autoptr(MigrationInfo) info = NULL;
 
-    if (info->has_status && (info->status == MIGRATION_STATUS_SETUP ||
-                             info->status == MIGRATION_STATUS_ACTIVE ||
-                             info->status == MIGRATION_STATUS_DEVICE ||
-                             info->status == MIGRATION_STATUS_CANCELLING)) {
+    if (migration_is_running()) {
         return G_SOURCE_CONTINUE;
     }
+    info = qmp_query_migrate(NULL);
     if (info->error_desc) {
         monitor_printf(mon, "%s\n", info->error_desc);
     }
@@ -188,12 +187,8 @@ void hmp_migrate(Monitor *mon, const HMPArgs *args)
     Error *err = NULL;
     bool detach = hmp_arg_bool(args, "detach", false);
 
-    if (hmp_arg_bool(args, "blk", false) || hmp_arg_bool(args, "inc", false)) {
-        monitor_printf(mon, "Error: Block migration is not supported by this build\n");
-        return;
-    }
-    if (!qmp_migrate(hmp_arg_str(args, "uri"), false, false, false, false, true, detach,
-                     false, false, &err)) {
+    if (!qmp_migrate(hmp_arg_str(args, "uri"), true, hmp_arg_bool(args, "blk", false),
+                     true, hmp_arg_bool(args, "inc", false), true, detach, false, false, &err)) {
         hmp_handle_error(mon, err);
         return;
     }

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * migrate-set-capabilities / migrate-set-parameters and their queries,
- * with QEMU's validation rules and messages. Changing them is refused while
- * a migration runs (except the parameters QEMU lets you tune live).
+ * Migration capabilities and parameters: QEMU 7.2's names, defaults and
+ * validation rules and messages, the getters every other file reads them
+ * through, and their queries. The bottom of migration/: nothing here calls
+ * up. Changing them (migrate-set-*) lives in migration.c, which knows
+ * whether a migration runs; checks that must probe the kernel are hooks of
+ * the outgoing mode that needs them.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "migration/misc.h"
 #include "options.h"
-#include "migration.h"
 
+/* Written by the main thread (BQL), read by any thread: single words. */
 static bool caps[MIGRATION_CAPABILITY__MAX];
 /* max-bandwidth was set explicitly (a background snapshot then honours it). */
 static bool max_bandwidth_user_set;
@@ -109,13 +112,18 @@ uint64_t migrate_background_snapshot_buffer_size(void)
     return params->x_background_snapshot_buffer_size;
 }
 
-bool migrate_cap_supported(MigrationCapability cap)
+const bool *migrate_caps(void)
+{
+    return caps;
+}
+
+/* Whether this build implements @cap; the kernel may still lack what it needs. */
+static bool migrate_cap_supported(MigrationCapability cap)
 {
     switch (cap) {
     case MIGRATION_CAPABILITY_EVENTS:
-        return true;
     case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
-        return migration_background_snapshot_supported();
+        return true;
     default:
         return false;
     }
@@ -132,7 +140,7 @@ static const MigrationCapability bg_snapshot_incompatible[] = {
     MIGRATION_CAPABILITY_VALIDATE_UUID, MIGRATION_CAPABILITY_ZERO_COPY_SEND,
 };
 
-static bool migrate_caps_check(const bool *old_caps, const bool *new_caps, Error **errp)
+bool migrate_caps_check_compat(const bool *new_caps, Error **errp)
 {
     if (new_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT]) {
         for (size_t i = 0; i < ARRAY_SIZE(bg_snapshot_incompatible); i++) {
@@ -142,11 +150,12 @@ static bool migrate_caps_check(const bool *old_caps, const bool *new_caps, Error
                 return false;
             }
         }
-        if (!old_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT] &&
-            !migration_background_snapshot_check(errp)) {
-            return false;
-        }
     }
+    return true;
+}
+
+bool migrate_caps_check_supported(const bool *old_caps, const bool *new_caps, Error **errp)
+{
     for (int c = 0; c < MIGRATION_CAPABILITY__MAX; c++) {
         if (new_caps[c] && !old_caps[c] && !migrate_cap_supported(c)) {
             error_setg(errp, "Migration capability '%s' is not supported by this build",
@@ -157,23 +166,9 @@ static bool migrate_caps_check(const bool *old_caps, const bool *new_caps, Error
     return true;
 }
 
-bool qmp_migrate_set_capabilities(const MigrationCapabilityStatusList *capabilities, Error **errp)
+void migrate_caps_set(const bool *new_caps)
 {
-    bool new_caps[MIGRATION_CAPABILITY__MAX];
-
-    if (migration_is_running()) {
-        error_setg(errp, "There's a migration process in progress");
-        return false;
-    }
-    memcpy(new_caps, caps, sizeof(caps));
-    for (const MigrationCapabilityStatusList *l = capabilities; l; l = l->next) {
-        new_caps[l->value->capability] = l->value->state;
-    }
-    if (!migrate_caps_check(caps, new_caps, errp)) {
-        return false;
-    }
     memcpy(caps, new_caps, sizeof(caps));
-    return true;
 }
 
 MigrationCapabilityStatusList *qmp_query_migrate_capabilities(Error **errp)
@@ -203,7 +198,7 @@ static bool out_of_range(uint64_t v, uint64_t lo, uint64_t hi)
         return false;                                                               \
     }
 
-static bool migrate_params_check(const MigrationParameters *p, Error **errp)
+bool migrate_params_check(const MigrationParameters *p, Error **errp)
 {
     CHECK_RANGE(p, compress_level, "compress_level", 0, 9, "a value between 0 and 9");
     CHECK_RANGE(p, compress_threads, "compress_threads", 1, 255, "a value between 1 and 255");
@@ -253,15 +248,8 @@ static bool migrate_params_check(const MigrationParameters *p, Error **errp)
 #define APPLY(p, field) if ((p)->has_##field) { params->field = (p)->field; }
 #define APPLY_STR(p, field) if ((p)->field) { g_free(params->field); params->field = g_strdup((p)->field); }
 
-bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
+void migrate_params_apply(const MigrationParameters *p)
 {
-    if (!migrate_params_check(p, errp)) {
-        return false;
-    }
-    if (p->has_x_clear_bitmap_shift && migration_is_running()) {
-        error_setg(errp, "x-clear-bitmap-shift cannot change while a migration runs");
-        return false;
-    }
     APPLY(p, announce_initial);
     APPLY(p, announce_max);
     APPLY(p, announce_rounds);
@@ -280,7 +268,6 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     if (p->has_max_bandwidth) {
         __atomic_store_n(&params->max_bandwidth, p->max_bandwidth, __ATOMIC_RELAXED);
         max_bandwidth_user_set = true;
-        migration_rate_limit_changed();
     }
     if (p->has_downtime_limit) {
         __atomic_store_n(&params->downtime_limit, p->downtime_limit, __ATOMIC_RELAXED);
@@ -295,7 +282,6 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     APPLY(p, multifd_zstd_level);
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
-    return true;
 }
 
 MigrationParameters *qmp_query_migrate_parameters(Error **errp)
@@ -319,5 +305,10 @@ bool migration_set_global_property(const char *name, const char *value, Error **
     }
     p.has_x_clear_bitmap_shift = true;
     p.x_clear_bitmap_shift = v;
-    return qmp_migrate_set_parameters(&p, errp);
+    /* On the command line: no migration runs yet. */
+    if (!migrate_params_check(&p, errp)) {
+        return false;
+    }
+    migrate_params_apply(&p);
+    return true;
 }

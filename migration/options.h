@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Migration capabilities and parameters: QEMU 7.2's names and defaults.
- * Written by monitor commands (BQL held), read by the migration threads;
- * every value is a single aligned word, so readers need no lock.
+ * Private to migration/: capabilities and parameters, QEMU 7.2's names and
+ * defaults. Written by monitor commands (BQL held), read by the migration
+ * threads; every value is a single aligned word, so readers need no lock.
+ * The bottom of migration/: getters and validation, nothing that calls up.
  */
 #ifndef MIGRATION_OPTIONS_H
 #define MIGRATION_OPTIONS_H
@@ -31,7 +32,17 @@ bool migrate_max_bandwidth_user_set(void);
 int migrate_clear_bitmap_shift(void);
 /* Bounce buffer for background-snapshot write faults, bytes. */
 uint64_t migrate_background_snapshot_buffer_size(void);
-/* Capabilities implemented by this build (others are refused when on). */
-bool migrate_cap_supported(MigrationCapability cap);
+
+/* The capabilities now (MIGRATION_CAPABILITY__MAX entries). */
+const bool *migrate_caps(void);
+/* Combinations QEMU refuses (background-snapshot with postcopy, ...). */
+bool migrate_caps_check_compat(const bool *new_caps, Error **errp);
+/* Capabilities turned on that this build does not implement. */
+bool migrate_caps_check_supported(const bool *old_caps, const bool *new_caps, Error **errp);
+void migrate_caps_set(const bool *new_caps);
+/* QEMU's range checks of migrate-set-parameters. */
+bool migrate_params_check(const MigrationParameters *p, Error **errp);
+/* Stores the parameters @p has. Checked first; running-migration rules are the caller's. */
+void migrate_params_apply(const MigrationParameters *p);
 
 #endif

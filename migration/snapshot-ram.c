@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Background snapshot, RAM side: a fault thread ("mig/uffd") and the RAM
- * save loop share the work of saving each page exactly once.
+ * The background snapshot's page source: the fault thread ("mig/uffd",
+ * snapshot-fault.c) and the RAM save loop (mig/src) share the work of
+ * saving each page exactly once, as it was when the snapshot started.
  *
  *   guest writes a protected page
- *     -> mig/uffd wakes (poll), copies the unsaved pages of the 2 MiB region
- *        into a bounce run, unprotects the region (the vCPU runs on), and
- *        queues the run
- *   mig/src (snapshot_save_step, called by the RAM save loop)
+ *     -> mig/uffd (snapshot_ram_handle_fault) copies the unsaved pages of
+ *        the 2 MiB region into a copy run, unprotects the region (the vCPU
+ *        runs on), and queues the run
+ *   mig/src (snapshot_ram_send_next, called by the "ram" section)
  *     -> writes queued runs first, then copies + unprotects the next region
  *        of the linear scan and writes it
  *
- * A page's content is copied before it becomes writable, so the
- * stream never references guest memory that may change; the guest waits
- * for a memcpy, not for the output. Regions are aligned 2 MiB: unprotecting
- * part of a huge page splits it, and on kvm-pvm the guest then re-faulted
- * its whole working set 4 KiB at a time (seconds of stall).
+ * A page's content is copied before it becomes writable, so the stream
+ * never references guest memory that may change; the guest waits for a
+ * memcpy, not for the output. Regions are aligned 2 MiB: unprotecting part
+ * of a huge page splits it, and on kvm-pvm the guest then re-faulted its
+ * whole working set 4 KiB at a time (seconds of stall).
  *
  * When every region run is queued for the writer (the guest faults faster
  * than the output drains: x-background-snapshot-buffer-size), a fault is
@@ -23,35 +24,33 @@
  * output: the faulting page and the next SMALL_PAGES - 1 of its region (a
  * sequential writer wants them next) are copied and unprotected, and the
  * region is released again; whoever saves the rest of it skips the pages
- * already saved (their bit in the RAMBlock bitmap is clear). This splits
- * that huge page, the lesser evil against a vCPU stopped for the output.
+ * already saved (their bit in unsaved_bmap is clear). This splits that huge
+ * page, the lesser evil against a vCPU stopped for the output.
  *
- * Ownership, no lock: a region is saved by whichever thread wins the
- * atomic test-and-set of its bit in `claimed`; the winner alone copies its
- * pages, unprotects it, then sets its bit in `done`. A fault on a region
- * the writer owns just waits for `done` (the writer's unprotect wakes the
- * guest). A small fault claims the region only while it copies its
- * pages, then clears the claim; so every region ends with one full-region
- * copy, which counts it in `regions_done`. The writer ends when all
- * regions are done and no fault's copy is in flight (counted before the
- * fault claims, until the copy is written).
+ * The claim protocol, no lock: a region is saved by whichever thread wins
+ * the atomic test-and-set of its bit in claimed_bmap; the winner alone
+ * touches the region's words of unsaved_bmap (regions are word aligned),
+ * copies its pages, unprotects it, then sets its bit in done_bmap. A fault
+ * on a region the writer owns just waits for done (the writer's unprotect
+ * wakes the guest). A small fault claims the region only while it copies
+ * its pages, then clears the claim; so every region ends with one
+ * full-region copy, which counts it in regions_done. The writer ends when
+ * all regions are done and no fault's copy is in flight (counted before
+ * the fault claims, until the copy is written).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
+#include "qemu/tsan.h"
 #include "qemu/userfaultfd.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
-#include "migration.h"
 #include "options.h"
-#include "ram.h"
-#include "snapshot.h"
+#include "ram-source.h"
+#include "snapshot-ram.h"
 #include "trace.h"
-#include <poll.h>
 #include <sys/mman.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 
 #define RUN_PAGES 512           /* 2 MiB regions */
 #define RUN_BYTES (RUN_PAGES * TARGET_PAGE_SIZE)
@@ -74,71 +73,71 @@ typedef struct SnapRun {
     uint8_t *data;              /* RUN_PAGES pages */
 } SnapRun;
 
-typedef struct SnapRegions {
-    unsigned long *claimed;     /* atomic: someone is saving the region */
-    unsigned long *done;        /* atomic: saved and unprotected */
+/* One RAMBlock. The bitmaps' words of a region belong to its claim holder. */
+typedef struct SnapBlock {
+    RAMBlock *rb;
+    uint64_t npages;
+    unsigned long *unsaved_bmap;    /* set: the page is not in a copy yet */
+    unsigned long *claimed_bmap;    /* set (atomic): someone is saving the region */
+    unsigned long *done_bmap;       /* set (atomic): region saved and unprotected */
     uint64_t nregions;
-} SnapRegions;
+} SnapBlock;
 
 typedef struct SnapRam {
-    RAMState *rs;
-    SnapRegions *regions;       /* one per RAMBlockDirty */
+    /* Set up by mig/src before the fault thread starts; read-only while it runs. */
+    SnapBlock *blocks;
+    int nblocks;
+    uint64_t nregions;          /* in all blocks */
     int uffd;
-    int stop_fd;                /* eventfd: tells mig/uffd to end */
-    QemuThread thread;
-    bool running;
-    GAsyncQueue *free_runs;
-    GAsyncQueue *free_small;    /* small runs */
-    GAsyncQueue *ready_runs;
     SnapRun *runs;              /* pool_runs fault runs, then the writer's own */
     SnapRun *small_runs;        /* SMALL_RUNS small runs */
     SnapRun *linear;            /* the writer's own run */
     uint8_t *pool;              /* their buffers: one mapping */
     size_t pool_len;
     int pool_runs;
-    int in_flight;              /* atomic: fault copies from before their claim until written */
-    int peak_runs;              /* atomic: most region runs out at once */
-    uint64_t small_faults;      /* faults served with a small run */
-    uint64_t nregions;          /* in all blocks */
-    uint64_t regions_done;      /* atomic: regions whose full copy was taken */
-    int error;                  /* atomic: errno of a failed unprotect */
-    int64_t stuck_since;        /* writer: first step that found no region */
-    int stopping;               /* atomic: snapshot_ram_stop() was called */
+
+    /* Queues of runs: GAsyncQueue's own lock. */
+    GAsyncQueue *free_runs;
+    GAsyncQueue *free_small;
+    GAsyncQueue *ready_runs;
+
+    /* Shared by both threads, atomic. */
+    uint64_t unsaved_pages;     /* set bits over all unsaved_bmaps */
+    int in_flight;              /* fault copies from before their claim until written */
+    uint64_t regions_done;      /* regions whose full copy was taken */
+    int error;                  /* errno of a failed unprotect */
+    int stopping;               /* the snapshot is ending: waits give up */
+    int peak_runs;              /* mig/uffd writes: most region runs out at once */
+    uint64_t small_faults;      /* mig/uffd writes: faults served with a small run */
+
+    /* mig/src only. */
+    int cur_block;              /* the linear cursor */
+    uint64_t cur_page;
+    int64_t stuck_since;        /* first step that found no region */
 } SnapRam;
 
-static SnapRam sr = { .uffd = -1, .stop_fd = -1 };
+static SnapRam sr = { .uffd = -1 };
+
+XBackgroundSnapshotInfo *snapshot_info_get(MigrationInfo *info)
+{
+    if (!info->x_background_snapshot) {
+        info->x_background_snapshot = g_new0(XBackgroundSnapshotInfo, 1);
+    }
+    return info->x_background_snapshot;
+}
 
 /* Fault runs for the buffer-size parameter; more than RAM's regions is waste. */
 static int snap_pool_runs(void)
 {
-    GPtrArray *rbs = ram_blocks();
     uint64_t want = migrate_background_snapshot_buffer_size() / RUN_BYTES;
-    uint64_t regions = 0;
 
-    for (guint i = 0; i < rbs->len; i++) {
-        RAMBlock *rb = g_ptr_array_index(rbs, i);
-
-        regions += DIV_ROUND_UP(rb->used_length, RUN_BYTES);
-    }
-    return MAX(1, MIN(MIN(want, regions), INT_MAX / 2));
+    return MAX(1, MIN(MIN(want, sr.nregions), INT_MAX / 2));
 }
 
-static int snap_block_index(RAMBlock *rb)
+/* Claims region @r of block @b; true if the caller now owns it. */
+static bool snap_claim_region(SnapBlock *b, uint64_t r)
 {
-    DirtyTracker *dt = &sr.rs->dt;
-
-    for (int i = 0; i < dt->nblocks; i++) {
-        if (dt->blocks[i].rb == rb) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* Claims region @r of block @bi; true if the caller now owns it. */
-static bool snap_claim_region(int bi, uint64_t r)
-{
-    return !test_and_set_bit_atomic(r, sr.regions[bi].claimed);
+    return !test_and_set_bit_atomic(r, b->claimed_bmap);
 }
 
 /*
@@ -155,7 +154,6 @@ static void snap_unprotect(RAMBlock *rb, uint8_t *host, uint64_t len)
         return;     /* never registered: nothing to release */
     }
     ret = uffd_change_protection(sr.uffd, host, len, false);
-
     if (ret < 0) {
         int expected = 0;
 
@@ -166,12 +164,11 @@ static void snap_unprotect(RAMBlock *rb, uint8_t *host, uint64_t len)
 
 /*
  * Copies the unsaved pages of [@first, @first + @npages) of @b into @run
- * and makes them saved; the remaining-pages counter drops by as many. The
- * caller holds the claim of their region, so the region's bitmap words
- * are its alone (regions are word aligned). A clear bit: saved already, by
- * a small fault.
+ * and marks them saved; the unsaved counter drops by as many. The caller
+ * holds the claim of their region. A clear bit: saved already, by a small
+ * fault.
  */
-static void snap_copy_range(RAMBlockDirty *b, uint64_t first, uint64_t npages, SnapRun *run)
+static void snap_copy_range(SnapBlock *b, uint64_t first, uint64_t npages, SnapRun *run)
 {
     uint64_t copied = 0;
 
@@ -181,11 +178,11 @@ static void snap_copy_range(RAMBlockDirty *b, uint64_t first, uint64_t npages, S
     for (uint64_t i = 0; i < npages; i++) {
         const uint8_t *host = b->rb->host + ((first + i) << TARGET_PAGE_BITS);
 
-        if (!test_bit(first + i, b->send_bmap)) {
+        if (!test_bit(first + i, b->unsaved_bmap)) {
             run->kind[i] = RUN_SKIP;
             continue;
         }
-        clear_bit(first + i, b->send_bmap);
+        clear_bit(first + i, b->unsaved_bmap);
         if (buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             run->kind[i] = RUN_ZERO;
         } else {
@@ -194,16 +191,15 @@ static void snap_copy_range(RAMBlockDirty *b, uint64_t first, uint64_t npages, S
         }
         copied++;
     }
-    __atomic_sub_fetch(&sr.rs->dt.dirty_pages, copied, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&sr.unsaved_pages, copied, __ATOMIC_SEQ_CST);
 }
 
 /*
- * Copies the pages of region @r of block @bi (which the caller claimed)
- * into @run, unprotects the region and marks it done.
+ * Copies the pages of region @r of @b (which the caller claimed) into
+ * @run, unprotects the region and marks it done.
  */
-static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
+static void snap_copy_region(SnapBlock *b, uint64_t r, SnapRun *run)
 {
-    RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
     uint64_t first = r * RUN_PAGES;
     int64_t t0 = get_clock_ns(), t1;
 
@@ -212,25 +208,24 @@ static void snap_copy_region(int bi, uint64_t r, SnapRun *run)
     t1 = get_clock_ns();
     snap_unprotect(b->rb, b->rb->host + (first << TARGET_PAGE_BITS),
                    run->npages << TARGET_PAGE_BITS);
-    set_bit_atomic(r, sr.regions[bi].done);
+    set_bit_atomic(r, b->done_bmap);
     __atomic_add_fetch(&sr.regions_done, 1, __ATOMIC_SEQ_CST);
     trace_bg_snapshot_region(first, run->npages, (t1 - t0) / 1000,
                              (get_clock_ns() - t1) / 1000);
 }
 
 /*
- * Copies page @page of block @bi (whose region the caller claimed) and the
+ * Copies page @page of @b (whose region the caller claimed) and the
  * unsaved pages after it, up to SMALL_PAGES within the region, into the
  * small @run and unprotects them; false if @page was saved already (by an
  * earlier small copy that covered it: a fault reported twice, or by two
  * vCPUs).
  */
-static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
+static bool snap_copy_small(SnapBlock *b, uint64_t page, SnapRun *run)
 {
-    RAMBlockDirty *b = &sr.rs->dt.blocks[bi];
     uint64_t region_end = MIN((page / RUN_PAGES + 1) * RUN_PAGES, b->npages);
 
-    if (!test_bit(page, b->send_bmap)) {
+    if (!test_bit(page, b->unsaved_bmap)) {
         return false;
     }
     snap_copy_range(b, page, MIN((uint64_t)SMALL_PAGES, region_end - page), run);
@@ -240,17 +235,39 @@ static bool snap_copy_small(int bi, uint64_t page, SnapRun *run)
     return true;
 }
 
-static void snap_write_run(QEMUFile *f, SnapRun *run)
+static void snap_write_run(QEMUFile *f, RAMPageWriter *w, SnapRun *run)
 {
     for (uint64_t i = 0; i < run->npages; i++) {
         if (run->kind[i] != RUN_SKIP) {
-            ram_save_page_copy(sr.rs, f, run->rb, run->first + i,
-                               run->kind[i] == RUN_DATA ? run->data + i * TARGET_PAGE_SIZE
-                                                        : NULL);
+            ram_put_page(w, f, run->rb, run->first + i,
+                         run->kind[i] == RUN_DATA ? run->data + i * TARGET_PAGE_SIZE : NULL);
         }
     }
     /* The stream refers to the run's buffer: it must leave before reuse. */
     qemu_fflush(f);
+}
+
+/* Hands @run (its kind and data) to whoever pops it from @q. */
+static void snap_run_push(GAsyncQueue *q, SnapRun *run, bool front)
+{
+    TSAN_RELEASE(run);
+    if (front) {
+        g_async_queue_push_front(q, run);
+    } else {
+        g_async_queue_push(q, run);
+    }
+}
+
+/* A run from @q, waiting up to @timeout_us (0: not at all); NULL if none. */
+static SnapRun *snap_run_pop(GAsyncQueue *q, guint64 timeout_us)
+{
+    SnapRun *run = timeout_us ? g_async_queue_timeout_pop(q, timeout_us)
+                              : g_async_queue_try_pop(q);
+
+    if (run) {
+        TSAN_ACQUIRE(run);
+    }
+    return run;
 }
 
 /*
@@ -262,15 +279,14 @@ static SnapRun *snap_take_run(void)
     SnapRun *run;
 
     for (;;) {
-        if ((run = g_async_queue_try_pop(sr.free_runs)) ||
-            (run = g_async_queue_try_pop(sr.free_small))) {
+        if ((run = snap_run_pop(sr.free_runs, 0)) || (run = snap_run_pop(sr.free_small, 0))) {
             return run;
         }
         if (__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
             return NULL;    /* the unprotect at the end wakes the guest */
         }
         /* Small runs come back without a signal here: poll for them too. */
-        if ((run = g_async_queue_timeout_pop(sr.free_runs, 50))) {
+        if ((run = snap_run_pop(sr.free_runs, 50))) {
             return run;
         }
     }
@@ -278,71 +294,72 @@ static SnapRun *snap_take_run(void)
 
 static void snap_return_run(SnapRun *run)
 {
-    g_async_queue_push(run->small ? sr.free_small : sr.free_runs, run);
+    snap_run_push(run->small ? sr.free_small : sr.free_runs, run, false);
 }
 
-static void snap_handle_fault(uint64_t addr, int64_t t_wake)
+static SnapBlock *snap_find_block(uint64_t addr, uint64_t *page)
 {
-    GPtrArray *rbs = ram_blocks();
+    for (int i = 0; i < sr.nblocks; i++) {
+        uint64_t host = (uintptr_t)sr.blocks[i].rb->host;
+
+        if (addr >= host && addr - host < sr.blocks[i].rb->used_length) {
+            *page = (addr - host) >> TARGET_PAGE_BITS;
+            return &sr.blocks[i];
+        }
+    }
+    return NULL;
+}
+
+/* Waits until the writer, which holds region @r's claim, unprotected it. */
+static SnapFaultOutcome snap_wait_done(SnapBlock *b, uint64_t r)
+{
+    while (!test_bit_atomic(r, b->done_bmap) &&
+           !__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
+        g_usleep(20);
+    }
+    return SNAP_FAULT_WAITED;
+}
+
+SnapFaultOutcome snapshot_ram_handle_fault(uint64_t addr, int64_t t_wake)
+{
+    SnapBlock *b;
     SnapRun *run;
-    uint64_t r = 0, page = 0;
-    int bi = -1;
+    uint64_t page, r;
     int64_t t_run;
 
-    for (guint i = 0; i < rbs->len && bi < 0; i++) {
-        RAMBlock *rb = g_ptr_array_index(rbs, i);
-        uint64_t host = (uintptr_t)rb->host;
-
-        if (addr >= host && addr - host < rb->used_length) {
-            bi = snap_block_index(rb);
-            page = (addr - host) >> TARGET_PAGE_BITS;
-            r = page / RUN_PAGES;
-        }
+    b = snap_find_block(addr, &page);
+    if (!b) {
+        return SNAP_FAULT_IGNORED;
     }
-    if (bi < 0) {
-        return;
-    }
-    if (test_bit(r, sr.regions[bi].claimed)) {
-        /*
-         * Only the writer holds claims while this thread runs: its
-         * unprotect wakes the guest. Measure until then.
-         */
-        while (!test_bit(r, sr.regions[bi].done) &&
-               !__atomic_load_n(&sr.stopping, __ATOMIC_ACQUIRE)) {
-            g_usleep(20);
-        }
-        snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
-        return;
+    r = page / RUN_PAGES;
+    if (test_bit_atomic(r, b->claimed_bmap)) {
+        /* Only the writer holds claims while this thread runs: its unprotect wakes the guest. */
+        return snap_wait_done(b, r);
     }
     run = snap_take_run();
     if (!run) {
-        return;
+        return SNAP_FAULT_IGNORED;
     }
-    /*
-     * Counted before the claim: the writer, finding every region claimed,
-     * ends only when nothing is in flight.
-     */
+    /* Counted before the claim: the writer, finding every region claimed, ends only when nothing is in flight. */
     __atomic_add_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
-    if (!snap_claim_region(bi, r)) {
+    if (!snap_claim_region(b, r)) {
         /* Lost the race to the writer, which now unprotects it. */
         __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
         snap_return_run(run);
-        snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
-        return;
+        return SNAP_FAULT_WAITED;
     }
     t_run = get_clock_ns();
     if (run->small) {
-        bool copied = snap_copy_small(bi, page, run);
+        bool copied = snap_copy_small(b, page, run);
 
         /* Hand the rest of the region back to whoever gets to it first. */
-        clear_bit_atomic(r, sr.regions[bi].claimed);
+        clear_bit_atomic(r, b->claimed_bmap);
         if (!copied) {
             __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
             snap_return_run(run);
-            snapshot_record_fault((get_clock_ns() - t_wake) / 1000, false);
-            return;
+            return SNAP_FAULT_WAITED;
         }
-        sr.small_faults++;
+        __atomic_store_n(&sr.small_faults, sr.small_faults + 1, __ATOMIC_RELAXED);
     } else {
         int out = sr.pool_runs - g_async_queue_length(sr.free_runs);
 
@@ -350,50 +367,47 @@ static void snap_handle_fault(uint64_t addr, int64_t t_wake)
         if (out > __atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED)) {
             __atomic_store_n(&sr.peak_runs, out, __ATOMIC_RELAXED);
         }
-        snap_copy_region(bi, r, run);
+        snap_copy_region(b, r, run);
     }
-    snapshot_record_fault((get_clock_ns() - t_wake) / 1000, true);
     trace_bg_snapshot_fault(r, run->npages, (t_run - t_wake) / 1000,
                             (get_clock_ns() - t_wake) / 1000);
     /*
      * Small runs go out first: each frees a reserve slot for 64 KiB of
      * output where a region run needs 2 MiB, so faults keep finding one.
      */
-    if (run->small) {
-        g_async_queue_push_front(sr.ready_runs, run);
-    } else {
-        g_async_queue_push(sr.ready_runs, run);
-    }
+    snap_run_push(sr.ready_runs, run, run->small);
+    return SNAP_FAULT_SAVED;
 }
 
-static void *snap_fault_thread(void *opaque)
+void snapshot_ram_stopping(void)
 {
-    struct pollfd pfd[2] = {
-        { .fd = sr.uffd, .events = POLLIN },
-        { .fd = sr.stop_fd, .events = POLLIN },
-    };
-    uint64_t addrs[64];
+    __atomic_store_n(&sr.stopping, 1, __ATOMIC_RELEASE);
+}
 
-    /*
-     * A vCPU is stopped while this thread works: run it ahead of the bulk
-     * writer (and of the output command) when the host is busy. Raising
-     * priority needs CAP_SYS_NICE; without it this stays a no-op.
-     */
-    setpriority(PRIO_PROCESS, qemu_get_thread_id(), -10);
-    for (;;) {
-        int64_t t_wake;
-        int n;
+/* ---- the page source, mig/src ---- */
 
-        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
-            break;
-        }
-        t_wake = get_clock_ns();
-        n = uffd_read_wp_faults(sr.uffd, addrs, ARRAY_SIZE(addrs));
-        for (int i = 0; i < n; i++) {
-            snap_handle_fault(addrs[i], t_wake);
-        }
+static bool snapshot_ram_setup(QEMUFile *f, Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    memset(&sr, 0, sizeof(sr));
+    sr.uffd = -1;
+    sr.nblocks = rbs->len;
+    sr.blocks = g_new0(SnapBlock, sr.nblocks);
+    for (int i = 0; i < sr.nblocks; i++) {
+        SnapBlock *b = &sr.blocks[i];
+
+        b->rb = g_ptr_array_index(rbs, i);
+        b->npages = b->rb->used_length >> TARGET_PAGE_BITS;
+        b->unsaved_bmap = bitmap_new(b->npages);
+        bitmap_fill(b->unsaved_bmap, b->npages);
+        b->nregions = DIV_ROUND_UP(b->npages, RUN_PAGES);
+        b->claimed_bmap = bitmap_new(b->nregions);
+        b->done_bmap = bitmap_new(b->nregions);
+        sr.unsaved_pages += b->npages;
+        sr.nregions += b->nregions;
     }
-    return NULL;
+    return true;
 }
 
 bool snapshot_ram_prepare(Error **errp)
@@ -401,8 +415,6 @@ bool snapshot_ram_prepare(Error **errp)
     int n = snap_pool_runs();
 
     sr.pool_runs = n;
-    sr.peak_runs = 0;
-    sr.small_faults = 0;
     sr.pool_len = (size_t)(n + 1) * RUN_BYTES + (size_t)SMALL_RUNS * SMALL_PAGES * TARGET_PAGE_SIZE;
     sr.pool = mmap(NULL, sr.pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sr.pool == MAP_FAILED) {
@@ -441,97 +453,19 @@ bool snapshot_ram_prepare(Error **errp)
     return true;
 }
 
-void snapshot_ram_buffer_stats(uint64_t *size, uint64_t *peak, uint64_t *small_faults)
+void snapshot_ram_start(int uffd)
 {
-    *size = (uint64_t)sr.pool_runs * RUN_BYTES;
-    *peak = (uint64_t)__atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED) * RUN_BYTES;
-    *small_faults = sr.small_faults;
-}
-
-bool snapshot_ram_start(int uffd, Error **errp)
-{
-    int ret;
-
-    if (!sr.free_runs && !snapshot_ram_prepare(errp)) {
-        return false;
-    }
-    sr.rs = ram_state_get();
     sr.uffd = uffd;
-    sr.in_flight = 0;
-    sr.nregions = 0;
-    sr.regions_done = 0;
-    sr.error = 0;
-    sr.stuck_since = 0;
-    sr.stopping = 0;
-    sr.regions = g_new0(SnapRegions, sr.rs->dt.nblocks);
-    for (int i = 0; i < sr.rs->dt.nblocks; i++) {
-        SnapRegions *g = &sr.regions[i];
-
-        g->nregions = DIV_ROUND_UP(sr.rs->dt.blocks[i].npages, RUN_PAGES);
-        sr.nregions += g->nregions;
-        g->claimed = bitmap_new(g->nregions);
-        g->done = bitmap_new(g->nregions);
-    }
-    sr.stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (sr.stop_fd < 0) {
-        error_setg_errno(errp, errno, "eventfd failed");
-        snapshot_ram_stop();
-        return false;
-    }
-    ret = qemu_thread_create(&sr.thread, "mig/uffd", snap_fault_thread, NULL);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "cannot create the snapshot fault thread");
-        snapshot_ram_stop();
-        return false;
-    }
-    sr.running = true;
-    return true;
-}
-
-void snapshot_ram_stop(void)
-{
-    if (sr.running) {
-        uint64_t one = 1;
-
-        __atomic_store_n(&sr.stopping, 1, __ATOMIC_RELEASE);
-        if (write(sr.stop_fd, &one, sizeof(one)) != sizeof(one)) {
-            /* Cannot happen with an eventfd; the join below would hang. */
-            g_assert_not_reached();
-        }
-        qemu_thread_join(&sr.thread);
-        sr.running = false;
-    }
-    if (sr.stop_fd >= 0) {
-        close(sr.stop_fd);
-        sr.stop_fd = -1;
-    }
-    g_clear_pointer(&sr.free_runs, g_async_queue_unref);
-    g_clear_pointer(&sr.free_small, g_async_queue_unref);
-    g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
-    g_clear_pointer(&sr.runs, g_free);
-    g_clear_pointer(&sr.small_runs, g_free);
-    sr.linear = NULL;
-    if (sr.pool) {
-        munmap(sr.pool, sr.pool_len);
-        sr.pool = NULL;
-    }
-    for (int i = 0; sr.regions && sr.rs && i < sr.rs->dt.nblocks; i++) {
-        g_free(sr.regions[i].claimed);
-        g_free(sr.regions[i].done);
-    }
-    g_clear_pointer(&sr.regions, g_free);
-    sr.uffd = -1;
 }
 
 /* Writes runs the fault thread queued; returns how many. */
-static int snap_write_ready(QEMUFile *f, bool wait)
+static int snap_write_ready(QEMUFile *f, RAMPageWriter *w, bool wait)
 {
     SnapRun *run;
     int n = 0;
 
-    while ((run = wait && !n ? g_async_queue_timeout_pop(sr.ready_runs, 10000)
-                             : g_async_queue_try_pop(sr.ready_runs))) {
-        snap_write_run(f, run);
+    while ((run = snap_run_pop(sr.ready_runs, wait && !n ? 10000 : 0))) {
+        snap_write_run(f, w, run);
         __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
         snap_return_run(run);
         n++;
@@ -539,39 +473,54 @@ static int snap_write_ready(QEMUFile *f, bool wait)
     return n;
 }
 
-/* Claims the next unclaimed region after the cursor; false if none is left there. */
-static bool snap_next_linear(RAMState *rs, int *bi, uint64_t *r)
+/*
+ * First region >= @k of @b that nobody claims at this moment, or nregions.
+ * Only a hint (the fault thread claims concurrently, so words are read
+ * atomically); the caller's test-and-set decides.
+ */
+static uint64_t snap_find_unclaimed(SnapBlock *b, uint64_t k)
 {
-    DirtyTracker *dt = &rs->dt;
+    while (k < b->nregions) {
+        unsigned long free_bits = ~__atomic_load_n(&b->claimed_bmap[BIT_WORD(k)],
+                                                   __ATOMIC_RELAXED);
 
-    for (; rs->cur_block < dt->nblocks; rs->cur_block++, rs->cur_page = 0) {
-        SnapRegions *g = &sr.regions[rs->cur_block];
-        uint64_t k = rs->cur_page / RUN_PAGES;
+        free_bits &= ~0UL << (k % BITS_PER_LONG);
+        if (free_bits) {
+            return MIN(BIT_WORD(k) * BITS_PER_LONG + __builtin_ctzl(free_bits), b->nregions);
+        }
+        k = (BIT_WORD(k) + 1) * BITS_PER_LONG;
+    }
+    return b->nregions;
+}
 
-        while ((k = find_next_zero_bit(g->claimed, g->nregions, k)) < g->nregions) {
-            rs->cur_page = (k + 1) * RUN_PAGES;
-            if (snap_claim_region(rs->cur_block, k)) {
-                *bi = rs->cur_block;
+/* Claims the next unclaimed region after the cursor; NULL if none is left there. */
+static SnapBlock *snap_next_linear(uint64_t *r)
+{
+    for (; sr.cur_block < sr.nblocks; sr.cur_block++, sr.cur_page = 0) {
+        SnapBlock *b = &sr.blocks[sr.cur_block];
+        uint64_t k = sr.cur_page / RUN_PAGES;
+
+        while ((k = snap_find_unclaimed(b, k)) < b->nregions) {
+            sr.cur_page = (k + 1) * RUN_PAGES;
+            if (snap_claim_region(b, k)) {
                 *r = k;
-                return true;
+                return b;
             }
             k++;
         }
     }
-    return false;
+    return NULL;
 }
 
-static void snap_rewind(RAMState *rs)
-{
-    rs->cur_block = 0;
-    rs->cur_page = 0;
-}
-
-bool snapshot_save_step(RAMState *rs, QEMUFile *f)
+/*
+ * Writes what the fault thread saved, then saves the next region of the
+ * linear scan. Returns false when every page is in the stream.
+ */
+static bool snapshot_ram_send_next(QEMUFile *f, RAMPageWriter *w)
 {
     int err = __atomic_load_n(&sr.error, __ATOMIC_SEQ_CST);
+    SnapBlock *b;
     uint64_t r;
-    int bi;
 
     if (err) {
         qemu_file_set_error_msg(f, -err, "background snapshot: write-unprotecting guest RAM "
@@ -579,11 +528,12 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
         return false;
     }
     /* Regions the guest wanted first. */
-    snap_write_ready(f, false);
-    if (snap_next_linear(rs, &bi, &r)) {
+    snap_write_ready(f, w, false);
+    b = snap_next_linear(&r);
+    if (b) {
         sr.stuck_since = 0;
-        snap_copy_region(bi, r, sr.linear);
-        snap_write_run(f, sr.linear);
+        snap_copy_region(b, r, sr.linear);
+        snap_write_run(f, w, sr.linear);
         return true;
     }
     /*
@@ -592,9 +542,11 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
      */
     if (__atomic_load_n(&sr.regions_done, __ATOMIC_SEQ_CST) == sr.nregions &&
         __atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) == 0) {
-        if (__atomic_load_n(&rs->dt.dirty_pages, __ATOMIC_SEQ_CST)) {
+        uint64_t left = __atomic_load_n(&sr.unsaved_pages, __ATOMIC_SEQ_CST);
+
+        if (left) {
             qemu_file_set_error_msg(f, -EIO, "background snapshot: %" PRIu64 " pages were "
-                                    "never saved", rs->dt.dirty_pages);
+                                    "never saved", left);
         }
         return false;
     }
@@ -603,7 +555,7 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
      * fault holds it right now, or a small copy handed it back behind the
      * cursor. Write what is queued and scan again from the start.
      */
-    if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0 && snap_write_ready(f, true)) {
+    if (__atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST) > 0 && snap_write_ready(f, w, true)) {
         sr.stuck_since = 0;
     } else if (!sr.stuck_since) {
         sr.stuck_since = get_clock_ns();
@@ -615,6 +567,54 @@ bool snapshot_save_step(RAMState *rs, QEMUFile *f)
                                 __atomic_load_n(&sr.in_flight, __ATOMIC_SEQ_CST));
         return false;
     }
-    snap_rewind(rs);
+    sr.cur_block = 0;
+    sr.cur_page = 0;
     return true;
 }
+
+static uint64_t snapshot_ram_pending(QEMUFile *f, bool exact)
+{
+    return __atomic_load_n(&sr.unsaved_pages, __ATOMIC_SEQ_CST) * TARGET_PAGE_SIZE;
+}
+
+/* Main thread after mig/src was joined and the fault thread stopped (snapshot_mode). */
+static void snapshot_ram_cleanup(void)
+{
+    g_clear_pointer(&sr.free_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.free_small, g_async_queue_unref);
+    g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.runs, g_free);
+    g_clear_pointer(&sr.small_runs, g_free);
+    sr.linear = NULL;
+    if (sr.pool) {
+        munmap(sr.pool, sr.pool_len);
+        sr.pool = NULL;
+    }
+    for (int i = 0; sr.blocks && i < sr.nblocks; i++) {
+        g_free(sr.blocks[i].unsaved_bmap);
+        g_free(sr.blocks[i].claimed_bmap);
+        g_free(sr.blocks[i].done_bmap);
+    }
+    g_clear_pointer(&sr.blocks, g_free);
+    sr.nblocks = 0;
+    sr.uffd = -1;
+}
+
+static void snapshot_ram_fill_info(MigrationInfo *info)
+{
+    XBackgroundSnapshotInfo *x = snapshot_info_get(info);
+
+    info->ram->remaining = snapshot_ram_pending(NULL, false);
+    x->buffer_size = (uint64_t)sr.pool_runs * RUN_BYTES;
+    x->buffer_peak = (uint64_t)__atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED) * RUN_BYTES;
+    x->small_faults = __atomic_load_n(&sr.small_faults, __ATOMIC_RELAXED);
+}
+
+const RAMPageSource snapshot_ram_source = {
+    .name = "snapshot-regions",
+    .setup = snapshot_ram_setup,
+    .send_next = snapshot_ram_send_next,
+    .pending = snapshot_ram_pending,
+    .cleanup = snapshot_ram_cleanup,
+    .fill_info = snapshot_ram_fill_info,
+};

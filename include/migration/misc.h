@@ -12,7 +12,7 @@ void migration_init(const char *machine_type);
 bool migration_incoming_start(const char *uri, Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
 void migration_set_autostart(bool autostart);
-/* cont is refused while an outgoing migration owns the VM state. */
+/* cont is refused while an outgoing migration owns the VM state. BQL. */
 bool migration_allows_cont(Error **errp);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);

@@ -12,23 +12,25 @@
 #include "qemu/typedefs.h"
 
 typedef struct SaveVMHandlers {
-    /* ---- outgoing, migration thread, BQL held ---- */
+    /* ---- outgoing, mig/src thread, BQL held ---- */
     /* Start of migration: write the START payload. 0 or -errno. */
     int (*save_setup)(QEMUFile *f, void *opaque, Error **errp);
-    /* VM stopped: write the END payload (everything left). 0 or -errno. */
+    /* VM stopped (precopy's switchover): write the END payload, everything left. 0 or -errno. */
     int (*save_complete)(QEMUFile *f, void *opaque);
 
-    /* ---- outgoing, migration thread, BQL NOT held ---- */
+    /* ---- outgoing, mig/src thread, BQL NOT held ---- */
     /* Write one PART payload. 1 = nothing left to send now, 0 = more, <0 error. */
     int (*save_iterate)(QEMUFile *f, void *opaque);
     /* Bytes still to send (cheap estimate). */
     uint64_t (*pending_estimate)(void *opaque);
     /* Bytes still to send after a fresh sync (takes the BQL itself if needed). */
     uint64_t (*pending_exact)(void *opaque);
-    /* End of migration, any outcome: free what setup allocated. */
+
+    /* ---- outgoing, main thread, BQL held, after mig/src was joined ---- */
+    /* End of migration, any outcome (setup may not have run): free what setup allocated. */
     void (*save_cleanup)(void *opaque);
 
-    /* ---- incoming, mig/dst thread ---- */
+    /* ---- incoming, mig/dst thread, BQL NOT held ---- */
     int (*load_setup)(QEMUFile *f, void *opaque, Error **errp);
     /* One START/PART/END payload. 0 or -errno with @errp set. */
     int (*load_state)(QEMUFile *f, void *opaque, int version_id, Error **errp);

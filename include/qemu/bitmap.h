@@ -34,6 +34,7 @@
  *  clear_bit_atomic(nr, map)     clear one bit, atomically
  *  test_and_set_bit_atomic()     atomic test-and-set of one bit
  *  test_and_clear_bit_atomic()   clear one bit atomically, return old value
+ *  test_bit_atomic(nr, map)      read one bit that other threads change atomically
  *
  *  bitmap_set(map, start, nr)    set bits [start, start + nr)
  *  bitmap_clear(map, start, nr)  clear bits [start, start + nr)
@@ -151,6 +152,11 @@ static inline bool test_and_clear_bit_atomic(unsigned long nr,
                                            __ATOMIC_SEQ_CST);
 
     return (old & BIT_MASK(nr)) != 0;
+}
+
+static inline bool test_bit_atomic(unsigned long nr, const unsigned long *map)
+{
+    return (__atomic_load_n(&map[BIT_WORD(nr)], __ATOMIC_ACQUIRE) & BIT_MASK(nr)) != 0;
 }
 
 /* Whole-map operations. */

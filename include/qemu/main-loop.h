@@ -8,6 +8,8 @@
 #define QEMU_MAIN_LOOP_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
 
 void bql_lock(void);
 void bql_unlock(void);
@@ -16,6 +18,29 @@ bool bql_locked(void);
 void bql_cond_wait(GCond *cond);
 /* As bql_cond_wait, but gives up at @end_time (g_get_monotonic_time() scale). */
 bool bql_cond_wait_until(GCond *cond, gint64 end_time);
+
+/*
+ * BQL_LOCK_GUARD(): holds the BQL until the end of the enclosing scope,
+ * taking it only if this thread does not hold it already. For code that
+ * runs both in the main loop (BQL held) and in a migration thread (not
+ * held), such as sending an event.
+ */
+typedef struct BQLGuard BQLGuard;
+static inline BQLGuard *bql_guard_take(void)
+{
+    if (bql_locked()) {
+        return NULL;
+    }
+    bql_lock();
+    return (BQLGuard *)(uintptr_t)1;    /* non-NULL: the guard took the lock */
+}
+static inline void bql_guard_release(BQLGuard *g)
+{
+    bql_unlock();
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(BQLGuard, bql_guard_release)
+#define BQL_LOCK_GUARD() \
+    g_autoptr(BQLGuard) G_PASTE(bql_guard_, __LINE__) G_GNUC_UNUSED = bql_guard_take()
 
 /* Called once by main() before anything creates sources; takes the BQL. */
 void qemu_main_loop_init(void);

@@ -75,6 +75,11 @@ RAMBlock *ram_block_find(const char *idstr);
 /* Registered blocks in creation order (the order the stream lists them). */
 GPtrArray *ram_blocks(void);
 uint64_t ram_blocks_total_bytes(void);
+/* for (each registered RAMBlock @rb that is not read-only): the guest can write it. */
+#define RAMBLOCK_FOREACH_WRITABLE(rb)                                           \
+    for (guint rb##_i = 0; rb##_i < ram_blocks()->len; rb##_i++)                \
+        if (((rb) = g_ptr_array_index(ram_blocks(), rb##_i))->readonly) {       \
+        } else
 
 /* Places [offset, offset+size) of @rb at guest-physical @gpa. */
 bool guest_ram_map(RAMBlock *rb, uint64_t offset, hwaddr gpa, uint64_t size, Error **errp);

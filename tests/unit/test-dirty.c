@@ -115,6 +115,7 @@ static struct {
     unsigned long *kernel[MAX_SLOTS];   /* written since last get/clear */
     GArray *clears;             /* ClearCall, every kvm_dirty_log_clear */
     int fail_clears;            /* the next N kvm_dirty_log_clear fail */
+    int sync_ret;               /* injected kvm_dirty_log_sync result */
     int clear_fail_pct;         /* in simulations, clears fail this often */
     bool failed_since_sync;     /* chunks may go unarmed until the next sync */
     Sim *sim;                   /* racing guest writes during sync/clear */
@@ -168,6 +169,9 @@ void kvm_dirty_log_stop(KVMState *s)
 int kvm_dirty_log_sync(KVMState *s)
 {
     g_assert_true(fake.kvm_logging);
+    if (fake.sync_ret) {
+        return fake.sync_ret;
+    }
     fake.failed_since_sync = false;
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];
@@ -207,7 +211,7 @@ int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
     return 0;
 }
 
-static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift, bool log)
+static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift)
 {
     DirtyTracker *dt = g_new0(DirtyTracker, 1);
     KVMState *s = g_new0(KVMState, 1);
@@ -243,7 +247,7 @@ static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift, boo
         s->slots[i].npages = d->npages;
         s->slots[i].memory_size = d->npages << TARGET_PAGE_BITS;
     }
-    g_assert_true(dirty_tracker_init(dt, s, log, shift, &error_abort));
+    g_assert_true(dirty_tracker_init(dt, s, shift, &error_abort));
     return dt;
 }
 
@@ -312,7 +316,7 @@ static int slot_of(DirtyTracker *dt, int b, uint64_t p, uint64_t *sp)
 
 static void test_init(void)
 {
-    DirtyTracker *dt = setup(&pc_layout, true, 12, true);
+    DirtyTracker *dt = setup(&pc_layout, true, 12);
 
     g_assert_cmpint(dt->nblocks, ==, 3);
     g_assert_cmpuint(dt->total_pages, ==, 917504 + 1000 + 300);
@@ -331,15 +335,10 @@ static void test_init(void)
     }
     teardown(dt);
 
-    /* get-log: no chunk bitmaps. Without logging: nothing starts, sync is a no-op. */
-    dt = setup(&small_layout, false, 6, true);
+    /* get-log: no chunk bitmaps. */
+    dt = setup(&small_layout, false, 6);
     g_assert_false(dt->clear_log);
     g_assert_null(dt->blocks[0].clear_bmap);
-    teardown(dt);
-    dt = setup(&small_layout, true, 6, false);
-    g_assert_false(dt->logging || fake.kvm_logging || fake.vmm_logging);
-    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
-    g_assert_cmpuint(dt->dirty_pages, ==, 840 + 77);
     teardown(dt);
 }
 
@@ -357,7 +356,7 @@ static void drain(DirtyTracker *dt)
 
 static void test_sync_counts_new(void)
 {
-    DirtyTracker *dt = setup(&pc_layout, false, 6, true);
+    DirtyTracker *dt = setup(&pc_layout, false, 6);
     RAMBlockDirty *b = &dt->blocks[0];
 
     /* The first get-log sync after start finds nothing new: all pages are dirty. */
@@ -389,7 +388,7 @@ static void test_sync_counts_new(void)
 
 static void test_sync_vmm_dirty(void)
 {
-    DirtyTracker *dt = setup(&gaps_layout, false, 6, true);
+    DirtyTracker *dt = setup(&gaps_layout, false, 6);
     RAMBlockDirty *b = &dt->blocks[0];
     unsigned long *sw = b->rb->vmm_dirty_bmap;
 
@@ -413,7 +412,7 @@ static void test_sync_vmm_dirty(void)
 /* Chunk marks after a sync equal the chunks holding a bit of some slot bitmap. */
 static void check_marks(unsigned shift, const Layout *l, const uint64_t (*bits)[2], int nbits)
 {
-    DirtyTracker *dt = setup(l, true, shift, true);
+    DirtyTracker *dt = setup(l, true, shift);
     RAMBlockDirty *b = &dt->blocks[0];
     uint64_t nchunks = DIV_ROUND_UP(b->npages, 1ULL << shift);
     g_autofree bool *want = g_new0(bool, nchunks);
@@ -478,7 +477,7 @@ static void expect_clears(const ClearCall *want, guint n)
 
 static void test_claim_clears_chunk(void)
 {
-    DirtyTracker *dt = setup(&small_layout, true, 8, true);
+    DirtyTracker *dt = setup(&small_layout, true, 8);
     RAMBlockDirty *b = &dt->blocks[0];
     static const ClearCall span[] = { { 0, 512, 128 }, { 1, 0, 128 } };
     static const ClearCall first[] = { { 0, 0, 256 } };
@@ -522,7 +521,7 @@ static void test_claim_clears_chunk(void)
  */
 static void test_claim_clear_fails(void)
 {
-    DirtyTracker *dt = setup(&small_layout, true, 8, true);
+    DirtyTracker *dt = setup(&small_layout, true, 8);
     RAMBlockDirty *b = &dt->blocks[0];
     uint64_t sp;
 
@@ -549,6 +548,29 @@ static void test_claim_clear_fails(void)
     g_assert_true(dirty_tracker_claim_page(dt, b, 700));
     g_assert_cmpuint(fake.clears->len, ==, 2);
     g_assert_false(ref_get(fake.kernel[1], sp));
+    teardown(dt);
+}
+
+/*
+ * A failed KVM sync (say a dirty ring that could not be reset) is passed
+ * up, with nothing counted: the caller fails the migration rather than go
+ * on with pages it may never see again.
+ */
+static void test_sync_fails(void)
+{
+    DirtyTracker *dt = setup(&small_layout, true, 8);
+    uint64_t before;
+
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 0);
+    drain(dt);
+    set_bit(5, fake.kernel[0]);
+    before = dt->syncs;
+    fake.sync_ret = -EIO;
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, -EIO);
+    g_assert_cmpuint(dt->syncs, ==, before);
+    g_assert_cmpuint(dt->dirty_pages, ==, 0);
+    fake.sync_ret = 0;
+    g_assert_cmpint(dirty_tracker_sync(dt), ==, 1);
     teardown(dt);
 }
 
@@ -694,7 +716,7 @@ static void test_simulation(gconstpointer opaque)
     bool big = cfg->layout == &pc_layout;
 
     g_test_message("seed 0x%x", SEED + cfg->shift);
-    sim.dt = setup(cfg->layout, cfg->clear_mode, cfg->shift, true);
+    sim.dt = setup(cfg->layout, cfg->clear_mode, cfg->shift);
     trace_active = true;
     fake.sim = &sim;
     fake.clear_fail_pct = cfg->clear_fail_pct;
@@ -786,6 +808,7 @@ int main(int argc, char **argv)
     g_test_add_func("/dirty/sync/marks-chunks", test_sync_marks_chunks);
     g_test_add_func("/dirty/claim/clears-chunk-once", test_claim_clears_chunk);
     g_test_add_func("/dirty/claim/clear-fails", test_claim_clear_fails);
+    g_test_add_func("/dirty/sync/fails", test_sync_fails);
     for (size_t i = 0; i < G_N_ELEMENTS(sims); i++) {
         const SimConfig *c = &sims[i];
         g_autofree char *path = g_strdup_printf("/dirty/simulation/%s/%s/shift-%u%s",

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The precopy page source: find-next-bit over the dirty tracker's send
+ * bitmaps from where the last call stopped, claim the page (lazy KVM
+ * clear, test-and-clear, counter - 1: dirty.c), zero check, send by
+ * reference. What is left is the tracker's counter, never a scan. Syncs
+ * happen at setup (pass 1), when the switchover wants an exact count, and
+ * once more with the VM stopped.
+ *
+ * Everything here is owned by mig/src; query-migrate (main thread) reads
+ * the counters, single aligned words.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bufferiszero.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "dirty.h"
+#include "options.h"
+#include "ram-source.h"
+#include "status.h"
+
+#define DIRTY_RATE_PERIOD_NS 1000000000LL
+
+typedef struct DirtyScan {
+    DirtyTracker dt;
+    bool tracking;              /* dt initialised (setup to cleanup) */
+    int cur_block;              /* the cursor: next page to look at */
+    uint64_t cur_page;
+
+    /* dirty-pages-rate: pages merged per second over periods of >= 1 s. */
+    int64_t rate_start_ns;
+    uint64_t rate_start_pages;
+    uint64_t dirty_pages_rate;
+} DirtyScan;
+
+static DirtyScan dirty_scan;
+
+static void dirty_scan_update_rate(DirtyScan *ds)
+{
+    int64_t now = get_clock_ns();
+
+    if (now - ds->rate_start_ns >= DIRTY_RATE_PERIOD_NS) {
+        ds->dirty_pages_rate = (ds->dt.pages_merged - ds->rate_start_pages) * 1e9 /
+                               (now - ds->rate_start_ns);
+        ds->rate_start_ns = now;
+        ds->rate_start_pages = ds->dt.pages_merged;
+    }
+}
+
+/*
+ * One sync of the dirty bitmaps, announced as a pass. 0 or -errno, also
+ * set on @f: some slots' bits may have been read and re-protected already,
+ * so the stream cannot go on without them. @when names the sync.
+ */
+static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
+{
+    int64_t ret = dirty_tracker_sync(&ds->dt);
+
+    if (ret < 0) {
+        qemu_file_set_error_msg(f, (int)ret, "%s dirty bitmap sync failed: %s", when,
+                                g_strerror(-ret));
+        return (int)ret;
+    }
+    dirty_scan_update_rate(ds);
+    migration_pass_event(ds->dt.syncs, ds->dt.dirty_pages * TARGET_PAGE_SIZE,
+                         qemu_file_transferred(f));
+    return 0;
+}
+
+static bool dirty_scan_setup(QEMUFile *f, Error **errp)
+{
+    DirtyScan *ds = &dirty_scan;
+
+    memset(ds, 0, sizeof(*ds));
+    if (!dirty_tracker_init(&ds->dt, kvm_state, migrate_clear_bitmap_shift(), errp)) {
+        return false;
+    }
+    ds->tracking = true;
+    ds->rate_start_ns = get_clock_ns();
+    /* Like QEMU: an initial sync right after logging starts is pass 1. */
+    if (dirty_scan_sync(ds, f, "initial") < 0) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        return false;
+    }
+    return true;
+}
+
+/* VM stopped: this sync is exact, and nothing dirties pages after it. */
+static int dirty_scan_final_sync(QEMUFile *f)
+{
+    return dirty_scan_sync(&dirty_scan, f, "final");
+}
+
+static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
+{
+    const uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
+
+    ram_put_page(w, f, rb, page, buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
+}
+
+/*
+ * Finds the next dirty page at or after the cursor (wrapping), claims and
+ * sends it. Returns false when nothing is dirty: the counter says so
+ * exactly, so no scan is needed to know.
+ */
+static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
+{
+    DirtyScan *ds = &dirty_scan;
+    DirtyTracker *dt = &ds->dt;
+
+    if (!dt->dirty_pages) {
+        return false;
+    }
+    /* At most one full wrap: the counter guarantees a set bit exists. */
+    for (int tries = 0; tries <= dt->nblocks; tries++) {
+        RAMBlockDirty *b = &dt->blocks[ds->cur_block];
+        uint64_t page = find_next_bit(b->send_bmap, b->npages, ds->cur_page);
+
+        if (page < b->npages) {
+            ds->cur_page = page + 1;
+            if (dirty_tracker_claim_page(dt, b, page)) {
+                dirty_scan_send_page(f, w, b->rb, page);
+            }
+            return true;
+        }
+        ds->cur_block = (ds->cur_block + 1) % dt->nblocks;
+        ds->cur_page = 0;
+    }
+    /* The counter and the bitmaps disagree: a bug in dirty.c. Do not guess. */
+    qemu_file_set_error_msg(f, -EIO, "dirty page counter (%" PRIu64 ") does not match the "
+                            "bitmaps", dt->dirty_pages);
+    return false;
+}
+
+static uint64_t dirty_scan_pending(QEMUFile *f, bool exact)
+{
+    DirtyScan *ds = &dirty_scan;
+
+    /* get-log and clear-log syncs need no vCPU kick, so no BQL either. */
+    if (exact) {
+        dirty_scan_sync(ds, f, "switchover");
+    }
+    return ds->dt.dirty_pages * TARGET_PAGE_SIZE;
+}
+
+static void dirty_scan_cleanup(void)
+{
+    DirtyScan *ds = &dirty_scan;
+
+    if (ds->tracking) {
+        dirty_tracker_cleanup(&ds->dt);
+        ds->tracking = false;
+    }
+}
+
+/* x-dirty-log: the tracker's and the KVM dirty-log layer's counters. */
+static XDirtyLogInfo *dirty_scan_log_info(const DirtyTracker *dt)
+{
+    KVMState *kvm = dt->kvm ? dt->kvm : kvm_state;
+    XDirtyLogInfo *x = g_new0(XDirtyLogInfo, 1);
+
+    x->mode = g_strdup(kvm ? kvm_dirty_log_mode_name(kvm) : "none");
+    x->syncs = dt->syncs;
+    x->sync_time_us_total = dt->sync_ns_total / 1000;
+    x->sync_time_us_max = dt->sync_ns_max / 1000;
+    x->pages_merged = dt->pages_merged;
+    if (kvm) {
+        x->clears = kvm->dirty_stats.clears;
+        x->clear_time_us_total = kvm->dirty_stats.clear_ns / 1000;
+        x->ring_harvests = kvm->dirty_stats.harvests;
+    }
+    /* Not clearing (yet, or in this mode): the shift the next migration uses. */
+    x->clear_bitmap_shift = dt->clear_log ? dt->clear_shift : migrate_clear_bitmap_shift();
+    return x;
+}
+
+static void dirty_scan_fill_info(MigrationInfo *info)
+{
+    DirtyScan *ds = &dirty_scan;
+
+    info->ram->remaining = ds->dt.dirty_pages * TARGET_PAGE_SIZE;
+    info->ram->dirty_sync_count = ds->dt.syncs;
+    info->ram->dirty_pages_rate = ds->dirty_pages_rate;
+    info->x_dirty_log = dirty_scan_log_info(&ds->dt);
+}
+
+const RAMPageSource dirty_scan_source = {
+    .name = "dirty-scan",
+    .setup = dirty_scan_setup,
+    .final_sync = dirty_scan_final_sync,
+    .send_next = dirty_scan_send_next,
+    .pending = dirty_scan_pending,
+    .cleanup = dirty_scan_cleanup,
+    .fill_info = dirty_scan_fill_info,
+};

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: the outgoing migration's state and its modes.
+ *
+ * One "mig/src" thread skeleton (migration.c) runs every outgoing
+ * migration: open the output, write the setup sections, iterate with pacing
+ * until the mode says switch over, complete, and hand cleanup to the main
+ * loop; failure and cancel take the same exit. What differs between ways of
+ * sending RAM is a row of hooks, chosen once when `migrate` starts:
+ *
+ *   row                   page source           switchover when
+ *   precopy_mode          dirty_scan_source     pending <= bandwidth x downtime-limit
+ *   snapshot_mode         snapshot_ram_source   every page is in the stream
+ *
+ * A new mode is one file defining its row plus one line in outgoing_modes[]
+ * (migration.c); docs/devel/migration.md says what the hooks must do.
+ * Rows call only the layers below them (savevm, the page sources, status,
+ * options), never migration.c.
+ */
+#ifndef MIGRATION_OUTGOING_H
+#define MIGRATION_OUTGOING_H
+
+#include "qapi/qapi-types.h"
+#include "qemu/thread.h"
+#include "channel.h"
+
+typedef struct MigrationOutMode MigrationOutMode;
+typedef struct RAMPageSource RAMPageSource;
+
+typedef struct MigrationState {
+    /* MigrationStatus; changed only by migrate_set_state() (compare-and-swap). */
+    int state;
+
+    /* Set by qmp_migrate (BQL) before mig/src starts; read-only until the next migrate. */
+    const MigrationOutMode *mode;
+    char *uri;
+    QemuThread thread;
+    int64_t start_ns;
+
+    bool thread_running;        /* BQL */
+    /* mig/src while it runs, then the cleanup bottom half. */
+    MigChannel channel;
+    QEMUFile *to_dst;           /* file_lock: NULL until connected; cancel shuts it down */
+    GMutex file_lock;
+
+    /*
+     * Written by mig/src (the modes' hooks included), read by query-migrate:
+     * single aligned words, so a read is never torn.
+     */
+    int64_t setup_ms;
+    int64_t total_ms;           /* final, once finished */
+    int64_t downtime_ms;
+    int64_t expected_downtime_ms;
+    int64_t downtime_start_ns;
+    double bandwidth_bpms;      /* bytes per ms of the last busy >= 100 ms window */
+    uint64_t threshold_bytes;   /* switch over once this little is left */
+    double mbps;
+    uint64_t pages_per_second;
+    uint64_t precopy_bytes;
+    uint64_t downtime_bytes;
+    bool vm_was_running;        /* at the switchover (precopy) or the freeze (snapshot) */
+    /* mig/src; the cleanup bottom half reads it once the thread is joined. */
+    int result;                 /* MigrationStatus the thread reached */
+
+    uint64_t transferred_final; /* BQL: the stream's size once closed */
+    Error *error;               /* BQL: the first error */
+} MigrationState;
+
+struct MigrationOutMode {
+    const char *name;
+    /* Where pages come from; the "ram" section uses it for this migration. */
+    const RAMPageSource *ram_source;
+    /*
+     * max-bandwidth applies only once the user set it (a snapshot writes a
+     * local file at disk speed by default, as QEMU's does).
+     */
+    bool bandwidth_only_if_set;
+
+    /* ---- main thread, BQL held ---- */
+    /* migrate: whether the capabilities ask for this mode (first row that says yes wins). */
+    bool (*selected)(void);
+    /* migrate, the row was chosen: forget the last run's statistics. NULL = none. */
+    void (*init)(MigrationState *s);
+    /*
+     * migrate-set-capabilities: checks that only this mode can make, such
+     * as probing the kernel. NULL = none.
+     */
+    bool (*check_caps)(const bool *old_caps, const bool *new_caps, Error **errp);
+    /* query-migrate: adds this mode's own statistics. NULL = none. */
+    void (*fill_info)(const MigrationState *s, MigrationInfo *info);
+    /*
+     * After mig/src was joined, whatever the outcome, before the sections'
+     * save_cleanup: undo what setup did. NULL = nothing.
+     */
+    void (*cleanup)(MigrationState *s);
+
+    /* ---- mig/src, BQL not held (a hook takes it itself if it must) ---- */
+    /*
+     * After the setup sections were written (state active): what the mode
+     * does before the first iteration. NULL = nothing.
+     */
+    bool (*setup)(MigrationState *s, QEMUFile *f, Error **errp);
+    /*
+     * Before each iteration: switch over now? @all_sent: the last iteration
+     * found nothing left to send.
+     */
+    bool (*switchover_ready)(MigrationState *s, bool all_sent);
+    /* Send what is left and end the stream. True on success. */
+    bool (*complete)(MigrationState *s, QEMUFile *f, Error **errp);
+};
+
+extern const MigrationOutMode precopy_mode;
+extern const MigrationOutMode snapshot_mode;
+
+#endif

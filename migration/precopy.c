@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The precopy row of the outgoing modes: send dirty pages while the guest
+ * runs, and switch over (stop the guest, send the rest and the devices)
+ * once what is left fits in the downtime limit at the measured bandwidth.
+ * The source ends in postmigrate; any failure gives the guest back
+ * (migration.c's cleanup).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "system/runstate.h"
+#include "migration/qemu-file.h"
+#include "global-state.h"
+#include "outgoing.h"
+#include "ram-source.h"
+#include "savevm.h"
+#include "status.h"
+#include "trace.h"
+
+static bool precopy_selected(void)
+{
+    return true;    /* the default: the last row */
+}
+
+/* Switch over when the estimate fits; a fresh sync must then agree. */
+static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
+{
+    uint64_t pending = qemu_savevm_pending(false);
+
+    if (pending > s->threshold_bytes) {
+        return false;
+    }
+    pending = qemu_savevm_pending(true);
+    trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms,
+                               pending <= s->threshold_bytes ? "complete" : "iterate");
+    return pending <= s->threshold_bytes;
+}
+
+/* Stop the guest and send everything that is left. BQL taken here. */
+static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    int64_t t_stop, t_dev;
+    bool ok;
+
+    bql_lock();
+    s->downtime_start_ns = get_clock_ns();
+    s->vm_was_running = runstate_is_running();
+    global_state_store();
+    vm_stop_force_state(RUN_STATE_FINISH_MIGRATE);
+    t_stop = get_clock_ns();
+    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+    s->precopy_bytes = qemu_file_transferred(f);
+    qemu_file_set_rate_limit(f, 0);
+    ok = qemu_savevm_state_complete_live(f) == 0;
+    t_dev = get_clock_ns();
+    if (!ok) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+    } else {
+        ok = qemu_savevm_state_devices(f, errp);
+    }
+    s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
+    if (ok) {
+        s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
+        trace_migration_downtime((t_stop - s->downtime_start_ns) / 1000,
+                                 (get_clock_ns() - t_dev) / 1000,
+                                 (get_clock_ns() - s->downtime_start_ns) / 1000);
+        runstate_set(RUN_STATE_POSTMIGRATE);
+    }
+    bql_unlock();
+    return ok;
+}
+
+const MigrationOutMode precopy_mode = {
+    .name = "precopy",
+    .ram_source = &dirty_scan_source,
+    .selected = precopy_selected,
+    .switchover_ready = precopy_switchover_ready,
+    .complete = precopy_complete,
+};

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The "ram" section's page records (QEMU's format, see ram-codec.h): the
+ * writer every page source sends through, and the destination's parser,
+ * which treats the stream as hostile.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bufferiszero.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "ram-codec.h"
+
+/* ---- writer ---- */
+
+void ram_writer_reset(RAMPageWriter *w)
+{
+    memset(w, 0, sizeof(*w));
+}
+
+static void ram_put_page_header(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t offset,
+                                uint64_t flags)
+{
+    if (rb == w->last_block) {
+        flags |= RAM_SAVE_FLAG_CONTINUE;
+    }
+    qemu_put_be64(f, offset | flags);
+    if (!(flags & RAM_SAVE_FLAG_CONTINUE)) {
+        qemu_put_counted_string(f, rb->idstr);
+        w->last_block = rb;
+    }
+}
+
+void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                  const uint8_t *data)
+{
+    uint64_t offset = page << TARGET_PAGE_BITS;
+
+    if (!data) {
+        ram_put_page_header(w, f, rb, offset, RAM_SAVE_FLAG_ZERO);
+        qemu_put_byte(f, 0);
+        __atomic_store_n(&w->zero_pages, w->zero_pages + 1, __ATOMIC_RELAXED);
+    } else {
+        ram_put_page_header(w, f, rb, offset, RAM_SAVE_FLAG_PAGE);
+        qemu_put_buffer_async(f, data, TARGET_PAGE_SIZE);
+        __atomic_store_n(&w->normal_pages, w->normal_pages + 1, __ATOMIC_RELAXED);
+    }
+}
+
+void ram_put_block_list(QEMUFile *f)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    qemu_put_be64(f, ram_blocks_total_bytes() | RAM_SAVE_FLAG_MEM_SIZE);
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        qemu_put_counted_string(f, rb->idstr);
+        qemu_put_be64(f, rb->used_length);
+    }
+    ram_put_eos(f);
+}
+
+void ram_put_eos(QEMUFile *f)
+{
+    qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
+}
+
+/* ---- reader ---- */
+
+void ram_reader_reset(RAMPageReader *r)
+{
+    memset(r, 0, sizeof(*r));
+}
+
+static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, Error **errp)
+{
+    uint64_t seen = 0;
+
+    while (seen < total) {
+        char id[256];
+        RAMBlock *rb;
+        uint64_t len;
+
+        qemu_get_counted_string(f, id);
+        len = qemu_get_be64(f);
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "ram: reading the block list failed: %s", qemu_file_error_msg(f));
+            return false;
+        }
+        rb = ram_block_find(id);
+        if (!rb) {
+            error_setg(errp, "Unknown ramblock \"%s\", cannot accept migration", id);
+            return false;
+        }
+        if (len != rb->used_length) {
+            error_setg(errp, "Length mismatch: %s: 0x%" PRIx64 " in != 0x%" PRIx64, id, len,
+                       rb->used_length);
+            return false;
+        }
+        if (len > total - seen) {
+            error_setg(errp, "ram: block list exceeds the announced total 0x%" PRIx64, total);
+            return false;
+        }
+        seen += len;
+    }
+    r->have_sizes = true;
+    return true;
+}
+
+/* Block of a page record, or NULL with @errp set. */
+static RAMBlock *ram_load_block(RAMPageReader *r, QEMUFile *f, uint64_t flags, Error **errp)
+{
+    char id[256];
+    RAMBlock *rb;
+
+    if (flags & RAM_SAVE_FLAG_CONTINUE) {
+        if (!r->last_block) {
+            error_setg(errp, "ram: CONTINUE flag without a previous block");
+        }
+        return r->last_block;
+    }
+    if (!qemu_get_counted_string(f, id)) {
+        error_setg(errp, "ram: reading a block id failed: %s", qemu_file_error_msg(f));
+        return NULL;
+    }
+    rb = ram_block_find(id);
+    if (!rb) {
+        error_setg(errp, "Can't find block %s", id);
+        return NULL;
+    }
+    r->last_block = rb;
+    return rb;
+}
+
+/* A ZERO or PAGE record whose header was read. */
+static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t flags,
+                          Error **errp)
+{
+    RAMBlock *rb;
+    uint64_t page;
+    uint8_t *host;
+
+    if (!r->have_sizes) {
+        error_setg(errp, "ram: page record before the block list");
+        return false;
+    }
+    rb = ram_load_block(r, f, flags, errp);
+    if (!rb) {
+        return false;
+    }
+    if (addr >= rb->used_length) {
+        error_setg(errp, "Illegal RAM offset 0x%" PRIx64 " in block %s (length 0x%" PRIx64 ")",
+                   addr, rb->idstr, rb->used_length);
+        return false;
+    }
+    page = addr >> TARGET_PAGE_BITS;
+    host = rb->host + addr;
+    if (flags & RAM_SAVE_FLAG_PAGE) {
+        qemu_get_buffer(f, host, TARGET_PAGE_SIZE);
+        set_bit(page, rb->vmm_written_bmap);
+    } else {
+        uint8_t fill = qemu_get_byte(f);
+        /*
+         * QEMU's rule: a zero page that is already zero is not written, so
+         * untouched memory stays unallocated. A page nobody wrote is known
+         * zero without even reading it.
+         */
+        if (fill || (test_bit(page, rb->vmm_written_bmap) &&
+                     !buffer_is_zero(host, TARGET_PAGE_SIZE))) {
+            memset(host, fill, TARGET_PAGE_SIZE);
+            set_bit(page, rb->vmm_written_bmap);
+        }
+    }
+    return true;
+}
+
+int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
+{
+    for (;;) {
+        uint64_t header = qemu_get_be64(f);
+        uint64_t flags = header & ~TARGET_PAGE_MASK;
+        uint64_t addr = header & TARGET_PAGE_MASK;
+
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "ram: %s", qemu_file_error_msg(f));
+            return -EIO;
+        }
+        if (flags & RAM_SAVE_FLAG_MEM_SIZE) {
+            if (flags != RAM_SAVE_FLAG_MEM_SIZE || r->have_sizes) {
+                error_setg(errp, "ram: unexpected MEM_SIZE record (flags 0x%" PRIx64 ")", flags);
+                return -EINVAL;
+            }
+            if (!ram_load_block_list(r, f, addr, errp)) {
+                return -EINVAL;
+            }
+            continue;
+        }
+        if (flags == RAM_SAVE_FLAG_EOS) {
+            return 0;
+        }
+        switch (flags & ~RAM_SAVE_FLAG_CONTINUE) {
+        case RAM_SAVE_FLAG_ZERO:
+        case RAM_SAVE_FLAG_PAGE:
+            if (!ram_load_page(r, f, addr, flags, errp)) {
+                return -EINVAL;
+            }
+            break;
+        default:
+            error_setg(errp, "Unknown combination of migration flags: 0x%" PRIx64, flags);
+            return -EINVAL;
+        }
+    }
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: the page records of the "ram" section, QEMU's
+ * layout, written by every page source and read by the destination.
+ *
+ *   be64 (offset | flags) [counted-string block id unless CONTINUE] body
+ *   ZERO: 1 fill byte    PAGE: 4096 bytes    MEM_SIZE: block list    EOS
+ *
+ * Later encodings (XBZRLE, multifd packets) are more record kinds here.
+ */
+#ifndef MIGRATION_RAM_CODEC_H
+#define MIGRATION_RAM_CODEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+#define RAM_SAVE_FLAG_FULL      0x01
+#define RAM_SAVE_FLAG_ZERO      0x02
+#define RAM_SAVE_FLAG_MEM_SIZE  0x04
+#define RAM_SAVE_FLAG_PAGE      0x08
+#define RAM_SAVE_FLAG_EOS       0x10
+#define RAM_SAVE_FLAG_CONTINUE  0x20
+#define RAM_SAVE_FLAG_XBZRLE    0x40
+#define RAM_SAVE_FLAG_HOOK      0x80
+#define RAM_SAVE_FLAG_COMPRESS_PAGE 0x100
+#define RAM_SAVE_FLAG_MULTIFD_FLUSH 0x200
+
+/* The sending side's codec state. Owned by mig/src; query-migrate reads the counters. */
+typedef struct RAMPageWriter {
+    RAMBlock *last_block;       /* block of the previous record: CONTINUE */
+    uint64_t zero_pages;        /* ZERO records put */
+    uint64_t normal_pages;      /* PAGE records put */
+} RAMPageWriter;
+
+/* Forget the previous block and the counters: a new stream starts. */
+void ram_writer_reset(RAMPageWriter *w);
+/*
+ * ram_put_page: a record for page @page of @rb with the content at @data,
+ * or a ZERO record if @data is NULL. @data is referenced, not copied: it
+ * must stay valid and unchanged until the next qemu_fflush().
+ */
+void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                  const uint8_t *data);
+/* MEM_SIZE: the total and every RAMBlock's name and length, then EOS. */
+void ram_put_block_list(QEMUFile *f);
+void ram_put_eos(QEMUFile *f);
+
+/* The receiving side. Owned by the incoming thread. */
+typedef struct RAMPageReader {
+    RAMBlock *last_block;       /* for CONTINUE */
+    bool have_sizes;            /* MEM_SIZE seen */
+} RAMPageReader;
+
+void ram_reader_reset(RAMPageReader *r);
+/*
+ * ram_load_records: reads records up to EOS into guest RAM. Hostile input:
+ * every block name, length and offset is checked before a byte is written.
+ * Returns 0 or -errno with @errp set.
+ */
+int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp);
+
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: a RAM page source decides which page the "ram"
+ * section sends next and owns everything that decision needs: its cursor,
+ * its record of what is still to send, its counters and its locking. The
+ * "ram" section (ram.c) calls one source per migration, chosen by the
+ * outgoing mode (outgoing.h), and never branches on which one it is.
+ *
+ *   dirty_scan_source      precopy: the dirty bitmaps, re-sent as the guest
+ *                          writes (dirty-scan.c, over dirty.c)
+ *   snapshot_ram_source    background snapshot: every page once, in 2 MiB
+ *                          regions, write faults first (snapshot-ram.c)
+ *
+ * Every hook runs in mig/src; a source with helper threads says how they
+ * share its state. Sources send through the page codec (ram-codec.h).
+ */
+#ifndef MIGRATION_RAM_SOURCE_H
+#define MIGRATION_RAM_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qapi/qapi-types.h"
+#include "ram-codec.h"
+
+typedef struct RAMPageSource {
+    const char *name;
+
+    /* ---- mig/src, BQL held ---- */
+    /* save_setup: every page starts unsent. @f is the stream (for events). */
+    bool (*setup)(QEMUFile *f, Error **errp);
+    /*
+     * save_complete, VM stopped: make the set of pages still to send final
+     * (precopy's last sync). NULL = nothing to do. 0 or -errno, with the
+     * error also set on @f.
+     */
+    int (*final_sync)(QEMUFile *f);
+
+    /* ---- mig/src, BQL not held (unless inside save_complete) ---- */
+    /*
+     * Sends what comes next (a page, or a run of pages) through @w.
+     * Returns false when nothing is left to send for now; errors go to @f.
+     */
+    bool (*send_next)(QEMUFile *f, RAMPageWriter *w);
+    /*
+     * Bytes still to send; @exact: after a fresh look (precopy: a sync).
+     * A failure is set on @f, so the next iteration fails the migration.
+     */
+    uint64_t (*pending)(QEMUFile *f, bool exact);
+
+    /* ---- main thread, BQL held, after mig/src was joined ---- */
+    /* Frees what setup allocated; the counters stay for query-migrate. */
+    void (*cleanup)(void);
+
+    /* ---- main thread, BQL held, any time ---- */
+    /* query-migrate: adds the source's counters (@info->ram exists). */
+    void (*fill_info)(MigrationInfo *info);
+} RAMPageSource;
+
+extern const RAMPageSource dirty_scan_source;
+extern const RAMPageSource snapshot_ram_source;
+
+#endif
