@@ -11,8 +11,10 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "migration/qemu-file.h"
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #define IO_BUF_SIZE (64 * 1024)
@@ -49,7 +51,16 @@ struct QEMUFile {
 static QEMUFile *qemu_file_alloc(int fd, const char *name, bool writable)
 {
     QEMUFile *f = g_new0(QEMUFile, 1);
+    struct stat st;
 
+    /*
+     * shutdown() cannot wake a read or write blocked on a pipe (exec:), so
+     * pipes are used non-blocking: the I/O loops wait in poll() for at most
+     * 100 ms at a time and see qemu_file_shutdown() in between.
+     */
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
     f->fd = fd;
     f->name = g_strdup(name);
     f->writable = writable;
@@ -370,6 +381,11 @@ void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
 {
     uint8_t *p = buf;
 
+    if (f->last_error) {
+        /* Sticky: after the first error every get reads zeroes, buffered data or not. */
+        memset(buf, 0, len);
+        return;
+    }
     while (len > 0) {
         size_t avail = f->rlen - f->rpos;
         size_t l;
@@ -392,7 +408,7 @@ uint8_t qemu_get_byte(QEMUFile *f)
 {
     uint8_t v;
 
-    if (f->rpos < f->rlen) {
+    if (f->rpos < f->rlen && !f->last_error) {
         f->total++;
         return f->rbuf[f->rpos++];
     }
@@ -435,16 +451,16 @@ bool qemu_get_counted_string(QEMUFile *f, char *buf)
 
 int qemu_peek_byte(QEMUFile *f, size_t offset)
 {
-    if (f->rlen - f->rpos <= offset) {
-        /* A peek past the end is not an error by itself. */
-        int saved = f->last_error;
-        if (saved || !qemu_fill_buffer(f, offset + 1)) {
-            if (!saved) {
-                f->last_error = 0;
-                g_clear_pointer(&f->error_msg, g_free);
-            }
-            return -1;
+    if (f->last_error) {
+        return -1;
+    }
+    if (f->rlen - f->rpos <= offset && !qemu_fill_buffer(f, offset + 1)) {
+        /* A peek past the end is not an error by itself; a failed read is. */
+        if (f->eof) {
+            f->last_error = 0;
+            g_clear_pointer(&f->error_msg, g_free);
         }
+        return -1;
     }
     return f->rbuf[f->rpos + offset];
 }
