@@ -11,10 +11,8 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "migration/qemu-file.h"
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 
 #define IO_BUF_SIZE (64 * 1024)
@@ -51,16 +49,7 @@ struct QEMUFile {
 static QEMUFile *qemu_file_alloc(int fd, const char *name, bool writable)
 {
     QEMUFile *f = g_new0(QEMUFile, 1);
-    struct stat st;
 
-    /*
-     * shutdown() cannot wake a read or write blocked on a pipe (exec:), so
-     * pipes are used non-blocking: the I/O loops wait in poll() for at most
-     * 100 ms at a time and see qemu_file_shutdown() in between.
-     */
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    }
     f->fd = fd;
     f->name = g_strdup(name);
     f->writable = writable;
