@@ -22,7 +22,9 @@
 
 #include "qapi/qapi-types.h"
 #include "qemu/thread.h"
+#include "system/runstate.h"
 #include "channel.h"
+#include "global-state.h"
 
 typedef struct MigrationOutMode MigrationOutMode;
 typedef struct RAMPageSource RAMPageSource;
@@ -111,5 +113,18 @@ struct MigrationOutMode {
 
 extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
+
+/*
+ * migration_stop_vm_locked: a mode's downtime starts (precopy's switchover,
+ * a snapshot's freeze): remember whether the guest ran and record its run
+ * state for the stream, then stop it in @state. BQL held.
+ */
+static inline void migration_stop_vm_locked(MigrationState *s, RunState state)
+{
+    s->downtime_start_ns = get_clock_ns();
+    s->vm_was_running = runstate_is_running();
+    global_state_store();
+    vm_stop_force_state(state);
+}
 
 #endif

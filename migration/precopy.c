@@ -11,7 +11,6 @@
 #include "qemu/main-loop.h"
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
-#include "global-state.h"
 #include "outgoing.h"
 #include "ram-source.h"
 #include "savevm.h"
@@ -44,10 +43,7 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     bool ok;
 
     bql_lock();
-    s->downtime_start_ns = get_clock_ns();
-    s->vm_was_running = runstate_is_running();
-    global_state_store();
-    vm_stop_force_state(RUN_STATE_FINISH_MIGRATE);
+    migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
     migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
     s->precopy_bytes = qemu_file_transferred(f);

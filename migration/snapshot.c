@@ -23,7 +23,6 @@
 #include "system/memory.h"
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
-#include "global-state.h"
 #include "options.h"
 #include "outgoing.h"
 #include "ram-source.h"
@@ -180,10 +179,7 @@ static bool snapshot_freeze(MigrationState *s, Error **errp)
     bool ok;
 
     bql_lock();
-    s->downtime_start_ns = get_clock_ns();
-    s->vm_was_running = runstate_is_running();
-    global_state_store();
-    vm_stop_force_state(RUN_STATE_PAUSED);
+    migration_stop_vm_locked(s, RUN_STATE_PAUSED);
     ok = qemu_savevm_state_devices(snap.devices, errp) && snapshot_protect_all(errp);
     if (s->vm_was_running) {
         vm_start();
