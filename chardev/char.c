@@ -6,6 +6,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/sockets.h"
 #include "qemu/cutils.h"
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
@@ -410,35 +411,6 @@ static Chardev *chr_open_file(const char *label, const char *path, bool append, 
     return chr;
 }
 
-static int socket_unix_listen(const char *path, Error **errp)
-{
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(path) >= sizeof(un.sun_path)) {
-        error_setg(errp, "UNIX socket path '%s' is too long", path);
-        return -1;
-    }
-    strcpy(un.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "Failed to create Unix socket");
-        return -1;
-    }
-    unlink(path);
-    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
-        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
-        close(fd);
-        return -1;
-    }
-    if (listen(fd, 1) < 0) {
-        error_setg_errno(errp, errno, "Failed to listen on socket");
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static int socket_unix_connect(const char *path, Error **errp)
 {
     struct sockaddr_un un = { .sun_family = AF_UNIX };
@@ -512,7 +484,7 @@ static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error *
     int fd;
 
     if (ss->path) {
-        fd = ss->server ? socket_unix_listen(ss->path, errp) : socket_unix_connect(ss->path, errp);
+        fd = ss->server ? unix_listen_private(ss->path, errp) : socket_unix_connect(ss->path, errp);
     } else {
         fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
     }

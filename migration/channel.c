@@ -2,6 +2,7 @@
 /* URI transports for migration: sockets, commands, files and inherited fds. */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/sockets.h"
 #include "qemu/cutils.h"
 #include "qemu/main-loop.h"
 #include "channel.h"
@@ -321,20 +322,10 @@ static int listen_socket(const char *uri, char **unix_path, Error **errp)
     int fd = -1, one = 1;
 
     if (strstart(uri, "unix:", &rest)) {
-        struct sockaddr_un un = { .sun_family = AF_UNIX };
-
-        if (strlen(rest) >= sizeof(un.sun_path)) {
-            error_setg(errp, "UNIX socket path '%s' is too long", rest);
-            return -1;
+        fd = unix_listen_private(rest, errp);
+        if (fd >= 0) {
+            *unix_path = g_strdup(rest);
         }
-        strcpy(un.sun_path, rest);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        unlink(rest);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(fd, 1) < 0) {
-            error_setg_errno(errp, errno, "Failed to bind socket to %s", rest);
-            goto fail;
-        }
-        *unix_path = g_strdup(rest);
         return fd;
     } else {
         g_autofree char *host = NULL, *port = NULL;

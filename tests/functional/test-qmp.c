@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "qconn.h"
 
 #define ARGS "-M microvm -enable-kvm -nodefaults -m 128M -kernel %s " \
@@ -452,6 +453,46 @@ static void test_pmemsave_workarea(void)
     vm_kill(vm);
 }
 
+static void assert_socket_owner_only(const char *path)
+{
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    g_assert_true(S_ISSOCK(st.st_mode));
+    if ((st.st_mode & 07777) != 0600) {
+        g_error("%s has mode %o: any local user could connect", path, st.st_mode & 07777);
+    }
+}
+
+/*
+ * Whoever connects to a monitor drives the VM, and whoever connects to an
+ * incoming socket feeds it a stream: every socket we listen on is 0600,
+ * even under umask 000.
+ */
+static void test_sockets_owner_only(void)
+{
+    g_autofree char *hmp = vmtest_sock_path("hmp");
+    g_autofree char *chr = vmtest_sock_path("chr");
+    g_autofree char *mig = vmtest_sock_path("mig");
+    mode_t old;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    old = umask(0);
+    vm = vm_spawn("perm", true, ARGS "-monitor unix:%s,server=on,wait=off "
+                  "-chardev socket,id=c9,path=%s,server=on,wait=off -mon chardev=c9,mode=control "
+                  "-incoming unix:%s", vmtest_firmware(), hmp, chr, mig);
+    umask(old);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'query-status'}"));
+    assert_socket_owner_only(vm->qmp_path);
+    assert_socket_owner_only(hmp);
+    assert_socket_owner_only(chr);
+    assert_socket_owner_only(mig);
+    vm_kill(vm);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -462,5 +503,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/prelaunch", test_prelaunch);
     g_test_add_func("/qmp/events-two-clients", test_events_two_clients);
     g_test_add_func("/qmp/pmemsave-workarea", test_pmemsave_workarea);
+    g_test_add_func("/qmp/sockets-owner-only", test_sockets_owner_only);
     return g_test_run();
 }

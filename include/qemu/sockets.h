@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Listening sockets shared by the monitors, chardevs and incoming migration. */
+#ifndef QEMU_SOCKETS_H
+#define QEMU_SOCKETS_H
+
+#include "qemu/typedefs.h"
+
+/*
+ * unix_listen_private: a listening Unix socket at @path (an old socket
+ * file there is replaced) that only our user can connect to: the socket
+ * file is created 0600 whatever the umask, since whoever connects drives
+ * the VM (QMP, HMP) or feeds it a migration stream. Returns the fd, or -1
+ * with @errp set.
+ */
+int unix_listen_private(const char *path, Error **errp);
+
+#endif

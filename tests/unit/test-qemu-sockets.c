@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for util/qemu-sockets.c: a listening Unix socket is owner-only
+ * (0600) whatever the umask, replaces a stale socket file, accepts a
+ * client, and refuses paths it cannot use with a clear error.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/sockets.h"
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+static char *tmpdir;
+
+static void assert_owner_only(const char *path)
+{
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    g_assert_true(S_ISSOCK(st.st_mode));
+    g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+}
+
+static int connect_to(const char *path)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_strlcpy(un.sun_path, path, sizeof(un.sun_path));
+    g_assert_cmpint(fd, >=, 0);
+    if (connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Under every umask, 000 above all: the socket file is the only lock on the VM. */
+static void test_owner_only(void)
+{
+    static const mode_t masks[] = { 0, 002, 022, 077 };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(masks); i++) {
+        g_autofree char *path = g_strdup_printf("%s/s%zu.sock", tmpdir, i);
+        mode_t old = umask(masks[i]);
+        int fd = unix_listen_private(path, &error_abort);
+        int c;
+
+        umask(old);
+        assert_owner_only(path);
+        c = connect_to(path);
+        g_assert_cmpint(c, >=, 0);
+        close(c);
+        close(fd);
+        unlink(path);
+    }
+}
+
+/* A socket file left by an earlier run is replaced, and the new one is private too. */
+static void test_replaces_stale(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/stale.sock", tmpdir);
+    mode_t old = umask(0);
+    int fd = unix_listen_private(path, &error_abort);
+    int fd2;
+
+    close(fd);
+    chmod(path, 0777);
+    fd2 = unix_listen_private(path, &error_abort);
+    umask(old);
+    assert_owner_only(path);
+    close(fd2);
+    unlink(path);
+}
+
+static void test_bad_paths(void)
+{
+    g_autofree char *longp = g_strnfill(200, 'x');
+    g_autofree char *missing = g_strdup_printf("%s/no/such/dir/s.sock", tmpdir);
+    Error *err = NULL;
+
+    g_assert_cmpint(unix_listen_private(longp, &err), ==, -1);
+    g_assert_nonnull(strstr(error_get_pretty(err), "too long"));
+    g_clear_pointer(&err, error_free);
+    g_assert_cmpint(unix_listen_private(missing, &err), ==, -1);
+    g_assert_nonnull(strstr(error_get_pretty(err), "Failed to bind socket to"));
+    error_free(err);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    tmpdir = g_dir_make_tmp("test-sockets-XXXXXX", NULL);
+    g_assert_nonnull(tmpdir);
+    g_test_add_func("/qemu-sockets/unix/owner-only", test_owner_only);
+    g_test_add_func("/qemu-sockets/unix/replaces-stale", test_replaces_stale);
+    g_test_add_func("/qemu-sockets/unix/bad-paths", test_bad_paths);
+    ret = g_test_run();
+    rmdir(tmpdir);
+    g_free(tmpdir);
+    return ret;
+}
