@@ -2,7 +2,8 @@
 /*
  * The "globalstate" section: the source's run state at the switchover, so
  * a destination resumes a running guest and leaves a paused one paused.
- * The name is checked against the RunState enum before it is believed.
+ * The name is checked against the RunState enum, and must be a state a
+ * source can migrate from, before it is believed.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -42,6 +43,31 @@ static bool global_state_pre_load(void *opaque, Error **errp)
     return true;
 }
 
+/*
+ * The states a source stores before it stops the VM, which the destination
+ * then takes on. Anything else would leave the destination in a state that
+ * nothing ever leaves: "inmigrate", say, answers cont with success and
+ * never runs the guest (QEMU 7.2 takes any state here and has that hole).
+ */
+static bool global_state_source_may_end_in(RunState st)
+{
+    switch (st) {
+    case RUN_STATE_RUNNING:
+    case RUN_STATE_PAUSED:
+    case RUN_STATE_PRELAUNCH:
+    case RUN_STATE_POSTMIGRATE:
+    case RUN_STATE_FINISH_MIGRATE:
+    case RUN_STATE_SUSPENDED:
+    case RUN_STATE_GUEST_PANICKED:
+    case RUN_STATE_IO_ERROR:
+    case RUN_STATE_WATCHDOG:
+    case RUN_STATE_DEBUG:
+        return true;
+    default:
+        return false;   /* inmigrate, shutdown, internal-error, colo, save-vm, restore-vm */
+    }
+}
+
 static bool global_state_post_load(void *opaque, int version_id, Error **errp)
 {
     RunState st;
@@ -54,6 +80,11 @@ static bool global_state_post_load(void *opaque, int version_id, Error **errp)
     if (!RunState_parse((const char *)global_state.runstate, &st)) {
         error_setg(errp, "unknown run state '%.*s'", (int)sizeof(global_state.runstate) - 1,
                    (const char *)global_state.runstate);
+        return false;
+    }
+    if (!global_state_source_may_end_in(st)) {
+        error_setg(errp, "run state '%s' in the stream is not one a source can migrate from",
+                   RunState_str(st));
         return false;
     }
     global_state.state = st;

@@ -201,6 +201,45 @@ static void test_corrupted(void)
     }
 }
 
+/*
+ * The globalstate section names the run state the destination takes on.
+ * One that no source can end in (inmigrate above all: the destination
+ * would say "completed" yet stay in inmigrate, cont answering success and
+ * the guest never running, as QEMU 7.2 does) must fail the load.
+ */
+static void test_bad_run_state(void)
+{
+    static const char paused[] = "\0\0\0\7paused";   /* be32 size, then the name */
+    static const char *const bad[] = { "inmigrate", "shutdown", "internal-error", "colo" };
+    const char *at;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    /* The good stream's source was stopped: its globalstate says "paused". */
+    at = memmem(good_stream, good_len, paused, sizeof(paused));
+    g_assert_nonnull(at);
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *copy = g_memdup2(good_stream, good_len);
+        g_autofree char *err = NULL;
+        char *state = copy + (at - good_stream);
+        size_t n = strlen(bad[i]) + 1;
+        int status;
+
+        /* The 100-byte buffer after the size holds the name and zero padding. */
+        state[3] = n;
+        memset(state + 4, 0, 100);
+        memcpy(state + 4, bad[i], n);
+        status = load_stream(copy, good_len, &err);
+        if (status != 1 || !strstr(err, "not one a source can migrate from")) {
+            g_printerr("run state %s: status %d, stderr: %s\n", bad[i], status, err);
+        }
+        g_assert_cmpint(status, ==, 1);
+        g_assert_nonnull(strstr(err, "load of migration failed"));
+        g_assert_nonnull(strstr(err, bad[i]));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -213,6 +252,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-stream/good-runs", test_good_stream_runs);
     g_test_add_func("/migration-stream/truncated", test_truncated);
     g_test_add_func("/migration-stream/corrupted", test_corrupted);
+    g_test_add_func("/migration-stream/bad-run-state", test_bad_run_state);
     ret = g_test_run();
     return ret;
 }
