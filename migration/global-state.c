@@ -78,8 +78,9 @@ static bool global_state_post_load(void *opaque, int version_id, Error **errp)
         return false;
     }
     if (!RunState_parse((const char *)global_state.runstate, &st)) {
-        error_setg(errp, "unknown run state '%.*s'", (int)sizeof(global_state.runstate) - 1,
-                   (const char *)global_state.runstate);
+        g_autofree char *safe = g_strescape((const char *)global_state.runstate, NULL);
+
+        error_setg(errp, "unknown run state '%s'", safe);
         return false;
     }
     if (!global_state_source_may_end_in(st)) {

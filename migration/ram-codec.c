@@ -91,7 +91,9 @@ static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, E
         }
         rb = ram_block_find(id);
         if (!rb) {
-            error_setg(errp, "Unknown ramblock \"%s\", cannot accept migration", id);
+            g_autofree char *safe = g_strescape(id, NULL);
+
+            error_setg(errp, "Unknown ramblock \"%s\", cannot accept migration", safe);
             return false;
         }
         if (len != rb->used_length) {
@@ -127,7 +129,9 @@ static RAMBlock *ram_load_block(RAMPageReader *r, QEMUFile *f, uint64_t flags, E
     }
     rb = ram_block_find(id);
     if (!rb) {
-        error_setg(errp, "Can't find block %s", id);
+        g_autofree char *safe = g_strescape(id, NULL);
+
+        error_setg(errp, "Can't find block %s", safe);
         return NULL;
     }
     r->last_block = rb;

@@ -38,7 +38,7 @@ typedef struct SaveStateEntry {
     char idstr[256];
     uint32_t instance_id;
     int version_id;
-    uint32_t section_id;
+    uint32_t section_id;                /* ours, in streams we write; a load keeps the stream's apart */
     const SaveVMHandlers *ops;          /* live sections */
     const VMStateDescription *vmsd;     /* device sections */
     void *opaque;
@@ -325,14 +325,18 @@ static bool loadvm_check_header(QEMUFile *f, Error **errp)
         return false;
     }
     if (strcmp(machine, machine_type ? machine_type : "")) {
-        error_setg(errp, "Machine type received is '%s' and local is '%s'", machine,
+        g_autofree char *safe = g_strescape(machine, NULL);
+
+        error_setg(errp, "Machine type received is '%s' and local is '%s'", safe,
                    machine_type ? machine_type : "");
         return false;
     }
     return true;
 }
 
-static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, Error **errp)
+/* The footer must name @section_id, the id the stream gave the section. */
+static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, uint32_t section_id,
+                                Error **errp)
 {
     uint8_t b = qemu_get_byte(f);
     uint32_t id;
@@ -347,9 +351,9 @@ static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, Error **errp)
         return false;
     }
     id = qemu_get_be32(f);
-    if (id != se->section_id) {
+    if (id != section_id) {
         error_setg(errp, "Mismatched section id in footer for %s -- read 0x%x expected 0x%x",
-                   se->idstr, id, se->section_id);
+                   se->idstr, id, section_id);
         return false;
     }
     return true;
@@ -360,7 +364,7 @@ static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids
     uint32_t section_id = qemu_get_be32(f);
     char idstr[256];
     uint32_t instance_id, version_id;
-    SaveStateEntry *se;
+    SaveStateEntry *se, *other;
 
     qemu_get_counted_string(f, idstr);
     instance_id = qemu_get_be32(f);
@@ -371,20 +375,32 @@ static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids
     }
     se = find_se(idstr, instance_id);
     if (!se) {
-        error_setg(errp, "Unknown savevm section or instance '%s' %u", idstr, instance_id);
+        g_autofree char *safe = g_strescape(idstr, NULL);
+
+        error_setg(errp, "Unknown savevm section or instance '%s' %u", safe, instance_id);
         return false;
     }
     if ((type == QEMU_VM_SECTION_FULL) != (se->vmsd != NULL)) {
-        error_setg(errp, "Section '%s' has the wrong kind (type 0x%x)", idstr, type);
+        error_setg(errp, "Section '%s' has the wrong kind (type 0x%x)", se->idstr, type);
         return false;
     }
-    if ((int)version_id > se->version_id) {
-        error_setg(errp, "savevm: unsupported version %u for '%s' v%d", version_id, idstr,
+    /* Unsigned: a version of 2^31 or more must not pass as negative. */
+    if (version_id > (uint32_t)se->version_id) {
+        error_setg(errp, "savevm: unsupported version %u for '%s' v%d", version_id, se->idstr,
                    se->version_id);
         return false;
     }
-    /* Remember the id so PART/END (and the footer) can refer to this handler. */
-    se->section_id = section_id;
+    /*
+     * Remember the stream's id so PART/END and the footer find this handler.
+     * Only in this load's table: our own ids are what we send, and a hostile
+     * stream must not change them (nor give one id to two sections).
+     */
+    other = g_hash_table_lookup(ids, GUINT_TO_POINTER(section_id));
+    if (other && other != se) {
+        error_setg(errp, "Section id %u of '%s' is already used by '%s'", section_id, se->idstr,
+                   other->idstr);
+        return false;
+    }
     g_hash_table_insert(ids, GUINT_TO_POINTER(section_id), se);
     if (se->vmsd) {
         bool ok;
@@ -396,7 +412,7 @@ static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids
         bql_unlock();
         if (!ok) {
             error_prepend(errp, "error while loading state for instance 0x%x of device '%s': ",
-                          instance_id, idstr);
+                          instance_id, se->idstr);
             return false;
         }
         trace_savevm_device_load(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
@@ -404,7 +420,7 @@ static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids
         return false;
     }
     se->loaded = true;
-    return loadvm_check_footer(f, se, errp);
+    return loadvm_check_footer(f, se, section_id, errp);
 }
 
 static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
@@ -424,7 +440,7 @@ static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
     if (se->ops->load_state(f, se->opaque, se->version_id, errp) < 0) {
         return false;
     }
-    return loadvm_check_footer(f, se, errp);
+    return loadvm_check_footer(f, se, section_id, errp);
 }
 
 /* After EOF: an optional vmdesc, which we read and discard. */

@@ -334,7 +334,9 @@ static bool vmstate_load_subsections(QEMUFile *f, const VMStateDescription *vmsd
         }
         sub = vmstate_find_subsection(vmsd, name);
         if (!sub) {
-            error_setg(errp, "%s: unknown subsection '%s'", vmsd->name, name);
+            g_autofree char *safe = g_strescape(name, NULL);
+
+            error_setg(errp, "%s: unknown subsection '%s'", vmsd->name, safe);
             return false;
         }
         qemu_file_skip(f, 2 + len);

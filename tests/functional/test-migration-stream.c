@@ -240,6 +240,71 @@ static void test_bad_run_state(void)
     }
 }
 
+/* The globalstate FULL section header: type, be32 id, counted idstr, be32 instance, be32 version. */
+static char *globalstate_header(char *stream)
+{
+    char *at = memmem(stream, good_len, "\x0bglobalstate", 12);
+
+    g_assert_nonnull(at);
+    g_assert_cmpint(at[-5], ==, 0x04);
+    return at - 5;
+}
+
+/* Loads @copy, which must be refused with a message containing @want. */
+static void assert_refused(const char *copy, const char *want, const char *what)
+{
+    g_autofree char *err = NULL;
+    int status = load_stream(copy, good_len, &err);
+
+    if (status != 1 || !strstr(err, want)) {
+        g_printerr("%s: status %d, stderr: %s\n", what, status, err);
+    }
+    g_assert_cmpint(status, ==, 1);
+    g_assert_nonnull(strstr(err, want));
+}
+
+/*
+ * Section headers are hostile too: a version of 2^31 or more must not pass
+ * the version check as a negative number; an id already given to another
+ * section must be refused (and must not become the id we send next); names
+ * that do not match are echoed with their control bytes escaped, so a
+ * stream cannot write terminal escapes to stderr or raw bytes into QMP.
+ */
+static void test_bad_section_header(void)
+{
+    const char *ram = memmem(good_stream, good_len, "\x03ram", 4);
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    g_assert_nonnull(ram);
+    {
+        g_autofree char *copy = g_memdup2(good_stream, good_len);
+        char *h = globalstate_header(copy);
+
+        memcpy(h + 1 + 4 + 12 + 4, "\x80\x00\x00\x01", 4);
+        assert_refused(copy, "unsupported version 2147483649 for 'globalstate'", "version");
+    }
+    {
+        g_autofree char *copy = g_memdup2(good_stream, good_len);
+        char *h = globalstate_header(copy);
+
+        /* The id the ram section's START header gave itself. */
+        memcpy(h + 1, ram - 4, 4);
+        assert_refused(copy, "is already used by 'ram'", "duplicate id");
+    }
+    {
+        g_autofree char *copy = g_memdup2(good_stream, good_len);
+        char *h = globalstate_header(copy);
+        g_autofree char *err = NULL;
+
+        memcpy(h + 6, "globa\x1b[31mX", 11);
+        assert_refused(copy, "Unknown savevm section or instance 'globa\\033[31mX' 0", "escape");
+        load_stream(copy, good_len, &err);
+        g_assert_null(strchr(err, 0x1b));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -253,6 +318,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-stream/truncated", test_truncated);
     g_test_add_func("/migration-stream/corrupted", test_corrupted);
     g_test_add_func("/migration-stream/bad-run-state", test_bad_run_state);
+    g_test_add_func("/migration-stream/bad-section-header", test_bad_section_header);
     ret = g_test_run();
     return ret;
 }
