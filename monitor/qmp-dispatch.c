@@ -517,6 +517,21 @@ static void splitter_append(QmpSplitter *s, char c)
 
 static void splitter_char(QmpSplitter *s, char c)
 {
+    if (s->skipping && c == '\n') {
+        /*
+         * A refused request ends at the bracket that balances it or at the
+         * end of its line, whichever comes first: a client that opened
+         * 100,000 brackets is heard again on its next line instead of
+         * never (QEMU resets at the error and then waits for the rest).
+         */
+        g_string_truncate(s->buf, 0);
+        s->depth = 0;
+        s->quote = 0;
+        s->escape = false;
+        s->in_word = false;
+        s->skipping = false;
+        return;
+    }
     if (s->quote) {
         splitter_append(s, c);
         if (s->escape) {

@@ -95,7 +95,8 @@ char *qmp_json_to_wire(JsonNode *node, size_t *len);
  * @fn gets each text with @err NULL; when a request nests deeper than
  * QMP_MAX_NESTING or grows past QMP_MAX_REQUEST_SIZE it gets @text NULL
  * and an error it must free (qmp_error_response() makes the reply), and
- * the rest of that request is skipped.  @fn may call qmp_splitter_reset()
+ * the rest of that request is skipped, up to the bracket that balances it
+ * or the end of the line, whichever comes first.  @fn may call qmp_splitter_reset()
  * (a client went away): the rest of the data being fed is then dropped.
  */
 typedef void QmpSplitterFunc(void *opaque, const char *text, size_t len,

@@ -186,6 +186,17 @@ static void test_malformed(void)
     }
     vm_assert_progress(vm);
 
+    /*
+     * 100,000 brackets that never close: one error, and the connection is
+     * usable again from the next line (it used to swallow every command).
+     */
+    {
+        g_autofree char *open = g_strnfill(100000, '[');
+
+        expect_errors(c, open, 100000, 1, "nesting deeper than");
+        expect_errors(c, open, 100000, 1, "nesting deeper than");
+    }
+
     /* Huge input: MiBs of spaces (nothing), of one word, in a string, past the limit. */
     {
         size_t big = 4 << 20, huge = (64 << 20) + 4096;

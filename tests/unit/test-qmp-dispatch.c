@@ -869,6 +869,22 @@ static void test_splitter_limits(void)
     g_assert_cmpstr(g_ptr_array_index(log.texts, 2), ==, "{\"b\":2}");
     g_ptr_array_unref(log.texts);
 
+    /* Unbalanced: the refused request ends with its line, and the next line is heard. */
+    {
+        g_autofree char *open = repeat("[", 100000);
+        g_autofree char *lines = g_strconcat("{\"a\":1}", open, "{\"lost\":1}\n",
+                                             "{\"b\":2}\n", open, NULL);
+
+        split(lines, strlen(lines), 4096, &log);
+    }
+    g_assert_cmpint(log.errors, ==, 2);
+    g_assert_cmpuint(log.texts->len, ==, 4);
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 0), ==, "{\"a\":1}");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 1), ==, "<error>");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 2), ==, "{\"b\":2}");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 3), ==, "<error>");
+    g_ptr_array_unref(log.texts);
+
     /* Each value the splitter delivers dispatches on its own. */
     {
         const char *two = "{\"execute\":\"test-str\",\"id\":1}"
