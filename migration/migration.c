@@ -233,6 +233,13 @@ static void *migration_thread(void *opaque)
         migration_iterate(s, f, &err);
     }
     if (err) {
+        if (f && (qemu_file_get_error(f) == -EPIPE || qemu_file_get_error(f) == -ECONNRESET)) {
+            /*
+             * The peer went away: a destination that refused the stream
+             * says why only on its own side (there is no return path yet).
+             */
+            error_prepend(&err, "the destination closed the connection: ");
+        }
         if (migrate_get_state(&s->state) != MIGRATION_STATUS_CANCELLING) {
             error_prepend(&err, "migration failed: ");
             migration_fail(s, err);

@@ -129,7 +129,34 @@ static void test_dest_dies(void)
     kill(dst->pid, SIGKILL);
     info = vm_wait_migration(src, "failed", 60);
     g_assert_true(json_has(info, "error-desc"));
+    /* Not just "Broken pipe": say who went away. */
+    g_assert_nonnull(strstr(json_get_str(info, "error-desc"), "the destination closed the connection"));
     json_node_unref(info);
+    vm_kill(dst);
+    assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+/*
+ * A destination started with more RAM refuses the stream (its block list
+ * does not match) and exits; the source says the destination went away,
+ * keeps running, and migrates to a right one.
+ */
+static void test_dest_refuses(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(MEM, APPEND);
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest("512M", APPEND, false, uri);
+    migrate_expect(src, uri, "failed", "the destination closed the connection");
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "Length mismatch"));
     vm_kill(dst);
     assert_source_alive(src);
     migrate_again_ok(src);
@@ -263,6 +290,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-fail/unreachable", test_unreachable);
     g_test_add_func("/migration-fail/bad-uri", test_bad_uri);
     g_test_add_func("/migration-fail/dest-dies", test_dest_dies);
+    g_test_add_func("/migration-fail/dest-refuses", test_dest_refuses);
     g_test_add_func("/migration-fail/cancel", test_cancel);
     g_test_add_func("/migration-fail/disk-full", test_disk_full);
     g_test_add_func("/migration-fail/exec-exits-early", test_exec_exits_early);
