@@ -29,6 +29,7 @@ typedef struct MigrationIncomingState {
     QEMUFile *from_src;
     GPid child;
     Error *error;
+    bool cancelled;             /* migrate_cancel asked to give up */
     int64_t start_ns;
     int64_t total_ms;
 } MigrationIncomingState;
@@ -60,6 +61,11 @@ static void incoming_finish_bh(void *opaque)
     mig_channel_reap_later(incoming.child);
     incoming.child = 0;
     incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
+    if (!ok && incoming.cancelled) {
+        incoming_set_state(MIGRATION_STATUS_CANCELLED);
+        error_report("incoming migration cancelled (migrate_cancel); the guest never ran");
+        qemu_system_exit_now(1);
+    }
     if (!ok) {
         incoming_set_state(MIGRATION_STATUS_FAILED);
         error_report("load of migration failed: %s", error_get_pretty(incoming.error));
@@ -136,6 +142,35 @@ bool qmp_migrate_incoming(const char *uri, Error **errp)
     }
     incoming.deferred = false;
     return true;
+}
+
+/* The reply to migrate_cancel goes out first; then the process ends, as on any failure. */
+static void incoming_cancelled_exit_bh(void *opaque)
+{
+    error_report("incoming migration cancelled (migrate_cancel) before a source connected");
+    qemu_system_exit_now(1);
+}
+
+bool migration_incoming_cancel(void)
+{
+    switch (incoming.state) {
+    case MIGRATION_STATUS_SETUP:
+        /* Listening, nobody connected yet. */
+        mig_channel_listen_cancel();
+        incoming_set_state(MIGRATION_STATUS_CANCELLED);
+        qemu_bh_schedule_oneshot(incoming_cancelled_exit_bh, NULL);
+        return true;
+    case MIGRATION_STATUS_ACTIVE:
+        /*
+         * A source that stopped sending would leave mig/dst waiting for
+         * ever: make its reads fail; the finish bottom half reports it.
+         */
+        incoming.cancelled = true;
+        qemu_file_shutdown(incoming.from_src);
+        return true;
+    default:
+        return false;
+    }
 }
 
 MigrationInfo *migration_incoming_info(MigrationInfo *info)

@@ -5,6 +5,12 @@
 
 #include "qapi/qapi-types.h"
 
+/*
+ * migrate_cancel on a destination: give up listening or loading; the
+ * process then ends with status 1, as on a failed load. False if no
+ * incoming migration runs. BQL.
+ */
+bool migration_incoming_cancel(void);
 /* query-migrate on a destination: fills @info (status, time) and returns it. BQL. */
 MigrationInfo *migration_incoming_info(MigrationInfo *info);
 

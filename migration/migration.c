@@ -374,6 +374,8 @@ bool qmp_migrate_cancel(Error **errp)
 
     if (st != MIGRATION_STATUS_SETUP && st != MIGRATION_STATUS_ACTIVE &&
         st != MIGRATION_STATUS_DEVICE) {
+        /* A destination: end a load that may never finish (a stalled source). */
+        migration_incoming_cancel();
         return true;        /* QEMU: succeeds with nothing to cancel */
     }
     migrate_set_state(&s->state, st, MIGRATION_STATUS_CANCELLING);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "libvmtest.h"
 #include "migtest.h"
 
@@ -163,6 +165,56 @@ static void test_dest_refuses(void)
     vm_kill(src);
 }
 
+/* The destination's incoming migration reached @want (query-migrate). */
+static void wait_incoming_status(VM *dst, const char *want)
+{
+    JsonNode *info = vm_wait_migration(dst, want, 60);
+
+    json_node_unref(info);
+}
+
+/*
+ * A source that sends the stream's header and then nothing, keeping the
+ * connection open, would leave the destination loading for ever:
+ * migrate_cancel on the destination ends it (exit 1, the guest never
+ * ran). Cancelling while it still listens ends it too.
+ */
+static void test_dest_cancel(void)
+{
+    static const char header[] = "QEVM\0\0\0\3\7\0\0\0\7microvm";
+    g_autofree char *uri = NULL;
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd;
+    VM *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    wait_incoming_status(dst, "setup");
+    g_strlcpy(un.sun_path, uri + strlen("unix:"), sizeof(un.sun_path));
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&un, sizeof(un)), ==, 0);
+    g_assert_cmpint(write(fd, header, sizeof(header) - 1), ==, sizeof(header) - 1);
+    wait_incoming_status(dst, "active");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate_cancel'}"));
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "incoming migration cancelled"));
+    g_assert_cmpuint(vm_count_lines(dst, "PASS"), ==, 0);
+    close(fd);
+    vm_kill(dst);
+
+    g_free(uri);
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    wait_incoming_status(dst, "setup");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate_cancel'}"));
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "before a source connected"));
+    vm_kill(dst);
+}
+
 static void test_cancel(void)
 {
     g_autofree char *uri = NULL;
@@ -292,6 +344,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-fail/dest-dies", test_dest_dies);
     g_test_add_func("/migration-fail/dest-refuses", test_dest_refuses);
     g_test_add_func("/migration-fail/cancel", test_cancel);
+    g_test_add_func("/migration-fail/dest-cancel", test_dest_cancel);
     g_test_add_func("/migration-fail/disk-full", test_disk_full);
     g_test_add_func("/migration-fail/exec-exits-early", test_exec_exits_early);
     g_test_add_func("/migration-fail/source-dies", test_source_dies);
