@@ -15,7 +15,6 @@
 #include <termios.h>
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -411,27 +410,6 @@ static Chardev *chr_open_file(const char *label, const char *path, bool append, 
     return chr;
 }
 
-static int socket_unix_connect(const char *path, Error **errp)
-{
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(path) >= sizeof(un.sun_path)) {
-        error_setg(errp, "UNIX socket path '%s' is too long", path);
-        return -1;
-    }
-    strcpy(un.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
-        error_setg_errno(errp, errno, "Failed to connect to '%s'", path);
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    return fd;
-}
-
 static int socket_tcp_open(const char *host, const char *port, bool server, Error **errp)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = server ? AI_PASSIVE : 0 };
@@ -484,7 +462,7 @@ static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error *
     int fd;
 
     if (ss->path) {
-        fd = ss->server ? unix_listen_private(ss->path, errp) : socket_unix_connect(ss->path, errp);
+        fd = ss->server ? unix_listen_private(ss->path, errp) : unix_connect_path(ss->path, errp);
     } else {
         fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
     }

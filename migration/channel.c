@@ -8,7 +8,6 @@
 #include "channel.h"
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -145,27 +144,6 @@ static int tcp_connect(const char *addr, Error **errp)
     return fd;
 }
 
-static int unix_connect(const char *path, Error **errp)
-{
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(path) >= sizeof(un.sun_path)) {
-        error_setg(errp, "UNIX socket path '%s' is too long", path);
-        return -1;
-    }
-    strcpy(un.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
-        error_setg_errno(errp, errno, "Failed to connect to '%s'", path);
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    return fd;
-}
-
 static int exec_spawn(const char *cmd, bool outgoing, GPid *child, Error **errp)
 {
     char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)cmd, NULL };
@@ -220,7 +198,7 @@ bool mig_channel_connect(const char *uri, MigChannel *ch, Error **errp)
     if (strstart(uri, "tcp:", &rest)) {
         ch->fd = tcp_connect(rest, errp);
     } else if (strstart(uri, "unix:", &rest)) {
-        ch->fd = unix_connect(rest, errp);
+        ch->fd = unix_connect_path(rest, errp);
     } else if (strstart(uri, "exec:", &rest)) {
         ch->fd = exec_spawn(rest, true, &ch->child, errp);
     } else if (strstart(uri, "file:", &rest)) {

@@ -515,6 +515,17 @@ static void splitter_append(QmpSplitter *s, char c)
     }
 }
 
+/* Forget the value being collected and any refusal in progress. */
+static void splitter_clear(QmpSplitter *s)
+{
+    g_string_truncate(s->buf, 0);
+    s->depth = 0;
+    s->quote = 0;
+    s->escape = false;
+    s->in_word = false;
+    s->skipping = false;
+}
+
 static void splitter_char(QmpSplitter *s, char c)
 {
     if (s->skipping && c == '\n') {
@@ -524,12 +535,7 @@ static void splitter_char(QmpSplitter *s, char c)
          * 100,000 brackets is heard again on its next line instead of
          * never (QEMU resets at the error and then waits for the rest).
          */
-        g_string_truncate(s->buf, 0);
-        s->depth = 0;
-        s->quote = 0;
-        s->escape = false;
-        s->in_word = false;
-        s->skipping = false;
+        splitter_clear(s);
         return;
     }
     if (s->quote) {
@@ -606,12 +612,7 @@ void qmp_splitter_flush(QmpSplitter *s)
 
 void qmp_splitter_reset(QmpSplitter *s)
 {
-    g_string_truncate(s->buf, 0);
-    s->depth = 0;
-    s->quote = 0;
-    s->escape = false;
-    s->in_word = false;
-    s->skipping = false;
+    splitter_clear(s);
     s->stop = true;
 }
 

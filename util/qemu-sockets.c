@@ -12,17 +12,47 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+/* @un := @path, or false with @errp set if it does not fit. */
+static bool unix_sockaddr(struct sockaddr_un *un, const char *path, Error **errp)
+{
+    if (strlen(path) >= sizeof(un->sun_path)) {
+        error_setg(errp, "UNIX socket path '%s' is too long", path);
+        return false;
+    }
+    memset(un, 0, sizeof(*un));
+    un->sun_family = AF_UNIX;
+    strcpy(un->sun_path, path);
+    return true;
+}
+
+int unix_connect_path(const char *path, Error **errp)
+{
+    struct sockaddr_un un;
+    int fd;
+
+    if (!unix_sockaddr(&un, path, errp)) {
+        return -1;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        error_setg_errno(errp, errno, "Failed to connect to '%s'", path);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
 int unix_listen_private(const char *path, Error **errp)
 {
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    struct sockaddr_un un;
     struct stat st;
     int fd;
 
-    if (strlen(path) >= sizeof(un.sun_path)) {
-        error_setg(errp, "UNIX socket path '%s' is too long", path);
+    if (!unix_sockaddr(&un, path, errp)) {
         return -1;
     }
-    strcpy(un.sun_path, path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         error_setg_errno(errp, errno, "Failed to create Unix socket");

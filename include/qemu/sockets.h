@@ -13,5 +13,7 @@
  * with @errp set.
  */
 int unix_listen_private(const char *path, Error **errp);
+/* A connected Unix stream socket to @path: the fd, or -1 with @errp set. */
+int unix_connect_path(const char *path, Error **errp);
 
 #endif
