@@ -255,6 +255,7 @@ static bool serial_post_load(void *opaque, int version_id, Error **errp)
 
 static const VMStateDescription vmstate_serial = {
     .name = "serial",
+    .size = sizeof(SerialState),
     .version_id = 1,
     .minimum_version_id = 1,
     .post_load = serial_post_load,

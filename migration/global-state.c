@@ -101,6 +101,7 @@ static const VMStateField global_state_fields[] = {
 
 static const VMStateDescription vmstate_globalstate = {
     .name = "globalstate",
+    .size = sizeof(GlobalState),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = global_state_pre_save,

@@ -85,7 +85,11 @@ void register_savevm_live(const char *idstr, uint32_t instance_id, int version_i
 void vmstate_register(const char *idstr, uint32_t instance_id,
                       const VMStateDescription *vmsd, void *opaque)
 {
-    SaveStateEntry *se = savevm_add(idstr, instance_id, vmsd->version_id);
+    SaveStateEntry *se;
+
+    /* The loader puts a refused section back from a copy of this many bytes. */
+    assert(vmsd->size);
+    se = savevm_add(idstr, instance_id, vmsd->version_id);
 
     se->vmsd = vmsd;
     se->opaque = opaque;
@@ -359,6 +363,33 @@ static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, uint32_t sectio
     return true;
 }
 
+/*
+ * One device section. Fields land in the live struct, and post_load
+ * validates them before it hands anything to KVM; if the section fails
+ * anywhere, the struct gets its old bytes back before the BQL is released.
+ * Nobody else reads device state without the BQL, so no one ever sees a
+ * struct with unvalidated fields (vCPUs are not running while we load).
+ * The load works in place, not on a separate copy, because post_load hooks
+ * find their device from the struct's address (container_of).
+ */
+static bool loadvm_device_section(QEMUFile *f, SaveStateEntry *se, uint32_t version_id,
+                                  Error **errp)
+{
+    void *before;
+    bool ok;
+
+    /* Device state touches KVM and devices: take the BQL like the main loop. */
+    bql_lock();
+    before = g_memdup2(se->opaque, se->vmsd->size);
+    ok = vmstate_load_state(f, se->vmsd, se->opaque, version_id, errp);
+    if (!ok) {
+        memcpy(se->opaque, before, se->vmsd->size);
+    }
+    bql_unlock();
+    g_free(before);
+    return ok;
+}
+
 static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids, Error **errp)
 {
     uint32_t section_id = qemu_get_be32(f);
@@ -403,14 +434,9 @@ static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids
     }
     g_hash_table_insert(ids, GUINT_TO_POINTER(section_id), se);
     if (se->vmsd) {
-        bool ok;
         int64_t t0 = get_clock_ns();
 
-        /* Device state touches KVM and devices: take the BQL like the main loop. */
-        bql_lock();
-        ok = vmstate_load_state(f, se->vmsd, se->opaque, version_id, errp);
-        bql_unlock();
-        if (!ok) {
+        if (!loadvm_device_section(f, se, version_id, errp)) {
             error_prepend(errp, "error while loading state for instance 0x%x of device '%s': ",
                           instance_id, se->idstr);
             return false;
@@ -443,15 +469,19 @@ static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
     return loadvm_check_footer(f, se, section_id, errp);
 }
 
-/* After EOF: an optional vmdesc, which we read and discard. */
+/*
+ * After EOF: the vmdesc, which we read and discard. QEMU treats it as
+ * optional; our sources always write it, so it is also what tells a
+ * complete stream from one cut right after the EOF byte.
+ */
 static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
 {
     uint32_t len;
 
-    if (qemu_peek_byte(f, 0) != QEMU_VM_VMDESCRIPTION) {
-        return true;
+    if (qemu_get_byte(f) != QEMU_VM_VMDESCRIPTION || qemu_file_get_error(f)) {
+        error_setg(errp, "the stream ends at EOF without its vmdesc (truncated?)");
+        return false;
     }
-    qemu_get_byte(f);
     len = qemu_get_be32(f);
     if (len > VMDESC_MAX_LEN) {
         error_setg(errp, "vmdesc of %u bytes is too big", len);

@@ -711,6 +711,7 @@ static const VMStateDescription vmstate_cpu_tsc_khz = {
 
 static const VMStateDescription vmstate_x86_cpu = {
     .name = "cpu",
+    .size = sizeof(X86CPUState),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvm_cpu_pre_save,

@@ -75,6 +75,7 @@ static bool kvm_pic_post_load(void *opaque, int version_id, Error **errp)
 
 static const VMStateDescription vmstate_kvm_i8259 = {
     .name = "kvm-i8259",
+    .size = sizeof(struct kvm_pic_state),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvm_pic_pre_save,
@@ -126,6 +127,7 @@ static bool kvm_ioapic_post_load(void *opaque, int version_id, Error **errp)
 
 static const VMStateDescription vmstate_kvm_ioapic = {
     .name = "kvm-ioapic",
+    .size = sizeof(struct kvm_ioapic_state),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvm_ioapic_pre_save,
@@ -210,6 +212,7 @@ static const VMStateDescription vmstate_kvm_pit_channel = {
 
 static const VMStateDescription vmstate_kvm_pit = {
     .name = "kvm-pit",
+    .size = sizeof(struct kvm_pit_state2),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvm_pit_pre_save,
@@ -287,6 +290,7 @@ static const VMStateDescription vmstate_kvmclock_realtime = {
 
 static const VMStateDescription vmstate_kvmclock = {
     .name = "kvmclock",
+    .size = sizeof(struct kvm_clock_data),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvmclock_pre_save,

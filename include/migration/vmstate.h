@@ -47,6 +47,12 @@ struct VMStateDescription {
     const char *name;
     int version_id;
     int minimum_version_id;
+    /*
+     * Top-level sections (vmstate_register) only: the bytes at opaque that
+     * the fields and post_load may change. A load that fails puts them back
+     * (savevm.c), so a refused section leaves the device as it was.
+     */
+    size_t size;
     /* Before save: gather state (e.g. from KVM). */
     bool (*pre_save)(void *opaque, Error **errp);
     /* Before load: prepare (e.g. size a buffer). */
@@ -107,7 +113,9 @@ struct VMStateDescription {
 /*
  * Bytes at the pointer member _f; length in uint32 member _len (loaded by an
  * earlier field), at most _max. The loader writes through the pointer, so
- * it must point at _max bytes (allocate them at init or in pre_load).
+ * it must point at _max bytes (allocate them at init or in pre_load). A
+ * failed load puts back only the struct, not what the pointer points at:
+ * use it for staging buffers whose contents mean nothing between loads.
  */
 #define VMSTATE_VBUFFER_UINT32(_f, _s, _len, _max) {                            \
     .name = #_f, .type = VMS_VBUFFER, .offset = offsetof(_s, _f), .size = 1,   \
