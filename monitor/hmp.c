@@ -108,7 +108,7 @@ static char *hmp_get_word(const char **pp)
     return g_string_free(s, FALSE);
 }
 
-static void hmp_args_free(HMPArgs *a)
+void hmp_args_free(HMPArgs *a)
 {
     for (int i = 0; i < a->n; i++) {
         g_free(a->args[i].str);
@@ -263,14 +263,14 @@ void hmp_info(Monitor *mon, const HMPArgs *args)
     hmp_print_table(mon, hmp_info_cmds, "info ");
 }
 
-void hmp_handle_command(Monitor *mon, const char *cmdline)
+const HMPCommand *hmp_parse_command(Monitor *mon, const char *cmdline, HMPArgs *args)
 {
     const HMPCommand *table = hmp_cmds;
     const char *p = skip_spaces(cmdline);
     const HMPCommand *cmd = NULL;
-    HMPArgs args = { 0 };
-    Monitor *old;
 
+    /* An optional argument that is absent keeps its zeroes (str NULL, not present). */
+    *args = (HMPArgs) { 0 };
     while (*p) {
         g_autofree char *name = hmp_get_word(&p);
 
@@ -281,7 +281,7 @@ void hmp_handle_command(Monitor *mon, const char *cmdline)
         if (!cmd) {
             monitor_printf(mon, "unknown command: '%s%s'\n", table == hmp_info_cmds ? "info " : "",
                            name);
-            return;
+            return NULL;
         }
         if (!cmd->sub || !*skip_spaces(p)) {
             break;
@@ -289,16 +289,32 @@ void hmp_handle_command(Monitor *mon, const char *cmdline)
         table = cmd->sub;
     }
     if (!cmd) {
-        return;                 /* empty line */
+        return NULL;            /* empty line */
     }
-    if (!hmp_parse_args(mon, cmd, p, &args)) {
-        hmp_args_free(&args);
-        return;
+    if (!hmp_parse_args(mon, cmd, p, args)) {
+        hmp_args_free(args);
+        return NULL;
     }
-    old = monitor_set_cur(mon);
-    cmd->handler(mon, &args);
+    return cmd;
+}
+
+void hmp_run_command(Monitor *mon, const HMPCommand *cmd, HMPArgs *args)
+{
+    Monitor *old = monitor_set_cur(mon);
+
+    cmd->handler(mon, args);
     monitor_set_cur(old);
-    hmp_args_free(&args);
+    hmp_args_free(args);
+}
+
+void hmp_handle_command(Monitor *mon, const char *cmdline)
+{
+    HMPArgs args;
+    const HMPCommand *cmd = hmp_parse_command(mon, cmdline, &args);
+
+    if (cmd) {
+        hmp_run_command(mon, cmd, &args);
+    }
 }
 
 static void hmp_prompt(Monitor *mon)

@@ -3,6 +3,7 @@
 #ifndef MONITOR_INTERNAL_H
 #define MONITOR_INTERNAL_H
 
+#include "monitor/hmp.h"
 #include "monitor/monitor.h"
 #include "monitor/qmp-dispatch.h"
 
@@ -29,10 +30,21 @@ struct Monitor {
     GString *pending;           /* input received while suspended */
 };
 
+typedef struct HMPCommand HMPCommand;
+
 void monitor_qmp_init(Monitor *mon);
 void monitor_hmp_init(Monitor *mon);
 /* Runs one HMP command line on @mon (also used by human-monitor-command). */
 void hmp_handle_command(Monitor *mon, const char *cmdline);
+/*
+ * The two halves of hmp_handle_command(): look up @cmdline's command and
+ * parse its arguments into @args (NULL after printing why on @mon, or for
+ * an empty line), then run it (which frees @args).
+ */
+const HMPCommand *hmp_parse_command(Monitor *mon, const char *cmdline, HMPArgs *args);
+void hmp_run_command(Monitor *mon, const HMPCommand *cmd, HMPArgs *args);
+/* Frees what hmp_parse_command() put in @args (for a parsed line that is not run). */
+void hmp_args_free(HMPArgs *args);
 /* Sets the current monitor for the duration of a command; returns the old one. */
 Monitor *monitor_set_cur(Monitor *mon);
 /* Writes raw bytes to the monitor's chardev (or capture buffer). */

@@ -391,11 +391,7 @@ static const char *parse_error_text(const char *msg)
     return msg;
 }
 
-/*
- * The request in @text, or NULL: with *errp set if the text is malformed,
- * without if it is empty.
- */
-static JsonNode *parse_request(const char *text, size_t len, Error **errp)
+JsonNode *qmp_parse_request(const char *text, size_t len, Error **errp)
 {
     g_autoptr(JsonParser) parser = NULL;
     GString *fixed;
@@ -446,7 +442,7 @@ JsonNode *qmp_dispatch_line(const char *text, size_t len, bool negotiated,
     if (negotiation_done) {
         *negotiation_done = false;
     }
-    req = parse_request(text, len, &err);
+    req = qmp_parse_request(text, len, &err);
     if (!req) {
         return err ? error_response_take(err, NULL) : NULL;
     }

@@ -75,6 +75,13 @@ JsonNode *qmp_dispatch(JsonNode *request, bool negotiated,
 JsonNode *qmp_dispatch_line(const char *text, size_t len, bool negotiated,
                             bool *negotiation_done);
 
+/*
+ * The first half of qmp_dispatch_line(): the request in @text[0..len), or
+ * NULL, with *errp set if the text is malformed, without if it is only
+ * white space. The same bounds apply.
+ */
+JsonNode *qmp_parse_request(const char *text, size_t len, Error **errp);
+
 /* {"error": {"class": ..., "desc": ...}} for @err (which is not freed). */
 JsonNode *qmp_error_response(const Error *err);
 
