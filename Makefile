@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Forwards to meson/ninja in build/; configures with defaults on first use.
 BUILD := build
-.PHONY: all check check-unit check-functional demo bench clean distclean
+.PHONY: all check check-unit check-functional check-fuzz fuzz demo bench clean distclean
+FUZZ_SECONDS ?= 60
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -17,6 +18,13 @@ check-unit: all
 
 check-functional: all
 	meson test -C $(BUILD) --suite functional --print-errorlogs --num-processes 1
+
+check-fuzz: all
+	meson test -C $(BUILD) --suite fuzz --print-errorlogs --num-processes 1
+
+# Every fuzz target for FUZZ_SECONDS each (libFuzzer with ./configure --enable-fuzzing).
+fuzz: all
+	./scripts/fuzz-run --build $(BUILD) --seconds $(FUZZ_SECONDS) --all
 
 demo: all
 	./scripts/demo

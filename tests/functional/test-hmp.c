@@ -226,7 +226,6 @@ static void test_help(void)
 static void test_errors(void)
 {
     g_autofree char *longline = NULL;
-    g_autofree char *out = NULL;
     QConn *c;
     VM *vm;
 

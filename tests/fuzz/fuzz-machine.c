@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The one machine a fuzz target process creates (see fuzz.h). */
+#include "qemu/osdep.h"
+#include "system/system.h"
+#include "fuzz.h"
+
+/* Keep in step with scripts/fuzz-corpus, whose streams must load here. */
+#define FUZZ_MACHINE_MEM "16M"
+
+void fuzz_machine_start(const char *argv0)
+{
+    const char *firmware = getenv("VMTEST_FIRMWARE") ? getenv("VMTEST_FIRMWARE") : FUZZ_FIRMWARE;
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    const char *argv[] = {
+        argv0, "-M", "microvm", "-accel", "kvm", "-cpu", "host",
+        "-m", FUZZ_MACHINE_MEM, "-smp", "1", "-nodefaults", "-no-user-config",
+        "-display", "none", "-S", "-kernel", firmware, "-incoming", "defer", NULL,
+    };
+
+    if (fd < 0) {
+        fprintf(stderr, "%s: SKIP: cannot open /dev/kvm (%s); the fuzz targets need KVM\n",
+                argv0, g_strerror(errno));
+        exit(77);
+    }
+    close(fd);
+    /* qemu_init() only reads its arguments. */
+    qemu_init(G_N_ELEMENTS(argv) - 1, (char **)argv);
+}
+
+void fuzz_assert_printable(const char *what, const char *msg)
+{
+    for (const char *p = msg; *p; p++) {
+        if (*p < 0x20 || *p > 0x7e) {
+            fprintf(stderr, "%s: byte 0x%02x at offset %td of the message: %s\n", what,
+                    (uint8_t)*p, p - msg, msg);
+            abort();
+        }
+    }
+}
