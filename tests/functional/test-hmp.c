@@ -198,6 +198,7 @@ static void test_help(void)
     };
     g_autofree char *out = NULL;
     g_autofree char *with_nl = NULL;
+    g_autofree char *via_qmp = NULL;
     QConn *c;
     VM *vm;
 
@@ -219,6 +220,9 @@ static void test_help(void)
     assert_hmp_has(c, "help info", "info kvm  -- show KVM information\n");
     assert_hmp(c, "help nosuch", "unknown command: 'nosuch'\n");
     qc_close(c);
+    /* Through human-monitor-command: once crashed on the absent optional argument. */
+    via_qmp = vm_hmp(vm, "help");
+    g_assert_nonnull(strstr(via_qmp, "\nmigrate_set_parameter "));
     vm_kill(vm);
 }
 
