@@ -222,3 +222,51 @@ void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before
     }
     g_assert_cmpuint(vm_count_lines(dst, "FAIL"), ==, 0);
 }
+
+/* The source guest is still running and verifying: two more clean passes. */
+void migtest_assert_source_alive(VM *src)
+{
+    g_autofree char *st = vm_status(src);
+    int before = migtest_last_pass(src);
+    const char *l;
+
+    g_assert_cmpstr(st, ==, "running");
+    do {
+        l = vm_wait_line(src, "PASS", 60);
+    } while (line_get_int(l, "n") <= before);
+    vm_wait_line(src, "PASS", 60);
+    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+}
+
+void migtest_migrate_expect(VM *src, const char *uri, const char *status, const char *desc_part)
+{
+    JsonNode *info;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 300}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed|cancelled", 120);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, status);
+    if (desc_part) {
+        g_assert_nonnull(strstr(json_get_str(info, "error-desc"), desc_part));
+    }
+    json_node_unref(info);
+}
+
+/* After a failure the same source can migrate successfully. */
+void migtest_migrate_again_ok(VM *src, const char *mem, const char *append)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    VM *dst = migtest_start_dest(mem, append, false, uri);
+    JsonNode *info;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, append, 0);
+    vm_kill(dst);
+}

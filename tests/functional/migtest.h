@@ -37,6 +37,12 @@ void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
 void migtest_assert_ram_identical_split(VM *src, VM *dst, const char *mem, uint64_t below_4g);
 /* The destination guest keeps working: more PASS/STAT lines, no FAIL. */
 void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before);
+/* The source still runs and verifies: status running, two more PASS lines, no FAIL. */
+void migtest_assert_source_alive(VM *src);
+/* Migrate (fast, downtime 300 ms) to @uri and expect @status with @desc_part in error-desc. */
+void migtest_migrate_expect(VM *src, const char *uri, const char *status, const char *desc_part);
+/* After a failure: a migration of @src to a fresh destination completes and the guest goes on. */
+void migtest_migrate_again_ok(VM *src, const char *mem, const char *append);
 /* Size string ("256M", "3328M") to bytes. */
 uint64_t migtest_mem_bytes(const char *mem);
 

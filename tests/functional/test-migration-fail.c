@@ -19,54 +19,6 @@
 #define MEM "256M"
 #define APPEND "mode=verify mem=128"
 
-/* The source guest is still running and verifying: two more clean passes. */
-static void assert_source_alive(VM *src)
-{
-    g_autofree char *st = vm_status(src);
-    int before = migtest_last_pass(src);
-    const char *l;
-
-    g_assert_cmpstr(st, ==, "running");
-    do {
-        l = vm_wait_line(src, "PASS", 60);
-    } while (line_get_int(l, "n") <= before);
-    vm_wait_line(src, "PASS", 60);
-    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
-}
-
-static void migrate_expect(VM *src, const char *uri, const char *status, const char *desc_part)
-{
-    JsonNode *info;
-
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'max-bandwidth': 4294967296, 'downtime-limit': 300}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    info = vm_wait_migration(src, "completed|failed|cancelled", 120);
-    g_assert_cmpstr(json_get_str(info, "status"), ==, status);
-    if (desc_part) {
-        g_assert_nonnull(strstr(json_get_str(info, "error-desc"), desc_part));
-    }
-    json_node_unref(info);
-}
-
-/* After a failure the same source can migrate successfully. */
-static void migrate_again_ok(VM *src)
-{
-    g_autofree char *uri = migtest_uri("unix");
-    VM *dst = migtest_start_dest(MEM, APPEND, false, uri);
-    JsonNode *info;
-
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    info = vm_wait_migration(src, "completed|failed", 300);
-    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
-    json_node_unref(info);
-    migtest_wait_incoming_done(dst);
-    migtest_assert_guest_continues(dst, APPEND, 0);
-    vm_kill(dst);
-}
-
 static void test_unreachable(void)
 {
     g_autofree char *path = g_strdup_printf("%s/nobody-listens.sock", vmtest_tmpdir());
@@ -77,10 +29,10 @@ static void test_unreachable(void)
         return;
     }
     src = migtest_start_source(MEM, APPEND);
-    migrate_expect(src, uri, "failed", "Failed to connect");
-    migrate_expect(src, "tcp:127.0.0.1:1", "failed", "Failed to connect");
-    assert_source_alive(src);
-    migrate_again_ok(src);
+    migtest_migrate_expect(src, uri, "failed", "Failed to connect");
+    migtest_migrate_expect(src, "tcp:127.0.0.1:1", "failed", "Failed to connect");
+    migtest_assert_source_alive(src);
+    migtest_migrate_again_ok(src, MEM, APPEND);
     vm_kill(src);
 }
 
@@ -98,7 +50,7 @@ static void test_bad_uri(void)
     desc = vm_qmp_error_desc(r, NULL);
     g_assert_nonnull(strstr(desc, "unknown migration protocol"));
     json_node_unref(r);
-    assert_source_alive(src);
+    migtest_assert_source_alive(src);
     vm_kill(src);
 }
 
@@ -135,8 +87,8 @@ static void test_dest_dies(void)
     g_assert_nonnull(strstr(json_get_str(info, "error-desc"), "the destination closed the connection"));
     json_node_unref(info);
     vm_kill(dst);
-    assert_source_alive(src);
-    migrate_again_ok(src);
+    migtest_assert_source_alive(src);
+    migtest_migrate_again_ok(src, MEM, APPEND);
     vm_kill(src);
 }
 
@@ -156,12 +108,12 @@ static void test_dest_refuses(void)
     src = migtest_start_source(MEM, APPEND);
     uri = migtest_uri("unix");
     dst = migtest_start_dest("512M", APPEND, false, uri);
-    migrate_expect(src, uri, "failed", "the destination closed the connection");
+    migtest_migrate_expect(src, uri, "failed", "the destination closed the connection");
     g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
     g_assert_nonnull(strstr(dst->stderr_text->str, "Length mismatch"));
     vm_kill(dst);
-    assert_source_alive(src);
-    migrate_again_ok(src);
+    migtest_assert_source_alive(src);
+    migtest_migrate_again_ok(src, MEM, APPEND);
     vm_kill(src);
 }
 
@@ -238,8 +190,8 @@ static void test_cancel(void)
     g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
     g_assert_nonnull(strstr(dst->stderr_text->str, "load of migration failed"));
     vm_kill(dst);
-    assert_source_alive(src);
-    migrate_again_ok(src);
+    migtest_assert_source_alive(src);
+    migtest_migrate_again_ok(src, MEM, APPEND);
     vm_kill(src);
 }
 
@@ -252,8 +204,8 @@ static void test_disk_full(void)
     }
     src = migtest_start_source(MEM, APPEND);
     /* /dev/full: every write fails with ENOSPC, like a full disk. */
-    migrate_expect(src, "file:/dev/full", "failed", "No space left on device");
-    assert_source_alive(src);
+    migtest_migrate_expect(src, "file:/dev/full", "failed", "No space left on device");
+    migtest_assert_source_alive(src);
     vm_kill(src);
 }
 
@@ -265,9 +217,9 @@ static void test_exec_exits_early(void)
         return;
     }
     src = migtest_start_source(MEM, APPEND);
-    migrate_expect(src, "exec:head -c 100000 > /dev/null", "failed", "Broken pipe");
-    assert_source_alive(src);
-    migrate_again_ok(src);
+    migtest_migrate_expect(src, "exec:head -c 100000 > /dev/null", "failed", "Broken pipe");
+    migtest_assert_source_alive(src);
+    migtest_migrate_again_ok(src, MEM, APPEND);
     vm_kill(src);
 }
 
