@@ -454,6 +454,7 @@ JsonNode *vm_try_qmp(VM *vm, const char *fmt, ...)
 static JsonNode *vm_qmp_vrequest_full(VM *vm, bool tolerate_close, const char *fmt, va_list ap)
 {
     g_autofree char *req = g_strdup_vprintf(fmt, ap);
+    g_autofree char *line = NULL;
     gint64 end = deadline_after(120);
     JsonNode *reply = NULL;
 
@@ -471,7 +472,13 @@ static JsonNode *vm_qmp_vrequest_full(VM *vm, bool tolerate_close, const char *f
         }
         vm_fail(vm, "no QMP connection");
     }
-    if (!vm_qmp_send(vm, req, tolerate_close) || !vm_qmp_send(vm, "\n", tolerate_close)) {
+    /*
+     * One send with the newline: the monitor runs a request at its closing
+     * brace, and a command that ends the process (quit, migrate_cancel on a
+     * destination) must not make a second send of the newline fail.
+     */
+    line = g_strconcat(req, "\n", NULL);
+    if (!vm_qmp_send(vm, line, tolerate_close)) {
         return NULL;
     }
     for (;;) {
