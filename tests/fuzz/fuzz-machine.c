@@ -25,6 +25,14 @@ void fuzz_machine_start(const char *argv0)
     close(fd);
     /* qemu_init() only reads its arguments. */
     qemu_init(G_N_ELEMENTS(argv) - 1, (char **)argv);
+    /*
+     * qemu_init() routes SIGINT, SIGTERM and SIGHUP to the main loop, which
+     * never runs here: give them back, so that Ctrl-C stops a fuzz run
+     * (libFuzzer installs its own handlers only where none exists).
+     */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
 }
 
 void fuzz_assert_printable(const char *what, const char *msg)
