@@ -94,6 +94,17 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
             monitor_printf(mon, "downtime ram: %" PRIu64 " kbytes\n", r->downtime_bytes >> 10);
         }
     }
+    if (info->xbzrle_cache) {
+        XBZRLECacheStats *x = info->xbzrle_cache;
+
+        monitor_printf(mon, "cache size: %" PRIu64 " bytes\n", x->cache_size);
+        monitor_printf(mon, "xbzrle transferred: %" PRId64 " kbytes\n", x->bytes >> 10);
+        monitor_printf(mon, "xbzrle pages: %" PRId64 " pages\n", x->pages);
+        monitor_printf(mon, "xbzrle cache miss: %" PRId64 " pages\n", x->cache_miss);
+        monitor_printf(mon, "xbzrle cache miss rate: %0.2f\n", x->cache_miss_rate);
+        monitor_printf(mon, "xbzrle encoding rate: %0.2f\n", x->encoding_rate);
+        monitor_printf(mon, "xbzrle overflow: %" PRId64 "\n", x->overflow);
+    }
     if (info->x_dirty_log) {
         XDirtyLogInfo *x = info->x_dirty_log;
 

@@ -107,6 +107,16 @@ int migrate_clear_bitmap_shift(void)
     return params->x_clear_bitmap_shift;
 }
 
+bool migrate_xbzrle(void)
+{
+    return caps[MIGRATION_CAPABILITY_XBZRLE];
+}
+
+uint64_t migrate_xbzrle_cache_size(void)
+{
+    return params->xbzrle_cache_size;
+}
+
 uint64_t migrate_background_snapshot_buffer_size(void)
 {
     return params->x_background_snapshot_buffer_size;
@@ -123,6 +133,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     switch (cap) {
     case MIGRATION_CAPABILITY_EVENTS:
     case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
+    case MIGRATION_CAPABILITY_XBZRLE:
         return true;
     default:
         return false;

@@ -26,6 +26,8 @@ void migration_options_init(void);
 bool migrate_cap(MigrationCapability cap);
 bool migrate_events(void);
 bool migrate_background_snapshot(void);
+bool migrate_xbzrle(void);
+uint64_t migrate_xbzrle_cache_size(void);
 uint64_t migrate_max_bandwidth(void);
 uint64_t migrate_downtime_limit(void);
 bool migrate_max_bandwidth_user_set(void);

@@ -11,6 +11,8 @@
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "ram-codec.h"
+#include "ram-xbzrle.h"
+#include "xbzrle.h"
 
 /* ---- writer ---- */
 
@@ -32,19 +34,53 @@ static void ram_put_page_header(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uin
     }
 }
 
+void ram_writer_first_round_done(RAMPageWriter *w)
+{
+    w->xbzrle_on = w->xbzrle != NULL;
+}
+
+static void count(uint64_t *c)
+{
+    __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page)
+{
+    ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_ZERO);
+    qemu_put_byte(f, 0);
+    count(&w->zero_pages);
+}
+
+void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                       const uint8_t *data)
+{
+    ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_PAGE);
+    qemu_put_buffer(f, data, TARGET_PAGE_SIZE);
+    count(&w->normal_pages);
+}
+
+void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                    const uint8_t *enc, size_t len)
+{
+    assert(len > 0 && len <= TARGET_PAGE_SIZE);
+    ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_XBZRLE);
+    qemu_put_byte(f, RAM_XBZRLE_ENCODING);
+    qemu_put_be16(f, len);
+    qemu_put_buffer(f, enc, len);
+    count(&w->xbzrle_pages);
+}
+
 void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                   const uint8_t *data)
 {
-    uint64_t offset = page << TARGET_PAGE_BITS;
-
-    if (!data) {
-        ram_put_page_header(w, f, rb, offset, RAM_SAVE_FLAG_ZERO);
-        qemu_put_byte(f, 0);
-        __atomic_store_n(&w->zero_pages, w->zero_pages + 1, __ATOMIC_RELAXED);
+    if (w->xbzrle_on) {
+        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
+    } else if (!data) {
+        ram_put_zero_page(w, f, rb, page);
     } else {
-        ram_put_page_header(w, f, rb, offset, RAM_SAVE_FLAG_PAGE);
+        ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_PAGE);
         qemu_put_buffer_async(f, data, TARGET_PAGE_SIZE);
-        __atomic_store_n(&w->normal_pages, w->normal_pages + 1, __ATOMIC_RELAXED);
+        count(&w->normal_pages);
     }
 }
 
@@ -138,7 +174,40 @@ static RAMBlock *ram_load_block(RAMPageReader *r, QEMUFile *f, uint64_t flags, E
     return rb;
 }
 
-/* A ZERO or PAGE record whose header was read. */
+/* The body of an XBZRLE record for @host (the page as this side holds it). */
+static bool ram_load_xbzrle(QEMUFile *f, uint8_t *host, uint64_t addr, Error **errp)
+{
+    uint8_t enc[TARGET_PAGE_SIZE];
+    uint8_t encoding = qemu_get_byte(f);
+    uint16_t len = qemu_get_be16(f);
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "ram: reading an XBZRLE header failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (encoding != RAM_XBZRLE_ENCODING) {
+        error_setg(errp, "Failed to load XBZRLE page - wrong compression! (0x%02x at 0x%" PRIx64
+                   ")", encoding, addr);
+        return false;
+    }
+    if (len == 0 || len > TARGET_PAGE_SIZE) {
+        error_setg(errp, "Failed to load XBZRLE page - len overflow! (%u bytes at 0x%" PRIx64 ")",
+                   len, addr);
+        return false;
+    }
+    qemu_get_buffer(f, enc, len);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "ram: reading an XBZRLE delta failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (xbzrle_decode(enc, len, host, TARGET_PAGE_SIZE) < 0) {
+        error_setg(errp, "Failed to load XBZRLE page - decode error! (at 0x%" PRIx64 ")", addr);
+        return false;
+    }
+    return true;
+}
+
+/* A ZERO, PAGE or XBZRLE record whose header was read. */
 static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t flags,
                           Error **errp)
 {
@@ -163,6 +232,11 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
     host = rb->host + addr;
     if (flags & RAM_SAVE_FLAG_PAGE) {
         qemu_get_buffer(f, host, TARGET_PAGE_SIZE);
+        set_bit(page, rb->vmm_written_bmap);
+    } else if (flags & RAM_SAVE_FLAG_XBZRLE) {
+        if (!ram_load_xbzrle(f, host, addr, errp)) {
+            return false;
+        }
         set_bit(page, rb->vmm_written_bmap);
     } else {
         uint8_t fill = qemu_get_byte(f);
@@ -207,6 +281,7 @@ int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
         switch (flags & ~RAM_SAVE_FLAG_CONTINUE) {
         case RAM_SAVE_FLAG_ZERO:
         case RAM_SAVE_FLAG_PAGE:
+        case RAM_SAVE_FLAG_XBZRLE:
             if (!ram_load_page(r, f, addr, flags, errp)) {
                 return -EINVAL;
             }

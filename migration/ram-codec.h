@@ -5,8 +5,9 @@
  *
  *   be64 (offset | flags) [counted-string block id unless CONTINUE] body
  *   ZERO: 1 fill byte    PAGE: 4096 bytes    MEM_SIZE: block list    EOS
+ *   XBZRLE: u8 0x01, be16 length, the delta (xbzrle.h)
  *
- * Later encodings (XBZRLE, multifd packets) are more record kinds here.
+ * Later encodings (multifd packets) are more record kinds here.
  */
 #ifndef MIGRATION_RAM_CODEC_H
 #define MIGRATION_RAM_CODEC_H
@@ -26,22 +27,43 @@
 #define RAM_SAVE_FLAG_COMPRESS_PAGE 0x100
 #define RAM_SAVE_FLAG_MULTIFD_FLUSH 0x200
 
+#define RAM_XBZRLE_ENCODING     0x01    /* the one encoding byte of an XBZRLE record */
+
+typedef struct XbzrleSender XbzrleSender;
+
 /* The sending side's codec state. Owned by mig/src; query-migrate reads the counters. */
 typedef struct RAMPageWriter {
     RAMBlock *last_block;       /* block of the previous record: CONTINUE */
     uint64_t zero_pages;        /* ZERO records put */
     uint64_t normal_pages;      /* PAGE records put */
+    uint64_t xbzrle_pages;      /* XBZRLE records put */
+    /* The xbzrle capability's sender (ram.c sets it at setup), and whether it is in use yet. */
+    XbzrleSender *xbzrle;
+    bool xbzrle_on;
 } RAMPageWriter;
 
-/* Forget the previous block and the counters: a new stream starts. */
+/* Forget the previous block, the counters and any XBZRLE sender: a new stream starts. */
 void ram_writer_reset(RAMPageWriter *w);
 /*
+ * The page source has sent every page once: from now on pages go through
+ * XBZRLE, if the writer has a sender (QEMU also waits for the first round).
+ */
+void ram_writer_first_round_done(RAMPageWriter *w);
+/*
  * ram_put_page: a record for page @page of @rb with the content at @data,
- * or a ZERO record if @data is NULL. @data is referenced, not copied: it
- * must stay valid and unchanged until the next qemu_fflush().
+ * or a ZERO record if @data is NULL. Without XBZRLE @data is referenced,
+ * not copied: it must stay valid and unchanged until the next qemu_fflush().
  */
 void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                   const uint8_t *data);
+/* The record kinds underneath, for the XBZRLE sender: a ZERO record ... */
+void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page);
+/* ... a PAGE record whose content is copied into the stream at once ... */
+void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                       const uint8_t *data);
+/* ... and an XBZRLE record carrying the delta @enc[0..len), copied. */
+void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                    const uint8_t *enc, size_t len);
 /* MEM_SIZE: the total and every RAMBlock's name and length, then EOS. */
 void ram_put_block_list(QEMUFile *f);
 void ram_put_eos(QEMUFile *f);

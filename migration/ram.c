@@ -11,8 +11,10 @@
 #include "migration/qemu-file.h"
 #include "migration/register.h"
 #include "ram.h"
+#include "options.h"
 #include "ram-codec.h"
 #include "ram-source.h"
+#include "ram-xbzrle.h"
 #include "trace.h"
 
 /* An iterate call gives the migration thread back control this often. */
@@ -23,7 +25,12 @@ typedef struct RAMState {
     const RAMPageSource *src;
     /* mig/src between save_setup and save_cleanup. */
     QEMUFile *f;
-    RAMPageWriter writer;       /* mig/src; query-migrate reads its counters */
+    /*
+     * mig/src; query-migrate reads its counters. The XBZRLE sender is made
+     * at setup and freed at the next setup (both with the BQL, as
+     * query-migrate), so its counters outlive the migration.
+     */
+    RAMPageWriter writer;
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
 } RAMState;
 
@@ -54,6 +61,9 @@ void ram_fill_info(MigrationInfo *info)
     ram->normal = normal;
     ram->normal_bytes = normal * TARGET_PAGE_SIZE;
     ram->page_size = TARGET_PAGE_SIZE;
+    if (rs->writer.xbzrle) {
+        info->xbzrle_cache = xbzrle_sender_stats(rs->writer.xbzrle);
+    }
     rs->src->fill_info(info);
     if (info->x_dirty_log) {
         /* Measured here, around the source's sends, not per page. */
@@ -71,7 +81,12 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     RAMState *rs = opaque;
 
+    /* The last migration's sender stayed for its counters. */
+    xbzrle_sender_free(rs->writer.xbzrle);
     ram_writer_reset(&rs->writer);
+    if (migrate_xbzrle()) {
+        rs->writer.xbzrle = xbzrle_sender_new(migrate_xbzrle_cache_size());
+    }
     rs->scan_ns = 0;
     rs->f = f;
     if (!rs->src->setup(f, errp)) {
@@ -142,6 +157,9 @@ static void ram_save_cleanup(void *opaque)
     RAMState *rs = opaque;
 
     rs->src->cleanup();
+    if (rs->writer.xbzrle) {
+        xbzrle_sender_drop_cache(rs->writer.xbzrle);
+    }
     rs->f = NULL;
 }
 

@@ -258,9 +258,9 @@ static void test_capabilities(void)
     src = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
                    vmtest_firmware());
     r = vm_qmp(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                    "{'capabilities': [{'capability': 'xbzrle', 'state': true}]}}");
+                    "{'capabilities': [{'capability': 'multifd', 'state': true}]}}");
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "'xbzrle' is not supported"));
+    g_assert_nonnull(strstr(desc, "'multifd' is not supported"));
     json_node_unref(r);
     r = vm_qmp_ok(src, "{'execute': 'query-migrate-capabilities'}");
     g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 21);

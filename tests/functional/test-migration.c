@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live migration between real instances: every transport, idle and
- * dirtying guests, -incoming defer, byte-identical RAM with -S, and the
- * verify firmware carrying on at the destination with no FAIL.
+ * dirtying guests, -incoming defer, XBZRLE, byte-identical RAM with -S,
+ * and the verify firmware carrying on at the destination with no FAIL.
  *
  * A second dirty pass is guaranteed the way QEMU's tests do it: start with
  * a bandwidth too low to converge, wait for dirty-sync-count >= 2, then
@@ -23,6 +23,7 @@ typedef struct MigrateCase {
     bool dst_paused;            /* -S on the destination, compare RAM */
     bool hmp;                   /* drive the source through HMP "migrate -d" */
     const char *extra;          /* more arguments for both sides, or NULL */
+    bool xbzrle;                /* the xbzrle capability, a 256 MiB cache */
 } MigrateCase;
 
 static const MigrateCase cases[] = {
@@ -35,7 +36,42 @@ static const MigrateCase cases[] = {
     { "unix-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false, NULL },
     { "tcp-highmem-identical", "tcp", "mode=verify mem=768", "1G", true, false,
       "-machine max-ram-below-4g=256M" },
+    { "unix-xbzrle-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false,
+      NULL, true },
+    { "hmp-tcp-xbzrle-verify", "tcp", "mode=verify mem=128", "256M", false, true, NULL, true },
 };
+
+/* The xbzrle capability and a cache as big as the guest, the way the case drives the source. */
+static void enable_xbzrle(VM *src, bool hmp)
+{
+    if (hmp) {
+        g_autofree char *a = vm_hmp(src, "migrate_set_capability xbzrle on");
+        g_autofree char *b = vm_hmp(src, "migrate_set_parameter xbzrle-cache-size 256M");
+        g_assert_cmpstr(a, ==, "");
+        g_assert_cmpstr(b, ==, "");
+    } else {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                                  "{'capabilities': [{'capability': 'xbzrle', 'state': true}]}}"));
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                                  "{'xbzrle-cache-size': 268435456}}"));
+    }
+}
+
+/* query-migrate's xbzrle-cache after the migration; a dirtying guest's small writes went as deltas. */
+static void check_xbzrle(VM *src, const MigrateCase *c, JsonNode *info)
+{
+    g_autofree char *hmp = vm_hmp(src, "info migrate");
+
+    g_assert_true(json_has(info, "xbzrle-cache"));
+    g_assert_cmpint(json_get_int(info, "xbzrle-cache.cache-size"), ==, 256 << 20);
+    g_assert_cmpint(json_get_int(info, "xbzrle-cache.cache-miss"), >, 0);
+    if (strstr(c->append, "mode=dirty")) {
+        g_assert_cmpint(json_get_int(info, "xbzrle-cache.pages"), >, 0);
+        g_assert_cmpint(json_get_int(info, "xbzrle-cache.bytes"), >, 0);
+    }
+    g_assert_nonnull(strstr(hmp, "\nxbzrle pages: "));
+    g_assert_nonnull(strstr(hmp, "\nxbzrle cache miss rate: "));
+}
 
 static void test_migrate(gconstpointer data)
 {
@@ -50,6 +86,9 @@ static void test_migrate(gconstpointer data)
     }
     src = migtest_start_source_extra(c->mem, c->append, c->extra ? c->extra : "");
     pass_before = migtest_last_pass(src);
+    if (c->xbzrle) {
+        enable_xbzrle(src, c->hmp);
+    }
 
     if (!strcmp(c->transport, "file")) {
         file = g_strdup_printf("%s/%s.mig", vmtest_tmpdir(), c->name);
@@ -86,6 +125,9 @@ static void test_migrate(gconstpointer data)
         }
         g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
         g_assert_cmpint(json_get_int(info, "ram.dirty-sync-count"), >=, 2);
+        if (c->xbzrle) {
+            check_xbzrle(src, c, info);
+        }
         json_node_unref(info);
     }
     {

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: the sending side of XBZRLE. A cache holds the
+ * content of pages as last sent, direct-mapped by host page address; once
+ * the page source has sent every page once, a page that is re-sent goes
+ * as a delta against its cached copy (xbzrle.h), whole if it is not cached
+ * or its delta does not fit a page, or not at all if it did not change.
+ *
+ * The invariant the destination relies on: a cached copy is exactly what
+ * the destination holds for that page. So every page sent while cached
+ * updates the cache, a ZERO record drops the page from it, and whatever is
+ * sent for a cached page is copied into the stream, never referenced
+ * (its slot may be reused before the next flush).
+ *
+ * Owned by mig/src; query-migrate reads the counters (single words).
+ */
+#ifndef MIGRATION_RAM_XBZRLE_H
+#define MIGRATION_RAM_XBZRLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qapi/qapi-types.h"
+#include "ram-codec.h"
+
+/* @cache_size: bytes, a power of two of at least a page (the parameter's check). */
+XbzrleSender *xbzrle_sender_new(uint64_t cache_size);
+/* Frees the cache (end of the migration); the counters stay for query-migrate. */
+void xbzrle_sender_drop_cache(XbzrleSender *x);
+void xbzrle_sender_free(XbzrleSender *x);
+
+/*
+ * Sends page @page of @rb, whose content is @data (NULL: a zero page), as
+ * described above. Called by ram_put_page() once the writer's XBZRLE is on.
+ */
+void xbzrle_put_page(XbzrleSender *x, RAMPageWriter *w, QEMUFile *f, RAMBlock *rb,
+                     uint64_t page, const uint8_t *data);
+
+/* query-migrate's xbzrle-cache. */
+XBZRLECacheStats *xbzrle_sender_stats(const XbzrleSender *x);
+
+#endif
