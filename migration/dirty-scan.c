@@ -112,8 +112,6 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
     DirtyTracker *dt = &ds->dt;
 
     if (!dt->dirty_pages) {
-        /* Every page of the first round went out: re-sends may go as deltas. */
-        ram_writer_first_round_done(w);
         return false;
     }
     /* At most one full wrap: the counter guarantees a set bit exists. */
@@ -130,10 +128,6 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
         }
         ds->cur_block = (ds->cur_block + 1) % dt->nblocks;
         ds->cur_page = 0;
-        if (ds->cur_block == 0) {
-            /* The cursor wrapped: a round is complete even if the guest keeps pages dirty. */
-            ram_writer_first_round_done(w);
-        }
     }
     /* The counter and the bitmaps disagree: a bug in dirty.c. Do not guess. */
     qemu_file_set_error_msg(f, -EIO, "dirty page counter (%" PRIu64 ") does not match the "

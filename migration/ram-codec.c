@@ -34,11 +34,6 @@ static void ram_put_page_header(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uin
     }
 }
 
-void ram_writer_first_round_done(RAMPageWriter *w)
-{
-    w->xbzrle_on = w->xbzrle != NULL;
-}
-
 static void count(uint64_t *c)
 {
     __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
@@ -73,7 +68,7 @@ void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
 void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                   const uint8_t *data)
 {
-    if (w->xbzrle_on) {
+    if (w->xbzrle) {
         xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
     } else if (!data) {
         ram_put_zero_page(w, f, rb, page);

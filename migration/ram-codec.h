@@ -37,18 +37,12 @@ typedef struct RAMPageWriter {
     uint64_t zero_pages;        /* ZERO records put */
     uint64_t normal_pages;      /* PAGE records put */
     uint64_t xbzrle_pages;      /* XBZRLE records put */
-    /* The xbzrle capability's sender (ram.c sets it at setup), and whether it is in use yet. */
+    /* The xbzrle capability's sender (ram.c sets it at setup), or NULL. */
     XbzrleSender *xbzrle;
-    bool xbzrle_on;
 } RAMPageWriter;
 
 /* Forget the previous block, the counters and any XBZRLE sender: a new stream starts. */
 void ram_writer_reset(RAMPageWriter *w);
-/*
- * The page source has sent every page once: from now on pages go through
- * XBZRLE, if the writer has a sender (QEMU also waits for the first round).
- */
-void ram_writer_first_round_done(RAMPageWriter *w);
 /*
  * ram_put_page: a record for page @page of @rb with the content at @data,
  * or a ZERO record if @data is NULL. Without XBZRLE @data is referenced,

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Private to migration/: the sending side of XBZRLE. A cache holds the
- * content of pages as last sent, direct-mapped by host page address; once
- * the page source has sent every page once, a page that is re-sent goes
- * as a delta against its cached copy (xbzrle.h), whole if it is not cached
- * or its delta does not fit a page, or not at all if it did not change.
+ * content of pages as last sent, direct-mapped by host page address. From
+ * the first page on, a page that is not cached is sent whole and cached,
+ * and a cached page goes as a delta against its copy (xbzrle.h), whole if
+ * the delta does not fit a page, or not at all if it did not change.
+ * Caching from the first round is what lets the pages the guest dirties
+ * during it go as deltas in the second; QEMU starts caching only in the
+ * second round, so it sends those pages whole twice. The price is a copy
+ * of each page sent (into the cache, and into the stream) instead of a
+ * send by reference: XBZRLE is for links slower than memcpy.
  *
  * The invariant the destination relies on: a cached copy is exactly what
  * the destination holds for that page. So every page sent while cached
@@ -30,7 +35,7 @@ void xbzrle_sender_free(XbzrleSender *x);
 
 /*
  * Sends page @page of @rb, whose content is @data (NULL: a zero page), as
- * described above. Called by ram_put_page() once the writer's XBZRLE is on.
+ * described above. Called by ram_put_page() when the writer has a sender.
  */
 void xbzrle_put_page(XbzrleSender *x, RAMPageWriter *w, QEMUFile *f, RAMBlock *rb,
                      uint64_t page, const uint8_t *data);

@@ -3,8 +3,8 @@
  * Unit tests for migration/ram-xbzrle.c through the page codec, with fake
  * RAMBlocks: many rounds of re-sent pages (small changes, rewrites, zero
  * pages, a cache smaller than RAM so slots are evicted) load into a
- * destination that stays byte-identical; nothing is a delta before the
- * first round is done; a page the guest writes after it was put goes out
+ * destination that stays byte-identical; a page's first send is whole and
+ * its next a delta; a page the guest writes after it was put goes out
  * as it was when put; XBZRLE records with a bad encoding byte, length or
  * delta are refused with QEMU's messages and the page untouched.
  */
@@ -110,9 +110,6 @@ static void test_rounds_stay_identical(void)
             }
         }
         s = send_round(&w, src, round == 0);
-        if (round == 0) {
-            ram_writer_first_round_done(&w);
-        }
         load_round(&rd, dst, s);
         assert_same_ram(src, dst);
     }
@@ -131,7 +128,8 @@ static void test_rounds_stay_identical(void)
     fake_ram_free(src);
 }
 
-static void test_not_before_first_round(void)
+/* The first round caches what it sends: the second sends only the change. */
+static void test_first_round_caches(void)
 {
     FakeRAM *src = fake_ram_new(pc_blocks);
     g_autoptr(GByteArray) s1 = NULL, s2 = NULL, s3 = NULL;
@@ -143,18 +141,18 @@ static void test_not_before_first_round(void)
     w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
     memset(page_ptr(rb, 3), 7, TARGET_PAGE_SIZE);
     s1 = send_round(&w, src, true);
-    page_ptr(rb, 3)[100] = 8;
-    s2 = send_round(&w, src, false);
+    g_assert_cmpuint(w.normal_pages, ==, 1);
     g_assert_cmpuint(w.xbzrle_pages, ==, 0);
-    g_assert_cmpuint(w.normal_pages, ==, 2);
-    /* The first round done: the next send is a miss (sent whole), the one after a delta. */
-    ram_writer_first_round_done(&w);
-    g_byte_array_unref(send_round(&w, src, false));
-    page_ptr(rb, 3)[200] = 9;
-    s3 = send_round(&w, src, false);
+    page_ptr(rb, 3)[200] = 8;
+    s2 = send_round(&w, src, false);
+    g_assert_cmpuint(w.normal_pages, ==, 1);
     g_assert_cmpuint(w.xbzrle_pages, ==, 1);
+    /* Unchanged since: nothing at all for it. */
+    s3 = send_round(&w, src, false);
+    g_assert_cmpuint(w.normal_pages + w.xbzrle_pages, ==, 2);
     st = xbzrle_sender_stats(w.xbzrle);
     g_assert_cmpint(st->cache_miss, ==, 1);
+    g_assert_cmpint(st->pages, ==, 1);
     /* One byte changed at offset 200: lengths 200 (two bytes) and 1, then the byte. */
     g_assert_cmpint(st->bytes, ==, 4);
     g_free(st);
@@ -209,8 +207,15 @@ static void test_write_after_put(void)
     s = send_round(&w, src, true);
     load_round(&rd, dst, s);
     g_byte_array_unref(s);
-    ram_writer_first_round_done(&w);
-    /* A miss (sent whole), then deltas, each written to after the put. */
+    /* A miss: page 6 went as ZERO, so it is not cached; it goes whole. */
+    memset(page_ptr(rb, 6), 0x33, TARGET_PAGE_SIZE);
+    memcpy(want, page_ptr(rb, 6), TARGET_PAGE_SIZE);
+    s = put_then_write(&w, rb, 6, guest_writes);
+    load_round(&rd, dst, s);
+    g_byte_array_unref(s);
+    g_assert_cmpmem(page_ptr(fake_block(dst, PC_RAM), 6), TARGET_PAGE_SIZE, want,
+                    TARGET_PAGE_SIZE);
+    /* Deltas, each written to after the put. */
     for (int step = 0; step < 3; step++) {
         page_ptr(rb, 1)[step * 10] = 0x40 + step;
         memcpy(want, page_ptr(rb, 1), TARGET_PAGE_SIZE);
@@ -244,7 +249,6 @@ static void test_zero_page_drops_cached_copy(void)
     s = send_round(&w, src, true);
     load_round(&rd, dst, s);
     g_byte_array_unref(s);
-    ram_writer_first_round_done(&w);
     for (int step = 0; step < 3; step++) {
         if (step == 1) {
             memset(page_ptr(rb, 4), 0, TARGET_PAGE_SIZE);
@@ -307,7 +311,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/ram-xbzrle/rounds-stay-identical", test_rounds_stay_identical);
-    g_test_add_func("/ram-xbzrle/not-before-first-round", test_not_before_first_round);
+    g_test_add_func("/ram-xbzrle/first-round-caches", test_first_round_caches);
     g_test_add_func("/ram-xbzrle/write-after-put", test_write_after_put);
     g_test_add_func("/ram-xbzrle/zero-page-drops-cached-copy", test_zero_page_drops_cached_copy);
     g_test_add_func("/ram-xbzrle/hostile-records", test_hostile_records);
