@@ -20,6 +20,7 @@
 #include "dirty.h"
 #include "options.h"
 #include "ram-source.h"
+#include "ram-xbzrle.h"
 #include "status.h"
 
 #define DIRTY_RATE_PERIOD_NS 1000000000LL
@@ -97,8 +98,13 @@ static int dirty_scan_final_sync(QEMUFile *f)
 static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
 {
     const uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
+    const uint8_t *data = buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host;
 
-    ram_put_page(w, f, rb, page, buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
+    if (w->xbzrle) {
+        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
+    } else {
+        ram_put_page(w, f, rb, page, data);
+    }
 }
 
 /*

@@ -11,7 +11,6 @@
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "ram-codec.h"
-#include "ram-xbzrle.h"
 #include "xbzrle.h"
 
 /* ---- writer ---- */
@@ -68,9 +67,9 @@ void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
 void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                   const uint8_t *data)
 {
-    if (w->xbzrle) {
-        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
-    } else if (!data) {
+    /* With XBZRLE every page must go through the sender, or its cache goes stale. */
+    assert(!w->xbzrle);
+    if (!data) {
         ram_put_zero_page(w, f, rb, page);
     } else {
         ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_PAGE);

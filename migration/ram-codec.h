@@ -45,12 +45,13 @@ typedef struct RAMPageWriter {
 void ram_writer_reset(RAMPageWriter *w);
 /*
  * ram_put_page: a record for page @page of @rb with the content at @data,
- * or a ZERO record if @data is NULL. Without XBZRLE @data is referenced,
- * not copied: it must stay valid and unchanged until the next qemu_fflush().
+ * or a ZERO record if @data is NULL. @data is referenced, not copied: it
+ * must stay valid and unchanged until the next qemu_fflush(). A writer
+ * with an XBZRLE sender sends through xbzrle_put_page() instead.
  */
 void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                   const uint8_t *data);
-/* The record kinds underneath, for the XBZRLE sender: a ZERO record ... */
+/* The record kinds the XBZRLE sender (ram-xbzrle.c) puts: a ZERO record ... */
 void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page);
 /* ... a PAGE record whose content is copied into the stream at once ... */
 void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,

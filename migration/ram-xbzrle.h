@@ -35,7 +35,8 @@ void xbzrle_sender_free(XbzrleSender *x);
 
 /*
  * Sends page @page of @rb, whose content is @data (NULL: a zero page), as
- * described above. Called by ram_put_page() when the writer has a sender.
+ * described above: what the page source calls instead of ram_put_page()
+ * when the writer has a sender.
  */
 void xbzrle_put_page(XbzrleSender *x, RAMPageWriter *w, QEMUFile *f, RAMBlock *rb,
                      uint64_t page, const uint8_t *data);

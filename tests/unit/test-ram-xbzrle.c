@@ -13,6 +13,17 @@
 #include "ram-codec-test-util.h"
 #include "migration/ram-xbzrle.h"
 
+/* As the precopy page source sends a page: through the sender when there is one. */
+static void send_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                      const uint8_t *data)
+{
+    if (w->xbzrle) {
+        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
+    } else {
+        ram_put_page(w, f, rb, page, data);
+    }
+}
+
 /* Puts every page of @src's blocks (zero pages as ZERO) and EOS; returns the bytes. */
 static GByteArray *send_round(RAMPageWriter *w, FakeRAM *src, bool with_list)
 {
@@ -28,7 +39,7 @@ static GByteArray *send_round(RAMPageWriter *w, FakeRAM *src, bool with_list)
         RAMBlock *rb = fake_block(src, b);
         for (uint64_t p = 0; p < block_pages(rb); p++) {
             uint8_t *host = page_ptr(rb, p);
-            ram_put_page(w, f, rb, p, page_is(rb, p, 0) ? NULL : host);
+            send_page(w, f, rb, p, page_is(rb, p, 0) ? NULL : host);
         }
     }
     ram_put_eos(f);
@@ -173,7 +184,7 @@ static GByteArray *put_then_write(RAMPageWriter *w, RAMBlock *rb, uint64_t page,
     GByteArray *s = g_byte_array_new();
     off_t len;
 
-    ram_put_page(w, f, rb, page, page_ptr(rb, page));
+    send_page(w, f, rb, page, page_ptr(rb, page));
     ram_put_eos(f);
     after(page_ptr(rb, page));
     qemu_fflush(f);
