@@ -173,7 +173,7 @@ static void test_first_round_caches(void)
 
 /*
  * What an fd-backed stream (where a plain PAGE is sent by reference, at the
- * flush) carries for page @page of @rb put now, with @after run between
+ * flush) carries for page @page of @rb put now (as ZERO if it is zero), with @after run between
  * the put and the flush, as the guest may write then.
  */
 static GByteArray *put_then_write(RAMPageWriter *w, RAMBlock *rb, uint64_t page,
@@ -184,7 +184,7 @@ static GByteArray *put_then_write(RAMPageWriter *w, RAMBlock *rb, uint64_t page,
     GByteArray *s = g_byte_array_new();
     off_t len;
 
-    send_page(w, f, rb, page, page_ptr(rb, page));
+    send_page(w, f, rb, page, page_is(rb, page, 0) ? NULL : page_ptr(rb, page));
     ram_put_eos(f);
     after(page_ptr(rb, page));
     qemu_fflush(f);
@@ -200,81 +200,97 @@ static void guest_writes(uint8_t *p)
     memset(p + 2000, 0xee, 100);
 }
 
+static void guest_idle(uint8_t *p)
+{
+}
+
+/* A source and a destination RAM, a writer with a cache of 64 pages, a reader. */
+typedef struct Pair {
+    FakeRAM *src, *dst;
+    RAMBlock *rb;               /* the source's pc.ram */
+    RAMPageWriter w;
+    RAMPageReader rd;
+} Pair;
+
+/* Sets @p up; pair_first_round() then sends and loads all of the source's RAM. */
+static void pair_start(Pair *p)
+{
+    p->src = fake_ram_new(pc_blocks);
+    p->dst = fake_ram_new(pc_blocks);
+    p->rb = fake_block(p->src, PC_RAM);
+    ram_writer_reset(&p->w);
+    ram_reader_reset(&p->rd);
+    p->w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
+}
+
+static void pair_first_round(Pair *p)
+{
+    GByteArray *s = send_round(&p->w, p->src, true);
+
+    load_round(&p->rd, p->dst, s);
+    g_byte_array_unref(s);
+}
+
+/* Sends page @page of pc.ram with @after between put and flush; the destination gets the put. */
+static void pair_send_checked(Pair *p, uint64_t page, void (*after)(uint8_t *p))
+{
+    uint8_t want[TARGET_PAGE_SIZE];
+    GByteArray *s;
+
+    memcpy(want, page_ptr(p->rb, page), TARGET_PAGE_SIZE);
+    s = put_then_write(&p->w, p->rb, page, after);
+    load_round(&p->rd, p->dst, s);
+    g_byte_array_unref(s);
+    g_assert_cmpmem(page_ptr(fake_block(p->dst, PC_RAM), page), TARGET_PAGE_SIZE, want,
+                    TARGET_PAGE_SIZE);
+}
+
+static void pair_end(Pair *p)
+{
+    xbzrle_sender_free(p->w.xbzrle);
+    fake_ram_free(p->dst);
+    fake_ram_free(p->src);
+}
+
 /* The guest writes a page after it was put and before the flush: what was put is what counts. */
 static void test_write_after_put(void)
 {
-    FakeRAM *src = fake_ram_new(pc_blocks);
-    FakeRAM *dst = fake_ram_new(pc_blocks);
-    RAMBlock *rb = fake_block(src, PC_RAM);
-    uint8_t want[TARGET_PAGE_SIZE];
-    RAMPageWriter w;
-    RAMPageReader rd;
-    GByteArray *s;
+    Pair p;
 
-    ram_writer_reset(&w);
-    ram_reader_reset(&rd);
-    w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
-    memset(page_ptr(rb, 1), 1, TARGET_PAGE_SIZE);
-    s = send_round(&w, src, true);
-    load_round(&rd, dst, s);
-    g_byte_array_unref(s);
+    pair_start(&p);
+    memset(page_ptr(p.rb, 1), 1, TARGET_PAGE_SIZE);
+    pair_first_round(&p);
     /* A miss: page 6 went as ZERO, so it is not cached; it goes whole. */
-    memset(page_ptr(rb, 6), 0x33, TARGET_PAGE_SIZE);
-    memcpy(want, page_ptr(rb, 6), TARGET_PAGE_SIZE);
-    s = put_then_write(&w, rb, 6, guest_writes);
-    load_round(&rd, dst, s);
-    g_byte_array_unref(s);
-    g_assert_cmpmem(page_ptr(fake_block(dst, PC_RAM), 6), TARGET_PAGE_SIZE, want,
-                    TARGET_PAGE_SIZE);
+    memset(page_ptr(p.rb, 6), 0x33, TARGET_PAGE_SIZE);
+    pair_send_checked(&p, 6, guest_writes);
     /* Deltas, each written to after the put. */
     for (int step = 0; step < 3; step++) {
-        page_ptr(rb, 1)[step * 10] = 0x40 + step;
-        memcpy(want, page_ptr(rb, 1), TARGET_PAGE_SIZE);
-        s = put_then_write(&w, rb, 1, guest_writes);
-        load_round(&rd, dst, s);
-        g_byte_array_unref(s);
-        g_assert_cmpmem(page_ptr(fake_block(dst, PC_RAM), 1), TARGET_PAGE_SIZE, want,
-                        TARGET_PAGE_SIZE);
+        page_ptr(p.rb, 1)[step * 10] = 0x40 + step;
+        pair_send_checked(&p, 1, guest_writes);
     }
-    xbzrle_sender_free(w.xbzrle);
-    fake_ram_free(dst);
-    fake_ram_free(src);
+    pair_end(&p);
 }
 
 /* A page sent as ZERO while cached, then rewritten close to its old content. */
 static void test_zero_page_drops_cached_copy(void)
 {
-    FakeRAM *src = fake_ram_new(pc_blocks);
-    FakeRAM *dst = fake_ram_new(pc_blocks);
-    RAMBlock *rb = fake_block(src, PC_RAM);
     uint8_t old[TARGET_PAGE_SIZE];
-    RAMPageWriter w;
-    RAMPageReader rd;
-    GByteArray *s;
+    Pair p;
 
-    ram_writer_reset(&w);
-    ram_reader_reset(&rd);
-    w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
-    memset(page_ptr(rb, 4), 0x77, TARGET_PAGE_SIZE);
-    memcpy(old, page_ptr(rb, 4), TARGET_PAGE_SIZE);
-    s = send_round(&w, src, true);
-    load_round(&rd, dst, s);
-    g_byte_array_unref(s);
+    pair_start(&p);
+    memset(page_ptr(p.rb, 4), 0x77, TARGET_PAGE_SIZE);
+    memcpy(old, page_ptr(p.rb, 4), TARGET_PAGE_SIZE);
+    pair_first_round(&p);
     for (int step = 0; step < 3; step++) {
         if (step == 1) {
-            memset(page_ptr(rb, 4), 0, TARGET_PAGE_SIZE);
+            memset(page_ptr(p.rb, 4), 0, TARGET_PAGE_SIZE);
         } else {
-            memcpy(page_ptr(rb, 4), old, TARGET_PAGE_SIZE);
-            page_ptr(rb, 4)[step] = 0x01;
+            memcpy(page_ptr(p.rb, 4), old, TARGET_PAGE_SIZE);
+            page_ptr(p.rb, 4)[step] = 0x01;
         }
-        s = send_round(&w, src, false);
-        load_round(&rd, dst, s);
-        g_byte_array_unref(s);
-        assert_same_ram(src, dst);
+        pair_send_checked(&p, 4, guest_idle);
     }
-    xbzrle_sender_free(w.xbzrle);
-    fake_ram_free(dst);
-    fake_ram_free(src);
+    pair_end(&p);
 }
 
 /* An XBZRLE record for page 2 of pc.ram: encoding byte, length, delta bytes. */
