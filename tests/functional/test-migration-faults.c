@@ -10,6 +10,7 @@
  * succeeds.
  */
 #include <errno.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -214,8 +215,9 @@ static void enable_background_snapshot(VM *vm, bool on)
 /* A destination given @file refuses it: exit 1, the reason on stderr, no guest run. */
 static void assert_restore_refused(const char *file, const char *why)
 {
-    g_autofree char *incoming = g_strdup_printf("file:%s", file);
-    VM *dst = migtest_start_dest(MEM, APPEND, false, incoming);
+    /* No QMP: a file is refused so fast that the process may be gone before a client connects. */
+    VM *dst = vm_spawn("dst", false, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' "
+                       "-incoming 'file:%s'", MEM, vmtest_firmware(), APPEND, file);
 
     g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
     if (!strstr(dst->stderr_text->str, why)) {
@@ -225,11 +227,16 @@ static void assert_restore_refused(const char *file, const char *why)
     vm_kill(dst);
 }
 
-/* A 16 MiB tmpfs at @dir, or a loud skip (mounting needs root). */
+/*
+ * A 16 MiB tmpfs at @dir, or a loud skip (mounting needs root). It lives
+ * in a mount namespace of this process and the VMs it starts, so it goes
+ * away with them even if the test dies before it unmounts.
+ */
 static bool mount_small_tmpfs(const char *dir)
 {
     g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
-    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0) {
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0) {
         g_autofree char *why = g_strdup_printf("cannot mount a small tmpfs (%s); this test "
                                                "needs root", g_strerror(errno));
         vmtest_skip(why);
