@@ -5,6 +5,7 @@
  * 4 GiB, several vCPUs, a triple-faulting guest, and the same firmware
  * under QEMU 7.2 when that binary is installed.
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,6 +110,65 @@ static void test_memuser_and_idle(void)
         g_assert_cmpint(vm_wait_exit(vm, 30), ==, 1);
         vm_kill(vm);
     }
+}
+
+static bool buffer_all(const uint8_t *p, size_t len, uint8_t byte)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != byte) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Reads @len bytes of guest memory at @gpa with pmemsave. */
+static uint8_t *guest_bytes(VM *vm, uint64_t gpa, size_t len)
+{
+    g_autofree char *path = g_strdup_printf("%s/fill.pmem", vmtest_tmpdir());
+    gchar *data;
+    gsize n;
+
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'pmemsave', 'arguments': {'val': %" PRIu64
+                              ", 'size': %zu, 'filename': '%s'}}", gpa, len, path));
+    g_assert_true(g_file_get_contents(path, &data, &n, NULL));
+    g_assert_cmpuint(n, ==, len);
+    return (uint8_t *)data;
+}
+
+/* The compressible fills: "text" is lines of words, "sparse" 64 random bytes then zeroes per page. */
+static void test_fills(void)
+{
+    VM *vm;
+    const char *l;
+    g_autofree uint8_t *text = NULL, *sparse = NULL;
+    size_t spaces = 0, newlines = 0;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("fill", true, BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8 fill=text'",
+                  vmtest_firmware());
+    l = vm_wait_line(vm, "READY", 60);
+    g_assert_nonnull(strstr(l, " fill=text "));
+    text = guest_bytes(vm, 0x400000 + 5 * 4096, 4096);
+    for (size_t i = 0; i < 4096; i++) {
+        g_assert_true(g_ascii_islower(text[i]) || text[i] == ' ' || text[i] == '\n');
+        spaces += text[i] == ' ';
+        newlines += text[i] == '\n';
+    }
+    g_assert_cmpuint(spaces, >, 400);
+    g_assert_cmpuint(newlines, >, 40);
+    vm_kill(vm);
+
+    vm = vm_spawn("fill", true, BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8 fill=sparse'",
+                  vmtest_firmware());
+    l = vm_wait_line(vm, "READY", 60);
+    g_assert_nonnull(strstr(l, " fill=sparse "));
+    sparse = guest_bytes(vm, 0x400000 + 7 * 4096, 4096);
+    g_assert_false(buffer_all(sparse, 64, 0));
+    g_assert_true(buffer_all(sparse + 64, 4096 - 64, 0));
+    vm_kill(vm);
 }
 
 /*
@@ -292,6 +352,7 @@ int main(int argc, char **argv)
     g_test_add_func("/boot/dirty-rate", test_dirty_rate);
     g_test_add_func("/boot/dirty-unlimited", test_dirty_unlimited);
     g_test_add_func("/boot/memuser-idle", test_memuser_and_idle);
+    g_test_add_func("/boot/fills", test_fills);
     g_test_add_func("/boot/highmem", test_highmem);
     g_test_add_func("/boot/smp", test_smp);
     g_test_add_func("/boot/memory-backends", test_memory_backends);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
- * from the PVH memory map, the random fill, and the four modes. All loops
+ * from the PVH memory map, the fills (random, zero, text, sparse), and the four modes. All loops
  * run here because CPL3 runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
@@ -9,11 +9,11 @@
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
-enum fill { FILL_RANDOM, FILL_ZERO };
+enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE };
 
 static const char *const mode_names[] = { "verify", "dirty", "memuser", "idle", 0 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
-static const char *const fill_names[] = { "random", "zero", 0 };
+static const char *const fill_names[] = { "random", "zero", "text", "sparse", 0 };
 
 static struct {
     unsigned mode, pattern, fill;
@@ -216,6 +216,56 @@ static void fill_area(void)
 
         while (p < end) {
             *p++ = xorshift(&x);
+        }
+    }
+}
+
+/*
+ * Memory that compresses like real memory, for the compression benchmarks:
+ * "text" is lines of words drawn from a small vocabulary (deflate and zstd
+ * shrink it several times, no page is zero); "sparse" keeps 64 random bytes
+ * at the start of each page and zeroes after them (mostly-zero pages that
+ * zero-page detection must not skip).
+ */
+static void fill_area_text(void)
+{
+    static const char *const words[] = {
+        "the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "was",
+        "on", "be", "at", "by", "this", "from", "or", "an", "which", "are", "not", "have",
+        "struct", "return", "static", "int", "void", "if", "else", "while",
+    };
+    uint64_t x = 0x2545f4914f6cdd1dULL, n = 0;
+    unsigned i;
+
+    for (i = 0; i < nsegs; i++) {
+        char *p = (char *)segs[i].start;
+        char *end = p + segs[i].pages * PAGE_SIZE;
+
+        while (p < end) {
+            const char *w = words[xorshift(&x) % (sizeof(words) / sizeof(words[0]))];
+
+            while (*w && p < end) {
+                *p++ = *w++;
+            }
+            if (p < end) {
+                *p++ = ++n % 12 ? ' ' : '\n';
+            }
+        }
+    }
+}
+
+static void fill_area_sparse(void)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    unsigned i;
+
+    for (i = 0; i < nsegs; i++) {
+        for (uint64_t pg = 0; pg < segs[i].pages; pg++) {
+            uint64_t *p = (uint64_t *)(segs[i].start + pg * PAGE_SIZE);
+
+            for (unsigned k = 0; k < 8; k++) {
+                p[k] = xorshift(&x);
+            }
         }
     }
 }
@@ -427,6 +477,10 @@ _Noreturn void user_main(void)
     t0 = rdtsc();
     if (P.fill == FILL_RANDOM) {
         fill_area();
+    } else if (P.fill == FILL_TEXT) {
+        fill_area_text();
+    } else if (P.fill == FILL_SPARSE) {
+        fill_area_sparse();
     }
     print_ready(rdtsc() - t0);
     stat_start(&st, P.report_ms, P.seconds);
