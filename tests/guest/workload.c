@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
- * from the PVH memory map, the fills (random, zero, text, sparse), and the four modes. All loops
- * run here because CPL3 runs natively under kvm-pvm and CPL0 does not.
+ * from the PVH memory map, the fills (random, zero, text, sparse), and the
+ * four modes. All loops run here because CPL3 runs natively under kvm-pvm
+ * and CPL0 does not.
  */
 #include "workload.h"
 
