@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* XBZRLE on the sending side: the page cache and when a delta goes (ram-xbzrle.h). */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "ram-xbzrle.h"
@@ -23,15 +24,22 @@ struct XbzrleSender {
     uint64_t unchanged;         /* equal to the cached copy: nothing sent */
 };
 
-XbzrleSender *xbzrle_sender_new(uint64_t cache_size)
+XbzrleSender *xbzrle_sender_new(uint64_t cache_size, Error **errp)
 {
     XbzrleSender *x = g_new0(XbzrleSender, 1);
 
     assert(cache_size >= TARGET_PAGE_SIZE && !(cache_size & (cache_size - 1)));
     x->cache_size = cache_size;
     x->nslots = cache_size / TARGET_PAGE_SIZE;
-    x->keys = g_new0(uintptr_t, x->nslots);
-    x->data = g_malloc(cache_size);
+    /* The size is the user's: a cache the host cannot give fails the migration, not the VM. */
+    x->keys = g_try_new0(uintptr_t, x->nslots);
+    x->data = x->keys ? g_try_malloc(cache_size) : NULL;
+    if (!x->data) {
+        error_setg(errp, "cannot allocate an XBZRLE cache of %" PRIu64 " bytes "
+                   "(xbzrle-cache-size)", cache_size);
+        xbzrle_sender_free(x);
+        return NULL;
+    }
     return x;
 }
 

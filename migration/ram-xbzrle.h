@@ -27,8 +27,11 @@
 #include "qapi/qapi-types.h"
 #include "ram-codec.h"
 
-/* @cache_size: bytes, a power of two of at least a page (the parameter's check). */
-XbzrleSender *xbzrle_sender_new(uint64_t cache_size);
+/*
+ * @cache_size: bytes, a power of two of at least a page (the parameter's
+ * check). NULL with @errp set if the host cannot allocate it.
+ */
+XbzrleSender *xbzrle_sender_new(uint64_t cache_size, Error **errp);
 /* Frees the cache (end of the migration); the counters stay for query-migrate. */
 void xbzrle_sender_drop_cache(XbzrleSender *x);
 void xbzrle_sender_free(XbzrleSender *x);

@@ -77,6 +77,20 @@ static void ram_add_scan_time(RAMState *rs, int64_t t0)
     __atomic_store_n(&rs->scan_ns, rs->scan_ns + (get_clock_ns() - t0), __ATOMIC_RELAXED);
 }
 
+/*
+ * xbzrle-cache-size, but no bigger than the guest's RAM rounded up to a
+ * power of two: a slot per guest page is all a direct-mapped cache can use.
+ */
+static uint64_t ram_xbzrle_cache_size(void)
+{
+    uint64_t ram = ram_blocks_total_bytes(), fit = TARGET_PAGE_SIZE;
+
+    while (fit < ram) {
+        fit <<= 1;
+    }
+    return MIN(migrate_xbzrle_cache_size(), fit);
+}
+
 static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     RAMState *rs = opaque;
@@ -85,7 +99,10 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     xbzrle_sender_free(rs->writer.xbzrle);
     ram_writer_reset(&rs->writer);
     if (migrate_xbzrle()) {
-        rs->writer.xbzrle = xbzrle_sender_new(migrate_xbzrle_cache_size());
+        rs->writer.xbzrle = xbzrle_sender_new(ram_xbzrle_cache_size(), errp);
+        if (!rs->writer.xbzrle) {
+            return -ENOMEM;
+        }
     }
     rs->scan_ns = 0;
     rs->f = f;

@@ -246,6 +246,47 @@ static void test_source_dies(void)
     vm_kill(src);
 }
 
+/*
+ * xbzrle-cache-size: not a power of two, or below a page, is refused (QMP
+ * and HMP); one far beyond the host's memory is accepted, as QEMU accepts
+ * it, and used only up to the guest's RAM, so the migration still works.
+ */
+static void test_xbzrle_cache_size(void)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    g_autofree char *desc = NULL, *hmp = NULL;
+    const char *idle = "mode=idle mem=8";
+    VM *src, *dst;
+    JsonNode *r;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("64M", idle);
+    r = vm_qmp(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                    "{'xbzrle-cache-size': 4097}}");
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "xbzrle_cache_size"));
+    json_node_unref(r);
+    hmp = vm_hmp(src, "migrate_set_parameter xbzrle-cache-size 1K");
+    g_assert_nonnull(strstr(hmp, "xbzrle_cache_size"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'xbzrle', 'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'xbzrle-cache-size': 4611686018427387904}}"));
+    dst = migtest_start_dest("64M", idle, false, uri);
+    migtest_migrate_expect(src, uri, "completed", NULL);
+    r = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+    g_assert_cmpint(json_get_int(r, "xbzrle-cache.cache-size"), ==, 64 << 20);
+    json_node_unref(r);
+    r = vm_qmp_ok(src, "{'execute': 'query-migrate-parameters'}");
+    g_assert_cmpint(json_get_int(r, "xbzrle-cache-size"), ==, 4611686018427387904LL);
+    json_node_unref(r);
+    migtest_wait_incoming_done(dst);
+    vm_kill(dst);
+    vm_kill(src);
+}
+
 static void test_capabilities(void)
 {
     VM *src;
@@ -301,5 +342,6 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-fail/exec-exits-early", test_exec_exits_early);
     g_test_add_func("/migration-fail/source-dies", test_source_dies);
     g_test_add_func("/migration-fail/capabilities", test_capabilities);
+    g_test_add_func("/migration-fail/xbzrle-cache-size", test_xbzrle_cache_size);
     return g_test_run();
 }

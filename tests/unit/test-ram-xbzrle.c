@@ -108,7 +108,7 @@ static void test_rounds_stay_identical(void)
     ram_writer_reset(&w);
     ram_reader_reset(&rd);
     /* 8 slots for 22 pages: evictions happen. */
-    w.xbzrle = xbzrle_sender_new(8 * TARGET_PAGE_SIZE);
+    w.xbzrle = xbzrle_sender_new(8 * TARGET_PAGE_SIZE, &error_abort);
     for (int round = 0; round < 200; round++) {
         g_autoptr(GByteArray) s = NULL;
 
@@ -150,7 +150,7 @@ static void test_first_round_caches(void)
     RAMPageWriter w;
 
     ram_writer_reset(&w);
-    w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
+    w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort);
     memset(page_ptr(rb, 3), 7, TARGET_PAGE_SIZE);
     s1 = send_round(&w, src, true);
     g_assert_cmpuint(w.normal_pages, ==, 1);
@@ -221,7 +221,7 @@ static void pair_start(Pair *p)
     p->rb = fake_block(p->src, PC_RAM);
     ram_writer_reset(&p->w);
     ram_reader_reset(&p->rd);
-    p->w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE);
+    p->w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort);
 }
 
 static void pair_first_round(Pair *p)
