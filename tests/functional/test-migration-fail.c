@@ -19,6 +19,24 @@
 #define MEM "256M"
 #define APPEND "mode=verify mem=128"
 
+/*
+ * A source, a destination on a fresh @transport URI (returned in *@uri),
+ * and a migration between them at 8 MiB/s, slow enough to interfere with
+ * mid-stream; returns once it is active.
+ */
+static VM *start_slow_migration(const char *transport, char **uri, VM **dst)
+{
+    VM *src = migtest_start_source(MEM, APPEND);
+
+    *uri = migtest_uri(transport);
+    *dst = migtest_start_dest(MEM, APPEND, false, *uri);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", *uri));
+    json_node_unref(vm_wait_migration(src, "active", 60));
+    return src;
+}
+
 static void test_unreachable(void)
 {
     g_autofree char *path = g_strdup_printf("%s/nobody-listens.sock", vmtest_tmpdir());
@@ -63,14 +81,7 @@ static void test_dest_dies(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source(MEM, APPEND);
-    uri = migtest_uri("unix");
-    dst = migtest_start_dest(MEM, APPEND, false, uri);
-    /* Slow enough that the destination dies in the middle. */
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'max-bandwidth': 8388608}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    vm_wait_migration(src, "active", 60);
+    src = start_slow_migration("unix", &uri, &dst);
     for (;;) {
         info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
         if (json_get_int(info, "ram.transferred") > 4 * 1024 * 1024) {
@@ -176,13 +187,7 @@ static void test_cancel(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source(MEM, APPEND);
-    uri = migtest_uri("tcp");
-    dst = migtest_start_dest(MEM, APPEND, false, uri);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'max-bandwidth': 8388608}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    vm_wait_migration(src, "active", 60);
+    src = start_slow_migration("tcp", &uri, &dst);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate_cancel'}"));
     info = vm_wait_migration(src, "cancelled", 60);
     json_node_unref(info);
@@ -231,13 +236,7 @@ static void test_source_dies(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source(MEM, APPEND);
-    uri = migtest_uri("unix");
-    dst = migtest_start_dest(MEM, APPEND, false, uri);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'max-bandwidth': 8388608}}"));
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    vm_wait_migration(src, "active", 60);
+    src = start_slow_migration("unix", &uri, &dst);
     kill(src->pid, SIGKILL);
     g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
     g_assert_nonnull(strstr(dst->stderr_text->str, "load of migration failed"));
