@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * multifd-compression: none, zlib and zstd as rows of one table (contract
+ * in multifd-compress.h). A decoder is never given more room than the page
+ * it fills, so a hostile body can at worst put garbage in the pages. Input
+ * left over once they are full, or output the codec still holds (probed
+ * with one scratch byte), means the body is longer than its pages: refused,
+ * not cut. An error leaves the stream out of step with its peer; the
+ * caller fails the migration and never reuses the state.
+ */
+#include "qemu/osdep.h"
+#include <zlib.h>
+#include <zstd.h>
+#include "qapi/error.h"
+#include "multifd.h"
+#include "multifd-compress.h"
+
+#define PAGE ((size_t)TARGET_PAGE_SIZE)
+
+/*
+ * QEMU's highest multifd-zstd-level (20) asks for a 2^25-byte window; a
+ * frame asking more is refused rather than cost us up to 2 GiB a channel.
+ */
+#define ZSTD_RECV_WINDOW_LOG_MAX 25
+
+/* A body that decodes to @got pages (more than @n: to more) for @n. */
+static bool err_pages(Error **errp, const char *codec, uint32_t got, uint32_t n)
+{
+    if (got < n) {
+        error_setg(errp, "%s multifd packet ends early: %u of %u pages",
+                   codec, got, n);
+    } else {
+        error_setg(errp, "%s multifd packet inflates past its %u pages",
+                   codec, n);
+    }
+    return false;
+}
+
+static ssize_t err_room(Error **errp, const char *codec, size_t cap, uint32_t n)
+{
+    error_setg(errp, "%s: %zu bytes of room are too few for %u pages",
+               codec, cap, n);
+    return -1;
+}
+
+/* ---- none: the pages as they are, no state (non-NULL says "set up") ---- */
+static char none_state;
+
+static void *none_send_new(int level, Error **errp)
+{
+    return &none_state;
+}
+
+static void *none_recv_new(Error **errp)
+{
+    return &none_state;
+}
+
+static void none_free(void *st)
+{
+}
+
+static size_t none_bound(uint32_t n)
+{
+    return n * PAGE;
+}
+
+static ssize_t none_compress(void *st, const uint8_t *const *pages, uint32_t n,
+                             uint8_t *out, size_t cap, Error **errp)
+{
+    if (cap < n * PAGE) {
+        return err_room(errp, "none", cap, n);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(out + i * PAGE, pages[i], PAGE);
+    }
+    return n * PAGE;
+}
+
+static bool none_decompress(void *st, const uint8_t *in, size_t len,
+                            uint8_t *const *pages, uint32_t n, Error **errp)
+{
+    if (len != n * PAGE) {
+        return err_pages(errp, "uncompressed", len < n * PAGE ? len / PAGE
+                         : n + 1, n);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(pages[i], in + i * PAGE, PAGE);
+    }
+    return true;
+}
+
+/* ---- zlib: one deflate stream per channel, a sync flush per packet ---- */
+typedef struct ZlibSend {
+    z_stream zs;
+    uint8_t page[TARGET_PAGE_SIZE];     /* what deflate reads; see compress */
+} ZlibSend;
+
+static void *zlib_send_new(int level, Error **errp)
+{
+    ZlibSend *s = g_new0(ZlibSend, 1);
+    int ret = deflateInit(&s->zs, level);
+
+    if (ret != Z_OK) {
+        error_setg(errp, "zlib: cannot start deflate at level %d: %s",
+                   level, zError(ret));
+        g_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void zlib_send_free(void *st)
+{
+    if (st) {
+        deflateEnd(&((ZlibSend *)st)->zs);
+        g_free(st);
+    }
+}
+
+/*
+ * deflateBound's worst case for any level or memory setting (9 bits a byte
+ * for fixed codes, stored-block headers), plus what it leaves out: the zlib
+ * header of a channel's first packet and the sync flush (<= 6 bytes).
+ */
+static size_t zlib_bound(uint32_t n)
+{
+    return n * PAGE + (n * PAGE + 7) / 8 + (n * PAGE + 63) / 64 + 5 + 32;
+}
+
+static ssize_t zlib_compress(void *st, const uint8_t *const *pages, uint32_t n,
+                             uint8_t *out, size_t cap, Error **errp)
+{
+    ZlibSend *s = st;
+    z_stream *zs = &s->zs;
+
+    /* No pages: no deflate call and an empty body, which the receiver skips. */
+    zs->next_out = out;
+    zs->avail_out = MIN(cap, UINT_MAX);
+    for (uint32_t i = 0; i < n; i++) {
+        int ret;
+
+        /*
+         * The guest may write the page meanwhile; zlib does not promise to
+         * read its input once, so it reads a copy that cannot change.
+         */
+        memcpy(s->page, pages[i], PAGE);
+        zs->next_in = s->page;
+        zs->avail_in = PAGE;
+        ret = deflate(zs, i == n - 1 ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+        if (ret != Z_OK && ret != Z_BUF_ERROR) {
+            error_setg(errp, "zlib: deflate failed: %s",
+                       zs->msg ? zs->msg : zError(ret));
+            return -1;
+        }
+        /* Input left, or output that filled the room, may not all be out. */
+        if (zs->avail_in != 0 || zs->avail_out == 0) {
+            return err_room(errp, "zlib", cap, n);
+        }
+    }
+    return zs->next_out - out;
+}
+
+static void *zlib_recv_new(Error **errp)
+{
+    z_stream *zs = g_new0(z_stream, 1);
+    int ret = inflateInit(zs);
+
+    if (ret != Z_OK) {
+        error_setg(errp, "zlib: cannot start inflate: %s", zError(ret));
+        g_free(zs);
+        return NULL;
+    }
+    return zs;
+}
+
+static void zlib_recv_free(void *st)
+{
+    if (st) {
+        inflateEnd(st);
+        g_free(st);
+    }
+}
+
+/*
+ * Z_BUF_ERROR only says inflate ran out of input or room: callers judge.
+ * Z_STREAM_END is corrupt too: a channel's stream lasts the migration.
+ */
+static bool zlib_inflate_ok(z_stream *zs, int ret, Error **errp)
+{
+    if (ret != Z_OK && ret != Z_BUF_ERROR) {
+        error_setg(errp, "zlib multifd packet is corrupt: %s",
+                   zs->msg ? zs->msg : zError(ret));
+        return false;
+    }
+    return true;
+}
+
+static bool zlib_decompress(void *st, const uint8_t *in, size_t len,
+                            uint8_t *const *pages, uint32_t n, Error **errp)
+{
+    z_stream *zs = st;
+    uint8_t probe;
+
+    if (n == 0 && len == 0) {
+        return true;
+    }
+    /*
+     * Every body ends with a sync flush, whose empty stored block ends in
+     * 00 00 ff ff. Checked first: a body cut inside the flush still fills
+     * its pages and would pass otherwise.
+     */
+    if (len < 4 || len > UINT_MAX || memcmp(in + len - 4, "\0\0\xff\xff", 4)) {
+        error_setg(errp, "zlib multifd packet of %zu bytes does not end "
+                   "with a sync flush", len);
+        return false;
+    }
+    zs->next_in = (Bytef *)in;
+    zs->avail_in = len;
+    for (uint32_t i = 0; i < n; i++) {
+        zs->next_out = pages[i];
+        zs->avail_out = PAGE;
+        if (!zlib_inflate_ok(zs, inflate(zs, Z_NO_FLUSH), errp)) {
+            return false;
+        }
+        /* inflate stops short of a full page only when input runs out. */
+        if (zs->avail_out != 0) {
+            return err_pages(errp, "zlib", i, n);
+        }
+    }
+    if (zs->avail_in != 0) {
+        return err_pages(errp, "zlib", n + 1, n);
+    }
+    /*
+     * A sync flush leaves inflate between blocks with no bits left over
+     * (data_type 128 exactly); read before the probe, which leaves that.
+     */
+    if (zs->data_type != 128) {
+        error_setg(errp, "zlib multifd packet does not end at a flush point");
+        return false;
+    }
+    /* All input is read, but the tail of a match may still be held. */
+    zs->next_out = &probe;
+    zs->avail_out = 1;
+    if (!zlib_inflate_ok(zs, inflate(zs, Z_NO_FLUSH), errp)) {
+        return false;
+    }
+    return zs->avail_out == 0 ? err_pages(errp, "zlib", n + 1, n) : true;
+}
+
+/* ---- zstd: one frame per channel, a flushed block per packet ---- */
+static void *zstd_send_new(int level, Error **errp)
+{
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    size_t r = cc ? ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)
+                  : 0;
+
+    if (!cc || ZSTD_isError(r)) {
+        error_setg(errp, "zstd: cannot set up compression at level %d: %s",
+                   level, cc ? ZSTD_getErrorName(r) : "out of memory");
+        ZSTD_freeCCtx(cc);
+        return NULL;
+    }
+    return cc;
+}
+
+static void zstd_send_free(void *st)
+{
+    ZSTD_freeCCtx(st);
+}
+
+/* Plus the frame header of a channel's first packet and block headers. */
+static size_t zstd_bound(uint32_t n)
+{
+    return ZSTD_compressBound(n * PAGE) + 64;
+}
+
+static ssize_t zstd_compress(void *st, const uint8_t *const *pages, uint32_t n,
+                             uint8_t *out, size_t cap, Error **errp)
+{
+    ZSTD_outBuffer ob = { out, cap, 0 };
+
+    for (uint32_t i = 0; i < n; i++) {
+        ZSTD_inBuffer ib = { pages[i], PAGE, 0 };
+        /* e_flush ends the block, so the peer can decode all sent so far. */
+        ZSTD_EndDirective mode = i == n - 1 ? ZSTD_e_flush : ZSTD_e_continue;
+        size_t left;
+
+        do {
+            left = ZSTD_compressStream2(st, &ob, &ib, mode);
+            if (ZSTD_isError(left)) {
+                error_setg(errp, "zstd: compression failed: %s",
+                           ZSTD_getErrorName(left));
+                return -1;
+            }
+            /* Only e_flush's result is what it still has to write... */
+            left = mode == ZSTD_e_flush ? left : 0;
+            /* ...and what is still to come needs room that is not there. */
+            if (ob.pos == ob.size && (ib.pos < ib.size || left)) {
+                return err_room(errp, "zstd", cap, n);
+            }
+        } while (ib.pos < ib.size || left);
+    }
+    return ob.pos;
+}
+
+static void *zstd_recv_new(Error **errp)
+{
+    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    size_t r = dc ? ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax,
+                                           ZSTD_RECV_WINDOW_LOG_MAX) : 0;
+
+    if (!dc || ZSTD_isError(r)) {
+        error_setg(errp, "zstd: cannot set up decompression: %s",
+                   dc ? ZSTD_getErrorName(r) : "out of memory");
+        ZSTD_freeDCtx(dc);
+        return NULL;
+    }
+    return dc;
+}
+
+static void zstd_recv_free(void *st)
+{
+    ZSTD_freeDCtx(st);
+}
+
+static bool zstd_decompress(void *st, const uint8_t *in, size_t len,
+                            uint8_t *const *pages, uint32_t n, Error **errp)
+{
+    ZSTD_inBuffer ib = { in, len, 0 };
+    uint8_t probe;
+
+    /* After the pages, one scratch byte shows bytes the decoder still holds. */
+    for (uint32_t i = 0; i <= n; i++) {
+        ZSTD_outBuffer ob = { i < n ? pages[i] : &probe, i < n ? PAGE : 1, 0 };
+        size_t in0, out0, r;
+
+        /* Until the page is full, or no progress: the input has run out. */
+        do {
+            in0 = ib.pos;
+            out0 = ob.pos;
+            r = ZSTD_decompressStream(st, &ob, &ib);
+            if (ZSTD_isError(r)) {
+                error_setg(errp, "zstd multifd packet is corrupt: %s",
+                           ZSTD_getErrorName(r));
+                return false;
+            }
+        } while (ob.pos < ob.size && (ib.pos != in0 || ob.pos != out0));
+        if (i < n && ob.pos < ob.size) {
+            return err_pages(errp, "zstd", i, n);
+        }
+        if (i == n && (ob.pos || ib.pos < ib.size)) {
+            return err_pages(errp, "zstd", n + 1, n);
+        }
+    }
+    return true;
+}
+
+static const MultifdCompressOps multifd_compress_table[] = {
+    [MULTIFD_COMPRESSION_NONE] = {
+        .name = "none", .packet_flag = MULTIFD_FLAG_NOCOMP,
+        .send_new = none_send_new, .send_free = none_free,
+        .compress = none_compress, .bound = none_bound,
+        .recv_new = none_recv_new, .recv_free = none_free,
+        .decompress = none_decompress,
+    },
+    [MULTIFD_COMPRESSION_ZLIB] = {
+        .name = "zlib", .packet_flag = MULTIFD_FLAG_ZLIB,
+        .send_new = zlib_send_new, .send_free = zlib_send_free,
+        .compress = zlib_compress, .bound = zlib_bound,
+        .recv_new = zlib_recv_new, .recv_free = zlib_recv_free,
+        .decompress = zlib_decompress,
+    },
+    [MULTIFD_COMPRESSION_ZSTD] = {
+        .name = "zstd", .packet_flag = MULTIFD_FLAG_ZSTD,
+        .send_new = zstd_send_new, .send_free = zstd_send_free,
+        .compress = zstd_compress, .bound = zstd_bound,
+        .recv_new = zstd_recv_new, .recv_free = zstd_recv_free,
+        .decompress = zstd_decompress,
+    },
+};
+QEMU_BUILD_BUG_ON(ARRAY_SIZE(multifd_compress_table) !=
+                  MULTIFD_COMPRESSION__MAX);
+
+const MultifdCompressOps *multifd_compress_ops(MultiFDCompression method)
+{
+    assert((unsigned)method < MULTIFD_COMPRESSION__MAX);
+    return &multifd_compress_table[method];
+}
+
+const MultifdCompressOps *multifd_compress_ops_by_flag(uint32_t flag)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(multifd_compress_table); i++) {
+        if (multifd_compress_table[i].packet_flag == flag) {
+            return &multifd_compress_table[i];
+        }
+    }
+    return NULL;
+}
