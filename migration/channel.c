@@ -281,17 +281,70 @@ void mig_channel_listen_cancel(void)
 static gboolean listener_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque)
 {
     int fd = accept4(listener->fd, NULL, NULL, SOCK_CLOEXEC);
-    MigChannelReady *ready = listener->ready;
-    void *ready_opaque = listener->opaque;
+    Listener *l = listener;
 
     if (fd < 0) {
         return G_SOURCE_CONTINUE;
     }
-    /* One connection per incoming migration: stop listening now. */
-    listener->watch = 0;
-    listener_free();
-    ready(fd, 0, ready_opaque);
+    if (l->ready(fd, 0, l->opaque) && listener == l) {
+        return G_SOURCE_CONTINUE;
+    }
+    /* Every connection this migration needs arrived: stop listening now. */
+    if (listener == l) {
+        listener->watch = 0;
+        listener_free();
+    }
     return G_SOURCE_REMOVE;
+}
+
+typedef struct PeekWait {
+    int fd;
+    MigChannelPeeked *peeked;
+    void *opaque;
+} PeekWait;
+
+static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque);
+
+static gboolean peek_retry(gpointer opaque)
+{
+    PeekWait *pw = opaque;
+    GIOChannel *ch = g_io_channel_unix_new(pw->fd);
+
+    g_io_add_watch(ch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
+    g_io_channel_unref(ch);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
+{
+    PeekWait *pw = opaque;
+    uint32_t word;
+    ssize_t n = recv(pw->fd, &word, sizeof(word), MSG_PEEK | MSG_DONTWAIT);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (n > 0 && n < (ssize_t)sizeof(word)) {
+        /* Part of the word: look again soon rather than spin on readable data. */
+        g_timeout_add(5, peek_retry, pw);
+        return G_SOURCE_REMOVE;
+    }
+    if (n <= 0) {
+        close(pw->fd);
+        pw->peeked(-1, 0, pw->opaque);
+    } else {
+        pw->peeked(pw->fd, GUINT32_FROM_BE(word), pw->opaque);
+    }
+    g_free(pw);
+    return G_SOURCE_REMOVE;
+}
+
+void mig_channel_peek_be32(int fd, MigChannelPeeked *peeked, void *opaque)
+{
+    PeekWait *pw = g_new0(PeekWait, 1);
+
+    *pw = (PeekWait) { .fd = fd, .peeked = peeked, .opaque = opaque };
+    peek_retry(pw);
 }
 
 static int listen_socket(const char *uri, char **unix_path, Error **errp)
@@ -324,7 +377,8 @@ static int listen_socket(const char *uri, char **unix_path, Error **errp)
         if (fd >= 0) {
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         }
-        if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1) < 0) {
+        /* A backlog for the multifd channels, which connect right after the stream. */
+        if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {
             error_setg_errno(errp, errno, "Failed to bind socket to %s", rest);
             freeaddrinfo(res);
             goto fail;

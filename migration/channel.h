@@ -21,15 +21,26 @@ bool mig_channel_check_uri(const char *uri, Error **errp);
 /* Outgoing: connect/open/spawn; may block (run it in the migration thread). */
 bool mig_channel_connect(const char *uri, MigChannel *ch, Error **errp);
 
-typedef void MigChannelReady(int fd, GPid child, void *opaque);
+/*
+ * A connection (or the file / command's fd) is ready. For a listening
+ * socket, returns true to accept another connection (multifd channels).
+ */
+typedef bool MigChannelReady(int fd, GPid child, void *opaque);
 /*
  * Incoming: start listening (or open the file / spawn the command); @ready
- * runs later in the main loop with the stream's fd. Errors that can be seen
- * at once (bad URI, bind failure, missing file) are returned.
+ * runs later in the main loop with each connection's fd. Errors that can
+ * be seen at once (bad URI, bind failure, missing file) are returned.
  */
 bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, Error **errp);
 /* Stops a listener that never got a connection. */
 void mig_channel_listen_cancel(void);
+/*
+ * Main loop: once @fd (a socket) has its first 4 bytes, @peeked runs with
+ * them (big-endian) still unread; or with @fd < 0 if the peer closed first
+ * (@fd is then closed). Tells the main stream from multifd channels.
+ */
+typedef void MigChannelPeeked(int fd, uint32_t first_be32, void *opaque);
+void mig_channel_peek_be32(int fd, MigChannelPeeked *peeked, void *opaque);
 /* Waits for an exec: child (after its fd was closed). Returns its exit status. */
 int mig_channel_reap(GPid child);
 /* Reaps an exec: child (if @child > 0) whenever it exits, without blocking. Main loop. */

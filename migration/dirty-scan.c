@@ -19,6 +19,7 @@
 #include "migration/qemu-file.h"
 #include "dirty.h"
 #include "options.h"
+#include "multifd-send.h"
 #include "ram-source.h"
 #include "ram-xbzrle.h"
 #include "status.h"
@@ -35,6 +36,14 @@ typedef struct DirtyScan {
     int64_t rate_start_ns;
     uint64_t rate_start_pages;
     uint64_t dirty_pages_rate;
+
+    /*
+     * multifd: a sync happened since the round was last ended, so the
+     * next page claimed must wait for multifd_send_sync(). Deferred to
+     * send_next because a sync may run between sections (pending), where
+     * the stream has no place for the flush record.
+     */
+    bool multifd_round_open;
 } DirtyScan;
 
 static DirtyScan dirty_scan;
@@ -66,6 +75,7 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
         return (int)ret;
     }
     dirty_scan_update_rate(ds);
+    ds->multifd_round_open = true;
     migration_pass_event(ds->dt.syncs, ds->dt.dirty_pages * TARGET_PAGE_SIZE,
                          qemu_file_transferred(f));
     return 0;
@@ -98,7 +108,8 @@ static int dirty_scan_final_sync(QEMUFile *f)
 static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
 {
     const uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
-    const uint8_t *data = buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host;
+    bool detect = migrate_zero_page_detection() != ZERO_PAGE_DETECTION_NONE;
+    const uint8_t *data = detect && buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host;
 
     if (w->xbzrle) {
         xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
@@ -108,8 +119,33 @@ static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, ui
 }
 
 /*
+ * multifd: claims the dirty word at @page's word and queues its pages to
+ * the channels, which read them; with zero-page-detection legacy the
+ * zero ones go in the main stream as before.
+ */
+static void dirty_scan_queue_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
+                                  RAMBlockDirty *b, uint64_t page)
+{
+    uint64_t word = page / BITS_PER_LONG;
+    unsigned long bits = dirty_tracker_claim_word(dt, b, word);
+    bool legacy_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_LEGACY;
+
+    while (bits) {
+        uint64_t p = word * BITS_PER_LONG + __builtin_ctzl(bits);
+
+        bits &= bits - 1;
+        if (legacy_zero &&
+            buffer_is_zero(b->rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE)) {
+            ram_put_zero_page(w, f, b->rb, p);
+        } else {
+            multifd_send_queue_page(w->multifd, f, b->rb, p);
+        }
+    }
+}
+
+/*
  * Finds the next dirty page at or after the cursor (wrapping), claims and
- * sends it. Returns false when nothing is dirty: the counter says so
+ * sends it (multifd: its whole word). Returns false when nothing is dirty: the counter says so
  * exactly, so no scan is needed to know.
  */
 static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
@@ -117,6 +153,12 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
     DirtyScan *ds = &dirty_scan;
     DirtyTracker *dt = &ds->dt;
 
+    if (w->multifd && ds->multifd_round_open) {
+        ds->multifd_round_open = false;
+        if (!multifd_send_sync(w->multifd, f, false)) {
+            return false;
+        }
+    }
     if (!dt->dirty_pages) {
         return false;
     }
@@ -125,6 +167,11 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
         RAMBlockDirty *b = &dt->blocks[ds->cur_block];
         uint64_t page = find_next_bit(b->send_bmap, b->npages, ds->cur_page);
 
+        if (page < b->npages && w->multifd) {
+            ds->cur_page = (page / BITS_PER_LONG + 1) * BITS_PER_LONG;
+            dirty_scan_queue_word(f, w, dt, b, page);
+            return true;
+        }
         if (page < b->npages) {
             ds->cur_page = page + 1;
             if (dirty_tracker_claim_page(dt, b, page)) {

@@ -183,3 +183,23 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
     }
     return false;
 }
+
+unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint64_t word)
+{
+    unsigned long bits = b->send_bmap[word];
+
+    if (!bits) {
+        return 0;
+    }
+    /* clear_shift >= MIN_CLEAR_BITMAP_SHIFT (6): the word lies in one chunk. */
+    if (dt->clear_log) {
+        uint64_t chunk = (word * BITS_PER_LONG) >> dt->clear_shift;
+
+        if (test_and_clear_bit(chunk, b->clear_bmap)) {
+            dirty_clear_chunk(dt, b, chunk);
+        }
+    }
+    b->send_bmap[word] = 0;
+    dt->dirty_pages -= __builtin_popcountl(bits);
+    return bits;
+}

@@ -59,5 +59,11 @@ int64_t dirty_tracker_sync(DirtyTracker *dt);
  * if the page was not dirty.
  */
 bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page);
+/*
+ * dirty_tracker_claim_word: the same for the up to BITS_PER_LONG pages of
+ * send_bmap word @word at once (one clear-log chunk holds a whole word).
+ * Returns the claimed bits: page word * BITS_PER_LONG + bit.
+ */
+unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint64_t word);
 
 #endif

@@ -16,6 +16,9 @@
 #include "channel.h"
 #include "global-state.h"
 #include "incoming.h"
+#include "multifd.h"
+#include "multifd-recv.h"
+#include "options.h"
 #include "savevm.h"
 #include "status.h"
 
@@ -30,6 +33,7 @@ typedef struct MigrationIncomingState {
     GPid child;
     Error *error;
     bool cancelled;             /* migrate_cancel asked to give up */
+    bool is_socket;             /* tcp: or unix:, where multifd channels can connect */
     int64_t start_ns;
     int64_t total_ms;
 } MigrationIncomingState;
@@ -56,6 +60,8 @@ static void incoming_finish_bh(void *opaque)
     bql_unlock();
     qemu_thread_join(&incoming.thread);
     bql_lock();
+    mig_channel_listen_cancel();    /* channels that never connected */
+    multifd_recv_cleanup();
     qemu_fclose(incoming.from_src);
     incoming.from_src = NULL;
     mig_channel_reap_later(incoming.child);
@@ -88,12 +94,19 @@ static void incoming_finish_bh(void *opaque)
 static void *incoming_thread(void *opaque)
 {
     bool ok = qemu_loadvm_state(incoming.from_src, &incoming.error);
+    Error *channel_err = NULL;
+
+    /* A failed channel shut the stream down: its error is the one that matters. */
+    if (!ok && multifd_recv_failed(&channel_err)) {
+        error_free(incoming.error);
+        incoming.error = channel_err;
+    }
 
     qemu_bh_schedule_oneshot(incoming_finish_bh, GINT_TO_POINTER(ok));
     return NULL;
 }
 
-static void incoming_channel_ready(int fd, GPid child, void *opaque)
+static void incoming_main_ready(int fd, GPid child)
 {
     int ret;
 
@@ -101,6 +114,9 @@ static void incoming_channel_ready(int fd, GPid child, void *opaque)
     incoming.child = child;
     incoming.start_ns = get_clock_ns();
     incoming_set_state(MIGRATION_STATUS_ACTIVE);
+    if (migrate_multifd()) {
+        multifd_recv_set_main(incoming.from_src);
+    }
     ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
     if (ret < 0) {
         error_report("cannot create the incoming migration thread: %s", g_strerror(-ret));
@@ -108,8 +124,60 @@ static void incoming_channel_ready(int fd, GPid child, void *opaque)
     }
 }
 
+/* Main loop: all the connections this migration needs arrived. */
+static bool incoming_all_connected(void)
+{
+    return incoming.from_src &&
+           multifd_recv_channels_accepted() >= multifd_recv_channels_expected();
+}
+
+/* multifd: a connection, told apart by its first word (QEMU does the same). */
+static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
+{
+    Error *err = NULL;
+
+    if (fd < 0 || incoming.state != MIGRATION_STATUS_SETUP &&
+                  incoming.state != MIGRATION_STATUS_ACTIVE) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    if (magic == QEMU_VM_FILE_MAGIC && !incoming.from_src) {
+        incoming_main_ready(fd, 0);
+    } else if (magic == MULTIFD_MAGIC) {
+        if (!multifd_recv_add_channel(fd, &err)) {
+            error_report_err(err);
+            close(fd);
+        }
+    } else {
+        error_report("incoming migration: closed a connection that is neither the "
+                     "migration stream nor a multifd channel (it starts 0x%08x)", magic);
+        close(fd);
+    }
+    if (incoming_all_connected()) {
+        mig_channel_listen_cancel();
+    }
+}
+
+static bool incoming_channel_ready(int fd, GPid child, void *opaque)
+{
+    if (!migrate_multifd() || !incoming.is_socket) {
+        incoming_main_ready(fd, child);
+        return false;
+    }
+    mig_channel_peek_be32(fd, incoming_conn_peeked, NULL);
+    /* Until the peeks tell the stream and the channels apart, keep accepting. */
+    return true;
+}
+
 static bool incoming_listen(const char *uri, Error **errp)
 {
+    incoming.is_socket = g_str_has_prefix(uri, "tcp:") || g_str_has_prefix(uri, "unix:");
+    if (migrate_multifd() && !incoming.is_socket) {
+        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
+        return false;
+    }
     if (!mig_channel_listen(uri, incoming_channel_ready, NULL, errp)) {
         return false;
     }
@@ -167,6 +235,7 @@ bool migration_incoming_cancel(void)
          */
         incoming.cancelled = true;
         qemu_file_shutdown(incoming.from_src);
+        multifd_recv_shutdown();
         return true;
     default:
         return false;

@@ -167,10 +167,15 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "x-checkpoint-delay: %u ms\n", p->x_checkpoint_delay);
     monitor_printf(mon, "block-incremental: %s\n", onoff(p->block_incremental));
     monitor_printf(mon, "multifd-channels: %u\n", p->multifd_channels);
-    monitor_printf(mon, "multifd-compression: none\n");
+    monitor_printf(mon, "multifd-compression: %s\n",
+                   MultiFDCompression_str(p->multifd_compression));
+    monitor_printf(mon, "multifd-zlib-level: %u\n", p->multifd_zlib_level);
+    monitor_printf(mon, "multifd-zstd-level: %u\n", p->multifd_zstd_level);
     monitor_printf(mon, "xbzrle-cache-size: %" PRIu64 " bytes\n", p->xbzrle_cache_size);
     monitor_printf(mon, "max-postcopy-bandwidth: %" PRIu64 "\n", p->max_postcopy_bandwidth);
     monitor_printf(mon, "tls-authz: '%s'\n", p->tls_authz);
+    monitor_printf(mon, "zero-page-detection: %s\n",
+                   ZeroPageDetection_str(p->zero_page_detection));
     monitor_printf(mon, "x-clear-bitmap-shift: %u\n", p->x_clear_bitmap_shift);
     monitor_printf(mon, "x-background-snapshot-buffer-size: %" PRIu64 " bytes\n",
                    p->x_background_snapshot_buffer_size);
@@ -244,6 +249,7 @@ typedef enum HmpParamKind {
     HP_SIZE,        /* bytes, suffixes allowed */
     HP_SIZE_MIB,    /* bare number means MiB (max-bandwidth) */
     HP_STR,
+    HP_ENUM,        /* a QAPI enum's name, parsed by the entry's parse function */
 } HmpParamKind;
 
 typedef struct HmpParam {
@@ -251,12 +257,29 @@ typedef struct HmpParam {
     HmpParamKind kind;
     size_t has_off;
     size_t val_off;
+    bool (*parse_enum)(const char *s, int *out);   /* HP_ENUM */
 } HmpParam;
+
+static bool hmp_parse_compression(const char *s, int *out)
+{
+    MultiFDCompression v;
+
+    return MultiFDCompression_parse(s, &v) && (*out = v, true);
+}
+
+static bool hmp_parse_zero_page_detection(const char *s, int *out)
+{
+    ZeroPageDetection v;
+
+    return ZeroPageDetection_parse(s, &v) && (*out = v, true);
+}
 
 #define HPARAM(n, f, k) \
     { n, k, offsetof(MigrationParameters, has_##f), offsetof(MigrationParameters, f) }
 #define HPARAM_STR(n, f) \
     { n, HP_STR, (size_t)-1, offsetof(MigrationParameters, f) }
+#define HPARAM_ENUM(n, f, parse) \
+    { n, HP_ENUM, offsetof(MigrationParameters, has_##f), offsetof(MigrationParameters, f), parse }
 
 static const HmpParam hmp_params[] = {
     HPARAM("announce-initial", announce_initial, HP_U64),
@@ -284,6 +307,8 @@ static const HmpParam hmp_params[] = {
     HPARAM("max-postcopy-bandwidth", max_postcopy_bandwidth, HP_SIZE),
     HPARAM("multifd-zlib-level", multifd_zlib_level, HP_U8),
     HPARAM("multifd-zstd-level", multifd_zstd_level, HP_U8),
+    HPARAM_ENUM("multifd-compression", multifd_compression, hmp_parse_compression),
+    HPARAM_ENUM("zero-page-detection", zero_page_detection, hmp_parse_zero_page_detection),
     HPARAM("x-clear-bitmap-shift", x_clear_bitmap_shift, HP_U8),
     HPARAM("x-background-snapshot-buffer-size", x_background_snapshot_buffer_size, HP_SIZE),
 };
@@ -299,6 +324,16 @@ static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationPara
     case HP_STR:
         *(char **)(base + hp->val_off) = g_strdup(value);
         return true;
+    case HP_ENUM: {
+        int e;
+
+        if (!hp->parse_enum(value, &e)) {
+            error_setg(errp, "Parameter '%s' does not accept value '%s'", hp->name, value);
+            return false;
+        }
+        *(int *)(base + hp->val_off) = e;
+        break;
+    }
     case HP_BOOL:
         if (!qemu_parse_bool(value, &b)) {
             error_setg(errp, "Parameter '%s' expects 'on' or 'off'", hp->name);

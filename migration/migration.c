@@ -22,6 +22,7 @@
 #include "global-state.h"
 #include "incoming.h"
 #include "migration.h"
+#include "multifd-send.h"
 #include "options.h"
 #include "outgoing.h"
 #include "ram.h"
@@ -228,7 +229,10 @@ static void *migration_thread(void *opaque)
     Error *err = NULL;
     QEMUFile *f = migration_open_output(s, &err);
 
-    if (f && migration_setup_sections(s, f, &err) &&
+    /* The channels connect after the main stream, as QEMU's do. */
+    bool connected = f && (!migrate_multifd() || multifd_send_setup(s->uri, &err));
+
+    if (connected && migration_setup_sections(s, f, &err) &&
         (!s->mode->setup || s->mode->setup(s, f, &err))) {
         migration_iterate(s, f, &err);
     }
@@ -266,6 +270,7 @@ static void migration_cleanup_bh(void *opaque)
         s->mode->cleanup(s);
     }
     qemu_savevm_state_cleanup();
+    multifd_send_cleanup();
     g_mutex_lock(&s->file_lock);
     f = s->to_dst;
     s->to_dst = NULL;
@@ -337,6 +342,10 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     if (!mig_channel_check_uri(uri, errp)) {
         return false;
     }
+    if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
+        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
+        return false;
+    }
     g_free(s->uri);
     s->uri = g_strdup(uri);
     g_clear_pointer(&s->error, error_free);
@@ -385,6 +394,7 @@ bool qmp_migrate_cancel(Error **errp)
         qemu_file_shutdown(s->to_dst);
     }
     g_mutex_unlock(&s->file_lock);
+    multifd_send_shutdown();
     migration_rate_limit_changed(s);
     return true;
 }

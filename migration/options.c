@@ -66,6 +66,10 @@ void migration_options_init(void)
     params->multifd_zlib_level = 1;
     params->has_multifd_zstd_level = true;
     params->multifd_zstd_level = 1;
+    params->has_multifd_compression = true;
+    params->multifd_compression = MULTIFD_COMPRESSION_NONE;
+    params->has_zero_page_detection = true;
+    params->zero_page_detection = ZERO_PAGE_DETECTION_MULTIFD;
     params->has_x_clear_bitmap_shift = true;
     params->x_clear_bitmap_shift = DEFAULT_MIGRATE_CLEAR_BITMAP_SHIFT;
     params->has_x_background_snapshot_buffer_size = true;
@@ -117,6 +121,36 @@ uint64_t migrate_xbzrle_cache_size(void)
     return params->xbzrle_cache_size;
 }
 
+bool migrate_multifd(void)
+{
+    return caps[MIGRATION_CAPABILITY_MULTIFD];
+}
+
+int migrate_multifd_channels(void)
+{
+    return params->multifd_channels;
+}
+
+MultiFDCompression migrate_multifd_compression(void)
+{
+    return params->multifd_compression;
+}
+
+int migrate_multifd_zlib_level(void)
+{
+    return params->multifd_zlib_level;
+}
+
+int migrate_multifd_zstd_level(void)
+{
+    return params->multifd_zstd_level;
+}
+
+ZeroPageDetection migrate_zero_page_detection(void)
+{
+    return params->zero_page_detection;
+}
+
 uint64_t migrate_background_snapshot_buffer_size(void)
 {
     return params->x_background_snapshot_buffer_size;
@@ -134,6 +168,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_EVENTS:
     case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
     case MIGRATION_CAPABILITY_XBZRLE:
+    case MIGRATION_CAPABILITY_MULTIFD:
         return true;
     default:
         return false;
@@ -291,6 +326,8 @@ void migrate_params_apply(const MigrationParameters *p)
     APPLY(p, max_cpu_throttle);
     APPLY(p, multifd_zlib_level);
     APPLY(p, multifd_zstd_level);
+    APPLY(p, multifd_compression);
+    APPLY(p, zero_page_detection);
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
 }

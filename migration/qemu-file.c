@@ -472,6 +472,12 @@ uint64_t qemu_file_transferred(QEMUFile *f)
     return f->total;
 }
 
+void qemu_file_count_side_bytes(QEMUFile *f, uint64_t len)
+{
+    f->total += len;
+    f->rate_limit_used += len;
+}
+
 void qemu_file_set_rate_limit(QEMUFile *f, uint64_t limit)
 {
     f->rate_limit_max = limit;

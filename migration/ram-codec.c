@@ -97,6 +97,11 @@ void ram_put_eos(QEMUFile *f)
     qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
 }
 
+void ram_put_multifd_flush(QEMUFile *f)
+{
+    qemu_put_be64(f, RAM_SAVE_FLAG_MULTIFD_FLUSH);
+}
+
 /* ---- reader ---- */
 
 void ram_reader_reset(RAMPageReader *r)
@@ -226,12 +231,12 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
     host = rb->host + addr;
     if (flags & RAM_SAVE_FLAG_PAGE) {
         qemu_get_buffer(f, host, TARGET_PAGE_SIZE);
-        set_bit(page, rb->vmm_written_bmap);
+        set_bit_atomic(page, rb->vmm_written_bmap);
     } else if (flags & RAM_SAVE_FLAG_XBZRLE) {
         if (!ram_load_xbzrle(f, host, addr, errp)) {
             return false;
         }
-        set_bit(page, rb->vmm_written_bmap);
+        set_bit_atomic(page, rb->vmm_written_bmap);
     } else {
         uint8_t fill = qemu_get_byte(f);
         /*
@@ -239,10 +244,10 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
          * untouched memory stays unallocated. A page nobody wrote is known
          * zero without even reading it.
          */
-        if (fill || (test_bit(page, rb->vmm_written_bmap) &&
+        if (fill || (test_bit_atomic(page, rb->vmm_written_bmap) &&
                      !buffer_is_zero(host, TARGET_PAGE_SIZE))) {
             memset(host, fill, TARGET_PAGE_SIZE);
-            set_bit(page, rb->vmm_written_bmap);
+            set_bit_atomic(page, rb->vmm_written_bmap);
         }
     }
     return true;
@@ -271,6 +276,17 @@ int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
         }
         if (flags == RAM_SAVE_FLAG_EOS) {
             return 0;
+        }
+        if (flags == RAM_SAVE_FLAG_MULTIFD_FLUSH && !addr) {
+            if (!r->multifd_flush) {
+                error_setg(errp, "ram: a multifd flush record, but multifd is off here "
+                           "(set the multifd capability on both sides)");
+                return -EINVAL;
+            }
+            if (!r->multifd_flush(errp)) {
+                return -EIO;
+            }
+            continue;
         }
         switch (flags & ~RAM_SAVE_FLAG_CONTINUE) {
         case RAM_SAVE_FLAG_ZERO:

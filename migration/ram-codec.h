@@ -6,8 +6,7 @@
  *   be64 (offset | flags) [counted-string block id unless CONTINUE] body
  *   ZERO: 1 fill byte    PAGE: 4096 bytes    MEM_SIZE: block list    EOS
  *   XBZRLE: u8 0x01, be16 length, the delta (xbzrle.h)
- *
- * Later encodings (multifd packets) are more record kinds here.
+ *   MULTIFD_FLUSH: no body; a round of multifd packets ends (multifd.h)
  */
 #ifndef MIGRATION_RAM_CODEC_H
 #define MIGRATION_RAM_CODEC_H
@@ -30,6 +29,7 @@
 #define RAM_XBZRLE_ENCODING     0x01    /* the one encoding byte of an XBZRLE record */
 
 typedef struct XbzrleSender XbzrleSender;
+typedef struct MultifdSender MultifdSender;
 
 /* The sending side's codec state. Owned by mig/src; query-migrate reads the counters. */
 typedef struct RAMPageWriter {
@@ -39,6 +39,11 @@ typedef struct RAMPageWriter {
     uint64_t xbzrle_pages;      /* XBZRLE records put */
     /* The xbzrle capability's sender (ram.c sets it at setup), or NULL. */
     XbzrleSender *xbzrle;
+    /*
+     * The multifd channels (ram.c sets them at setup), or NULL. With
+     * multifd, pages go to the channels and xbzrle is not used, as in QEMU.
+     */
+    MultifdSender *multifd;
 } RAMPageWriter;
 
 /* Forget the previous block, the counters and any XBZRLE sender: a new stream starts. */
@@ -62,11 +67,18 @@ void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
 /* MEM_SIZE: the total and every RAMBlock's name and length, then EOS. */
 void ram_put_block_list(QEMUFile *f);
 void ram_put_eos(QEMUFile *f);
+/* MULTIFD_FLUSH: the destination places every multifd page sent so far before it reads on. */
+void ram_put_multifd_flush(QEMUFile *f);
 
 /* The receiving side. Owned by the incoming thread. */
 typedef struct RAMPageReader {
     RAMBlock *last_block;       /* for CONTINUE */
     bool have_sizes;            /* MEM_SIZE seen */
+    /*
+     * A MULTIFD_FLUSH record: wait until the multifd channels placed the
+     * round (multifd-recv.c). NULL: multifd is off, and the record is an error.
+     */
+    bool (*multifd_flush)(Error **errp);
 } RAMPageReader;
 
 void ram_reader_reset(RAMPageReader *r);

@@ -12,6 +12,8 @@
 #include "migration/register.h"
 #include "ram.h"
 #include "options.h"
+#include "multifd-recv.h"
+#include "multifd-send.h"
 #include "ram-codec.h"
 #include "ram-source.h"
 #include "ram-xbzrle.h"
@@ -32,6 +34,7 @@ typedef struct RAMState {
      */
     RAMPageWriter writer;
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
+    bool uses_multifd;          /* mig/src at setup; query-migrate reads it */
 } RAMState;
 
 static RAMState ram_state = { .src = &dirty_scan_source };
@@ -46,8 +49,12 @@ void ram_select_source(const RAMPageSource *src)
 
 uint64_t ram_pages_sent(void)
 {
+    MultifdSendStats m;
+
+    multifd_send_stats(&m);
     return __atomic_load_n(&ram_state.writer.zero_pages, __ATOMIC_RELAXED) +
-           __atomic_load_n(&ram_state.writer.normal_pages, __ATOMIC_RELAXED);
+           __atomic_load_n(&ram_state.writer.normal_pages, __ATOMIC_RELAXED) +
+           m.zero_pages + m.normal_pages;
 }
 
 void ram_fill_info(MigrationInfo *info)
@@ -55,9 +62,17 @@ void ram_fill_info(MigrationInfo *info)
     RAMState *rs = &ram_state;
     MigrationStats *ram = info->ram;
     uint64_t normal = __atomic_load_n(&rs->writer.normal_pages, __ATOMIC_RELAXED);
+    MultifdSendStats m;
 
+    /* The channels' counters belong to the last migration that used them. */
+    multifd_send_stats(&m);
+    if (!rs->uses_multifd) {
+        m = (MultifdSendStats) { 0 };
+    }
+    normal += m.normal_pages;
     ram->total = ram_blocks_total_bytes();
-    ram->duplicate = __atomic_load_n(&rs->writer.zero_pages, __ATOMIC_RELAXED);
+    ram->duplicate = __atomic_load_n(&rs->writer.zero_pages, __ATOMIC_RELAXED) + m.zero_pages;
+    ram->multifd_bytes = m.bytes;
     ram->normal = normal;
     ram->normal_bytes = normal * TARGET_PAGE_SIZE;
     ram->page_size = TARGET_PAGE_SIZE;
@@ -98,7 +113,9 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     /* The last migration's sender stayed for its counters. */
     xbzrle_sender_free(rs->writer.xbzrle);
     ram_writer_reset(&rs->writer);
-    if (migrate_xbzrle()) {
+    rs->writer.multifd = multifd_sender();
+    rs->uses_multifd = rs->writer.multifd != NULL;
+    if (migrate_xbzrle() && !rs->writer.multifd) {
         rs->writer.xbzrle = xbzrle_sender_new(ram_xbzrle_cache_size(), errp);
         if (!rs->writer.xbzrle) {
             return -ENOMEM;
@@ -149,6 +166,10 @@ static int ram_save_complete(QEMUFile *f, void *opaque)
             break;
         }
     }
+    /* Every page in the channels must be placed before the device state loads. */
+    if (rs->writer.multifd && !qemu_file_get_error(f)) {
+        multifd_send_sync(rs->writer.multifd, f, true);
+    }
     ram_put_eos(f);
     qemu_fflush(f);
     ram_add_scan_time(rs, t0);
@@ -174,6 +195,7 @@ static void ram_save_cleanup(void *opaque)
     RAMState *rs = opaque;
 
     rs->src->cleanup();
+    rs->writer.multifd = NULL;
     if (rs->writer.xbzrle) {
         xbzrle_sender_drop_cache(rs->writer.xbzrle);
     }
@@ -183,6 +205,9 @@ static void ram_save_cleanup(void *opaque)
 static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     ram_reader_reset(&ram_reader);
+    if (migrate_multifd()) {
+        ram_reader.multifd_flush = multifd_recv_flush;
+    }
     return 0;
 }
 

@@ -16,7 +16,6 @@
 #include "savevm.h"
 #include "trace.h"
 
-#define QEMU_VM_FILE_MAGIC          0x5145564d
 #define QEMU_VM_FILE_VERSION_COMPAT 0x00000002
 #define QEMU_VM_FILE_VERSION        0x00000003
 

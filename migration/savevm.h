@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include "qemu/typedefs.h"
 
+/* The stream's first word ("QEVM"); the incoming side tells streams from multifd channels by it. */
+#define QEMU_VM_FILE_MAGIC          0x5145564d
+
 /* The machine type the configuration section carries and the loader expects. Init. */
 void savevm_set_machine_type(const char *name);
 void qemu_savevm_state_header(QEMUFile *f);

@@ -74,7 +74,7 @@ int unix_listen_private(const char *path, Error **errp)
         unlink(path);
         goto fail;
     }
-    if (listen(fd, 1) < 0) {
+    if (listen(fd, 16) < 0) {
         error_setg_errno(errp, errno, "Failed to listen on socket");
         unlink(path);
         goto fail;

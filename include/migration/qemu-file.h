@@ -70,6 +70,12 @@ void qemu_file_shutdown(QEMUFile *f);
 
 /* Bytes put (output) or consumed (input) so far, buffered ones included. */
 uint64_t qemu_file_transferred(QEMUFile *f);
+/*
+ * Counts @len bytes the migration sent on other connections (multifd
+ * channels) as if put here: in qemu_file_transferred() and against the
+ * rate limit. Called by the file's one user thread.
+ */
+void qemu_file_count_side_bytes(QEMUFile *f, uint64_t len);
 
 /*
  * Rate limiting in windows: @limit bytes may be put per window (0 = no

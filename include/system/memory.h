@@ -40,8 +40,10 @@ struct RAMBlock {
      * Set: the VMM ever wrote the page (loaders, incoming migration), or the
      * backend is a file (it may hold old data). A clear bit means the page
      * is still the kernel's zero page, which lets an incoming migration skip
-     * zero pages without touching (and so allocating) them. Written by one
-     * thread at a time: machine init, then the incoming migration thread.
+     * zero pages without touching (and so allocating) them. Written by
+     * machine init, then by the incoming migration thread and its multifd
+     * channel threads at once (atomically: they place different pages that
+     * share words).
      */
     unsigned long *vmm_written_bmap;
 

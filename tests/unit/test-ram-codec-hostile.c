@@ -135,6 +135,19 @@ static void test_bad_flags(gconstpointer data)
     fake_ram_free(ram);
 }
 
+/* A multifd flush record reaches a reader without multifd channels. */
+static void test_multifd_flush_without_multifd(void)
+{
+    FakeRAM *ram = fake_ram_new(pc_blocks);
+    g_autoptr(GByteArray) s = g_byte_array_new();
+
+    put_block_list(s, ram);
+    put_header(s, 0, RAM_SAVE_FLAG_MULTIFD_FLUSH, NULL);
+    put_eos(s);
+    assert_refused(ram, s, "multifd is off here");
+    fake_ram_free(ram);
+}
+
 /*
  * Every value of the flag bits, classified by QEMU's rules: MEM_SIZE once
  * and alone, EOS alone, ZERO or PAGE with or without CONTINUE; anything
@@ -503,6 +516,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(path, &bad_flags[i], test_bad_flags);
     }
     g_test_add_func("/ram-codec/hostile/flags/exhaustive", test_flags_exhaustive);
+    g_test_add_func("/ram-codec/hostile/multifd-flush-without-multifd",
+                    test_multifd_flush_without_multifd);
     g_test_add_func("/ram-codec/hostile/mem-size-with-flags", test_mem_size_with_flags);
     g_test_add_func("/ram-codec/hostile/mem-size-twice", test_mem_size_twice);
     g_test_add_func("/ram-codec/hostile/page-before-block-list", test_page_before_block_list);

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * multifd, the receiving side: one thread per channel connection reads
+ * its initial packet, then packets (multifd.h), checks every field against
+ * this side's RAM and settings, and places the pages. A SYNC packet ends
+ * the channel's round: the thread waits there until mig/dst, at the main
+ * stream's MULTIFD_FLUSH record, has seen every channel end the same
+ * round. So no channel places a page of round K+1 before all of round K
+ * is placed, which is what keeps a page's older copy from overwriting its
+ * newer one (multifd-send.c says why the sender needs no more).
+ *
+ * A channel that fails records the error and shuts the main stream down,
+ * so mig/dst stops wherever it is waiting; the load then fails with the
+ * channel's error and the guest never runs.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bufferiszero.h"
+#include "qemu/thread.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "multifd.h"
+#include "multifd-compress.h"
+#include "multifd-recv.h"
+#include "options.h"
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+typedef struct MultifdRecvChannel {
+    int fd;                     /* owned; shut down by cancel, closed at cleanup */
+    QemuThread thread;
+    int id;                     /* the thread: from its initial packet, -1 before */
+    /* mr->lock */
+    uint64_t synced;            /* SYNC packets placed */
+    bool ended;                 /* the thread is done (EOF, failure or quit) */
+
+    /* The thread's own. */
+    void *codec;
+    uint8_t *cbuf;
+    size_t cbuf_size;
+    MultiFDPacketHdr hdr;
+    uint64_t offs[MULTIFD_PACKET_PAGES];
+    uint8_t *pages[MULTIFD_PACKET_PAGES];
+    struct iovec iov[MULTIFD_PACKET_PAGES];
+} MultifdRecvChannel;
+
+typedef struct MultifdReceiver {
+    int expected;               /* read-only: multifd-channels */
+    const MultifdCompressOps *ops;  /* read-only: multifd-compression */
+    GPtrArray *channels;        /* main thread: every accepted connection */
+
+    GMutex lock;
+    GCond cond;                 /* a channel synced or ended; released moved; quit */
+    MultifdRecvChannel *by_id[256]; /* lock: registered by their initial packet */
+    uint8_t uuid[16];           /* lock: the first channel's */
+    bool have_uuid;
+    uint64_t released;          /* lock: rounds mig/dst let the channels finish */
+    bool quit;                  /* lock: cancel or cleanup */
+    Error *error;               /* lock: the first channel failure */
+    QEMUFile *main;             /* lock: shut down on a failure */
+} MultifdReceiver;
+
+/* Created by the main thread at the first channel, freed by cleanup. */
+static MultifdReceiver *receiver;
+
+/* 0, 1 for EOF before the first byte, or -errno (-EPIPE: EOF in the middle). */
+static int read_iov_full(int fd, struct iovec *iov, int cnt)
+{
+    bool started = false;
+
+    while (cnt > 0) {
+        ssize_t n = readv(fd, iov, MIN(cnt, IOV_MAX));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -errno;
+        }
+        if (n == 0) {
+            return started ? -EPIPE : 1;
+        }
+        started = true;
+        while (cnt > 0 && (size_t)n >= iov->iov_len) {
+            n -= iov->iov_len;
+            iov++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + n;
+            iov->iov_len -= n;
+        }
+    }
+    return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+    return read_iov_full(fd, &iov, 1);
+}
+
+static bool read_or_fail(MultifdRecvChannel *c, void *buf, size_t len, const char *what,
+                         Error **errp)
+{
+    int ret = read_full(c->fd, buf, len);
+
+    if (ret) {
+        error_setg(errp, "multifd: channel %d: reading %s failed: %s", c->id, what,
+                   ret > 0 ? "end of stream" : g_strerror(-ret));
+        return false;
+    }
+    return true;
+}
+
+static bool multifd_recv_init_msg(MultifdReceiver *mr, MultifdRecvChannel *c, Error **errp)
+{
+    MultiFDInit msg;
+    bool ok = false;
+
+    if (!read_or_fail(c, &msg, sizeof(msg), "the initial packet", errp)) {
+        return false;
+    }
+    if (GUINT32_FROM_BE(msg.magic) != MULTIFD_MAGIC) {
+        error_setg(errp, "multifd: received packet magic %x expected %x",
+                   GUINT32_FROM_BE(msg.magic), MULTIFD_MAGIC);
+        return false;
+    }
+    if (GUINT32_FROM_BE(msg.version) != MULTIFD_VERSION) {
+        error_setg(errp, "multifd: received packet version %u expected %u",
+                   GUINT32_FROM_BE(msg.version), MULTIFD_VERSION);
+        return false;
+    }
+    if (msg.id >= mr->expected) {
+        error_setg(errp, "multifd: received channel id %u is greater than number of "
+                   "channels %d (set multifd-channels alike on both sides)", msg.id,
+                   mr->expected);
+        return false;
+    }
+    g_mutex_lock(&mr->lock);
+    if (mr->by_id[msg.id]) {
+        error_setg(errp, "multifd: channel id %u connected twice", msg.id);
+    } else if (mr->have_uuid && memcmp(mr->uuid, msg.uuid, sizeof(msg.uuid))) {
+        error_setg(errp, "multifd: channel %u comes from another source (its uuid differs)",
+                   msg.id);
+    } else {
+        memcpy(mr->uuid, msg.uuid, sizeof(msg.uuid));
+        mr->have_uuid = true;
+        mr->by_id[msg.id] = c;
+        c->id = msg.id;
+        g_cond_broadcast(&mr->cond);
+        ok = true;
+    }
+    g_mutex_unlock(&mr->lock);
+    return ok;
+}
+
+/* The header's fields, checked; the block if the packet carries pages. */
+static bool multifd_check_header(MultifdReceiver *mr, MultifdRecvChannel *c, RAMBlock **rbp,
+                                 Error **errp)
+{
+    MultiFDPacketHdr *h = &c->hdr;
+    uint32_t flags = GUINT32_FROM_BE(h->flags), comp = flags & MULTIFD_FLAG_COMPRESSION_MASK;
+    uint64_t pages = (uint64_t)GUINT32_FROM_BE(h->normal_pages) + GUINT32_FROM_BE(h->zero_pages);
+    const MultifdCompressOps *sent = multifd_compress_ops_by_flag(comp);
+
+    if (GUINT32_FROM_BE(h->magic) != MULTIFD_MAGIC || GUINT32_FROM_BE(h->version) != MULTIFD_VERSION) {
+        error_setg(errp, "multifd: channel %d: packet magic %x version %u, expected %x "
+                   "version %u", c->id, GUINT32_FROM_BE(h->magic), GUINT32_FROM_BE(h->version),
+                   MULTIFD_MAGIC, MULTIFD_VERSION);
+        return false;
+    }
+    if (flags & ~(MULTIFD_FLAG_SYNC | MULTIFD_FLAG_COMPRESSION_MASK)) {
+        error_setg(errp, "multifd: channel %d: packet flags 0x%x unknown", c->id, flags);
+        return false;
+    }
+    if (sent != mr->ops) {
+        error_setg(errp, "multifd: channel %d: packet compressed with %s, but "
+                   "multifd-compression is %s here", c->id, sent ? sent->name : "(unknown)",
+                   mr->ops->name);
+        return false;
+    }
+    if (GUINT32_FROM_BE(h->pages_alloc) > MULTIFD_PACKET_PAGES ||
+        pages > GUINT32_FROM_BE(h->pages_alloc)) {
+        error_setg(errp, "multifd: channel %d: packet of %" PRIu64 " pages (room for %u), "
+                   "at most %d allowed", c->id, pages, GUINT32_FROM_BE(h->pages_alloc),
+                   MULTIFD_PACKET_PAGES);
+        return false;
+    }
+    *rbp = NULL;
+    if (!pages) {
+        return true;
+    }
+    if (!memchr(h->ramblock, 0, sizeof(h->ramblock)) ||
+        !(*rbp = ram_block_find(h->ramblock))) {
+        g_autofree char *safe = g_strescape(memchr(h->ramblock, 0, sizeof(h->ramblock))
+                                            ? h->ramblock : "(unterminated)", NULL);
+
+        error_setg(errp, "multifd: channel %d: packet for unknown RAMBlock %s", c->id, safe);
+        return false;
+    }
+    return true;
+}
+
+/* The packet's offsets and page data; the header was checked. */
+static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMBlock *rb,
+                                Error **errp)
+{
+    uint32_t normal = GUINT32_FROM_BE(c->hdr.normal_pages);
+    uint32_t n = normal + GUINT32_FROM_BE(c->hdr.zero_pages);
+    uint32_t size = GUINT32_FROM_BE(c->hdr.next_packet_size);
+    bool raw = mr->ops->packet_flag == MULTIFD_FLAG_NOCOMP;
+    int ret;
+
+    if (raw ? size != (uint64_t)normal * TARGET_PAGE_SIZE
+            : size > c->cbuf_size || (!normal && size)) {
+        error_setg(errp, "multifd: channel %d: packet of %u pages carries %u bytes", c->id,
+                   normal, size);
+        return false;
+    }
+    if (n && !read_or_fail(c, c->offs, n * sizeof(uint64_t), "page offsets", errp)) {
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t off = GUINT64_FROM_BE(c->offs[i]);
+
+        if ((off & ~TARGET_PAGE_MASK) || off >= rb->used_length) {
+            error_setg(errp, "multifd: channel %d: offset 0x%" PRIx64 " is not a page of "
+                       "RAMBlock %s (length 0x%" PRIx64 ")", c->id, off, rb->idstr,
+                       rb->used_length);
+            return false;
+        }
+        c->offs[i] = off;
+        c->pages[i] = rb->host + off;
+    }
+    if (raw) {
+        for (uint32_t i = 0; i < normal; i++) {
+            c->iov[i] = (struct iovec) { c->pages[i], TARGET_PAGE_SIZE };
+        }
+        ret = normal ? read_iov_full(c->fd, c->iov, normal) : 0;
+        if (ret) {
+            error_setg(errp, "multifd: channel %d: reading pages failed: %s", c->id,
+                       ret > 0 ? "end of stream" : g_strerror(-ret));
+            return false;
+        }
+    } else if (normal) {
+        if (!read_or_fail(c, c->cbuf, size, "compressed pages", errp) ||
+            !mr->ops->decompress(c->codec, c->cbuf, size, c->pages, normal, errp)) {
+            error_prepend(errp, "multifd: channel %d: ", c->id);
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t page = c->offs[i] >> TARGET_PAGE_BITS;
+
+        /* As for ZERO records: a page nobody wrote is zero without reading it. */
+        if (i >= normal && test_bit_atomic(page, rb->vmm_written_bmap) &&
+            !buffer_is_zero(c->pages[i], TARGET_PAGE_SIZE)) {
+            memset(c->pages[i], 0, TARGET_PAGE_SIZE);
+        }
+        if (i < normal) {
+            set_bit_atomic(page, rb->vmm_written_bmap);
+        }
+    }
+    return true;
+}
+
+/* A SYNC packet: this round is placed; wait until mig/dst releases it. */
+static void multifd_recv_round_done(MultifdReceiver *mr, MultifdRecvChannel *c)
+{
+    g_mutex_lock(&mr->lock);
+    c->synced++;
+    g_cond_broadcast(&mr->cond);
+    while (mr->released < c->synced && !mr->quit) {
+        g_cond_wait(&mr->cond, &mr->lock);
+    }
+    g_mutex_unlock(&mr->lock);
+}
+
+/* One packet. False at a clean end of stream (@errp untouched) or on failure. */
+static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Error **errp)
+{
+    RAMBlock *rb;
+    int ret = read_full(c->fd, &c->hdr, sizeof(c->hdr));
+
+    if (ret == 1) {
+        /* Between packets: an error only if mig/dst still waits for this channel. */
+        return false;
+    }
+    if (ret < 0) {
+        error_setg(errp, "multifd: channel %d: reading a packet header failed: %s", c->id,
+                   g_strerror(-ret));
+        return false;
+    }
+    if (!multifd_check_header(mr, c, &rb, errp) ||
+        (rb && !multifd_place_pages(mr, c, rb, errp))) {
+        return false;
+    }
+    if (GUINT32_FROM_BE(c->hdr.flags) & MULTIFD_FLAG_SYNC) {
+        multifd_recv_round_done(mr, c);
+    }
+    return true;
+}
+
+static void *multifd_recv_thread(void *opaque)
+{
+    MultifdRecvChannel *c = opaque;
+    MultifdReceiver *mr = receiver;
+    Error *err = NULL;
+
+    if (multifd_recv_init_msg(mr, c, &err)) {
+        while (multifd_recv_packet(mr, c, &err)) {
+        }
+    }
+    g_mutex_lock(&mr->lock);
+    c->ended = true;
+    if (err && !mr->quit && !mr->error) {
+        mr->error = err;
+        err = NULL;
+        if (mr->main) {
+            qemu_file_shutdown(mr->main);
+        }
+    }
+    g_cond_broadcast(&mr->cond);
+    g_mutex_unlock(&mr->lock);
+    error_free(err);
+    return NULL;
+}
+
+static MultifdReceiver *multifd_receiver_get(void)
+{
+    if (!receiver) {
+        MultifdReceiver *mr = g_new0(MultifdReceiver, 1);
+
+        mr->expected = migrate_multifd_channels();
+        mr->ops = multifd_compress_ops(migrate_multifd_compression());
+        mr->channels = g_ptr_array_new();
+        g_mutex_init(&mr->lock);
+        g_cond_init(&mr->cond);
+        receiver = mr;
+    }
+    return receiver;
+}
+
+bool multifd_recv_add_channel(int fd, Error **errp)
+{
+    MultifdReceiver *mr = multifd_receiver_get();
+    MultifdRecvChannel *c;
+    char name[32];
+    int ret;
+
+    if ((int)mr->channels->len >= mr->expected) {
+        error_setg(errp, "multifd: more channel connections than multifd-channels (%d)",
+                   mr->expected);
+        return false;
+    }
+    c = g_new0(MultifdRecvChannel, 1);
+    c->fd = fd;
+    c->id = -1;
+    if (mr->ops->packet_flag != MULTIFD_FLAG_NOCOMP) {
+        c->codec = mr->ops->recv_new(errp);
+        if (!c->codec) {
+            g_free(c);
+            return false;
+        }
+        c->cbuf_size = mr->ops->bound(MULTIFD_PACKET_PAGES);
+        c->cbuf = g_malloc(c->cbuf_size);
+    }
+    snprintf(name, sizeof(name), "mig/mfd-recv/%u", mr->channels->len);
+    ret = qemu_thread_create(&c->thread, name, multifd_recv_thread, c);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "multifd: cannot create a channel thread");
+        if (c->codec) {
+            mr->ops->recv_free(c->codec);
+        }
+        g_free(c->cbuf);
+        g_free(c);
+        return false;
+    }
+    g_ptr_array_add(mr->channels, c);
+    return true;
+}
+
+int multifd_recv_channels_accepted(void)
+{
+    return receiver ? (int)receiver->channels->len : 0;
+}
+
+int multifd_recv_channels_expected(void)
+{
+    return receiver ? receiver->expected : migrate_multifd_channels();
+}
+
+void multifd_recv_set_main(QEMUFile *f)
+{
+    MultifdReceiver *mr = multifd_receiver_get();
+
+    g_mutex_lock(&mr->lock);
+    mr->main = f;
+    g_mutex_unlock(&mr->lock);
+}
+
+bool multifd_recv_flush(Error **errp)
+{
+    MultifdReceiver *mr = receiver;
+    uint64_t round;
+    bool ok = true;
+
+    if (!mr) {
+        error_setg(errp, "multifd: a flush record, but no channel connected");
+        return false;
+    }
+    g_mutex_lock(&mr->lock);
+    round = mr->released + 1;
+    for (int id = 0; id < mr->expected && ok; id++) {
+        for (;;) {
+            MultifdRecvChannel *c = mr->by_id[id];
+
+            if (mr->error || mr->quit) {
+                error_setg(errp, "%s", mr->error ? error_get_pretty(mr->error)
+                                                 : "multifd: cancelled");
+                ok = false;
+                break;
+            }
+            if (c && c->synced >= round) {
+                break;
+            }
+            if (c && c->ended) {
+                error_setg(errp, "multifd: channel %d ended before its round %" PRIu64
+                           " did", id, round);
+                ok = false;
+                break;
+            }
+            g_cond_wait(&mr->cond, &mr->lock);
+        }
+    }
+    if (ok) {
+        mr->released = round;
+        g_cond_broadcast(&mr->cond);
+    }
+    g_mutex_unlock(&mr->lock);
+    return ok;
+}
+
+bool multifd_recv_failed(Error **errp)
+{
+    MultifdReceiver *mr = receiver;
+    bool failed = false;
+
+    if (!mr) {
+        return false;
+    }
+    g_mutex_lock(&mr->lock);
+    if (mr->error) {
+        error_setg(errp, "%s", error_get_pretty(mr->error));
+        failed = true;
+    }
+    g_mutex_unlock(&mr->lock);
+    return failed;
+}
+
+void multifd_recv_shutdown(void)
+{
+    MultifdReceiver *mr = receiver;
+
+    if (!mr) {
+        return;
+    }
+    g_mutex_lock(&mr->lock);
+    mr->quit = true;
+    g_cond_broadcast(&mr->cond);
+    g_mutex_unlock(&mr->lock);
+    /* mr->channels changes only in the main thread; cancel runs there too. */
+    for (guint i = 0; i < mr->channels->len; i++) {
+        MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
+
+        shutdown(c->fd, SHUT_RDWR);
+    }
+}
+
+void multifd_recv_cleanup(void)
+{
+    MultifdReceiver *mr = receiver;
+
+    if (!mr) {
+        return;
+    }
+    multifd_recv_shutdown();
+    for (guint i = 0; i < mr->channels->len; i++) {
+        MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
+
+        qemu_thread_join(&c->thread);
+        close(c->fd);
+        if (c->codec) {
+            mr->ops->recv_free(c->codec);
+        }
+        g_free(c->cbuf);
+        g_free(c);
+    }
+    g_ptr_array_free(mr->channels, true);
+    error_free(mr->error);
+    g_cond_clear(&mr->cond);
+    g_mutex_clear(&mr->lock);
+    g_free(mr);
+    receiver = NULL;
+}

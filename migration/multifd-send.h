@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: multifd, the sending side. mig/src connects the
+ * channels next to the main stream (multifd_send_setup), the precopy page
+ * source queues pages into batches (multifd_send_queue_page) and ends a
+ * round after every dirty sync (multifd_send_sync); cancel shuts the
+ * channels down from any thread; the cleanup bottom half joins them.
+ */
+#ifndef MIGRATION_MULTIFD_SEND_H
+#define MIGRATION_MULTIFD_SEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+typedef struct MultifdSender MultifdSender;
+
+/* Counters of the last (or the running) migration; they outlive it for query-migrate. */
+typedef struct MultifdSendStats {
+    uint64_t normal_pages;      /* sent whole (or compressed) in packets */
+    uint64_t zero_pages;        /* listed as zero in packets */
+    uint64_t bytes;             /* everything written on the channels */
+    uint64_t packets;
+} MultifdSendStats;
+
+/*
+ * mig/src, after the main stream connected: connects multifd-channels
+ * channels to @uri (tcp: or unix: only) and starts their threads. The
+ * sender is then the one multifd_sender() returns until cleanup.
+ */
+MultifdSender *multifd_send_setup(const char *uri, Error **errp);
+/* The sender of the running migration, or NULL (multifd off). mig/src. */
+MultifdSender *multifd_sender(void);
+/*
+ * mig/src: send page @page of @rb in a packet. The page is read later by a
+ * channel thread; its dirty bit must already be claimed. A channel's
+ * failure is set on @f.
+ */
+void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page);
+/*
+ * mig/src: ends the round: the pages queued so far go out, each channel
+ * sends a SYNC packet after them and @f gets the MULTIFD_FLUSH record.
+ * @wait: also wait until the channels wrote everything (completion).
+ * False (error set on @f) if a channel failed.
+ */
+bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait);
+/* Any thread: blocked channel writes fail at once (cancel). */
+void multifd_send_shutdown(void);
+/* Main thread, after mig/src was joined: stop and join the threads, close the channels. */
+void multifd_send_cleanup(void);
+/* Any thread. */
+void multifd_send_stats(MultifdSendStats *st);
+
+#endif
