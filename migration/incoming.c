@@ -136,8 +136,15 @@ static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
 {
     Error *err = NULL;
 
-    if (fd < 0 || incoming.state != MIGRATION_STATUS_SETUP &&
-                  incoming.state != MIGRATION_STATUS_ACTIVE) {
+    if (fd < 0 && !incoming.from_src) {
+        /* As a stream that ends before its header: the source gave up. */
+        error_report("load of migration failed: a connection closed before it said whether "
+                     "it is the migration stream or a multifd channel");
+        incoming_set_state(MIGRATION_STATUS_FAILED);
+        qemu_system_exit_now(1);
+    }
+    if (fd < 0 || (incoming.state != MIGRATION_STATUS_SETUP &&
+                   incoming.state != MIGRATION_STATUS_ACTIVE)) {
         if (fd >= 0) {
             close(fd);
         }

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * multifd when things go wrong: a destination without multifd, with
+ * another compression or fewer channels, killed mid-stream, cancel in
+ * setup and while active, and URIs multifd cannot use. In each the source
+ * keeps running its verify guest, both sides say what went wrong, a
+ * destination never runs a guest from an incomplete stream, and the same
+ * source then migrates with multifd successfully.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+#define MEM "256M"
+#define APPEND "mode=verify mem=128"
+
+static void set_multifd(VM *vm, int channels, const char *compression)
+{
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'multifd', 'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'multifd-channels': %d, 'multifd-compression': '%s'}}",
+                              channels, compression));
+}
+
+/* A multifd source, already working. */
+static VM *start_source(void)
+{
+    VM *src = migtest_start_source(MEM, APPEND);
+
+    set_multifd(src, 2, "zstd");
+    return src;
+}
+
+/* After a failure the same source migrates with multifd to a right destination. */
+static void migrate_again_ok(VM *src)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    VM *dst = migtest_start_dest(MEM, APPEND, false, uri);
+    JsonNode *info;
+
+    set_multifd(dst, 2, "zstd");
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    g_assert_cmpint(json_get_int(info, "ram.multifd-bytes"), >, 0);
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, APPEND, 0);
+    vm_kill(dst);
+}
+
+/* The destination refused the stream and exited without running the guest. */
+static void assert_dest_refused(VM *dst, const char *why)
+{
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    if (!strstr(dst->stderr_text->str, why)) {
+        g_printerr("destination said: %s\n", dst->stderr_text->str);
+    }
+    g_assert_nonnull(strstr(dst->stderr_text->str, "load of migration failed"));
+    g_assert_nonnull(strstr(dst->stderr_text->str, why));
+    vm_kill(dst);
+}
+
+/* A destination that was not told about multifd accepts one connection only. */
+static void test_dest_without_multifd(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    migtest_migrate_expect(src, uri, "failed", NULL);
+    /*
+     * The channels' connections race the listener closing: refused before
+     * the source sent anything (the stream then ends before its header),
+     * or reset later (the load then stops at the first flush record,
+     * "multifd is off here"). Either way the destination refuses.
+     */
+    assert_dest_refused(dst, "load of migration failed");
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_dest_other_compression(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "zlib");
+    migtest_migrate_expect(src, uri, "failed", NULL);
+    assert_dest_refused(dst, "compressed with zstd, but multifd-compression is zlib here");
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_dest_fewer_channels(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    set_multifd(src, 4, "zstd");
+    uri = migtest_uri("tcp");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "zstd");
+    migtest_migrate_expect(src, uri, "failed", NULL);
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "more channel connections than "
+                            "multifd-channels (2)"));
+    vm_kill(dst);
+    migtest_assert_source_alive(src);
+    set_multifd(src, 2, "zstd");
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+/* A multifd migration at 8 MiB/s, active; the destination in *@dst. */
+static VM *start_slow_migration(const char *transport, char **uri, VM **dst)
+{
+    VM *src = start_source();
+
+    *uri = migtest_uri(transport);
+    *dst = migtest_start_dest(MEM, APPEND, false, *uri);
+    set_multifd(*dst, 2, "zstd");
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", *uri));
+    json_node_unref(vm_wait_migration(src, "active", 60));
+    return src;
+}
+
+static void test_dest_dies(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+    JsonNode *info;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_slow_migration("unix", &uri, &dst);
+    for (;;) {
+        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        if (json_get_int(info, "ram.multifd-bytes") > 4 * 1024 * 1024) {
+            json_node_unref(info);
+            break;
+        }
+        json_node_unref(info);
+        vm_pump(src, 50);
+    }
+    kill(dst->pid, SIGKILL);
+    info = vm_wait_migration(src, "failed", 60);
+    g_assert_true(json_has(info, "error-desc"));
+    json_node_unref(info);
+    vm_kill(dst);
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+static void test_cancel_active(void)
+{
+    g_autofree char *uri = NULL;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_slow_migration("tcp", &uri, &dst);
+    vm_pump(src, 300);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate_cancel'}"));
+    json_node_unref(vm_wait_migration(src, "cancelled", 60));
+    assert_dest_refused(dst, "load of migration failed");
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+/*
+ * Cancel at once, while the channels may still be connecting; then cancel
+ * a destination whose channels never came.
+ */
+static void test_cancel_setup(void)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    g_autofree char *uri2 = migtest_uri("unix");
+    VM *src, *dst, *dst2;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "zstd");
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate_cancel'}"));
+    json_node_unref(vm_wait_migration(src, "cancelled|failed", 60));
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    vm_kill(dst);
+    migtest_assert_source_alive(src);
+
+    /* A destination with 3 channels expected, 2 coming: it waits; cancel ends it. */
+    dst2 = migtest_start_dest(MEM, APPEND, false, uri2);
+    set_multifd(dst2, 3, "zstd");
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri2));
+    vm_pump(dst2, 1000);
+    json_node_unref(vm_qmp_ok(dst2, "{'execute': 'migrate_cancel'}"));
+    g_assert_cmpint(vm_wait_exit(dst2, 60), ==, 1);
+    g_assert_nonnull(strstr(dst2->stderr_text->str, "cancelled"));
+    vm_kill(dst2);
+    json_node_unref(vm_wait_migration(src, "failed", 60));
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
+/* exec:, file: and fd: carry one stream: refused at once, on both sides. */
+static void test_uri_refused(void)
+{
+    g_autofree char *file = g_strdup_printf("file:%s/mfd.mig", vmtest_tmpdir());
+    VM *src, *dst;
+    JsonNode *r;
+    g_autofree char *desc = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    r = vm_qmp(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", file);
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "multifd needs a tcp: or unix: URI"));
+    json_node_unref(r);
+    migtest_assert_source_alive(src);
+    vm_kill(src);
+
+    dst = migtest_start_dest(MEM, APPEND, false, "defer");
+    set_multifd(dst, 2, "none");
+    r = vm_qmp(dst, "{'execute': 'migrate-incoming', 'arguments': {'uri': 'exec:cat'}}");
+    g_free(desc);
+    desc = vm_qmp_error_desc(r, NULL);
+    g_assert_nonnull(strstr(desc, "multifd needs a tcp: or unix: URI"));
+    json_node_unref(r);
+    vm_kill(dst);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/migration-multifd-fail/dest-without-multifd", test_dest_without_multifd);
+    g_test_add_func("/migration-multifd-fail/dest-other-compression",
+                    test_dest_other_compression);
+    g_test_add_func("/migration-multifd-fail/dest-fewer-channels", test_dest_fewer_channels);
+    g_test_add_func("/migration-multifd-fail/dest-dies", test_dest_dies);
+    g_test_add_func("/migration-multifd-fail/cancel-active", test_cancel_active);
+    g_test_add_func("/migration-multifd-fail/cancel-setup", test_cancel_setup);
+    g_test_add_func("/migration-multifd-fail/uri-refused", test_uri_refused);
+    return g_test_run();
+}
