@@ -112,6 +112,7 @@ typedef struct RateWindow {
     int64_t start_ns;
     uint64_t start_bytes;
     uint64_t start_pages;
+    uint64_t start_data_pages;
     bool busy;                  /* the sender never ran out of pages in it */
 } RateWindow;
 
@@ -122,13 +123,20 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     double ms = (now - w->start_ns) / 1e6;
     uint64_t bytes = qemu_file_transferred(f) - w->start_bytes;
     uint64_t remaining = qemu_savevm_pending(false);
+    /*
+     * Compression and XBZRLE drain the remaining bytes faster than they
+     * fill the link: the switchover threshold needs the faster rate, or a
+     * compressible guest would look as if it never converged.
+     */
+    uint64_t drained = MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
+                                  TARGET_PAGE_SIZE);
 
     if (ms < BUFFER_DELAY_MS) {
         return;
     }
     /* An idle window says nothing about the link: keep the last estimate. */
     if (w->busy) {
-        s->bandwidth_bpms = bytes / ms;
+        s->bandwidth_bpms = drained / ms;
     }
     s->threshold_bytes = (s->bandwidth_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
     s->mbps = bytes * 8.0 / ms / 1000.0;
@@ -139,6 +147,7 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     w->start_ns = now;
     w->start_bytes = qemu_file_transferred(f);
     w->start_pages = ram_pages_sent();
+    w->start_data_pages = ram_data_pages_sent();
     w->busy = true;
     qemu_file_reset_rate_window(f);
 }
@@ -147,7 +156,8 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
 static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
 {
     RateWindow w = { .start_ns = get_clock_ns(), .start_bytes = qemu_file_transferred(f),
-                     .start_pages = ram_pages_sent(), .busy = true };
+                     .start_pages = ram_pages_sent(), .start_data_pages = ram_data_pages_sent(),
+                     .busy = true };
     bool all_sent = false;
 
     /*

@@ -57,6 +57,15 @@ uint64_t ram_pages_sent(void)
            m.zero_pages + m.normal_pages;
 }
 
+uint64_t ram_data_pages_sent(void)
+{
+    MultifdSendStats m;
+
+    multifd_send_stats(&m);
+    return __atomic_load_n(&ram_state.writer.normal_pages, __ATOMIC_RELAXED) +
+           __atomic_load_n(&ram_state.writer.xbzrle_pages, __ATOMIC_RELAXED) + m.normal_pages;
+}
+
 void ram_fill_info(MigrationInfo *info)
 {
     RAMState *rs = &ram_state;

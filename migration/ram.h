@@ -17,6 +17,12 @@ void ram_mig_init(void);
 void ram_select_source(const RAMPageSource *src);
 /* Pages put into the stream by the current (or last) migration. Any thread. */
 uint64_t ram_pages_sent(void);
+/*
+ * Of those, the pages that carried data (whole, as a delta or compressed;
+ * not zero pages). Each one is a page less to send, whatever it cost on
+ * the wire: the rate that drains the remaining bytes. Any thread.
+ */
+uint64_t ram_data_pages_sent(void);
 /* query-migrate: the section's and its source's counters into @info->ram. BQL. */
 void ram_fill_info(MigrationInfo *info);
 
