@@ -2,7 +2,8 @@
 /*
  * The precopy page source: find-next-bit over the dirty tracker's send
  * bitmaps from where the last call stopped, claim the page (lazy KVM
- * clear, test-and-clear, counter - 1: dirty.c), zero check, send by
+ * clear, test-and-clear, counter - 1: dirty.c), zero check (none for a
+ * page the kernel never populated: dirty.h's data_bmap), send by
  * reference. What is left is the tracker's counter, never a scan. Syncs
  * happen at setup (pass 1), when the switchover wants an exact count, and
  * once more with the VM stopped.
@@ -105,16 +106,20 @@ static int dirty_scan_final_sync(QEMUFile *f)
     return dirty_scan_sync(&dirty_scan, f, "final");
 }
 
-static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
+static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b,
+                                 uint64_t page)
 {
-    const uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
+    const uint8_t *host = b->rb->host + (page << TARGET_PAGE_BITS);
     bool detect = migrate_zero_page_detection() != ZERO_PAGE_DETECTION_NONE;
-    const uint8_t *data = detect && buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host;
+    unsigned long known_zero = dirty_tracker_known_zero(b, page / BITS_PER_LONG,
+                                                        1UL << (page % BITS_PER_LONG));
+    const uint8_t *data = detect && (known_zero || buffer_is_zero(host, TARGET_PAGE_SIZE))
+                          ? NULL : host;
 
     if (w->xbzrle) {
-        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
+        xbzrle_put_page(w->xbzrle, w, f, b->rb, page, data);
     } else {
-        ram_put_page(w, f, rb, page, data);
+        ram_put_page(w, f, b->rb, page, data);
     }
 }
 
@@ -128,17 +133,23 @@ static void dirty_scan_queue_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *d
 {
     uint64_t word = page / BITS_PER_LONG;
     unsigned long bits = dirty_tracker_claim_word(dt, b, word);
-    bool legacy_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_LEGACY;
+    ZeroPageDetection detect = migrate_zero_page_detection();
+    unsigned long zero = dirty_tracker_known_zero(b, word, bits);
 
+    if (detect == ZERO_PAGE_DETECTION_NONE) {
+        zero = 0;
+    }
     while (bits) {
         uint64_t p = word * BITS_PER_LONG + __builtin_ctzl(bits);
+        unsigned long bit = bits & -bits;
 
         bits &= bits - 1;
-        if (legacy_zero &&
-            buffer_is_zero(b->rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE)) {
+        if (detect == ZERO_PAGE_DETECTION_LEGACY &&
+            ((zero & bit) ||
+             buffer_is_zero(b->rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE))) {
             ram_put_zero_page(w, f, b->rb, p);
         } else {
-            multifd_send_queue_page(w->multifd, f, b->rb, p);
+            multifd_send_queue_page(w->multifd, f, b->rb, p, zero & bit);
         }
     }
 }
@@ -175,7 +186,7 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
         if (page < b->npages) {
             ds->cur_page = page + 1;
             if (dirty_tracker_claim_page(dt, b, page)) {
-                dirty_scan_send_page(f, w, b->rb, page);
+                dirty_scan_send_page(f, w, b, page);
             }
             return true;
         }

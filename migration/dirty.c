@@ -14,6 +14,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
+#include "qemu/pagemap.h"
 #include "system/kvm.h"
 #include "system/memory.h"
 #include "dirty.h"
@@ -59,6 +60,21 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         return false;
     }
     dt->logging = true;
+    /*
+     * After logging started: a page that is empty now and written later
+     * is in the log, so reading it as zero now loses nothing.
+     */
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+
+        b->data_bmap = bitmap_new(b->npages);
+        if (b->rb->kind == RAM_BACKEND_ANON && !b->rb->shared) {
+            qemu_pagemap_data_pages(b->rb->host, b->npages, b->data_bmap);
+        } else {
+            bitmap_fill(b->data_bmap, b->npages);
+        }
+        dt->unpopulated_pages += b->npages - bitmap_count_one(b->data_bmap, b->npages);
+    }
     return true;
 }
 
@@ -72,6 +88,7 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
     for (int i = 0; i < dt->nblocks; i++) {
         g_free(dt->blocks[i].send_bmap);
         g_free(dt->blocks[i].clear_bmap);
+        g_free(dt->blocks[i].data_bmap);
         g_free(dt->blocks[i].slots);
     }
     g_clear_pointer(&dt->blocks, g_free);

@@ -21,6 +21,15 @@ typedef struct RAMBlockDirty {
     unsigned long *send_bmap;
     /* Set: the chunk's KVM bits were read but not re-armed (clear-log). Cleared by a claim. */
     unsigned long *clear_bmap;
+    /*
+     * Clear: when logging had started the page was unpopulated or mapped
+     * the zero page (qemu_pagemap_data_pages), so until the guest writes
+     * it (the dirty log then sends it again) it reads as zero and is sent
+     * as zero without being read. Set by the sender once it sent the page
+     * (dirty_tracker_known_zero), so a re-send reads it. All set for
+     * memory the kernel cannot vouch for (shared, file-backed).
+     */
+    unsigned long *data_bmap;
     KVMSlot **slots;            /* KVM slots that map this block */
     int nslots;
 } RAMBlockDirty;
@@ -43,6 +52,7 @@ typedef struct DirtyTracker {
     uint64_t sync_ns_max;
     uint64_t pages_merged;
     uint64_t last_sync_new;     /* pages newly dirty at the last sync */
+    uint64_t unpopulated_pages; /* clear in the data_bmaps at init */
 } DirtyTracker;
 
 /*
@@ -65,5 +75,17 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
  * Returns the claimed bits: page word * BITS_PER_LONG + bit.
  */
 unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint64_t word);
+/*
+ * Of the @claimed pages of word @word, those known to read as zero (see
+ * data_bmap); from now on they are read like any other page.
+ */
+static inline unsigned long dirty_tracker_known_zero(RAMBlockDirty *b, uint64_t word,
+                                                     unsigned long claimed)
+{
+    unsigned long zero = claimed & ~b->data_bmap[word];
+
+    b->data_bmap[word] |= claimed;
+    return zero;
+}
 
 #endif

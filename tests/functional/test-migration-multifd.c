@@ -143,9 +143,50 @@ static void test_multifd(gconstpointer data)
     vm_kill(dst);
 }
 
+/*
+ * The source skips reading pages the kernel had not populated when dirty
+ * logging started (they read as zero): a guest that first touches its
+ * memory while the first pass runs must still arrive whole. The migration
+ * starts before the verify firmware has filled its area.
+ */
+static void test_first_touch(gconstpointer data)
+{
+    bool multifd = GPOINTER_TO_INT(data);
+    const MultifdCase c = { .name = "first-touch", .append = "mode=verify mem=384",
+                            .channels = 2, .compression = "none" };
+    g_autofree char *uri = migtest_uri("unix");
+    JsonNode *info;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = vm_spawn("src", true, MIGTEST_BASE_ARGS "-m 512M -kernel %s -append '%s'",
+                   vmtest_firmware(), c.append);
+    dst = migtest_start_dest("512M", c.append, true, uri);
+    if (multifd) {
+        set_multifd(dst, &c);
+        set_multifd(src, &c);
+    }
+    migtest_slow_then_fast(src, uri, false);
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_ram_identical(src, dst, "512M");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    migtest_assert_guest_continues(dst, c.append, 0);
+    vm_kill(src);
+    vm_kill(dst);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_data_func("/migration-multifd/first-touch-during-migration",
+                         GINT_TO_POINTER(true), test_first_touch);
+    g_test_add_data_func("/migration-multifd/first-touch-during-migration-precopy",
+                         GINT_TO_POINTER(false), test_first_touch);
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *path = g_strdup_printf("/migration-multifd/%s", cases[i].name);
         g_test_add_data_func(path, &cases[i], test_multifd);
