@@ -109,7 +109,8 @@ static bool read_or_fail(MultifdRecvChannel *c, void *buf, size_t len, const cha
 
     if (ret) {
         error_setg(errp, "multifd: channel %d: reading %s failed: %s", c->id, what,
-                   ret > 0 ? "end of stream" : g_strerror(-ret));
+                   ret > 0 || ret == -EPIPE ? "the stream ended in the middle of a packet"
+                                            : g_strerror(-ret));
         return false;
     }
     return true;
@@ -215,7 +216,7 @@ static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMB
     int ret;
 
     if (raw ? size != (uint64_t)normal * TARGET_PAGE_SIZE
-            : size > c->cbuf_size || (!normal && size)) {
+            : size > c->cbuf_size || !normal != !size) {
         error_setg(errp, "multifd: channel %d: packet of %u pages carries %u bytes", c->id,
                    normal, size);
         return false;
@@ -242,12 +243,15 @@ static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMB
         ret = normal ? read_iov_full(c->fd, c->iov, normal) : 0;
         if (ret) {
             error_setg(errp, "multifd: channel %d: reading pages failed: %s", c->id,
-                       ret > 0 ? "end of stream" : g_strerror(-ret));
+                       ret > 0 || ret == -EPIPE ? "the stream ended in the middle of a packet"
+                                                : g_strerror(-ret));
             return false;
         }
     } else if (normal) {
-        if (!read_or_fail(c, c->cbuf, size, "compressed pages", errp) ||
-            !mr->ops->decompress(c->codec, c->cbuf, size, c->pages, normal, errp)) {
+        if (!read_or_fail(c, c->cbuf, size, "compressed pages", errp)) {
+            return false;
+        }
+        if (!mr->ops->decompress(c->codec, c->cbuf, size, c->pages, normal, errp)) {
             error_prepend(errp, "multifd: channel %d: ", c->id);
             return false;
         }
@@ -291,7 +295,8 @@ static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Erro
     }
     if (ret < 0) {
         error_setg(errp, "multifd: channel %d: reading a packet header failed: %s", c->id,
-                   g_strerror(-ret));
+                   ret == -EPIPE ? "the stream ended in the middle of a packet"
+                                 : g_strerror(-ret));
         return false;
     }
     if (!multifd_check_header(mr, c, &rb, errp) ||
