@@ -125,8 +125,9 @@ static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b
 
 /*
  * multifd: claims the dirty word at @page's word and queues its pages to
- * the channels, which read them; with zero-page-detection legacy the
- * zero ones go in the main stream as before.
+ * the channels, which read them; pages known to be zero without reading
+ * them (dirty.h's data_bmap), and with zero-page-detection legacy every
+ * zero page, go in the main stream as ZERO records.
  */
 static void dirty_scan_queue_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
                                   RAMBlockDirty *b, uint64_t page)
@@ -144,12 +145,17 @@ static void dirty_scan_queue_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *d
         unsigned long bit = bits & -bits;
 
         bits &= bits - 1;
-        if (detect == ZERO_PAGE_DETECTION_LEGACY &&
-            ((zero & bit) ||
+        /*
+         * A page the kernel never populated costs a 9-byte record here;
+         * in a packet it would cost a channel hand-off, a write and a read
+         * per 128 of them, for nothing to look at.
+         */
+        if ((zero & bit) ||
+            (detect == ZERO_PAGE_DETECTION_LEGACY &&
              buffer_is_zero(b->rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE))) {
             ram_put_zero_page(w, f, b->rb, p);
         } else {
-            multifd_send_queue_page(w->multifd, f, b->rb, p, zero & bit);
+            multifd_send_queue_page(w->multifd, f, b->rb, p);
         }
     }
 }

@@ -17,7 +17,6 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/cutils.h"
 #include "qemu/thread.h"
@@ -36,8 +35,6 @@ typedef struct MultifdBatch {
     uint32_t num;
     bool sync;                  /* end the round after these pages */
     uint64_t offset[MULTIFD_PACKET_PAGES];  /* byte offsets in rb */
-    /* Set: page i reads as zero without looking (the kernel never populated it). */
-    unsigned long known_zero[BITS_TO_LONGS(MULTIFD_PACKET_PAGES)];
 } MultifdBatch;
 
 typedef struct MultifdSendChannel {
@@ -158,8 +155,7 @@ static bool multifd_send_packet(MultifdSendChannel *c, const MultifdBatch *b, Er
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *host = b->rb->host + b->offset[i];
 
-        if (c->ms->detect_zero &&
-            (test_bit(i, b->known_zero) || buffer_is_zero(host, TARGET_PAGE_SIZE))) {
+        if (c->ms->detect_zero && buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             /* Zero offsets fill the array from the end; reversed below. */
             c->offs[n - 1 - zero++] = GUINT64_TO_BE(b->offset[i]);
         } else {
@@ -318,8 +314,7 @@ static bool multifd_hand_over(MultifdSender *ms, QEMUFile *f)
     return c != NULL;
 }
 
-void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page,
-                             bool known_zero)
+void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page)
 {
     MultifdBatch *b = ms->batch;
 
@@ -330,12 +325,6 @@ void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint6
         b = ms->batch;
     }
     b->rb = rb;
-    if (!b->num) {
-        memset(b->known_zero, 0, sizeof(b->known_zero));
-    }
-    if (known_zero) {
-        set_bit(b->num, b->known_zero);
-    }
     b->offset[b->num++] = page << TARGET_PAGE_BITS;
 }
 

@@ -33,12 +33,10 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp);
 MultifdSender *multifd_sender(void);
 /*
  * mig/src: send page @page of @rb in a packet. The page is read later by a
- * channel thread; its dirty bit must already be claimed. @known_zero: it
- * reads as zero (the kernel never populated it): listed as zero without
- * being read. A channel's failure is set on @f.
+ * channel thread; its dirty bit must already be claimed. A channel's
+ * failure is set on @f.
  */
-void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page,
-                             bool known_zero);
+void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page);
 /*
  * mig/src: ends the round: the pages queued so far go out, each channel
  * sends a SYNC packet after them and @f gets the MULTIFD_FLUSH record.

@@ -23,7 +23,7 @@ typedef struct MultifdCase {
     int channels;
     const char *compression;    /* multifd-compression */
     const char *zero_detect;    /* zero-page-detection, NULL = default (multifd) */
-    const char *accel;          /* -accel, NULL = plain kvm (get-log) */
+    const char *accel;          /* -accel, NULL = the default mode (clear-log here) */
     bool xbzrle;                /* also the xbzrle capability (multifd wins, as in QEMU) */
 } MultifdCase;
 
@@ -44,6 +44,8 @@ static const MultifdCase cases[] = {
       "none", "none" },
     { "clear-log-2ch-zstd-identical", "unix", DIRTY, "256M", true, false, 2, "zstd", NULL,
       "kvm,x-dirty-log=clear" },
+    { "get-log-4ch-zstd-identical", "unix", DIRTY " fill=text", "256M", true, false, 4, "zstd",
+      NULL, "kvm,x-dirty-log=get" },
     { "ring-4ch-verify", "unix", VERIFY, "256M", false, false, 4, "none", NULL,
       "kvm,dirty-ring-size=4096" },
     { "ring-2ch-zlib-identical", "unix", DIRTY, "256M", true, false, 2, "zlib", NULL,
