@@ -124,12 +124,18 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     uint64_t bytes = qemu_file_transferred(f) - w->start_bytes;
     uint64_t remaining = qemu_savevm_pending(false);
     /*
-     * Compression and XBZRLE drain the remaining bytes faster than they
-     * fill the link: the switchover threshold needs the faster rate, or a
-     * compressible guest would look as if it never converged.
+     * multifd-compression drains the remaining bytes faster than they fill
+     * the link: the switchover threshold needs the faster rate, or a
+     * compressible guest would look as if it never converged. Not for
+     * XBZRLE: measured, the page rate put its switchover later in a round
+     * and the downtime past its limit (108 ms for 100), where the byte
+     * rate met the issue's targets.
      */
-    uint64_t drained = MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
-                                  TARGET_PAGE_SIZE);
+    bool compressed = migrate_multifd() &&
+                      migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE;
+    uint64_t drained = !compressed ? bytes
+                       : MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
+                                    TARGET_PAGE_SIZE);
 
     if (ms < BUFFER_DELAY_MS) {
         return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
- * from the PVH memory map, the fills (random, zero, text, sparse), and the
+ * from the PVH memory map, the fills (random, zero, text, sparse, zeroed), and the
  * four modes. All loops run here because CPL3 runs natively under kvm-pvm
  * and CPL0 does not.
  */
@@ -10,11 +10,11 @@
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
-enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE };
+enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
 
 static const char *const mode_names[] = { "verify", "dirty", "memuser", "idle", 0 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
-static const char *const fill_names[] = { "random", "zero", "text", "sparse", 0 };
+static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
 
 static struct {
     unsigned mode, pattern, fill;
@@ -271,6 +271,21 @@ static void fill_area_sparse(void)
     }
 }
 
+/*
+ * "zeroed": one zero store per page. The pages are then the host's own
+ * (populated, all zero), like memory a real guest used and freed, so the
+ * migration must look at them to find they are zero; "zero" leaves pages
+ * the host never populated.
+ */
+static void fill_area_zeroed(void)
+{
+    for (unsigned i = 0; i < nsegs; i++) {
+        for (uint64_t pg = 0; pg < segs[i].pages; pg++) {
+            *(volatile uint64_t *)(segs[i].start + pg * PAGE_SIZE) = 0;
+        }
+    }
+}
+
 static void fail_value(uint64_t page, uint64_t expected, uint64_t got)
 {
     struct line l = { 0 };
@@ -482,6 +497,8 @@ _Noreturn void user_main(void)
         fill_area_text();
     } else if (P.fill == FILL_SPARSE) {
         fill_area_sparse();
+    } else if (P.fill == FILL_ZEROED) {
+        fill_area_zeroed();
     }
     print_ready(rdtsc() - t0);
     stat_start(&st, P.report_ms, P.seconds);
