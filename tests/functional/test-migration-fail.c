@@ -298,9 +298,9 @@ static void test_capabilities(void)
     src = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
                    vmtest_firmware());
     r = vm_qmp(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                    "{'capabilities': [{'capability': 'multifd', 'state': true}]}}");
+                    "{'capabilities': [{'capability': 'postcopy-ram', 'state': true}]}}");
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "'multifd' is not supported"));
+    g_assert_nonnull(strstr(desc, "'postcopy-ram' is not supported"));
     json_node_unref(r);
     r = vm_qmp_ok(src, "{'execute': 'query-migrate-capabilities'}");
     g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 21);
@@ -313,7 +313,15 @@ static void test_capabilities(void)
     r = vm_qmp_ok(src, "{'execute': 'query-migrate-parameters'}");
     g_assert_cmpint(json_get_int(r, "max-bandwidth"), ==, 134217728);
     g_assert_cmpint(json_get_int(r, "downtime-limit"), ==, 300);
+    /* QEMU's defaults: 2 channels, no compression, zero pages found in the channels. */
+    g_assert_cmpint(json_get_int(r, "multifd-channels"), ==, 2);
+    g_assert_cmpstr(json_get_str(r, "multifd-compression"), ==, "none");
+    g_assert_cmpstr(json_get_str(r, "zero-page-detection"), ==, "multifd");
     json_node_unref(r);
+    {
+        g_autofree char *out = vm_hmp(src, "migrate_set_parameter multifd-compression lz4");
+        g_assert_nonnull(strstr(out, "does not accept value 'lz4'"));
+    }
     {
         g_autofree char *out = vm_hmp(src, "migrate_set_parameter max-bandwidth 64");
         g_assert_cmpstr(out, ==, "");
