@@ -18,6 +18,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/thread.h"
+#include "qemu/tsan.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "multifd.h"
@@ -63,6 +64,26 @@ typedef struct MultifdReceiver {
 
 /* Created by the main thread at the first channel, freed by cleanup. */
 static MultifdReceiver *receiver;
+
+/* mr->lock, told to TSan (GLib's futexes are invisible to it). */
+static void mr_lock(MultifdReceiver *mr)
+{
+    g_mutex_lock(&mr->lock);
+    TSAN_ACQUIRE(&mr->lock);
+}
+
+static void mr_unlock(MultifdReceiver *mr)
+{
+    TSAN_RELEASE(&mr->lock);
+    g_mutex_unlock(&mr->lock);
+}
+
+static void mr_wait(MultifdReceiver *mr)
+{
+    TSAN_RELEASE(&mr->lock);
+    g_cond_wait(&mr->cond, &mr->lock);
+    TSAN_ACQUIRE(&mr->lock);
+}
 
 /* 0, 1 for EOF before the first byte, or -errno (-EPIPE: EOF in the middle). */
 static int read_iov_full(int fd, struct iovec *iov, int cnt)
@@ -140,7 +161,7 @@ static bool multifd_recv_init_msg(MultifdReceiver *mr, MultifdRecvChannel *c, Er
                    mr->expected);
         return false;
     }
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     if (mr->by_id[msg.id]) {
         error_setg(errp, "multifd: channel id %u connected twice", msg.id);
     } else if (mr->have_uuid && memcmp(mr->uuid, msg.uuid, sizeof(msg.uuid))) {
@@ -154,7 +175,7 @@ static bool multifd_recv_init_msg(MultifdReceiver *mr, MultifdRecvChannel *c, Er
         g_cond_broadcast(&mr->cond);
         ok = true;
     }
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
     return ok;
 }
 
@@ -274,13 +295,13 @@ static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMB
 /* A SYNC packet: this round is placed; wait until mig/dst releases it. */
 static void multifd_recv_round_done(MultifdReceiver *mr, MultifdRecvChannel *c)
 {
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     c->synced++;
     g_cond_broadcast(&mr->cond);
     while (mr->released < c->synced && !mr->quit) {
-        g_cond_wait(&mr->cond, &mr->lock);
+        mr_wait(mr);
     }
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
 }
 
 /* One packet. False at a clean end of stream (@errp untouched) or on failure. */
@@ -319,7 +340,7 @@ static void *multifd_recv_thread(void *opaque)
         while (multifd_recv_packet(mr, c, &err)) {
         }
     }
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     c->ended = true;
     if (err && !mr->quit && !mr->error) {
         mr->error = err;
@@ -329,7 +350,7 @@ static void *multifd_recv_thread(void *opaque)
         }
     }
     g_cond_broadcast(&mr->cond);
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
     error_free(err);
     return NULL;
 }
@@ -402,9 +423,9 @@ void multifd_recv_set_main(QEMUFile *f)
 {
     MultifdReceiver *mr = multifd_receiver_get();
 
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     mr->main = f;
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
 }
 
 bool multifd_recv_flush(Error **errp)
@@ -417,7 +438,7 @@ bool multifd_recv_flush(Error **errp)
         error_setg(errp, "multifd: a flush record, but no channel connected");
         return false;
     }
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     round = mr->released + 1;
     for (int id = 0; id < mr->expected && ok; id++) {
         for (;;) {
@@ -438,14 +459,14 @@ bool multifd_recv_flush(Error **errp)
                 ok = false;
                 break;
             }
-            g_cond_wait(&mr->cond, &mr->lock);
+            mr_wait(mr);
         }
     }
     if (ok) {
         mr->released = round;
         g_cond_broadcast(&mr->cond);
     }
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
     return ok;
 }
 
@@ -457,12 +478,12 @@ bool multifd_recv_failed(Error **errp)
     if (!mr) {
         return false;
     }
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     if (mr->error) {
         error_setg(errp, "%s", error_get_pretty(mr->error));
         failed = true;
     }
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
     return failed;
 }
 
@@ -473,10 +494,10 @@ void multifd_recv_shutdown(void)
     if (!mr) {
         return;
     }
-    g_mutex_lock(&mr->lock);
+    mr_lock(mr);
     mr->quit = true;
     g_cond_broadcast(&mr->cond);
-    g_mutex_unlock(&mr->lock);
+    mr_unlock(mr);
     /* mr->channels changes only in the main thread; cancel runs there too. */
     for (guint i = 0; i < mr->channels->len; i++) {
         MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);

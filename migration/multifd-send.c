@@ -20,6 +20,7 @@
 #include "qemu/bufferiszero.h"
 #include "qemu/cutils.h"
 #include "qemu/thread.h"
+#include "qemu/tsan.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "channel.h"
@@ -81,6 +82,41 @@ static bool shut_down;          /* sender_lock: cancel came; later channels star
 /* Channel threads add (atomically), anyone reads; reset at the next setup. */
 static MultifdSendStats stats;
 static uint64_t packet_num;     /* atomic: numbers packets across channels */
+
+/*
+ * ms->lock, told to TSan (GLib's futexes are invisible to it): everything
+ * a thread wrote before it unlocks is visible to the next one that locks.
+ */
+static void ms_lock(MultifdSender *ms)
+{
+    g_mutex_lock(&ms->lock);
+    TSAN_ACQUIRE(&ms->lock);
+}
+
+static void ms_unlock(MultifdSender *ms)
+{
+    TSAN_RELEASE(&ms->lock);
+    g_mutex_unlock(&ms->lock);
+}
+
+static void ms_wait(MultifdSender *ms, GCond *cond)
+{
+    TSAN_RELEASE(&ms->lock);
+    g_cond_wait(cond, &ms->lock);
+    TSAN_ACQUIRE(&ms->lock);
+}
+
+static void sender_lock_take(void)
+{
+    g_mutex_lock(&sender_lock);
+    TSAN_ACQUIRE(&sender_lock);
+}
+
+static void sender_lock_drop(void)
+{
+    TSAN_RELEASE(&sender_lock);
+    g_mutex_unlock(&sender_lock);
+}
 
 static void stat_add(uint64_t *c, uint64_t v)
 {
@@ -231,27 +267,27 @@ static void *multifd_send_thread(void *opaque)
     Error *err = NULL;
 
     if (!multifd_send_init_msg(c, &err)) {
-        g_mutex_lock(&ms->lock);
+        ms_lock(ms);
         multifd_thread_done_locked(ms, c, err);
-        g_mutex_unlock(&ms->lock);
+        ms_unlock(ms);
         return NULL;
     }
     for (;;) {
         bool ok;
 
-        g_mutex_lock(&ms->lock);
+        ms_lock(ms);
         while (!c->busy && !ms->quit) {
-            g_cond_wait(&c->work_cond, &ms->lock);
+            ms_wait(ms, &c->work_cond);
         }
         if (!c->busy) {
-            g_mutex_unlock(&ms->lock);
+            ms_unlock(ms);
             return NULL;
         }
-        g_mutex_unlock(&ms->lock);
+        ms_unlock(ms);
         ok = multifd_send_packet(c, c->job, &err);
-        g_mutex_lock(&ms->lock);
+        ms_lock(ms);
         multifd_thread_done_locked(ms, c, err);
-        g_mutex_unlock(&ms->lock);
+        ms_unlock(ms);
         if (!ok) {
             return NULL;
         }
@@ -296,7 +332,7 @@ static bool multifd_hand_over(MultifdSender *ms, QEMUFile *f)
 {
     MultifdSendChannel *c = NULL;
 
-    g_mutex_lock(&ms->lock);
+    ms_lock(ms);
     while (!multifd_failed_locked(ms, f)) {
         for (int i = 0; i < ms->n && !c; i++) {
             MultifdSendChannel *t = &ms->ch[(ms->next + i) % ms->n];
@@ -307,9 +343,9 @@ static bool multifd_hand_over(MultifdSender *ms, QEMUFile *f)
             ms->next = (c->id + 1) % ms->n;
             break;
         }
-        g_cond_wait(&ms->idle_cond, &ms->lock);
+        ms_wait(ms, &ms->idle_cond);
     }
-    g_mutex_unlock(&ms->lock);
+    ms_unlock(ms);
     multifd_count_bytes(ms, f);
     return c != NULL;
 }
@@ -332,7 +368,7 @@ void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint6
 static bool multifd_wait_idle_locked(MultifdSender *ms, MultifdSendChannel *c, QEMUFile *f)
 {
     while (c->busy && !ms->error) {
-        g_cond_wait(&ms->idle_cond, &ms->lock);
+        ms_wait(ms, &ms->idle_cond);
     }
     return !multifd_failed_locked(ms, f);
 }
@@ -344,7 +380,7 @@ bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait)
     if (ms->batch->num && !multifd_hand_over(ms, f)) {
         return false;
     }
-    g_mutex_lock(&ms->lock);
+    ms_lock(ms);
     /* Every channel, in order: its SYNC packet goes after its queued pages. */
     for (int i = 0; i < ms->n && ok; i++) {
         ok = multifd_wait_idle_locked(ms, &ms->ch[i], f);
@@ -356,7 +392,7 @@ bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait)
     for (int i = 0; i < ms->n && ok && wait; i++) {
         ok = multifd_wait_idle_locked(ms, &ms->ch[i], f);
     }
-    g_mutex_unlock(&ms->lock);
+    ms_unlock(ms);
     multifd_count_bytes(ms, f);
     if (ok) {
         /*
@@ -398,12 +434,12 @@ static bool multifd_channel_init(MultifdSender *ms, MultifdSendChannel *c, int i
         error_prepend(errp, "multifd: channel %d: ", id);
         return false;
     }
-    g_mutex_lock(&sender_lock);
+    sender_lock_take();
     c->fd = mc.fd;
     if (shut_down) {
         shutdown(c->fd, SHUT_RDWR);
     }
-    g_mutex_unlock(&sender_lock);
+    sender_lock_drop();
     snprintf(name, sizeof(name), "mig/mfd-send/%d", id);
     ret = qemu_thread_create(&c->thread, name, multifd_send_thread, c);
     if (ret < 0) {
@@ -431,10 +467,10 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
     ms->detect_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_MULTIFD;
     g_mutex_init(&ms->lock);
     g_cond_init(&ms->idle_cond);
-    g_mutex_lock(&sender_lock);
+    sender_lock_take();
     sender = ms;
     shut_down = false;
-    g_mutex_unlock(&sender_lock);
+    sender_lock_drop();
     for (int i = 0; i < ms->n; i++) {
         /* On failure the channels made so far stay for multifd_send_cleanup(). */
         if (!multifd_channel_init(ms, &ms->ch[i], i, uri, errp)) {
@@ -446,14 +482,14 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
 
 void multifd_send_shutdown(void)
 {
-    g_mutex_lock(&sender_lock);
+    sender_lock_take();
     shut_down = true;
     for (int i = 0; sender && i < sender->n; i++) {
         if (sender->ch[i].fd >= 0) {
             shutdown(sender->ch[i].fd, SHUT_RDWR);
         }
     }
-    g_mutex_unlock(&sender_lock);
+    sender_lock_drop();
 }
 
 void multifd_send_cleanup(void)
@@ -463,12 +499,12 @@ void multifd_send_cleanup(void)
     if (!ms) {
         return;
     }
-    g_mutex_lock(&ms->lock);
+    ms_lock(ms);
     ms->quit = true;
     for (int i = 0; i < ms->n; i++) {
         g_cond_signal(&ms->ch[i].work_cond);
     }
-    g_mutex_unlock(&ms->lock);
+    ms_unlock(ms);
     /*
      * A thread may still be blocked writing to a destination that stopped
      * reading (the migration failed elsewhere). After a completion
@@ -482,9 +518,9 @@ void multifd_send_cleanup(void)
             qemu_thread_join(&c->thread);
         }
     }
-    g_mutex_lock(&sender_lock);
+    sender_lock_take();
     sender = NULL;
-    g_mutex_unlock(&sender_lock);
+    sender_lock_drop();
     for (int i = 0; i < ms->n; i++) {
         MultifdSendChannel *c = &ms->ch[i];
 
