@@ -14,6 +14,7 @@
  * channel's error and the guest never runs.
  */
 #include "qemu/osdep.h"
+#include "qemu/iov.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
@@ -103,15 +104,7 @@ static int read_iov_full(int fd, struct iovec *iov, int cnt)
             return started ? -EPIPE : 1;
         }
         started = true;
-        while (cnt > 0 && (size_t)n >= iov->iov_len) {
-            n -= iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + n;
-            iov->iov_len -= n;
-        }
+        iov_advance(&iov, &cnt, n);
     }
     return 0;
 }

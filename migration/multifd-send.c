@@ -16,6 +16,7 @@
  * page never lands after a newer one.
  */
 #include "qemu/osdep.h"
+#include "qemu/iov.h"
 #include "qapi/error.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/cutils.h"
@@ -150,15 +151,7 @@ static int send_all(int fd, struct iovec *iov, int cnt)
             return -errno;
         }
         stat_add(&stats.bytes, n);
-        while (cnt > 0 && (size_t)n >= iov->iov_len) {
-            n -= iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + n;
-            iov->iov_len -= n;
-        }
+        iov_advance(&iov, &cnt, n);
     }
     return 0;
 }

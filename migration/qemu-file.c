@@ -9,6 +9,7 @@
  * Input: a read-ahead buffer refilled from the fd (or a fixed memory area).
  */
 #include "qemu/osdep.h"
+#include "qemu/iov.h"
 #include "qapi/error.h"
 #include "migration/qemu-file.h"
 #include <poll.h>
@@ -179,18 +180,8 @@ static void qemu_file_writev_all(QEMUFile *f)
                                     g_strerror(errno));
             break;
         }
-        /* Advance over what was written, possibly in the middle of an iovec. */
-        while (n > 0 && cnt > 0) {
-            if ((size_t)n >= iov->iov_len) {
-                n -= iov->iov_len;
-                iov++;
-                cnt--;
-            } else {
-                iov->iov_base = (uint8_t *)iov->iov_base + n;
-                iov->iov_len -= n;
-                n = 0;
-            }
-        }
+        /* Over what was written, possibly in the middle of an iovec. */
+        iov_advance(&iov, &cnt, n);
     }
 }
 

@@ -143,6 +143,33 @@ void migtest_slow_then_fast(VM *src, const char *uri, bool hmp)
     }
 }
 
+JsonNode *migtest_wait_completed(VM *src)
+{
+    JsonNode *info = vm_wait_migration(src, "completed|failed", 300);
+
+    if (strcmp(json_get_str(info, "status"), "completed")) {
+        g_autofree char *s = json_to_string(info, TRUE);
+        g_printerr("%s\n", s);
+    }
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    g_assert_cmpint(json_get_int(info, "ram.dirty-sync-count"), >=, 2);
+    return info;
+}
+
+void migtest_wait_ram_progress(VM *src, const char *field, int64_t bytes)
+{
+    for (;;) {
+        JsonNode *info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        bool done = json_get_int(info, field) > bytes;
+
+        json_node_unref(info);
+        if (done) {
+            return;
+        }
+        vm_pump(src, 50);
+    }
+}
+
 void migtest_wait_incoming_done(VM *dst)
 {
     gint64 end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;

@@ -31,6 +31,13 @@ char *migtest_exec_incoming(const char *uri);
 void migtest_slow_then_fast(VM *src, const char *uri, bool hmp);
 /* Waits until the destination has left inmigrate. */
 void migtest_wait_incoming_done(VM *dst);
+/*
+ * The source's migration completed after at least two dirty syncs (the
+ * reply is printed if not); returns the final query-migrate reply.
+ */
+JsonNode *migtest_wait_completed(VM *src);
+/* Waits until query-migrate's @field (e.g. "ram.transferred") exceeds @bytes. */
+void migtest_wait_ram_progress(VM *src, const char *field, int64_t bytes);
 /* pmemsave all guest RAM of both and compare byte for byte. */
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
 /* Same, for a guest started with -machine max-ram-below-4g=@below_4g. */

@@ -82,15 +82,7 @@ static void test_dest_dies(void)
         return;
     }
     src = start_slow_migration("unix", &uri, &dst);
-    for (;;) {
-        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
-        if (json_get_int(info, "ram.transferred") > 4 * 1024 * 1024) {
-            json_node_unref(info);
-            break;
-        }
-        json_node_unref(info);
-        vm_pump(src, 50);
-    }
+    migtest_wait_ram_progress(src, "ram.transferred", 4 * 1024 * 1024);
     kill(dst->pid, SIGKILL);
     info = vm_wait_migration(src, "failed", 60);
     g_assert_true(json_has(info, "error-desc"));

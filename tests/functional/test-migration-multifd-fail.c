@@ -66,33 +66,34 @@ static void assert_dest_refused(VM *dst, const char *why)
     vm_kill(dst);
 }
 
-/* A destination that was not told about multifd accepts one connection only. */
-static void test_dest_without_multifd(void)
-{
-    g_autofree char *uri = NULL;
-    VM *src, *dst;
+/* A destination whose multifd settings differ from the source's. */
+typedef struct Mismatch {
+    const char *name;
+    const char *transport;
+    int src_channels;
+    int dst_channels;           /* 0: multifd off on the destination */
+    const char *dst_compression;
+    const char *dest_says;      /* in the destination's stderr */
+} Mismatch;
 
-    if (!vmtest_require_kvm()) {
-        return;
-    }
-    src = start_source();
-    uri = migtest_uri("unix");
-    dst = migtest_start_dest(MEM, APPEND, false, uri);
-    migtest_migrate_expect(src, uri, "failed", NULL);
+static const Mismatch mismatches[] = {
     /*
-     * The channels' connections race the listener closing: refused before
-     * the source sent anything (the stream then ends before its header),
-     * or reset later (the load then stops at the first flush record,
-     * "multifd is off here"). Either way the destination refuses.
+     * multifd off there: the listener stops after the stream, and the
+     * channels' connections race it closing: refused before the source
+     * sent anything (the stream then ends before its header), or reset
+     * later (the load stops at the first flush record, "multifd is off
+     * here"). Either way the load fails.
      */
-    assert_dest_refused(dst, "load of migration failed");
-    migtest_assert_source_alive(src);
-    migrate_again_ok(src);
-    vm_kill(src);
-}
+    { "dest-without-multifd", "unix", 2, 0, NULL, "load of migration failed" },
+    { "dest-other-compression", "unix", 2, 2, "zlib",
+      "compressed with zstd, but multifd-compression is zlib here" },
+    { "dest-fewer-channels", "tcp", 4, 2, "zstd",
+      "more channel connections than multifd-channels (2)" },
+};
 
-static void test_dest_other_compression(void)
+static void test_mismatch(gconstpointer data)
 {
+    const Mismatch *m = data;
     g_autofree char *uri = NULL;
     VM *src, *dst;
 
@@ -100,34 +101,14 @@ static void test_dest_other_compression(void)
         return;
     }
     src = start_source();
-    uri = migtest_uri("unix");
+    set_multifd(src, m->src_channels, "zstd");
+    uri = migtest_uri(m->transport);
     dst = migtest_start_dest(MEM, APPEND, false, uri);
-    set_multifd(dst, 2, "zlib");
-    migtest_migrate_expect(src, uri, "failed", NULL);
-    assert_dest_refused(dst, "compressed with zstd, but multifd-compression is zlib here");
-    migtest_assert_source_alive(src);
-    migrate_again_ok(src);
-    vm_kill(src);
-}
-
-static void test_dest_fewer_channels(void)
-{
-    g_autofree char *uri = NULL;
-    VM *src, *dst;
-
-    if (!vmtest_require_kvm()) {
-        return;
+    if (m->dst_channels) {
+        set_multifd(dst, m->dst_channels, m->dst_compression);
     }
-    src = start_source();
-    set_multifd(src, 4, "zstd");
-    uri = migtest_uri("tcp");
-    dst = migtest_start_dest(MEM, APPEND, false, uri);
-    set_multifd(dst, 2, "zstd");
     migtest_migrate_expect(src, uri, "failed", NULL);
-    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
-    g_assert_nonnull(strstr(dst->stderr_text->str, "more channel connections than "
-                            "multifd-channels (2)"));
-    vm_kill(dst);
+    assert_dest_refused(dst, m->dest_says);
     migtest_assert_source_alive(src);
     set_multifd(src, 2, "zstd");
     migrate_again_ok(src);
@@ -159,15 +140,7 @@ static void test_dest_dies(void)
         return;
     }
     src = start_slow_migration("unix", &uri, &dst);
-    for (;;) {
-        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
-        if (json_get_int(info, "ram.multifd-bytes") > 4 * 1024 * 1024) {
-            json_node_unref(info);
-            break;
-        }
-        json_node_unref(info);
-        vm_pump(src, 50);
-    }
+    migtest_wait_ram_progress(src, "ram.multifd-bytes", 4 * 1024 * 1024);
     kill(dst->pid, SIGKILL);
     info = vm_wait_migration(src, "failed", 60);
     g_assert_true(json_has(info, "error-desc"));
@@ -268,10 +241,11 @@ static void test_uri_refused(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/migration-multifd-fail/dest-without-multifd", test_dest_without_multifd);
-    g_test_add_func("/migration-multifd-fail/dest-other-compression",
-                    test_dest_other_compression);
-    g_test_add_func("/migration-multifd-fail/dest-fewer-channels", test_dest_fewer_channels);
+    for (size_t i = 0; i < G_N_ELEMENTS(mismatches); i++) {
+        g_autofree char *path = g_strdup_printf("/migration-multifd-fail/%s",
+                                                mismatches[i].name);
+        g_test_add_data_func(path, &mismatches[i], test_mismatch);
+    }
     g_test_add_func("/migration-multifd-fail/dest-dies", test_dest_dies);
     g_test_add_func("/migration-multifd-fail/cancel-active", test_cancel_active);
     g_test_add_func("/migration-multifd-fail/cancel-setup", test_cancel_setup);
