@@ -197,7 +197,7 @@ Sample *sample_filled(bool extra, bool more)
 /* ---- helpers ---- */
 
 uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, JsonBuilder *vmdesc,
-                         size_t *len)
+                  size_t *len)
 {
     QEMUFile *f = qemu_file_new_buffer_output();
     Error *err = NULL;
@@ -215,7 +215,7 @@ uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, JsonBuilder *vmd
 
 /* Loads @data[0..len); *@consumed (may be NULL) gets the bytes the loader took. */
 bool load_buf(const VMStateDescription *vmsd, void *opaque, int version,
-                     const uint8_t *data, size_t len, size_t *consumed, Error **errp)
+              const uint8_t *data, size_t len, size_t *consumed, Error **errp)
 {
     QEMUFile *f = qemu_file_new_buffer_input(data, len);
     bool ok = vmstate_load_state(f, vmsd, opaque, version, errp);
