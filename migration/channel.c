@@ -23,6 +23,8 @@ typedef struct Listener {
 /* Only one incoming migration at a time; main thread only. */
 static Listener *listener;
 
+static void peeks_drop(void);
+
 static bool parse_host_port(const char *addr, char **host, char **port, Error **errp)
 {
     const char *colon = strrchr(addr, ':');
@@ -276,6 +278,7 @@ static void listener_free(void)
 void mig_channel_listen_cancel(void)
 {
     listener_free();
+    peeks_drop();
 }
 
 static gboolean listener_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque)
@@ -301,7 +304,14 @@ typedef struct PeekWait {
     int fd;
     MigChannelPeeked *peeked;
     void *opaque;
+    guint source;               /* the watch or the retry timer */
+    gint64 deadline;            /* monotonic us: give up on a peer that says too little */
 } PeekWait;
+
+/* Main thread: connections still being told apart; closed by listen_cancel. */
+static GList *pending_peeks;
+
+#define PEEK_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
 static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque);
 
@@ -310,7 +320,7 @@ static gboolean peek_retry(gpointer opaque)
     PeekWait *pw = opaque;
     GIOChannel *ch = g_io_channel_unix_new(pw->fd);
 
-    g_io_add_watch(ch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
+    pw->source = g_io_add_watch(ch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
     g_io_channel_unref(ch);
     return G_SOURCE_REMOVE;
 }
@@ -324,12 +334,15 @@ static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return G_SOURCE_CONTINUE;
     }
-    if (n > 0 && n < (ssize_t)sizeof(word)) {
+    if (n > 0 && n < (ssize_t)sizeof(word) && !(cond & (G_IO_HUP | G_IO_ERR)) &&
+        g_get_monotonic_time() < pw->deadline) {
         /* Part of the word: look again soon rather than spin on readable data. */
-        g_timeout_add(5, peek_retry, pw);
+        pw->source = g_timeout_add(5, peek_retry, pw);
         return G_SOURCE_REMOVE;
     }
-    if (n <= 0) {
+    pending_peeks = g_list_remove(pending_peeks, pw);
+    if (n < (ssize_t)sizeof(word)) {
+        /* Closed, failed, or too few bytes for too long. */
         close(pw->fd);
         pw->peeked(-1, 0, pw->opaque);
     } else {
@@ -343,8 +356,23 @@ void mig_channel_peek_be32(int fd, MigChannelPeeked *peeked, void *opaque)
 {
     PeekWait *pw = g_new0(PeekWait, 1);
 
-    *pw = (PeekWait) { .fd = fd, .peeked = peeked, .opaque = opaque };
+    *pw = (PeekWait) { .fd = fd, .peeked = peeked, .opaque = opaque,
+                       .deadline = g_get_monotonic_time() + PEEK_TIMEOUT_US };
+    pending_peeks = g_list_prepend(pending_peeks, pw);
     peek_retry(pw);
+}
+
+/* Connections never told apart: nobody will take them now. */
+static void peeks_drop(void)
+{
+    for (GList *l = pending_peeks; l; l = l->next) {
+        PeekWait *pw = l->data;
+
+        g_source_remove(pw->source);
+        close(pw->fd);
+        g_free(pw);
+    }
+    g_clear_pointer(&pending_peeks, g_list_free);
 }
 
 static int listen_socket(const char *uri, char **unix_path, Error **errp)

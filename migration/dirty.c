@@ -20,6 +20,93 @@
 #include "dirty.h"
 #include "trace.h"
 
+/*
+ * The data_bmaps (dirty.h). A page may be sent as zero unread only if the
+ * kernel showed it empty at a moment after which every write to it is
+ * caught: a write before that moment makes it populated, one after is
+ * logged, and the sync that harvests it sets its data bit (if it is not
+ * sent yet) or dirties it again (if it was). get-log and the dirty ring
+ * log every write from logging start, so one scan now will do. clear-log
+ * starts with every bit set and nothing write-protected (KVM's
+ * INITIALLY_SET): a chunk's writes are caught only once it is re-armed,
+ * so its pages are scanned then (dirty_data_scan_chunk) and all count as
+ * data until.
+ */
+static bool dirty_data_scannable(RAMBlockDirty *b)
+{
+    return b->rb->host && b->rb->kind == RAM_BACKEND_ANON && !b->rb->shared;
+}
+
+static void dirty_data_init(DirtyTracker *dt)
+{
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+
+        b->data_bmap = bitmap_new(b->npages);
+        b->vmm_taken = bitmap_new(b->npages);
+        if (dirty_data_scannable(b) && !dt->clear_log) {
+            qemu_pagemap_data_pages(b->rb->host, b->npages, b->data_bmap);
+            dt->unpopulated_pages += b->npages - bitmap_count_one(b->data_bmap, b->npages);
+        } else {
+            bitmap_fill(b->data_bmap, b->npages);
+        }
+        if (dt->clear_log) {
+            b->armed_bmap = bitmap_new(DIV_ROUND_UP(b->npages, 1ULL << dt->clear_shift));
+        }
+    }
+}
+
+/* clear-log: chunk @chunk was just re-armed for the first time: what is empty now reads as zero. */
+static void dirty_data_scan_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk)
+{
+    uint64_t start = chunk << dt->clear_shift;
+    uint64_t n = MIN(1ULL << dt->clear_shift, b->npages - start);
+    g_autofree unsigned long *scan = NULL;
+
+    if (!dirty_data_scannable(b)) {
+        return;
+    }
+    scan = bitmap_new(n);
+    qemu_pagemap_data_pages(b->rb->host + (start << TARGET_PAGE_BITS), n, scan);
+    /*
+     * Chunks start on a word (clear_shift >= 6). What the scan shows
+     * empty reads as zero until a write, which the re-armed log catches.
+     */
+    memcpy(b->data_bmap + start / BITS_PER_LONG, scan, BITS_TO_LONGS(n) * sizeof(long));
+    if (n % BITS_PER_LONG) {
+        /* Bits past the block's end stay as they were (set). */
+        b->data_bmap[(start + n) / BITS_PER_LONG] |= ~BITMAP_LAST_WORD_MASK(n);
+    }
+    dt->unpopulated_pages += n - bitmap_count_one(scan, n);
+}
+
+/*
+ * A sync harvested @bits (of slot pages from @base on, or the VMM's):
+ * those pages were written, so they hold data. clear-log: only for chunks
+ * already re-armed; the others' bits are KVM's initial ones and their
+ * data bits are all set anyway.
+ */
+static void dirty_data_harvest(DirtyTracker *dt, RAMBlockDirty *b, uint64_t base,
+                               const unsigned long *bits, uint64_t npages)
+{
+    if (!dt->clear_log) {
+        bitmap_or_count_new_at(b->data_bmap, base, bits, npages);
+        return;
+    }
+    for (uint64_t p = 0; p < npages;) {
+        uint64_t page = base + p, chunk = page >> dt->clear_shift;
+        uint64_t next = MIN(((chunk + 1) << dt->clear_shift) - base, npages);
+
+        if (test_bit(chunk, b->armed_bmap)) {
+            for (uint64_t q = find_next_bit(bits, next, p); q < next;
+                 q = find_next_bit(bits, next, q + 1)) {
+                set_bit(base + q, b->data_bmap);
+            }
+        }
+        p = next;
+    }
+}
+
 bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp)
 {
     GPtrArray *rbs = ram_blocks();
@@ -60,21 +147,7 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         return false;
     }
     dt->logging = true;
-    /*
-     * After logging started: a page that is empty now and written later
-     * is in the log, so reading it as zero now loses nothing.
-     */
-    for (int i = 0; i < dt->nblocks; i++) {
-        RAMBlockDirty *b = &dt->blocks[i];
-
-        b->data_bmap = bitmap_new(b->npages);
-        if (b->rb->kind == RAM_BACKEND_ANON && !b->rb->shared) {
-            qemu_pagemap_data_pages(b->rb->host, b->npages, b->data_bmap);
-        } else {
-            bitmap_fill(b->data_bmap, b->npages);
-        }
-        dt->unpopulated_pages += b->npages - bitmap_count_one(b->data_bmap, b->npages);
-    }
+    dirty_data_init(dt);
     return true;
 }
 
@@ -89,6 +162,8 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
         g_free(dt->blocks[i].send_bmap);
         g_free(dt->blocks[i].clear_bmap);
         g_free(dt->blocks[i].data_bmap);
+        g_free(dt->blocks[i].armed_bmap);
+        g_free(dt->blocks[i].vmm_taken);
         g_free(dt->blocks[i].slots);
     }
     g_clear_pointer(&dt->blocks, g_free);
@@ -133,14 +208,25 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
         for (int s = 0; s < b->nslots; s++) {
             KVMSlot *slot = b->slots[s];
 
+            dirty_data_harvest(dt, b, slot->ram_offset >> TARGET_PAGE_BITS, slot->dirty_bmap,
+                               slot->npages);
             new_pages += bitmap_or_count_new_at(b->send_bmap, slot->ram_offset >> TARGET_PAGE_BITS,
                                                 slot->dirty_bmap, slot->npages);
             if (dt->clear_log) {
                 dirty_mark_chunks(dt, b, slot);
             }
         }
-        new_pages += bitmap_or_count_new_take(b->send_bmap, b->rb->vmm_dirty_bmap,
-                                              BITS_TO_LONGS(b->npages));
+        /*
+         * Taken word by word into a scratch map first: the pages the VMM
+         * wrote hold data, and must be marked so before they can be sent.
+         */
+        bitmap_zero(b->vmm_taken, b->npages);
+        if (bitmap_or_count_new_take(b->vmm_taken, b->rb->vmm_dirty_bmap,
+                                     BITS_TO_LONGS(b->npages))) {
+            bitmap_or_count_new(b->data_bmap, b->vmm_taken, BITS_TO_LONGS(b->npages));
+            new_pages += bitmap_or_count_new(b->send_bmap, b->vmm_taken,
+                                             BITS_TO_LONGS(b->npages));
+        }
     }
     dt->dirty_pages += new_pages;
     dt->pages_merged += new_pages;
@@ -154,7 +240,7 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
 }
 
 /* Re-arms KVM tracking for chunk @chunk of @b across the slots it overlaps. */
-static void dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk)
+static bool dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk)
 {
     uint64_t cstart = chunk << dt->clear_shift;
     uint64_t cend = MIN(cstart + (1ULL << dt->clear_shift), b->npages);
@@ -179,9 +265,18 @@ static void dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk
              * their copy.
              */
             warn_report("KVM_CLEAR_DIRTY_LOG failed: %s", g_strerror(-ret));
-            return;
+            return false;
         }
         trace_dirty_clear(slot->slot, lo - sstart, hi - lo);
+    }
+    return true;
+}
+
+/* Re-arms chunk @chunk of @b; the first time, looks which of its pages are empty. */
+static void dirty_rearm_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk)
+{
+    if (dirty_clear_chunk(dt, b, chunk) && !test_and_set_bit(chunk, b->armed_bmap)) {
+        dirty_data_scan_chunk(dt, b, chunk);
     }
 }
 
@@ -191,7 +286,7 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
         uint64_t chunk = page >> dt->clear_shift;
 
         if (test_and_clear_bit(chunk, b->clear_bmap)) {
-            dirty_clear_chunk(dt, b, chunk);
+            dirty_rearm_chunk(dt, b, chunk);
         }
     }
     if (test_and_clear_bit(page, b->send_bmap)) {
@@ -213,7 +308,7 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
         uint64_t chunk = (word * BITS_PER_LONG) >> dt->clear_shift;
 
         if (test_and_clear_bit(chunk, b->clear_bmap)) {
-            dirty_clear_chunk(dt, b, chunk);
+            dirty_rearm_chunk(dt, b, chunk);
         }
     }
     b->send_bmap[word] = 0;

@@ -22,14 +22,18 @@ typedef struct RAMBlockDirty {
     /* Set: the chunk's KVM bits were read but not re-armed (clear-log). Cleared by a claim. */
     unsigned long *clear_bmap;
     /*
-     * Clear: when logging had started the page was unpopulated or mapped
-     * the zero page (qemu_pagemap_data_pages), so until the guest writes
-     * it (the dirty log then sends it again) it reads as zero and is sent
-     * as zero without being read. Set by the sender once it sent the page
-     * (dirty_tracker_known_zero), so a re-send reads it. All set for
+     * Clear: the page reads as zero without being read: the kernel showed
+     * it empty (qemu_pagemap_data_pages) at a moment after which every
+     * write to it is caught (dirty.c says when that is in each mode), and
+     * no sync since harvested a write to it. Set by syncs for the pages
+     * they harvest, and by the sender once it sent the page
+     * (dirty_tracker_known_zero), so any later send reads it. All set for
      * memory the kernel cannot vouch for (shared, file-backed).
      */
     unsigned long *data_bmap;
+    /* clear-log: set once the chunk was re-armed (and its pages scanned). */
+    unsigned long *armed_bmap;
+    unsigned long *vmm_taken;   /* scratch of dirty_tracker_sync */
     KVMSlot **slots;            /* KVM slots that map this block */
     int nslots;
 } RAMBlockDirty;

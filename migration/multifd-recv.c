@@ -206,6 +206,11 @@ static bool multifd_check_header(MultifdReceiver *mr, MultifdRecvChannel *c, RAM
     }
     *rbp = NULL;
     if (!pages) {
+        if (GUINT32_FROM_BE(h->next_packet_size)) {
+            error_setg(errp, "multifd: channel %d: a packet without pages carries %u bytes",
+                       c->id, GUINT32_FROM_BE(h->next_packet_size));
+            return false;
+        }
         return true;
     }
     if (!memchr(h->ramblock, 0, sizeof(h->ramblock)) ||
@@ -418,6 +423,10 @@ void multifd_recv_set_main(QEMUFile *f)
 
     mr_lock(mr);
     mr->main = f;
+    if (mr->error) {
+        /* A channel failed before the stream arrived: mig/dst stops at once too. */
+        qemu_file_shutdown(f);
+    }
     mr_unlock(mr);
 }
 

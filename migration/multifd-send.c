@@ -79,7 +79,8 @@ struct MultifdSender {
 /* mig/src sets it (setup), the cleanup bottom half clears it; sender_lock for cancel. */
 static MultifdSender *sender;
 static GMutex sender_lock;
-static bool shut_down;          /* sender_lock: cancel came; later channels start shut */
+/* sender_lock: cancel came (even before setup); channels connected later start shut. */
+static bool shut_down;
 /* Channel threads add (atomically), anyone reads; reset at the next setup. */
 static MultifdSendStats stats;
 static uint64_t packet_num;     /* atomic: numbers packets across channels */
@@ -411,7 +412,6 @@ static bool multifd_channel_init(MultifdSender *ms, MultifdSendChannel *c, int i
 
     c->ms = ms;
     c->id = id;
-    c->fd = -1;
     c->job = g_new0(MultifdBatch, 1);
     g_cond_init(&c->work_cond);
     c->ops = multifd_compress_ops(migrate_multifd_compression());
@@ -456,15 +456,27 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
     ms = g_new0(MultifdSender, 1);
     ms->n = migrate_multifd_channels();
     ms->ch = g_new0(MultifdSendChannel, ms->n);
+    for (int i = 0; i < ms->n; i++) {
+        /* Before the sender is published: cancel and cleanup look at every fd. */
+        ms->ch[i].fd = -1;
+    }
     ms->batch = g_new0(MultifdBatch, 1);
     ms->detect_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_MULTIFD;
     g_mutex_init(&ms->lock);
     g_cond_init(&ms->idle_cond);
     sender_lock_take();
     sender = ms;
-    shut_down = false;
     sender_lock_drop();
     for (int i = 0; i < ms->n; i++) {
+        bool cancelled;
+
+        sender_lock_take();
+        cancelled = shut_down;
+        sender_lock_drop();
+        if (cancelled) {
+            error_setg(errp, "multifd: cancelled while connecting the channels");
+            return NULL;
+        }
         /* On failure the channels made so far stay for multifd_send_cleanup(). */
         if (!multifd_channel_init(ms, &ms->ch[i], i, uri, errp)) {
             return NULL;
@@ -490,6 +502,10 @@ void multifd_send_cleanup(void)
     MultifdSender *ms = sender;
 
     if (!ms) {
+        /* No channels this time; a cancel still must not reach the next migration. */
+        sender_lock_take();
+        shut_down = false;
+        sender_lock_drop();
         return;
     }
     ms_lock(ms);
@@ -513,6 +529,8 @@ void multifd_send_cleanup(void)
     }
     sender_lock_take();
     sender = NULL;
+    /* A cancel before the next setup belongs to the next migration. */
+    shut_down = false;
     sender_lock_drop();
     for (int i = 0; i < ms->n; i++) {
         MultifdSendChannel *c = &ms->ch[i];
