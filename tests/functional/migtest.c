@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared steps of the migration tests: start pairs, drive QMP, check RAM and guest. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -168,6 +169,18 @@ void migtest_wait_ram_progress(VM *src, const char *field, int64_t bytes)
         }
         vm_pump(src, 50);
     }
+}
+
+JsonNode *migtest_kill_dest_mid_stream(VM *src, VM *dst, const char *field)
+{
+    JsonNode *info;
+
+    migtest_wait_ram_progress(src, field, 4 * 1024 * 1024);
+    kill(dst->pid, SIGKILL);
+    info = vm_wait_migration(src, "failed", 60);
+    g_assert_true(json_has(info, "error-desc"));
+    vm_kill(dst);
+    return info;
 }
 
 void migtest_wait_incoming_done(VM *dst)

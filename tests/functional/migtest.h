@@ -38,6 +38,11 @@ void migtest_wait_incoming_done(VM *dst);
 JsonNode *migtest_wait_completed(VM *src);
 /* Waits until query-migrate's @field (e.g. "ram.transferred") exceeds @bytes. */
 void migtest_wait_ram_progress(VM *src, const char *field, int64_t bytes);
+/*
+ * Once @field passed 4 MiB, SIGKILLs @dst (then frees it) and waits for the
+ * source's migration to fail with an error-desc; returns the reply.
+ */
+JsonNode *migtest_kill_dest_mid_stream(VM *src, VM *dst, const char *field);
 /* pmemsave all guest RAM of both and compare byte for byte. */
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
 /* Same, for a guest started with -machine max-ram-below-4g=@below_4g. */

@@ -140,12 +140,8 @@ static void test_dest_dies(void)
         return;
     }
     src = start_slow_migration("unix", &uri, &dst);
-    migtest_wait_ram_progress(src, "ram.multifd-bytes", 4 * 1024 * 1024);
-    kill(dst->pid, SIGKILL);
-    info = vm_wait_migration(src, "failed", 60);
-    g_assert_true(json_has(info, "error-desc"));
+    info = migtest_kill_dest_mid_stream(src, dst, "ram.multifd-bytes");
     json_node_unref(info);
-    vm_kill(dst);
     migtest_assert_source_alive(src);
     migrate_again_ok(src);
     vm_kill(src);
