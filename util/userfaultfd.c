@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* userfaultfd write-protect helpers used by the background snapshot. */
+/* userfaultfd helpers: write-protect (background snapshot), missing pages (postcopy). */
 #include "qemu/osdep.h"
 #include "qemu/userfaultfd.h"
 #include <sys/syscall.h>
@@ -90,7 +90,8 @@ int uffd_change_protection(int fd, void *start, uint64_t len, bool wp)
     }
 }
 
-int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
+/* Reads pending fault addresses; @wp: write-protect faults, else missing-page ones. */
+static int uffd_read_faults(int fd, uint64_t *addrs, int max, bool wp)
 {
     struct uffd_msg msgs[64];
     int n = 0;
@@ -106,11 +107,97 @@ int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
             return errno == EAGAIN ? 0 : -errno;
         }
         for (size_t i = 0; i < r / sizeof(msgs[0]); i++) {
-            if (msgs[i].event == UFFD_EVENT_PAGEFAULT &&
-                (msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
+            bool is_wp = msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
+
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT && is_wp == wp) {
                 addrs[n++] = msgs[i].arg.pagefault.address;
             }
         }
         return n;
     }
+}
+
+int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
+{
+    return uffd_read_faults(fd, addrs, max, true);
+}
+
+int uffd_read_missing_faults(int fd, uint64_t *addrs, int max)
+{
+    return uffd_read_faults(fd, addrs, max, false);
+}
+
+int uffd_register_missing(int fd, void *start, uint64_t len)
+{
+    struct uffdio_register reg = {
+        .range = { .start = (uintptr_t)start, .len = len },
+        .mode = UFFDIO_REGISTER_MODE_MISSING,
+    };
+    uint64_t need = (1ULL << _UFFDIO_COPY) | (1ULL << _UFFDIO_ZEROPAGE) | (1ULL << _UFFDIO_WAKE);
+
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) < 0) {
+        return -errno;
+    }
+    if ((reg.ioctls & need) != need) {
+        uffd_unregister(fd, start, len);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+/*
+ * The placement ioctls may place part of a range and fail with -EAGAIN
+ * (the mm changed meanwhile), saying in their result field how much was
+ * placed: go on after it.
+ */
+int uffd_copy(int fd, void *dst, const void *src, uint64_t len, bool dontwake)
+{
+    struct uffdio_copy c = {
+        .dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = len,
+        .mode = dontwake ? UFFDIO_COPY_MODE_DONTWAKE : 0,
+    };
+
+    for (;;) {
+        c.copy = 0;
+        if (ioctl(fd, UFFDIO_COPY, &c) == 0) {
+            return 0;
+        }
+        if (errno != EAGAIN && errno != EINTR) {
+            return -errno;
+        }
+        if (c.copy > 0) {
+            c.src += c.copy;
+            c.dst += c.copy;
+            c.len -= c.copy;
+        }
+    }
+}
+
+int uffd_zeropage(int fd, void *dst, uint64_t len, bool dontwake)
+{
+    struct uffdio_zeropage z = {
+        .range = { .start = (uintptr_t)dst, .len = len },
+        .mode = dontwake ? UFFDIO_ZEROPAGE_MODE_DONTWAKE : 0,
+    };
+
+    for (;;) {
+        z.zeropage = 0;
+        if (ioctl(fd, UFFDIO_ZEROPAGE, &z) == 0) {
+            return 0;
+        }
+        if (errno != EAGAIN && errno != EINTR) {
+            return -errno;
+        }
+        if (z.zeropage > 0) {
+            z.range.start += z.zeropage;
+            z.range.len -= z.zeropage;
+        }
+    }
+}
+
+int uffd_wake(int fd, void *start, uint64_t len)
+{
+    struct uffdio_range r = { .start = (uintptr_t)start, .len = len };
+
+    return ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
 }
