@@ -216,6 +216,48 @@ static uint64_t dirty_scan_pending(QEMUFile *f, bool exact)
     return ds->dt.dirty_pages * TARGET_PAGE_SIZE;
 }
 
+static RAMBlockDirty *dirty_scan_block(DirtyScan *ds, RAMBlock *rb)
+{
+    for (int i = 0; i < ds->dt.nblocks; i++) {
+        if (ds->dt.blocks[i].rb == rb) {
+            return &ds->dt.blocks[i];
+        }
+    }
+    return NULL;
+}
+
+static void dirty_scan_send_page_now(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
+{
+    RAMBlockDirty *b = dirty_scan_block(&dirty_scan, rb);
+
+    /* A block that is not tracked is not migrated (read-only): nothing to send. */
+    if (!b || page >= b->npages) {
+        return;
+    }
+    /* Not dirty any more: sent before, but the destination lacks it (a zero page it skipped). */
+    dirty_tracker_claim_page(&dirty_scan.dt, b, page);
+    dirty_scan_send_page(f, w, b, page);
+}
+
+static void dirty_scan_foreach_unsent(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
+                                                 uint64_t npages),
+                                      void *opaque)
+{
+    DirtyTracker *dt = &dirty_scan.dt;
+
+    for (int i = 0; i < dt->nblocks; i++) {
+        RAMBlockDirty *b = &dt->blocks[i];
+        uint64_t first = find_next_bit(b->send_bmap, b->npages, 0);
+
+        while (first < b->npages) {
+            uint64_t end = find_next_zero_bit(b->send_bmap, b->npages, first);
+
+            fn(opaque, b->rb, first, end - first);
+            first = find_next_bit(b->send_bmap, b->npages, end);
+        }
+    }
+}
+
 static void dirty_scan_cleanup(void)
 {
     DirtyScan *ds = &dirty_scan;
@@ -263,6 +305,8 @@ const RAMPageSource dirty_scan_source = {
     .final_sync = dirty_scan_final_sync,
     .send_next = dirty_scan_send_next,
     .pending = dirty_scan_pending,
+    .send_page = dirty_scan_send_page_now,
+    .foreach_unsent = dirty_scan_foreach_unsent,
     .cleanup = dirty_scan_cleanup,
     .fill_info = dirty_scan_fill_info,
 };

@@ -19,6 +19,7 @@
 #include "multifd.h"
 #include "multifd-recv.h"
 #include "options.h"
+#include "postcopy-dst.h"
 #include "savevm.h"
 #include "status.h"
 
@@ -48,37 +49,14 @@ void migration_set_autostart(bool on)
 /* Main thread: the incoming state moves only here, so the swap always happens. */
 static void incoming_set_state(int new)
 {
-    migrate_set_state(&incoming.state, incoming.state, new);
+    migrate_set_state(&incoming.state, migrate_get_state(&incoming.state), new);
 }
 
-/* Main thread: the load is over; start the guest or give up. */
-static void incoming_finish_bh(void *opaque)
+/* Main thread: run the guest as the source left it (and as -S says). */
+static void incoming_start_guest(void)
 {
-    bool ok = GPOINTER_TO_INT(opaque);
-    int src_state;
+    int src_state = global_state_get_runstate();
 
-    bql_unlock();
-    qemu_thread_join(&incoming.thread);
-    bql_lock();
-    mig_channel_listen_cancel();    /* channels that never connected */
-    multifd_recv_cleanup();
-    qemu_fclose(incoming.from_src);
-    incoming.from_src = NULL;
-    mig_channel_reap_later(incoming.child);
-    incoming.child = 0;
-    incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
-    if (!ok && incoming.cancelled) {
-        incoming_set_state(MIGRATION_STATUS_CANCELLED);
-        error_report("incoming migration cancelled (migrate_cancel); the guest never ran");
-        qemu_system_exit_now(1);
-    }
-    if (!ok) {
-        incoming_set_state(MIGRATION_STATUS_FAILED);
-        error_report("load of migration failed: %s", error_get_pretty(incoming.error));
-        qemu_system_exit_now(1);
-    }
-    incoming_set_state(MIGRATION_STATUS_COMPLETED);
-    src_state = global_state_get_runstate();
     if (src_state < 0 || src_state == RUN_STATE_RUNNING) {
         if (incoming.autostart) {
             vm_start();
@@ -91,6 +69,70 @@ static void incoming_finish_bh(void *opaque)
     }
 }
 
+/* mig/dst: postcopy moves the state (LISTEN: postcopy-active). */
+static void incoming_postcopy_set_state(int old, int new_state)
+{
+    migrate_set_state(&incoming.state, old, new_state);
+}
+
+static const PostcopyDstOps incoming_postcopy_ops = {
+    .set_state = incoming_postcopy_set_state,
+    .start_guest = incoming_start_guest,
+};
+
+bool migration_incoming_in_postcopy(void)
+{
+    int st = migrate_get_state(&incoming.state);
+
+    return st == MIGRATION_STATUS_POSTCOPY_ACTIVE || st == MIGRATION_STATUS_POSTCOPY_PAUSED ||
+           st == MIGRATION_STATUS_POSTCOPY_RECOVER;
+}
+
+/* Main thread: the load is over; start the guest or give up. */
+static void incoming_finish_bh(void *opaque)
+{
+    bool ok = GPOINTER_TO_INT(opaque);
+    bool postcopy = postcopy_dst_listening();
+
+    bql_unlock();
+    qemu_thread_join(&incoming.thread);
+    bql_lock();
+    mig_channel_listen_cancel();    /* channels that never connected */
+    multifd_recv_cleanup();
+    qemu_fclose(incoming.from_src);
+    incoming.from_src = NULL;
+    mig_channel_reap_later(incoming.child);
+    incoming.child = 0;
+    incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
+    if (postcopy && !ok) {
+        /*
+         * The guest runs here with part of its memory still on the source:
+         * ending the process would lose it. Its vCPUs wait for the pages.
+         */
+        incoming_set_state(MIGRATION_STATUS_POSTCOPY_PAUSED);
+        error_report("Detected IO failure for postcopy. Migration paused. (%s)",
+                     error_get_pretty(incoming.error));
+        return;
+    }
+    if (postcopy) {
+        /* RUN started the guest already. */
+        incoming_set_state(MIGRATION_STATUS_COMPLETED);
+        return;
+    }
+    if (!ok && incoming.cancelled) {
+        incoming_set_state(MIGRATION_STATUS_CANCELLED);
+        error_report("incoming migration cancelled (migrate_cancel); the guest never ran");
+        qemu_system_exit_now(1);
+    }
+    if (!ok) {
+        incoming_set_state(MIGRATION_STATUS_FAILED);
+        error_report("load of migration failed: %s", error_get_pretty(incoming.error));
+        qemu_system_exit_now(1);
+    }
+    incoming_set_state(MIGRATION_STATUS_COMPLETED);
+    incoming_start_guest();
+}
+
 static void *incoming_thread(void *opaque)
 {
     bool ok = qemu_loadvm_state(incoming.from_src, &incoming.error);
@@ -101,6 +143,8 @@ static void *incoming_thread(void *opaque)
         error_free(incoming.error);
         incoming.error = channel_err;
     }
+    /* Without the BQL: a BQL holder may be waiting on a page only this thread can place. */
+    postcopy_dst_end(ok);
 
     qemu_bh_schedule_oneshot(incoming_finish_bh, GINT_TO_POINTER(ok));
     return NULL;
@@ -117,6 +161,7 @@ static void incoming_main_ready(int fd, GPid child)
     if (migrate_multifd()) {
         multifd_recv_set_main(incoming.from_src);
     }
+    postcopy_dst_reset(&incoming_postcopy_ops);
     ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
     if (ret < 0) {
         error_report("cannot create the incoming migration thread: %s", g_strerror(-ret));
@@ -228,7 +273,7 @@ static void incoming_cancelled_exit_bh(void *opaque)
 
 bool migration_incoming_cancel(void)
 {
-    switch (incoming.state) {
+    switch (migrate_get_state(&incoming.state)) {
     case MIGRATION_STATUS_SETUP:
         /* Listening, nobody connected yet. */
         mig_channel_listen_cancel();
@@ -251,14 +296,20 @@ bool migration_incoming_cancel(void)
 
 MigrationInfo *migration_incoming_info(MigrationInfo *info)
 {
-    if (incoming.state == MIGRATION_STATUS_NONE) {
+    int st = migrate_get_state(&incoming.state);
+
+    if (st == MIGRATION_STATUS_NONE) {
         return info;
     }
     info->has_status = true;
-    info->status = incoming.state;
-    if (incoming.state == MIGRATION_STATUS_COMPLETED) {
+    info->status = st;
+    if (st == MIGRATION_STATUS_COMPLETED) {
         info->has_total_time = true;
         info->total_time = incoming.total_ms;
     }
+    if (incoming.error && st == MIGRATION_STATUS_POSTCOPY_PAUSED) {
+        info->error_desc = g_strdup(error_get_pretty(incoming.error));
+    }
+    postcopy_dst_fill_info(info);
     return info;
 }

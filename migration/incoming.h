@@ -11,6 +11,8 @@
  * incoming migration runs. BQL.
  */
 bool migration_incoming_cancel(void);
+/* The destination's guest runs in postcopy (active, paused or recovering). Any thread. */
+bool migration_incoming_in_postcopy(void);
 /* query-migrate on a destination: fills @info (status, time) and returns it. BQL. */
 MigrationInfo *migration_incoming_info(MigrationInfo *info);
 

@@ -223,7 +223,18 @@ void hmp_migrate_incoming(Monitor *mon, const HMPArgs *args)
 
 void hmp_migrate_cancel(Monitor *mon, const HMPArgs *args)
 {
-    qmp_migrate_cancel(NULL);
+    Error *err = NULL;
+
+    qmp_migrate_cancel(&err);
+    hmp_handle_error(mon, err);
+}
+
+void hmp_migrate_start_postcopy(Monitor *mon, const HMPArgs *args)
+{
+    Error *err = NULL;
+
+    qmp_migrate_start_postcopy(&err);
+    hmp_handle_error(mon, err);
 }
 
 void hmp_migrate_set_capability(Monitor *mon, const HMPArgs *args)

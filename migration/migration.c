@@ -37,6 +37,7 @@
 /* The ways of sending RAM; qmp_migrate picks the first row its capabilities select. */
 static const MigrationOutMode *const outgoing_modes[] = {
     &snapshot_mode,
+    &postcopy_mode,
     &precopy_mode,          /* selects itself: the default, keep it last */
 };
 
@@ -225,6 +226,9 @@ static bool migration_setup_sections(MigrationState *s, QEMUFile *f, Error **err
     int ret;
 
     qemu_savevm_state_header(f);
+    if (s->mode->stream_start && !s->mode->stream_start(s, f, errp)) {
+        return false;
+    }
     bql_lock();
     ret = qemu_savevm_state_setup(f, errp);
     bql_unlock();
@@ -260,7 +264,12 @@ static void *migration_thread(void *opaque)
              */
             error_prepend(&err, "the destination closed the connection: ");
         }
-        if (migrate_get_state(&s->state) != MIGRATION_STATUS_CANCELLING) {
+        if (s->guest_moved) {
+            error_prepend(&err, "postcopy failed after the switchover; the guest runs on the "
+                          "destination with part of its memory still here, so this side stays "
+                          "paused (postcopy-paused): ");
+            migration_fail(s, err);
+        } else if (migrate_get_state(&s->state) != MIGRATION_STATUS_CANCELLING) {
             error_prepend(&err, "migration failed: ");
             migration_fail(s, err);
         } else {
@@ -304,7 +313,12 @@ static void migration_cleanup_bh(void *opaque)
         /* The thread ended without an outcome (cancelled before connecting...). */
         s->result = MIGRATION_STATUS_FAILED;
     }
-    if (s->result != MIGRATION_STATUS_COMPLETED && runstate_check(RUN_STATE_FINISH_MIGRATE)) {
+    if (s->guest_moved && s->result != MIGRATION_STATUS_COMPLETED) {
+        /* Never both sides running: this one waits, stopped, for a recovery. */
+        s->result = MIGRATION_STATUS_POSTCOPY_PAUSED;
+        error_report("%s", error_get_pretty(s->error));
+    } else if (s->result != MIGRATION_STATUS_COMPLETED &&
+               runstate_check(RUN_STATE_FINISH_MIGRATE)) {
         /* The switchover started but did not finish: give the guest back. */
         if (s->vm_was_running) {
             vm_start();
@@ -373,6 +387,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->pages_per_second = 0;
     s->precopy_bytes = s->downtime_bytes = s->transferred_final = 0;
     s->vm_was_running = runstate_is_running();
+    s->guest_moved = false;
+    __atomic_store_n(&s->start_postcopy, false, __ATOMIC_RELEASE);
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();
     if (s->mode->init) {
@@ -392,10 +408,37 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     return true;
 }
 
+bool qmp_migrate_start_postcopy(Error **errp)
+{
+    MigrationState *s = &current_migration;
+    int st = migrate_get_state(&s->state);
+
+    if (!migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM)) {
+        error_setg(errp, "Enable postcopy with migrate_set_capability before the start of "
+                   "migration");
+        return false;
+    }
+    if (st == MIGRATION_STATUS_NONE) {
+        error_setg(errp, "Postcopy must be started after migration has been started");
+        return false;
+    }
+    /* A migration that already switched over, or ended: nothing to do, as in QEMU. */
+    __atomic_store_n(&s->start_postcopy, true, __ATOMIC_RELEASE);
+    migration_rate_limit_changed(s);
+    return true;
+}
+
 bool qmp_migrate_cancel(Error **errp)
 {
     MigrationState *s = &current_migration;
     int st = migrate_get_state(&s->state);
+
+    if (st == MIGRATION_STATUS_POSTCOPY_ACTIVE || st == MIGRATION_STATUS_POSTCOPY_PAUSED ||
+        st == MIGRATION_STATUS_POSTCOPY_RECOVER || migration_incoming_in_postcopy()) {
+        /* QEMU 10's refusal: half the guest's memory is on each side. */
+        error_setg(errp, "Postcopy migration in progress, cannot cancel.");
+        return false;
+    }
 
     if (st != MIGRATION_STATUS_SETUP && st != MIGRATION_STATUS_ACTIVE &&
         st != MIGRATION_STATUS_DEVICE) {

@@ -91,6 +91,11 @@ bool migrate_background_snapshot(void)
     return caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT];
 }
 
+uint64_t migrate_max_postcopy_bandwidth(void)
+{
+    return params->max_postcopy_bandwidth;
+}
+
 uint64_t migrate_max_bandwidth(void)
 {
     return __atomic_load_n(&params->max_bandwidth, __ATOMIC_RELAXED);
@@ -169,6 +174,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
     case MIGRATION_CAPABILITY_XBZRLE:
     case MIGRATION_CAPABILITY_MULTIFD:
+    case MIGRATION_CAPABILITY_POSTCOPY_RAM:
         return true;
     default:
         return false;

@@ -35,6 +35,8 @@ int migrate_multifd_zlib_level(void);
 int migrate_multifd_zstd_level(void);
 ZeroPageDetection migrate_zero_page_detection(void);
 uint64_t migrate_max_bandwidth(void);
+/* Bytes per second once the guest runs on the destination; 0 = unlimited. */
+uint64_t migrate_max_postcopy_bandwidth(void);
 uint64_t migrate_downtime_limit(void);
 bool migrate_max_bandwidth_user_set(void);
 int migrate_clear_bitmap_shift(void);

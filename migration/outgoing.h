@@ -11,6 +11,7 @@
  *   row                   page source           switchover when
  *   precopy_mode          dirty_scan_source     pending <= bandwidth x downtime-limit
  *   snapshot_mode         snapshot_ram_source   every page is in the stream
+ *   postcopy_mode         postcopy_ram_source   migrate-start-postcopy (or as precopy)
  *
  * A new mode is one file defining its row plus one line in outgoing_modes[]
  * (migration.c); docs/devel/migration.md says what the hooks must do.
@@ -61,6 +62,14 @@ typedef struct MigrationState {
     uint64_t precopy_bytes;
     uint64_t downtime_bytes;
     bool vm_was_running;        /* at the switchover (precopy) or the freeze (snapshot) */
+    /*
+     * Postcopy: the guest may run on the destination now, so it must never
+     * run here again; a failure pauses instead (postcopy-paused). Set by
+     * mig/src; the cleanup bottom half reads it once the thread is joined.
+     */
+    bool guest_moved;
+    /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
+    bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */
     int result;                 /* MigrationStatus the thread reached */
 
@@ -98,6 +107,12 @@ struct MigrationOutMode {
 
     /* ---- mig/src, BQL not held (a hook takes it itself if it must) ---- */
     /*
+     * Right after the stream's header, before the setup sections: what the
+     * destination must hear first (postcopy: the return path, the advise).
+     * NULL = nothing.
+     */
+    bool (*stream_start)(MigrationState *s, QEMUFile *f, Error **errp);
+    /*
      * After the setup sections were written (state active): what the mode
      * does before the first iteration. NULL = nothing.
      */
@@ -113,6 +128,7 @@ struct MigrationOutMode {
 
 extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
+extern const MigrationOutMode postcopy_mode;
 
 /*
  * migration_stop_vm_locked: a mode's downtime starts (precopy's switchover,

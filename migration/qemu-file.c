@@ -105,6 +105,11 @@ const char *qemu_file_name(QEMUFile *f)
     return f->name;
 }
 
+int qemu_file_fd(QEMUFile *f)
+{
+    return f->fd;
+}
+
 int qemu_file_get_error(QEMUFile *f)
 {
     return f->last_error;

@@ -206,6 +206,37 @@ static bool ram_load_xbzrle(QEMUFile *f, uint8_t *host, uint64_t addr, Error **e
     return true;
 }
 
+/*
+ * Postcopy: the page arrives whole in a buffer and is placed in one step;
+ * guest memory is never read (a missing page would block this thread on
+ * its own fault). XBZRLE needs the old page, so it has no place here.
+ */
+static bool ram_load_page_postcopy(RAMPageReader *r, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                                   uint64_t flags, Error **errp)
+{
+    uint8_t buf[TARGET_PAGE_SIZE];
+    uint8_t fill;
+
+    if (flags & RAM_SAVE_FLAG_XBZRLE) {
+        error_setg(errp, "ram: an XBZRLE page in postcopy (block %s, offset 0x%" PRIx64 ")",
+                   rb->idstr, page << TARGET_PAGE_BITS);
+        return false;
+    }
+    if (flags & RAM_SAVE_FLAG_PAGE) {
+        qemu_get_buffer(f, buf, TARGET_PAGE_SIZE);
+    } else {
+        fill = qemu_get_byte(f);
+        if (fill) {
+            memset(buf, fill, TARGET_PAGE_SIZE);
+        }
+    }
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "ram: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    return r->place(rb, page, (flags & RAM_SAVE_FLAG_PAGE) || fill ? buf : NULL, errp);
+}
+
 /* A ZERO, PAGE or XBZRLE record whose header was read. */
 static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t flags,
                           Error **errp)
@@ -229,6 +260,9 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
     }
     page = addr >> TARGET_PAGE_BITS;
     host = rb->host + addr;
+    if (r->place) {
+        return ram_load_page_postcopy(r, f, rb, page, flags, errp);
+    }
     if (flags & RAM_SAVE_FLAG_PAGE) {
         qemu_get_buffer(f, host, TARGET_PAGE_SIZE);
         set_bit_atomic(page, rb->vmm_written_bmap);

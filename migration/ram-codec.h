@@ -79,6 +79,12 @@ typedef struct RAMPageReader {
      * round (multifd-recv.c). NULL: multifd is off, and the record is an error.
      */
     bool (*multifd_flush)(Error **errp);
+    /*
+     * Postcopy, after LISTEN: places each page atomically instead of
+     * writing guest memory, which may now be missing (postcopy-dst.c);
+     * @data NULL = a zero page. NULL: precopy.
+     */
+    bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data, Error **errp);
 } RAMPageReader;
 
 void ram_reader_reset(RAMPageReader *r);

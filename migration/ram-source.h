@@ -10,6 +10,8 @@
  *                          writes (dirty-scan.c, over dirty.c)
  *   snapshot_ram_source    background snapshot: every page once, in 2 MiB
  *                          regions, write faults first (snapshot-ram.c)
+ *   postcopy_ram_source    postcopy: the destination's page requests first,
+ *                          then the dirty scan (postcopy-src.c)
  *
  * Every hook runs in mig/src; a source with helper threads says how they
  * share its state. Sources send through the page codec (ram-codec.h).
@@ -47,6 +49,22 @@ typedef struct RAMPageSource {
      */
     uint64_t (*pending)(QEMUFile *f, bool exact);
 
+    /*
+     * Postcopy, VM stopped: send @page of @rb now, whether it is still to
+     * send or not (the destination asked for it, and the content here is
+     * final). NULL: this source cannot serve requests.
+     */
+    void (*send_page)(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page);
+    /* Postcopy switchover, VM stopped: @fn for each run of pages still to send. */
+    void (*foreach_unsent)(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
+                                      uint64_t npages),
+                           void *opaque);
+    /*
+     * Whether a page waits that must go even past the rate limit (a page
+     * request). NULL: never.
+     */
+    bool (*has_urgent)(void);
+
     /* ---- main thread, BQL held, after mig/src was joined ---- */
     /* Frees what setup allocated; the counters stay for query-migrate. */
     void (*cleanup)(void);
@@ -58,5 +76,6 @@ typedef struct RAMPageSource {
 
 extern const RAMPageSource dirty_scan_source;
 extern const RAMPageSource snapshot_ram_source;
+extern const RAMPageSource postcopy_ram_source;
 
 #endif

@@ -33,6 +33,11 @@ typedef struct RAMState {
      * query-migrate), so its counters outlive the migration.
      */
     RAMPageWriter writer;
+    /*
+     * mig/src: the XBZRLE sender, out of the writer's reach once postcopy
+     * began; freed like it, its counters still shown.
+     */
+    XbzrleSender *xbzrle_parked;
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
     bool uses_multifd;          /* mig/src at setup; query-migrate reads it */
 } RAMState;
@@ -85,8 +90,8 @@ void ram_fill_info(MigrationInfo *info)
     ram->normal = normal;
     ram->normal_bytes = normal * TARGET_PAGE_SIZE;
     ram->page_size = TARGET_PAGE_SIZE;
-    if (rs->writer.xbzrle) {
-        info->xbzrle_cache = xbzrle_sender_stats(rs->writer.xbzrle);
+    if (rs->writer.xbzrle || rs->xbzrle_parked) {
+        info->xbzrle_cache = xbzrle_sender_stats(rs->writer.xbzrle ?: rs->xbzrle_parked);
     }
     rs->src->fill_info(info);
     if (info->x_dirty_log) {
@@ -120,7 +125,8 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     RAMState *rs = opaque;
 
     /* The last migration's sender stayed for its counters. */
-    xbzrle_sender_free(rs->writer.xbzrle);
+    xbzrle_sender_free(rs->writer.xbzrle ?: rs->xbzrle_parked);
+    rs->xbzrle_parked = NULL;
     ram_writer_reset(&rs->writer);
     rs->writer.multifd = multifd_sender();
     rs->uses_multifd = rs->writer.multifd != NULL;
@@ -146,7 +152,8 @@ static int ram_save_iterate(QEMUFile *f, void *opaque)
     uint64_t pages = 0, bytes0 = qemu_file_transferred(f);
     int done = 0;
 
-    while (!qemu_file_rate_limit(f)) {
+    /* Past the rate limit only what must not wait goes (postcopy's page requests). */
+    while (!qemu_file_rate_limit(f) || (rs->src->has_urgent && rs->src->has_urgent())) {
         if (!rs->src->send_next(f, &rs->writer)) {
             done = 1;
             break;
@@ -205,10 +212,26 @@ static void ram_save_cleanup(void *opaque)
 
     rs->src->cleanup();
     rs->writer.multifd = NULL;
-    if (rs->writer.xbzrle) {
-        xbzrle_sender_drop_cache(rs->writer.xbzrle);
+    if (rs->writer.xbzrle || rs->xbzrle_parked) {
+        xbzrle_sender_drop_cache(rs->writer.xbzrle ?: rs->xbzrle_parked);
     }
     rs->f = NULL;
+}
+
+void ram_save_enter_postcopy(void)
+{
+    RAMState *rs = &ram_state;
+
+    if (rs->writer.xbzrle) {
+        rs->xbzrle_parked = rs->writer.xbzrle;
+        rs->writer.xbzrle = NULL;
+    }
+}
+
+void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data,
+                                       Error **errp))
+{
+    ram_reader.place = place;
 }
 
 static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "qapi/qapi-types.h"
+#include "qemu/typedefs.h"
 
 typedef struct RAMPageSource RAMPageSource;
 
@@ -23,6 +24,18 @@ uint64_t ram_pages_sent(void);
  * the wire: the rate that drains the remaining bytes. Any thread.
  */
 uint64_t ram_data_pages_sent(void);
+/*
+ * Postcopy destination, mig/dst at LISTEN: from now on pages go through
+ * @place (ram-codec.h) instead of being written into guest memory.
+ */
+void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data,
+                                       Error **errp));
+/*
+ * Postcopy source, mig/src at the switchover: the guest stopped here and
+ * runs there; from now on no page goes as an XBZRLE delta (the destination
+ * places whole pages).
+ */
+void ram_save_enter_postcopy(void);
 /* query-migrate: the section's and its source's counters into @info->ram. BQL. */
 void ram_fill_info(MigrationInfo *info);
 

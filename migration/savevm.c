@@ -13,7 +13,10 @@
 #include "migration/qemu-file.h"
 #include "migration/register.h"
 #include "migration/vmstate.h"
+#include "postcopy.h"
+#include "postcopy-dst.h"
 #include "savevm.h"
+#include "savevm-cmd.h"
 #include "trace.h"
 
 #define QEMU_VM_FILE_VERSION_COMPAT 0x00000002
@@ -27,7 +30,6 @@
 #define QEMU_VM_SUBSECTION          0x05
 #define QEMU_VM_VMDESCRIPTION       0x06
 #define QEMU_VM_CONFIGURATION       0x07
-#define QEMU_VM_COMMAND             0x08
 #define QEMU_VM_SECTION_FOOTER      0x7e
 
 /* A vmdesc bigger than this is not ours to read. */
@@ -194,19 +196,11 @@ int qemu_savevm_state_complete_live(QEMUFile *f)
     return qemu_file_get_error(f);
 }
 
-bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
+/* The FULL sections of every device, described into @vmdesc. */
+static bool savevm_put_device_sections(QEMUFile *f, JsonBuilder *vmdesc, Error **errp)
 {
-    g_autoptr(JsonBuilder) vmdesc = json_builder_new();
-    g_autoptr(JsonGenerator) gen = NULL;
-    g_autofree char *json = NULL;
     SaveStateEntry *se;
-    gsize len;
 
-    json_builder_begin_object(vmdesc);
-    json_builder_set_member_name(vmdesc, "page_size");
-    json_builder_add_int_value(vmdesc, TARGET_PAGE_SIZE);
-    json_builder_set_member_name(vmdesc, "devices");
-    json_builder_begin_array(vmdesc);
     FOREACH_SE(i, se) {
         int64_t t0;
 
@@ -228,6 +222,24 @@ bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
         json_builder_end_object(vmdesc);
         trace_savevm_device_save(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
     }
+    return true;
+}
+
+bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
+{
+    g_autoptr(JsonBuilder) vmdesc = json_builder_new();
+    g_autoptr(JsonGenerator) gen = NULL;
+    g_autofree char *json = NULL;
+    gsize len;
+
+    json_builder_begin_object(vmdesc);
+    json_builder_set_member_name(vmdesc, "page_size");
+    json_builder_add_int_value(vmdesc, TARGET_PAGE_SIZE);
+    json_builder_set_member_name(vmdesc, "devices");
+    json_builder_begin_array(vmdesc);
+    if (!savevm_put_device_sections(f, vmdesc, errp)) {
+        return false;
+    }
     json_builder_end_array(vmdesc);
     json_builder_end_object(vmdesc);
 
@@ -244,6 +256,30 @@ bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
         return false;
     }
     return true;
+}
+
+bool qemu_savevm_state_devices_postcopy(QEMUFile *f, Error **errp)
+{
+    g_autoptr(JsonBuilder) unused = json_builder_new();
+    bool ok;
+
+    /* QEMU sends no vmdesc in postcopy; the builder only keeps the writer one. */
+    json_builder_begin_array(unused);
+    ok = savevm_put_device_sections(f, unused, errp);
+    json_builder_end_array(unused);
+    return ok;
+}
+
+int qemu_savevm_state_complete_postcopy(QEMUFile *f)
+{
+    int ret = qemu_savevm_state_complete_live(f);
+
+    if (ret == 0) {
+        qemu_put_byte(f, QEMU_VM_EOF);
+        qemu_fflush(f);
+        ret = qemu_file_get_error(f);
+    }
+    return ret;
 }
 
 uint64_t qemu_savevm_pending(bool exact)
@@ -508,6 +544,128 @@ static bool loadvm_check_complete(Error **errp)
     return true;
 }
 
+typedef enum LoadVMEnd {
+    LOADVM_END_ERROR,
+    LOADVM_END_EOF,             /* the stream's EOF, checks passed */
+    LOADVM_END_QUIT,            /* a package's RUN */
+} LoadVMEnd;
+
+static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp);
+
+/*
+ * PACKAGED: the device state (and LISTEN, PING, RUN) in one blob, read
+ * whole, so that the guest starts only once all of it arrived; it must
+ * end with RUN.
+ */
+static bool loadvm_packaged(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
+{
+    uint32_t len = qemu_get_be32(f);
+    g_autofree uint8_t *blob = NULL;
+    QEMUFile *pkg;
+    LoadVMEnd end;
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading CMD_PACKAGED failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (in_package) {
+        error_setg(errp, "CMD_PACKAGED inside a package");
+        return false;
+    }
+    if (len > MAX_VM_CMD_PACKAGED_SIZE) {
+        error_setg(errp, "Unreasonably large packaged state: %u", len);
+        return false;
+    }
+    blob = g_malloc(len);
+    qemu_get_buffer(f, blob, len);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading the packaged state (%u bytes) failed: %s", len,
+                   qemu_file_error_msg(f));
+        return false;
+    }
+    pkg = qemu_file_new_buffer_input(blob, len);
+    end = loadvm_main(pkg, ids, true, errp);
+    qemu_fclose(pkg);
+    if (end == LOADVM_END_EOF) {
+        error_setg(errp, "the packaged state ended without CMD_POSTCOPY_RUN");
+    }
+    return end == LOADVM_END_QUIT;
+}
+
+static bool loadvm_command(QEMUFile *f, GHashTable *ids, bool in_package, bool *quit,
+                           Error **errp)
+{
+    uint16_t cmd = qemu_get_be16(f);
+    uint16_t len = qemu_get_be16(f);
+    LoadVMCmdResult r;
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading a command failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (cmd == MIG_CMD_PACKAGED) {
+        if (len != 4) {
+            error_setg(errp, "CMD_PACKAGED received with bad length - expecting 4, got %u", len);
+            return false;
+        }
+        return loadvm_packaged(f, ids, in_package, errp);
+    }
+    r = loadvm_handle_command(f, cmd, len, in_package, errp);
+    *quit = r == LOADVM_CMD_QUIT;
+    return r != LOADVM_CMD_ERROR;
+}
+
+static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
+{
+    for (;;) {
+        uint8_t type = qemu_get_byte(f);
+        bool quit = false;
+
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "%s", qemu_file_error_msg(f));
+            return LOADVM_END_ERROR;
+        }
+        switch (type) {
+        case QEMU_VM_EOF:
+            if (in_package) {
+                error_setg(errp, "EOF inside the packaged state");
+                return LOADVM_END_ERROR;
+            }
+            if (!loadvm_check_complete(errp)) {
+                return LOADVM_END_ERROR;
+            }
+            /* A postcopy stream ends at EOF: QEMU sends no vmdesc after it. */
+            if (!postcopy_dst_listening() && !loadvm_skip_vmdesc(f, errp)) {
+                return LOADVM_END_ERROR;
+            }
+            return LOADVM_END_EOF;
+        case QEMU_VM_SECTION_START:
+        case QEMU_VM_SECTION_FULL:
+            if (!loadvm_section_start_full(f, type, ids, errp)) {
+                return LOADVM_END_ERROR;
+            }
+            break;
+        case QEMU_VM_SECTION_PART:
+        case QEMU_VM_SECTION_END:
+            if (!loadvm_section_part_end(f, ids, errp)) {
+                return LOADVM_END_ERROR;
+            }
+            break;
+        case QEMU_VM_COMMAND:
+            if (!loadvm_command(f, ids, in_package, &quit, errp)) {
+                return LOADVM_END_ERROR;
+            }
+            if (quit) {
+                return LOADVM_END_QUIT;
+            }
+            break;
+        default:
+            error_setg(errp, "Unknown savevm section type %d", type);
+            return LOADVM_END_ERROR;
+        }
+    }
+}
+
 bool qemu_loadvm_state(QEMUFile *f, Error **errp)
 {
     g_autoptr(GHashTable) ids = g_hash_table_new(NULL, NULL);
@@ -523,33 +681,15 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     if (!loadvm_check_header(f, errp)) {
         goto out;
     }
-    for (;;) {
-        uint8_t type = qemu_get_byte(f);
-
-        if (qemu_file_get_error(f)) {
-            error_setg(errp, "%s", qemu_file_error_msg(f));
-            goto out;
-        }
-        switch (type) {
-        case QEMU_VM_EOF:
-            ok = loadvm_check_complete(errp) && loadvm_skip_vmdesc(f, errp);
-            goto out;
-        case QEMU_VM_SECTION_START:
-        case QEMU_VM_SECTION_FULL:
-            if (!loadvm_section_start_full(f, type, ids, errp)) {
-                goto out;
-            }
-            break;
-        case QEMU_VM_SECTION_PART:
-        case QEMU_VM_SECTION_END:
-            if (!loadvm_section_part_end(f, ids, errp)) {
-                goto out;
-            }
-            break;
-        default:
-            error_setg(errp, "Unknown savevm section type %d", type);
-            goto out;
-        }
+    switch (loadvm_main(f, ids, false, errp)) {
+    case LOADVM_END_EOF:
+        ok = true;
+        break;
+    case LOADVM_END_QUIT:
+        error_setg(errp, "CMD_POSTCOPY_RUN outside the packaged device state");
+        break;
+    case LOADVM_END_ERROR:
+        break;
     }
 out:
     FOREACH_SE(i, se) {

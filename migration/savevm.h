@@ -21,6 +21,10 @@ int qemu_savevm_state_iterate(QEMUFile *f);
 int qemu_savevm_state_complete_live(QEMUFile *f);
 /* FULL device sections, EOF and the vmdesc. VM stopped, BQL held. */
 bool qemu_savevm_state_devices(QEMUFile *f, Error **errp);
+/* Postcopy's package: the FULL device sections only (no EOF, no vmdesc). BQL held. */
+bool qemu_savevm_state_devices_postcopy(QEMUFile *f, Error **errp);
+/* Postcopy's end: the END sections and EOF, flushed. 0 or -errno. */
+int qemu_savevm_state_complete_postcopy(QEMUFile *f);
 uint64_t qemu_savevm_pending(bool exact);
 void qemu_savevm_state_cleanup(void);
 

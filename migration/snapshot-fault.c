@@ -10,13 +10,12 @@
 #include "qapi/error.h"
 #include "qemu/thread.h"
 #include "qemu/userfaultfd.h"
+#include "latency-hist.h"
 #include "snapshot-fault.h"
 #include "snapshot-ram.h"
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-
-#define HIST_BUCKETS 21         /* [0,1) us, [1,2), [2,4), ... [2^19 us, inf) */
 
 typedef struct SnapFaultThread {
     /* The snapshot mode's, in mig/src (start) and whoever stops it. */
@@ -28,8 +27,7 @@ typedef struct SnapFaultThread {
     /* Written by mig/uffd only (relaxed atomics), read by query-migrate. */
     uint64_t faults;
     uint64_t out_of_order;      /* faults that saved pages themselves */
-    uint64_t hist[HIST_BUCKETS];
-    uint64_t lat_max_us;
+    LatencyHist lat;
 } SnapFaultThread;
 
 static SnapFaultThread sft = { .uffd = -1, .stop_fd = -1 };
@@ -39,19 +37,11 @@ static void snap_count(uint64_t *counter, uint64_t n)
     __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
 }
 
-static void snap_record_fault(uint64_t latency_us, bool out_of_order)
+static void snap_record_fault(uint64_t latency_ns, bool out_of_order)
 {
-    int b = 0;
-
     snap_count(&sft.faults, 1);
     snap_count(&sft.out_of_order, out_of_order);
-    while (b < HIST_BUCKETS - 1 && latency_us >= (1ULL << b)) {
-        b++;
-    }
-    snap_count(&sft.hist[b], 1);
-    if (latency_us > sft.lat_max_us) {
-        __atomic_store_n(&sft.lat_max_us, latency_us, __ATOMIC_RELAXED);
-    }
+    latency_hist_record_ns(&sft.lat, latency_ns);
 }
 
 static void *snap_fault_thread(void *opaque)
@@ -81,7 +71,7 @@ static void *snap_fault_thread(void *opaque)
             SnapFaultOutcome o = snapshot_ram_handle_fault(addrs[i], t_wake);
 
             if (o != SNAP_FAULT_IGNORED) {
-                snap_record_fault((get_clock_ns() - t_wake) / 1000, o == SNAP_FAULT_SAVED);
+                snap_record_fault(get_clock_ns() - t_wake, o == SNAP_FAULT_SAVED);
             }
         }
     }
@@ -91,8 +81,8 @@ static void *snap_fault_thread(void *opaque)
 void snapshot_fault_reset_stats(void)
 {
     assert(!sft.running);
-    sft.faults = sft.out_of_order = sft.lat_max_us = 0;
-    memset(sft.hist, 0, sizeof(sft.hist));
+    sft.faults = sft.out_of_order = 0;
+    memset(&sft.lat, 0, sizeof(sft.lat));
 }
 
 bool snapshot_fault_start(int uffd, Error **errp)
@@ -134,42 +124,12 @@ void snapshot_fault_stop(void)
     sft.uffd = -1;
 }
 
-/* Percentile of the latency histogram: the upper edge of its bucket. */
-static uint64_t snap_percentile(const uint64_t *hist, uint64_t max_us, double pct)
-{
-    uint64_t total = 0, seen = 0;
-
-    for (int b = 0; b < HIST_BUCKETS; b++) {
-        total += hist[b];
-    }
-    if (!total) {
-        return 0;
-    }
-    for (int b = 0; b < HIST_BUCKETS; b++) {
-        seen += hist[b];
-        if (seen * 100.0 >= pct * total) {
-            return b == 0 ? 1 : MIN(1ULL << b, MAX(max_us, 1));
-        }
-    }
-    return max_us;
-}
-
 void snapshot_fault_fill_info(XBackgroundSnapshotInfo *x)
 {
-    uint64_t hist[HIST_BUCKETS];
-    uint64List **tail = &x->fault_latency_histogram;
-
     x->faults = __atomic_load_n(&sft.faults, __ATOMIC_RELAXED);
     x->pages_out_of_order = __atomic_load_n(&sft.out_of_order, __ATOMIC_RELAXED);
-    x->fault_latency_max_us = __atomic_load_n(&sft.lat_max_us, __ATOMIC_RELAXED);
-    for (int b = 0; b < HIST_BUCKETS; b++) {
-        uint64List *e = g_new0(uint64List, 1);
-
-        hist[b] = __atomic_load_n(&sft.hist[b], __ATOMIC_RELAXED);
-        e->value = hist[b];
-        *tail = e;
-        tail = &e->next;
-    }
-    x->fault_latency_p50_us = snap_percentile(hist, x->fault_latency_max_us, 50);
-    x->fault_latency_p99_us = snap_percentile(hist, x->fault_latency_max_us, 99);
+    x->fault_latency_max_us = __atomic_load_n(&sft.lat.max_us, __ATOMIC_RELAXED);
+    x->fault_latency_histogram = latency_hist_buckets(&sft.lat);
+    x->fault_latency_p50_us = latency_hist_percentile_us(&sft.lat, 50);
+    x->fault_latency_p99_us = latency_hist_percentile_us(&sft.lat, 99);
 }

@@ -34,6 +34,9 @@ bool migration_status_is_running(int state)
     case MIGRATION_STATUS_ACTIVE:
     case MIGRATION_STATUS_DEVICE:
     case MIGRATION_STATUS_CANCELLING:
+    case MIGRATION_STATUS_POSTCOPY_ACTIVE:
+    case MIGRATION_STATUS_POSTCOPY_PAUSED:
+    case MIGRATION_STATUS_POSTCOPY_RECOVER:
         return true;
     default:
         return false;

@@ -40,6 +40,10 @@
 #define trace_migration_downtime(stop_us, devices_us, total_us) \
     TRACE_EVENT("migration_downtime", "stop_us=%" PRId64 " devices_us=%" PRId64 " total_us=%" PRId64, \
                 (int64_t)(stop_us), (int64_t)(devices_us), (int64_t)(total_us))
+#define trace_migration_postcopy_start(discarded_pages, package_bytes, downtime_ms) \
+    TRACE_EVENT("migration_postcopy_start", "discarded_pages=%" PRIu64 " bytes=%" PRIu64 \
+                " downtime_ms=%" PRId64, (uint64_t)(discarded_pages), (uint64_t)(package_bytes), \
+                (int64_t)(downtime_ms))
 #define trace_bg_snapshot_region(first, pages, copy_us, unprotect_us) \
     TRACE_EVENT("bg_snapshot_region", "first=%" PRIu64 " pages=%" PRIu64 " copy_us=%" PRId64 \
                 " unprotect_us=%" PRId64, (uint64_t)(first), (uint64_t)(pages), \

@@ -35,6 +35,10 @@ const HMPCommand hmp_cmds[] = {
     { "migrate_incoming", "uri:s", "uri",
       "Continue an incoming migration from an -incoming defer", hmp_migrate_incoming },
     { "migrate_cancel", "", "", "cancel the current VM migration", hmp_migrate_cancel },
+    { "migrate_start_postcopy", "", "",
+      "Followup to a migration command to switch the migration to postcopy mode. The "
+      "postcopy-ram capability must be set on both source and destination before the "
+      "original migration command.", hmp_migrate_start_postcopy },
     { "migrate_set_capability", "capability:s,state:b", "capability state",
       "Enable/Disable the usage of a capability for migration", hmp_migrate_set_capability },
     { "migrate_set_parameter", "parameter:s,value:s", "parameter value",

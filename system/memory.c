@@ -27,6 +27,26 @@ GPtrArray *ram_blocks(void)
     return blocks;
 }
 
+int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len)
+{
+    assert(QEMU_IS_ALIGNED(offset | len, TARGET_PAGE_SIZE) && offset <= rb->used_length &&
+           len <= rb->used_length - offset);
+    if (!len) {
+        return 0;
+    }
+    /* Shared or file memory keeps its data in the file: punch it out there too. */
+    if (rb->fd >= 0 &&
+        fallocate(rb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len) < 0) {
+        return -errno;
+    }
+    if (madvise(rb->host + offset, len, MADV_DONTNEED) < 0) {
+        return -errno;
+    }
+    bitmap_clear_atomic(rb->vmm_written_bmap, offset >> TARGET_PAGE_BITS,
+                        len >> TARGET_PAGE_BITS);
+    return 0;
+}
+
 RAMBlock *ram_block_find(const char *idstr)
 {
     GPtrArray *b = ram_blocks();

@@ -210,6 +210,25 @@ void bitmap_set_atomic(unsigned long *map, unsigned long start,
     __atomic_fetch_or(&map[r.last], r.tail, __ATOMIC_SEQ_CST);
 }
 
+void bitmap_clear_atomic(unsigned long *map, unsigned long start, unsigned long nr)
+{
+    BitRange r;
+
+    if (nr == 0) {
+        return;
+    }
+    r = bit_range(start, nr);
+    if (r.first == r.last) {
+        __atomic_fetch_and(&map[r.first], ~(r.head & r.tail), __ATOMIC_SEQ_CST);
+        return;
+    }
+    __atomic_fetch_and(&map[r.first], ~r.head, __ATOMIC_SEQ_CST);
+    for (unsigned long i = r.first + 1; i < r.last; i++) {
+        __atomic_fetch_and(&map[i], 0UL, __ATOMIC_SEQ_CST);
+    }
+    __atomic_fetch_and(&map[r.last], ~r.tail, __ATOMIC_SEQ_CST);
+}
+
 bool bitmap_test_and_clear_range(unsigned long *map, unsigned long start,
                                  unsigned long nr)
 {

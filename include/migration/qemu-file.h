@@ -29,6 +29,8 @@ const uint8_t *qemu_file_buffer_data(QEMUFile *f, size_t *len);
 /* Flushes, closes, frees. Returns the first error (0 or -errno). */
 int qemu_fclose(QEMUFile *f);
 const char *qemu_file_name(QEMUFile *f);
+/* The descriptor under @f (-1 for a memory buffer); @f still owns it. */
+int qemu_file_fd(QEMUFile *f);
 
 void qemu_put_byte(QEMUFile *f, uint8_t v);
 void qemu_put_be16(QEMUFile *f, uint16_t v);

@@ -183,6 +183,7 @@ void bitmap_set(unsigned long *map, unsigned long start, unsigned long nr);
 void bitmap_clear(unsigned long *map, unsigned long start, unsigned long nr);
 void bitmap_set_atomic(unsigned long *map, unsigned long start,
                        unsigned long nr);
+void bitmap_clear_atomic(unsigned long *map, unsigned long start, unsigned long nr);
 bool bitmap_test_and_clear_range(unsigned long *map, unsigned long start,
                                  unsigned long nr);
 

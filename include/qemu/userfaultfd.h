@@ -15,26 +15,6 @@
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 /* Linux 6.4: write-protect also marks never-populated PTEs. */
 #define UFFD_FEATURE_WP_UNPOPULATED (1ULL << 13)
-
-/*
- * Register [start, start+len) in missing mode: the first access to a page
- * never populated blocks its thread until UFFDIO_COPY or UFFDIO_ZEROPAGE
- * places it. Checks that both are allowed on the range.
- */
-int uffd_register_missing(int fd, void *start, uint64_t len);
-/*
- * Places @len bytes (whole pages) from @src at @dst in one step: no thread
- * ever sees the page partly written. Wakes the threads waiting on it
- * unless @dontwake. -EEXIST if a page of the range is already there.
- */
-int uffd_copy(int fd, void *dst, const void *src, uint64_t len, bool dontwake);
-/* The same with zero pages. */
-int uffd_zeropage(int fd, void *dst, uint64_t len, bool dontwake);
-/* Wakes the threads waiting on [start, start+len) (after a @dontwake placement). */
-int uffd_wake(int fd, void *start, uint64_t len);
-/* Like uffd_read_wp_faults, for missing-page faults. */
-int uffd_read_missing_faults(int fd, uint64_t *addrs, int max);
-
 #endif
 
 /* Features this kernel's userfaultfd offers (0 if userfaultfd is unusable). */

@@ -73,6 +73,13 @@ typedef struct RAMBackendOpts {
  */
 RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp);
 void ram_block_destroy(RAMBlock *rb);
+/*
+ * ram_block_discard_range: drop [offset, offset+len) (page-aligned, inside
+ * the block): the next access finds the pages never populated (zero, or a
+ * userfaultfd missing-page fault). The VMM's written bits are cleared.
+ * 0 or -errno.
+ */
+int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len);
 RAMBlock *ram_block_find(const char *idstr);
 /* Registered blocks in creation order (the order the stream lists them). */
 GPtrArray *ram_blocks(void);

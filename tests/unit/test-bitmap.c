@@ -217,6 +217,7 @@ typedef enum RangeOp {
     RANGE_SET,
     RANGE_CLEAR,
     RANGE_SET_ATOMIC,
+    RANGE_CLEAR_ATOMIC,
     RANGE_TEST_AND_CLEAR,
 } RangeOp;
 
@@ -245,6 +246,9 @@ static void check_range_op(GRand *r, RangeOp op, unsigned long start,
         break;
     case RANGE_SET_ATOMIC:
         bitmap_set_atomic(map, start, nr);
+        break;
+    case RANGE_CLEAR_ATOMIC:
+        bitmap_clear_atomic(map, start, nr);
         break;
     case RANGE_TEST_AND_CLEAR:
         ret = bitmap_test_and_clear_range(map, start, nr);
@@ -296,6 +300,11 @@ static void test_clear_range(void)
 static void test_set_range_atomic(void)
 {
     check_range_op_all(RANGE_SET_ATOMIC);
+}
+
+static void test_clear_range_atomic(void)
+{
+    check_range_op_all(RANGE_CLEAR_ATOMIC);
 }
 
 static void test_test_and_clear_range(void)
@@ -716,6 +725,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bitmap/set-range", test_set_range);
     g_test_add_func("/bitmap/clear-range", test_clear_range);
     g_test_add_func("/bitmap/set-range-atomic", test_set_range_atomic);
+    g_test_add_func("/bitmap/clear-range-atomic", test_clear_range_atomic);
     g_test_add_func("/bitmap/test-and-clear-range", test_test_and_clear_range);
     g_test_add_func("/bitmap/find", test_find);
     g_test_add_func("/bitmap/find-walk", test_find_walk);

@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The postcopy destination (postcopy-dst.h): the return path's writer,
+ * RAM discarded and registered with userfaultfd, the fault thread that
+ * asks the source for missing pages, atomic placement, and the request
+ * latency it measures (fault read to page placed).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bswap.h"
+#include "qemu/main-loop.h"
+#include "qemu/thread.h"
+#include "qemu/userfaultfd.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "latency-hist.h"
+#include "options.h"
+#include "postcopy.h"
+#include "postcopy-dst.h"
+#include "ram.h"
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+typedef enum PostcopyDstPhase {
+    PC_DST_NONE,
+    PC_DST_ADVISED,
+    PC_DST_LISTENING,
+    PC_DST_RUNNING,
+} PostcopyDstPhase;
+
+/* One RAMBlock's postcopy bitmaps (ADVISE to the next load's reset). */
+typedef struct PostcopyDstBlock {
+    RAMBlock *rb;
+    /* Set atomically by mig/dst once the page is in place. */
+    unsigned long *received;
+    /* Set atomically by mig/pc-fault once the source was asked for the page. */
+    unsigned long *requested;
+} PostcopyDstBlock;
+
+typedef struct PostcopyDst {
+    const PostcopyDstOps *ops;  /* incoming.c's, set before mig/dst starts */
+    int phase;                  /* PostcopyDstPhase: mig/dst writes, any thread reads (atomic) */
+
+    /* The return path: mig/dst and mig/pc-fault write under rp_lock. */
+    GMutex rp_lock;
+    int rp_fd;                  /* a dup of the incoming socket; -1 if none */
+    bool rp_broken;             /* rp_lock: a write failed, later ones are dropped */
+    RAMBlock *rp_last_block;    /* rp_lock: block of the last page request */
+
+    /* Set up by mig/dst at ADVISE/LISTEN; torn down by mig/dst at the end. */
+    PostcopyDstBlock *blocks;
+    int nblocks;
+    int uffd;
+    int stop_fd;                /* eventfd: mig/pc-fault ends */
+    QemuThread fault_thread;
+    bool fault_thread_running;
+
+    /* Request latency: mig/pc-fault adds, mig/dst removes, under lat_lock. */
+    GMutex lat_lock;
+    GHashTable *pending;        /* host page address -> request time (ns) */
+    LatencyHist lat;            /* recorded by mig/dst under lat_lock */
+
+    /* Counters: single aligned words, read by query-migrate. */
+    uint64_t requests;          /* mig/pc-fault */
+    uint64_t pages_placed;      /* mig/dst, after LISTEN */
+    uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
+} PostcopyDst;
+
+static PostcopyDst pd = { .rp_fd = -1, .uffd = -1, .stop_fd = -1 };
+
+static int postcopy_dst_phase(void)
+{
+    return __atomic_load_n(&pd.phase, __ATOMIC_ACQUIRE);
+}
+
+static void postcopy_dst_set_phase(PostcopyDstPhase phase)
+{
+    __atomic_store_n(&pd.phase, phase, __ATOMIC_RELEASE);
+}
+
+static void count(uint64_t *c, uint64_t n)
+{
+    __atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+void postcopy_dst_reset(const PostcopyDstOps *ops)
+{
+    assert(!pd.fault_thread_running);
+    pd.ops = ops;
+    postcopy_dst_set_phase(PC_DST_NONE);
+    for (int i = 0; i < pd.nblocks; i++) {
+        g_free(pd.blocks[i].received);
+        g_free(pd.blocks[i].requested);
+    }
+    g_clear_pointer(&pd.blocks, g_free);
+    pd.nblocks = 0;
+    pd.rp_broken = false;
+    pd.rp_last_block = NULL;
+    g_clear_pointer(&pd.pending, g_hash_table_destroy);
+    memset(&pd.lat, 0, sizeof(pd.lat));
+    pd.requests = pd.pages_placed = pd.pages_discarded = 0;
+}
+
+/* ---- return path ---- */
+
+static bool rp_write_all(int fd, const uint8_t *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        buf += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* One message; false if the return path is gone (the stream's reader will see why). */
+static bool rp_send(uint16_t type, const uint8_t *data, uint16_t len)
+{
+    uint8_t msg[4 + RP_MSG_MAX_LEN];
+    bool ok;
+
+    assert(len <= RP_MSG_MAX_LEN);
+    msg[0] = type >> 8;
+    msg[1] = type;
+    msg[2] = len >> 8;
+    msg[3] = len;
+    memcpy(msg + 4, data, len);
+    g_mutex_lock(&pd.rp_lock);
+    ok = pd.rp_fd >= 0 && !pd.rp_broken && rp_write_all(pd.rp_fd, msg, 4 + len);
+    if (!ok) {
+        pd.rp_broken = true;
+    }
+    g_mutex_unlock(&pd.rp_lock);
+    return ok;
+}
+
+static void rp_send_be32(uint16_t type, uint32_t value)
+{
+    uint8_t buf[4];
+
+    stl_be_p(buf, value);
+    rp_send(type, buf, sizeof(buf));
+}
+
+/* mig/pc-fault: ask for one page, naming its block when it changed. */
+static bool rp_request_page(RAMBlock *rb, uint64_t offset)
+{
+    uint8_t buf[12 + 1 + 255];
+    size_t name_len = strlen(rb->idstr);
+    bool with_id;
+
+    stq_be_p(buf, offset);
+    stl_be_p(buf + 8, TARGET_PAGE_SIZE);
+    g_mutex_lock(&pd.rp_lock);
+    with_id = rb != pd.rp_last_block;
+    pd.rp_last_block = rb;
+    g_mutex_unlock(&pd.rp_lock);
+    if (!with_id) {
+        return rp_send(MIG_RP_MSG_REQ_PAGES, buf, 12);
+    }
+    buf[12] = name_len;
+    memcpy(buf + 13, rb->idstr, name_len);
+    return rp_send(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
+}
+
+bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp)
+{
+    int fd = qemu_file_fd(from_src);
+
+    if (pd.rp_fd >= 0) {
+        error_setg(errp, "CMD_OPEN_RETURN_PATH received twice");
+        return false;
+    }
+    fd = fd >= 0 ? dup(fd) : -1;
+    if (fd < 0) {
+        error_setg(errp, "Unable to open return-path for postcopy");
+        return false;
+    }
+    g_mutex_lock(&pd.rp_lock);
+    pd.rp_fd = fd;
+    g_mutex_unlock(&pd.rp_lock);
+    return true;
+}
+
+bool postcopy_dst_ping(uint32_t value, Error **errp)
+{
+    if (pd.rp_fd < 0) {
+        error_setg(errp, "CMD_PING (0x%x) received with no return path", value);
+        return false;
+    }
+    rp_send_be32(MIG_RP_MSG_PONG, value);
+    return true;
+}
+
+static void rp_close(void)
+{
+    g_mutex_lock(&pd.rp_lock);
+    if (pd.rp_fd >= 0) {
+        close(pd.rp_fd);
+        pd.rp_fd = -1;
+    }
+    g_mutex_unlock(&pd.rp_lock);
+}
+
+/* ---- ADVISE, DISCARD ---- */
+
+static PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb)
+{
+    for (int i = 0; i < pd.nblocks; i++) {
+        if (pd.blocks[i].rb == rb) {
+            return &pd.blocks[i];
+        }
+    }
+    return NULL;
+}
+
+/* The kernel must let us register this memory in missing mode (anonymous or shmem). */
+static bool postcopy_dst_check_registrable(Error **errp)
+{
+    int fd = uffd_create(0);
+    GPtrArray *rbs = ram_blocks();
+
+    if (fd < 0) {
+        error_setg_errno(errp, -fd, "Postcopy is not supported: userfaultfd");
+        return false;
+    }
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+        int ret = uffd_register_missing(fd, rb->host, rb->used_length);
+
+        if (ret < 0) {
+            close(fd);
+            error_setg_errno(errp, -ret, "Postcopy is not supported for RAM block %s "
+                             "(its backend must be anonymous memory or memfd/tmpfs)",
+                             rb->idstr);
+            return false;
+        }
+        uffd_unregister(fd, rb->host, rb->used_length);
+    }
+    close(fd);
+    return true;
+}
+
+bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, Error **errp)
+{
+    uint64_t host_page = sysconf(_SC_PAGESIZE);
+    GPtrArray *rbs = ram_blocks();
+
+    if (postcopy_dst_phase() != PC_DST_NONE) {
+        error_setg(errp, "CMD_POSTCOPY_ADVISE in wrong postcopy state (%d)", postcopy_dst_phase());
+        return false;
+    }
+    if (!migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM)) {
+        error_setg(errp, "the source is migrating in postcopy mode, but capability "
+                   "postcopy-ram is off here (set it on both sides)");
+        return false;
+    }
+    if (pagesize_summary != host_page) {
+        error_setg(errp, "Postcopy needs matching RAM page sizes (s=%" PRIx64 " d=%" PRIx64 ")",
+                   pagesize_summary, host_page);
+        return false;
+    }
+    if (target_page_size != TARGET_PAGE_SIZE) {
+        error_setg(errp, "Postcopy needs matching target page sizes (s=%" PRIu64 " d=%" PRIu64 ")",
+                   target_page_size, (uint64_t)TARGET_PAGE_SIZE);
+        return false;
+    }
+    if (!postcopy_dst_check_registrable(errp)) {
+        return false;
+    }
+    pd.nblocks = rbs->len;
+    pd.blocks = g_new0(PostcopyDstBlock, pd.nblocks);
+    for (int i = 0; i < pd.nblocks; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+        uint64_t npages = rb->used_length >> TARGET_PAGE_BITS;
+        int ret;
+
+        pd.blocks[i].rb = rb;
+        pd.blocks[i].received = bitmap_new(npages);
+        pd.blocks[i].requested = bitmap_new(npages);
+        /*
+         * Every byte will come from the source: what machine init put here
+         * (the firmware) must not pass for a page that arrived.
+         */
+        ret = ram_block_discard_range(rb, 0, rb->used_length);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "postcopy: discarding RAM block %s failed", rb->idstr);
+            return false;
+        }
+    }
+    pd.pending = g_hash_table_new(NULL, NULL);
+    postcopy_dst_set_phase(PC_DST_ADVISED);
+    return true;
+}
+
+bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error **errp)
+{
+    RAMBlock *rb = ram_block_find(block);
+    int ret;
+
+    if (postcopy_dst_phase() != PC_DST_ADVISED) {
+        error_setg(errp, "CMD_POSTCOPY_RAM_DISCARD in wrong postcopy state (%d)",
+                   postcopy_dst_phase());
+        return false;
+    }
+    if (!rb) {
+        g_autofree char *safe = g_strescape(block, NULL);
+
+        error_setg(errp, "postcopy discard: unknown RAM block \"%s\"", safe);
+        return false;
+    }
+    if (!QEMU_IS_ALIGNED(start | len, TARGET_PAGE_SIZE) || start > rb->used_length ||
+        len > rb->used_length - start) {
+        error_setg(errp, "postcopy discard: range 0x%" PRIx64 "+0x%" PRIx64 " is not whole "
+                   "pages inside block %s (length 0x%" PRIx64 ")", start, len, rb->idstr,
+                   rb->used_length);
+        return false;
+    }
+    ret = ram_block_discard_range(rb, start, len);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "postcopy discard in block %s failed", rb->idstr);
+        return false;
+    }
+    count(&pd.pages_discarded, len >> TARGET_PAGE_BITS);
+    return true;
+}
+
+/* ---- placement and the fault thread ---- */
+
+static void postcopy_dst_request_done(void *host)
+{
+    gpointer t0;
+
+    g_mutex_lock(&pd.lat_lock);
+    if (g_hash_table_steal_extended(pd.pending, host, NULL, &t0)) {
+        latency_hist_record_ns(&pd.lat, get_clock_ns() - GPOINTER_TO_SIZE(t0));
+    }
+    g_mutex_unlock(&pd.lat_lock);
+}
+
+/* mig/dst: RAMPageReader.place. A page already there (asked for twice) stays as it is. */
+static bool postcopy_dst_place(RAMBlock *rb, uint64_t page, const uint8_t *data, Error **errp)
+{
+    PostcopyDstBlock *b = postcopy_dst_block(rb);
+    uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
+    int ret;
+
+    assert(b);
+    ret = data ? uffd_copy(pd.uffd, host, data, TARGET_PAGE_SIZE, false)
+               : uffd_zeropage(pd.uffd, host, TARGET_PAGE_SIZE, false);
+    if (ret < 0 && ret != -EEXIST) {
+        error_setg_errno(errp, -ret, "postcopy: placing page 0x%" PRIx64 " of %s failed",
+                         page << TARGET_PAGE_BITS, rb->idstr);
+        return false;
+    }
+    set_bit_atomic(page, b->received);
+    set_bit_atomic(page, rb->vmm_written_bmap);
+    count(&pd.pages_placed, 1);
+    if (test_bit_atomic(page, b->requested)) {
+        postcopy_dst_request_done(host);
+    }
+    return true;
+}
+
+/* mig/pc-fault: one missing-page fault at @addr. */
+static void postcopy_dst_handle_fault(uint64_t addr, int64_t t_read)
+{
+    uint64_t page_addr = addr & ~(uint64_t)(TARGET_PAGE_SIZE - 1);
+
+    for (int i = 0; i < pd.nblocks; i++) {
+        PostcopyDstBlock *b = &pd.blocks[i];
+        uint64_t host = (uintptr_t)b->rb->host;
+        uint64_t page;
+
+        if (page_addr < host || page_addr - host >= b->rb->used_length) {
+            continue;
+        }
+        page = (page_addr - host) >> TARGET_PAGE_BITS;
+        /* Placed meanwhile (the placement woke the thread), or already asked for. */
+        if (test_bit_atomic(page, b->received) || test_and_set_bit_atomic(page, b->requested)) {
+            return;
+        }
+        g_mutex_lock(&pd.lat_lock);
+        g_hash_table_insert(pd.pending, (gpointer)(uintptr_t)page_addr,
+                            GSIZE_TO_POINTER((gsize)t_read));
+        g_mutex_unlock(&pd.lat_lock);
+        count(&pd.requests, 1);
+        rp_request_page(b->rb, page << TARGET_PAGE_BITS);
+        return;
+    }
+    /* Only registered ranges fault here: nothing else can reach this. */
+    error_report("postcopy: a fault at 0x%" PRIx64 " outside guest RAM", addr);
+}
+
+static void *postcopy_dst_fault_thread(void *opaque)
+{
+    struct pollfd pfd[2] = {
+        { .fd = pd.uffd, .events = POLLIN },
+        { .fd = pd.stop_fd, .events = POLLIN },
+    };
+    uint64_t addrs[64];
+
+    for (;;) {
+        int64_t t_read;
+        int n;
+
+        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+            break;
+        }
+        t_read = get_clock_ns();
+        n = uffd_read_missing_faults(pd.uffd, addrs, ARRAY_SIZE(addrs));
+        if (n < 0) {
+            error_report("postcopy: reading userfaultfd failed: %s", g_strerror(-n));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            postcopy_dst_handle_fault(addrs[i], t_read);
+        }
+    }
+    return NULL;
+}
+
+static void postcopy_dst_unregister(void)
+{
+    for (int i = 0; i < pd.nblocks; i++) {
+        uffd_unregister(pd.uffd, pd.blocks[i].rb->host, pd.blocks[i].rb->used_length);
+    }
+}
+
+bool postcopy_dst_listen(Error **errp)
+{
+    int ret;
+
+    if (postcopy_dst_phase() != PC_DST_ADVISED) {
+        error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase());
+        return false;
+    }
+    if (pd.rp_fd < 0) {
+        error_setg(errp, "CMD_POSTCOPY_LISTEN with no return path to ask for pages on");
+        return false;
+    }
+    pd.uffd = uffd_create(0);
+    if (pd.uffd < 0) {
+        error_setg_errno(errp, -pd.uffd, "postcopy: userfaultfd");
+        pd.uffd = -1;
+        return false;
+    }
+    for (int i = 0; i < pd.nblocks; i++) {
+        ret = uffd_register_missing(pd.uffd, pd.blocks[i].rb->host,
+                                    pd.blocks[i].rb->used_length);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "postcopy: registering RAM block %s failed",
+                             pd.blocks[i].rb->idstr);
+            goto fail;
+        }
+    }
+    pd.stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (pd.stop_fd < 0) {
+        error_setg_errno(errp, errno, "eventfd failed");
+        goto fail;
+    }
+    ret = qemu_thread_create(&pd.fault_thread, "mig/pc-fault", postcopy_dst_fault_thread, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cannot create the postcopy fault thread");
+        goto fail;
+    }
+    pd.fault_thread_running = true;
+    ram_load_set_placer(postcopy_dst_place);
+    postcopy_dst_set_phase(PC_DST_LISTENING);
+    pd.ops->set_state(MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    return true;
+
+fail:
+    if (pd.stop_fd >= 0) {
+        close(pd.stop_fd);
+        pd.stop_fd = -1;
+    }
+    postcopy_dst_unregister();
+    close(pd.uffd);
+    pd.uffd = -1;
+    return false;
+}
+
+static void postcopy_dst_run_bh(void *opaque)
+{
+    pd.ops->start_guest();
+}
+
+bool postcopy_dst_run(Error **errp)
+{
+    if (postcopy_dst_phase() != PC_DST_LISTENING) {
+        error_setg(errp, "CMD_POSTCOPY_RUN in wrong postcopy state (%d)", postcopy_dst_phase());
+        return false;
+    }
+    postcopy_dst_set_phase(PC_DST_RUNNING);
+    /* The main loop starts it: vm_start wants the BQL, which this thread must not wait for. */
+    qemu_bh_schedule_oneshot(postcopy_dst_run_bh, NULL);
+    return true;
+}
+
+bool postcopy_dst_listening(void)
+{
+    return postcopy_dst_phase() >= PC_DST_LISTENING;
+}
+
+void postcopy_dst_end(bool ok)
+{
+    uint64_t one = 1;
+
+    if (!ok && postcopy_dst_listening()) {
+        /* The guest runs on pages it has and waits for the rest: nothing to release. */
+        return;
+    }
+    if (pd.fault_thread_running) {
+        /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
+        (void)!write(pd.stop_fd, &one, sizeof(one));
+        qemu_thread_join(&pd.fault_thread);
+        pd.fault_thread_running = false;
+    }
+    if (pd.uffd >= 0) {
+        /* Wakes any thread still waiting: a page never sent is the zero page it is here. */
+        postcopy_dst_unregister();
+        close(pd.uffd);
+        pd.uffd = -1;
+    }
+    if (pd.stop_fd >= 0) {
+        close(pd.stop_fd);
+        pd.stop_fd = -1;
+    }
+    if (pd.rp_fd >= 0) {
+        rp_send_be32(MIG_RP_MSG_SHUT, ok ? 0 : 1);
+        rp_close();
+    }
+}
+
+void postcopy_dst_fill_info(MigrationInfo *info)
+{
+    XPostcopyInfo *x;
+
+    if (postcopy_dst_phase() < PC_DST_LISTENING) {
+        return;
+    }
+    x = g_new0(XPostcopyInfo, 1);
+    x->page_requests = __atomic_load_n(&pd.requests, __ATOMIC_RELAXED);
+    x->pages_placed = __atomic_load_n(&pd.pages_placed, __ATOMIC_RELAXED);
+    x->pages_discarded = __atomic_load_n(&pd.pages_discarded, __ATOMIC_RELAXED);
+    g_mutex_lock(&pd.lat_lock);
+    x->request_latency_histogram = latency_hist_buckets(&pd.lat);
+    x->request_latency_p50_us = latency_hist_percentile_us(&pd.lat, 50);
+    x->request_latency_p99_us = latency_hist_percentile_us(&pd.lat, 99);
+    x->request_latency_max_us = pd.lat.max_us;
+    x->requests_answered = pd.lat.count;
+    info->has_postcopy_latency = pd.lat.count > 0;
+    info->postcopy_latency = pd.lat.count ? pd.lat.sum_ns / pd.lat.count : 0;
+    g_mutex_unlock(&pd.lat_lock);
+    info->x_postcopy = x;
+}

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The postcopy row of the outgoing modes, and its page source.
+ *
+ * With postcopy-ram on, a migration starts as precopy (and may end as one,
+ * if it converges); the stream opens a return path and advises postcopy.
+ * migrate-start-postcopy switches it over at the next iteration:
+ *
+ *   stop the guest -> final dirty sync -> DISCARD every page still to send
+ *   (the destination's copy is stale or absent) -> PACKAGED { LISTEN,
+ *   devices, PING, RUN } -> the guest runs there, faulting pages in
+ *   -> every page still to send, each page the destination asks for first
+ *   (max-postcopy-bandwidth paces the rest) -> END sections, EOF -> the
+ *   destination's SHUT says its load completed -> postmigrate
+ *
+ * Once the package went out the guest may be running on the destination:
+ * from then on nothing resumes it here; a failure leaves this side in
+ * postcopy-paused (migration.c's cleanup, told by guest_moved).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "qemu/userfaultfd.h"
+#include "system/memory.h"
+#include "system/runstate.h"
+#include "migration/qemu-file.h"
+#include "options.h"
+#include "outgoing.h"
+#include "postcopy.h"
+#include "ram.h"
+#include "ram-source.h"
+#include "return-path.h"
+#include "savevm.h"
+#include "savevm-cmd.h"
+#include "status.h"
+#include "trace.h"
+
+#define POSTCOPY_WINDOW_NS (100 * 1000 * 1000LL)   /* max-postcopy-bandwidth window */
+
+/* DISCARD commands being built for one block at a time. */
+typedef struct DiscardBatch {
+    QEMUFile *f;
+    RAMBlock *rb;
+    uint64_t start[POSTCOPY_DISCARDS_PER_COMMAND];
+    uint64_t len[POSTCOPY_DISCARDS_PER_COMMAND];
+    int n;
+    uint64_t pages;
+} DiscardBatch;
+
+typedef struct PostcopySrc {
+    /* mig/src: switched over; the page source now serves requests. */
+    bool in_postcopy;
+    /* Written by mig/src, read by query-migrate (single aligned words). */
+    uint64_t start_bytes;       /* stream bytes at the switchover */
+    uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
+    uint64_t pages_requested;   /* pages sent because the destination asked */
+    uint64_t pages_discarded;
+} PostcopySrc;
+
+static PostcopySrc pcs;
+
+/* ---- the page source: requests first, then the dirty scan ---- */
+
+static bool postcopy_ram_setup(QEMUFile *f, Error **errp)
+{
+    return dirty_scan_source.setup(f, errp);
+}
+
+static int postcopy_ram_final_sync(QEMUFile *f)
+{
+    /* After the switchover the set of pages to send is final already. */
+    return pcs.in_postcopy ? 0 : dirty_scan_source.final_sync(f);
+}
+
+static bool postcopy_ram_send_next(QEMUFile *f, RAMPageWriter *w)
+{
+    RAMBlock *rb;
+    uint64_t page;
+
+    if (pcs.in_postcopy && rp_src_pop_request(&rb, &page)) {
+        dirty_scan_source.send_page(f, w, rb, page);
+        /* A vCPU waits for it: out now, not when the buffer fills. */
+        qemu_fflush(f);
+        __atomic_store_n(&pcs.pages_requested, pcs.pages_requested + 1, __ATOMIC_RELAXED);
+        return true;
+    }
+    return dirty_scan_source.send_next(f, w);
+}
+
+static uint64_t postcopy_ram_pending(QEMUFile *f, bool exact)
+{
+    return dirty_scan_source.pending(f, exact && !pcs.in_postcopy);
+}
+
+static bool postcopy_ram_has_urgent(void)
+{
+    return pcs.in_postcopy && rp_src_has_request();
+}
+
+static void postcopy_ram_cleanup(void)
+{
+    pcs.in_postcopy = false;
+    dirty_scan_source.cleanup();
+}
+
+static void postcopy_ram_fill_info(MigrationInfo *info)
+{
+    dirty_scan_source.fill_info(info);
+}
+
+const RAMPageSource postcopy_ram_source = {
+    .name = "postcopy",
+    .setup = postcopy_ram_setup,
+    .final_sync = postcopy_ram_final_sync,
+    .send_next = postcopy_ram_send_next,
+    .pending = postcopy_ram_pending,
+    .has_urgent = postcopy_ram_has_urgent,
+    .cleanup = postcopy_ram_cleanup,
+    .fill_info = postcopy_ram_fill_info,
+};
+
+/* ---- the row ---- */
+
+static bool postcopy_selected(void)
+{
+    return migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM);
+}
+
+static void postcopy_init(MigrationState *s)
+{
+    memset(&pcs, 0, sizeof(pcs));
+}
+
+/* The kernel must give us missing-page userfaultfd on guest memory (QEMU checks both sides). */
+static bool postcopy_host_supported(Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+    int fd = uffd_create(0);
+
+    if (fd < 0) {
+        error_setg(errp, "Postcopy is not supported: userfaultfd is not available (%s)",
+                   g_strerror(-fd));
+        return false;
+    }
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+        int ret = uffd_register_missing(fd, rb->host, rb->used_length);
+
+        if (ret < 0) {
+            close(fd);
+            error_setg(errp, "Postcopy is not supported: RAM block %s cannot take missing-page "
+                       "faults (%s)", rb->idstr, g_strerror(-ret));
+            return false;
+        }
+        uffd_unregister(fd, rb->host, rb->used_length);
+    }
+    close(fd);
+    return true;
+}
+
+static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Error **errp)
+{
+    bool on = new_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM];
+
+    if (new_caps[MIGRATION_CAPABILITY_POSTCOPY_PREEMPT] && !on) {
+        error_setg(errp, "Postcopy preempt requires postcopy-ram");
+        return false;
+    }
+    if (new_caps[MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME] && !on) {
+        error_setg(errp, "Postcopy blocktime requires postcopy-ram");
+        return false;
+    }
+    if (!on) {
+        return true;
+    }
+    if (new_caps[MIGRATION_CAPABILITY_X_IGNORE_SHARED]) {
+        error_setg(errp, "Postcopy is not compatible with ignore-shared");
+        return false;
+    }
+    if (new_caps[MIGRATION_CAPABILITY_MULTIFD]) {
+        /* QEMU 8.1's refusal; multifd pages would need atomic placement too. */
+        error_setg(errp, "Postcopy is not yet compatible with multifd");
+        return false;
+    }
+    return old_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM] || postcopy_host_supported(errp);
+}
+
+/* Return path first, then the advise: before any RAM, as QEMU orders them. */
+static bool postcopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    if (!rp_src_start(s->channel.fd, errp)) {
+        return false;
+    }
+    qemu_savevm_send_open_return_path(f);
+    qemu_savevm_send_postcopy_advise(f);
+    return true;
+}
+
+static bool postcopy_switchover_ready(MigrationState *s, bool all_sent)
+{
+    if (__atomic_load_n(&s->start_postcopy, __ATOMIC_ACQUIRE)) {
+        return true;
+    }
+    return precopy_mode.switchover_ready(s, all_sent);
+}
+
+static void discard_flush(DiscardBatch *d)
+{
+    if (d->n) {
+        qemu_savevm_send_postcopy_discard(d->f, d->rb->idstr, d->start, d->len, d->n);
+        d->n = 0;
+    }
+}
+
+static void discard_add_run(void *opaque, RAMBlock *rb, uint64_t first, uint64_t npages)
+{
+    DiscardBatch *d = opaque;
+
+    if (d->rb != rb || d->n == POSTCOPY_DISCARDS_PER_COMMAND) {
+        discard_flush(d);
+        d->rb = rb;
+    }
+    d->start[d->n] = first << TARGET_PAGE_BITS;
+    d->len[d->n] = npages << TARGET_PAGE_BITS;
+    d->n++;
+    d->pages += npages;
+}
+
+/*
+ * VM stopped, BQL held: the final sync, the discards and the package. The
+ * guest counts as moved from the moment the package starts out: a write
+ * that fails may still have reached the destination whole.
+ */
+static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    DiscardBatch d = { .f = f };
+    QEMUFile *pkg;
+    const uint8_t *blob;
+    size_t len;
+    bool ok;
+
+    if (dirty_scan_source.final_sync(f) < 0) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        return false;
+    }
+    pcs.in_postcopy = true;
+    ram_save_enter_postcopy();
+    /* Every page still to send: what the destination holds of it is stale, or nothing. */
+    dirty_scan_source.foreach_unsent(discard_add_run, &d);
+    discard_flush(&d);
+    pcs.pages_discarded = d.pages;
+
+    pkg = qemu_file_new_buffer_output();
+    qemu_savevm_send_postcopy_listen(pkg);
+    ok = qemu_savevm_state_devices_postcopy(pkg, errp);
+    if (ok) {
+        qemu_savevm_send_ping(pkg, 3);
+        qemu_savevm_send_postcopy_run(pkg);
+        blob = qemu_file_buffer_data(pkg, &len);
+        if (len > MAX_VM_CMD_PACKAGED_SIZE) {
+            error_setg(errp, "Unreasonably large packaged state: %zu", len);
+            ok = false;
+        }
+    }
+    if (ok && !qemu_file_get_error(f)) {
+        s->guest_moved = true;
+        qemu_savevm_send_packaged_header(f, len);
+        qemu_put_buffer(f, blob, len);
+        qemu_fflush(f);
+    }
+    qemu_fclose(pkg);
+    if (ok && qemu_file_get_error(f)) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        ok = false;
+    }
+    return ok;
+}
+
+/* Everything still to send, requests first, paced to max-postcopy-bandwidth. */
+static bool postcopy_send_rest(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    uint64_t bw = migrate_max_postcopy_bandwidth();
+    int64_t window = get_clock_ns();
+    uint64_t window_bytes = qemu_file_transferred(f);
+
+    qemu_file_set_rate_limit(f, bw * POSTCOPY_WINDOW_NS / 1000000000LL);
+    qemu_file_reset_rate_window(f);
+    for (;;) {
+        int ret;
+        int64_t now;
+
+        if (rp_src_failed(errp)) {
+            return false;
+        }
+        ret = qemu_savevm_state_iterate(f);
+        if (ret < 0 || qemu_file_get_error(f)) {
+            error_setg(errp, "%s", qemu_file_error_msg(f));
+            return false;
+        }
+        if (ret == 1 && !rp_src_has_request()) {
+            return true;
+        }
+        if (qemu_file_rate_limit(f)) {
+            rp_src_wait(window + POSTCOPY_WINDOW_NS);
+        }
+        now = get_clock_ns();
+        if (now - window >= POSTCOPY_WINDOW_NS) {
+            s->mbps = (qemu_file_transferred(f) - window_bytes) * 8.0 / ((now - window) / 1e6) /
+                      1000.0;
+            window = now;
+            window_bytes = qemu_file_transferred(f);
+            qemu_file_reset_rate_window(f);
+        }
+    }
+}
+
+static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    bool ok;
+
+    if (!__atomic_load_n(&s->start_postcopy, __ATOMIC_ACQUIRE)) {
+        /* It converged first: an ordinary precopy switchover. */
+        return precopy_mode.complete(s, f, errp);
+    }
+    bql_lock();
+    migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
+    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    s->precopy_bytes = qemu_file_transferred(f);
+    ok = postcopy_switch(s, f, errp);
+    s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
+    s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
+    bql_unlock();
+    pcs.start_bytes = qemu_file_transferred(f);
+    trace_migration_postcopy_start(pcs.pages_discarded, s->downtime_bytes, s->downtime_ms);
+    ok = ok && postcopy_send_rest(s, f, errp);
+    if (ok && qemu_savevm_state_complete_postcopy(f) < 0) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        ok = false;
+    }
+    pcs.end_bytes = qemu_file_transferred(f);
+    /* The destination says when every page is in place (or why not). */
+    ok = ok && rp_src_wait_shut(errp);
+    if (ok) {
+        bql_lock();
+        runstate_set(RUN_STATE_POSTMIGRATE);
+        bql_unlock();
+    }
+    return ok;
+}
+
+static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
+{
+    uint64_t start = __atomic_load_n(&pcs.start_bytes, __ATOMIC_RELAXED);
+    uint64_t end = __atomic_load_n(&pcs.end_bytes, __ATOMIC_RELAXED);
+
+    info->ram->postcopy_requests = rp_src_requests();
+    if (start) {
+        info->ram->postcopy_bytes = (end ? end : info->ram->transferred) - start;
+    }
+}
+
+static void postcopy_cleanup(MigrationState *s)
+{
+    rp_src_stop();
+}
+
+const MigrationOutMode postcopy_mode = {
+    .name = "postcopy",
+    .ram_source = &postcopy_ram_source,
+    .selected = postcopy_selected,
+    .init = postcopy_init,
+    .check_caps = postcopy_check_caps,
+    .fill_info = postcopy_fill_info,
+    .cleanup = postcopy_cleanup,
+    .stream_start = postcopy_stream_start,
+    .switchover_ready = postcopy_switchover_ready,
+    .complete = postcopy_complete,
+};

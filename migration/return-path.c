@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The source's end of the return path (return-path.h): "mig/src-rp" reads
+ * and checks the destination's messages; page requests wait in a bounded
+ * queue for mig/src.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "qemu/thread.h"
+#include "system/memory.h"
+#include "postcopy.h"
+#include "return-path.h"
+#include <sys/socket.h>
+
+/* A destination that asks for more pages than this at once is not one we serve. */
+#define RP_MAX_QUEUED (256 * 1024)
+
+typedef struct PageRequest {
+    RAMBlock *rb;
+    uint64_t page;
+} PageRequest;
+
+typedef struct ReturnPath {
+    /* rp_src_start (mig/src) to rp_src_stop (main thread, mig/src joined). */
+    QemuThread thread;
+    bool running;
+    int fd;
+
+    /* lock: mig/src-rp produces, mig/src consumes. */
+    GMutex lock;
+    GCond cond;
+    GQueue queue;               /* of PageRequest */
+    bool ended;                 /* the thread is done reading */
+    bool got_shut;
+    uint32_t shut_value;
+    Error *error;               /* why it ended, if not by SHUT or stop */
+
+    uint64_t queued;            /* atomic: queue length, lock-free peek */
+    uint64_t requests;          /* mig/src-rp; query-migrate reads it */
+} ReturnPath;
+
+static ReturnPath rp = { .fd = -1 };
+
+static bool rp_read_full(uint8_t *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = recv(rp.fd, buf, len, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        buf += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* A request for [offset, offset+len) of @rb: whole pages inside the block. */
+static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error **errp)
+{
+    uint64_t npages;
+
+    if (!rb) {
+        error_setg(errp, "the destination asked for pages without naming a block first");
+        return false;
+    }
+    if (!len || !QEMU_IS_ALIGNED(offset | len, TARGET_PAGE_SIZE) || offset >= rb->used_length ||
+        len > rb->used_length - offset) {
+        error_setg(errp, "the destination asked for 0x%" PRIx64 "+0x%x of block %s (length "
+                   "0x%" PRIx64 "), which is not whole pages inside it", offset, len, rb->idstr,
+                   rb->used_length);
+        return false;
+    }
+    npages = len >> TARGET_PAGE_BITS;
+    g_mutex_lock(&rp.lock);
+    if (rp.queue.length + npages > RP_MAX_QUEUED) {
+        g_mutex_unlock(&rp.lock);
+        error_setg(errp, "the destination asked for more than %d pages at once", RP_MAX_QUEUED);
+        return false;
+    }
+    for (uint64_t i = 0; i < npages; i++) {
+        PageRequest *r = g_new(PageRequest, 1);
+
+        r->rb = rb;
+        r->page = (offset >> TARGET_PAGE_BITS) + i;
+        g_queue_push_tail(&rp.queue, r);
+    }
+    __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
+    __atomic_store_n(&rp.requests, rp.requests + 1, __ATOMIC_RELAXED);
+    g_cond_broadcast(&rp.cond);
+    g_mutex_unlock(&rp.lock);
+    return true;
+}
+
+/* One message whose header was read. False to stop (SHUT, or an error in @errp). */
+static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, RAMBlock **last,
+                              Error **errp)
+{
+    char name[256];
+
+    switch (type) {
+    case MIG_RP_MSG_SHUT:
+    case MIG_RP_MSG_PONG:
+        if (len != 4) {
+            break;
+        }
+        if (type == MIG_RP_MSG_PONG) {
+            return true;
+        }
+        g_mutex_lock(&rp.lock);
+        rp.got_shut = true;
+        rp.shut_value = ldl_be_p(buf);
+        g_mutex_unlock(&rp.lock);
+        return false;
+    case MIG_RP_MSG_REQ_PAGES_ID:
+        if (len < 13 || len != 13 + buf[12]) {
+            break;
+        }
+        memcpy(name, buf + 13, buf[12]);
+        name[buf[12]] = '\0';
+        *last = ram_block_find(name);
+        if (!*last) {
+            g_autofree char *safe = g_strescape(name, NULL);
+
+            error_setg(errp, "the destination asked for a page of unknown RAM block \"%s\"",
+                       safe);
+            return false;
+        }
+        return rp_queue_request(*last, ldq_be_p(buf), ldl_be_p(buf + 8), errp);
+    case MIG_RP_MSG_REQ_PAGES:
+        if (len != 12) {
+            break;
+        }
+        return rp_queue_request(*last, ldq_be_p(buf), ldl_be_p(buf + 8), errp);
+    default:
+        error_setg(errp, "Received an invalid message 0x%04x length 0x%04x on the return path",
+                   type, len);
+        return false;
+    }
+    error_setg(errp, "Received a message 0x%04x with bad length 0x%04x on the return path",
+               type, len);
+    return false;
+}
+
+static void *rp_thread(void *opaque)
+{
+    RAMBlock *last = NULL;
+    Error *err = NULL;
+
+    for (;;) {
+        uint8_t hdr[4], buf[RP_MSG_MAX_LEN];
+        uint16_t type, len;
+
+        if (!rp_read_full(hdr, sizeof(hdr))) {
+            error_setg(&err, "the return path from the destination closed");
+            break;
+        }
+        type = hdr[0] << 8 | hdr[1];
+        len = hdr[2] << 8 | hdr[3];
+        if (len > RP_MSG_MAX_LEN) {
+            error_setg(&err, "Received an invalid message 0x%04x length 0x%04x on the return "
+                       "path", type, len);
+            break;
+        }
+        if (!rp_read_full(buf, len)) {
+            error_setg(&err, "the return path from the destination closed mid-message");
+            break;
+        }
+        if (!rp_handle_message(type, buf, len, &last, &err)) {
+            break;
+        }
+    }
+    g_mutex_lock(&rp.lock);
+    rp.ended = true;
+    rp.error = err;
+    g_cond_broadcast(&rp.cond);
+    g_mutex_unlock(&rp.lock);
+    return NULL;
+}
+
+bool rp_src_start(int sock_fd, Error **errp)
+{
+    int type = 0, ret;
+    socklen_t tl = sizeof(type);
+
+    assert(!rp.running);
+    if (getsockopt(sock_fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
+        error_setg(errp, "Unable to open return-path for postcopy (the URI must be tcp: or "
+                   "unix:)");
+        return false;
+    }
+    rp.fd = dup(sock_fd);
+    if (rp.fd < 0) {
+        error_setg_errno(errp, errno, "Unable to open return-path for postcopy");
+        return false;
+    }
+    rp.ended = rp.got_shut = false;
+    rp.shut_value = 0;
+    g_clear_pointer(&rp.error, error_free);
+    rp.requests = rp.queued = 0;
+    ret = qemu_thread_create(&rp.thread, "mig/src-rp", rp_thread, NULL);
+    if (ret < 0) {
+        close(rp.fd);
+        rp.fd = -1;
+        error_setg_errno(errp, -ret, "cannot create the return path thread");
+        return false;
+    }
+    rp.running = true;
+    return true;
+}
+
+void rp_src_stop(void)
+{
+    if (!rp.running) {
+        return;
+    }
+    /* Ends a blocked read without touching the stream's own direction. */
+    shutdown(rp.fd, SHUT_RD);
+    qemu_thread_join(&rp.thread);
+    rp.running = false;
+    close(rp.fd);
+    rp.fd = -1;
+    g_mutex_lock(&rp.lock);
+    g_queue_clear_full(&rp.queue, g_free);
+    __atomic_store_n(&rp.queued, 0, __ATOMIC_RELEASE);
+    g_mutex_unlock(&rp.lock);
+}
+
+bool rp_src_pop_request(RAMBlock **rb, uint64_t *page)
+{
+    PageRequest *r;
+
+    if (!rp_src_has_request()) {
+        return false;
+    }
+    g_mutex_lock(&rp.lock);
+    r = g_queue_pop_head(&rp.queue);
+    __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
+    g_mutex_unlock(&rp.lock);
+    if (!r) {
+        return false;
+    }
+    *rb = r->rb;
+    *page = r->page;
+    g_free(r);
+    return true;
+}
+
+bool rp_src_has_request(void)
+{
+    return __atomic_load_n(&rp.queued, __ATOMIC_ACQUIRE) != 0;
+}
+
+void rp_src_wait(int64_t deadline_ns)
+{
+    g_mutex_lock(&rp.lock);
+    while (!rp.queue.length && !rp.ended && get_clock_ns() < deadline_ns) {
+        gint64 end = g_get_monotonic_time() + (deadline_ns - get_clock_ns()) / 1000;
+
+        g_cond_wait_until(&rp.cond, &rp.lock, end);
+    }
+    g_mutex_unlock(&rp.lock);
+}
+
+bool rp_src_wait_shut(Error **errp)
+{
+    bool ok;
+
+    g_mutex_lock(&rp.lock);
+    while (!rp.ended) {
+        g_cond_wait(&rp.cond, &rp.lock);
+    }
+    ok = rp.got_shut && rp.shut_value == 0;
+    if (!rp.got_shut) {
+        error_setg(errp, "%s before it said the load ended",
+                   rp.error ? error_get_pretty(rp.error) : "the return path ended");
+    } else if (rp.shut_value) {
+        error_setg(errp, "Sibling indicated error %u (the destination failed to load)",
+                   rp.shut_value);
+    }
+    g_mutex_unlock(&rp.lock);
+    return ok;
+}
+
+bool rp_src_failed(Error **errp)
+{
+    bool failed;
+
+    g_mutex_lock(&rp.lock);
+    failed = rp.ended && !rp.got_shut;
+    if (failed) {
+        error_setg(errp, "%s", rp.error ? error_get_pretty(rp.error) : "the return path ended");
+    }
+    g_mutex_unlock(&rp.lock);
+    return failed;
+}
+
+uint64_t rp_src_requests(void)
+{
+    return __atomic_load_n(&rp.requests, __ATOMIC_RELAXED);
+}

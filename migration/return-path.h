@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: the source's end of the return path (postcopy.h
+ * has the messages). The thread "mig/src-rp" reads what the destination
+ * writes back on the migration socket: page requests go into a queue that
+ * the postcopy page source drains ahead of everything else; SHUT and PONG
+ * are recorded. Hostile input: every block name and range is checked
+ * before it is queued.
+ */
+#ifndef MIGRATION_RETURN_PATH_H
+#define MIGRATION_RETURN_PATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+/* mig/src: start reading @sock_fd (the caller keeps it; a dup is read). */
+bool rp_src_start(int sock_fd, Error **errp);
+/* Main thread, after mig/src was joined: end the thread, free the queue. */
+void rp_src_stop(void);
+
+/* mig/src: the next page asked for, if any. */
+bool rp_src_pop_request(RAMBlock **rb, uint64_t *page);
+/* mig/src: whether a request waits (lock-free). */
+bool rp_src_has_request(void);
+/*
+ * mig/src: sleep until @deadline_ns, a request arrives or the return path
+ * ends. Returns at once if a request is waiting.
+ */
+void rp_src_wait(int64_t deadline_ns);
+/*
+ * mig/src, after the end of the stream: wait for the destination's SHUT.
+ * True if it said the load succeeded; otherwise false with @errp set.
+ */
+bool rp_src_wait_shut(Error **errp);
+/*
+ * The return path failed or the destination went away (any thread): true
+ * with @errp set to why (a copy), once the thread saw it.
+ */
+bool rp_src_failed(Error **errp);
+
+/* Requests received, for query-migrate (any thread). */
+uint64_t rp_src_requests(void);
+
+#endif

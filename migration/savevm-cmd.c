@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * COMMAND records of the stream (layouts in postcopy.h): the writers the
+ * postcopy row calls, and the loader's checks of each command before the
+ * destination's postcopy side (postcopy-dst.h) acts on it.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "migration/qemu-file.h"
+#include "postcopy.h"
+#include "postcopy-dst.h"
+#include "savevm-cmd.h"
+
+/* ---- writers ---- */
+
+static void savevm_put_command(QEMUFile *f, uint16_t cmd, uint16_t len, const uint8_t *data)
+{
+    qemu_put_byte(f, QEMU_VM_COMMAND);
+    qemu_put_be16(f, cmd);
+    qemu_put_be16(f, len);
+    if (len) {
+        qemu_put_buffer(f, data, len);
+    }
+}
+
+void qemu_savevm_send_open_return_path(QEMUFile *f)
+{
+    savevm_put_command(f, MIG_CMD_OPEN_RETURN_PATH, 0, NULL);
+}
+
+void qemu_savevm_send_ping(QEMUFile *f, uint32_t value)
+{
+    uint8_t buf[4];
+
+    stl_be_p(buf, value);
+    savevm_put_command(f, MIG_CMD_PING, sizeof(buf), buf);
+}
+
+void qemu_savevm_send_postcopy_advise(QEMUFile *f)
+{
+    uint8_t buf[16];
+
+    /* Every RAMBlock here uses the host's base page. */
+    stq_be_p(buf, (uint64_t)sysconf(_SC_PAGESIZE));
+    stq_be_p(buf + 8, TARGET_PAGE_SIZE);
+    savevm_put_command(f, MIG_CMD_POSTCOPY_ADVISE, sizeof(buf), buf);
+}
+
+void qemu_savevm_send_postcopy_listen(QEMUFile *f)
+{
+    savevm_put_command(f, MIG_CMD_POSTCOPY_LISTEN, 0, NULL);
+}
+
+void qemu_savevm_send_postcopy_run(QEMUFile *f)
+{
+    savevm_put_command(f, MIG_CMD_POSTCOPY_RUN, 0, NULL);
+}
+
+void qemu_savevm_send_postcopy_discard(QEMUFile *f, const char *block, const uint64_t *start,
+                                       const uint64_t *len, int n)
+{
+    size_t name_len = strlen(block);
+    uint8_t buf[3 + 255 + 16 * POSTCOPY_DISCARDS_PER_COMMAND];
+    size_t pos = 0;
+
+    assert(name_len <= 255 && n > 0 && n <= POSTCOPY_DISCARDS_PER_COMMAND);
+    buf[pos++] = POSTCOPY_DISCARD_VERSION;
+    buf[pos++] = name_len;
+    memcpy(buf + pos, block, name_len);
+    pos += name_len;
+    buf[pos++] = 0;
+    for (int i = 0; i < n; i++) {
+        stq_be_p(buf + pos, start[i]);
+        stq_be_p(buf + pos + 8, len[i]);
+        pos += 16;
+    }
+    savevm_put_command(f, MIG_CMD_POSTCOPY_RAM_DISCARD, pos, buf);
+}
+
+void qemu_savevm_send_packaged_header(QEMUFile *f, uint32_t len)
+{
+    uint8_t buf[4];
+
+    stl_be_p(buf, len);
+    savevm_put_command(f, MIG_CMD_PACKAGED, sizeof(buf), buf);
+}
+
+/* ---- loader ---- */
+
+static const char *const cmd_names[MIG_CMD_MAX] = {
+    [MIG_CMD_OPEN_RETURN_PATH] = "CMD_OPEN_RETURN_PATH",
+    [MIG_CMD_PING] = "CMD_PING",
+    [MIG_CMD_POSTCOPY_ADVISE] = "CMD_POSTCOPY_ADVISE",
+    [MIG_CMD_POSTCOPY_LISTEN] = "CMD_POSTCOPY_LISTEN",
+    [MIG_CMD_POSTCOPY_RUN] = "CMD_POSTCOPY_RUN",
+    [MIG_CMD_POSTCOPY_RAM_DISCARD] = "CMD_POSTCOPY_RAM_DISCARD",
+    [MIG_CMD_PACKAGED] = "CMD_PACKAGED",
+    [MIG_CMD_ENABLE_COLO] = "CMD_ENABLE_COLO",
+    [MIG_CMD_POSTCOPY_RESUME] = "CMD_POSTCOPY_RESUME",
+    [MIG_CMD_RECV_BITMAP] = "CMD_RECV_BITMAP",
+};
+
+/* Fixed-length commands: the length they must have, or -1 for variable. */
+static int loadvm_cmd_len(uint16_t cmd)
+{
+    switch (cmd) {
+    case MIG_CMD_OPEN_RETURN_PATH:
+    case MIG_CMD_POSTCOPY_LISTEN:
+    case MIG_CMD_POSTCOPY_RUN:
+        return 0;
+    case MIG_CMD_PING:
+        return 4;
+    case MIG_CMD_POSTCOPY_ADVISE:
+        return 16;
+    default:
+        return -1;
+    }
+}
+
+/* DISCARD: version, block name, then (start, length) pairs, each range checked by the dst. */
+static bool loadvm_discard(const uint8_t *buf, uint16_t len, Error **errp)
+{
+    char block[256];
+    size_t name_len, pos;
+
+    if (len < 3 + 1 + 16 || buf[0] != POSTCOPY_DISCARD_VERSION) {
+        error_setg(errp, "CMD_POSTCOPY_RAM_DISCARD invalid (length %u, version %u)", len,
+                   len ? buf[0] : 0);
+        return false;
+    }
+    name_len = buf[1];
+    pos = 2 + name_len;
+    if (pos + 1 > len || buf[pos] != 0 || (len - pos - 1) % 16) {
+        error_setg(errp, "CMD_POSTCOPY_RAM_DISCARD invalid length %u for a name of %zu bytes",
+                   len, name_len);
+        return false;
+    }
+    memcpy(block, buf + 2, name_len);
+    block[name_len] = '\0';
+    for (pos++; pos < len; pos += 16) {
+        if (!postcopy_dst_discard(block, ldq_be_p(buf + pos), ldq_be_p(buf + pos + 8), errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, bool in_package,
+                                      Error **errp)
+{
+    uint8_t buf[UINT16_MAX];
+    int want;
+
+    if (cmd == MIG_CMD_INVALID || cmd >= MIG_CMD_MAX) {
+        error_setg(errp, "VM_COMMAND 0x%x out of range (max 0x%x)", cmd, MIG_CMD_MAX - 1);
+        return LOADVM_CMD_ERROR;
+    }
+    want = loadvm_cmd_len(cmd);
+    if (want >= 0 && len != want) {
+        error_setg(errp, "%s received with bad length - expecting %d, got %u", cmd_names[cmd],
+                   want, len);
+        return LOADVM_CMD_ERROR;
+    }
+    qemu_get_buffer(f, buf, len);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "reading %s failed: %s", cmd_names[cmd], qemu_file_error_msg(f));
+        return LOADVM_CMD_ERROR;
+    }
+    switch (cmd) {
+    case MIG_CMD_OPEN_RETURN_PATH:
+        return postcopy_dst_open_return_path(f, errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_PING:
+        return postcopy_dst_ping(ldl_be_p(buf), errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_POSTCOPY_ADVISE:
+        return postcopy_dst_advise(ldq_be_p(buf), ldq_be_p(buf + 8), errp)
+               ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_POSTCOPY_RAM_DISCARD:
+        return loadvm_discard(buf, len, errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_POSTCOPY_LISTEN:
+        return postcopy_dst_listen(errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_POSTCOPY_RUN:
+        if (!in_package) {
+            /* The device state must be loaded first, and it comes in the package. */
+            error_setg(errp, "CMD_POSTCOPY_RUN outside the packaged device state");
+            return LOADVM_CMD_ERROR;
+        }
+        return postcopy_dst_run(errp) ? LOADVM_CMD_QUIT : LOADVM_CMD_ERROR;
+    default:
+        error_setg(errp, "%s is not supported here", cmd_names[cmd]);
+        return LOADVM_CMD_ERROR;
+    }
+}

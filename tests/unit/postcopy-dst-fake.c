@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A postcopy destination that refuses every command, for unit tests of the
+ * loader (savevm.c, savevm-cmd.c) without userfaultfd, RAM or threads.
+ * Counts what reached it, so a test sees whether the loader's own checks
+ * stopped a command first.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "postcopy-dst-fake.h"
+#include "migration/postcopy-dst.h"
+
+int postcopy_fake_calls;
+
+static bool refuse(const char *what, Error **errp)
+{
+    postcopy_fake_calls++;
+    error_setg(errp, "fake postcopy destination: %s refused", what);
+    return false;
+}
+
+void postcopy_dst_reset(const PostcopyDstOps *ops)
+{
+}
+
+bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp)
+{
+    return refuse("OPEN_RETURN_PATH", errp);
+}
+
+bool postcopy_dst_ping(uint32_t value, Error **errp)
+{
+    return refuse("PING", errp);
+}
+
+bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, Error **errp)
+{
+    return refuse("ADVISE", errp);
+}
+
+bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error **errp)
+{
+    return refuse("DISCARD", errp);
+}
+
+bool postcopy_dst_listen(Error **errp)
+{
+    return refuse("LISTEN", errp);
+}
+
+bool postcopy_dst_run(Error **errp)
+{
+    return refuse("RUN", errp);
+}
+
+bool postcopy_dst_listening(void)
+{
+    return false;
+}
+
+void postcopy_dst_end(bool ok)
+{
+}
+
+void postcopy_dst_fill_info(MigrationInfo *info)
+{
+}
