@@ -30,12 +30,12 @@ static void hmp_info_migrate_globals(Monitor *mon)
     monitor_printf(mon, "clear-bitmap-shift: %d\n", migrate_clear_bitmap_shift());
 }
 
-static void hmp_print_histogram(Monitor *mon, const XBackgroundSnapshotInfo *bg)
+static void hmp_print_histogram(Monitor *mon, const char *what, const uint64List *hist)
 {
     uint64_t lo = 0, hi = 1;
 
-    monitor_printf(mon, "fault latency histogram (us):\n");
-    for (const uint64List *l = bg->fault_latency_histogram; l; l = l->next) {
+    monitor_printf(mon, "%s latency histogram (us):\n", what);
+    for (const uint64List *l = hist; l; l = l->next) {
         if (l->value) {
             monitor_printf(mon, "  [%" PRIu64 ", %" PRIu64 ") %" PRIu64 "\n", lo, hi, l->value);
         }
@@ -93,6 +93,24 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
         if (r->downtime_bytes) {
             monitor_printf(mon, "downtime ram: %" PRIu64 " kbytes\n", r->downtime_bytes >> 10);
         }
+        if (r->postcopy_requests) {
+            monitor_printf(mon, "postcopy request count: %" PRId64 "\n", r->postcopy_requests);
+        }
+        if (r->postcopy_bytes) {
+            monitor_printf(mon, "postcopy ram: %" PRIu64 " kbytes\n", r->postcopy_bytes >> 10);
+        }
+    }
+    if (info->x_postcopy) {
+        XPostcopyInfo *pc = info->x_postcopy;
+
+        monitor_printf(mon, "postcopy page requests: %" PRIu64 ", answered %" PRIu64
+                       ", pages placed %" PRIu64 ", pages discarded %" PRIu64 "\n",
+                       pc->page_requests, pc->requests_answered, pc->pages_placed,
+                       pc->pages_discarded);
+        monitor_printf(mon, "postcopy request latency: p50 %" PRIu64 " us, p99 %" PRIu64
+                       " us, max %" PRIu64 " us\n", pc->request_latency_p50_us,
+                       pc->request_latency_p99_us, pc->request_latency_max_us);
+        hmp_print_histogram(mon, "postcopy request", pc->request_latency_histogram);
     }
     if (info->xbzrle_cache) {
         XBZRLECacheStats *x = info->xbzrle_cache;
@@ -129,7 +147,7 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
         monitor_printf(mon, "fault buffer: %" PRIu64 " KiB, peak %" PRIu64 " KiB, "
                        "small-copy faults %" PRIu64 "\n",
                        bg->buffer_size >> 10, bg->buffer_peak >> 10, bg->small_faults);
-        hmp_print_histogram(mon, bg);
+        hmp_print_histogram(mon, "fault", bg->fault_latency_histogram);
     }
 }
 

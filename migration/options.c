@@ -93,7 +93,7 @@ bool migrate_background_snapshot(void)
 
 uint64_t migrate_max_postcopy_bandwidth(void)
 {
-    return params->max_postcopy_bandwidth;
+    return __atomic_load_n(&params->max_postcopy_bandwidth, __ATOMIC_RELAXED);
 }
 
 uint64_t migrate_max_bandwidth(void)

@@ -279,11 +279,9 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
 /* Everything still to send, requests first, paced to max-postcopy-bandwidth. */
 static bool postcopy_send_rest(MigrationState *s, QEMUFile *f, Error **errp)
 {
-    uint64_t bw = migrate_max_postcopy_bandwidth();
     int64_t window = get_clock_ns();
     uint64_t window_bytes = qemu_file_transferred(f);
 
-    qemu_file_set_rate_limit(f, bw * POSTCOPY_WINDOW_NS / 1000000000LL);
     qemu_file_reset_rate_window(f);
     for (;;) {
         int ret;
@@ -292,6 +290,9 @@ static bool postcopy_send_rest(MigrationState *s, QEMUFile *f, Error **errp)
         if (rp_src_failed(errp)) {
             return false;
         }
+        /* Read each round: migrate-set-parameters may change it meanwhile. */
+        qemu_file_set_rate_limit(f, migrate_max_postcopy_bandwidth() * POSTCOPY_WINDOW_NS /
+                                    1000000000LL);
         ret = qemu_savevm_state_iterate(f);
         if (ret < 0 || qemu_file_get_error(f)) {
             error_setg(errp, "%s", qemu_file_error_msg(f));
