@@ -557,7 +557,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
         info->has_expected_downtime = true;
         info->expected_downtime = s->expected_downtime_ms;
     }
-    if (st == MIGRATION_STATUS_FAILED && s->error) {
+    if ((st == MIGRATION_STATUS_FAILED || st == MIGRATION_STATUS_POSTCOPY_PAUSED) && s->error) {
         info->error_desc = g_strdup(error_get_pretty(s->error));
     }
     if (s->mode->fill_info) {
