@@ -35,6 +35,7 @@ typedef struct MigrationIncomingState {
     Error *error;
     bool cancelled;             /* migrate_cancel asked to give up */
     bool is_socket;             /* tcp: or unix:, where multifd channels can connect */
+    bool preempt_connected;     /* the postcopy-preempt channel arrived */
     int64_t start_ns;
     int64_t total_ms;
 } MigrationIncomingState;
@@ -161,7 +162,6 @@ static void incoming_main_ready(int fd, GPid child)
     if (migrate_multifd()) {
         multifd_recv_set_main(incoming.from_src);
     }
-    postcopy_dst_reset(&incoming_postcopy_ops);
     ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
     if (ret < 0) {
         error_report("cannot create the incoming migration thread: %s", g_strerror(-ret));
@@ -173,7 +173,8 @@ static void incoming_main_ready(int fd, GPid child)
 static bool incoming_all_connected(void)
 {
     return incoming.from_src &&
-           multifd_recv_channels_accepted() >= multifd_recv_channels_expected();
+           multifd_recv_channels_accepted() >= multifd_recv_channels_expected() &&
+           (!migrate_postcopy_preempt() || incoming.preempt_connected);
 }
 
 /* multifd: a connection, told apart by its first word (QEMU does the same). */
@@ -197,6 +198,14 @@ static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
     }
     if (magic == QEMU_VM_FILE_MAGIC && !incoming.from_src) {
         incoming_main_ready(fd, 0);
+    } else if (migrate_postcopy_preempt() && !incoming.preempt_connected &&
+               magic != QEMU_VM_FILE_MAGIC && magic != MULTIFD_MAGIC) {
+        /*
+         * The one connection that is neither: RAM records, postcopy's
+         * urgent pages. Its first bytes may be seen before the stream's.
+         */
+        incoming.preempt_connected = true;
+        postcopy_dst_set_preempt_channel(qemu_file_new_input(fd, "postcopy preempt channel"));
     } else if (magic == MULTIFD_MAGIC) {
         if (!multifd_recv_add_channel(fd, &err)) {
             error_report_err(err);
@@ -214,7 +223,7 @@ static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
 
 static bool incoming_channel_ready(int fd, GPid child, void *opaque)
 {
-    if (!migrate_multifd() || !incoming.is_socket) {
+    if ((!migrate_multifd() && !migrate_postcopy_preempt()) || !incoming.is_socket) {
         incoming_main_ready(fd, child);
         return false;
     }
@@ -230,6 +239,7 @@ static bool incoming_listen(const char *uri, Error **errp)
         error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
         return false;
     }
+    postcopy_dst_reset(&incoming_postcopy_ops);
     if (!mig_channel_listen(uri, incoming_channel_ready, NULL, errp)) {
         return false;
     }

@@ -126,6 +126,11 @@ uint64_t migrate_xbzrle_cache_size(void)
     return params->xbzrle_cache_size;
 }
 
+bool migrate_postcopy_preempt(void)
+{
+    return caps[MIGRATION_CAPABILITY_POSTCOPY_PREEMPT];
+}
+
 bool migrate_multifd(void)
 {
     return caps[MIGRATION_CAPABILITY_MULTIFD];
@@ -175,6 +180,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_XBZRLE:
     case MIGRATION_CAPABILITY_MULTIFD:
     case MIGRATION_CAPABILITY_POSTCOPY_RAM:
+    case MIGRATION_CAPABILITY_POSTCOPY_PREEMPT:
         return true;
     default:
         return false;

@@ -29,6 +29,7 @@ bool migrate_background_snapshot(void);
 bool migrate_xbzrle(void);
 uint64_t migrate_xbzrle_cache_size(void);
 bool migrate_multifd(void);
+bool migrate_postcopy_preempt(void);
 int migrate_multifd_channels(void);
 MultiFDCompression migrate_multifd_compression(void);
 int migrate_multifd_zlib_level(void);

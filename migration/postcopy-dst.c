@@ -19,6 +19,8 @@
 #include "postcopy.h"
 #include "postcopy-dst.h"
 #include "ram.h"
+#include "ram-codec.h"
+#include "trace.h"
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -56,6 +58,16 @@ typedef struct PostcopyDst {
     int stop_fd;                /* eventfd: mig/pc-fault ends */
     QemuThread fault_thread;
     bool fault_thread_running;
+
+    /*
+     * postcopy-preempt: the channel (set by the main thread) and the thread
+     * that places its pages, started by whichever of LISTEN and the
+     * connection comes second; preempt_lock covers both fields.
+     */
+    GMutex preempt_lock;
+    QEMUFile *preempt;
+    QemuThread preempt_thread;
+    bool preempt_running;
 
     /* Request latency: mig/pc-fault adds, mig/dst removes, under lat_lock. */
     GMutex lat_lock;
@@ -364,11 +376,74 @@ static bool postcopy_dst_place(RAMBlock *rb, uint64_t page, const uint8_t *data,
     }
     set_bit_atomic(page, b->received);
     set_bit_atomic(page, rb->vmm_written_bmap);
-    count(&pd.pages_placed, 1);
+    /* mig/dst and mig/pc-preempt both place. */
+    __atomic_fetch_add(&pd.pages_placed, 1, __ATOMIC_RELAXED);
     if (test_bit_atomic(page, b->requested)) {
         postcopy_dst_request_done(host);
     }
     return true;
+}
+
+/* Pages the source sent on the preempt channel, until it closes or is shut down. */
+static void *postcopy_dst_preempt_thread(void *opaque)
+{
+    RAMPageReader r = { .place = postcopy_dst_place };
+    Error *err = NULL;
+
+    /* The stream checked the block list; this channel carries pages only. */
+    r.have_sizes = true;
+    while (ram_load_records(&r, pd.preempt, &err) == 0) {
+        /* EOS: the channel's opening record, or a pause in it. */
+    }
+    trace_postcopy_preempt_end(error_get_pretty(err));
+    error_free(err);
+    return NULL;
+}
+
+/* preempt_lock held: both the channel and LISTEN are there. */
+static void postcopy_dst_maybe_start_preempt(void)
+{
+    int ret;
+
+    if (!pd.preempt || pd.preempt_running || postcopy_dst_phase() < PC_DST_LISTENING) {
+        return;
+    }
+    ret = qemu_thread_create(&pd.preempt_thread, "mig/pc-preempt", postcopy_dst_preempt_thread,
+                             NULL);
+    if (ret < 0) {
+        /* The pages it would bring still come on the stream, later. */
+        error_report("postcopy: cannot create the preempt channel thread: %s", g_strerror(-ret));
+        return;
+    }
+    pd.preempt_running = true;
+}
+
+void postcopy_dst_set_preempt_channel(QEMUFile *f)
+{
+    g_mutex_lock(&pd.preempt_lock);
+    if (pd.preempt) {
+        qemu_fclose(pd.preempt);
+    }
+    pd.preempt = f;
+    postcopy_dst_maybe_start_preempt();
+    g_mutex_unlock(&pd.preempt_lock);
+}
+
+static void postcopy_dst_stop_preempt(void)
+{
+    g_mutex_lock(&pd.preempt_lock);
+    if (pd.preempt) {
+        qemu_file_shutdown(pd.preempt);
+    }
+    if (pd.preempt_running) {
+        qemu_thread_join(&pd.preempt_thread);
+        pd.preempt_running = false;
+    }
+    if (pd.preempt) {
+        qemu_fclose(pd.preempt);
+        pd.preempt = NULL;
+    }
+    g_mutex_unlock(&pd.preempt_lock);
 }
 
 /* mig/pc-fault: one missing-page fault at @addr. */
@@ -476,6 +551,9 @@ bool postcopy_dst_listen(Error **errp)
     pd.fault_thread_running = true;
     ram_load_set_placer(postcopy_dst_place);
     postcopy_dst_set_phase(PC_DST_LISTENING);
+    g_mutex_lock(&pd.preempt_lock);
+    postcopy_dst_maybe_start_preempt();
+    g_mutex_unlock(&pd.preempt_lock);
     pd.ops->set_state(MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     return true;
 
@@ -520,6 +598,8 @@ void postcopy_dst_end(bool ok)
         /* The guest runs on pages it has and waits for the rest: nothing to release. */
         return;
     }
+    /* No placement may come after the unregistration below. */
+    postcopy_dst_stop_preempt();
     if (pd.fault_thread_running) {
         /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
         (void)!write(pd.stop_fd, &one, sizeof(one));

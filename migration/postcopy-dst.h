@@ -31,8 +31,14 @@ typedef struct PostcopyDstOps {
     void (*start_guest)(void);
 } PostcopyDstOps;
 
-/* incoming.c, before mig/dst starts: a new load; forgets the last one's statistics. */
+/* incoming.c, before any connection: a new load; forgets the last one's statistics. */
 void postcopy_dst_reset(const PostcopyDstOps *ops);
+
+/*
+ * Main thread: the postcopy-preempt channel connected (owned from now on).
+ * Its pages are placed by "mig/pc-preempt" once LISTEN came.
+ */
+void postcopy_dst_set_preempt_channel(QEMUFile *f);
 
 /* ---- mig/dst, from the stream's commands (savevm-cmd.c); false with @errp set ---- */
 bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp);

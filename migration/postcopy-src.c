@@ -19,11 +19,13 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/bufferiszero.h"
 #include "qemu/main-loop.h"
 #include "qemu/userfaultfd.h"
 #include "system/memory.h"
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
+#include "channel.h"
 #include "options.h"
 #include "outgoing.h"
 #include "postcopy.h"
@@ -48,8 +50,20 @@ typedef struct DiscardBatch {
 } DiscardBatch;
 
 typedef struct PostcopySrc {
-    /* mig/src: switched over; the page source now serves requests. */
+    /*
+     * Switched over: the page source now serves requests. Written by
+     * mig/src before the package goes out; read by mig/src-rp (atomic).
+     */
     bool in_postcopy;
+    /*
+     * postcopy-preempt: the channel the requested pages take, so they never
+     * wait behind the main stream's backlog. Connected by mig/src at the
+     * start; written only by mig/src-rp once in_postcopy; shut down and
+     * closed by the cleanup hook (the main thread, after mig/src).
+     */
+    MigChannel preempt_ch;
+    QEMUFile *preempt;
+    RAMPageWriter preempt_writer;
     /* Written by mig/src, read by query-migrate (single aligned words). */
     uint64_t start_bytes;       /* stream bytes at the switchover */
     uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
@@ -70,6 +84,27 @@ static int postcopy_ram_final_sync(QEMUFile *f)
 {
     /* After the switchover the set of pages to send is final already. */
     return pcs.in_postcopy ? 0 : dirty_scan_source.final_sync(f);
+}
+
+/*
+ * mig/src-rp, postcopy-preempt: a requested page goes out at once on its
+ * own channel. The guest is stopped here, so the page cannot change under
+ * the send; mig/src may still send it on the main channel too (the
+ * destination keeps whichever copy lands first; both are the same).
+ */
+static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page)
+{
+    const uint8_t *host;
+
+    if (!__atomic_load_n(&pcs.in_postcopy, __ATOMIC_ACQUIRE) || !pcs.preempt) {
+        return false;
+    }
+    host = rb->host + (page << TARGET_PAGE_BITS);
+    ram_put_page(&pcs.preempt_writer, pcs.preempt, rb, page,
+                 buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
+    qemu_fflush(pcs.preempt);
+    __atomic_store_n(&pcs.pages_requested, pcs.pages_requested + 1, __ATOMIC_RELAXED);
+    return true;
 }
 
 static bool postcopy_ram_send_next(QEMUFile *f, RAMPageWriter *w)
@@ -99,7 +134,7 @@ static bool postcopy_ram_has_urgent(void)
 
 static void postcopy_ram_cleanup(void)
 {
-    pcs.in_postcopy = false;
+    __atomic_store_n(&pcs.in_postcopy, false, __ATOMIC_RELEASE);
     dirty_scan_source.cleanup();
 }
 
@@ -129,6 +164,7 @@ static bool postcopy_selected(void)
 static void postcopy_init(MigrationState *s)
 {
     memset(&pcs, 0, sizeof(pcs));
+    pcs.preempt_ch.fd = -1;
 }
 
 /* The kernel must give us missing-page userfaultfd on guest memory (QEMU checks both sides). */
@@ -185,10 +221,37 @@ static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Erro
     return old_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM] || postcopy_host_supported(errp);
 }
 
+/*
+ * postcopy-preempt: a second connection for requested pages. It opens
+ * with an EOS record, so that the destination tells it from the stream
+ * and from multifd channels at once (its first word is neither magic).
+ */
+static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
+{
+    if (!mig_channel_connect(s->uri, &pcs.preempt_ch, errp)) {
+        error_prepend(errp, "postcopy-preempt channel: ");
+        return false;
+    }
+    pcs.preempt = qemu_file_new_output(pcs.preempt_ch.fd, "postcopy preempt channel");
+    ram_writer_reset(&pcs.preempt_writer);
+    ram_put_eos(pcs.preempt);
+    qemu_fflush(pcs.preempt);
+    if (qemu_file_get_error(pcs.preempt)) {
+        error_setg(errp, "postcopy-preempt channel: %s", qemu_file_error_msg(pcs.preempt));
+        return false;
+    }
+    return true;
+}
+
 /* Return path first, then the advise: before any RAM, as QEMU orders them. */
 static bool postcopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 {
-    if (!rp_src_start(s->channel.fd, errp)) {
+    if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
+        return false;
+    }
+    /* The stream's first bytes go out first, as the destination expects them. */
+    qemu_fflush(f);
+    if (migrate_postcopy_preempt() && !postcopy_connect_preempt(s, errp)) {
         return false;
     }
     qemu_savevm_send_open_return_path(f);
@@ -243,7 +306,7 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
         error_setg(errp, "%s", qemu_file_error_msg(f));
         return false;
     }
-    pcs.in_postcopy = true;
+    __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     ram_save_enter_postcopy();
     /* Every page still to send: what the destination holds of it is stale, or nothing. */
     dirty_scan_source.foreach_unsent(discard_add_run, &d);
@@ -362,7 +425,15 @@ static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
 
 static void postcopy_cleanup(MigrationState *s)
 {
+    /* mig/src-rp may be blocked writing to a destination that went away. */
+    if (pcs.preempt) {
+        qemu_file_shutdown(pcs.preempt);
+    }
     rp_src_stop();
+    if (pcs.preempt) {
+        qemu_fclose(pcs.preempt);
+        pcs.preempt = NULL;
+    }
 }
 
 const MigrationOutMode postcopy_mode = {

@@ -26,6 +26,7 @@ typedef struct ReturnPath {
     QemuThread thread;
     bool running;
     int fd;
+    RPUrgentPage *urgent;
 
     /* lock: mig/src-rp produces, mig/src consumes. */
     GMutex lock;
@@ -76,6 +77,10 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
         return false;
     }
     npages = len >> TARGET_PAGE_BITS;
+    __atomic_store_n(&rp.requests, rp.requests + 1, __ATOMIC_RELAXED);
+    if (rp.urgent && npages == 1 && rp.urgent(rb, offset >> TARGET_PAGE_BITS)) {
+        return true;
+    }
     g_mutex_lock(&rp.lock);
     if (rp.queue.length + npages > RP_MAX_QUEUED) {
         g_mutex_unlock(&rp.lock);
@@ -90,7 +95,6 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
         g_queue_push_tail(&rp.queue, r);
     }
     __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
-    __atomic_store_n(&rp.requests, rp.requests + 1, __ATOMIC_RELAXED);
     g_cond_broadcast(&rp.cond);
     g_mutex_unlock(&rp.lock);
     return true;
@@ -182,7 +186,7 @@ static void *rp_thread(void *opaque)
     return NULL;
 }
 
-bool rp_src_start(int sock_fd, Error **errp)
+bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
 {
     int type = 0, ret;
     socklen_t tl = sizeof(type);
@@ -198,6 +202,7 @@ bool rp_src_start(int sock_fd, Error **errp)
         error_setg_errno(errp, errno, "Unable to open return-path for postcopy");
         return false;
     }
+    rp.urgent = urgent;
     rp.ended = rp.got_shut = false;
     rp.shut_value = 0;
     g_clear_pointer(&rp.error, error_free);

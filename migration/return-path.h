@@ -14,8 +14,14 @@
 #include <stdint.h>
 #include "qemu/typedefs.h"
 
-/* mig/src: start reading @sock_fd (the caller keeps it; a dup is read). */
-bool rp_src_start(int sock_fd, Error **errp);
+/*
+ * A page request, offered to the owner before it is queued: true if
+ * @urgent sent the page itself (postcopy-preempt, on its own channel).
+ * Runs in mig/src-rp.
+ */
+typedef bool RPUrgentPage(RAMBlock *rb, uint64_t page);
+/* mig/src: start reading @sock_fd (the caller keeps it; a dup is read). @urgent may be NULL. */
+bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp);
 /* Main thread, after mig/src was joined: end the thread, free the queue. */
 void rp_src_stop(void);
 

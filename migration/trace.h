@@ -44,6 +44,8 @@
     TRACE_EVENT("migration_postcopy_start", "discarded_pages=%" PRIu64 " bytes=%" PRIu64 \
                 " downtime_ms=%" PRId64, (uint64_t)(discarded_pages), (uint64_t)(package_bytes), \
                 (int64_t)(downtime_ms))
+#define trace_postcopy_preempt_end(why) \
+    TRACE_EVENT("postcopy_preempt_end", "why=%s", (why))
 #define trace_bg_snapshot_region(first, pages, copy_us, unprotect_us) \
     TRACE_EVENT("bg_snapshot_region", "first=%" PRIu64 " pages=%" PRIu64 " copy_us=%" PRId64 \
                 " unprotect_us=%" PRId64, (uint64_t)(first), (uint64_t)(pages), \

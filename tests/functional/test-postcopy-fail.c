@@ -184,9 +184,20 @@ static void test_cancel_refused(void)
     vm_kill(dst);
 }
 
-/* A destination that dies after the switchover takes the guest's newest state with it. */
-static void test_dest_killed(void)
+static void set_preempt(VM *vm)
 {
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'postcopy-preempt', "
+                              "'state': true}]}}"));
+}
+
+/*
+ * A destination that dies after the switchover takes the guest's newest
+ * state with it; with postcopy-preempt, its second connection dies too.
+ */
+static void test_dest_killed(gconstpointer data)
+{
+    bool preempt = GPOINTER_TO_INT(data);
     g_autofree char *uri = migtest_uri("unix");
     VM *src, *dst;
 
@@ -197,7 +208,14 @@ static void test_dest_killed(void)
     dst = migtest_start_dest(MEM, APPEND, false, uri);
     set_postcopy(dst, true);
     set_postcopy(src, true);
+    if (preempt) {
+        set_preempt(dst);
+        set_preempt(src);
+    }
     start_slow_postcopy(src, uri);
+    /* Let the guest there ask for pages, so the preempt channel carries some. */
+    json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
+    migtest_wait_ram_progress(src, "ram.postcopy-requests", 0);
     kill(dst->pid, SIGKILL);
     vm_kill(dst);
     assert_source_paused(src);
@@ -244,7 +262,9 @@ int main(int argc, char **argv)
     g_test_add_func("/postcopy-fail/exec-uri", test_exec_uri);
     g_test_add_func("/postcopy-fail/dest-without-capability", test_dest_without_capability);
     g_test_add_func("/postcopy-fail/cancel-refused", test_cancel_refused);
-    g_test_add_func("/postcopy-fail/dest-killed", test_dest_killed);
+    g_test_add_data_func("/postcopy-fail/dest-killed", GINT_TO_POINTER(false), test_dest_killed);
+    g_test_add_data_func("/postcopy-fail/preempt-dest-killed", GINT_TO_POINTER(true),
+                         test_dest_killed);
     g_test_add_func("/postcopy-fail/connection-cut", test_connection_cut);
     return g_test_run();
 }

@@ -24,6 +24,7 @@ typedef struct PostcopyCase {
     bool after_first_pass;      /* else switch as soon as pages flow */
     const char *extra;          /* more arguments for both sides, NULL = none */
     uint64_t below_4g;          /* -machine max-ram-below-4g, 0 = default */
+    bool preempt;               /* postcopy-preempt too */
 } PostcopyCase;
 
 #define VERIFY "mode=verify mem=192"
@@ -43,18 +44,32 @@ static const PostcopyCase cases[] = {
     { "smp2-verify", "unix", VERIFY, "256M", false, false, true, "-smp 2" },
     { "two-slots-dirty-identical", "unix", "mode=dirty mem=320 rate=600 pattern=random", "384M",
       true, false, true, "-machine max-ram-below-4g=256M", 256ULL << 20 },
+    { "preempt-verify-at-once", "unix", VERIFY, "256M", false, false, false, NULL, 0, true },
+    { "preempt-verify-after-first-pass", "tcp", VERIFY, "256M", false, false, true, NULL, 0,
+      true },
+    { "preempt-dirty-identical", "unix", DIRTY, "256M", true, false, false, NULL, 0, true },
+    { "hmp-preempt-ring-verify", "unix", VERIFY, "256M", false, true, true,
+      "-accel kvm,dirty-ring-size=4096", 0, true },
+    { "preempt-get-log-smp2-verify", "tcp", VERIFY, "256M", false, false, false,
+      "-accel kvm,x-dirty-log=get -smp 2", 0, true },
 };
 
-static void enable_postcopy(VM *vm, bool hmp)
+static void enable_postcopy(VM *vm, const PostcopyCase *c)
 {
-    if (hmp) {
+    if (c->hmp) {
         g_autofree char *out = vm_hmp(vm, "migrate_set_capability postcopy-ram on");
 
         g_assert_cmpstr(out, ==, "");
+        if (c->preempt) {
+            g_autofree char *out2 = vm_hmp(vm, "migrate_set_capability postcopy-preempt on");
+
+            g_assert_cmpstr(out2, ==, "");
+        }
     } else {
         json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
                                   "{'capabilities': [{'capability': 'postcopy-ram', "
-                                  "'state': true}]}}"));
+                                  "'state': true}, {'capability': 'postcopy-preempt', "
+                                  "'state': %s}]}}", c->preempt ? "true" : "false"));
     }
 }
 
@@ -124,8 +139,8 @@ static void test_postcopy(gconstpointer data)
     src = migtest_start_source_extra(c->mem, c->append, extra);
     pass_before = migtest_last_pass(src);
     dst = migtest_start_dest_extra(c->mem, c->append, c->dst_paused, uri, extra);
-    enable_postcopy(dst, c->hmp);
-    enable_postcopy(src, c->hmp);
+    enable_postcopy(dst, c);
+    enable_postcopy(src, c);
     migrate_then_postcopy(src, c, uri);
     info = vm_wait_migration(src, "completed|failed|postcopy-paused", 300);
     if (strcmp(json_get_str(info, "status"), "completed")) {
