@@ -239,6 +239,15 @@ static void dirty_scan_send_page_now(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb
     dirty_scan_send_page(f, w, b, page);
 }
 
+static void dirty_scan_skip_pages(RAMBlock *rb, const unsigned long *present)
+{
+    RAMBlockDirty *b = dirty_scan_block(&dirty_scan, rb);
+
+    if (b) {
+        dirty_tracker_skip_pages(&dirty_scan.dt, b, present);
+    }
+}
+
 static void dirty_scan_foreach_unsent(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
                                                  uint64_t npages),
                                       void *opaque)
@@ -307,6 +316,7 @@ const RAMPageSource dirty_scan_source = {
     .pending = dirty_scan_pending,
     .send_page = dirty_scan_send_page_now,
     .foreach_unsent = dirty_scan_foreach_unsent,
+    .skip_pages = dirty_scan_skip_pages,
     .cleanup = dirty_scan_cleanup,
     .fill_info = dirty_scan_fill_info,
 };

@@ -315,3 +315,15 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
     dt->dirty_pages -= __builtin_popcountl(bits);
     return bits;
 }
+
+void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned long *skip)
+{
+    uint64_t words = BITS_TO_LONGS(b->npages);
+
+    for (uint64_t w = 0; w < words; w++) {
+        unsigned long drop = b->send_bmap[w] & skip[w];
+
+        b->send_bmap[w] &= ~drop;
+        dt->dirty_pages -= __builtin_popcountl(drop);
+    }
+}

@@ -80,6 +80,12 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
  */
 unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint64_t word);
 /*
+ * dirty_tracker_skip_pages: the pages set in @skip (a bitmap of the block's
+ * size) need not be sent (postcopy recovery: the destination has them).
+ * No KVM re-arming: the guest is stopped whenever this is used.
+ */
+void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned long *skip);
+/*
  * Of the @claimed pages of word @word, those known to read as zero (see
  * data_bmap); from now on they are read like any other page.
  */

@@ -21,6 +21,7 @@
 #include "options.h"
 #include "postcopy-dst.h"
 #include "savevm.h"
+#include "savevm-cmd.h"
 #include "status.h"
 
 /* Main thread (BQL), except that mig/dst owns from_src while it loads. */
@@ -36,6 +37,7 @@ typedef struct MigrationIncomingState {
     bool cancelled;             /* migrate_cancel asked to give up */
     bool is_socket;             /* tcp: or unix:, where multifd channels can connect */
     bool preempt_connected;     /* the postcopy-preempt channel arrived */
+    bool recover_main_seen;     /* migrate-recover: the stream's new connection arrived */
     int64_t start_ns;
     int64_t total_ms;
 } MigrationIncomingState;
@@ -76,9 +78,36 @@ static void incoming_postcopy_set_state(int old, int new_state)
     migrate_set_state(&incoming.state, old, new_state);
 }
 
+/*
+ * Recovery: the main loop accepts migrate-recover's connection and hands
+ * its stream to mig/dst, which waits for it in postcopy-paused.
+ */
+static GMutex recover_lock;
+static GCond recover_cond;
+static QEMUFile *recover_file;      /* recover_lock */
+
+static QEMUFile *incoming_wait_recover(QEMUFile *old)
+{
+    QEMUFile *nf;
+
+    g_mutex_lock(&recover_lock);
+    while (!recover_file) {
+        g_cond_wait(&recover_cond, &recover_lock);
+    }
+    nf = recover_file;
+    recover_file = NULL;
+    /* The main thread reads from_src only once mig/dst is joined (postcopy refuses cancel). */
+    incoming.from_src = nf;
+    g_mutex_unlock(&recover_lock);
+    qemu_fclose(old);
+    return nf;
+}
+
 static const PostcopyDstOps incoming_postcopy_ops = {
+    .state = &incoming.state,
     .set_state = incoming_postcopy_set_state,
     .start_guest = incoming_start_guest,
+    .wait_recover = incoming_wait_recover,
 };
 
 bool migration_incoming_in_postcopy(void)
@@ -190,7 +219,8 @@ static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
         qemu_system_exit_now(1);
     }
     if (fd < 0 || (incoming.state != MIGRATION_STATUS_SETUP &&
-                   incoming.state != MIGRATION_STATUS_ACTIVE)) {
+                   incoming.state != MIGRATION_STATUS_ACTIVE &&
+                   incoming.state != MIGRATION_STATUS_POSTCOPY_ACTIVE)) {
         if (fd >= 0) {
             close(fd);
         }
@@ -245,6 +275,70 @@ static bool incoming_listen(const char *uri, Error **errp)
     }
     incoming_set_state(MIGRATION_STATUS_SETUP);
     return true;
+}
+
+/* Main loop: migrate-recover's stream arrived. */
+static void incoming_recover_main(int fd)
+{
+    QEMUFile *f = qemu_file_new_input(fd, "incoming migration stream (recovered)");
+
+    incoming.recover_main_seen = true;
+    incoming_set_state(MIGRATION_STATUS_POSTCOPY_RECOVER);
+    g_mutex_lock(&recover_lock);
+    recover_file = f;
+    g_cond_signal(&recover_cond);
+    g_mutex_unlock(&recover_lock);
+}
+
+/*
+ * postcopy-preempt: the recovered stream opens with a command (the source
+ * asks for the received bitmaps first), the preempt channel with a RAM
+ * record.
+ */
+static void incoming_recover_peeked(int fd, uint32_t first, void *opaque)
+{
+    if (fd < 0) {
+        return;
+    }
+    if (!incoming.recover_main_seen && (first >> 24) == QEMU_VM_COMMAND) {
+        incoming_recover_main(fd);
+    } else if (!incoming.preempt_connected && (first >> 24) != QEMU_VM_COMMAND) {
+        incoming.preempt_connected = true;
+        postcopy_dst_set_preempt_channel(qemu_file_new_input(fd, "postcopy preempt channel"));
+    } else {
+        error_report("postcopy recovery: closed a connection it did not expect (it starts "
+                     "0x%08x)", first);
+        close(fd);
+    }
+    if (incoming.recover_main_seen && incoming.preempt_connected) {
+        mig_channel_listen_cancel();
+    }
+}
+
+static bool incoming_recover_ready(int fd, GPid child, void *opaque)
+{
+    if (!migrate_postcopy_preempt()) {
+        incoming_recover_main(fd);
+        return false;
+    }
+    mig_channel_peek_be32(fd, incoming_recover_peeked, NULL);
+    return true;
+}
+
+bool qmp_migrate_recover(const char *uri, Error **errp)
+{
+    if (migrate_get_state(&incoming.state) != MIGRATION_STATUS_POSTCOPY_PAUSED) {
+        error_setg(errp, "Migrate recover can only be run when postcopy is paused.");
+        return false;
+    }
+    if (!g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
+        error_setg(errp, "postcopy recovery needs a tcp: or unix: URI (a return path), not '%s'",
+                   uri);
+        return false;
+    }
+    incoming.recover_main_seen = false;
+    incoming.preempt_connected = false;
+    return mig_channel_listen(uri, incoming_recover_ready, NULL, errp);
 }
 
 bool migration_incoming_start(const char *uri, Error **errp)

@@ -205,10 +205,11 @@ static gboolean hmp_migrate_status_cb(gpointer opaque)
     Monitor *mon = opaque;
     g_autoptr(MigrationInfo) info = NULL;
 
-    if (migration_is_running()) {
+    info = qmp_query_migrate(NULL);
+    /* Paused is an outcome too: it waits for the user, not for us. */
+    if (migration_is_running() && info->status != MIGRATION_STATUS_POSTCOPY_PAUSED) {
         return G_SOURCE_CONTINUE;
     }
-    info = qmp_query_migrate(NULL);
     if (info->error_desc) {
         monitor_printf(mon, "%s\n", info->error_desc);
     }
@@ -222,7 +223,8 @@ void hmp_migrate(Monitor *mon, const HMPArgs *args)
     bool detach = hmp_arg_bool(args, "detach", false);
 
     if (!qmp_migrate(hmp_arg_str(args, "uri"), true, hmp_arg_bool(args, "blk", false),
-                     true, hmp_arg_bool(args, "inc", false), true, detach, false, false, &err)) {
+                     true, hmp_arg_bool(args, "inc", false), true, detach, true,
+                     hmp_arg_bool(args, "resume", false), &err)) {
         hmp_handle_error(mon, err);
         return;
     }
@@ -244,6 +246,14 @@ void hmp_migrate_cancel(Monitor *mon, const HMPArgs *args)
     Error *err = NULL;
 
     qmp_migrate_cancel(&err);
+    hmp_handle_error(mon, err);
+}
+
+void hmp_migrate_recover(Monitor *mon, const HMPArgs *args)
+{
+    Error *err = NULL;
+
+    qmp_migrate_recover(hmp_arg_str(args, "uri"), &err);
     hmp_handle_error(mon, err);
 }
 

@@ -250,10 +250,15 @@ static void *migration_thread(void *opaque)
     QEMUFile *f = migration_open_output(s, &err);
 
     /* The channels connect after the main stream, as QEMU's do. */
-    bool connected = f && (!migrate_multifd() || multifd_send_setup(s->uri, &err));
+    bool connected = f && (s->resuming || !migrate_multifd() ||
+                           multifd_send_setup(s->uri, &err));
 
-    if (connected && migration_setup_sections(s, f, &err) &&
-        (!s->mode->setup || s->mode->setup(s, f, &err))) {
+    if (connected && s->resuming) {
+        if (s->mode->resume(s, f, &err)) {
+            s->result = MIGRATION_STATUS_COMPLETED;
+        }
+    } else if (connected && migration_setup_sections(s, f, &err) &&
+               (!s->mode->setup || s->mode->setup(s, f, &err))) {
         migration_iterate(s, f, &err);
     }
     if (err) {
@@ -343,19 +348,58 @@ static const MigrationOutMode *migration_select_mode(void)
     g_assert_not_reached();     /* precopy_mode always selects itself */
 }
 
+static bool migration_start_thread(MigrationState *s, int from, Error **errp)
+{
+    int ret;
+
+    s->thread_running = true;
+    ret = qemu_thread_create(&s->thread, "mig/src", migration_thread, s);
+    if (ret < 0) {
+        s->thread_running = false;
+        migrate_set_state(&s->state, from, MIGRATION_STATUS_FAILED);
+        error_setg_errno(errp, -ret, "cannot create the migration thread");
+        return false;
+    }
+    return true;
+}
+
+/* migrate resume=true: a paused postcopy goes on over a new connection to @uri. */
+static bool migration_resume(MigrationState *s, const char *uri, Error **errp)
+{
+    if (migrate_get_state(&s->state) != MIGRATION_STATUS_POSTCOPY_PAUSED || s->thread_running) {
+        error_setg(errp, "Cannot resume if there is no paused migration");
+        return false;
+    }
+    if (!g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
+        error_setg(errp, "postcopy recovery needs a tcp: or unix: URI (a return path), not '%s'",
+                   uri);
+        return false;
+    }
+    assert(s->mode->resume);
+    g_free(s->uri);
+    s->uri = g_strdup(uri);
+    g_clear_pointer(&s->error, error_free);
+    s->channel = (MigChannel) { .fd = -1 };
+    s->transferred_before += s->transferred_final;
+    s->transferred_final = 0;
+    s->resuming = true;
+    s->result = MIGRATION_STATUS_NONE;
+    migrate_set_state(&s->state, MIGRATION_STATUS_POSTCOPY_PAUSED,
+                      MIGRATION_STATUS_POSTCOPY_RECOVER);
+    return migration_start_thread(s, MIGRATION_STATUS_POSTCOPY_RECOVER, errp);
+}
+
 bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc,
                  bool has_detach, bool detach, bool has_resume, bool resume, Error **errp)
 {
     MigrationState *s = &current_migration;
-    int ret;
 
     if ((has_blk && blk) || (has_inc && inc)) {
         error_setg(errp, "Block migration is not supported by this build");
         return false;
     }
     if (has_resume && resume) {
-        error_setg(errp, "Cannot resume: no paused postcopy migration (postcopy is not supported)");
-        return false;
+        return migration_resume(s, uri, errp);
     }
     if (migration_is_running()) {
         error_setg(errp, "There's a migration process in progress");
@@ -385,7 +429,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->bandwidth_bpms = 0;
     s->mbps = 0;
     s->pages_per_second = 0;
-    s->precopy_bytes = s->downtime_bytes = s->transferred_final = 0;
+    s->precopy_bytes = s->downtime_bytes = s->transferred_final = s->transferred_before = 0;
+    s->resuming = false;
     s->vm_was_running = runstate_is_running();
     s->guest_moved = false;
     __atomic_store_n(&s->start_postcopy, false, __ATOMIC_RELEASE);
@@ -397,15 +442,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     ram_select_source(s->mode->ram_source);
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
-    s->thread_running = true;
-    ret = qemu_thread_create(&s->thread, "mig/src", migration_thread, s);
-    if (ret < 0) {
-        s->thread_running = false;
-        migrate_set_state(&s->state, MIGRATION_STATUS_SETUP, MIGRATION_STATUS_FAILED);
-        error_setg_errno(errp, -ret, "cannot create the migration thread");
-        return false;
-    }
-    return true;
+    return migration_start_thread(s, MIGRATION_STATUS_SETUP, errp);
 }
 
 bool qmp_migrate_start_postcopy(Error **errp)
@@ -510,7 +547,8 @@ static MigrationStats *migration_ram_stats(MigrationState *s, int st)
     uint64_t transferred;
 
     g_mutex_lock(&s->file_lock);
-    transferred = s->to_dst ? qemu_file_transferred(s->to_dst) : s->transferred_final;
+    transferred = s->transferred_before +
+                  (s->to_dst ? qemu_file_transferred(s->to_dst) : s->transferred_final);
     g_mutex_unlock(&s->file_lock);
     ram->transferred = transferred;
     ram->pages_per_second = s->pages_per_second;

@@ -74,6 +74,9 @@ typedef struct MigrationState {
     int result;                 /* MigrationStatus the thread reached */
 
     uint64_t transferred_final; /* BQL: the stream's size once closed */
+    /* Set by qmp_migrate (BQL) before mig/src starts: the connections before a resume carried this. */
+    uint64_t transferred_before;
+    bool resuming;              /* ditto: this run resumes a paused migration */
     Error *error;               /* BQL: the first error */
 } MigrationState;
 
@@ -124,6 +127,12 @@ struct MigrationOutMode {
     bool (*switchover_ready)(MigrationState *s, bool all_sent);
     /* Send what is left and end the stream. True on success. */
     bool (*complete)(MigrationState *s, QEMUFile *f, Error **errp);
+    /*
+     * migrate resume=true after a pause (postcopy-recover): go on over the
+     * new connection @f, whose stream has no header or setup sections, to
+     * the end. True on success. NULL: the mode cannot resume.
+     */
+    bool (*resume)(MigrationState *s, QEMUFile *f, Error **errp);
 };
 
 extern const MigrationOutMode precopy_mode;

@@ -16,6 +16,7 @@
 #include "migration/qemu-file.h"
 #include "latency-hist.h"
 #include "options.h"
+#include "status.h"
 #include "postcopy.h"
 #include "postcopy-dst.h"
 #include "ram.h"
@@ -74,6 +75,8 @@ typedef struct PostcopyDst {
     GHashTable *pending;        /* host page address -> request time (ns) */
     LatencyHist lat;            /* recorded by mig/dst under lat_lock */
 
+    char *pause_reason;         /* lat_lock: why the stream broke, for query-migrate */
+
     /* Counters: single aligned words, read by query-migrate. */
     uint64_t requests;          /* mig/pc-fault */
     uint64_t pages_placed;      /* mig/dst, after LISTEN */
@@ -113,6 +116,7 @@ void postcopy_dst_reset(const PostcopyDstOps *ops)
     g_clear_pointer(&pd.pending, g_hash_table_destroy);
     memset(&pd.lat, 0, sizeof(pd.lat));
     pd.requests = pd.pages_placed = pd.pages_discarded = 0;
+    g_clear_pointer(&pd.pause_reason, g_free);
 }
 
 /* ---- return path ---- */
@@ -134,11 +138,21 @@ static bool rp_write_all(int fd, const uint8_t *buf, size_t len)
     return true;
 }
 
-/* One message; false if the return path is gone (the stream's reader will see why). */
-static bool rp_send(uint16_t type, const uint8_t *data, uint16_t len)
+/* rp_lock held: @len bytes as they are; false once the return path is gone. */
+static bool rp_write_locked(const uint8_t *data, size_t len)
+{
+    bool ok = pd.rp_fd >= 0 && !pd.rp_broken && rp_write_all(pd.rp_fd, data, len);
+
+    if (!ok) {
+        pd.rp_broken = true;
+    }
+    return ok;
+}
+
+/* rp_lock held: one message. */
+static bool rp_send_locked(uint16_t type, const uint8_t *data, uint16_t len)
 {
     uint8_t msg[4 + RP_MSG_MAX_LEN];
-    bool ok;
 
     assert(len <= RP_MSG_MAX_LEN);
     msg[0] = type >> 8;
@@ -146,11 +160,16 @@ static bool rp_send(uint16_t type, const uint8_t *data, uint16_t len)
     msg[2] = len >> 8;
     msg[3] = len;
     memcpy(msg + 4, data, len);
+    return rp_write_locked(msg, 4 + len);
+}
+
+/* One message; false if the return path is gone (the stream's reader will see why). */
+static bool rp_send(uint16_t type, const uint8_t *data, uint16_t len)
+{
+    bool ok;
+
     g_mutex_lock(&pd.rp_lock);
-    ok = pd.rp_fd >= 0 && !pd.rp_broken && rp_write_all(pd.rp_fd, msg, 4 + len);
-    if (!ok) {
-        pd.rp_broken = true;
-    }
+    ok = rp_send_locked(type, data, len);
     g_mutex_unlock(&pd.rp_lock);
     return ok;
 }
@@ -163,25 +182,46 @@ static void rp_send_be32(uint16_t type, uint32_t value)
     rp_send(type, buf, sizeof(buf));
 }
 
-/* mig/pc-fault: ask for one page, naming its block when it changed. */
+/*
+ * Ask for one page, naming its block when it changed since the last
+ * request (mig/pc-fault, or mig/dst re-asking after a recovery).
+ */
 static bool rp_request_page(RAMBlock *rb, uint64_t offset)
 {
     uint8_t buf[12 + 1 + 255];
     size_t name_len = strlen(rb->idstr);
-    bool with_id;
+    bool ok;
 
     stq_be_p(buf, offset);
     stl_be_p(buf + 8, TARGET_PAGE_SIZE);
+    /* The decision and the message in one hold: "the previous block" must stay true. */
     g_mutex_lock(&pd.rp_lock);
-    with_id = rb != pd.rp_last_block;
-    pd.rp_last_block = rb;
-    g_mutex_unlock(&pd.rp_lock);
-    if (!with_id) {
-        return rp_send(MIG_RP_MSG_REQ_PAGES, buf, 12);
+    if (rb == pd.rp_last_block) {
+        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES, buf, 12);
+    } else {
+        buf[12] = name_len;
+        memcpy(buf + 13, rb->idstr, name_len);
+        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
+        pd.rp_last_block = ok ? rb : NULL;
     }
-    buf[12] = name_len;
-    memcpy(buf + 13, rb->idstr, name_len);
-    return rp_send(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
+    g_mutex_unlock(&pd.rp_lock);
+    return ok;
+}
+
+/* mig/dst: the return path now goes over @f's connection. */
+static bool rp_reopen(QEMUFile *f)
+{
+    int fd = qemu_file_fd(f) >= 0 ? dup(qemu_file_fd(f)) : -1;
+
+    g_mutex_lock(&pd.rp_lock);
+    if (pd.rp_fd >= 0) {
+        close(pd.rp_fd);
+    }
+    pd.rp_fd = fd;
+    pd.rp_broken = fd < 0;
+    pd.rp_last_block = NULL;
+    g_mutex_unlock(&pd.rp_lock);
+    return fd >= 0;
 }
 
 bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp)
@@ -418,20 +458,9 @@ static void postcopy_dst_maybe_start_preempt(void)
     pd.preempt_running = true;
 }
 
-void postcopy_dst_set_preempt_channel(QEMUFile *f)
+/* preempt_lock held: end the thread and close its channel. */
+static void postcopy_dst_stop_preempt_locked(void)
 {
-    g_mutex_lock(&pd.preempt_lock);
-    if (pd.preempt) {
-        qemu_fclose(pd.preempt);
-    }
-    pd.preempt = f;
-    postcopy_dst_maybe_start_preempt();
-    g_mutex_unlock(&pd.preempt_lock);
-}
-
-static void postcopy_dst_stop_preempt(void)
-{
-    g_mutex_lock(&pd.preempt_lock);
     if (pd.preempt) {
         qemu_file_shutdown(pd.preempt);
     }
@@ -443,6 +472,22 @@ static void postcopy_dst_stop_preempt(void)
         qemu_fclose(pd.preempt);
         pd.preempt = NULL;
     }
+}
+
+void postcopy_dst_set_preempt_channel(QEMUFile *f)
+{
+    g_mutex_lock(&pd.preempt_lock);
+    /* A recovery's new channel replaces the broken one. */
+    postcopy_dst_stop_preempt_locked();
+    pd.preempt = f;
+    postcopy_dst_maybe_start_preempt();
+    g_mutex_unlock(&pd.preempt_lock);
+}
+
+static void postcopy_dst_stop_preempt(void)
+{
+    g_mutex_lock(&pd.preempt_lock);
+    postcopy_dst_stop_preempt_locked();
     g_mutex_unlock(&pd.preempt_lock);
 }
 
@@ -568,6 +613,107 @@ fail:
     return false;
 }
 
+/* ---- recovery ---- */
+
+#define RECV_BITMAP_ENDING 0x0123456789abcdefULL
+
+QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
+{
+    QEMUFile *nf;
+
+    g_mutex_lock(&pd.lat_lock);
+    g_free(pd.pause_reason);
+    pd.pause_reason = g_strdup(error_get_pretty(why));
+    g_mutex_unlock(&pd.lat_lock);
+    pd.ops->set_state(MIGRATION_STATUS_POSTCOPY_ACTIVE, MIGRATION_STATUS_POSTCOPY_PAUSED);
+    error_report("Detected IO failure for postcopy. Migration paused. (%s)",
+                 error_get_pretty(why));
+    nf = pd.ops->wait_recover(f);
+    if (nf && !rp_reopen(nf)) {
+        error_report("postcopy recovery: cannot open the return path on the new connection");
+    }
+    return nf;
+}
+
+bool postcopy_dst_recv_bitmap(const char *block, Error **errp)
+{
+    RAMBlock *rb = ram_block_find(block);
+    PostcopyDstBlock *b = rb ? postcopy_dst_block(rb) : NULL;
+    uint8_t msg[1 + 255], tail[8];
+    size_t n = strlen(block);
+    uint64_t bytes;
+    bool ok;
+
+    if (migrate_get_state(pd.ops->state) != MIGRATION_STATUS_POSTCOPY_RECOVER) {
+        error_setg(errp, "CMD_RECV_BITMAP outside a postcopy recovery");
+        return false;
+    }
+    if (!b) {
+        g_autofree char *safe = g_strescape(block, NULL);
+
+        error_setg(errp, "CMD_RECV_BITMAP for unknown RAM block \"%s\"", safe);
+        return false;
+    }
+    /* What is here: every page placed or loaded since ADVISE discarded it all. */
+    bytes = BITS_TO_LONGS(rb->used_length >> TARGET_PAGE_BITS) * sizeof(unsigned long);
+    msg[0] = n;
+    memcpy(msg + 1, block, n);
+    g_mutex_lock(&pd.rp_lock);
+    ok = rp_send_locked(MIG_RP_MSG_RECV_BITMAP, msg, 1 + n);
+    stq_be_p(tail, bytes);
+    ok = ok && rp_write_locked(tail, 8);
+    /* Little-endian words, as QEMU sends them: this host's own layout. */
+    ok = ok && rp_write_locked((const uint8_t *)rb->vmm_written_bmap, bytes);
+    stq_be_p(tail, RECV_BITMAP_ENDING);
+    ok = ok && rp_write_locked(tail, 8);
+    g_mutex_unlock(&pd.rp_lock);
+    if (!ok) {
+        error_setg(errp, "postcopy recovery: sending the bitmap of %s failed", block);
+    }
+    return ok;
+}
+
+/* mig/dst: ask again for every page a vCPU still waits on; the source forgot them. */
+static void postcopy_dst_rerequest(void)
+{
+    g_autoptr(GList) keys = NULL;
+
+    g_mutex_lock(&pd.lat_lock);
+    keys = g_hash_table_get_keys(pd.pending);
+    g_mutex_unlock(&pd.lat_lock);
+    for (GList *l = keys; l; l = l->next) {
+        uint64_t addr = (uintptr_t)l->data;
+
+        for (int i = 0; i < pd.nblocks; i++) {
+            uint64_t host = (uintptr_t)pd.blocks[i].rb->host;
+
+            if (addr >= host && addr - host < pd.blocks[i].rb->used_length) {
+                rp_request_page(pd.blocks[i].rb, addr - host);
+                break;
+            }
+        }
+    }
+}
+
+bool postcopy_dst_resume(Error **errp)
+{
+    uint8_t ack[4];
+
+    if (migrate_get_state(pd.ops->state) != MIGRATION_STATUS_POSTCOPY_RECOVER) {
+        error_setg(errp, "CMD_POSTCOPY_RESUME: illegal resume received");
+        return false;
+    }
+    ram_load_postcopy_resumed();
+    stl_be_p(ack, 1);
+    if (!rp_send(MIG_RP_MSG_RESUME_ACK, ack, sizeof(ack))) {
+        error_setg(errp, "postcopy recovery: the return path failed");
+        return false;
+    }
+    pd.ops->set_state(MIGRATION_STATUS_POSTCOPY_RECOVER, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    postcopy_dst_rerequest();
+    return true;
+}
+
 static void postcopy_dst_run_bh(void *opaque)
 {
     pd.ops->start_guest();
@@ -639,6 +785,10 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     x->request_latency_p99_us = latency_hist_percentile_us(&pd.lat, 99);
     x->request_latency_max_us = pd.lat.max_us;
     x->requests_answered = pd.lat.count;
+    if (!info->error_desc && pd.pause_reason &&
+        info->status == MIGRATION_STATUS_POSTCOPY_PAUSED) {
+        info->error_desc = g_strdup(pd.pause_reason);
+    }
     info->has_postcopy_latency = pd.lat.count > 0;
     info->postcopy_latency = pd.lat.count ? pd.lat.sum_ns / pd.lat.count : 0;
     g_mutex_unlock(&pd.lat_lock);

@@ -25,10 +25,17 @@
 
 /* How postcopy moves the incoming side along (incoming.c's, so the two stay one state machine). */
 typedef struct PostcopyDstOps {
+    /* The incoming MigrationStatus (read with migrate_get_state()). */
+    const int *state;
     /* mig/dst: the incoming MigrationStatus moves from @old to @new. */
     void (*set_state)(int old, int new_state);
     /* Main thread, BQL: start the guest (or leave it paused, as -S and the source say). */
     void (*start_guest)(void);
+    /*
+     * mig/dst, paused: wait for migrate-recover's connection; returns its
+     * stream, which replaces @old (closed) as the incoming stream.
+     */
+    QEMUFile *(*wait_recover)(QEMUFile *old);
 } PostcopyDstOps;
 
 /* incoming.c, before any connection: a new load; forgets the last one's statistics. */
@@ -47,6 +54,18 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
 bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error **errp);
 bool postcopy_dst_listen(Error **errp);
 bool postcopy_dst_run(Error **errp);
+
+/* Recovery: send the source the pages @block has here (on the return path). */
+bool postcopy_dst_recv_bitmap(const char *block, Error **errp);
+/* Recovery: the source goes on; acknowledge, and ask again for what vCPUs still wait on. */
+bool postcopy_dst_resume(Error **errp);
+
+/*
+ * mig/dst: the stream @f broke after LISTEN (@why). Pauses (postcopy-paused)
+ * until migrate-recover brings a new connection, and returns its stream,
+ * or NULL if there will be none.
+ */
+QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why);
 
 /* mig/dst: LISTEN was processed: the guest's memory is being placed, the stream needs no vmdesc. */
 bool postcopy_dst_listening(void);

@@ -65,8 +65,9 @@ typedef struct PostcopySrc {
     QEMUFile *preempt;
     RAMPageWriter preempt_writer;
     /* Written by mig/src, read by query-migrate (single aligned words). */
-    uint64_t start_bytes;       /* stream bytes at the switchover */
+    uint64_t start_bytes;       /* this connection's stream bytes at the switchover */
     uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
+    uint64_t bytes_before;      /* postcopy bytes of the connections before a recovery */
     uint64_t pages_requested;   /* pages sent because the destination asked */
     uint64_t pages_discarded;
 } PostcopySrc;
@@ -138,6 +139,27 @@ static void postcopy_ram_cleanup(void)
     dirty_scan_source.cleanup();
 }
 
+/* Recovery: every page again, less what the destination says it has. */
+static bool postcopy_ram_resume(QEMUFile *f, Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    if (!dirty_scan_source.setup(f, errp)) {
+        return false;
+    }
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+        g_autofree unsigned long *present = rp_src_wait_bitmap(rb, errp);
+
+        if (!present) {
+            return false;
+        }
+        dirty_scan_source.skip_pages(rb, present);
+    }
+    __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
+    return true;
+}
+
 static void postcopy_ram_fill_info(MigrationInfo *info)
 {
     dirty_scan_source.fill_info(info);
@@ -150,6 +172,7 @@ const RAMPageSource postcopy_ram_source = {
     .send_next = postcopy_ram_send_next,
     .pending = postcopy_ram_pending,
     .has_urgent = postcopy_ram_has_urgent,
+    .resume = postcopy_ram_resume,
     .cleanup = postcopy_ram_cleanup,
     .fill_info = postcopy_ram_fill_info,
 };
@@ -165,6 +188,7 @@ static void postcopy_init(MigrationState *s)
 {
     memset(&pcs, 0, sizeof(pcs));
     pcs.preempt_ch.fd = -1;
+    rp_src_reset_stats();
 }
 
 /* The kernel must give us missing-page userfaultfd on guest memory (QEMU checks both sides). */
@@ -378,6 +402,25 @@ static bool postcopy_send_rest(MigrationState *s, QEMUFile *f, Error **errp)
     }
 }
 
+/* After the switchover: the rest of RAM, the end of the stream, and the destination's word. */
+static bool postcopy_finish(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    bool ok = postcopy_send_rest(s, f, errp);
+
+    if (ok && qemu_savevm_state_complete_postcopy(f) < 0) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        ok = false;
+    }
+    /* The destination says when every page is in place (or why not). */
+    ok = ok && rp_src_wait_shut(errp);
+    if (ok) {
+        bql_lock();
+        runstate_set(RUN_STATE_POSTMIGRATE);
+        bql_unlock();
+    }
+    return ok;
+}
+
 static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
 {
     bool ok;
@@ -396,19 +439,50 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     bql_unlock();
     pcs.start_bytes = qemu_file_transferred(f);
     trace_migration_postcopy_start(pcs.pages_discarded, s->downtime_bytes, s->downtime_ms);
-    ok = ok && postcopy_send_rest(s, f, errp);
-    if (ok && qemu_savevm_state_complete_postcopy(f) < 0) {
+    ok = ok && postcopy_finish(s, f, errp);
+    __atomic_store_n(&pcs.end_bytes, qemu_file_transferred(f), __ATOMIC_RELAXED);
+    return ok;
+}
+
+/*
+ * migrate resume=true, on the new connection @f: the return path (and the
+ * preempt channel) again, each block's received bitmap, RESUME and its
+ * acknowledgement; then on as after the switchover.
+ */
+static bool postcopy_resume(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+    bool ok;
+
+    /* This connection's bytes count from 0; keep what the last one carried. */
+    pcs.bytes_before += pcs.end_bytes - pcs.start_bytes;
+    pcs.start_bytes = pcs.end_bytes = 0;
+    if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
+        return false;
+    }
+    for (guint i = 0; i < rbs->len; i++) {
+        qemu_savevm_send_recv_bitmap(f, ((RAMBlock *)g_ptr_array_index(rbs, i))->idstr);
+    }
+    qemu_fflush(f);
+    if (migrate_postcopy_preempt() && !postcopy_connect_preempt(s, errp)) {
+        return false;
+    }
+    if (ram_save_resume_prepare(f, errp) < 0) {
+        return false;
+    }
+    qemu_savevm_send_postcopy_resume(f);
+    qemu_fflush(f);
+    if (qemu_file_get_error(f)) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
-        ok = false;
+        return false;
     }
-    pcs.end_bytes = qemu_file_transferred(f);
-    /* The destination says when every page is in place (or why not). */
-    ok = ok && rp_src_wait_shut(errp);
-    if (ok) {
-        bql_lock();
-        runstate_set(RUN_STATE_POSTMIGRATE);
-        bql_unlock();
+    if (!rp_src_wait_resume_ack(errp)) {
+        return false;
     }
+    migrate_set_state(&s->state, MIGRATION_STATUS_POSTCOPY_RECOVER,
+                      MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    ok = postcopy_finish(s, f, errp);
+    __atomic_store_n(&pcs.end_bytes, qemu_file_transferred(f), __ATOMIC_RELAXED);
     return ok;
 }
 
@@ -418,8 +492,10 @@ static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
     uint64_t end = __atomic_load_n(&pcs.end_bytes, __ATOMIC_RELAXED);
 
     info->ram->postcopy_requests = rp_src_requests();
-    if (start) {
-        info->ram->postcopy_bytes = (end ? end : info->ram->transferred) - start;
+    if (s->guest_moved) {
+        uint64_t now = end ? end : s->to_dst ? info->ram->transferred - s->transferred_before : 0;
+
+        info->ram->postcopy_bytes = pcs.bytes_before + (now > start ? now - start : 0);
     }
 }
 
@@ -447,4 +523,5 @@ const MigrationOutMode postcopy_mode = {
     .stream_start = postcopy_stream_start,
     .switchover_ready = postcopy_switchover_ready,
     .complete = postcopy_complete,
+    .resume = postcopy_resume,
 };

@@ -64,6 +64,14 @@ typedef struct RAMPageSource {
      * request). NULL: never.
      */
     bool (*has_urgent)(void);
+    /* Postcopy recovery, VM stopped: the pages set in @present are at the destination already. */
+    void (*skip_pages)(RAMBlock *rb, const unsigned long *present);
+    /*
+     * Postcopy recovery, VM stopped, after a failure's cleanup: start
+     * again with every page the destination lacks still to send. NULL:
+     * this source cannot resume.
+     */
+    bool (*resume)(QEMUFile *f, Error **errp);
 
     /* ---- main thread, BQL held, after mig/src was joined ---- */
     /* Frees what setup allocated; the counters stay for query-migrate. */

@@ -228,6 +228,24 @@ void ram_save_enter_postcopy(void)
     }
 }
 
+int ram_save_resume_prepare(QEMUFile *f, Error **errp)
+{
+    RAMState *rs = &ram_state;
+
+    if (!rs->src->resume) {
+        error_setg(errp, "the %s page source cannot resume", rs->src->name);
+        return -ENOTSUP;
+    }
+    rs->writer.last_block = NULL;
+    rs->f = f;
+    return rs->src->resume(f, errp) ? 0 : -EIO;
+}
+
+void ram_load_postcopy_resumed(void)
+{
+    ram_reader.last_block = NULL;
+}
+
 void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data,
                                        Error **errp))
 {

@@ -30,12 +30,20 @@ uint64_t ram_data_pages_sent(void);
  */
 void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data,
                                        Error **errp));
+/* Postcopy destination, mig/dst: a recovered stream names its first block again. */
+void ram_load_postcopy_resumed(void);
 /*
  * Postcopy source, mig/src at the switchover: the guest stopped here and
  * runs there; from now on no page goes as an XBZRLE delta (the destination
  * places whole pages).
  */
 void ram_save_enter_postcopy(void);
+/*
+ * Postcopy recovery, mig/src: the section goes on in a new stream @f (its
+ * START was sent long ago): the page source starts again from what the
+ * destination lacks, and the first record names its block. 0 or -errno.
+ */
+int ram_save_resume_prepare(QEMUFile *f, Error **errp);
 /* query-migrate: the section's and its source's counters into @info->ram. BQL. */
 void ram_fill_info(MigrationInfo *info);
 

@@ -6,6 +6,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/bitmap.h"
 #include "qemu/bswap.h"
 #include "qemu/thread.h"
 #include "system/memory.h"
@@ -35,6 +36,8 @@ typedef struct ReturnPath {
     bool ended;                 /* the thread is done reading */
     bool got_shut;
     uint32_t shut_value;
+    bool got_resume_ack;
+    GHashTable *bitmaps;        /* recovery: RAMBlock -> the pages the destination has */
     Error *error;               /* why it ended, if not by SHUT or stop */
 
     uint64_t queued;            /* atomic: queue length, lock-free peek */
@@ -100,6 +103,64 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
     return true;
 }
 
+#define RECV_BITMAP_ENDING 0x0123456789abcdefULL
+
+/*
+ * RECV_BITMAP: after the message (the block's name) come a be64 size, the
+ * bitmap in little-endian words and a be64 end marker; all checked.
+ */
+static bool rp_recv_bitmap(const uint8_t *buf, uint16_t len, Error **errp)
+{
+    uint64_t want, size, end;
+    uint8_t word[8];
+    unsigned long *bmap;
+    char name[256];
+    RAMBlock *rb;
+
+    if (len < 1 || len != 1 + buf[0]) {
+        error_setg(errp, "Received a RECV_BITMAP message with bad length 0x%04x", len);
+        return false;
+    }
+    memcpy(name, buf + 1, buf[0]);
+    name[buf[0]] = '\0';
+    rb = ram_block_find(name);
+    if (!rb) {
+        g_autofree char *safe = g_strescape(name, NULL);
+
+        error_setg(errp, "the destination sent the bitmap of unknown RAM block \"%s\"", safe);
+        return false;
+    }
+    want = BITS_TO_LONGS(rb->used_length >> TARGET_PAGE_BITS) * sizeof(unsigned long);
+    if (!rp_read_full(word, 8)) {
+        error_setg(errp, "the return path closed in the bitmap of %s", name);
+        return false;
+    }
+    size = ldq_be_p(word);
+    if (size != want) {
+        error_setg(errp, "the destination's bitmap of %s has %" PRIu64 " bytes, not %" PRIu64,
+                   name, size, want);
+        return false;
+    }
+    bmap = g_malloc(size);
+    if (!rp_read_full((uint8_t *)bmap, size) || !rp_read_full(word, 8)) {
+        g_free(bmap);
+        error_setg(errp, "the return path closed in the bitmap of %s", name);
+        return false;
+    }
+    end = ldq_be_p(word);
+    if (end != RECV_BITMAP_ENDING) {
+        g_free(bmap);
+        error_setg(errp, "the destination's bitmap of %s ends with 0x%" PRIx64 ", not the "
+                   "marker", name, end);
+        return false;
+    }
+    g_mutex_lock(&rp.lock);
+    g_hash_table_replace(rp.bitmaps, rb, bmap);
+    g_cond_broadcast(&rp.cond);
+    g_mutex_unlock(&rp.lock);
+    return true;
+}
+
 /* One message whose header was read. False to stop (SHUT, or an error in @errp). */
 static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, RAMBlock **last,
                               Error **errp)
@@ -140,6 +201,18 @@ static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, R
             break;
         }
         return rp_queue_request(*last, ldq_be_p(buf), ldl_be_p(buf + 8), errp);
+    case MIG_RP_MSG_RECV_BITMAP:
+        return rp_recv_bitmap(buf, len, errp);
+    case MIG_RP_MSG_RESUME_ACK:
+        if (len != 4 || ldl_be_p(buf) != 1) {
+            error_setg(errp, "Received an invalid RESUME_ACK on the return path");
+            return false;
+        }
+        g_mutex_lock(&rp.lock);
+        rp.got_resume_ack = true;
+        g_cond_broadcast(&rp.cond);
+        g_mutex_unlock(&rp.lock);
+        return true;
     default:
         error_setg(errp, "Received an invalid message 0x%04x length 0x%04x on the return path",
                    type, len);
@@ -203,10 +276,14 @@ bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
         return false;
     }
     rp.urgent = urgent;
-    rp.ended = rp.got_shut = false;
+    rp.ended = rp.got_shut = rp.got_resume_ack = false;
+    if (!rp.bitmaps) {
+        rp.bitmaps = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    }
+    g_hash_table_remove_all(rp.bitmaps);
     rp.shut_value = 0;
     g_clear_pointer(&rp.error, error_free);
-    rp.requests = rp.queued = 0;
+    rp.queued = 0;
     ret = qemu_thread_create(&rp.thread, "mig/src-rp", rp_thread, NULL);
     if (ret < 0) {
         close(rp.fd);
@@ -291,6 +368,44 @@ bool rp_src_wait_shut(Error **errp)
     return ok;
 }
 
+/* lock held: why the return path ended, for a wait that it cut short. */
+static void rp_ended_error(Error **errp, const char *waiting_for)
+{
+    error_setg(errp, "%s while waiting for %s",
+               rp.error ? error_get_pretty(rp.error) : "the return path ended", waiting_for);
+}
+
+unsigned long *rp_src_wait_bitmap(RAMBlock *rb, Error **errp)
+{
+    unsigned long *bmap = NULL;
+
+    g_mutex_lock(&rp.lock);
+    while (!rp.ended && !g_hash_table_contains(rp.bitmaps, rb)) {
+        g_cond_wait(&rp.cond, &rp.lock);
+    }
+    if (!g_hash_table_steal_extended(rp.bitmaps, rb, NULL, (gpointer *)&bmap)) {
+        rp_ended_error(errp, "the destination's received bitmap");
+    }
+    g_mutex_unlock(&rp.lock);
+    return bmap;
+}
+
+bool rp_src_wait_resume_ack(Error **errp)
+{
+    bool ok;
+
+    g_mutex_lock(&rp.lock);
+    while (!rp.ended && !rp.got_resume_ack) {
+        g_cond_wait(&rp.cond, &rp.lock);
+    }
+    ok = rp.got_resume_ack;
+    if (!ok) {
+        rp_ended_error(errp, "the destination's RESUME_ACK");
+    }
+    g_mutex_unlock(&rp.lock);
+    return ok;
+}
+
 bool rp_src_failed(Error **errp)
 {
     bool failed;
@@ -302,6 +417,12 @@ bool rp_src_failed(Error **errp)
     }
     g_mutex_unlock(&rp.lock);
     return failed;
+}
+
+void rp_src_reset_stats(void)
+{
+    assert(!rp.running);
+    rp.requests = 0;
 }
 
 uint64_t rp_src_requests(void)

@@ -45,7 +45,18 @@ bool rp_src_wait_shut(Error **errp);
  */
 bool rp_src_failed(Error **errp);
 
-/* Requests received, for query-migrate (any thread). */
+/*
+ * mig/src, recovery: the pages @rb has on the destination, once its
+ * RECV_BITMAP answer arrived (g_free it); NULL with @errp set if the
+ * return path ended first.
+ */
+unsigned long *rp_src_wait_bitmap(RAMBlock *rb, Error **errp);
+/* mig/src, recovery: the destination acknowledged the resume. */
+bool rp_src_wait_resume_ack(Error **errp);
+
+/* A new migration (BQL, no thread running): the counters start at 0. */
+void rp_src_reset_stats(void);
+/* Requests received, for query-migrate (any thread); a recovery keeps counting. */
 uint64_t rp_src_requests(void);
 
 #endif

@@ -78,6 +78,22 @@ void qemu_savevm_send_postcopy_discard(QEMUFile *f, const char *block, const uin
     savevm_put_command(f, MIG_CMD_POSTCOPY_RAM_DISCARD, pos, buf);
 }
 
+void qemu_savevm_send_recv_bitmap(QEMUFile *f, const char *block)
+{
+    uint8_t buf[1 + 255];
+    size_t n = strlen(block);
+
+    assert(n <= 255);
+    buf[0] = n;
+    memcpy(buf + 1, block, n);
+    savevm_put_command(f, MIG_CMD_RECV_BITMAP, 1 + n, buf);
+}
+
+void qemu_savevm_send_postcopy_resume(QEMUFile *f)
+{
+    savevm_put_command(f, MIG_CMD_POSTCOPY_RESUME, 0, NULL);
+}
+
 void qemu_savevm_send_packaged_header(QEMUFile *f, uint32_t len)
 {
     uint8_t buf[4];
@@ -108,6 +124,7 @@ static int loadvm_cmd_len(uint16_t cmd)
     case MIG_CMD_OPEN_RETURN_PATH:
     case MIG_CMD_POSTCOPY_LISTEN:
     case MIG_CMD_POSTCOPY_RUN:
+    case MIG_CMD_POSTCOPY_RESUME:
         return 0;
     case MIG_CMD_PING:
         return 4;
@@ -186,6 +203,19 @@ LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, b
             return LOADVM_CMD_ERROR;
         }
         return postcopy_dst_run(errp) ? LOADVM_CMD_QUIT : LOADVM_CMD_ERROR;
+    case MIG_CMD_RECV_BITMAP: {
+        char block[256];
+
+        if (len < 1 || len != 1 + buf[0]) {
+            error_setg(errp, "CMD_RECV_BITMAP invalid length %u", len);
+            return LOADVM_CMD_ERROR;
+        }
+        memcpy(block, buf + 1, buf[0]);
+        block[buf[0]] = '\0';
+        return postcopy_dst_recv_bitmap(block, errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    }
+    case MIG_CMD_POSTCOPY_RESUME:
+        return postcopy_dst_resume(errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
     default:
         error_setg(errp, "%s is not supported here", cmd_names[cmd]);
         return LOADVM_CMD_ERROR;

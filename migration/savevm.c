@@ -615,14 +615,39 @@ static bool loadvm_command(QEMUFile *f, GHashTable *ids, bool in_package, bool *
     return r != LOADVM_CMD_ERROR;
 }
 
+/*
+ * Postcopy, the stream broke (an I/O error, not a bad record): pause until
+ * migrate-recover brings a new connection, and go on reading it at a
+ * record boundary, where the resumed source starts.
+ */
+static bool loadvm_postcopy_recover(QEMUFile **f, bool in_package, Error **errp)
+{
+    QEMUFile *nf;
+
+    if (in_package || !postcopy_dst_listening() || !qemu_file_get_error(*f)) {
+        return false;
+    }
+    nf = postcopy_dst_pause(*f, *errp);
+    if (!nf) {
+        return false;
+    }
+    error_free(*errp);
+    *errp = NULL;
+    *f = nf;
+    return true;
+}
+
 static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
 {
     for (;;) {
         uint8_t type = qemu_get_byte(f);
-        bool quit = false;
+        bool quit = false, ok = true;
 
         if (qemu_file_get_error(f)) {
             error_setg(errp, "%s", qemu_file_error_msg(f));
+            if (loadvm_postcopy_recover(&f, in_package, errp)) {
+                continue;
+            }
             return LOADVM_END_ERROR;
         }
         switch (type) {
@@ -641,26 +666,23 @@ static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Erro
             return LOADVM_END_EOF;
         case QEMU_VM_SECTION_START:
         case QEMU_VM_SECTION_FULL:
-            if (!loadvm_section_start_full(f, type, ids, errp)) {
-                return LOADVM_END_ERROR;
-            }
+            ok = loadvm_section_start_full(f, type, ids, errp);
             break;
         case QEMU_VM_SECTION_PART:
         case QEMU_VM_SECTION_END:
-            if (!loadvm_section_part_end(f, ids, errp)) {
-                return LOADVM_END_ERROR;
-            }
+            ok = loadvm_section_part_end(f, ids, errp);
             break;
         case QEMU_VM_COMMAND:
-            if (!loadvm_command(f, ids, in_package, &quit, errp)) {
-                return LOADVM_END_ERROR;
-            }
-            if (quit) {
+            ok = loadvm_command(f, ids, in_package, &quit, errp);
+            if (ok && quit) {
                 return LOADVM_END_QUIT;
             }
             break;
         default:
             error_setg(errp, "Unknown savevm section type %d", type);
+            return LOADVM_END_ERROR;
+        }
+        if (!ok && !loadvm_postcopy_recover(&f, in_package, errp)) {
             return LOADVM_END_ERROR;
         }
     }

@@ -30,11 +30,14 @@ const HMPCommand hmp_cmds[] = {
     { "xp", "fmt:/,addr:i", "/fmt addr", "physical memory dump starting at 'addr'", hmp_xp },
     { "pmemsave", "val:i,size:i,filename:s", "addr size file",
       "save to disk physical memory dump starting at 'addr' of size 'size'", hmp_pmemsave },
-    { "migrate", "detach:-d,blk:-b,inc:-i,uri:s", "[-d] [-b] [-i] uri",
-      "migrate to URI (using -d to not wait for completion)", hmp_migrate },
+    { "migrate", "detach:-d,blk:-b,inc:-i,resume:-r,uri:s", "[-d] [-b] [-i] [-r] uri",
+      "migrate to URI (using -d to not wait for completion)\n\t\t\t -r to resume a paused "
+      "postcopy migration", hmp_migrate },
     { "migrate_incoming", "uri:s", "uri",
       "Continue an incoming migration from an -incoming defer", hmp_migrate_incoming },
     { "migrate_cancel", "", "", "cancel the current VM migration", hmp_migrate_cancel },
+    { "migrate_recover", "uri:s", "uri",
+      "Continue a paused incoming postcopy migration", hmp_migrate_recover },
     { "migrate_start_postcopy", "", "",
       "Followup to a migration command to switch the migration to postcopy mode. The "
       "postcopy-ram capability must be set on both source and destination before the "

@@ -40,7 +40,7 @@ HMPHandler hmp_info_status, hmp_info_version, hmp_info_kvm, hmp_info_name, hmp_i
 HMPHandler hmp_stop, hmp_cont, hmp_quit, hmp_system_reset, hmp_xp, hmp_pmemsave;
 /* migration/ */
 HMPHandler hmp_migrate, hmp_migrate_incoming, hmp_migrate_cancel, hmp_migrate_set_capability;
-HMPHandler hmp_migrate_start_postcopy;
+HMPHandler hmp_migrate_start_postcopy, hmp_migrate_recover;
 HMPHandler hmp_migrate_set_parameter, hmp_info_migrate, hmp_info_migrate_capabilities;
 HMPHandler hmp_info_migrate_parameters;
 /* stats */

@@ -255,6 +255,86 @@ static void test_connection_cut(void)
     migproxy_free(proxy);
 }
 
+/*
+ * A connection cut after the switchover, then recovered: migrate-recover
+ * on the destination, migrate with resume on the source (HMP for one
+ * side, QMP for the other), and the migration completes with the guest's
+ * memory whole (the verify firmware checks every page it reads).
+ */
+typedef struct RecoverCase {
+    bool preempt;
+    bool dst_paused;            /* -S and a dirtying guest: compare RAM at the end */
+} RecoverCase;
+
+static const RecoverCase recover_plain = { false, false };
+static const RecoverCase recover_preempt = { true, false };
+static const RecoverCase recover_identical = { false, true };
+
+static void test_recover(gconstpointer data)
+{
+    const RecoverCase *rc = data;
+    bool preempt = rc->preempt;
+    const char *append = rc->dst_paused ? "mode=dirty mem=192 rate=300 pattern=random" : APPEND;
+    g_autofree char *dst_uri = migtest_uri("tcp");
+    g_autofree char *again_uri = migtest_uri(preempt ? "tcp" : "unix");
+    MigProxy *proxy = migproxy_new(dst_uri);
+    int pass_before;
+    JsonNode *info;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        migproxy_free(proxy);
+        return;
+    }
+    src = migtest_start_source(MEM, append);
+    pass_before = migtest_last_pass(src);
+    dst = migtest_start_dest(MEM, append, rc->dst_paused, dst_uri);
+    set_postcopy(dst, true);
+    set_postcopy(src, true);
+    if (preempt) {
+        set_preempt(dst);
+        set_preempt(src);
+    }
+    start_slow_postcopy(src, migproxy_uri(proxy));
+    json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
+    migtest_wait_ram_progress(src, "ram.postcopy-bytes", 2 * 1024 * 1024);
+    migproxy_cut(proxy);
+    json_node_unref(vm_wait_migration(src, "postcopy-paused", 60));
+    json_node_unref(vm_wait_migration(dst, "postcopy-paused", 60));
+    expect_error(src, "{'execute': 'migrate-recover', 'arguments': {'uri': 'unix:/x'}}",
+                 "Migrate recover can only be run when postcopy is paused.");
+    {
+        g_autofree char *out = vm_hmp(dst, "migrate_recover %s", again_uri);
+
+        g_assert_cmpstr(out, ==, "");
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s', "
+                              "'resume': true}}", again_uri));
+    json_node_unref(vm_wait_migration(src, "postcopy-active|completed", 60));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-postcopy-bandwidth': 0}}"));
+    info = vm_wait_migration(src, "completed|postcopy-paused|failed", 120);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    g_assert_cmpint(json_get_int(info, "ram.postcopy-bytes"), >, 2 * 1024 * 1024);
+    json_node_unref(info);
+    info = vm_wait_migration(dst, "completed|postcopy-paused|failed", 60);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    {
+        g_autofree char *st = vm_status(src);
+
+        g_assert_cmpstr(st, ==, "postmigrate");
+    }
+    if (rc->dst_paused) {
+        migtest_assert_ram_identical(src, dst, MEM);
+        json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    }
+    migtest_assert_guest_continues(dst, append, pass_before);
+    vm_kill(src);
+    vm_kill(dst);
+    migproxy_free(proxy);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -266,5 +346,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/postcopy-fail/preempt-dest-killed", GINT_TO_POINTER(true),
                          test_dest_killed);
     g_test_add_func("/postcopy-fail/connection-cut", test_connection_cut);
+    g_test_add_data_func("/postcopy-fail/recover", &recover_plain, test_recover);
+    g_test_add_data_func("/postcopy-fail/preempt-recover", &recover_preempt, test_recover);
+    g_test_add_data_func("/postcopy-fail/recover-identical", &recover_identical, test_recover);
     return g_test_run();
 }

@@ -65,3 +65,18 @@ void postcopy_dst_end(bool ok)
 void postcopy_dst_fill_info(MigrationInfo *info)
 {
 }
+
+bool postcopy_dst_recv_bitmap(const char *block, Error **errp)
+{
+    return refuse("RECV_BITMAP", errp);
+}
+
+bool postcopy_dst_resume(Error **errp)
+{
+    return refuse("POSTCOPY_RESUME", errp);
+}
+
+QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
+{
+    return NULL;
+}
