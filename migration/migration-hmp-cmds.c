@@ -100,6 +100,16 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
             monitor_printf(mon, "postcopy ram: %" PRIu64 " kbytes\n", r->postcopy_bytes >> 10);
         }
     }
+    if (info->has_postcopy_blocktime) {
+        g_autoptr(GString) per_vcpu = g_string_new("[");
+
+        monitor_printf(mon, "postcopy blocktime: %u\n", info->postcopy_blocktime);
+        for (const uint32List *l = info->postcopy_vcpu_blocktime; l; l = l->next) {
+            g_string_append_printf(per_vcpu, "%s%u", per_vcpu->len > 1 ? ", " : "", l->value);
+        }
+        g_string_append_c(per_vcpu, ']');
+        monitor_printf(mon, "postcopy vcpu blocktime: %s\n", per_vcpu->str);
+    }
     if (info->x_postcopy) {
         XPostcopyInfo *pc = info->x_postcopy;
 

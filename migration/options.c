@@ -181,6 +181,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_MULTIFD:
     case MIGRATION_CAPABILITY_POSTCOPY_RAM:
     case MIGRATION_CAPABILITY_POSTCOPY_PREEMPT:
+    case MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME:
         return true;
     default:
         return false;

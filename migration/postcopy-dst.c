@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The postcopy destination (postcopy-dst.h): the return path's writer,
- * RAM discarded and registered with userfaultfd, the fault thread that
+ * The postcopy destination (postcopy-dst.h): RAM discarded and registered
+ * with userfaultfd, the fault thread that
  * asks the source for missing pages, atomic placement, and the request
  * latency it measures (fault read to page placed).
  */
@@ -18,13 +18,14 @@
 #include "options.h"
 #include "status.h"
 #include "postcopy.h"
+#include "postcopy-blocktime.h"
 #include "postcopy-dst.h"
+#include "postcopy-rp-dst.h"
 #include "ram.h"
 #include "ram-codec.h"
 #include "trace.h"
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 
 typedef enum PostcopyDstPhase {
     PC_DST_NONE,
@@ -45,12 +46,6 @@ typedef struct PostcopyDstBlock {
 typedef struct PostcopyDst {
     const PostcopyDstOps *ops;  /* incoming.c's, set before mig/dst starts */
     int phase;                  /* PostcopyDstPhase: mig/dst writes, any thread reads (atomic) */
-
-    /* The return path: mig/dst and mig/pc-fault write under rp_lock. */
-    GMutex rp_lock;
-    int rp_fd;                  /* a dup of the incoming socket; -1 if none */
-    bool rp_broken;             /* rp_lock: a write failed, later ones are dropped */
-    RAMBlock *rp_last_block;    /* rp_lock: block of the last page request */
 
     /* Set up by mig/dst at ADVISE/LISTEN; torn down by mig/dst at the end. */
     PostcopyDstBlock *blocks;
@@ -83,7 +78,7 @@ typedef struct PostcopyDst {
     uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
 } PostcopyDst;
 
-static PostcopyDst pd = { .rp_fd = -1, .uffd = -1, .stop_fd = -1 };
+static PostcopyDst pd = { .uffd = -1, .stop_fd = -1 };
 
 static int postcopy_dst_phase(void)
 {
@@ -111,156 +106,33 @@ void postcopy_dst_reset(const PostcopyDstOps *ops)
     }
     g_clear_pointer(&pd.blocks, g_free);
     pd.nblocks = 0;
-    pd.rp_broken = false;
-    pd.rp_last_block = NULL;
     g_clear_pointer(&pd.pending, g_hash_table_destroy);
     memset(&pd.lat, 0, sizeof(pd.lat));
     pd.requests = pd.pages_placed = pd.pages_discarded = 0;
     g_clear_pointer(&pd.pause_reason, g_free);
 }
 
-/* ---- return path ---- */
-
-static bool rp_write_all(int fd, const uint8_t *buf, size_t len)
-{
-    while (len) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        buf += n;
-        len -= n;
-    }
-    return true;
-}
-
-/* rp_lock held: @len bytes as they are; false once the return path is gone. */
-static bool rp_write_locked(const uint8_t *data, size_t len)
-{
-    bool ok = pd.rp_fd >= 0 && !pd.rp_broken && rp_write_all(pd.rp_fd, data, len);
-
-    if (!ok) {
-        pd.rp_broken = true;
-    }
-    return ok;
-}
-
-/* rp_lock held: one message. */
-static bool rp_send_locked(uint16_t type, const uint8_t *data, uint16_t len)
-{
-    uint8_t msg[4 + RP_MSG_MAX_LEN];
-
-    assert(len <= RP_MSG_MAX_LEN);
-    msg[0] = type >> 8;
-    msg[1] = type;
-    msg[2] = len >> 8;
-    msg[3] = len;
-    memcpy(msg + 4, data, len);
-    return rp_write_locked(msg, 4 + len);
-}
-
-/* One message; false if the return path is gone (the stream's reader will see why). */
-static bool rp_send(uint16_t type, const uint8_t *data, uint16_t len)
-{
-    bool ok;
-
-    g_mutex_lock(&pd.rp_lock);
-    ok = rp_send_locked(type, data, len);
-    g_mutex_unlock(&pd.rp_lock);
-    return ok;
-}
-
-static void rp_send_be32(uint16_t type, uint32_t value)
-{
-    uint8_t buf[4];
-
-    stl_be_p(buf, value);
-    rp_send(type, buf, sizeof(buf));
-}
-
-/*
- * Ask for one page, naming its block when it changed since the last
- * request (mig/pc-fault, or mig/dst re-asking after a recovery).
- */
-static bool rp_request_page(RAMBlock *rb, uint64_t offset)
-{
-    uint8_t buf[12 + 1 + 255];
-    size_t name_len = strlen(rb->idstr);
-    bool ok;
-
-    stq_be_p(buf, offset);
-    stl_be_p(buf + 8, TARGET_PAGE_SIZE);
-    /* The decision and the message in one hold: "the previous block" must stay true. */
-    g_mutex_lock(&pd.rp_lock);
-    if (rb == pd.rp_last_block) {
-        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES, buf, 12);
-    } else {
-        buf[12] = name_len;
-        memcpy(buf + 13, rb->idstr, name_len);
-        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
-        pd.rp_last_block = ok ? rb : NULL;
-    }
-    g_mutex_unlock(&pd.rp_lock);
-    return ok;
-}
-
-/* mig/dst: the return path now goes over @f's connection. */
-static bool rp_reopen(QEMUFile *f)
-{
-    int fd = qemu_file_fd(f) >= 0 ? dup(qemu_file_fd(f)) : -1;
-
-    g_mutex_lock(&pd.rp_lock);
-    if (pd.rp_fd >= 0) {
-        close(pd.rp_fd);
-    }
-    pd.rp_fd = fd;
-    pd.rp_broken = fd < 0;
-    pd.rp_last_block = NULL;
-    g_mutex_unlock(&pd.rp_lock);
-    return fd >= 0;
-}
-
 bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp)
 {
-    int fd = qemu_file_fd(from_src);
-
-    if (pd.rp_fd >= 0) {
+    if (rp_dst_is_open()) {
         error_setg(errp, "CMD_OPEN_RETURN_PATH received twice");
         return false;
     }
-    fd = fd >= 0 ? dup(fd) : -1;
-    if (fd < 0) {
+    if (!rp_dst_open(from_src)) {
         error_setg(errp, "Unable to open return-path for postcopy");
         return false;
     }
-    g_mutex_lock(&pd.rp_lock);
-    pd.rp_fd = fd;
-    g_mutex_unlock(&pd.rp_lock);
     return true;
 }
 
 bool postcopy_dst_ping(uint32_t value, Error **errp)
 {
-    if (pd.rp_fd < 0) {
+    if (!rp_dst_is_open()) {
         error_setg(errp, "CMD_PING (0x%x) received with no return path", value);
         return false;
     }
-    rp_send_be32(MIG_RP_MSG_PONG, value);
+    rp_dst_send_be32(MIG_RP_MSG_PONG, value);
     return true;
-}
-
-static void rp_close(void)
-{
-    g_mutex_lock(&pd.rp_lock);
-    if (pd.rp_fd >= 0) {
-        close(pd.rp_fd);
-        pd.rp_fd = -1;
-    }
-    g_mutex_unlock(&pd.rp_lock);
 }
 
 /* ---- ADVISE, DISCARD ---- */
@@ -421,6 +293,9 @@ static bool postcopy_dst_place(RAMBlock *rb, uint64_t page, const uint8_t *data,
     if (test_bit_atomic(page, b->requested)) {
         postcopy_dst_request_done(host);
     }
+    if (postcopy_blocktime_on()) {
+        postcopy_blocktime_placed((uintptr_t)host);
+    }
     return true;
 }
 
@@ -491,8 +366,8 @@ static void postcopy_dst_stop_preempt(void)
     g_mutex_unlock(&pd.preempt_lock);
 }
 
-/* mig/pc-fault: one missing-page fault at @addr. */
-static void postcopy_dst_handle_fault(uint64_t addr, int64_t t_read)
+/* mig/pc-fault: one missing-page fault at @addr, of thread @tid (0 if unknown). */
+static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_read)
 {
     uint64_t page_addr = addr & ~(uint64_t)(TARGET_PAGE_SIZE - 1);
 
@@ -505,6 +380,13 @@ static void postcopy_dst_handle_fault(uint64_t addr, int64_t t_read)
             continue;
         }
         page = (page_addr - host) >> TARGET_PAGE_BITS;
+        if (tid && postcopy_blocktime_on()) {
+            postcopy_blocktime_fault(tid, page_addr, t_read);
+            /* Placed before the fault was read: that placement could not end the wait. */
+            if (test_bit_atomic(page, b->received)) {
+                postcopy_blocktime_placed(page_addr);
+            }
+        }
         /* Placed meanwhile (the placement woke the thread), or already asked for. */
         if (test_bit_atomic(page, b->received) || test_and_set_bit_atomic(page, b->requested)) {
             return;
@@ -514,7 +396,7 @@ static void postcopy_dst_handle_fault(uint64_t addr, int64_t t_read)
                             GSIZE_TO_POINTER((gsize)t_read));
         g_mutex_unlock(&pd.lat_lock);
         count(&pd.requests, 1);
-        rp_request_page(b->rb, page << TARGET_PAGE_BITS);
+        rp_dst_request_page(b->rb, page << TARGET_PAGE_BITS);
         return;
     }
     /* Only registered ranges fault here: nothing else can reach this. */
@@ -528,6 +410,7 @@ static void *postcopy_dst_fault_thread(void *opaque)
         { .fd = pd.stop_fd, .events = POLLIN },
     };
     uint64_t addrs[64];
+    uint32_t tids[64];
 
     for (;;) {
         int64_t t_read;
@@ -537,13 +420,13 @@ static void *postcopy_dst_fault_thread(void *opaque)
             break;
         }
         t_read = get_clock_ns();
-        n = uffd_read_missing_faults(pd.uffd, addrs, ARRAY_SIZE(addrs));
+        n = uffd_read_missing_faults(pd.uffd, addrs, tids, ARRAY_SIZE(addrs));
         if (n < 0) {
             error_report("postcopy: reading userfaultfd failed: %s", g_strerror(-n));
             break;
         }
         for (int i = 0; i < n; i++) {
-            postcopy_dst_handle_fault(addrs[i], t_read);
+            postcopy_dst_handle_fault(addrs[i], tids[i], t_read);
         }
     }
     return NULL;
@@ -564,11 +447,13 @@ bool postcopy_dst_listen(Error **errp)
         error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase());
         return false;
     }
-    if (pd.rp_fd < 0) {
+    if (!rp_dst_is_open()) {
         error_setg(errp, "CMD_POSTCOPY_LISTEN with no return path to ask for pages on");
         return false;
     }
-    pd.uffd = uffd_create(0);
+    /* Blocktime tells vCPUs apart by the faulting thread. */
+    pd.uffd = uffd_create(migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)
+                          ? UFFD_FEATURE_THREAD_ID : 0);
     if (pd.uffd < 0) {
         error_setg_errno(errp, -pd.uffd, "postcopy: userfaultfd");
         pd.uffd = -1;
@@ -593,6 +478,9 @@ bool postcopy_dst_listen(Error **errp)
         error_setg_errno(errp, -ret, "cannot create the postcopy fault thread");
         goto fail;
     }
+    if (migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)) {
+        postcopy_blocktime_start();
+    }
     pd.fault_thread_running = true;
     ram_load_set_placer(postcopy_dst_place);
     postcopy_dst_set_phase(PC_DST_LISTENING);
@@ -615,8 +503,6 @@ fail:
 
 /* ---- recovery ---- */
 
-#define RECV_BITMAP_ENDING 0x0123456789abcdefULL
-
 QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
 {
     QEMUFile *nf;
@@ -629,7 +515,7 @@ QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
     error_report("Detected IO failure for postcopy. Migration paused. (%s)",
                  error_get_pretty(why));
     nf = pd.ops->wait_recover(f);
-    if (nf && !rp_reopen(nf)) {
+    if (nf && !rp_dst_open(nf)) {
         error_report("postcopy recovery: cannot open the return path on the new connection");
     }
     return nf;
@@ -639,9 +525,6 @@ bool postcopy_dst_recv_bitmap(const char *block, Error **errp)
 {
     RAMBlock *rb = ram_block_find(block);
     PostcopyDstBlock *b = rb ? postcopy_dst_block(rb) : NULL;
-    uint8_t msg[1 + 255], tail[8];
-    size_t n = strlen(block);
-    uint64_t bytes;
     bool ok;
 
     if (migrate_get_state(pd.ops->state) != MIGRATION_STATUS_POSTCOPY_RECOVER) {
@@ -655,18 +538,8 @@ bool postcopy_dst_recv_bitmap(const char *block, Error **errp)
         return false;
     }
     /* What is here: every page placed or loaded since ADVISE discarded it all. */
-    bytes = BITS_TO_LONGS(rb->used_length >> TARGET_PAGE_BITS) * sizeof(unsigned long);
-    msg[0] = n;
-    memcpy(msg + 1, block, n);
-    g_mutex_lock(&pd.rp_lock);
-    ok = rp_send_locked(MIG_RP_MSG_RECV_BITMAP, msg, 1 + n);
-    stq_be_p(tail, bytes);
-    ok = ok && rp_write_locked(tail, 8);
-    /* Little-endian words, as QEMU sends them: this host's own layout. */
-    ok = ok && rp_write_locked((const uint8_t *)rb->vmm_written_bmap, bytes);
-    stq_be_p(tail, RECV_BITMAP_ENDING);
-    ok = ok && rp_write_locked(tail, 8);
-    g_mutex_unlock(&pd.rp_lock);
+    ok = rp_dst_send_bitmap(rb, rb->vmm_written_bmap,
+                            BITS_TO_LONGS(rb->used_length >> TARGET_PAGE_BITS));
     if (!ok) {
         error_setg(errp, "postcopy recovery: sending the bitmap of %s failed", block);
     }
@@ -688,7 +561,7 @@ static void postcopy_dst_rerequest(void)
             uint64_t host = (uintptr_t)pd.blocks[i].rb->host;
 
             if (addr >= host && addr - host < pd.blocks[i].rb->used_length) {
-                rp_request_page(pd.blocks[i].rb, addr - host);
+                rp_dst_request_page(pd.blocks[i].rb, addr - host);
                 break;
             }
         }
@@ -705,7 +578,7 @@ bool postcopy_dst_resume(Error **errp)
     }
     ram_load_postcopy_resumed();
     stl_be_p(ack, 1);
-    if (!rp_send(MIG_RP_MSG_RESUME_ACK, ack, sizeof(ack))) {
+    if (!rp_dst_send(MIG_RP_MSG_RESUME_ACK, ack, sizeof(ack))) {
         error_setg(errp, "postcopy recovery: the return path failed");
         return false;
     }
@@ -762,10 +635,35 @@ void postcopy_dst_end(bool ok)
         close(pd.stop_fd);
         pd.stop_fd = -1;
     }
-    if (pd.rp_fd >= 0) {
-        rp_send_be32(MIG_RP_MSG_SHUT, ok ? 0 : 1);
-        rp_close();
+    if (rp_dst_is_open()) {
+        rp_dst_send_be32(MIG_RP_MSG_SHUT, ok ? 0 : 1);
+        rp_dst_close();
     }
+}
+
+/*
+ * QEMU 10.1's postcopy-latency-dist: bucket N is [2^N, 2^(N+1)) us and
+ * holds 0 us too, 24 of them. Ours (latency-hist.h) are [0,1), [1,2),
+ * [2,4) ... [2^19, inf): QEMU's 0 is our first two, its N our N + 1.
+ */
+#define QEMU_LATENCY_BUCKETS 24
+
+static uint64List *postcopy_dst_latency_dist(const LatencyHist *h)
+{
+    uint64List *head = NULL, **tail = &head;
+
+    for (int n = 0; n < QEMU_LATENCY_BUCKETS; n++) {
+        uint64List *e = g_new0(uint64List, 1);
+
+        if (n == 0) {
+            e->value = h->hist[0] + h->hist[1];
+        } else if (n + 1 < LATENCY_HIST_BUCKETS) {
+            e->value = h->hist[n + 1];
+        }
+        *tail = e;
+        tail = &e->next;
+    }
+    return head;
 }
 
 void postcopy_dst_fill_info(MigrationInfo *info)
@@ -789,8 +687,10 @@ void postcopy_dst_fill_info(MigrationInfo *info)
         info->status == MIGRATION_STATUS_POSTCOPY_PAUSED) {
         info->error_desc = g_strdup(pd.pause_reason);
     }
+    info->postcopy_latency_dist = postcopy_dst_latency_dist(&pd.lat);
     info->has_postcopy_latency = pd.lat.count > 0;
     info->postcopy_latency = pd.lat.count ? pd.lat.sum_ns / pd.lat.count : 0;
     g_mutex_unlock(&pd.lat_lock);
     info->x_postcopy = x;
+    postcopy_blocktime_fill_info(info);
 }

@@ -90,8 +90,12 @@ int uffd_change_protection(int fd, void *start, uint64_t len, bool wp)
     }
 }
 
-/* Reads pending fault addresses; @wp: write-protect faults, else missing-page ones. */
-static int uffd_read_faults(int fd, uint64_t *addrs, int max, bool wp)
+/*
+ * Reads pending fault addresses; @wp: write-protect faults, else
+ * missing-page ones. @tids (may be NULL): the faulting threads, with
+ * UFFD_FEATURE_THREAD_ID (else 0).
+ */
+static int uffd_read_faults(int fd, uint64_t *addrs, uint32_t *tids, int max, bool wp)
 {
     struct uffd_msg msgs[64];
     int n = 0;
@@ -110,6 +114,9 @@ static int uffd_read_faults(int fd, uint64_t *addrs, int max, bool wp)
             bool is_wp = msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
 
             if (msgs[i].event == UFFD_EVENT_PAGEFAULT && is_wp == wp) {
+                if (tids) {
+                    tids[n] = msgs[i].arg.pagefault.feat.ptid;
+                }
                 addrs[n++] = msgs[i].arg.pagefault.address;
             }
         }
@@ -119,12 +126,12 @@ static int uffd_read_faults(int fd, uint64_t *addrs, int max, bool wp)
 
 int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
 {
-    return uffd_read_faults(fd, addrs, max, true);
+    return uffd_read_faults(fd, addrs, NULL, max, true);
 }
 
-int uffd_read_missing_faults(int fd, uint64_t *addrs, int max)
+int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max)
 {
-    return uffd_read_faults(fd, addrs, max, false);
+    return uffd_read_faults(fd, addrs, tids, max, false);
 }
 
 int uffd_register_missing(int fd, void *start, uint64_t len)

@@ -49,7 +49,10 @@ int uffd_copy(int fd, void *dst, const void *src, uint64_t len, bool dontwake);
 int uffd_zeropage(int fd, void *dst, uint64_t len, bool dontwake);
 /* Wakes the threads waiting on [start, start+len) (after a @dontwake placement). */
 int uffd_wake(int fd, void *start, uint64_t len);
-/* Like uffd_read_wp_faults, for missing-page faults. */
-int uffd_read_missing_faults(int fd, uint64_t *addrs, int max);
+/*
+ * Like uffd_read_wp_faults, for missing-page faults; @tids (may be NULL)
+ * gets each faulting thread's id when the fd has UFFD_FEATURE_THREAD_ID.
+ */
+int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max);
 
 #endif

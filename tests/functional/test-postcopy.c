@@ -25,6 +25,7 @@ typedef struct PostcopyCase {
     const char *extra;          /* more arguments for both sides, NULL = none */
     uint64_t below_4g;          /* -machine max-ram-below-4g, 0 = default */
     bool preempt;               /* postcopy-preempt too */
+    bool blocktime;             /* postcopy-blocktime on the destination */
 } PostcopyCase;
 
 #define VERIFY "mode=verify mem=192"
@@ -52,6 +53,10 @@ static const PostcopyCase cases[] = {
       "-accel kvm,dirty-ring-size=4096", 0, true },
     { "preempt-get-log-smp2-verify", "tcp", VERIFY, "256M", false, false, false,
       "-accel kvm,x-dirty-log=get -smp 2", 0, true },
+    { "blocktime-smp2-verify", "unix", VERIFY, "256M", false, false, false, "-smp 2", 0, false,
+      true },
+    { "hmp-blocktime-preempt-verify", "unix", VERIFY, "256M", false, true, false, NULL, 0, true,
+      true },
 };
 
 static void enable_postcopy(VM *vm, const PostcopyCase *c)
@@ -115,7 +120,30 @@ static void check_destination(VM *dst, const PostcopyCase *c)
         g_assert_cmpint(json_get_int(info, "x-postcopy.page-requests"), >, 0);
         g_assert_true(json_has(info, "postcopy-latency"));
     }
+    if (c->blocktime) {
+        JsonArray *per_vcpu = json_object_get_array_member(json_node_get_object(info),
+                                                           "postcopy-vcpu-blocktime");
+        JsonArray *lat = json_object_get_array_member(json_node_get_object(info),
+                                                      "postcopy-vcpu-latency");
+        int64_t all = json_get_int(info, "postcopy-blocktime");
+        int nvcpus = c->extra && strstr(c->extra, "-smp 2") ? 2 : 1;
+
+        g_assert_cmpint(json_array_get_length(per_vcpu), ==, nvcpus);
+        g_assert_cmpint(json_array_get_length(lat), ==, nvcpus);
+        /* The boot vCPU runs the firmware: it waited for pages, for a while on average. */
+        g_assert_cmpint(json_array_get_int_element(lat, 0), >, 0);
+        /* All blocked at once is never longer than one of them blocked. */
+        g_assert_cmpint(all, <=, json_array_get_int_element(per_vcpu, 0));
+        g_assert_cmpint(json_array_get_length(json_object_get_array_member(
+                            json_node_get_object(info), "postcopy-latency-dist")), ==, 24);
+    }
     json_node_unref(info);
+    if (c->hmp && c->blocktime) {
+        g_autofree char *out = vm_hmp(dst, "info migrate");
+
+        g_assert_nonnull(strstr(out, "postcopy blocktime: "));
+        g_assert_nonnull(strstr(out, "postcopy vcpu blocktime: ["));
+    }
     if (c->hmp && !c->dst_paused) {
         g_autofree char *out = vm_hmp(dst, "info migrate");
 
@@ -141,6 +169,11 @@ static void test_postcopy(gconstpointer data)
     dst = migtest_start_dest_extra(c->mem, c->append, c->dst_paused, uri, extra);
     enable_postcopy(dst, c);
     enable_postcopy(src, c);
+    if (c->blocktime) {
+        json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                                  "{'capabilities': [{'capability': 'postcopy-blocktime', "
+                                  "'state': true}]}}"));
+    }
     migrate_then_postcopy(src, c, uri);
     info = vm_wait_migration(src, "completed|failed|postcopy-paused", 300);
     if (strcmp(json_get_str(info, "status"), "completed")) {

@@ -6,6 +6,7 @@
  * is refused. The write-protect half is exercised by the snapshot tests.
  */
 #include "qemu/osdep.h"
+#include "qemu/thread.h"
 #include "qemu/userfaultfd.h"
 #include <poll.h>
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 #define NPAGES 8
 
 typedef struct Toucher {
+    int tid;                    /* the toucher's kernel thread id, once it runs */
     volatile uint64_t *addr;
     uint64_t seen;
 } Toucher;
@@ -21,6 +23,7 @@ static gpointer touch_thread(gpointer opaque)
 {
     Toucher *t = opaque;
 
+    __atomic_store_n(&t->tid, qemu_get_thread_id(), __ATOMIC_RELEASE);
     t->seen = *t->addr;         /* blocks until the page is placed */
     return NULL;
 }
@@ -35,19 +38,51 @@ static int uffd_or_skip(void)
     return fd;
 }
 
-/* Waits for one missing fault and returns its page address. */
-static uint64_t wait_fault(int fd)
+/* Waits for one missing fault and returns its page address (and its thread in @tid). */
+static uint64_t wait_fault_tid(int fd, uint32_t *tid)
 {
     struct pollfd p = { .fd = fd, .events = POLLIN };
     uint64_t addr = 0;
 
     for (int tries = 0; tries < 100; tries++) {
         g_assert_cmpint(poll(&p, 1, 100), >=, 0);
-        if (uffd_read_missing_faults(fd, &addr, 1) == 1) {
+        if (uffd_read_missing_faults(fd, &addr, tid, 1) == 1) {
             return addr & TARGET_PAGE_MASK;
         }
     }
     g_assert_not_reached();
+}
+
+static uint64_t wait_fault(int fd)
+{
+    return wait_fault_tid(fd, NULL);
+}
+
+/* With UFFD_FEATURE_THREAD_ID a fault names its thread (postcopy-blocktime's vCPU). */
+static void test_thread_id(void)
+{
+    int fd = uffd_create(UFFD_FEATURE_THREAD_ID);
+    uint8_t *area;
+    uint32_t tid = 0;
+    Toucher t;
+    GThread *th;
+
+    if (fd < 0) {
+        g_test_skip("userfaultfd with UFFD_FEATURE_THREAD_ID is not usable here");
+        return;
+    }
+    area = mmap(NULL, TARGET_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                -1, 0);
+    g_assert_true(area != MAP_FAILED);
+    g_assert_cmpint(uffd_register_missing(fd, area, TARGET_PAGE_SIZE), ==, 0);
+    t = (Toucher) { .addr = (uint64_t *)area };
+    th = g_thread_new("touch", touch_thread, &t);
+    g_assert_cmphex(wait_fault_tid(fd, &tid), ==, (uintptr_t)area);
+    g_assert_cmpint(tid, ==, __atomic_load_n(&t.tid, __ATOMIC_ACQUIRE));
+    g_assert_cmpint(uffd_zeropage(fd, area, TARGET_PAGE_SIZE, false), ==, 0);
+    g_thread_join(th);
+    munmap(area, TARGET_PAGE_SIZE);
+    close(fd);
 }
 
 static void test_copy_and_zero(void)
@@ -116,5 +151,6 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/userfaultfd/missing/copy-and-zero", test_copy_and_zero);
+    g_test_add_func("/userfaultfd/missing/thread-id", test_thread_id);
     return g_test_run();
 }

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The destination's end of the return path (postcopy-rp-dst.h). */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/thread.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "postcopy.h"
+#include "postcopy-rp-dst.h"
+#include <sys/socket.h>
+
+#define RECV_BITMAP_ENDING 0x0123456789abcdefULL
+
+typedef struct DstReturnPath {
+    GMutex lock;
+    int fd;                     /* lock: a dup of the incoming socket; -1 if none */
+    bool broken;                /* lock: a write failed */
+    RAMBlock *last_block;       /* lock: block of the last page request */
+} DstReturnPath;
+
+static DstReturnPath rpd = { .fd = -1 };
+
+static bool rp_write_all(int fd, const uint8_t *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        buf += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* lock held: @len bytes as they are. */
+static bool rp_write_locked(const uint8_t *data, size_t len)
+{
+    bool ok = rpd.fd >= 0 && !rpd.broken && rp_write_all(rpd.fd, data, len);
+
+    if (!ok) {
+        rpd.broken = true;
+    }
+    return ok;
+}
+
+/* lock held: one message. */
+static bool rp_send_locked(uint16_t type, const uint8_t *data, uint16_t len)
+{
+    uint8_t msg[4 + RP_MSG_MAX_LEN];
+
+    assert(len <= RP_MSG_MAX_LEN);
+    msg[0] = type >> 8;
+    msg[1] = type;
+    msg[2] = len >> 8;
+    msg[3] = len;
+    memcpy(msg + 4, data, len);
+    return rp_write_locked(msg, 4 + len);
+}
+
+bool rp_dst_open(QEMUFile *f)
+{
+    int fd = qemu_file_fd(f) >= 0 ? dup(qemu_file_fd(f)) : -1;
+
+    g_mutex_lock(&rpd.lock);
+    if (rpd.fd >= 0) {
+        close(rpd.fd);
+    }
+    rpd.fd = fd;
+    rpd.broken = fd < 0;
+    rpd.last_block = NULL;
+    g_mutex_unlock(&rpd.lock);
+    return fd >= 0;
+}
+
+bool rp_dst_is_open(void)
+{
+    bool open;
+
+    g_mutex_lock(&rpd.lock);
+    open = rpd.fd >= 0;
+    g_mutex_unlock(&rpd.lock);
+    return open;
+}
+
+void rp_dst_close(void)
+{
+    g_mutex_lock(&rpd.lock);
+    if (rpd.fd >= 0) {
+        close(rpd.fd);
+        rpd.fd = -1;
+    }
+    g_mutex_unlock(&rpd.lock);
+}
+
+bool rp_dst_send(uint16_t type, const uint8_t *data, uint16_t len)
+{
+    bool ok;
+
+    g_mutex_lock(&rpd.lock);
+    ok = rp_send_locked(type, data, len);
+    g_mutex_unlock(&rpd.lock);
+    return ok;
+}
+
+bool rp_dst_send_be32(uint16_t type, uint32_t value)
+{
+    uint8_t buf[4];
+
+    stl_be_p(buf, value);
+    return rp_dst_send(type, buf, sizeof(buf));
+}
+
+bool rp_dst_request_page(RAMBlock *rb, uint64_t offset)
+{
+    uint8_t buf[12 + 1 + 255];
+    size_t name_len = strlen(rb->idstr);
+    bool ok;
+
+    stq_be_p(buf, offset);
+    stl_be_p(buf + 8, TARGET_PAGE_SIZE);
+    /* The decision and the message in one hold: "the previous block" must stay true. */
+    g_mutex_lock(&rpd.lock);
+    if (rb == rpd.last_block) {
+        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES, buf, 12);
+    } else {
+        buf[12] = name_len;
+        memcpy(buf + 13, rb->idstr, name_len);
+        ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
+        rpd.last_block = ok ? rb : NULL;
+    }
+    g_mutex_unlock(&rpd.lock);
+    return ok;
+}
+
+bool rp_dst_send_bitmap(RAMBlock *rb, const unsigned long *bmap, uint64_t nwords)
+{
+    uint8_t msg[1 + 255], word[8];
+    size_t n = strlen(rb->idstr);
+    uint64_t bytes = nwords * sizeof(unsigned long);
+    bool ok;
+
+    msg[0] = n;
+    memcpy(msg + 1, rb->idstr, n);
+    g_mutex_lock(&rpd.lock);
+    ok = rp_send_locked(MIG_RP_MSG_RECV_BITMAP, msg, 1 + n);
+    stq_be_p(word, bytes);
+    ok = ok && rp_write_locked(word, 8);
+    /* Little-endian words, as QEMU sends them: this host's own layout. */
+    ok = ok && rp_write_locked((const uint8_t *)bmap, bytes);
+    stq_be_p(word, RECV_BITMAP_ENDING);
+    ok = ok && rp_write_locked(word, 8);
+    g_mutex_unlock(&rpd.lock);
+    return ok;
+}
