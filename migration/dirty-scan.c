@@ -91,6 +91,9 @@ static bool dirty_scan_setup(QEMUFile *f, Error **errp)
         return false;
     }
     ds->tracking = true;
+    if (migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM)) {
+        dirty_tracker_track_sent(&ds->dt);
+    }
     ds->rate_start_ns = get_clock_ns();
     /* Like QEMU: an initial sync right after logging starts is pass 1. */
     if (dirty_scan_sync(ds, f, "initial") < 0) {
@@ -248,21 +251,68 @@ static void dirty_scan_skip_pages(RAMBlock *rb, const unsigned long *present)
     }
 }
 
-static void dirty_scan_foreach_unsent(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
-                                                 uint64_t npages),
-                                      void *opaque)
+/*
+ * A gap of at most this many good pages (sent, unchanged) between two stale
+ * runs is discarded with them and its pages sent again: one madvise at the
+ * destination costs about as much as placing a few pages, and discards
+ * happen while the guest is stopped, the re-sends after it runs again.
+ */
+#define DISCARD_MERGE_GAP 16
+
+/* Pages of [a, b) that are at the destination and current: sent, not to send. */
+static uint64_t dirty_scan_good_pages(const RAMBlockDirty *b, uint64_t a, uint64_t end)
+{
+    uint64_t good = 0;
+
+    for (uint64_t p = a; p < end; p++) {
+        good += test_bit(p, b->sent_bmap) && !test_bit(p, b->send_bmap);
+    }
+    return good;
+}
+
+/*
+ * Runs of pages whose copy at the destination is stale (sent before, to
+ * send again), merged across gaps the destination does not hold anyway
+ * (never sent) and across short gaps of good pages, which are marked to
+ * send again.
+ */
+static void dirty_scan_foreach_stale(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
+                                                uint64_t npages),
+                                     void *opaque)
 {
     DirtyTracker *dt = &dirty_scan.dt;
 
     for (int i = 0; i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
-        uint64_t first = find_next_bit(b->send_bmap, b->npages, 0);
+        uint64_t words = BITS_TO_LONGS(b->npages);
+        uint64_t run_start = 0, run_end = 0;      /* [run_start, run_end), empty if equal */
 
-        while (first < b->npages) {
-            uint64_t end = find_next_zero_bit(b->send_bmap, b->npages, first);
+        assert(b->sent_bmap);
+        for (uint64_t w = 0; w < words; w++) {
+            unsigned long stale = b->send_bmap[w] & b->sent_bmap[w];
 
-            fn(opaque, b->rb, first, end - first);
-            first = find_next_bit(b->send_bmap, b->npages, end);
+            while (stale) {
+                uint64_t p = w * BITS_PER_LONG + __builtin_ctzl(stale);
+                uint64_t good;
+
+                stale &= stale - 1;
+                if (run_end == run_start) {
+                    run_start = p;
+                } else if (p != run_end) {
+                    good = p - run_end <= DISCARD_MERGE_GAP || !test_bit(run_end, b->sent_bmap)
+                           ? dirty_scan_good_pages(b, run_end, p) : UINT64_MAX;
+                    if (good && (good == UINT64_MAX || p - run_end > DISCARD_MERGE_GAP)) {
+                        fn(opaque, b->rb, run_start, run_end - run_start);
+                        run_start = p;
+                    } else if (good) {
+                        dirty_tracker_mark_pages(dt, b, run_end, p - run_end);
+                    }
+                }
+                run_end = p + 1;
+            }
+        }
+        if (run_end != run_start) {
+            fn(opaque, b->rb, run_start, run_end - run_start);
         }
     }
 }
@@ -315,7 +365,7 @@ const RAMPageSource dirty_scan_source = {
     .send_next = dirty_scan_send_next,
     .pending = dirty_scan_pending,
     .send_page = dirty_scan_send_page_now,
-    .foreach_unsent = dirty_scan_foreach_unsent,
+    .foreach_stale = dirty_scan_foreach_stale,
     .skip_pages = dirty_scan_skip_pages,
     .cleanup = dirty_scan_cleanup,
     .fill_info = dirty_scan_fill_info,

@@ -151,6 +151,13 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
     return true;
 }
 
+void dirty_tracker_track_sent(DirtyTracker *dt)
+{
+    for (int i = 0; i < dt->nblocks; i++) {
+        dt->blocks[i].sent_bmap = bitmap_new(dt->blocks[i].npages);
+    }
+}
+
 void dirty_tracker_cleanup(DirtyTracker *dt)
 {
     if (dt->logging) {
@@ -164,6 +171,7 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
         g_free(dt->blocks[i].data_bmap);
         g_free(dt->blocks[i].armed_bmap);
         g_free(dt->blocks[i].vmm_taken);
+        g_free(dt->blocks[i].sent_bmap);
         g_free(dt->blocks[i].slots);
     }
     g_clear_pointer(&dt->blocks, g_free);
@@ -291,6 +299,9 @@ bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
     }
     if (test_and_clear_bit(page, b->send_bmap)) {
         dt->dirty_pages--;
+        if (b->sent_bmap) {
+            set_bit(page, b->sent_bmap);
+        }
         return true;
     }
     return false;
@@ -313,6 +324,9 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
     }
     b->send_bmap[word] = 0;
     dt->dirty_pages -= __builtin_popcountl(bits);
+    if (b->sent_bmap) {
+        b->sent_bmap[word] |= bits;
+    }
     return bits;
 }
 
@@ -326,4 +340,17 @@ void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned
         b->send_bmap[w] &= ~drop;
         dt->dirty_pages -= __builtin_popcountl(drop);
     }
+}
+
+uint64_t dirty_tracker_mark_pages(DirtyTracker *dt, RAMBlockDirty *b, uint64_t first, uint64_t n)
+{
+    uint64_t added = 0;
+
+    for (uint64_t p = first; p < first + n; p++) {
+        if (!test_and_set_bit(p, b->send_bmap)) {
+            added++;
+        }
+    }
+    dt->dirty_pages += added;
+    return added;
 }

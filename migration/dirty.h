@@ -34,6 +34,8 @@ typedef struct RAMBlockDirty {
     /* clear-log: set once the chunk was re-armed (and its pages scanned). */
     unsigned long *armed_bmap;
     unsigned long *vmm_taken;   /* scratch of dirty_tracker_sync */
+    /* Postcopy: set once the page was claimed (sent); NULL unless dirty_tracker_track_sent(). */
+    unsigned long *sent_bmap;
     KVMSlot **slots;            /* KVM slots that map this block */
     int nslots;
 } RAMBlockDirty;
@@ -65,6 +67,11 @@ typedef struct DirtyTracker {
  */
 bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp);
 void dirty_tracker_cleanup(DirtyTracker *dt);
+/*
+ * Right after init: remember which pages were ever claimed (postcopy
+ * discards only pages the destination got and that changed since).
+ */
+void dirty_tracker_track_sent(DirtyTracker *dt);
 /* Pull new dirty pages from KVM and the VMM; returns how many were new. */
 int64_t dirty_tracker_sync(DirtyTracker *dt);
 /*
@@ -85,6 +92,12 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
  * No KVM re-arming: the guest is stopped whenever this is used.
  */
 void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned long *skip);
+/*
+ * dirty_tracker_mark_pages: [first, first+n) of @b must be sent (again);
+ * returns how many were not to send before. Postcopy discards a range
+ * whole and re-sends its good pages rather than cut it into many.
+ */
+uint64_t dirty_tracker_mark_pages(DirtyTracker *dt, RAMBlockDirty *b, uint64_t first, uint64_t n);
 /*
  * Of the @claimed pages of word @word, those known to read as zero (see
  * data_bmap); from now on they are read like any other page.

@@ -76,6 +76,7 @@ typedef struct PostcopyDst {
     uint64_t requests;          /* mig/pc-fault */
     uint64_t pages_placed;      /* mig/dst, after LISTEN */
     uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
+    uint64_t discard_ns;        /* mig/dst: time in them, for the trace */
 } PostcopyDst;
 
 static PostcopyDst pd = { .uffd = -1, .stop_fd = -1 };
@@ -212,6 +213,17 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
         pd.blocks[i].received = bitmap_new(npages);
         pd.blocks[i].requested = bitmap_new(npages);
         /*
+         * No transparent huge pages from now on: a page written in precopy
+         * would bring in the zero-filled rest of its 2 MiB, and a page of
+         * it never sent would then be "there" as zeros, and refuse the
+         * atomic placement of its real content (QEMU does the same).
+         */
+        if (madvise(rb->host, rb->used_length, MADV_NOHUGEPAGE) < 0 && errno != EINVAL) {
+            error_setg_errno(errp, errno, "postcopy: MADV_NOHUGEPAGE on RAM block %s failed",
+                             rb->idstr);
+            return false;
+        }
+        /*
          * Every byte will come from the source: what machine init put here
          * (the firmware) must not pass for a page that arrived.
          */
@@ -229,6 +241,7 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
 bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error **errp)
 {
     RAMBlock *rb = ram_block_find(block);
+    int64_t t0;
     int ret;
 
     if (postcopy_dst_phase() != PC_DST_ADVISED) {
@@ -249,7 +262,9 @@ bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error
                    rb->used_length);
         return false;
     }
+    t0 = get_clock_ns();
     ret = ram_block_discard_range(rb, start, len);
+    pd.discard_ns += get_clock_ns() - t0;
     if (ret < 0) {
         error_setg_errno(errp, -ret, "postcopy discard in block %s failed", rb->idstr);
         return false;
@@ -271,30 +286,35 @@ static void postcopy_dst_request_done(void *host)
     g_mutex_unlock(&pd.lat_lock);
 }
 
-/* mig/dst: RAMPageReader.place. A page already there (asked for twice) stays as it is. */
-static bool postcopy_dst_place(RAMBlock *rb, uint64_t page, const uint8_t *data, Error **errp)
+/*
+ * RAMPageReader.place (mig/dst and mig/pc-preempt): @n pages from @first
+ * in as few calls as the kernel allows. A page already there (asked for
+ * twice, or on both channels) stays as it is.
+ */
+static bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
+                               Error **errp)
 {
     PostcopyDstBlock *b = postcopy_dst_block(rb);
-    uint8_t *host = rb->host + (page << TARGET_PAGE_BITS);
+    uint8_t *host = rb->host + (first << TARGET_PAGE_BITS);
     int ret;
 
-    assert(b);
-    ret = data ? uffd_copy(pd.uffd, host, data, TARGET_PAGE_SIZE, false)
-               : uffd_zeropage(pd.uffd, host, TARGET_PAGE_SIZE, false);
-    if (ret < 0 && ret != -EEXIST) {
-        error_setg_errno(errp, -ret, "postcopy: placing page 0x%" PRIx64 " of %s failed",
-                         page << TARGET_PAGE_BITS, rb->idstr);
+    assert(b && first + n <= rb->used_length >> TARGET_PAGE_BITS);
+    ret = uffd_place_pages(pd.uffd, host, data, n, TARGET_PAGE_SIZE);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "postcopy: placing %u pages at 0x%" PRIx64 " of %s failed",
+                         n, first << TARGET_PAGE_BITS, rb->idstr);
         return false;
     }
-    set_bit_atomic(page, b->received);
-    set_bit_atomic(page, rb->vmm_written_bmap);
-    /* mig/dst and mig/pc-preempt both place. */
-    __atomic_fetch_add(&pd.pages_placed, 1, __ATOMIC_RELAXED);
-    if (test_bit_atomic(page, b->requested)) {
-        postcopy_dst_request_done(host);
-    }
-    if (postcopy_blocktime_on()) {
-        postcopy_blocktime_placed((uintptr_t)host);
+    bitmap_set_atomic(b->received, first, n);
+    bitmap_set_atomic(rb->vmm_written_bmap, first, n);
+    __atomic_fetch_add(&pd.pages_placed, ret, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < n; i++) {
+        if (test_bit_atomic(first + i, b->requested)) {
+            postcopy_dst_request_done(host + i * TARGET_PAGE_SIZE);
+        }
+        if (postcopy_blocktime_on()) {
+            postcopy_blocktime_placed((uintptr_t)host + i * TARGET_PAGE_SIZE);
+        }
     }
     return true;
 }
@@ -312,6 +332,7 @@ static void *postcopy_dst_preempt_thread(void *opaque)
     }
     trace_postcopy_preempt_end(error_get_pretty(err));
     error_free(err);
+    ram_reader_reset(&r);
     return NULL;
 }
 
@@ -441,6 +462,7 @@ static void postcopy_dst_unregister(void)
 
 bool postcopy_dst_listen(Error **errp)
 {
+    int64_t t0 = get_clock_ns();
     int ret;
 
     if (postcopy_dst_phase() != PC_DST_ADVISED) {
@@ -488,6 +510,8 @@ bool postcopy_dst_listen(Error **errp)
     postcopy_dst_maybe_start_preempt();
     g_mutex_unlock(&pd.preempt_lock);
     pd.ops->set_state(MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    trace_postcopy_dst_step("discards", pd.discard_ns / 1000);
+    trace_postcopy_dst_step("listen", (get_clock_ns() - t0) / 1000);
     return true;
 
 fail:
@@ -589,7 +613,10 @@ bool postcopy_dst_resume(Error **errp)
 
 static void postcopy_dst_run_bh(void *opaque)
 {
+    int64_t t0 = get_clock_ns();
+
     pd.ops->start_guest();
+    trace_postcopy_dst_step("start-guest", (get_clock_ns() - t0) / 1000);
 }
 
 bool postcopy_dst_run(Error **errp)
@@ -630,6 +657,10 @@ void postcopy_dst_end(bool ok)
         postcopy_dst_unregister();
         close(pd.uffd);
         pd.uffd = -1;
+        /* Every page is in: huge pages may come back (QEMU turns them on again too). */
+        for (int i = 0; i < pd.nblocks; i++) {
+            madvise(pd.blocks[i].rb->host, pd.blocks[i].rb->used_length, MADV_HUGEPAGE);
+        }
     }
     if (pd.stop_fd >= 0) {
         close(pd.stop_fd);

@@ -332,8 +332,8 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
     }
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     ram_save_enter_postcopy();
-    /* Every page still to send: what the destination holds of it is stale, or nothing. */
-    dirty_scan_source.foreach_unsent(discard_add_run, &d);
+    /* Pages sent and changed since; one never sent is not there (ADVISE discarded all). */
+    dirty_scan_source.foreach_stale(discard_add_run, &d);
     discard_flush(&d);
     pcs.pages_discarded = d.pages;
 
@@ -351,6 +351,7 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
     }
     if (ok && !qemu_file_get_error(f)) {
         s->guest_moved = true;
+        trace_migration_postcopy_package(len, d.pages);
         qemu_savevm_send_packaged_header(f, len);
         qemu_put_buffer(f, blob, len);
         qemu_fflush(f);

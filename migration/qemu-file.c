@@ -362,6 +362,11 @@ static bool qemu_fill_buffer(QEMUFile *f, size_t need)
     return true;
 }
 
+size_t qemu_file_input_buffered(QEMUFile *f)
+{
+    return f->rlen - f->rpos;
+}
+
 void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
 {
     uint8_t *p = buf;

@@ -106,6 +106,7 @@ void ram_put_multifd_flush(QEMUFile *f)
 
 void ram_reader_reset(RAMPageReader *r)
 {
+    g_free(r->stage);
     memset(r, 0, sizeof(*r));
 }
 
@@ -206,35 +207,69 @@ static bool ram_load_xbzrle(QEMUFile *f, uint8_t *host, uint64_t addr, Error **e
     return true;
 }
 
+/* Postcopy: places the staged run, if any. */
+static bool ram_load_flush_stage(RAMPageReader *r, Error **errp)
+{
+    unsigned n = r->stage_n;
+
+    if (!n) {
+        return true;
+    }
+    r->stage_n = 0;
+    return r->place(r->stage_rb, r->stage_first, n, r->stage_zero ? NULL : r->stage, errp);
+}
+
 /*
  * Postcopy: the page arrives whole in a buffer and is placed in one step;
  * guest memory is never read (a missing page would block this thread on
- * its own fault). XBZRLE needs the old page, so it has no place here.
+ * its own fault). Contiguous pages of a block are staged and placed by one
+ * call; the run is placed as soon as the next record might not be there
+ * yet, so a page a vCPU waits for never sits here while the reader waits.
+ * XBZRLE needs the old page, so it has no place here.
  */
 static bool ram_load_page_postcopy(RAMPageReader *r, QEMUFile *f, RAMBlock *rb, uint64_t page,
                                    uint64_t flags, Error **errp)
 {
-    uint8_t buf[TARGET_PAGE_SIZE];
-    uint8_t fill;
+    bool data = flags & RAM_SAVE_FLAG_PAGE;
+    uint8_t fill = 0;
 
     if (flags & RAM_SAVE_FLAG_XBZRLE) {
         error_setg(errp, "ram: an XBZRLE page in postcopy (block %s, offset 0x%" PRIx64 ")",
                    rb->idstr, page << TARGET_PAGE_BITS);
         return false;
     }
-    if (flags & RAM_SAVE_FLAG_PAGE) {
-        qemu_get_buffer(f, buf, TARGET_PAGE_SIZE);
-    } else {
+    if (!data) {
         fill = qemu_get_byte(f);
-        if (fill) {
-            memset(buf, fill, TARGET_PAGE_SIZE);
-        }
+        data = fill != 0;
+    }
+    if (r->stage_n && (rb != r->stage_rb || page != r->stage_first + r->stage_n ||
+                       !data != r->stage_zero || r->stage_n == RAM_STAGE_PAGES) &&
+        !ram_load_flush_stage(r, errp)) {
+        return false;
+    }
+    if (!r->stage_n) {
+        r->stage_rb = rb;
+        r->stage_first = page;
+        r->stage_zero = !data;
+    }
+    if (!r->stage) {
+        r->stage = g_malloc(RAM_STAGE_PAGES * TARGET_PAGE_SIZE);
+    }
+    if (flags & RAM_SAVE_FLAG_PAGE) {
+        qemu_get_buffer(f, r->stage + r->stage_n * TARGET_PAGE_SIZE, TARGET_PAGE_SIZE);
+    } else if (fill) {
+        memset(r->stage + r->stage_n * TARGET_PAGE_SIZE, fill, TARGET_PAGE_SIZE);
     }
     if (qemu_file_get_error(f)) {
         error_setg(errp, "ram: %s", qemu_file_error_msg(f));
         return false;
     }
-    return r->place(rb, page, (flags & RAM_SAVE_FLAG_PAGE) || fill ? buf : NULL, errp);
+    r->stage_n++;
+    /* The next record (header, block name, page) may not have arrived: place now. */
+    if (qemu_file_input_buffered(f) < 8 + 256 + TARGET_PAGE_SIZE) {
+        return ram_load_flush_stage(r, errp);
+    }
+    return true;
 }
 
 /* A ZERO, PAGE or XBZRLE record whose header was read. */
@@ -287,7 +322,7 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
     return true;
 }
 
-int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
+static int ram_load_records_staged(RAMPageReader *r, QEMUFile *f, Error **errp)
 {
     for (;;) {
         uint64_t header = qemu_get_be64(f);
@@ -335,4 +370,20 @@ int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
             return -EINVAL;
         }
     }
+}
+
+int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp)
+{
+    int ret = ram_load_records_staged(r, f, errp);
+
+    /* Whatever happened, no page read stays unplaced (an error keeps the first reason). */
+    if (r->stage_n) {
+        Error *err = NULL;
+
+        if (!ram_load_flush_stage(r, ret < 0 ? &err : errp) && ret == 0) {
+            ret = -EIO;
+        }
+        error_free(err);
+    }
+    return ret;
 }

@@ -80,13 +80,26 @@ typedef struct RAMPageReader {
      */
     bool (*multifd_flush)(Error **errp);
     /*
-     * Postcopy, after LISTEN: places each page atomically instead of
-     * writing guest memory, which may now be missing (postcopy-dst.c);
-     * @data NULL = a zero page. NULL: precopy.
+     * Postcopy, after LISTEN: places @n contiguous pages from @first of
+     * @rb atomically instead of writing guest memory, which may now be
+     * missing (postcopy-dst.c); @data NULL = zero pages. NULL: precopy.
      */
-    bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data, Error **errp);
+    bool (*place)(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data, Error **errp);
+    /*
+     * Postcopy: the run of contiguous pages read but not placed yet, so
+     * that one call places many. Placed before the reader could wait for
+     * input, and whenever it returns.
+     */
+    uint8_t *stage;             /* RAM_STAGE_PAGES pages, allocated at first use */
+    RAMBlock *stage_rb;
+    uint64_t stage_first;
+    unsigned stage_n;
+    bool stage_zero;            /* the run is zero pages (stage holds no data) */
 } RAMPageReader;
 
+#define RAM_STAGE_PAGES 32
+
+/* Frees what the last load used and starts clean. */
 void ram_reader_reset(RAMPageReader *r);
 /*
  * ram_load_records: reads records up to EOS into guest RAM. Hostile input:

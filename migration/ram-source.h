@@ -55,10 +55,14 @@ typedef struct RAMPageSource {
      * final). NULL: this source cannot serve requests.
      */
     void (*send_page)(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page);
-    /* Postcopy switchover, VM stopped: @fn for each run of pages still to send. */
-    void (*foreach_unsent)(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
-                                      uint64_t npages),
-                           void *opaque);
+    /*
+     * Postcopy switchover, VM stopped: @fn for each run of pages sent
+     * before and changed since (still to send): what the destination holds
+     * of them is stale. A page never sent is not there at all.
+     */
+    void (*foreach_stale)(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
+                                     uint64_t npages),
+                          void *opaque);
     /*
      * Whether a page waits that must go even past the rate limit (a page
      * request). NULL: never.

@@ -246,8 +246,8 @@ void ram_load_postcopy_resumed(void)
     ram_reader.last_block = NULL;
 }
 
-void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t page, const uint8_t *data,
-                                       Error **errp))
+void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t first, unsigned n,
+                                       const uint8_t *data, Error **errp))
 {
     ram_reader.place = place;
 }
@@ -259,6 +259,11 @@ static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
         ram_reader.multifd_flush = multifd_recv_flush;
     }
     return 0;
+}
+
+static void ram_load_cleanup(void *opaque)
+{
+    ram_reader_reset(&ram_reader);
 }
 
 static int ram_load(QEMUFile *f, void *opaque, int version_id, Error **errp)
@@ -278,6 +283,7 @@ static const SaveVMHandlers savevm_ram_handlers = {
     .pending_exact = ram_pending_exact,
     .save_cleanup = ram_save_cleanup,
     .load_setup = ram_load_setup,
+    .load_cleanup = ram_load_cleanup,
     .load_state = ram_load,
 };
 

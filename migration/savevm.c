@@ -563,6 +563,7 @@ static bool loadvm_packaged(QEMUFile *f, GHashTable *ids, bool in_package, Error
     g_autofree uint8_t *blob = NULL;
     QEMUFile *pkg;
     LoadVMEnd end;
+    int64_t t0;
 
     if (qemu_file_get_error(f)) {
         error_setg(errp, "reading CMD_PACKAGED failed: %s", qemu_file_error_msg(f));
@@ -584,7 +585,9 @@ static bool loadvm_packaged(QEMUFile *f, GHashTable *ids, bool in_package, Error
         return false;
     }
     pkg = qemu_file_new_buffer_input(blob, len);
+    t0 = get_clock_ns();
     end = loadvm_main(pkg, ids, true, errp);
+    trace_postcopy_dst_step("package", (get_clock_ns() - t0) / 1000);
     qemu_fclose(pkg);
     if (end == LOADVM_END_EOF) {
         error_setg(errp, "the packaged state ended without CMD_POSTCOPY_RUN");

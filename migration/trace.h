@@ -44,6 +44,11 @@
     TRACE_EVENT("migration_postcopy_start", "discarded_pages=%" PRIu64 " bytes=%" PRIu64 \
                 " downtime_ms=%" PRId64, (uint64_t)(discarded_pages), (uint64_t)(package_bytes), \
                 (int64_t)(downtime_ms))
+#define trace_migration_postcopy_package(bytes, discarded_pages) \
+    TRACE_EVENT("migration_postcopy_package", "bytes=%zu discarded_pages=%" PRIu64, \
+                (size_t)(bytes), (uint64_t)(discarded_pages))
+#define trace_postcopy_dst_step(step, us) \
+    TRACE_EVENT("postcopy_dst_step", "step=%s us=%" PRId64, (step), (int64_t)(us))
 #define trace_postcopy_preempt_end(why) \
     TRACE_EVENT("postcopy_preempt_end", "why=%s", (why))
 #define trace_bg_snapshot_region(first, pages, copy_us, unprotect_us) \

@@ -208,3 +208,47 @@ int uffd_wake(int fd, void *start, uint64_t len)
 
     return ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
 }
+
+int uffd_place_pages(int fd, void *dst, const void *src, uint64_t npages, uint64_t page_size)
+{
+    uint64_t done = 0;          /* pages placed here or found already there */
+    int placed = 0;
+
+    while (done < npages) {
+        uintptr_t d = (uintptr_t)dst + done * page_size;
+        uint64_t len = (npages - done) * page_size;
+        int64_t got;            /* bytes this call placed, or -errno */
+        int err = 0;
+
+        if (src) {
+            struct uffdio_copy c = { .dst = d, .src = (uintptr_t)src + done * page_size,
+                                     .len = len };
+
+            if (ioctl(fd, UFFDIO_COPY, &c) < 0) {
+                err = errno;
+            }
+            got = c.copy;
+        } else {
+            struct uffdio_zeropage z = { .range = { .start = d, .len = len } };
+
+            if (ioctl(fd, UFFDIO_ZEROPAGE, &z) < 0) {
+                err = errno;
+            }
+            got = z.zeropage;
+        }
+        if (!err) {
+            return placed + (npages - done);
+        }
+        if (got > 0) {
+            /* Part of the range (the kernel says -EAGAIN then): go on after it. */
+            done += got / page_size;
+            placed += got / page_size;
+        } else if (err == EEXIST) {
+            /* Nothing placed: the range's first page is there already. */
+            done++;
+        } else if (err != EAGAIN && err != EINTR) {
+            return -err;
+        }
+    }
+    return placed;
+}

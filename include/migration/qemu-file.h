@@ -53,6 +53,8 @@ uint32_t qemu_get_be32(QEMUFile *f);
 uint64_t qemu_get_be64(QEMUFile *f);
 /* Reads exactly @len bytes (else sets the error and zero-fills). */
 void qemu_get_buffer(QEMUFile *f, void *buf, size_t len);
+/* Input bytes read ahead and not consumed yet: what can be read without waiting. */
+size_t qemu_file_input_buffered(QEMUFile *f);
 /* Reads a counted string into @buf (>= 256 bytes); false on error. */
 bool qemu_get_counted_string(QEMUFile *f, char *buf);
 /* Returns the byte @offset ahead without consuming it, or -1 at EOF/error. */

@@ -47,6 +47,13 @@ int uffd_register_missing(int fd, void *start, uint64_t len);
 int uffd_copy(int fd, void *dst, const void *src, uint64_t len, bool dontwake);
 /* The same with zero pages. */
 int uffd_zeropage(int fd, void *dst, uint64_t len, bool dontwake);
+/*
+ * Places @npages pages of @page_size at @dst from @src (zero pages if
+ * @src is NULL), waking their waiters, in as few calls as the kernel
+ * allows; pages already there are left as they are. Returns how many it
+ * placed, or -errno.
+ */
+int uffd_place_pages(int fd, void *dst, const void *src, uint64_t npages, uint64_t page_size);
 /* Wakes the threads waiting on [start, start+len) (after a @dontwake placement). */
 int uffd_wake(int fd, void *start, uint64_t len);
 /*

@@ -53,7 +53,7 @@ static void assert_refused_n(FakeRAM *ram, const GByteArray *s, int nchunks, con
 {
     g_autoptr(GByteArray) before = fake_ram_snapshot(ram);
     g_autoptr(GByteArray) after = NULL;
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     Error *err = NULL;
     int loaded;
     int ret;
@@ -170,7 +170,7 @@ static void test_flags_exhaustive(void)
             assert_refused_n(ram, s, 2, MSG_MEM_SIZE, what);
         } else if (flags == RAM_SAVE_FLAG_EOS || kind == RAM_SAVE_FLAG_ZERO ||
                    kind == RAM_SAVE_FLAG_PAGE) {
-            RAMPageReader r;
+            RAMPageReader r = { 0 };
             Error *err = NULL;
             int loaded;
 
@@ -375,7 +375,7 @@ static void test_continue_without_block(void)
     g_autoptr(GByteArray) zero = listed_stream(ram);
     g_autoptr(GByteArray) named = listed_stream(ram);
     g_autoptr(GByteArray) bare = g_byte_array_new();
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     Error *err = NULL;
     int loaded;
 
@@ -467,7 +467,7 @@ static void test_truncated(void)
     put_eos(s);
 
     for (guint len = 0; len <= s->len; len++) {
-        RAMPageReader r;
+        RAMPageReader r = { 0 };
         Error *err = NULL;
         int loaded;
         int ret;

@@ -49,7 +49,7 @@ static void assert_output(QEMUFile *f, const GByteArray *want)
 /* Loads all of @s with a fresh reader; it must succeed and use every byte. */
 static void load_ok(const GByteArray *s)
 {
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     Error *err = NULL;
     int loaded;
     size_t used;
@@ -260,7 +260,7 @@ static void test_roundtrip(gconstpointer data)
     unsigned long *sent_data[G_N_ELEMENTS(pc_blocks) - 1];
     uint64_t zero = 0, normal = 0;
     RAMPageWriter w;
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     Error *err = NULL;
     int loaded;
     size_t used;
@@ -468,7 +468,7 @@ static void test_load_stops_at_eos(void)
     FakeRAM *ram = fake_ram_new(pc_blocks);
     g_autoptr(GByteArray) s = listed_stream(ram);
     guint chunk1 = s->len;
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     QEMUFile *f;
     Error *err = NULL;
 

@@ -103,7 +103,7 @@ static void test_rounds_stay_identical(void)
     GRand *r = g_rand_new_with_seed(0xb21e);
     XBZRLECacheStats *st;          /* flat: g_free() frees it */
     RAMPageWriter w;
-    RAMPageReader rd;
+    RAMPageReader rd = { 0 };
 
     ram_writer_reset(&w);
     ram_reader_reset(&rd);
@@ -220,6 +220,7 @@ static void pair_start(Pair *p)
     p->dst = fake_ram_new(pc_blocks);
     p->rb = fake_block(p->src, PC_RAM);
     ram_writer_reset(&p->w);
+    memset(&p->rd, 0, sizeof(p->rd));
     ram_reader_reset(&p->rd);
     p->w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort);
 }
@@ -302,7 +303,7 @@ static void expect_refused(uint8_t encoding, uint16_t len, const uint8_t *delta,
     RAMBlock *rb = fake_block(ram, PC_RAM);
     g_autoptr(GByteArray) s = listed_stream(ram);
     uint8_t hdr[3] = { encoding, len >> 8, len & 0xff };
-    RAMPageReader rd;
+    RAMPageReader rd = { 0 };
     Error *err = NULL;
     int loaded;
 

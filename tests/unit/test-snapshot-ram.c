@@ -354,7 +354,7 @@ static void check_stream(QEMUFile *out, const RAMPageWriter *w)
     const uint8_t *data;
     size_t len;
     QEMUFile *in;
-    RAMPageReader r;
+    RAMPageReader r = { 0 };
     Error *err = NULL;
 
     for (int i = 0; i < NBLOCKS; i++) {

@@ -147,10 +147,53 @@ static void test_copy_and_zero(void)
     close(fd);
 }
 
+/* A run placed in one go, pages already there skipped and left alone, zero runs too. */
+static void test_place_pages(void)
+{
+    int fd = uffd_or_skip();
+    uint8_t *area, *src;
+
+    if (fd < 0) {
+        return;
+    }
+    area = mmap(NULL, NPAGES * TARGET_PAGE_SIZE, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(area != MAP_FAILED);
+    g_assert_cmpint(uffd_register_missing(fd, area, NPAGES * TARGET_PAGE_SIZE), ==, 0);
+    src = g_malloc(NPAGES * TARGET_PAGE_SIZE);
+    memset(src, 0x77, NPAGES * TARGET_PAGE_SIZE);
+    /* Pages 2 and 5 are there first, with other bytes. */
+    memset(src, 0x22, TARGET_PAGE_SIZE);
+    g_assert_cmpint(uffd_copy(fd, area + 2 * TARGET_PAGE_SIZE, src, TARGET_PAGE_SIZE, false), ==,
+                    0);
+    g_assert_cmpint(uffd_copy(fd, area + 5 * TARGET_PAGE_SIZE, src, TARGET_PAGE_SIZE, false), ==,
+                    0);
+    memset(src, 0x77, TARGET_PAGE_SIZE);
+    /* 0..6 placed whole: two skipped. */
+    g_assert_cmpint(uffd_place_pages(fd, area, src, 7, TARGET_PAGE_SIZE), ==, 5);
+    for (int i = 0; i < 7; i++) {
+        uint8_t want = i == 2 || i == 5 ? 0x22 : 0x77;
+
+        g_assert_cmpint(area[i * TARGET_PAGE_SIZE], ==, want);
+        g_assert_cmpint(area[i * TARGET_PAGE_SIZE + TARGET_PAGE_SIZE - 1], ==, want);
+    }
+    /* Everything there: nothing placed, no error. */
+    g_assert_cmpint(uffd_place_pages(fd, area, src, 7, TARGET_PAGE_SIZE), ==, 0);
+    /* A zero run over one page there and one missing. */
+    g_assert_cmpint(uffd_place_pages(fd, area + 6 * TARGET_PAGE_SIZE, NULL, 2, TARGET_PAGE_SIZE),
+                    ==, 1);
+    g_assert_cmpint(area[7 * TARGET_PAGE_SIZE], ==, 0);
+    g_assert_cmpint(area[6 * TARGET_PAGE_SIZE], ==, 0x77);
+    g_free(src);
+    munmap(area, NPAGES * TARGET_PAGE_SIZE);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/userfaultfd/missing/copy-and-zero", test_copy_and_zero);
     g_test_add_func("/userfaultfd/missing/thread-id", test_thread_id);
+    g_test_add_func("/userfaultfd/missing/place-pages", test_place_pages);
     return g_test_run();
 }
