@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* URI transports for migration: sockets, commands, files and inherited fds. */
 #include "qemu/osdep.h"
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include "qapi/error.h"
 #include "qemu/sockets.h"
 #include "qemu/cutils.h"
@@ -460,4 +462,15 @@ bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, E
     }
     schedule_ready(ready, opaque, fd, child);
     return true;
+}
+
+int mig_channel_unsent_bytes(int fd)
+{
+    int n = 0;
+
+    /* tcp: not yet acknowledged; unix: not yet read by the peer. */
+    if (ioctl(fd, SIOCOUTQ, &n) < 0) {
+        return 0;
+    }
+    return n;
 }

@@ -41,6 +41,8 @@ void mig_channel_listen_cancel(void);
  */
 typedef void MigChannelPeeked(int fd, uint32_t first_be32, void *opaque);
 void mig_channel_peek_be32(int fd, MigChannelPeeked *peeked, void *opaque);
+/* Bytes written to socket @fd that the peer has not taken yet (0 if unknown). */
+int mig_channel_unsent_bytes(int fd);
 /* Waits for an exec: child (after its fd was closed). Returns its exit status. */
 int mig_channel_reap(GPid child);
 /* Reaps an exec: child (if @child > 0) whenever it exits, without blocking. Main loop. */

@@ -27,6 +27,8 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 
+#define DISCARD_BATCH 1024
+
 typedef enum PostcopyDstPhase {
     PC_DST_NONE,
     PC_DST_ADVISED,
@@ -57,7 +59,7 @@ typedef struct PostcopyDst {
 
     /*
      * postcopy-preempt: the channel (set by the main thread) and the thread
-     * that places its pages, started by whichever of LISTEN and the
+     * that places its pages, started by whichever of ADVISE and the
      * connection comes second; preempt_lock covers both fields.
      */
     GMutex preempt_lock;
@@ -77,6 +79,11 @@ typedef struct PostcopyDst {
     uint64_t pages_placed;      /* mig/dst, after LISTEN */
     uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
     uint64_t discard_ns;        /* mig/dst: time in them, for the trace */
+    /* mig/dst: DISCARD ranges of one block not applied yet (flushed at LISTEN). */
+    RAMBlock *disc_rb;
+    uint64_t disc_start[DISCARD_BATCH];
+    uint64_t disc_len[DISCARD_BATCH];
+    unsigned disc_n;
 } PostcopyDst;
 
 static PostcopyDst pd = { .uffd = -1, .stop_fd = -1 };
@@ -110,6 +117,8 @@ void postcopy_dst_reset(const PostcopyDstOps *ops)
     g_clear_pointer(&pd.pending, g_hash_table_destroy);
     memset(&pd.lat, 0, sizeof(pd.lat));
     pd.requests = pd.pages_placed = pd.pages_discarded = 0;
+    pd.disc_n = 0;
+    pd.discard_ns = 0;
     g_clear_pointer(&pd.pause_reason, g_free);
 }
 
@@ -175,6 +184,9 @@ static bool postcopy_dst_check_registrable(Error **errp)
     return true;
 }
 
+static bool postcopy_dst_prepare(Error **errp);
+static void postcopy_dst_maybe_start_preempt(void);
+
 bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, Error **errp)
 {
     uint64_t host_page = sysconf(_SC_PAGESIZE);
@@ -235,14 +247,39 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
     }
     pd.pending = g_hash_table_new(NULL, NULL);
     postcopy_dst_set_phase(PC_DST_ADVISED);
+    g_mutex_lock(&pd.preempt_lock);
+    postcopy_dst_maybe_start_preempt();
+    g_mutex_unlock(&pd.preempt_lock);
+    /* A failure leaves what it made to postcopy_dst_end(). */
+    return postcopy_dst_prepare(errp);
+}
+
+/*
+ * The discards queued so far, in one go (the guest is stopped meanwhile:
+ * each madvise of its own would flush the TLB of every CPU). Before LISTEN,
+ * and before a queue for another block starts.
+ */
+static bool postcopy_dst_flush_discards(Error **errp)
+{
+    int64_t t0 = get_clock_ns();
+    int ret;
+
+    if (!pd.disc_n) {
+        return true;
+    }
+    ret = ram_block_discard_ranges(pd.disc_rb, pd.disc_start, pd.disc_len, pd.disc_n);
+    pd.disc_n = 0;
+    pd.discard_ns += get_clock_ns() - t0;
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "postcopy discard in block %s failed", pd.disc_rb->idstr);
+        return false;
+    }
     return true;
 }
 
 bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error **errp)
 {
     RAMBlock *rb = ram_block_find(block);
-    int64_t t0;
-    int ret;
 
     if (postcopy_dst_phase() != PC_DST_ADVISED) {
         error_setg(errp, "CMD_POSTCOPY_RAM_DISCARD in wrong postcopy state (%d)",
@@ -262,13 +299,14 @@ bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error
                    rb->used_length);
         return false;
     }
-    t0 = get_clock_ns();
-    ret = ram_block_discard_range(rb, start, len);
-    pd.discard_ns += get_clock_ns() - t0;
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "postcopy discard in block %s failed", rb->idstr);
-        return false;
+    if ((pd.disc_n && pd.disc_rb != rb) || pd.disc_n == DISCARD_BATCH) {
+        if (!postcopy_dst_flush_discards(errp)) {
+            return false;
+        }
     }
+    pd.disc_rb = rb;
+    pd.disc_start[pd.disc_n] = start;
+    pd.disc_len[pd.disc_n++] = len;
     count(&pd.pages_discarded, len >> TARGET_PAGE_BITS);
     return true;
 }
@@ -336,12 +374,12 @@ static void *postcopy_dst_preempt_thread(void *opaque)
     return NULL;
 }
 
-/* preempt_lock held: both the channel and LISTEN are there. */
+/* preempt_lock held: starts the preempt thread once both the channel and ADVISE are there. */
 static void postcopy_dst_maybe_start_preempt(void)
 {
     int ret;
 
-    if (!pd.preempt || pd.preempt_running || postcopy_dst_phase() < PC_DST_LISTENING) {
+    if (!pd.preempt || pd.preempt_running || postcopy_dst_phase() < PC_DST_ADVISED) {
         return;
     }
     ret = qemu_thread_create(&pd.preempt_thread, "mig/pc-preempt", postcopy_dst_preempt_thread,
@@ -469,16 +507,11 @@ bool postcopy_dst_listen(Error **errp)
         error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase());
         return false;
     }
-    if (!rp_dst_is_open()) {
-        error_setg(errp, "CMD_POSTCOPY_LISTEN with no return path to ask for pages on");
+    if (!postcopy_dst_flush_discards(errp)) {
         return false;
     }
-    /* Blocktime tells vCPUs apart by the faulting thread. */
-    pd.uffd = uffd_create(migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)
-                          ? UFFD_FEATURE_THREAD_ID : 0);
-    if (pd.uffd < 0) {
-        error_setg_errno(errp, -pd.uffd, "postcopy: userfaultfd");
-        pd.uffd = -1;
+    if (!rp_dst_is_open()) {
+        error_setg(errp, "CMD_POSTCOPY_LISTEN with no return path to ask for pages on");
         return false;
     }
     for (int i = 0; i < pd.nblocks; i++) {
@@ -487,42 +520,51 @@ bool postcopy_dst_listen(Error **errp)
         if (ret < 0) {
             error_setg_errno(errp, -ret, "postcopy: registering RAM block %s failed",
                              pd.blocks[i].rb->idstr);
-            goto fail;
+            postcopy_dst_unregister();
+            return false;
         }
-    }
-    pd.stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (pd.stop_fd < 0) {
-        error_setg_errno(errp, errno, "eventfd failed");
-        goto fail;
-    }
-    ret = qemu_thread_create(&pd.fault_thread, "mig/pc-fault", postcopy_dst_fault_thread, NULL);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "cannot create the postcopy fault thread");
-        goto fail;
     }
     if (migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)) {
         postcopy_blocktime_start();
     }
-    pd.fault_thread_running = true;
     ram_load_set_placer(postcopy_dst_place);
     postcopy_dst_set_phase(PC_DST_LISTENING);
-    g_mutex_lock(&pd.preempt_lock);
-    postcopy_dst_maybe_start_preempt();
-    g_mutex_unlock(&pd.preempt_lock);
     pd.ops->set_state(MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     trace_postcopy_dst_step("discards", pd.discard_ns / 1000);
     trace_postcopy_dst_step("listen", (get_clock_ns() - t0) / 1000);
     return true;
+}
 
-fail:
-    if (pd.stop_fd >= 0) {
-        close(pd.stop_fd);
-        pd.stop_fd = -1;
+/*
+ * ADVISE, long before the guest stops: the userfaultfd and the threads,
+ * so that LISTEN, in the downtime, has only the registration to do. The
+ * fault thread waits on a userfaultfd that has nothing registered yet; the
+ * preempt thread, on a channel that carries pages only after LISTEN.
+ */
+static bool postcopy_dst_prepare(Error **errp)
+{
+    int ret;
+
+    /* Blocktime tells vCPUs apart by the faulting thread. */
+    pd.uffd = uffd_create(migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)
+                          ? UFFD_FEATURE_THREAD_ID : 0);
+    if (pd.uffd < 0) {
+        error_setg_errno(errp, -pd.uffd, "postcopy: userfaultfd");
+        pd.uffd = -1;
+        return false;
     }
-    postcopy_dst_unregister();
-    close(pd.uffd);
-    pd.uffd = -1;
-    return false;
+    pd.stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (pd.stop_fd < 0) {
+        error_setg_errno(errp, errno, "eventfd failed");
+        return false;
+    }
+    ret = qemu_thread_create(&pd.fault_thread, "mig/pc-fault", postcopy_dst_fault_thread, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cannot create the postcopy fault thread");
+        return false;
+    }
+    pd.fault_thread_running = true;
+    return true;
 }
 
 /* ---- recovery ---- */
@@ -626,8 +668,18 @@ bool postcopy_dst_run(Error **errp)
         return false;
     }
     postcopy_dst_set_phase(PC_DST_RUNNING);
-    /* The main loop starts it: vm_start wants the BQL, which this thread must not wait for. */
-    qemu_bh_schedule_oneshot(postcopy_dst_run_bh, NULL);
+    /*
+     * vm_start wants the BQL, which this thread must not wait for (its
+     * holder may be waiting on a page only this thread can place): take it
+     * if it is free, the usual case with the main loop asleep, and start
+     * the guest now; else the main loop does it.
+     */
+    if (bql_trylock()) {
+        postcopy_dst_run_bh(NULL);
+        bql_unlock();
+    } else {
+        qemu_bh_schedule_oneshot(postcopy_dst_run_bh, NULL);
+    }
     return true;
 }
 

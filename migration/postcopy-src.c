@@ -326,20 +326,26 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
     size_t len;
     bool ok;
 
+    int64_t t0 = get_clock_ns(), t1, t2;
+
     if (dirty_scan_source.final_sync(f) < 0) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
         return false;
     }
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     ram_save_enter_postcopy();
+    t1 = get_clock_ns();
     /* Pages sent and changed since; one never sent is not there (ADVISE discarded all). */
     dirty_scan_source.foreach_stale(discard_add_run, &d);
     discard_flush(&d);
     pcs.pages_discarded = d.pages;
+    t2 = get_clock_ns();
 
     pkg = qemu_file_new_buffer_output();
     qemu_savevm_send_postcopy_listen(pkg);
     ok = qemu_savevm_state_devices_postcopy(pkg, errp);
+    trace_migration_postcopy_switch((t1 - t0) / 1000, (t2 - t1) / 1000,
+                                    (get_clock_ns() - t2) / 1000);
     if (ok) {
         qemu_savevm_send_ping(pkg, 3);
         qemu_savevm_send_postcopy_run(pkg);
@@ -422,6 +428,24 @@ static bool postcopy_finish(MigrationState *s, QEMUFile *f, Error **errp)
     return ok;
 }
 
+/*
+ * Before the guest stops: let the destination take what is in flight, so
+ * that the package does not queue behind it while the guest waits. The
+ * guest still runs meanwhile; pages it dirties are sent after the switch.
+ */
+#define POSTCOPY_DRAIN_MAX_NS (200 * 1000 * 1000LL)
+
+static void postcopy_drain_stream(MigrationState *s, QEMUFile *f)
+{
+    int64_t deadline = get_clock_ns() + POSTCOPY_DRAIN_MAX_NS;
+
+    qemu_fflush(f);
+    while (!qemu_file_get_error(f) && mig_channel_unsent_bytes(s->channel.fd) > 0 &&
+           get_clock_ns() < deadline) {
+        g_usleep(100);
+    }
+}
+
 static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
 {
     bool ok;
@@ -430,8 +454,10 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         /* It converged first: an ordinary precopy switchover. */
         return precopy_mode.complete(s, f, errp);
     }
+    postcopy_drain_stream(s, f);
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
+    trace_migration_postcopy_stopped((get_clock_ns() - s->downtime_start_ns) / 1000);
     migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     s->precopy_bytes = qemu_file_transferred(f);
     ok = postcopy_switch(s, f, errp);

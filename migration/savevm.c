@@ -643,9 +643,14 @@ static bool loadvm_postcopy_recover(QEMUFile **f, bool in_package, Error **errp)
 static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
 {
     for (;;) {
-        uint8_t type = qemu_get_byte(f);
+        uint8_t type;
         bool quit = false, ok = true;
 
+        /* A package is a buffer read whole: its end is where the blob ends. */
+        if (in_package && !qemu_file_input_buffered(f)) {
+            return LOADVM_END_EOF;
+        }
+        type = qemu_get_byte(f);
         if (qemu_file_get_error(f)) {
             error_setg(errp, "%s", qemu_file_error_msg(f));
             if (loadvm_postcopy_recover(&f, in_package, errp)) {

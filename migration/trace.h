@@ -44,6 +44,12 @@
     TRACE_EVENT("migration_postcopy_start", "discarded_pages=%" PRIu64 " bytes=%" PRIu64 \
                 " downtime_ms=%" PRId64, (uint64_t)(discarded_pages), (uint64_t)(package_bytes), \
                 (int64_t)(downtime_ms))
+#define trace_migration_postcopy_stopped(us) \
+    TRACE_EVENT("migration_postcopy_stopped", "stop_us=%" PRId64, (int64_t)(us))
+#define trace_migration_postcopy_switch(sync_us, discards_us, devices_us) \
+    TRACE_EVENT("migration_postcopy_switch", "sync_us=%" PRId64 " discards_us=%" PRId64 \
+                " devices_us=%" PRId64, (int64_t)(sync_us), (int64_t)(discards_us), \
+                (int64_t)(devices_us))
 #define trace_migration_postcopy_package(bytes, discarded_pages) \
     TRACE_EVENT("migration_postcopy_package", "bytes=%zu discarded_pages=%" PRIu64, \
                 (size_t)(bytes), (uint64_t)(discarded_pages))

@@ -17,6 +17,15 @@ void bql_lock(void)
     bql_held = true;
 }
 
+bool bql_trylock(void)
+{
+    if (!g_mutex_trylock(&bql)) {
+        return false;
+    }
+    bql_held = true;
+    return true;
+}
+
 void bql_unlock(void)
 {
     assert(bql_held);

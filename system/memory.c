@@ -8,6 +8,7 @@
 #include "qemu/bitmap.h"
 #include "system/memory.h"
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 
@@ -44,6 +45,70 @@ int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len)
     }
     bitmap_clear_atomic(rb->vmm_written_bmap, offset >> TARGET_PAGE_BITS,
                         len >> TARGET_PAGE_BITS);
+    return 0;
+}
+
+/*
+ * Drops every range of @iov (inside @rb, checked by the caller) with one
+ * process_madvise: the kernel flushes the TLB once for all of them, where
+ * a madvise per range pays for a flush (IPIs, under nested virtualization
+ * dear) each time. Kernels without MADV_DONTNEED there get a loop.
+ */
+static int ram_block_dontneed_many(struct iovec *iov, size_t n)
+{
+    static int pidfd = -2;
+    size_t done = 0;
+
+    if (pidfd == -2) {
+        pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+    }
+    while (pidfd >= 0 && done < n) {
+        size_t batch = MIN(n - done, (size_t)IOV_MAX);
+        ssize_t r = syscall(SYS_process_madvise, pidfd, iov + done, batch, MADV_DONTNEED, 0);
+        uint64_t want = 0;
+
+        for (size_t i = done; i < done + batch; i++) {
+            want += iov[i].iov_len;
+        }
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0 || (uint64_t)r != want) {
+            break;      /* not supported (or partial): the loop below does the rest */
+        }
+        done += batch;
+    }
+    for (; done < n; done++) {
+        if (madvise(iov[done].iov_base, iov[done].iov_len, MADV_DONTNEED) < 0) {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+int ram_block_discard_ranges(RAMBlock *rb, const uint64_t *offset, const uint64_t *len,
+                             size_t n)
+{
+    g_autofree struct iovec *iov = g_new(struct iovec, n);
+    int ret;
+
+    for (size_t i = 0; i < n; i++) {
+        assert(QEMU_IS_ALIGNED(offset[i] | len[i], TARGET_PAGE_SIZE) &&
+               offset[i] <= rb->used_length && len[i] <= rb->used_length - offset[i]);
+        if (rb->fd >= 0 && len[i] &&
+            fallocate(rb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset[i], len[i]) < 0) {
+            return -errno;
+        }
+        iov[i] = (struct iovec) { .iov_base = rb->host + offset[i], .iov_len = len[i] };
+    }
+    ret = ram_block_dontneed_many(iov, n);
+    if (ret < 0) {
+        return ret;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bitmap_clear_atomic(rb->vmm_written_bmap, offset[i] >> TARGET_PAGE_BITS,
+                            len[i] >> TARGET_PAGE_BITS);
+    }
     return 0;
 }
 

@@ -12,6 +12,8 @@
 #include <glib.h>
 
 void bql_lock(void);
+/* Takes the BQL only if nobody holds it; true if it did. */
+bool bql_trylock(void);
 void bql_unlock(void);
 bool bql_locked(void);
 /* Waits on @cond, dropping the BQL meanwhile (the caller holds it). */
