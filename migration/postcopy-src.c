@@ -68,7 +68,6 @@ typedef struct PostcopySrc {
     uint64_t start_bytes;       /* this connection's stream bytes at the switchover */
     uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
     uint64_t bytes_before;      /* postcopy bytes of the connections before a recovery */
-    uint64_t pages_requested;   /* pages sent because the destination asked */
     uint64_t pages_discarded;
 } PostcopySrc;
 
@@ -104,7 +103,6 @@ static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page)
     ram_put_page(&pcs.preempt_writer, pcs.preempt, rb, page,
                  buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
     qemu_fflush(pcs.preempt);
-    __atomic_store_n(&pcs.pages_requested, pcs.pages_requested + 1, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -117,8 +115,7 @@ static bool postcopy_ram_send_next(QEMUFile *f, RAMPageWriter *w)
         dirty_scan_source.send_page(f, w, rb, page);
         /* A vCPU waits for it: out now, not when the buffer fills. */
         qemu_fflush(f);
-        __atomic_store_n(&pcs.pages_requested, pcs.pages_requested + 1, __ATOMIC_RELAXED);
-        return true;
+            return true;
     }
     return dirty_scan_source.send_next(f, w);
 }
