@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The stream envelope: header, configuration, live sections (START, PART,
- * END) and device sections (FULL), each closed by a footer, then EOF and
- * the JSON vmdesc. The loader treats the stream as hostile: every section
- * must name a registered handler, carry a version we understand and end
- * with the right footer, and the load only succeeds at EOF with every
- * device section seen.
+ * The stream envelope, writing side: the registry of sections, then the
+ * header, configuration, live sections (START, PART, END) and device
+ * sections (FULL), each closed by a footer, then EOF and the JSON vmdesc.
+ * loadvm.c reads it.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -13,49 +11,21 @@
 #include "migration/qemu-file.h"
 #include "migration/register.h"
 #include "migration/vmstate.h"
-#include "postcopy.h"
-#include "postcopy-dst.h"
 #include "savevm.h"
+#include "savevm-int.h"
 #include "savevm-cmd.h"
 #include "trace.h"
 
-#define QEMU_VM_FILE_VERSION_COMPAT 0x00000002
-#define QEMU_VM_FILE_VERSION        0x00000003
-
-#define QEMU_VM_EOF                 0x00
-#define QEMU_VM_SECTION_START       0x01
-#define QEMU_VM_SECTION_PART        0x02
-#define QEMU_VM_SECTION_END         0x03
-#define QEMU_VM_SECTION_FULL        0x04
-#define QEMU_VM_SUBSECTION          0x05
-#define QEMU_VM_VMDESCRIPTION       0x06
-#define QEMU_VM_CONFIGURATION       0x07
-#define QEMU_VM_SECTION_FOOTER      0x7e
-
-/* A vmdesc bigger than this is not ours to read. */
-#define VMDESC_MAX_LEN (16 * MiB)
-
-typedef struct SaveStateEntry {
-    char idstr[256];
-    uint32_t instance_id;
-    int version_id;
-    uint32_t section_id;                /* ours, in streams we write; a load keeps the stream's apart */
-    const SaveVMHandlers *ops;          /* live sections */
-    const VMStateDescription *vmsd;     /* device sections */
-    void *opaque;
-    bool loaded;                        /* incoming: section seen */
-} SaveStateEntry;
-
 /* Registered during init (main thread), read-only afterwards. */
-static GPtrArray *handlers;
+GPtrArray *savevm_handlers;
 static uint32_t next_section_id;
 /* The configuration section's machine type, handed in by the machine at init. */
-static char *machine_type;
+char *savevm_machine_type;
 
 void savevm_set_machine_type(const char *name)
 {
-    g_free(machine_type);
-    machine_type = g_strdup(name);
+    g_free(savevm_machine_type);
+    savevm_machine_type = g_strdup(name);
 }
 
 static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int version_id)
@@ -67,10 +37,10 @@ static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int v
     se->instance_id = instance_id;
     se->version_id = version_id;
     se->section_id = next_section_id++;
-    if (!handlers) {
-        handlers = g_ptr_array_new();
+    if (!savevm_handlers) {
+        savevm_handlers = g_ptr_array_new();
     }
-    g_ptr_array_add(handlers, se);
+    g_ptr_array_add(savevm_handlers, se);
     return se;
 }
 
@@ -96,9 +66,6 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
     se->opaque = opaque;
 }
 
-#define FOREACH_SE(i, se) \
-    for (guint i = 0; handlers && i < handlers->len && ((se) = g_ptr_array_index(handlers, i)); i++)
-
 /* ---- outgoing ---- */
 
 static void save_section_header(QEMUFile *f, SaveStateEntry *se, uint8_t type)
@@ -120,7 +87,7 @@ static void save_section_footer(QEMUFile *f, SaveStateEntry *se)
 
 void qemu_savevm_state_header(QEMUFile *f)
 {
-    const char *machine = machine_type ? machine_type : "";
+    const char *machine = savevm_machine_type ? savevm_machine_type : "";
 
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
@@ -311,421 +278,3 @@ void qemu_savevm_state_cleanup(void)
     }
 }
 
-/* ---- incoming ---- */
-
-static SaveStateEntry *find_se(const char *idstr, uint32_t instance_id)
-{
-    SaveStateEntry *se;
-
-    FOREACH_SE(i, se) {
-        if (!strcmp(se->idstr, idstr) && se->instance_id == instance_id) {
-            return se;
-        }
-    }
-    return NULL;
-}
-
-static bool loadvm_check_header(QEMUFile *f, Error **errp)
-{
-    uint32_t magic = qemu_get_be32(f);
-    uint32_t version = qemu_get_be32(f);
-    char machine[256];
-    uint32_t len;
-
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading the stream header failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    if (magic != QEMU_VM_FILE_MAGIC) {
-        error_setg(errp, "Not a migration stream (bad magic 0x%08x)", magic);
-        return false;
-    }
-    if (version == QEMU_VM_FILE_VERSION_COMPAT) {
-        error_setg(errp, "SaveVM v2 format is obsolete and don't work anymore");
-        return false;
-    }
-    if (version != QEMU_VM_FILE_VERSION) {
-        error_setg(errp, "Unsupported migration stream version %u", version);
-        return false;
-    }
-    if (qemu_get_byte(f) != QEMU_VM_CONFIGURATION) {
-        error_setg(errp, "Configuration section missing");
-        return false;
-    }
-    len = qemu_get_be32(f);
-    if (len >= sizeof(machine)) {
-        error_setg(errp, "Machine type name in the stream is too long (%u bytes)", len);
-        return false;
-    }
-    qemu_get_buffer(f, machine, len);
-    machine[len] = '\0';
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading the configuration failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    if (strcmp(machine, machine_type ? machine_type : "")) {
-        g_autofree char *safe = g_strescape(machine, NULL);
-
-        error_setg(errp, "Machine type received is '%s' and local is '%s'", safe,
-                   machine_type ? machine_type : "");
-        return false;
-    }
-    return true;
-}
-
-/* The footer must name @section_id, the id the stream gave the section. */
-static bool loadvm_check_footer(QEMUFile *f, SaveStateEntry *se, uint32_t section_id,
-                                Error **errp)
-{
-    uint8_t b = qemu_get_byte(f);
-    uint32_t id;
-
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading the footer of section '%s' failed: %s", se->idstr,
-                   qemu_file_error_msg(f));
-        return false;
-    }
-    if (b != QEMU_VM_SECTION_FOOTER) {
-        error_setg(errp, "Missing section footer for %s (got 0x%02x)", se->idstr, b);
-        return false;
-    }
-    id = qemu_get_be32(f);
-    if (id != section_id) {
-        error_setg(errp, "Mismatched section id in footer for %s -- read 0x%x expected 0x%x",
-                   se->idstr, id, section_id);
-        return false;
-    }
-    return true;
-}
-
-/*
- * One device section. Fields land in the live struct, and post_load
- * validates them before it hands anything to KVM; if the section fails
- * anywhere, the struct gets its old bytes back before the BQL is released.
- * Nobody else reads device state without the BQL, so no one ever sees a
- * struct with unvalidated fields (vCPUs are not running while we load).
- * The load works in place, not on a separate copy, because post_load hooks
- * find their device from the struct's address (container_of).
- */
-static bool loadvm_device_section(QEMUFile *f, SaveStateEntry *se, uint32_t version_id,
-                                  Error **errp)
-{
-    void *before;
-    bool ok;
-
-    /* Device state touches KVM and devices: take the BQL like the main loop. */
-    bql_lock();
-    before = g_memdup2(se->opaque, se->vmsd->size);
-    ok = vmstate_load_state(f, se->vmsd, se->opaque, version_id, errp);
-    if (!ok) {
-        memcpy(se->opaque, before, se->vmsd->size);
-    }
-    bql_unlock();
-    g_free(before);
-    return ok;
-}
-
-static bool loadvm_section_start_full(QEMUFile *f, uint8_t type, GHashTable *ids, Error **errp)
-{
-    uint32_t section_id = qemu_get_be32(f);
-    char idstr[256];
-    uint32_t instance_id, version_id;
-    SaveStateEntry *se, *other;
-
-    qemu_get_counted_string(f, idstr);
-    instance_id = qemu_get_be32(f);
-    version_id = qemu_get_be32(f);
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading a section header failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    se = find_se(idstr, instance_id);
-    if (!se) {
-        g_autofree char *safe = g_strescape(idstr, NULL);
-
-        error_setg(errp, "Unknown savevm section or instance '%s' %u", safe, instance_id);
-        return false;
-    }
-    if ((type == QEMU_VM_SECTION_FULL) != (se->vmsd != NULL)) {
-        error_setg(errp, "Section '%s' has the wrong kind (type 0x%x)", se->idstr, type);
-        return false;
-    }
-    /* Unsigned: a version of 2^31 or more must not pass as negative. */
-    if (version_id > (uint32_t)se->version_id) {
-        error_setg(errp, "savevm: unsupported version %u for '%s' v%d", version_id, se->idstr,
-                   se->version_id);
-        return false;
-    }
-    /*
-     * Remember the stream's id so PART/END and the footer find this handler.
-     * Only in this load's table: our own ids are what we send, and a hostile
-     * stream must not change them (nor give one id to two sections).
-     */
-    other = g_hash_table_lookup(ids, GUINT_TO_POINTER(section_id));
-    if (other && other != se) {
-        error_setg(errp, "Section id %u of '%s' is already used by '%s'", section_id, se->idstr,
-                   other->idstr);
-        return false;
-    }
-    g_hash_table_insert(ids, GUINT_TO_POINTER(section_id), se);
-    if (se->vmsd) {
-        int64_t t0 = get_clock_ns();
-
-        if (!loadvm_device_section(f, se, version_id, errp)) {
-            error_prepend(errp, "error while loading state for instance 0x%x of device '%s': ",
-                          instance_id, se->idstr);
-            return false;
-        }
-        trace_savevm_device_load(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
-    } else if (se->ops->load_state(f, se->opaque, version_id, errp) < 0) {
-        return false;
-    }
-    se->loaded = true;
-    return loadvm_check_footer(f, se, section_id, errp);
-}
-
-static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
-{
-    uint32_t section_id = qemu_get_be32(f);
-    SaveStateEntry *se;
-
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading a section header failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    se = g_hash_table_lookup(ids, GUINT_TO_POINTER(section_id));
-    if (!se || !se->ops) {
-        error_setg(errp, "Unknown savevm section %u", section_id);
-        return false;
-    }
-    if (se->ops->load_state(f, se->opaque, se->version_id, errp) < 0) {
-        return false;
-    }
-    return loadvm_check_footer(f, se, section_id, errp);
-}
-
-/*
- * After EOF: the vmdesc, which we read and discard. QEMU treats it as
- * optional; our sources always write it, so it is also what tells a
- * complete stream from one cut right after the EOF byte.
- */
-static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
-{
-    uint32_t len;
-
-    if (qemu_get_byte(f) != QEMU_VM_VMDESCRIPTION || qemu_file_get_error(f)) {
-        error_setg(errp, "the stream ends at EOF without its vmdesc (truncated?)");
-        return false;
-    }
-    len = qemu_get_be32(f);
-    if (len > VMDESC_MAX_LEN) {
-        error_setg(errp, "vmdesc of %u bytes is too big", len);
-        return false;
-    }
-    qemu_file_skip(f, len);
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading the vmdesc failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    return true;
-}
-
-static bool loadvm_check_complete(Error **errp)
-{
-    SaveStateEntry *se;
-
-    FOREACH_SE(i, se) {
-        if (se->vmsd && !se->loaded) {
-            error_setg(errp, "stream ended without section '%s' instance %u", se->idstr,
-                       se->instance_id);
-            return false;
-        }
-    }
-    return true;
-}
-
-typedef enum LoadVMEnd {
-    LOADVM_END_ERROR,
-    LOADVM_END_EOF,             /* the stream's EOF, checks passed */
-    LOADVM_END_QUIT,            /* a package's RUN */
-} LoadVMEnd;
-
-static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp);
-
-/*
- * PACKAGED: the device state (and LISTEN, PING, RUN) in one blob, read
- * whole, so that the guest starts only once all of it arrived; it must
- * end with RUN.
- */
-static bool loadvm_packaged(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
-{
-    uint32_t len = qemu_get_be32(f);
-    g_autofree uint8_t *blob = NULL;
-    QEMUFile *pkg;
-    LoadVMEnd end;
-    int64_t t0;
-
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading CMD_PACKAGED failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    if (in_package) {
-        error_setg(errp, "CMD_PACKAGED inside a package");
-        return false;
-    }
-    if (len > MAX_VM_CMD_PACKAGED_SIZE) {
-        error_setg(errp, "Unreasonably large packaged state: %u", len);
-        return false;
-    }
-    blob = g_malloc(len);
-    qemu_get_buffer(f, blob, len);
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading the packaged state (%u bytes) failed: %s", len,
-                   qemu_file_error_msg(f));
-        return false;
-    }
-    pkg = qemu_file_new_buffer_input(blob, len);
-    t0 = get_clock_ns();
-    end = loadvm_main(pkg, ids, true, errp);
-    trace_postcopy_dst_step("package", (get_clock_ns() - t0) / 1000);
-    qemu_fclose(pkg);
-    if (end == LOADVM_END_EOF) {
-        error_setg(errp, "the packaged state ended without CMD_POSTCOPY_RUN");
-    }
-    return end == LOADVM_END_QUIT;
-}
-
-static bool loadvm_command(QEMUFile *f, GHashTable *ids, bool in_package, bool *quit,
-                           Error **errp)
-{
-    uint16_t cmd = qemu_get_be16(f);
-    uint16_t len = qemu_get_be16(f);
-    LoadVMCmdResult r;
-
-    if (qemu_file_get_error(f)) {
-        error_setg(errp, "reading a command failed: %s", qemu_file_error_msg(f));
-        return false;
-    }
-    if (cmd == MIG_CMD_PACKAGED) {
-        if (len != 4) {
-            error_setg(errp, "CMD_PACKAGED received with bad length - expecting 4, got %u", len);
-            return false;
-        }
-        return loadvm_packaged(f, ids, in_package, errp);
-    }
-    r = loadvm_handle_command(f, cmd, len, in_package, errp);
-    *quit = r == LOADVM_CMD_QUIT;
-    return r != LOADVM_CMD_ERROR;
-}
-
-/*
- * Postcopy, the stream broke (an I/O error, not a bad record): pause until
- * migrate-recover brings a new connection, and go on reading it at a
- * record boundary, where the resumed source starts.
- */
-static bool loadvm_postcopy_recover(QEMUFile **f, bool in_package, Error **errp)
-{
-    QEMUFile *nf;
-
-    if (in_package || !postcopy_dst_listening() || !qemu_file_get_error(*f)) {
-        return false;
-    }
-    nf = postcopy_dst_pause(*f, *errp);
-    if (!nf) {
-        return false;
-    }
-    error_free(*errp);
-    *errp = NULL;
-    *f = nf;
-    return true;
-}
-
-static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Error **errp)
-{
-    for (;;) {
-        uint8_t type;
-        bool quit = false, ok = true;
-
-        /* A package is a buffer read whole: its end is where the blob ends. */
-        if (in_package && !qemu_file_input_buffered(f)) {
-            return LOADVM_END_EOF;
-        }
-        type = qemu_get_byte(f);
-        if (qemu_file_get_error(f)) {
-            error_setg(errp, "%s", qemu_file_error_msg(f));
-            if (loadvm_postcopy_recover(&f, in_package, errp)) {
-                continue;
-            }
-            return LOADVM_END_ERROR;
-        }
-        switch (type) {
-        case QEMU_VM_EOF:
-            if (in_package) {
-                error_setg(errp, "EOF inside the packaged state");
-                return LOADVM_END_ERROR;
-            }
-            if (!loadvm_check_complete(errp)) {
-                return LOADVM_END_ERROR;
-            }
-            /* A postcopy stream ends at EOF: QEMU sends no vmdesc after it. */
-            if (!postcopy_dst_listening() && !loadvm_skip_vmdesc(f, errp)) {
-                return LOADVM_END_ERROR;
-            }
-            return LOADVM_END_EOF;
-        case QEMU_VM_SECTION_START:
-        case QEMU_VM_SECTION_FULL:
-            ok = loadvm_section_start_full(f, type, ids, errp);
-            break;
-        case QEMU_VM_SECTION_PART:
-        case QEMU_VM_SECTION_END:
-            ok = loadvm_section_part_end(f, ids, errp);
-            break;
-        case QEMU_VM_COMMAND:
-            ok = loadvm_command(f, ids, in_package, &quit, errp);
-            if (ok && quit) {
-                return LOADVM_END_QUIT;
-            }
-            break;
-        default:
-            error_setg(errp, "Unknown savevm section type %d", type);
-            return LOADVM_END_ERROR;
-        }
-        if (!ok && !loadvm_postcopy_recover(&f, in_package, errp)) {
-            return LOADVM_END_ERROR;
-        }
-    }
-}
-
-bool qemu_loadvm_state(QEMUFile *f, Error **errp)
-{
-    g_autoptr(GHashTable) ids = g_hash_table_new(NULL, NULL);
-    SaveStateEntry *se;
-    bool ok = false;
-
-    FOREACH_SE(i, se) {
-        se->loaded = false;
-        if (se->ops && se->ops->load_setup && se->ops->load_setup(f, se->opaque, errp) < 0) {
-            goto out;
-        }
-    }
-    if (!loadvm_check_header(f, errp)) {
-        goto out;
-    }
-    switch (loadvm_main(f, ids, false, errp)) {
-    case LOADVM_END_EOF:
-        ok = true;
-        break;
-    case LOADVM_END_QUIT:
-        error_setg(errp, "CMD_POSTCOPY_RUN outside the packaged device state");
-        break;
-    case LOADVM_END_ERROR:
-        break;
-    }
-out:
-    FOREACH_SE(i, se) {
-        if (se->ops && se->ops->load_cleanup) {
-            se->ops->load_cleanup(se->opaque);
-        }
-    }
-    return ok;
-}

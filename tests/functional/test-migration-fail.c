@@ -286,9 +286,9 @@ static void test_capabilities(void)
     src = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
                    vmtest_firmware());
     r = vm_qmp(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                    "{'capabilities': [{'capability': 'postcopy-ram', 'state': true}]}}");
+                    "{'capabilities': [{'capability': 'auto-converge', 'state': true}]}}");
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "'postcopy-ram' is not supported"));
+    g_assert_nonnull(strstr(desc, "'auto-converge' is not supported"));
     json_node_unref(r);
     r = vm_qmp_ok(src, "{'execute': 'query-migrate-capabilities'}");
     g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 21);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to postcopy-dst.c (the commands, the phases, recovery) and
+ * postcopy-dst-pages.c (the fault thread, placement, the preempt channel):
+ * the postcopy destination's state, one instance, pc_dst.
+ */
+#ifndef MIGRATION_POSTCOPY_DST_INT_H
+#define MIGRATION_POSTCOPY_DST_INT_H
+
+#include "qemu/thread.h"
+#include "latency-hist.h"
+#include "postcopy-dst.h"
+
+#define DISCARD_BATCH 1024
+
+typedef enum PostcopyDstPhase {
+    PC_DST_NONE,
+    PC_DST_ADVISED,
+    PC_DST_LISTENING,
+    PC_DST_RUNNING,
+} PostcopyDstPhase;
+
+/* One RAMBlock's postcopy bitmaps (ADVISE to the next load's reset). */
+typedef struct PostcopyDstBlock {
+    RAMBlock *rb;
+    /* Set atomically by mig/dst once the page is in place. */
+    unsigned long *received;
+    /* Set atomically by mig/pc-fault once the source was asked for the page. */
+    unsigned long *requested;
+} PostcopyDstBlock;
+
+typedef struct PostcopyDst {
+    const PostcopyDstOps *ops;  /* incoming.c's, set before mig/dst starts */
+    int phase;                  /* PostcopyDstPhase: mig/dst writes, any thread reads (atomic) */
+
+    /* Set up by mig/dst at ADVISE/LISTEN; torn down by mig/dst at the end. */
+    PostcopyDstBlock *blocks;
+    int nblocks;
+    int uffd;
+    int stop_fd;                /* eventfd: mig/pc-fault ends */
+    QemuThread fault_thread;
+    bool fault_thread_running;
+
+    /*
+     * postcopy-preempt: the channel (set by the main thread) and the thread
+     * that places its pages, started by whichever of ADVISE and the
+     * connection comes second; preempt_lock covers both fields.
+     */
+    GMutex preempt_lock;
+    QEMUFile *preempt;
+    QemuThread preempt_thread;
+    bool preempt_running;
+
+    /* Request latency: mig/pc-fault adds, mig/dst removes, under lat_lock. */
+    GMutex lat_lock;
+    GHashTable *pending;        /* host page address -> request time (ns) */
+    LatencyHist lat;            /* recorded by mig/dst under lat_lock */
+
+    char *pause_reason;         /* lat_lock: why the stream broke, for query-migrate */
+
+    /* Counters: single aligned words, read by query-migrate. */
+    uint64_t requests;          /* mig/pc-fault */
+    uint64_t pages_placed;      /* mig/dst, after LISTEN */
+    uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
+    uint64_t discard_ns;        /* mig/dst: time in them, for the trace */
+    /* mig/dst: DISCARD ranges of one block not applied yet (flushed at LISTEN). */
+    RAMBlock *disc_rb;
+    uint64_t disc_start[DISCARD_BATCH];
+    uint64_t disc_len[DISCARD_BATCH];
+    unsigned disc_n;
+} PostcopyDst;
+
+extern PostcopyDst pc_dst;
+
+static inline int postcopy_dst_phase(void)
+{
+    return __atomic_load_n(&pc_dst.phase, __ATOMIC_ACQUIRE);
+}
+
+static inline void postcopy_dst_set_phase(PostcopyDstPhase phase)
+{
+    __atomic_store_n(&pc_dst.phase, phase, __ATOMIC_RELEASE);
+}
+
+static inline void count(uint64_t *c, uint64_t n)
+{
+    __atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+/* ---- postcopy-dst-pages.c ---- */
+/* The block's postcopy bitmaps (every RAMBlock has them from ADVISE on). */
+PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb);
+/* RAMPageReader.place: @n pages from @first of @rb (NULL @data: zero pages). */
+bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
+                        Error **errp);
+/* "mig/pc-fault": missing-page faults into page requests. */
+void *postcopy_dst_fault_thread(void *opaque);
+/* preempt_lock held: start "mig/pc-preempt" once ADVISE and the channel are there. */
+void postcopy_dst_maybe_start_preempt(void);
+/* End the preempt thread and close its channel. */
+void postcopy_dst_stop_preempt(void);
+/* Recovery, mig/dst: ask again for every page a vCPU still waits on. */
+void postcopy_dst_rerequest(void);
+
+#endif

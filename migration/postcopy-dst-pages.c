@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The postcopy destination's page side: the fault thread "mig/pc-fault"
+ * that turns missing-page faults into requests, atomic placement of runs
+ * of pages (mig/dst and the preempt channel's "mig/pc-preempt"), and the
+ * request latency (fault read to page placed). No thread here takes the
+ * BQL: a BQL holder may wait on a page only these threads bring in.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/userfaultfd.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "postcopy-blocktime.h"
+#include "postcopy-dst-int.h"
+#include "postcopy-rp-dst.h"
+#include "ram-codec.h"
+#include "trace.h"
+#include <poll.h>
+
+PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb)
+{
+    for (int i = 0; i < pc_dst.nblocks; i++) {
+        if (pc_dst.blocks[i].rb == rb) {
+            return &pc_dst.blocks[i];
+        }
+    }
+    return NULL;
+}
+
+/* ---- placement and the fault thread ---- */
+
+static void postcopy_dst_request_done(void *host)
+{
+    gpointer t0;
+
+    g_mutex_lock(&pc_dst.lat_lock);
+    if (g_hash_table_steal_extended(pc_dst.pending, host, NULL, &t0)) {
+        latency_hist_record_ns(&pc_dst.lat, get_clock_ns() - GPOINTER_TO_SIZE(t0));
+    }
+    g_mutex_unlock(&pc_dst.lat_lock);
+}
+
+/*
+ * RAMPageReader.place (mig/dst and mig/pc-preempt): @n pages from @first
+ * in as few calls as the kernel allows. A page already there (asked for
+ * twice, or on both channels) stays as it is.
+ */
+bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
+                               Error **errp)
+{
+    PostcopyDstBlock *b = postcopy_dst_block(rb);
+    uint8_t *host = rb->host + (first << TARGET_PAGE_BITS);
+    int ret;
+
+    assert(b && first + n <= rb->used_length >> TARGET_PAGE_BITS);
+    ret = uffd_place_pages(pc_dst.uffd, host, data, n, TARGET_PAGE_SIZE);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "postcopy: placing %u pages at 0x%" PRIx64 " of %s failed",
+                         n, first << TARGET_PAGE_BITS, rb->idstr);
+        return false;
+    }
+    bitmap_set_atomic(b->received, first, n);
+    bitmap_set_atomic(rb->vmm_written_bmap, first, n);
+    __atomic_fetch_add(&pc_dst.pages_placed, ret, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < n; i++) {
+        if (test_bit_atomic(first + i, b->requested)) {
+            postcopy_dst_request_done(host + i * TARGET_PAGE_SIZE);
+        }
+        if (postcopy_blocktime_on()) {
+            postcopy_blocktime_placed((uintptr_t)host + i * TARGET_PAGE_SIZE);
+        }
+    }
+    return true;
+}
+
+/* Pages the source sent on the preempt channel, until it closes or is shut down. */
+static void *postcopy_dst_preempt_thread(void *opaque)
+{
+    RAMPageReader r = { .place = postcopy_dst_place };
+    Error *err = NULL;
+
+    /* The stream checked the block list; this channel carries pages only. */
+    r.have_sizes = true;
+    while (ram_load_records(&r, pc_dst.preempt, &err) == 0) {
+        /* EOS: the channel's opening record, or a pause in it. */
+    }
+    trace_postcopy_preempt_end(error_get_pretty(err));
+    error_free(err);
+    ram_reader_reset(&r);
+    return NULL;
+}
+
+/* preempt_lock held: starts the preempt thread once both the channel and ADVISE are there. */
+void postcopy_dst_maybe_start_preempt(void)
+{
+    int ret;
+
+    if (!pc_dst.preempt || pc_dst.preempt_running || postcopy_dst_phase() < PC_DST_ADVISED) {
+        return;
+    }
+    ret = qemu_thread_create(&pc_dst.preempt_thread, "mig/pc-preempt", postcopy_dst_preempt_thread,
+                             NULL);
+    if (ret < 0) {
+        /* The pages it would bring still come on the stream, later. */
+        error_report("postcopy: cannot create the preempt channel thread: %s", g_strerror(-ret));
+        return;
+    }
+    pc_dst.preempt_running = true;
+}
+
+/* preempt_lock held: end the thread and close its channel. */
+static void postcopy_dst_stop_preempt_locked(void)
+{
+    if (pc_dst.preempt) {
+        qemu_file_shutdown(pc_dst.preempt);
+    }
+    if (pc_dst.preempt_running) {
+        qemu_thread_join(&pc_dst.preempt_thread);
+        pc_dst.preempt_running = false;
+    }
+    if (pc_dst.preempt) {
+        qemu_fclose(pc_dst.preempt);
+        pc_dst.preempt = NULL;
+    }
+}
+
+void postcopy_dst_set_preempt_channel(QEMUFile *f)
+{
+    g_mutex_lock(&pc_dst.preempt_lock);
+    /* A recovery's new channel replaces the broken one. */
+    postcopy_dst_stop_preempt_locked();
+    pc_dst.preempt = f;
+    postcopy_dst_maybe_start_preempt();
+    g_mutex_unlock(&pc_dst.preempt_lock);
+}
+
+void postcopy_dst_stop_preempt(void)
+{
+    g_mutex_lock(&pc_dst.preempt_lock);
+    postcopy_dst_stop_preempt_locked();
+    g_mutex_unlock(&pc_dst.preempt_lock);
+}
+
+/* mig/pc-fault: one missing-page fault at @addr, of thread @tid (0 if unknown). */
+static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_read)
+{
+    uint64_t page_addr = addr & ~(uint64_t)(TARGET_PAGE_SIZE - 1);
+
+    for (int i = 0; i < pc_dst.nblocks; i++) {
+        PostcopyDstBlock *b = &pc_dst.blocks[i];
+        uint64_t host = (uintptr_t)b->rb->host;
+        uint64_t page;
+
+        if (page_addr < host || page_addr - host >= b->rb->used_length) {
+            continue;
+        }
+        page = (page_addr - host) >> TARGET_PAGE_BITS;
+        if (tid && postcopy_blocktime_on()) {
+            postcopy_blocktime_fault(tid, page_addr, t_read);
+            /* Placed before the fault was read: that placement could not end the wait. */
+            if (test_bit_atomic(page, b->received)) {
+                postcopy_blocktime_placed(page_addr);
+            }
+        }
+        /* Placed meanwhile (the placement woke the thread), or already asked for. */
+        if (test_bit_atomic(page, b->received) || test_and_set_bit_atomic(page, b->requested)) {
+            return;
+        }
+        g_mutex_lock(&pc_dst.lat_lock);
+        g_hash_table_insert(pc_dst.pending, (gpointer)(uintptr_t)page_addr,
+                            GSIZE_TO_POINTER((gsize)t_read));
+        g_mutex_unlock(&pc_dst.lat_lock);
+        count(&pc_dst.requests, 1);
+        rp_dst_request_page(b->rb, page << TARGET_PAGE_BITS);
+        return;
+    }
+    /* Only registered ranges fault here: nothing else can reach this. */
+    error_report("postcopy: a fault at 0x%" PRIx64 " outside guest RAM", addr);
+}
+
+void *postcopy_dst_fault_thread(void *opaque)
+{
+    struct pollfd pfd[2] = {
+        { .fd = pc_dst.uffd, .events = POLLIN },
+        { .fd = pc_dst.stop_fd, .events = POLLIN },
+    };
+    uint64_t addrs[64];
+    uint32_t tids[64];
+
+    for (;;) {
+        int64_t t_read;
+        int n;
+
+        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+            break;
+        }
+        t_read = get_clock_ns();
+        n = uffd_read_missing_faults(pc_dst.uffd, addrs, tids, ARRAY_SIZE(addrs));
+        if (n < 0) {
+            error_report("postcopy: reading userfaultfd failed: %s", g_strerror(-n));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            postcopy_dst_handle_fault(addrs[i], tids[i], t_read);
+        }
+    }
+    return NULL;
+}
+
+/* mig/dst: ask again for every page a vCPU still waits on; the source forgot them. */
+void postcopy_dst_rerequest(void)
+{
+    g_autoptr(GList) keys = NULL;
+
+    g_mutex_lock(&pc_dst.lat_lock);
+    keys = g_hash_table_get_keys(pc_dst.pending);
+    g_mutex_unlock(&pc_dst.lat_lock);
+    for (GList *l = keys; l; l = l->next) {
+        uint64_t addr = (uintptr_t)l->data;
+
+        for (int i = 0; i < pc_dst.nblocks; i++) {
+            uint64_t host = (uintptr_t)pc_dst.blocks[i].rb->host;
+
+            if (addr >= host && addr - host < pc_dst.blocks[i].rb->used_length) {
+                rp_dst_request_page(pc_dst.blocks[i].rb, addr - host);
+                break;
+            }
+        }
+    }
+}
