@@ -77,7 +77,7 @@ bool postcopy_dst_ping(uint32_t value, Error **errp)
 
 
 /* The kernel must let us register this memory in missing mode (anonymous or shmem). */
-static bool postcopy_dst_check_registrable(Error **errp)
+bool postcopy_ram_supported(Error **errp)
 {
     int fd = uffd_create(0);
     GPtrArray *rbs = ram_blocks();
@@ -129,7 +129,7 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
                    target_page_size, (uint64_t)TARGET_PAGE_SIZE);
         return false;
     }
-    if (!postcopy_dst_check_registrable(errp)) {
+    if (!postcopy_ram_supported(errp)) {
         return false;
     }
     pc_dst.nblocks = rbs->len;

@@ -38,6 +38,13 @@ typedef struct PostcopyDstOps {
     QEMUFile *(*wait_recover)(QEMUFile *old);
 } PostcopyDstOps;
 
+/*
+ * The kernel takes missing-page faults on all of guest RAM (anonymous or
+ * memfd/tmpfs memory): asked on both sides, as QEMU does, by
+ * migrate-set-capabilities on the source and at ADVISE here.
+ */
+bool postcopy_ram_supported(Error **errp);
+
 /* incoming.c, before any connection: a new load; forgets the last one's statistics. */
 void postcopy_dst_reset(const PostcopyDstOps *ops);
 

@@ -29,6 +29,7 @@
 #include "options.h"
 #include "outgoing.h"
 #include "postcopy.h"
+#include "postcopy-dst.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "return-path.h"
@@ -188,33 +189,6 @@ static void postcopy_init(MigrationState *s)
     rp_src_reset_stats();
 }
 
-/* The kernel must give us missing-page userfaultfd on guest memory (QEMU checks both sides). */
-static bool postcopy_host_supported(Error **errp)
-{
-    GPtrArray *rbs = ram_blocks();
-    int fd = uffd_create(0);
-
-    if (fd < 0) {
-        error_setg(errp, "Postcopy is not supported: userfaultfd is not available (%s)",
-                   g_strerror(-fd));
-        return false;
-    }
-    for (guint i = 0; i < rbs->len; i++) {
-        RAMBlock *rb = g_ptr_array_index(rbs, i);
-        int ret = uffd_register_missing(fd, rb->host, rb->used_length);
-
-        if (ret < 0) {
-            close(fd);
-            error_setg(errp, "Postcopy is not supported: RAM block %s cannot take missing-page "
-                       "faults (%s)", rb->idstr, g_strerror(-ret));
-            return false;
-        }
-        uffd_unregister(fd, rb->host, rb->used_length);
-    }
-    close(fd);
-    return true;
-}
-
 static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Error **errp)
 {
     bool on = new_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM];
@@ -239,7 +213,7 @@ static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Erro
         error_setg(errp, "Postcopy is not yet compatible with multifd");
         return false;
     }
-    return old_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM] || postcopy_host_supported(errp);
+    return old_caps[MIGRATION_CAPABILITY_POSTCOPY_RAM] || postcopy_ram_supported(errp);
 }
 
 /*
