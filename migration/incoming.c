@@ -6,6 +6,7 @@
  * failure ends the process with status 1, as QEMU does.
  */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "qemu/main-loop.h"
@@ -90,15 +91,15 @@ static QEMUFile *incoming_wait_recover(QEMUFile *old)
 {
     QEMUFile *nf;
 
-    g_mutex_lock(&recover_lock);
+    tsan_g_mutex_lock(&recover_lock);
     while (!recover_file) {
-        g_cond_wait(&recover_cond, &recover_lock);
+        tsan_g_cond_wait(&recover_cond, &recover_lock);
     }
     nf = recover_file;
     recover_file = NULL;
     /* The main thread reads from_src only once mig/dst is joined (postcopy refuses cancel). */
     incoming.from_src = nf;
-    g_mutex_unlock(&recover_lock);
+    tsan_g_mutex_unlock(&recover_lock);
     qemu_fclose(old);
     return nf;
 }
@@ -284,10 +285,10 @@ static void incoming_recover_main(int fd)
 
     incoming.recover_main_seen = true;
     incoming_set_state(MIGRATION_STATUS_POSTCOPY_RECOVER);
-    g_mutex_lock(&recover_lock);
+    tsan_g_mutex_lock(&recover_lock);
     recover_file = f;
     g_cond_signal(&recover_cond);
-    g_mutex_unlock(&recover_lock);
+    tsan_g_mutex_unlock(&recover_lock);
 }
 
 /*

@@ -281,7 +281,8 @@ static void *migration_thread(void *opaque)
             error_free(err);
         }
     }
-    s->total_ms = (get_clock_ns() - s->start_ns) / 1000000;
+    /* query-migrate may read it meanwhile. */
+    __atomic_store_n(&s->total_ms, (get_clock_ns() - s->start_ns) / 1000000, __ATOMIC_RELAXED);
     qemu_bh_schedule_oneshot(migration_cleanup_bh, s);
     return NULL;
 }
@@ -570,6 +571,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
     MigrationState *s = &current_migration;
     MigrationInfo *info = g_new0(MigrationInfo, 1);
     int st = migrate_get_state(&s->state);
+    int64_t total_ms;
 
     if (st == MIGRATION_STATUS_NONE) {
         return migration_incoming_info(info);
@@ -582,7 +584,8 @@ MigrationInfo *qmp_query_migrate(Error **errp)
         info->ram->remaining = 0;
     }
     info->has_total_time = true;
-    info->total_time = s->total_ms && !migration_is_running() ? s->total_ms
+    total_ms = __atomic_load_n(&s->total_ms, __ATOMIC_RELAXED);
+    info->total_time = total_ms && !migration_is_running() ? total_ms
                        : (get_clock_ns() - s->start_ns) / 1000000;
     if (st != MIGRATION_STATUS_SETUP) {
         info->has_setup_time = true;

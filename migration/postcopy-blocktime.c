@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* postcopy-blocktime (postcopy-blocktime.h): blocked intervals per vCPU and of all at once. */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qemu/thread.h"
 #include "system/cpus.h"
 #include "postcopy-blocktime.h"
@@ -31,7 +32,7 @@ void postcopy_blocktime_start(void)
     CPUState *cpu;
     guint i;
 
-    g_mutex_lock(&bt.lock);
+    tsan_g_mutex_lock(&bt.lock);
     g_free(bt.vcpu);
     bt.nvcpus = vcpus ? vcpus->len : 0;
     bt.vcpu = g_new0(VcpuBlock, bt.nvcpus);
@@ -42,7 +43,7 @@ void postcopy_blocktime_start(void)
     bt.all_start_ns = 0;
     bt.all_total_ns = 0;
     __atomic_store_n(&bt.on, true, __ATOMIC_RELEASE);
-    g_mutex_unlock(&bt.lock);
+    tsan_g_mutex_unlock(&bt.lock);
 }
 
 bool postcopy_blocktime_on(void)
@@ -52,7 +53,7 @@ bool postcopy_blocktime_on(void)
 
 void postcopy_blocktime_fault(uint32_t tid, uint64_t page_addr, int64_t now_ns)
 {
-    g_mutex_lock(&bt.lock);
+    tsan_g_mutex_lock(&bt.lock);
     for (int i = 0; i < bt.nvcpus; i++) {
         VcpuBlock *v = &bt.vcpu[i];
 
@@ -71,14 +72,14 @@ void postcopy_blocktime_fault(uint32_t tid, uint64_t page_addr, int64_t now_ns)
         }
         break;
     }
-    g_mutex_unlock(&bt.lock);
+    tsan_g_mutex_unlock(&bt.lock);
 }
 
 void postcopy_blocktime_placed(uint64_t page_addr)
 {
     int64_t now = get_clock_ns();
 
-    g_mutex_lock(&bt.lock);
+    tsan_g_mutex_lock(&bt.lock);
     for (int i = 0; i < bt.nvcpus && bt.nblocked; i++) {
         VcpuBlock *v = &bt.vcpu[i];
 
@@ -93,7 +94,7 @@ void postcopy_blocktime_placed(uint64_t page_addr)
             bt.all_start_ns = 0;
         }
     }
-    g_mutex_unlock(&bt.lock);
+    tsan_g_mutex_unlock(&bt.lock);
 }
 
 void postcopy_blocktime_fill_info(MigrationInfo *info)
@@ -105,7 +106,7 @@ void postcopy_blocktime_fill_info(MigrationInfo *info)
     if (!postcopy_blocktime_on()) {
         return;
     }
-    g_mutex_lock(&bt.lock);
+    tsan_g_mutex_lock(&bt.lock);
     info->has_postcopy_blocktime = true;
     /* A wait still running counts up to now. */
     info->postcopy_blocktime = (bt.all_total_ns + (bt.all_start_ns ? now - bt.all_start_ns : 0)) /
@@ -123,5 +124,5 @@ void postcopy_blocktime_fill_info(MigrationInfo *info)
         *lat_tail = l;
         lat_tail = &l->next;
     }
-    g_mutex_unlock(&bt.lock);
+    tsan_g_mutex_unlock(&bt.lock);
 }

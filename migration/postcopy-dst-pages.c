@@ -7,6 +7,7 @@
  * BQL: a BQL holder may wait on a page only these threads bring in.
  */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/userfaultfd.h"
@@ -35,11 +36,11 @@ static void postcopy_dst_request_done(void *host)
 {
     gpointer t0;
 
-    g_mutex_lock(&pc_dst.lat_lock);
+    tsan_g_mutex_lock(&pc_dst.lat_lock);
     if (g_hash_table_steal_extended(pc_dst.pending, host, NULL, &t0)) {
         latency_hist_record_ns(&pc_dst.lat, get_clock_ns() - GPOINTER_TO_SIZE(t0));
     }
-    g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_unlock(&pc_dst.lat_lock);
 }
 
 /*
@@ -128,19 +129,19 @@ static void postcopy_dst_stop_preempt_locked(void)
 
 void postcopy_dst_set_preempt_channel(QEMUFile *f)
 {
-    g_mutex_lock(&pc_dst.preempt_lock);
+    tsan_g_mutex_lock(&pc_dst.preempt_lock);
     /* A recovery's new channel replaces the broken one. */
     postcopy_dst_stop_preempt_locked();
     pc_dst.preempt = f;
     postcopy_dst_maybe_start_preempt();
-    g_mutex_unlock(&pc_dst.preempt_lock);
+    tsan_g_mutex_unlock(&pc_dst.preempt_lock);
 }
 
 void postcopy_dst_stop_preempt(void)
 {
-    g_mutex_lock(&pc_dst.preempt_lock);
+    tsan_g_mutex_lock(&pc_dst.preempt_lock);
     postcopy_dst_stop_preempt_locked();
-    g_mutex_unlock(&pc_dst.preempt_lock);
+    tsan_g_mutex_unlock(&pc_dst.preempt_lock);
 }
 
 /* mig/pc-fault: one missing-page fault at @addr, of thread @tid (0 if unknown). */
@@ -168,10 +169,10 @@ static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_rea
         if (test_bit_atomic(page, b->received) || test_and_set_bit_atomic(page, b->requested)) {
             return;
         }
-        g_mutex_lock(&pc_dst.lat_lock);
+        tsan_g_mutex_lock(&pc_dst.lat_lock);
         g_hash_table_insert(pc_dst.pending, (gpointer)(uintptr_t)page_addr,
                             GSIZE_TO_POINTER((gsize)t_read));
-        g_mutex_unlock(&pc_dst.lat_lock);
+        tsan_g_mutex_unlock(&pc_dst.lat_lock);
         count(&pc_dst.requests, 1);
         rp_dst_request_page(b->rb, page << TARGET_PAGE_BITS);
         return;
@@ -214,9 +215,9 @@ void postcopy_dst_rerequest(void)
 {
     g_autoptr(GList) keys = NULL;
 
-    g_mutex_lock(&pc_dst.lat_lock);
+    tsan_g_mutex_lock(&pc_dst.lat_lock);
     keys = g_hash_table_get_keys(pc_dst.pending);
-    g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_unlock(&pc_dst.lat_lock);
     for (GList *l = keys; l; l = l->next) {
         uint64_t addr = (uintptr_t)l->data;
 

@@ -6,6 +6,7 @@
  * and placement are in postcopy-dst-pages.c.
  */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
@@ -165,9 +166,9 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
     }
     pc_dst.pending = g_hash_table_new(NULL, NULL);
     postcopy_dst_set_phase(PC_DST_ADVISED);
-    g_mutex_lock(&pc_dst.preempt_lock);
+    tsan_g_mutex_lock(&pc_dst.preempt_lock);
     postcopy_dst_maybe_start_preempt();
-    g_mutex_unlock(&pc_dst.preempt_lock);
+    tsan_g_mutex_unlock(&pc_dst.preempt_lock);
     /* A failure leaves what it made to postcopy_dst_end(). */
     return postcopy_dst_prepare(errp);
 }
@@ -312,10 +313,10 @@ QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
 {
     QEMUFile *nf;
 
-    g_mutex_lock(&pc_dst.lat_lock);
+    tsan_g_mutex_lock(&pc_dst.lat_lock);
     g_free(pc_dst.pause_reason);
     pc_dst.pause_reason = g_strdup(error_get_pretty(why));
-    g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_unlock(&pc_dst.lat_lock);
     pc_dst.ops->set_state(MIGRATION_STATUS_POSTCOPY_ACTIVE, MIGRATION_STATUS_POSTCOPY_PAUSED);
     error_report("Detected IO failure for postcopy. Migration paused. (%s)",
                  error_get_pretty(why));
@@ -478,7 +479,7 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     x->page_requests = __atomic_load_n(&pc_dst.requests, __ATOMIC_RELAXED);
     x->pages_placed = __atomic_load_n(&pc_dst.pages_placed, __ATOMIC_RELAXED);
     x->pages_discarded = __atomic_load_n(&pc_dst.pages_discarded, __ATOMIC_RELAXED);
-    g_mutex_lock(&pc_dst.lat_lock);
+    tsan_g_mutex_lock(&pc_dst.lat_lock);
     x->request_latency_histogram = latency_hist_buckets(&pc_dst.lat);
     x->request_latency_p50_us = latency_hist_percentile_us(&pc_dst.lat, 50);
     x->request_latency_p99_us = latency_hist_percentile_us(&pc_dst.lat, 99);
@@ -491,7 +492,7 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     info->postcopy_latency_dist = postcopy_dst_latency_dist(&pc_dst.lat);
     info->has_postcopy_latency = pc_dst.lat.count > 0;
     info->postcopy_latency = pc_dst.lat.count ? pc_dst.lat.sum_ns / pc_dst.lat.count : 0;
-    g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_unlock(&pc_dst.lat_lock);
     info->x_postcopy = x;
     postcopy_blocktime_fill_info(info);
 }

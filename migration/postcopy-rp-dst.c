@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The destination's end of the return path (postcopy-rp-dst.h). */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qemu/bswap.h"
 #include "qemu/thread.h"
 #include "system/memory.h"
@@ -66,14 +67,14 @@ bool rp_dst_open(QEMUFile *f)
 {
     int fd = qemu_file_fd(f) >= 0 ? dup(qemu_file_fd(f)) : -1;
 
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     if (rpd.fd >= 0) {
         close(rpd.fd);
     }
     rpd.fd = fd;
     rpd.broken = fd < 0;
     rpd.last_block = NULL;
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
     return fd >= 0;
 }
 
@@ -81,29 +82,29 @@ bool rp_dst_is_open(void)
 {
     bool open;
 
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     open = rpd.fd >= 0;
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
     return open;
 }
 
 void rp_dst_close(void)
 {
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     if (rpd.fd >= 0) {
         close(rpd.fd);
         rpd.fd = -1;
     }
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
 }
 
 bool rp_dst_send(uint16_t type, const uint8_t *data, uint16_t len)
 {
     bool ok;
 
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     ok = rp_send_locked(type, data, len);
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
     return ok;
 }
 
@@ -124,7 +125,7 @@ bool rp_dst_request_page(RAMBlock *rb, uint64_t offset)
     stq_be_p(buf, offset);
     stl_be_p(buf + 8, TARGET_PAGE_SIZE);
     /* The decision and the message in one hold: "the previous block" must stay true. */
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     if (rb == rpd.last_block) {
         ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES, buf, 12);
     } else {
@@ -133,7 +134,7 @@ bool rp_dst_request_page(RAMBlock *rb, uint64_t offset)
         ok = rp_send_locked(MIG_RP_MSG_REQ_PAGES_ID, buf, 13 + name_len);
         rpd.last_block = ok ? rb : NULL;
     }
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
     return ok;
 }
 
@@ -146,7 +147,7 @@ bool rp_dst_send_bitmap(RAMBlock *rb, const unsigned long *bmap, uint64_t nwords
 
     msg[0] = n;
     memcpy(msg + 1, rb->idstr, n);
-    g_mutex_lock(&rpd.lock);
+    tsan_g_mutex_lock(&rpd.lock);
     ok = rp_send_locked(MIG_RP_MSG_RECV_BITMAP, msg, 1 + n);
     stq_be_p(word, bytes);
     ok = ok && rp_write_locked(word, 8);
@@ -154,6 +155,6 @@ bool rp_dst_send_bitmap(RAMBlock *rb, const unsigned long *bmap, uint64_t nwords
     ok = ok && rp_write_locked((const uint8_t *)bmap, bytes);
     stq_be_p(word, RECV_BITMAP_ENDING);
     ok = ok && rp_write_locked(word, 8);
-    g_mutex_unlock(&rpd.lock);
+    tsan_g_mutex_unlock(&rpd.lock);
     return ok;
 }

@@ -435,7 +435,7 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     bql_unlock();
-    pcs.start_bytes = qemu_file_transferred(f);
+    __atomic_store_n(&pcs.start_bytes, qemu_file_transferred(f), __ATOMIC_RELAXED);
     trace_migration_postcopy_start(pcs.pages_discarded, s->downtime_bytes, s->downtime_ms);
     ok = ok && postcopy_finish(s, f, errp);
     __atomic_store_n(&pcs.end_bytes, qemu_file_transferred(f), __ATOMIC_RELAXED);
@@ -453,8 +453,10 @@ static bool postcopy_resume(MigrationState *s, QEMUFile *f, Error **errp)
     bool ok;
 
     /* This connection's bytes count from 0; keep what the last one carried. */
-    pcs.bytes_before += pcs.end_bytes - pcs.start_bytes;
-    pcs.start_bytes = pcs.end_bytes = 0;
+    __atomic_store_n(&pcs.bytes_before, pcs.bytes_before + pcs.end_bytes - pcs.start_bytes,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&pcs.start_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pcs.end_bytes, 0, __ATOMIC_RELAXED);
     if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
         return false;
     }
@@ -493,7 +495,8 @@ static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
     if (s->guest_moved) {
         uint64_t now = end ? end : s->to_dst ? info->ram->transferred - s->transferred_before : 0;
 
-        info->ram->postcopy_bytes = pcs.bytes_before + (now > start ? now - start : 0);
+        info->ram->postcopy_bytes = __atomic_load_n(&pcs.bytes_before, __ATOMIC_RELAXED) +
+                                    (now > start ? now - start : 0);
     }
 }
 

@@ -5,6 +5,7 @@
  * queue for mig/src.
  */
 #include "qemu/osdep.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
@@ -84,9 +85,9 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
     if (rp.urgent && npages == 1 && rp.urgent(rb, offset >> TARGET_PAGE_BITS)) {
         return true;
     }
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     if (rp.queue.length + npages > RP_MAX_QUEUED) {
-        g_mutex_unlock(&rp.lock);
+        tsan_g_mutex_unlock(&rp.lock);
         error_setg(errp, "the destination asked for more than %d pages at once", RP_MAX_QUEUED);
         return false;
     }
@@ -99,7 +100,7 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
     }
     __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
     g_cond_broadcast(&rp.cond);
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return true;
 }
 
@@ -154,10 +155,10 @@ static bool rp_recv_bitmap(const uint8_t *buf, uint16_t len, Error **errp)
                    "marker", name, end);
         return false;
     }
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     g_hash_table_replace(rp.bitmaps, rb, bmap);
     g_cond_broadcast(&rp.cond);
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return true;
 }
 
@@ -176,10 +177,10 @@ static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, R
         if (type == MIG_RP_MSG_PONG) {
             return true;
         }
-        g_mutex_lock(&rp.lock);
+        tsan_g_mutex_lock(&rp.lock);
         rp.got_shut = true;
         rp.shut_value = ldl_be_p(buf);
-        g_mutex_unlock(&rp.lock);
+        tsan_g_mutex_unlock(&rp.lock);
         return false;
     case MIG_RP_MSG_REQ_PAGES_ID:
         if (len < 13 || len != 13 + buf[12]) {
@@ -208,10 +209,10 @@ static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, R
             error_setg(errp, "Received an invalid RESUME_ACK on the return path");
             return false;
         }
-        g_mutex_lock(&rp.lock);
+        tsan_g_mutex_lock(&rp.lock);
         rp.got_resume_ack = true;
         g_cond_broadcast(&rp.cond);
-        g_mutex_unlock(&rp.lock);
+        tsan_g_mutex_unlock(&rp.lock);
         return true;
     default:
         error_setg(errp, "Received an invalid message 0x%04x length 0x%04x on the return path",
@@ -251,11 +252,11 @@ static void *rp_thread(void *opaque)
             break;
         }
     }
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     rp.ended = true;
     rp.error = err;
     g_cond_broadcast(&rp.cond);
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return NULL;
 }
 
@@ -306,10 +307,10 @@ void rp_src_stop(void)
     rp.running = false;
     close(rp.fd);
     rp.fd = -1;
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     g_queue_clear_full(&rp.queue, g_free);
     __atomic_store_n(&rp.queued, 0, __ATOMIC_RELEASE);
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
 }
 
 bool rp_src_pop_request(RAMBlock **rb, uint64_t *page)
@@ -319,10 +320,10 @@ bool rp_src_pop_request(RAMBlock **rb, uint64_t *page)
     if (!rp_src_has_request()) {
         return false;
     }
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     r = g_queue_pop_head(&rp.queue);
     __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     if (!r) {
         return false;
     }
@@ -339,22 +340,22 @@ bool rp_src_has_request(void)
 
 void rp_src_wait(int64_t deadline_ns)
 {
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     while (!rp.queue.length && !rp.ended && get_clock_ns() < deadline_ns) {
         gint64 end = g_get_monotonic_time() + (deadline_ns - get_clock_ns()) / 1000;
 
-        g_cond_wait_until(&rp.cond, &rp.lock, end);
+        tsan_g_cond_wait_until(&rp.cond, &rp.lock, end);
     }
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
 }
 
 bool rp_src_wait_shut(Error **errp)
 {
     bool ok;
 
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     while (!rp.ended) {
-        g_cond_wait(&rp.cond, &rp.lock);
+        tsan_g_cond_wait(&rp.cond, &rp.lock);
     }
     ok = rp.got_shut && rp.shut_value == 0;
     if (!rp.got_shut) {
@@ -364,7 +365,7 @@ bool rp_src_wait_shut(Error **errp)
         error_setg(errp, "Sibling indicated error %u (the destination failed to load)",
                    rp.shut_value);
     }
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return ok;
 }
 
@@ -379,14 +380,14 @@ unsigned long *rp_src_wait_bitmap(RAMBlock *rb, Error **errp)
 {
     unsigned long *bmap = NULL;
 
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     while (!rp.ended && !g_hash_table_contains(rp.bitmaps, rb)) {
-        g_cond_wait(&rp.cond, &rp.lock);
+        tsan_g_cond_wait(&rp.cond, &rp.lock);
     }
     if (!g_hash_table_steal_extended(rp.bitmaps, rb, NULL, (gpointer *)&bmap)) {
         rp_ended_error(errp, "the destination's received bitmap");
     }
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return bmap;
 }
 
@@ -394,15 +395,15 @@ bool rp_src_wait_resume_ack(Error **errp)
 {
     bool ok;
 
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     while (!rp.ended && !rp.got_resume_ack) {
-        g_cond_wait(&rp.cond, &rp.lock);
+        tsan_g_cond_wait(&rp.cond, &rp.lock);
     }
     ok = rp.got_resume_ack;
     if (!ok) {
         rp_ended_error(errp, "the destination's RESUME_ACK");
     }
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return ok;
 }
 
@@ -410,12 +411,12 @@ bool rp_src_failed(Error **errp)
 {
     bool failed;
 
-    g_mutex_lock(&rp.lock);
+    tsan_g_mutex_lock(&rp.lock);
     failed = rp.ended && !rp.got_shut;
     if (failed) {
         error_setg(errp, "%s", rp.error ? error_get_pretty(rp.error) : "the return path ended");
     }
-    g_mutex_unlock(&rp.lock);
+    tsan_g_mutex_unlock(&rp.lock);
     return failed;
 }
 

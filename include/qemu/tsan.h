@@ -19,4 +19,39 @@ void __tsan_release(void *addr);
 #define TSAN_ACQUIRE(addr) do { (void)(addr); } while (0)
 #endif
 
+#include <glib.h>
+
+/*
+ * GLib's mutex and condition, told to TSan: lock, unlock and wait as
+ * g_mutex_lock() and friends, with the hand-over annotated.
+ */
+static inline void tsan_g_mutex_lock(GMutex *m)
+{
+    g_mutex_lock(m);
+    TSAN_ACQUIRE(m);
+}
+
+static inline void tsan_g_mutex_unlock(GMutex *m)
+{
+    TSAN_RELEASE(m);
+    g_mutex_unlock(m);
+}
+
+static inline void tsan_g_cond_wait(GCond *c, GMutex *m)
+{
+    TSAN_RELEASE(m);
+    g_cond_wait(c, m);
+    TSAN_ACQUIRE(m);
+}
+
+static inline gboolean tsan_g_cond_wait_until(GCond *c, GMutex *m, gint64 end_time)
+{
+    gboolean ret;
+
+    TSAN_RELEASE(m);
+    ret = g_cond_wait_until(c, m, end_time);
+    TSAN_ACQUIRE(m);
+    return ret;
+}
+
 #endif
