@@ -27,6 +27,24 @@ static void set_postcopy(VM *vm, bool on)
                               "'state': %s}]}}", on ? "true" : "false"));
 }
 
+static void set_preempt(VM *vm)
+{
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'postcopy-preempt', "
+                              "'state': true}]}}"));
+}
+
+/* postcopy-ram on both sides, the destination first (and postcopy-preempt if @preempt). */
+static void enable_postcopy_pair(VM *src, VM *dst, bool preempt)
+{
+    set_postcopy(dst, true);
+    set_postcopy(src, true);
+    if (preempt) {
+        set_preempt(dst);
+        set_preempt(src);
+    }
+}
+
 static void expect_error(VM *vm, const char *cmd, const char *desc_part)
 {
     JsonNode *r = vm_qmp(vm, "%s", cmd);
@@ -164,8 +182,7 @@ static void test_cancel_refused(void)
     src = migtest_start_source(MEM, APPEND);
     pass_before = migtest_last_pass(src);
     dst = migtest_start_dest(MEM, APPEND, false, uri);
-    set_postcopy(dst, true);
-    set_postcopy(src, true);
+    enable_postcopy_pair(src, dst, false);
     start_slow_postcopy(src, uri);
     expect_error(src, "{'execute': 'migrate_cancel'}", CANCEL_REFUSED);
     json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
@@ -184,13 +201,6 @@ static void test_cancel_refused(void)
     vm_kill(dst);
 }
 
-static void set_preempt(VM *vm)
-{
-    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                              "{'capabilities': [{'capability': 'postcopy-preempt', "
-                              "'state': true}]}}"));
-}
-
 /*
  * A destination that dies after the switchover takes the guest's newest
  * state with it; with postcopy-preempt, its second connection dies too.
@@ -206,12 +216,7 @@ static void test_dest_killed(gconstpointer data)
     }
     src = migtest_start_source(MEM, APPEND);
     dst = migtest_start_dest(MEM, APPEND, false, uri);
-    set_postcopy(dst, true);
-    set_postcopy(src, true);
-    if (preempt) {
-        set_preempt(dst);
-        set_preempt(src);
-    }
+    enable_postcopy_pair(src, dst, preempt);
     start_slow_postcopy(src, uri);
     /* Let the guest there ask for pages, so the preempt channel carries some. */
     json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
@@ -236,8 +241,7 @@ static void test_connection_cut(void)
     }
     src = migtest_start_source(MEM, APPEND);
     dst = migtest_start_dest(MEM, APPEND, false, dst_uri);
-    set_postcopy(dst, true);
-    set_postcopy(src, true);
+    enable_postcopy_pair(src, dst, false);
     start_slow_postcopy(src, migproxy_uri(proxy));
     json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
     migtest_wait_ram_progress(src, "ram.postcopy-bytes", 2 * 1024 * 1024);
@@ -289,12 +293,7 @@ static void test_recover(gconstpointer data)
     src = migtest_start_source(MEM, append);
     pass_before = migtest_last_pass(src);
     dst = migtest_start_dest(MEM, append, rc->dst_paused, dst_uri);
-    set_postcopy(dst, true);
-    set_postcopy(src, true);
-    if (preempt) {
-        set_preempt(dst);
-        set_preempt(src);
-    }
+    enable_postcopy_pair(src, dst, preempt);
     start_slow_postcopy(src, migproxy_uri(proxy));
     json_node_unref(vm_wait_migration(dst, "postcopy-active", 60));
     migtest_wait_ram_progress(src, "ram.postcopy-bytes", 2 * 1024 * 1024);
