@@ -93,7 +93,7 @@ static int postcopy_ram_final_sync(QEMUFile *f)
  * the send; mig/src may still send it on the main channel too (the
  * destination keeps whichever copy lands first; both are the same).
  */
-static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page)
+static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page, int64_t received_ns)
 {
     const uint8_t *host;
 
@@ -104,19 +104,22 @@ static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page)
     ram_put_page(&pcs.preempt_writer, pcs.preempt, rb, page,
                  buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
     qemu_fflush(pcs.preempt);
+    rp_src_request_served(received_ns);
     return true;
 }
 
 static bool postcopy_ram_send_next(QEMUFile *f, RAMPageWriter *w)
 {
+    int64_t received;
     RAMBlock *rb;
     uint64_t page;
 
-    if (pcs.in_postcopy && rp_src_pop_request(&rb, &page)) {
+    if (pcs.in_postcopy && rp_src_pop_request(&rb, &page, &received)) {
         dirty_scan_source.send_page(f, w, rb, page);
         /* A vCPU waits for it: out now, not when the buffer fills. */
         qemu_fflush(f);
-            return true;
+        rp_src_request_served(received);
+        return true;
     }
     return dirty_scan_source.send_next(f, w);
 }
@@ -309,7 +312,7 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
     /* Pages sent and changed since; one never sent is not there (ADVISE discarded all). */
     dirty_scan_source.foreach_stale(discard_add_run, &d);
     discard_flush(&d);
-    pcs.pages_discarded = d.pages;
+    __atomic_store_n(&pcs.pages_discarded, d.pages, __ATOMIC_RELAXED);
     t2 = get_clock_ns();
 
     pkg = qemu_file_new_buffer_output();
@@ -492,6 +495,11 @@ static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
     uint64_t end = __atomic_load_n(&pcs.end_bytes, __ATOMIC_RELAXED);
 
     info->ram->postcopy_requests = rp_src_requests();
+    if (s->guest_moved) {
+        info->x_postcopy = rp_src_info();
+        info->x_postcopy->pages_discarded = __atomic_load_n(&pcs.pages_discarded,
+                                                             __ATOMIC_RELAXED);
+    }
     if (s->guest_moved) {
         uint64_t now = end ? end : s->to_dst ? info->ram->transferred - s->transferred_before : 0;
 

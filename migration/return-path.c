@@ -11,6 +11,7 @@
 #include "qemu/bswap.h"
 #include "qemu/thread.h"
 #include "system/memory.h"
+#include "latency-hist.h"
 #include "postcopy.h"
 #include "return-path.h"
 #include <sys/socket.h>
@@ -21,6 +22,7 @@
 typedef struct PageRequest {
     RAMBlock *rb;
     uint64_t page;
+    int64_t received_ns;
 } PageRequest;
 
 typedef struct ReturnPath {
@@ -43,6 +45,7 @@ typedef struct ReturnPath {
 
     uint64_t queued;            /* atomic: queue length, lock-free peek */
     uint64_t requests;          /* mig/src-rp; query-migrate reads it */
+    LatencyHist served;         /* lock: request received to page sent */
 } ReturnPath;
 
 static ReturnPath rp = { .fd = -1 };
@@ -67,6 +70,7 @@ static bool rp_read_full(uint8_t *buf, size_t len)
 /* A request for [offset, offset+len) of @rb: whole pages inside the block. */
 static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error **errp)
 {
+    int64_t now = get_clock_ns();
     uint64_t npages;
 
     if (!rb) {
@@ -82,7 +86,7 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
     }
     npages = len >> TARGET_PAGE_BITS;
     __atomic_store_n(&rp.requests, rp.requests + 1, __ATOMIC_RELAXED);
-    if (rp.urgent && npages == 1 && rp.urgent(rb, offset >> TARGET_PAGE_BITS)) {
+    if (rp.urgent && npages == 1 && rp.urgent(rb, offset >> TARGET_PAGE_BITS, now)) {
         return true;
     }
     tsan_g_mutex_lock(&rp.lock);
@@ -96,6 +100,7 @@ static bool rp_queue_request(RAMBlock *rb, uint64_t offset, uint32_t len, Error 
 
         r->rb = rb;
         r->page = (offset >> TARGET_PAGE_BITS) + i;
+        r->received_ns = now;
         g_queue_push_tail(&rp.queue, r);
     }
     __atomic_store_n(&rp.queued, rp.queue.length, __ATOMIC_RELEASE);
@@ -313,7 +318,7 @@ void rp_src_stop(void)
     tsan_g_mutex_unlock(&rp.lock);
 }
 
-bool rp_src_pop_request(RAMBlock **rb, uint64_t *page)
+bool rp_src_pop_request(RAMBlock **rb, uint64_t *page, int64_t *received_ns)
 {
     PageRequest *r;
 
@@ -329,6 +334,7 @@ bool rp_src_pop_request(RAMBlock **rb, uint64_t *page)
     }
     *rb = r->rb;
     *page = r->page;
+    *received_ns = r->received_ns;
     g_free(r);
     return true;
 }
@@ -424,6 +430,33 @@ void rp_src_reset_stats(void)
 {
     assert(!rp.running);
     rp.requests = 0;
+    tsan_g_mutex_lock(&rp.lock);
+    memset(&rp.served, 0, sizeof(rp.served));
+    tsan_g_mutex_unlock(&rp.lock);
+}
+
+void rp_src_request_served(int64_t received_ns)
+{
+    int64_t now = get_clock_ns();
+
+    tsan_g_mutex_lock(&rp.lock);
+    latency_hist_record_ns(&rp.served, now - received_ns);
+    tsan_g_mutex_unlock(&rp.lock);
+}
+
+XPostcopyInfo *rp_src_info(void)
+{
+    XPostcopyInfo *x = g_new0(XPostcopyInfo, 1);
+
+    x->page_requests = rp_src_requests();
+    tsan_g_mutex_lock(&rp.lock);
+    x->requests_answered = rp.served.count;
+    x->request_latency_histogram = latency_hist_buckets(&rp.served);
+    x->request_latency_p50_us = latency_hist_percentile_us(&rp.served, 50);
+    x->request_latency_p99_us = latency_hist_percentile_us(&rp.served, 99);
+    x->request_latency_max_us = rp.served.max_us;
+    tsan_g_mutex_unlock(&rp.lock);
+    return x;
 }
 
 uint64_t rp_src_requests(void)

@@ -13,20 +13,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "qemu/typedefs.h"
+#include "qapi/qapi-types.h"
 
 /*
  * A page request, offered to the owner before it is queued: true if
  * @urgent sent the page itself (postcopy-preempt, on its own channel).
  * Runs in mig/src-rp.
  */
-typedef bool RPUrgentPage(RAMBlock *rb, uint64_t page);
+typedef bool RPUrgentPage(RAMBlock *rb, uint64_t page, int64_t received_ns);
 /* mig/src: start reading @sock_fd (the caller keeps it; a dup is read). @urgent may be NULL. */
 bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp);
 /* Main thread, after mig/src was joined: end the thread, free the queue. */
 void rp_src_stop(void);
 
-/* mig/src: the next page asked for, if any. */
-bool rp_src_pop_request(RAMBlock **rb, uint64_t *page);
+/* mig/src: the next page asked for, if any, and when the request arrived. */
+bool rp_src_pop_request(RAMBlock **rb, uint64_t *page, int64_t *received_ns);
+/*
+ * A requested page went out (flushed) for a request that arrived at
+ * @received_ns. mig/src or mig/src-rp.
+ */
+void rp_src_request_served(int64_t received_ns);
+/* query-migrate on the source: requests, and how long each waited here to be sent. */
+XPostcopyInfo *rp_src_info(void);
 /* mig/src: whether a request waits (lock-free). */
 bool rp_src_has_request(void);
 /*

@@ -183,8 +183,14 @@ static void test_postcopy(gconstpointer data)
     }
     g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
     g_assert_cmpint(json_get_int(info, "ram.postcopy-bytes"), >, 0);
+    /* The source's side of the requests: each one it got, answered. */
+    g_assert_cmpint(json_get_int(info, "x-postcopy.page-requests"), ==,
+                    json_get_int(info, "ram.postcopy-requests"));
+    g_assert_cmpint(json_get_int(info, "x-postcopy.requests-answered"), <=,
+                    json_get_int(info, "x-postcopy.page-requests") * 64);
     if (!c->dst_paused) {
         g_assert_cmpint(json_get_int(info, "ram.postcopy-requests"), >, 0);
+        g_assert_cmpint(json_get_int(info, "x-postcopy.requests-answered"), >, 0);
     }
     json_node_unref(info);
     if (c->hmp) {
