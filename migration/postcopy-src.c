@@ -433,6 +433,12 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     trace_migration_postcopy_stopped((get_clock_ns() - s->downtime_start_ns) / 1000);
     migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    if (migrate_get_state(&s->state) != MIGRATION_STATUS_POSTCOPY_ACTIVE) {
+        /* Cancelled just before: nothing went out, the cleanup gives the guest back. */
+        bql_unlock();
+        error_setg(errp, "cancelled before the switchover to postcopy");
+        return false;
+    }
     s->precopy_bytes = qemu_file_transferred(f);
     ok = postcopy_switch(s, f, errp);
     s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
