@@ -103,6 +103,15 @@ static void test_start_postcopy_refused(void)
     set_postcopy(src, true);
     expect_error(src, "{'execute': 'migrate-start-postcopy'}",
                  "Postcopy must be started after migration has been started");
+    expect_error(src, "{'execute': 'migrate', 'arguments': {'uri': 'unix:/nonexistent', "
+                 "'resume': true}}", "Cannot resume if there is no paused migration");
+    expect_error(src, "{'execute': 'migrate-recover', 'arguments': {'uri': 'tcp:127.0.0.1:1'}}",
+                 "Migrate recover can only be run when postcopy is paused.");
+    {
+        g_autofree char *out = vm_hmp(src, "migrate -d -r unix:/nonexistent");
+
+        g_assert_nonnull(strstr(out, "Cannot resume if there is no paused migration"));
+    }
     {
         g_autofree char *out = vm_hmp(src, "migrate_start_postcopy");
 
@@ -302,6 +311,11 @@ static void test_recover(gconstpointer data)
     json_node_unref(vm_wait_migration(dst, "postcopy-paused", 60));
     expect_error(src, "{'execute': 'migrate-recover', 'arguments': {'uri': 'unix:/x'}}",
                  "Migrate recover can only be run when postcopy is paused.");
+    /* Paused both: a recovery needs a way back, so not exec:. */
+    expect_error(dst, "{'execute': 'migrate-recover', 'arguments': {'uri': 'exec:cat'}}",
+                 "postcopy recovery needs a tcp: or unix: URI");
+    expect_error(src, "{'execute': 'migrate', 'arguments': {'uri': 'exec:cat', 'resume': true}}",
+                 "postcopy recovery needs a tcp: or unix: URI");
     {
         g_autofree char *out = vm_hmp(dst, "migrate_recover %s", again_uri);
 
