@@ -27,7 +27,7 @@ struct MigProxy {
     uint64_t forwarded;         /* atomic: source -> destination bytes */
 };
 
-static int proxy_listen(int *port)
+int migproxy_tcp_listen(int *port)
 {
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t alen = sizeof(a);
@@ -41,7 +41,7 @@ static int proxy_listen(int *port)
     return fd;
 }
 
-static int proxy_connect(int port)
+int migproxy_tcp_connect(int port)
 {
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -120,7 +120,7 @@ static gpointer proxy_thread(gpointer opaque)
         }
         if ((pfd[1].revents & POLLIN) && p->npairs < MAX_PAIRS) {
             int s = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-            int d = s >= 0 ? proxy_connect(p->dst_port) : -1;
+            int d = s >= 0 ? migproxy_tcp_connect(p->dst_port) : -1;
 
             if (d < 0) {
                 if (s >= 0) {
@@ -151,7 +151,7 @@ MigProxy *migproxy_new(const char *dst_uri)
     int port;
 
     p->dst_port = atoi(strrchr(dst_uri, ':') + 1);
-    p->listen_fd = proxy_listen(&port);
+    p->listen_fd = migproxy_tcp_listen(&port);
     g_assert_cmpint(pipe(p->wake), ==, 0);
     g_assert_cmpint(pipe(p->done), ==, 0);
     p->uri = g_strdup_printf("tcp:127.0.0.1:%d", port);

@@ -12,6 +12,11 @@
 
 typedef struct MigProxy MigProxy;
 
+/* A loopback tcp listener on a free port (*@port); asserts it could be made. */
+int migproxy_tcp_listen(int *port);
+/* A connection to loopback @port, or -1. */
+int migproxy_tcp_connect(int port);
+
 /* Forwards to the port of @dst_uri ("tcp:127.0.0.1:PORT"). */
 MigProxy *migproxy_new(const char *dst_uri);
 /* The URI a source migrates to instead ("tcp:127.0.0.1:PORT"). */

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "libvmtest.h"
+#include "migproxy.h"
 #include "migtest.h"
 
 #define MEM "256M"
@@ -35,40 +36,17 @@ typedef struct Cutter {
     GThread *thread;
 } Cutter;
 
-static int tcp_listen_any(int *port)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t alen = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
-
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
-    g_assert_cmpint(listen(fd, 1), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-static int tcp_connect_local(int port)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    g_assert_cmpint(connect(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
-    return fd;
-}
-
 /* Forwards the source's bytes to the destination, then closes both ends at once. */
 static gpointer cutter_thread(gpointer opaque)
 {
     Cutter *c = opaque;
     int src = accept(c->listen_fd, NULL, NULL);
-    int dst = tcp_connect_local(c->dst_port);
+    int dst = migproxy_tcp_connect(c->dst_port);
     static char buf[65536];
     uint64_t done = 0;
 
     g_assert_cmpint(src, >=, 0);
+    g_assert_cmpint(dst, >=, 0);
     while (done < c->cut_after) {
         ssize_t n = read(src, buf, MIN(sizeof(buf), c->cut_after - done));
         if (n <= 0) {
@@ -105,7 +83,7 @@ static void test_tcp_cut(void)
     dst_uri = migtest_uri("tcp");
     c.dst_port = atoi(strrchr(dst_uri, ':') + 1);
     dst = migtest_start_dest(MEM, APPEND, false, dst_uri);
-    c.listen_fd = tcp_listen_any(&via_port);
+    c.listen_fd = migproxy_tcp_listen(&via_port);
     c.thread = g_thread_new("cutter", cutter_thread, &c);
     via = g_strdup_printf("tcp:127.0.0.1:%d", via_port);
     /* 32 MiB/s: the cut comes well before the 128 MiB work area is across. */
