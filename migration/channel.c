@@ -72,6 +72,17 @@ static bool parse_file_uri(const char *spec, char **path, uint64_t *offset, Erro
     return true;
 }
 
+bool mig_channel_file_path(const char *uri, char **path, uint64_t *offset, Error **errp)
+{
+    const char *rest;
+
+    if (!strstart(uri, "file:", &rest)) {
+        error_setg(errp, "'%s' is not a file: URI", uri);
+        return false;
+    }
+    return parse_file_uri(rest, path, offset, errp);
+}
+
 static int parse_fd(const char *s, Error **errp)
 {
     int fd;

@@ -18,6 +18,8 @@ typedef struct MigChannel {
 
 /* Checks the URI's syntax without touching anything. */
 bool mig_channel_check_uri(const char *uri, Error **errp);
+/* file:PATH[,offset=N]: the path (g_free it) and the offset; false if @uri is not one. */
+bool mig_channel_file_path(const char *uri, char **path, uint64_t *offset, Error **errp);
 /* Outgoing: connect/open/spawn; may block (run it in the migration thread). */
 bool mig_channel_connect(const char *uri, MigChannel *ch, Error **errp);
 

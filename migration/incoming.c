@@ -17,6 +17,7 @@
 #include "channel.h"
 #include "global-state.h"
 #include "incoming.h"
+#include "lazy-restore.h"
 #include "multifd.h"
 #include "multifd-recv.h"
 #include "options.h"
@@ -176,6 +177,8 @@ static void *incoming_thread(void *opaque)
     }
     /* Without the BQL: a BQL holder may be waiting on a page only this thread can place. */
     postcopy_dst_end(ok);
+    /* The guest may run before its RAM is all here: the rest comes from the file. */
+    lazy_restore_load_done(ok);
 
     qemu_bh_schedule_oneshot(incoming_finish_bh, GINT_TO_POINTER(ok));
     return NULL;
@@ -189,7 +192,7 @@ static void incoming_main_ready(int fd, GPid child)
     incoming.child = child;
     incoming.start_ns = get_clock_ns();
     incoming_set_state(MIGRATION_STATUS_ACTIVE);
-    if (migrate_multifd()) {
+    if (migrate_multifd() && incoming.is_socket) {
         multifd_recv_set_main(incoming.from_src);
     }
     ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
@@ -266,8 +269,9 @@ static bool incoming_channel_ready(int fd, GPid child, void *opaque)
 static bool incoming_listen(const char *uri, Error **errp)
 {
     incoming.is_socket = g_str_has_prefix(uri, "tcp:") || g_str_has_prefix(uri, "unix:");
-    if (migrate_multifd() && !incoming.is_socket) {
-        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
+    /* A file: has no channels to connect; a mapped-ram file is read by multifd-channels threads. */
+    if (migrate_multifd() && !incoming.is_socket && !g_str_has_prefix(uri, "file:")) {
+        error_setg(errp, "multifd needs a tcp:, unix: or (mapped-ram) file: URI, not '%s'", uri);
         return false;
     }
     postcopy_dst_reset(&incoming_postcopy_ops);
@@ -416,5 +420,6 @@ MigrationInfo *migration_incoming_info(MigrationInfo *info)
         info->error_desc = g_strdup(error_get_pretty(incoming.error));
     }
     postcopy_dst_fill_info(info);
+    lazy_restore_fill_info(info);
     return info;
 }

@@ -10,12 +10,61 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
+#include "qapi/qapi-types.h"
+#include "mapped-ram-in.h"
 #include "postcopy.h"
 #include "postcopy-dst.h"
 #include "savevm.h"
 #include "savevm-int.h"
 #include "savevm-cmd.h"
 #include "trace.h"
+
+/* The load in progress (mig/dst): what the stream's configuration said. */
+static bool stream_mapped_ram;
+
+bool loadvm_stream_mapped_ram(void)
+{
+    return stream_mapped_ram;
+}
+
+/*
+ * QEMU 9.0's configuration/capabilities: the capabilities the stream needs
+ * the reader to know. Only mapped-ram is one we read; anything else is refused.
+ */
+static bool loadvm_config_caps(QEMUFile *f, Error **errp)
+{
+    char name[256];
+    uint32_t version, count;
+
+    if (!qemu_get_counted_string(f, name) || strcmp(name, SAVEVM_CAPS_SUBSECTION)) {
+        g_autofree char *safe = g_strescape(name, NULL);
+
+        error_setg(errp, "unknown configuration subsection '%s'", safe);
+        return false;
+    }
+    version = qemu_get_be32(f);
+    count = qemu_get_be32(f);
+    if (qemu_file_get_error(f) || version != 1 || count > MIGRATION_CAPABILITY__MAX) {
+        error_setg(errp, "bad %s subsection (version %u, %u capabilities)", name, version,
+                   count);
+        return false;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        if (!qemu_get_counted_string(f, name)) {
+            error_setg(errp, "reading the stream's capabilities failed: %s",
+                       qemu_file_error_msg(f));
+            return false;
+        }
+        if (strcmp(name, SAVEVM_CAP_MAPPED_RAM)) {
+            g_autofree char *safe = g_strescape(name, NULL);
+
+            error_setg(errp, "Received unknown capability %s", safe);
+            return false;
+        }
+        stream_mapped_ram = true;
+    }
+    return true;
+}
 
 static SaveStateEntry *find_se(const char *idstr, uint32_t instance_id)
 {
@@ -29,7 +78,7 @@ static SaveStateEntry *find_se(const char *idstr, uint32_t instance_id)
     return NULL;
 }
 
-static bool loadvm_check_header(QEMUFile *f, Error **errp)
+static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
 {
     uint32_t magic = qemu_get_be32(f);
     uint32_t version = qemu_get_be32(f);
@@ -74,7 +123,14 @@ static bool loadvm_check_header(QEMUFile *f, Error **errp)
                    savevm_machine_type ? savevm_machine_type : "");
         return false;
     }
-    return true;
+    while (qemu_peek_byte(f, 0) == QEMU_VM_SUBSECTION) {
+        qemu_file_skip(f, 1);
+        if (!loadvm_config_caps(f, errp)) {
+            return false;
+        }
+    }
+    /* Before a byte of RAM is read: a file whose writer did not finish is refused. */
+    return !stream_mapped_ram || mapped_ram_in_check_file(f, stream_start, errp);
 }
 
 /* The footer must name @section_id, the id the stream gave the section. */
@@ -403,6 +459,7 @@ static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Erro
 bool qemu_loadvm_state(QEMUFile *f, Error **errp)
 {
     g_autoptr(GHashTable) ids = g_hash_table_new(NULL, NULL);
+    int64_t stream_start = qemu_file_tell(f);  /* < 0: not a file */
     SaveStateEntry *se;
     bool ok = false;
 
@@ -412,7 +469,8 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
             goto out;
         }
     }
-    if (!loadvm_check_header(f, errp)) {
+    stream_mapped_ram = false;
+    if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
     }
     switch (loadvm_main(f, ids, false, errp)) {

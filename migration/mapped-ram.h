@@ -25,6 +25,18 @@
 /* A block's pages start on this boundary (QEMU's MAPPED_RAM_FILE_OFFSET_ALIGNMENT). */
 #define MAPPED_RAM_FILE_OFFSET_ALIGNMENT (1ULL << 20)
 
+/*
+ * Ours, not QEMU's: the last thing a mapped-ram migration writes, after
+ * every page, bitmap and the rest of the stream reached the disk
+ * (fdatasync), is this trailer at the stream's end; the file ends there.
+ * A restore refuses a file without it, so a snapshot that failed half-way
+ * (disk full, an I/O error, a crash) is never mistaken for a good one.
+ *
+ *   8 bytes "MRAMDONE"   be64 the stream's start (file:PATH,offset=N)
+ */
+#define MAPPED_RAM_TRAILER_MAGIC "MRAMDONE"
+#define MAPPED_RAM_TRAILER_SIZE 16
+
 typedef struct MappedRamHeader {
     uint32_t version;
     uint64_t page_size;

@@ -207,6 +207,7 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "x-clear-bitmap-shift: %u\n", p->x_clear_bitmap_shift);
     monitor_printf(mon, "x-background-snapshot-buffer-size: %" PRIu64 " bytes\n",
                    p->x_background_snapshot_buffer_size);
+    monitor_printf(mon, "direct-io: %s\n", onoff(p->direct_io));
 }
 
 /* HMP's "migrate" without -d: the monitor waits until the migration ends. */
@@ -360,6 +361,7 @@ static const HmpParam hmp_params[] = {
     HPARAM_ENUM("zero-page-detection", zero_page_detection, hmp_parse_zero_page_detection),
     HPARAM("x-clear-bitmap-shift", x_clear_bitmap_shift, HP_U8),
     HPARAM("x-background-snapshot-buffer-size", x_background_snapshot_buffer_size, HP_SIZE),
+    HPARAM("direct-io", direct_io, HP_BOOL),
 };
 
 static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationParameters *p,

@@ -22,6 +22,7 @@
 #include "global-state.h"
 #include "incoming.h"
 #include "migration.h"
+#include "mapped-ram-out.h"
 #include "multifd-send.h"
 #include "options.h"
 #include "outgoing.h"
@@ -178,7 +179,9 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
         int ret;
 
         if (s->mode->switchover_ready(s, all_sent)) {
-            if (s->mode->complete(s, f, errp)) {
+            /* A mapped-ram file is complete once its pages are on disk and its trailer written. */
+            if (s->mode->complete(s, f, errp) &&
+                (!mapped_ram_out() || mapped_ram_out_finish(mapped_ram_out(), f, errp))) {
                 s->result = MIGRATION_STATUS_COMPLETED;
             }
             return;
@@ -249,9 +252,13 @@ static void *migration_thread(void *opaque)
     Error *err = NULL;
     QEMUFile *f = migration_open_output(s, &err);
 
-    /* The channels connect after the main stream, as QEMU's do. */
-    bool connected = f && (s->resuming || !migrate_multifd() ||
-                           multifd_send_setup(s->uri, &err));
+    /*
+     * The channels connect after the main stream, as QEMU's do; a
+     * mapped-ram file's writers open it by its path instead.
+     */
+    bool connected = f && (migrate_mapped_ram() ? mapped_ram_out_open(s->uri, f, &err)
+                           : s->resuming || !migrate_multifd() ||
+                             multifd_send_setup(s->uri, &err));
 
     if (connected && s->resuming) {
         if (s->mode->resume(s, f, &err)) {
@@ -300,6 +307,8 @@ static void migration_cleanup_bh(void *opaque)
     if (s->mode->cleanup) {
         s->mode->cleanup(s);
     }
+    /* Its writers may still read the page source's buffers: they stop first. */
+    mapped_ram_out_close();
     qemu_savevm_state_cleanup();
     multifd_send_cleanup();
     g_mutex_lock(&s->file_lock);
@@ -417,8 +426,18 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     if (!mig_channel_check_uri(uri, errp)) {
         return false;
     }
-    if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
-        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
+    if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:") &&
+        !(migrate_mapped_ram() && g_str_has_prefix(uri, "file:"))) {
+        error_setg(errp, "multifd needs a tcp: or unix: URI (or a file: one with mapped-ram), "
+                   "not '%s'", uri);
+        return false;
+    }
+    if (!mapped_ram_check_uri(uri, errp)) {
+        return false;
+    }
+    if (migrate_mapped_ram() && migrate_multifd() &&
+        migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE) {
+        error_setg(errp, "Mapped-ram migration is incompatible with multifd compression");
         return false;
     }
     g_free(s->uri);

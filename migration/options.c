@@ -74,6 +74,7 @@ void migration_options_init(void)
     params->x_clear_bitmap_shift = DEFAULT_MIGRATE_CLEAR_BITMAP_SHIFT;
     params->has_x_background_snapshot_buffer_size = true;
     params->x_background_snapshot_buffer_size = DEFAULT_BG_SNAPSHOT_BUFFER_SIZE;
+    params->has_direct_io = true;
 }
 
 bool migrate_cap(MigrationCapability cap)
@@ -131,6 +132,21 @@ bool migrate_postcopy_preempt(void)
     return caps[MIGRATION_CAPABILITY_POSTCOPY_PREEMPT];
 }
 
+bool migrate_mapped_ram(void)
+{
+    return caps[MIGRATION_CAPABILITY_MAPPED_RAM];
+}
+
+bool migrate_lazy_restore(void)
+{
+    return caps[MIGRATION_CAPABILITY_X_LAZY_RESTORE];
+}
+
+bool migrate_direct_io(void)
+{
+    return params->direct_io;
+}
+
 bool migrate_multifd(void)
 {
     return caps[MIGRATION_CAPABILITY_MULTIFD];
@@ -182,6 +198,8 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_POSTCOPY_RAM:
     case MIGRATION_CAPABILITY_POSTCOPY_PREEMPT:
     case MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME:
+    case MIGRATION_CAPABILITY_MAPPED_RAM:
+    case MIGRATION_CAPABILITY_X_LAZY_RESTORE:
         return true;
     default:
         return false;
@@ -199,10 +217,34 @@ static const MigrationCapability bg_snapshot_incompatible[] = {
     MIGRATION_CAPABILITY_VALIDATE_UUID, MIGRATION_CAPABILITY_ZERO_COPY_SEND,
 };
 
+/* The capabilities QEMU 9.0 refuses together with mapped-ram. */
+static const struct {
+    MigrationCapability cap;
+    const char *msg;
+} mapped_ram_incompatible[] = {
+    { MIGRATION_CAPABILITY_XBZRLE, "Mapped-ram migration is incompatible with xbzrle" },
+    { MIGRATION_CAPABILITY_COMPRESS, "Mapped-ram migration is incompatible with compression" },
+    { MIGRATION_CAPABILITY_POSTCOPY_RAM, "Mapped-ram migration is incompatible with postcopy" },
+    { MIGRATION_CAPABILITY_X_COLO, "Mapped-ram migration is incompatible with x-colo" },
+};
+
 bool migrate_caps_check_compat(const bool *new_caps, Error **errp)
 {
+    if (new_caps[MIGRATION_CAPABILITY_MAPPED_RAM]) {
+        for (size_t i = 0; i < ARRAY_SIZE(mapped_ram_incompatible); i++) {
+            if (new_caps[mapped_ram_incompatible[i].cap]) {
+                error_setg(errp, "%s", mapped_ram_incompatible[i].msg);
+                return false;
+            }
+        }
+    }
     if (new_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT]) {
         for (size_t i = 0; i < ARRAY_SIZE(bg_snapshot_incompatible); i++) {
+            /* Writers in place: a page written out of order costs nothing (ours). */
+            if (bg_snapshot_incompatible[i] == MIGRATION_CAPABILITY_MULTIFD &&
+                new_caps[MIGRATION_CAPABILITY_MAPPED_RAM]) {
+                continue;
+            }
             if (new_caps[bg_snapshot_incompatible[i]]) {
                 error_setg(errp, "Background-snapshot is not compatible with %s",
                            MigrationCapability_str(bg_snapshot_incompatible[i]));
@@ -343,6 +385,7 @@ void migrate_params_apply(const MigrationParameters *p)
     APPLY(p, zero_page_detection);
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
+    APPLY(p, direct_io);
 }
 
 MigrationParameters *qmp_query_migrate_parameters(Error **errp)
@@ -355,6 +398,25 @@ bool migration_set_global_property(const char *name, const char *value, Error **
     MigrationParameters p = { 0 };
     uint64_t v;
 
+    /* QEMU's capability properties: x-NAME (NAME itself when it starts with x-). */
+    for (int c = 0; c < MIGRATION_CAPABILITY__MAX; c++) {
+        const char *cap = MigrationCapability_str(c);
+        g_autofree char *prop = g_str_has_prefix(cap, "x-") ? g_strdup(cap)
+                                                            : g_strconcat("x-", cap, NULL);
+        MigrationCapabilityStatus st = { .capability = c };
+        MigrationCapabilityStatusList l = { .value = &st };
+
+        if (strcmp(name, prop)) {
+            continue;
+        }
+        if (!strcmp(value, "on") || !strcmp(value, "true")) {
+            st.state = true;
+        } else if (strcmp(value, "off") && strcmp(value, "false")) {
+            error_setg(errp, "Property 'migration.%s' expects on or off", name);
+            return false;
+        }
+        return qmp_migrate_set_capabilities(&l, errp);
+    }
     /* QEMU's -global migration.x-clear-bitmap-shift=N. */
     if (strcmp(name, "x-clear-bitmap-shift") && strcmp(name, "clear-bitmap-shift")) {
         error_setg(errp, "Property 'migration.%s' not found", name);

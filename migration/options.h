@@ -29,6 +29,11 @@ bool migrate_background_snapshot(void);
 bool migrate_xbzrle(void);
 uint64_t migrate_xbzrle_cache_size(void);
 bool migrate_multifd(void);
+bool migrate_mapped_ram(void);
+/* x-lazy-restore (destination): the guest runs before its RAM was read. */
+bool migrate_lazy_restore(void);
+/* direct-io: mapped-ram pages written with O_DIRECT. */
+bool migrate_direct_io(void);
 bool migrate_postcopy_preempt(void);
 int migrate_multifd_channels(void);
 MultiFDCompression migrate_multifd_compression(void);

@@ -525,3 +525,46 @@ int qemu_fclose(QEMUFile *f)
     g_free(f);
     return ret;
 }
+
+/* ---- position (seekable files: the mapped-ram layout) ---- */
+
+int64_t qemu_file_tell(QEMUFile *f)
+{
+    off_t pos;
+
+    if (f->fd < 0) {
+        return -ESPIPE;
+    }
+    if (f->writable) {
+        qemu_fflush(f);
+    }
+    pos = lseek(f->fd, 0, SEEK_CUR);
+    if (pos < 0) {
+        return -errno;
+    }
+    /* Input read ahead is not consumed yet. */
+    return f->writable ? pos : pos - (int64_t)(f->rlen - f->rpos);
+}
+
+bool qemu_file_seek(QEMUFile *f, int64_t pos)
+{
+    if (f->last_error) {
+        return false;
+    }
+    if (f->fd < 0 || pos < 0) {
+        qemu_file_set_error_msg(f, -ESPIPE, "%s is not seekable", f->name);
+        return false;
+    }
+    if (f->writable) {
+        qemu_fflush(f);
+    } else {
+        f->rpos = f->rlen = 0;
+        f->eof = false;
+    }
+    if (lseek(f->fd, pos, SEEK_SET) < 0) {
+        qemu_file_set_error_msg(f, -errno, "seeking %s to %" PRId64 " failed: %s", f->name,
+                                pos, g_strerror(errno));
+        return false;
+    }
+    return true;
+}

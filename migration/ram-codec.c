@@ -69,6 +69,11 @@ void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
 {
     /* With XBZRLE every page must go through the sender, or its cache goes stale. */
     assert(!w->xbzrle);
+    if (w->map) {
+        w->map->put_page(w->map->opaque, f, rb, page, data);
+        count(data ? &w->normal_pages : &w->zero_pages);
+        return;
+    }
     if (!data) {
         ram_put_zero_page(w, f, rb, page);
     } else {
@@ -78,7 +83,7 @@ void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
     }
 }
 
-void ram_put_block_list(QEMUFile *f)
+void ram_put_block_list_mapped(RAMPageWriter *w, QEMUFile *f)
 {
     GPtrArray *rbs = ram_blocks();
 
@@ -88,8 +93,26 @@ void ram_put_block_list(QEMUFile *f)
 
         qemu_put_counted_string(f, rb->idstr);
         qemu_put_be64(f, rb->used_length);
+        if (w && w->map) {
+            w->map->put_block(w->map->opaque, f, rb);
+        }
     }
     ram_put_eos(f);
+}
+
+void ram_put_block_list(QEMUFile *f)
+{
+    ram_put_block_list_mapped(NULL, f);
+}
+
+void ram_writer_release_after(RAMPageWriter *w, QEMUFile *f, void (*fn)(void *arg), void *arg)
+{
+    if (w->map) {
+        w->map->release_after(w->map->opaque, f, fn, arg);
+        return;
+    }
+    qemu_fflush(f);
+    fn(arg);
 }
 
 void ram_put_eos(QEMUFile *f)
@@ -139,6 +162,9 @@ static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, E
         }
         if (len > total - seen) {
             error_setg(errp, "ram: block list exceeds the announced total 0x%" PRIx64, total);
+            return false;
+        }
+        if (r->map_block && !r->map_block(f, rb, errp)) {
             return false;
         }
         seen += len;
@@ -361,6 +387,11 @@ static int ram_load_records_staged(RAMPageReader *r, QEMUFile *f, Error **errp)
         case RAM_SAVE_FLAG_ZERO:
         case RAM_SAVE_FLAG_PAGE:
         case RAM_SAVE_FLAG_XBZRLE:
+            if (r->map_block) {
+                error_setg(errp, "ram: a page record (flags 0x%" PRIx64 ") in a mapped-ram "
+                           "stream, whose pages are in the file", flags);
+                return -EINVAL;
+            }
             if (!ram_load_page(r, f, addr, flags, errp)) {
                 return -EINVAL;
             }

@@ -29,6 +29,21 @@
 #define RAM_XBZRLE_ENCODING     0x01    /* the one encoding byte of an XBZRLE record */
 
 typedef struct XbzrleSender XbzrleSender;
+
+/*
+ * mapped-ram: instead of records, every page goes to its fixed place in
+ * the file (mapped-ram-out.c provides these; the pointers are its own).
+ */
+typedef struct RAMPageMap {
+    /* The block list: after @rb's entry, its mapped-ram header. */
+    void (*put_block)(void *opaque, QEMUFile *f, RAMBlock *rb);
+    /* A page (@data NULL: zero); @data is referenced until a release_after call's fn ran. */
+    void (*put_page)(void *opaque, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                     const uint8_t *data);
+    /* @fn(@arg) once every page put so far was written (perhaps on another thread). */
+    void (*release_after)(void *opaque, QEMUFile *f, void (*fn)(void *arg), void *arg);
+    void *opaque;
+} RAMPageMap;
 typedef struct MultifdSender MultifdSender;
 
 /* The sending side's codec state. Owned by mig/src; query-migrate reads the counters. */
@@ -44,6 +59,8 @@ typedef struct RAMPageWriter {
      * multifd, pages go to the channels and xbzrle is not used, as in QEMU.
      */
     MultifdSender *multifd;
+    /* mapped-ram (ram.c sets it at setup), or NULL: pages leave as records. */
+    const RAMPageMap *map;
 } RAMPageWriter;
 
 /* Forget the previous block, the counters and any XBZRLE sender: a new stream starts. */
@@ -66,6 +83,13 @@ void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                     const uint8_t *enc, size_t len);
 /* MEM_SIZE: the total and every RAMBlock's name and length, then EOS. */
 void ram_put_block_list(QEMUFile *f);
+/* The same, each block followed by its mapped-ram header when @w has a map. */
+void ram_put_block_list_mapped(RAMPageWriter *w, QEMUFile *f);
+/*
+ * @fn(@arg) once the memory of every page put through @w so far may change:
+ * at once after a flush of the stream, or, with a map, once it was written.
+ */
+void ram_writer_release_after(RAMPageWriter *w, QEMUFile *f, void (*fn)(void *arg), void *arg);
 void ram_put_eos(QEMUFile *f);
 /* MULTIFD_FLUSH: the destination places every multifd page sent so far before it reads on. */
 void ram_put_multifd_flush(QEMUFile *f);
@@ -95,6 +119,12 @@ typedef struct RAMPageReader {
     uint64_t stage_first;
     unsigned stage_n;
     bool stage_zero;            /* the run is zero pages (stage holds no data) */
+    /*
+     * mapped-ram stream: after each block list entry comes the block's
+     * header, and its pages are in the file, not in records (set by ram.c
+     * from the stream's configuration). NULL: records.
+     */
+    bool (*map_block)(QEMUFile *f, RAMBlock *rb, Error **errp);
 } RAMPageReader;
 
 #define RAM_STAGE_PAGES 32

@@ -12,11 +12,14 @@
 #include "migration/register.h"
 #include "ram.h"
 #include "options.h"
+#include "mapped-ram-in.h"
+#include "mapped-ram-out.h"
 #include "multifd-recv.h"
 #include "multifd-send.h"
 #include "ram-codec.h"
 #include "ram-source.h"
 #include "ram-xbzrle.h"
+#include "savevm.h"
 #include "trace.h"
 
 /* An iterate call gives the migration thread back control this often. */
@@ -130,6 +133,10 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     ram_writer_reset(&rs->writer);
     rs->writer.multifd = multifd_sender();
     rs->uses_multifd = rs->writer.multifd != NULL;
+    if (mapped_ram_out()) {
+        /* Pages go to their place in the file (by mapped-ram's own writers with multifd). */
+        rs->writer.map = mapped_ram_out_map(mapped_ram_out());
+    }
     if (migrate_xbzrle() && !rs->writer.multifd) {
         rs->writer.xbzrle = xbzrle_sender_new(ram_xbzrle_cache_size(), errp);
         if (!rs->writer.xbzrle) {
@@ -141,7 +148,7 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     if (!rs->src->setup(f, errp)) {
         return -EIO;
     }
-    ram_put_block_list(f);
+    ram_put_block_list_mapped(&rs->writer, f);
     return qemu_file_get_error(f);
 }
 
@@ -212,6 +219,7 @@ static void ram_save_cleanup(void *opaque)
 
     rs->src->cleanup();
     rs->writer.multifd = NULL;
+    rs->writer.map = NULL;
     if (rs->writer.xbzrle || rs->xbzrle_parked) {
         xbzrle_sender_drop_cache(rs->writer.xbzrle ?: rs->xbzrle_parked);
     }
@@ -272,6 +280,8 @@ static int ram_load(QEMUFile *f, void *opaque, int version_id, Error **errp)
         error_setg(errp, "ram: unsupported section version %d", version_id);
         return -EINVAL;
     }
+    /* The stream's configuration said whether its pages are in the file. */
+    ram_reader.map_block = loadvm_stream_mapped_ram() ? mapped_ram_in_block : NULL;
     return ram_load_records(&ram_reader, f, errp);
 }
 

@@ -20,6 +20,10 @@
 #define QEMU_VM_CONFIGURATION       0x07
 #define QEMU_VM_SECTION_FOOTER      0x7e
 
+/* The configuration's subsection listing capabilities both sides must agree on (QEMU 9.0). */
+#define SAVEVM_CAPS_SUBSECTION "configuration/capabilities"
+#define SAVEVM_CAP_MAPPED_RAM "mapped-ram"
+
 /* A vmdesc bigger than this is not ours to read. */
 #define VMDESC_MAX_LEN (16 * MiB)
 

@@ -11,6 +11,7 @@
 #include "migration/qemu-file.h"
 #include "migration/register.h"
 #include "migration/vmstate.h"
+#include "options.h"
 #include "savevm.h"
 #include "savevm-int.h"
 #include "savevm-cmd.h"
@@ -95,6 +96,17 @@ void qemu_savevm_state_header(QEMUFile *f)
     qemu_put_byte(f, QEMU_VM_CONFIGURATION);
     qemu_put_be32(f, strlen(machine));
     qemu_put_buffer(f, machine, strlen(machine));
+    if (migrate_mapped_ram()) {
+        /*
+         * QEMU 9.0's configuration/capabilities subsection, with the one
+         * capability the destination must know to read the stream.
+         */
+        qemu_put_byte(f, QEMU_VM_SUBSECTION);
+        qemu_put_counted_string(f, SAVEVM_CAPS_SUBSECTION);
+        qemu_put_be32(f, 1);
+        qemu_put_be32(f, 1);
+        qemu_put_counted_string(f, SAVEVM_CAP_MAPPED_RAM);
+    }
 }
 
 int qemu_savevm_state_setup(QEMUFile *f, Error **errp)

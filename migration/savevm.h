@@ -30,5 +30,10 @@ void qemu_savevm_state_cleanup(void);
 
 /* Loads a whole stream; true only at EOF with every device section seen. */
 bool qemu_loadvm_state(QEMUFile *f, Error **errp);
+/*
+ * Incoming thread, during qemu_loadvm_state(): the stream's configuration
+ * named the mapped-ram capability (its pages are in the file).
+ */
+bool loadvm_stream_mapped_ram(void);
 
 #endif

@@ -60,6 +60,12 @@ enum { RUN_SKIP, RUN_ZERO, RUN_DATA };
 /* The writer gives up when no region could be saved for this long. */
 #define SNAP_STUCK_NS (10 * 1000 * 1000 * 1000LL)
 
+/*
+ * The writer's own runs for the linear scan: with mapped-ram's parallel
+ * writers several regions are being written at once.
+ */
+#define LINEAR_RUNS 8
+
 /* Small runs for faults that find every region run in use: 64 MiB. */
 #define SMALL_PAGES 16
 #define SMALL_RUNS 1024
@@ -89,9 +95,8 @@ typedef struct SnapRam {
     int nblocks;
     uint64_t nregions;          /* in all blocks */
     int uffd;
-    SnapRun *runs;              /* pool_runs fault runs, then the writer's own */
+    SnapRun *runs;              /* pool_runs fault runs, then the writer's LINEAR_RUNS */
     SnapRun *small_runs;        /* SMALL_RUNS small runs */
-    SnapRun *linear;            /* the writer's own run */
     uint8_t *pool;              /* their buffers: one mapping */
     size_t pool_len;
     int pool_runs;
@@ -100,6 +105,7 @@ typedef struct SnapRam {
     GAsyncQueue *free_runs;
     GAsyncQueue *free_small;
     GAsyncQueue *ready_runs;
+    GAsyncQueue *free_linear;   /* the writer's runs not being written */
 
     /* Shared by both threads, atomic. */
     uint64_t unsaved_pages;     /* set bits over all unsaved_bmaps */
@@ -235,7 +241,12 @@ static bool snap_copy_small(SnapBlock *b, uint64_t page, SnapRun *run)
     return true;
 }
 
-static void snap_write_run(QEMUFile *f, RAMPageWriter *w, SnapRun *run)
+/*
+ * The output refers to the run's buffer: @written(@run) runs once it was
+ * written (at once for a stream; a mapped-ram file's writers may be later).
+ */
+static void snap_write_run(QEMUFile *f, RAMPageWriter *w, SnapRun *run,
+                           void (*written)(void *run))
 {
     for (uint64_t i = 0; i < run->npages; i++) {
         if (run->kind[i] != RUN_SKIP) {
@@ -243,8 +254,7 @@ static void snap_write_run(QEMUFile *f, RAMPageWriter *w, SnapRun *run)
                          run->kind[i] == RUN_DATA ? run->data + i * TARGET_PAGE_SIZE : NULL);
         }
     }
-    /* The stream refers to the run's buffer: it must leave before reuse. */
-    qemu_fflush(f);
+    ram_writer_release_after(w, f, written, run);
 }
 
 /* Hands @run (its kind and data) to whoever pops it from @q. */
@@ -295,6 +305,20 @@ static SnapRun *snap_take_run(void)
 static void snap_return_run(SnapRun *run)
 {
     snap_run_push(run->small ? sr.free_small : sr.free_runs, run, false);
+}
+
+/* A fault's run was written: it is no longer in flight, and free again. */
+static void snap_fault_run_written(void *opaque)
+{
+    SnapRun *run = opaque;
+
+    __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
+    snap_return_run(run);
+}
+
+static void snap_linear_run_written(void *opaque)
+{
+    snap_run_push(sr.free_linear, opaque, false);
 }
 
 static SnapBlock *snap_find_block(uint64_t addr, uint64_t *page)
@@ -415,7 +439,8 @@ bool snapshot_ram_prepare(Error **errp)
     int n = snap_pool_runs();
 
     sr.pool_runs = n;
-    sr.pool_len = (size_t)(n + 1) * RUN_BYTES + (size_t)SMALL_RUNS * SMALL_PAGES * TARGET_PAGE_SIZE;
+    sr.pool_len = (size_t)(n + LINEAR_RUNS) * RUN_BYTES +
+                  (size_t)SMALL_RUNS * SMALL_PAGES * TARGET_PAGE_SIZE;
     sr.pool = mmap(NULL, sr.pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sr.pool == MAP_FAILED) {
         sr.pool = NULL;
@@ -432,24 +457,22 @@ bool snapshot_ram_prepare(Error **errp)
     if (madvise(sr.pool, sr.pool_len, 23 /* MADV_POPULATE_WRITE */) < 0) {
         memset(sr.pool, 0, sr.pool_len);
     }
-    sr.runs = g_new0(SnapRun, n + 1);
+    sr.runs = g_new0(SnapRun, n + LINEAR_RUNS);
     sr.small_runs = g_new0(SnapRun, SMALL_RUNS);
     sr.free_runs = g_async_queue_new();
     sr.free_small = g_async_queue_new();
     sr.ready_runs = g_async_queue_new();
-    for (int i = 0; i <= n; i++) {
+    sr.free_linear = g_async_queue_new();
+    for (int i = 0; i < n + LINEAR_RUNS; i++) {
         sr.runs[i].data = sr.pool + (size_t)i * RUN_BYTES;
-        if (i < n) {
-            g_async_queue_push(sr.free_runs, &sr.runs[i]);
-        }
+        g_async_queue_push(i < n ? sr.free_runs : sr.free_linear, &sr.runs[i]);
     }
     for (int i = 0; i < SMALL_RUNS; i++) {
         sr.small_runs[i].small = true;
-        sr.small_runs[i].data = sr.pool + (size_t)(n + 1) * RUN_BYTES +
+        sr.small_runs[i].data = sr.pool + (size_t)(n + LINEAR_RUNS) * RUN_BYTES +
                                 (size_t)i * SMALL_PAGES * TARGET_PAGE_SIZE;
         g_async_queue_push(sr.free_small, &sr.small_runs[i]);
     }
-    sr.linear = &sr.runs[n];
     return true;
 }
 
@@ -465,9 +488,7 @@ static int snap_write_ready(QEMUFile *f, RAMPageWriter *w, bool wait)
     int n = 0;
 
     while ((run = snap_run_pop(sr.ready_runs, wait && !n ? 10000 : 0))) {
-        snap_write_run(f, w, run);
-        __atomic_sub_fetch(&sr.in_flight, 1, __ATOMIC_SEQ_CST);
-        snap_return_run(run);
+        snap_write_run(f, w, run, snap_fault_run_written);
         n++;
     }
     return n;
@@ -519,6 +540,7 @@ static SnapBlock *snap_next_linear(uint64_t *r)
 static bool snapshot_ram_send_next(QEMUFile *f, RAMPageWriter *w)
 {
     int err = __atomic_load_n(&sr.error, __ATOMIC_SEQ_CST);
+    SnapRun *linear;
     SnapBlock *b;
     uint64_t r;
 
@@ -529,13 +551,22 @@ static bool snapshot_ram_send_next(QEMUFile *f, RAMPageWriter *w)
     }
     /* Regions the guest wanted first. */
     snap_write_ready(f, w, false);
+    /* The writer's own runs come back as mapped-ram's writers finish them. */
+    linear = snap_run_pop(sr.free_linear, 0);
+    if (!linear) {
+        linear = snap_run_pop(sr.free_linear, 10000);
+        if (!linear) {
+            return true;    /* writers busy: look again (and at the faults) */
+        }
+    }
     b = snap_next_linear(&r);
     if (b) {
         sr.stuck_since = 0;
-        snap_copy_region(b, r, sr.linear);
-        snap_write_run(f, w, sr.linear);
+        snap_copy_region(b, r, linear);
+        snap_write_run(f, w, linear, snap_linear_run_written);
         return true;
     }
+    snap_run_push(sr.free_linear, linear, true);
     /*
      * Done is counted after a region's copy, in flight before its claim and
      * until its write: all done and nothing in flight = all written.
@@ -583,9 +614,9 @@ static void snapshot_ram_cleanup(void)
     g_clear_pointer(&sr.free_runs, g_async_queue_unref);
     g_clear_pointer(&sr.free_small, g_async_queue_unref);
     g_clear_pointer(&sr.ready_runs, g_async_queue_unref);
+    g_clear_pointer(&sr.free_linear, g_async_queue_unref);
     g_clear_pointer(&sr.runs, g_free);
     g_clear_pointer(&sr.small_runs, g_free);
-    sr.linear = NULL;
     if (sr.pool) {
         munmap(sr.pool, sr.pool_len);
         sr.pool = NULL;

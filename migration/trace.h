@@ -66,4 +66,14 @@
                 " total_us=%" PRId64, (uint64_t)(region), (uint64_t)(pages), \
                 (int64_t)(wait_run_us), (int64_t)(total_us))
 
+#define trace_mapped_ram_block(name, bitmap_off, pages_off, next) \
+    TRACE_EVENT("mapped_ram_block", "block=%s bitmap_offset=%" PRIu64 " pages_offset=%" PRIu64 \
+                " next=%" PRIu64, (name), (uint64_t)(bitmap_off), (uint64_t)(pages_off), \
+                (uint64_t)(next))
+#define trace_mapped_ram_finish(writers, us) \
+    TRACE_EVENT("mapped_ram_finish", "writers=%d us=%" PRId64, (int)(writers), (int64_t)(us))
+#define trace_mapped_ram_load_block(name, pages, lazy, us) \
+    TRACE_EVENT("mapped_ram_load_block", "block=%s pages=%" PRIu64 " lazy=%d us=%" PRId64, \
+                (name), (uint64_t)(pages), (int)(lazy), (int64_t)(us))
+
 #endif

@@ -72,6 +72,16 @@ const char *qemu_file_error_msg(QEMUFile *f);
 /* Makes pending and future blocking I/O fail with -EIO. Any thread. */
 void qemu_file_shutdown(QEMUFile *f);
 
+/*
+ * Seekable fd-backed files (a file: URI): the absolute position of the
+ * next byte put (output, after a flush) or consumed (input), or -errno.
+ */
+int64_t qemu_file_tell(QEMUFile *f);
+/*
+ * Moves the next put or get to absolute position @pos (output flushes
+ * first, input drops what it read ahead). False with the error set on @f.
+ */
+bool qemu_file_seek(QEMUFile *f, int64_t pos);
 /* Bytes put (output) or consumed (input) so far, buffered ones included. */
 uint64_t qemu_file_transferred(QEMUFile *f);
 /*

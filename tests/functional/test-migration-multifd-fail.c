@@ -210,7 +210,7 @@ static void test_cancel_setup(void)
     vm_kill(src);
 }
 
-/* exec:, file: and fd: carry one stream: refused at once, on both sides. */
+/* exec:, fd: and (without mapped-ram) file: carry one stream: refused at once, on both sides. */
 static void test_uri_refused(void)
 {
     g_autofree char *file = g_strdup_printf("file:%s/mfd.mig", vmtest_tmpdir());
@@ -224,7 +224,7 @@ static void test_uri_refused(void)
     src = start_source();
     r = vm_qmp(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", file);
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "multifd needs a tcp: or unix: URI"));
+    g_assert_nonnull(strstr(desc, "multifd needs a tcp:"));
     json_node_unref(r);
     migtest_assert_source_alive(src);
     vm_kill(src);
@@ -234,7 +234,7 @@ static void test_uri_refused(void)
     r = vm_qmp(dst, "{'execute': 'migrate-incoming', 'arguments': {'uri': 'exec:cat'}}");
     g_free(desc);
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "multifd needs a tcp: or unix: URI"));
+    g_assert_nonnull(strstr(desc, "multifd needs a tcp:"));
     json_node_unref(r);
     vm_kill(dst);
 }

@@ -9,6 +9,8 @@
 #include "qapi/error.h"
 #include "postcopy-dst-fake.h"
 #include "migration/postcopy-dst.h"
+#include "migration/mapped-ram-in.h"
+#include "migration/options.h"
 
 int postcopy_fake_calls;
 
@@ -79,4 +81,15 @@ bool postcopy_dst_resume(Error **errp)
 QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
 {
     return NULL;
+}
+
+/* A stream that names mapped-ram is refused too: there is no file here. */
+bool migrate_mapped_ram(void)
+{
+    return false;
+}
+
+bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
+{
+    return refuse("mapped-ram", errp);
 }

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Lazy restore: the guest runs while its RAM is read from the file (lazy-restore.h). */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/main-loop.h"
+#include "qemu/thread.h"
+#include "qemu/userfaultfd.h"
+#include "system/memory.h"
+#include "latency-hist.h"
+#include "lazy-restore.h"
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#define LR_FAULT_PAGES 16       /* a fault reads 64 KiB around its page */
+#define LR_PREFETCH_PAGES 512   /* the prefetch reads 2 MiB at a time */
+
+enum { LR_NONE, LR_FAULTING, LR_RESIDENT, LR_FAILED };
+
+typedef struct LazyBlock {
+    RAMBlock *rb;
+    uint64_t npages;
+    uint64_t pages_offset;
+    unsigned long *present;     /* read-only: set = the page is in the file */
+    unsigned long *resident;    /* atomic: set = placed */
+} LazyBlock;
+
+static struct {
+    /* Set up by mig/dst before the threads read them (add_block), freed by the finish BH. */
+    LazyBlock *blocks;
+    int nblocks;
+    int uffd;
+    int fd;                     /* the file, our own descriptor */
+    int stop_fd;                /* eventfd: the fault thread ends */
+    QemuThread fault_thread, prefetch_thread;
+    bool fault_running, prefetch_running;   /* mig/dst sets, the finish BH clears */
+    int64_t start_ns;
+
+    /* Atomic: any thread reads them for query-migrate. */
+    int status;
+    uint64_t pages_total;
+    uint64_t pages_resident;
+    uint64_t faults;
+    uint64_t pages_fault_read;
+    uint64_t bytes_prefetched;
+    uint64_t resident_ms;
+    LatencyHist lat;            /* the fault thread records */
+} lr = { .uffd = -1, .fd = -1, .stop_fd = -1 };
+
+static void lr_add(uint64_t *c, uint64_t n)
+{
+    __atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+static bool lr_pread_all(void *buf, size_t len, int64_t off)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n = pread(lr.fd, p, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            errno = n ? errno : ENODATA;
+            return false;
+        }
+        p += n;
+        len -= n;
+        off += n;
+    }
+    return true;
+}
+
+/* The file failed us: the guest cannot get its memory. Said once. */
+static void lr_fail(LazyBlock *b, uint64_t page, int err)
+{
+    int faulting = LR_FAULTING;
+
+    if (__atomic_compare_exchange_n(&lr.status, &faulting, LR_FAILED, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+        error_report("lazy restore: reading page %" PRIu64 " of %s from the file failed: %s; "
+                     "the guest waits for memory that cannot come", page, b->rb->idstr,
+                     g_strerror(err));
+    }
+}
+
+/*
+ * Places pages [first, first + n) of @b, read into @buf (n pages) if any is
+ * present in the file, zero otherwise. Returns the bytes read, or -1.
+ */
+static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
+{
+    uint64_t end = first + n, p = find_next_bit(b->present, end, first);
+    uint8_t *host = b->rb->host + (first << TARGET_PAGE_BITS);
+    int64_t bytes = 0;
+    int placed;
+
+    if (p < end) {
+        uint64_t last = p;
+
+        /* One read over the present pages' span; the pages between that are not present are zero. */
+        for (uint64_t q = p; q < end; q = find_next_bit(b->present, end, q + 1)) {
+            last = q;
+        }
+        memset(buf, 0, (p - first) << TARGET_PAGE_BITS);
+        bytes = (last + 1 - p) << TARGET_PAGE_BITS;
+        if (!lr_pread_all(buf + ((p - first) << TARGET_PAGE_BITS), bytes,
+                          b->pages_offset + (p << TARGET_PAGE_BITS))) {
+            lr_fail(b, p, errno);
+            return -1;
+        }
+        for (uint64_t z = find_next_zero_bit(b->present, last, p); z < last;
+             z = find_next_zero_bit(b->present, last, z + 1)) {
+            memset(buf + ((z - first) << TARGET_PAGE_BITS), 0, TARGET_PAGE_SIZE);
+        }
+        memset(buf + ((last + 1 - first) << TARGET_PAGE_BITS), 0,
+               (end - last - 1) << TARGET_PAGE_BITS);
+    }
+    placed = uffd_place_pages(lr.uffd, host, p < end ? buf : NULL, n, TARGET_PAGE_SIZE);
+    if (placed < 0) {
+        lr_fail(b, first, -placed);
+        return -1;
+    }
+    bitmap_set_atomic(b->resident, first, n);
+    bitmap_set_atomic(b->rb->vmm_written_bmap, first, n);
+    lr_add(&lr.pages_resident, placed);
+    return bytes;
+}
+
+static LazyBlock *lr_find(uint64_t addr, uint64_t *page)
+{
+    int n = __atomic_load_n(&lr.nblocks, __ATOMIC_ACQUIRE);
+
+    for (int i = 0; i < n; i++) {
+        uintptr_t host = (uintptr_t)lr.blocks[i].rb->host;
+
+        if (addr >= host && addr - host < lr.blocks[i].rb->used_length) {
+            *page = (addr - host) >> TARGET_PAGE_BITS;
+            return &lr.blocks[i];
+        }
+    }
+    return NULL;
+}
+
+static void *lr_fault_thread(void *opaque)
+{
+    struct pollfd pfd[2] = {
+        { .fd = lr.uffd, .events = POLLIN },
+        { .fd = lr.stop_fd, .events = POLLIN },
+    };
+    uint8_t *buf = g_malloc(LR_FAULT_PAGES * TARGET_PAGE_SIZE);
+    uint64_t addrs[64];
+
+    for (;;) {
+        int64_t t_read;
+        int n;
+
+        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+            break;
+        }
+        t_read = get_clock_ns();
+        n = uffd_read_missing_faults(lr.uffd, addrs, NULL, ARRAY_SIZE(addrs));
+        if (n < 0) {
+            error_report("lazy restore: reading userfaultfd failed: %s", g_strerror(-n));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t page, first;
+            LazyBlock *b = lr_find(addrs[i], &page);
+
+            if (!b || __atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
+                continue;
+            }
+            first = page & ~(uint64_t)(LR_FAULT_PAGES - 1);
+            if (lr_place(b, first, MIN(LR_FAULT_PAGES, b->npages - first), buf) >= 0) {
+                lr_add(&lr.faults, 1);
+                lr_add(&lr.pages_fault_read, MIN(LR_FAULT_PAGES, b->npages - first));
+                latency_hist_record_ns(&lr.lat, get_clock_ns() - t_read);
+            }
+        }
+    }
+    g_free(buf);
+    return NULL;
+}
+
+/* Main loop: both threads are done; release everything. */
+static void lr_finish_bh(void *opaque)
+{
+    uint64_t one = 1;
+
+    if (lr.prefetch_running) {
+        qemu_thread_join(&lr.prefetch_thread);
+        lr.prefetch_running = false;
+    }
+    if (lr.fault_running) {
+        /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
+        (void)!write(lr.stop_fd, &one, sizeof(one));
+        qemu_thread_join(&lr.fault_thread);
+        lr.fault_running = false;
+    }
+    for (int i = 0; i < lr.nblocks; i++) {
+        g_free(lr.blocks[i].present);
+        g_free(lr.blocks[i].resident);
+    }
+    g_clear_pointer(&lr.blocks, g_free);
+    lr.nblocks = 0;
+    if (lr.uffd >= 0) {
+        close(lr.uffd);
+    }
+    if (lr.fd >= 0) {
+        close(lr.fd);
+    }
+    if (lr.stop_fd >= 0) {
+        close(lr.stop_fd);
+    }
+    lr.uffd = lr.fd = lr.stop_fd = -1;
+}
+
+static void *lr_prefetch_thread(void *opaque)
+{
+    uint8_t *buf = g_malloc(LR_PREFETCH_PAGES * TARGET_PAGE_SIZE);
+
+    for (int i = 0; i < lr.nblocks; i++) {
+        LazyBlock *b = &lr.blocks[i];
+
+        for (uint64_t first = 0; first < b->npages; first += LR_PREFETCH_PAGES) {
+            uint64_t n = MIN(LR_PREFETCH_PAGES, b->npages - first);
+            int64_t bytes;
+
+            if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
+                goto out;
+            }
+            /* Faults placed all of it already: nothing to read. */
+            if (find_next_zero_bit(b->resident, first + n, first) >= first + n) {
+                continue;
+            }
+            bytes = lr_place(b, first, n, buf);
+            if (bytes < 0) {
+                goto out;
+            }
+            lr_add(&lr.bytes_prefetched, bytes);
+        }
+    }
+    /* Every page is there: no fault can come any more. */
+    for (int i = 0; i < lr.nblocks; i++) {
+        uffd_unregister(lr.uffd, lr.blocks[i].rb->host, lr.blocks[i].rb->used_length);
+    }
+    __atomic_store_n(&lr.resident_ms, (get_clock_ns() - lr.start_ns) / 1000000, __ATOMIC_RELAXED);
+    __atomic_store_n(&lr.status, LR_RESIDENT, __ATOMIC_SEQ_CST);
+    qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
+out:
+    g_free(buf);
+    return NULL;
+}
+
+/* The first block: the userfaultfd, the file descriptor and the fault thread. */
+static bool lr_start(int fd, Error **errp)
+{
+    int ret;
+
+    lr.start_ns = get_clock_ns();
+    lr.pages_total = lr.pages_resident = lr.faults = lr.pages_fault_read = 0;
+    lr.bytes_prefetched = lr.resident_ms = 0;
+    memset(&lr.lat, 0, sizeof(lr.lat));
+    lr.blocks = g_new0(LazyBlock, ram_blocks()->len);
+    lr.uffd = uffd_create(0);
+    if (lr.uffd < 0) {
+        error_setg_errno(errp, -lr.uffd, "x-lazy-restore: userfaultfd is not available");
+        return false;
+    }
+    lr.fd = dup(fd);
+    lr.stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (lr.fd < 0 || lr.stop_fd < 0) {
+        error_setg_errno(errp, errno, "x-lazy-restore: cannot set up");
+        return false;
+    }
+    ret = qemu_thread_create(&lr.fault_thread, "mig/lr-fault", lr_fault_thread, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cannot create the lazy restore fault thread");
+        return false;
+    }
+    lr.fault_running = true;
+    __atomic_store_n(&lr.status, LR_FAULTING, __ATOMIC_SEQ_CST);
+    return true;
+}
+
+bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
+                            uint64_t pages_offset, Error **errp)
+{
+    LazyBlock *b;
+    int ret;
+
+    if (!lr.blocks && !lr_start(fd, errp)) {
+        g_free(present);
+        return false;
+    }
+    if (lr.nblocks == (int)ram_blocks()->len) {
+        error_setg(errp, "x-lazy-restore: block %s appears twice", rb->idstr);
+        g_free(present);
+        return false;
+    }
+    b = &lr.blocks[lr.nblocks];
+    b->rb = rb;
+    b->npages = rb->used_length >> TARGET_PAGE_BITS;
+    b->pages_offset = pages_offset;
+    b->present = present;
+    b->resident = bitmap_new(b->npages);
+    /* Pages are placed 4 KiB at a time: no huge page may fill the rest with zeros first. */
+    if (madvise(rb->host, rb->used_length, MADV_NOHUGEPAGE) < 0 && errno != EINVAL) {
+        error_setg_errno(errp, errno, "x-lazy-restore: MADV_NOHUGEPAGE on %s failed", rb->idstr);
+        return false;
+    }
+    /* Visible to the fault thread before its first fault can come. */
+    __atomic_store_n(&lr.nblocks, lr.nblocks + 1, __ATOMIC_RELEASE);
+    lr_add(&lr.pages_total, b->npages);
+    ret = uffd_register_missing(lr.uffd, rb->host, rb->used_length);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "x-lazy-restore: registering RAM block %s with "
+                         "userfaultfd failed (its backend must be anonymous memory or memfd)",
+                         rb->idstr);
+        return false;
+    }
+    return true;
+}
+
+void lazy_restore_load_done(bool ok)
+{
+    uint64_t one = 1;
+    int ret;
+
+    if (!lr.blocks) {
+        return;
+    }
+    if (ok) {
+        ret = qemu_thread_create(&lr.prefetch_thread, "mig/lr-prefetch", lr_prefetch_thread, NULL);
+        if (ret == 0) {
+            lr.prefetch_running = true;
+            return;
+        }
+        error_report("cannot create the lazy restore prefetch thread: %s; the guest's "
+                     "memory comes by faults only", g_strerror(-ret));
+        return;
+    }
+    /* The guest never runs: stop serving, and let nothing wait on this memory. */
+    __atomic_store_n(&lr.status, LR_FAILED, __ATOMIC_SEQ_CST);
+    if (lr.fault_running) {
+        (void)!write(lr.stop_fd, &one, sizeof(one));
+        qemu_thread_join(&lr.fault_thread);
+        lr.fault_running = false;
+    }
+    for (int i = 0; i < lr.nblocks; i++) {
+        uffd_unregister(lr.uffd, lr.blocks[i].rb->host, lr.blocks[i].rb->used_length);
+    }
+    qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
+}
+
+void lazy_restore_fill_info(MigrationInfo *info)
+{
+    static const char *const names[] = { "none", "faulting", "resident", "failed" };
+    int st = __atomic_load_n(&lr.status, __ATOMIC_SEQ_CST);
+    XLazyRestoreInfo *x;
+
+    if (st == LR_NONE) {
+        return;
+    }
+    x = g_new0(XLazyRestoreInfo, 1);
+    x->status = g_strdup(names[st]);
+    x->pages_total = __atomic_load_n(&lr.pages_total, __ATOMIC_RELAXED);
+    x->pages_resident = __atomic_load_n(&lr.pages_resident, __ATOMIC_RELAXED);
+    x->faults = __atomic_load_n(&lr.faults, __ATOMIC_RELAXED);
+    x->pages_fault_read = __atomic_load_n(&lr.pages_fault_read, __ATOMIC_RELAXED);
+    x->bytes_prefetched = __atomic_load_n(&lr.bytes_prefetched, __ATOMIC_RELAXED);
+    x->time_to_resident_ms = __atomic_load_n(&lr.resident_ms, __ATOMIC_RELAXED);
+    x->fault_latency_histogram = latency_hist_buckets(&lr.lat);
+    x->fault_latency_p50_us = latency_hist_percentile_us(&lr.lat, 50);
+    x->fault_latency_p99_us = latency_hist_percentile_us(&lr.lat, 99);
+    x->fault_latency_max_us = __atomic_load_n(&lr.lat.max_us, __ATOMIC_RELAXED);
+    info->x_lazy_restore = x;
+}

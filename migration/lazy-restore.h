@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: lazy restore of a mapped-ram file (x-lazy-restore).
+ * Each block's RAM is discarded and registered with userfaultfd in missing
+ * mode while the stream is read; the guest then runs as soon as the device
+ * state is loaded, its RAM arriving behind it:
+ *
+ *   "mig/lr-fault"     a missing fault: reads the page's 64 KiB
+ *                      neighbourhood from the file and places it
+ *                      (UFFDIO_COPY; zero pages UFFDIO_ZEROPAGE)
+ *   "mig/lr-prefetch"  from the end of the load: every block in order,
+ *                      2 MiB at a time, skipping what faults placed;
+ *                      then unregisters, and the main loop joins both
+ *
+ * A page is placed atomically whoever gets there first; the other finds it
+ * there (EEXIST) and moves on. Ownership: the blocks are set up by mig/dst
+ * before either thread reads them; the resident bitmaps and counters are
+ * atomic; the latency histogram is the fault thread's.
+ */
+#ifndef MIGRATION_LAZY_RESTORE_H
+#define MIGRATION_LAZY_RESTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qapi/qapi-types.h"
+
+/*
+ * mig/dst, the block's RAM just discarded: from now on its pages come from
+ * @fd (dup'ed), the present ones at @pages_offset + page x page size.
+ * Takes @present. False with @errp set.
+ */
+bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
+                            uint64_t pages_offset, Error **errp);
+/*
+ * mig/dst, the load is over: @ok, the prefetch starts (and the guest may
+ * run); otherwise everything stops (the guest never runs).
+ */
+void lazy_restore_load_done(bool ok);
+/* query-migrate on the destination (main thread). */
+void lazy_restore_fill_info(MigrationInfo *info);
+
+#endif

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: reading a mapped-ram file (layout in
+ * mapped-ram.h), in the incoming thread. The file is hostile input: the
+ * trailer, every header, bitmap and offset is checked before a page is
+ * read. Eager: the pages are read into guest RAM before the load goes on,
+ * by multifd-channels reader threads ("mig/mr-r%d") with multifd, else by
+ * the incoming thread. Lazy (x-lazy-restore): the block is handed to
+ * lazy-restore.c, which places its pages while the guest runs.
+ */
+#ifndef MIGRATION_MAPPED_RAM_IN_H
+#define MIGRATION_MAPPED_RAM_IN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qemu/typedefs.h"
+
+/*
+ * The stream's configuration named mapped-ram: @f must be a file whose
+ * stream began at @stream_start (< 0: not a file) and that ends with the
+ * completion trailer of that stream. False with @errp naming what is wrong.
+ */
+bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp);
+/*
+ * After @rb's entry in the block list: reads its header and bitmap, then
+ * its pages (or hands them to the lazy restore), and moves @f past its
+ * region. False with @errp set; guest RAM may then be half-loaded, and the
+ * guest never runs.
+ */
+bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp);
+
+#endif

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Writing a mapped-ram file: pages in place, from N writers (mapped-ram-out.h). */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/bswap.h"
+#include "qemu/thread.h"
+#include "qemu/tsan.h"
+#include "system/memory.h"
+#include "migration/qemu-file.h"
+#include "channel.h"
+#include "mapped-ram.h"
+#include "mapped-ram-out.h"
+#include "options.h"
+#include "trace.h"
+
+#define MR_REGION_PAGES 512                         /* 2 MiB: one writer, one write at most */
+#define MR_INFLIGHT_MAX (64ULL * 1024 * 1024)       /* queued page bytes before mig/src waits */
+
+/* Callbacks waiting for the writes put before them: the last reference runs it. */
+typedef struct MrToken {
+    int refs;                   /* atomic */
+    void (*fn)(void *opaque);
+    void *opaque;
+} MrToken;
+
+typedef struct MrJob {
+    int64_t off;
+    const uint8_t *data;
+    size_t len;                 /* 0: the writer stops */
+    MrToken *tok;
+} MrJob;
+
+typedef struct MrWriter {
+    QemuThread thread;
+    GAsyncQueue *jobs;
+    int fd;
+    struct MappedRamOut *m;
+} MrWriter;
+
+typedef struct MrBlock {
+    RAMBlock *rb;
+    uint64_t npages;
+    uint64_t bitmap_offset;
+    uint64_t pages_offset;
+    unsigned long *bmap;        /* mig/src: set = the page is in the file */
+} MrBlock;
+
+struct MappedRamOut {
+    RAMPageMap map;             /* set at open, read-only */
+    /* mig/src. */
+    char *path;
+    int page_fd;                /* no writer threads: mig/src writes here */
+    bool own_page_fd;           /* page_fd is ours (O_DIRECT), not the stream's */
+    int64_t stream_start;
+    MrBlock *blocks;
+    int nblocks;
+    MrBlock *last;              /* lookup cache */
+    MrBlock *pend_b;            /* the run of pages being coalesced */
+    uint64_t pend_first, pend_n;
+    const uint8_t *pend_data;
+    MrToken *tok;               /* the open token: jobs dispatched now join it */
+
+    MrWriter *writers;
+    int nwriters;
+
+    GMutex inflight_lock;
+    GCond inflight_cond;
+    uint64_t inflight;          /* inflight_lock: page bytes queued, not yet written */
+
+    int err;                    /* atomic: the first write's errno */
+    int64_t err_off;            /* written once, before err is published */
+};
+
+static MappedRamOut *mr_current;    /* mig/src sets it at open, the main thread clears it */
+
+static bool mr_pwrite_all(int fd, const uint8_t *p, size_t len, int64_t off)
+{
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = EIO;
+            }
+            return false;
+        }
+        p += n;
+        len -= n;
+        off += n;
+    }
+    return true;
+}
+
+static void mr_set_error(MappedRamOut *m, int err, int64_t off)
+{
+    int none = 0;
+
+    m->err_off = off;
+    __atomic_compare_exchange_n(&m->err, &none, err, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+static MrToken *mr_token_new(void)
+{
+    MrToken *t = g_new0(MrToken, 1);
+
+    t->refs = 1;                /* the open reference, dropped by release_after */
+    return t;
+}
+
+static void mr_token_put(MrToken *t)
+{
+    if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        TSAN_ACQUIRE(t);
+        if (t->fn) {
+            t->fn(t->opaque);
+        }
+        g_free(t);
+    } else {
+        TSAN_RELEASE(t);
+    }
+}
+
+static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
+{
+    if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !mr_pwrite_all(fd, j->data, j->len, j->off)) {
+        mr_set_error(m, errno, j->off);
+    }
+}
+
+static void *mr_writer_thread(void *opaque)
+{
+    MrWriter *w = opaque;
+    MappedRamOut *m = w->m;
+
+    for (;;) {
+        MrJob *j = g_async_queue_pop(w->jobs);
+
+        if (!j->len) {
+            g_free(j);
+            return NULL;
+        }
+        mr_write_job(m, w->fd, j);
+        g_mutex_lock(&m->inflight_lock);
+        m->inflight -= j->len;
+        g_cond_signal(&m->inflight_cond);
+        g_mutex_unlock(&m->inflight_lock);
+        mr_token_put(j->tok);
+        g_free(j);
+    }
+}
+
+/* mig/src: the coalesced run goes to its region's writer (or is written now). */
+static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
+{
+    MrBlock *b = m->pend_b;
+    MrJob job = {
+        .off = b ? b->pages_offset + m->pend_first * TARGET_PAGE_SIZE : 0,
+        .data = m->pend_data,
+        .len = m->pend_n * TARGET_PAGE_SIZE,
+    };
+    MrWriter *w;
+
+    if (!b || !m->pend_n) {
+        return;
+    }
+    m->pend_b = NULL;
+    m->pend_n = 0;
+    qemu_file_count_side_bytes(f, job.len);
+    if (!m->nwriters) {
+        mr_write_job(m, m->page_fd, &job);
+        return;
+    }
+    w = &m->writers[(m->pend_first / MR_REGION_PAGES + (b - m->blocks)) % m->nwriters];
+    g_mutex_lock(&m->inflight_lock);
+    while (m->inflight >= MR_INFLIGHT_MAX) {
+        g_cond_wait(&m->inflight_cond, &m->inflight_lock);
+    }
+    m->inflight += job.len;
+    g_mutex_unlock(&m->inflight_lock);
+    __atomic_add_fetch(&m->tok->refs, 1, __ATOMIC_RELAXED);
+    job.tok = m->tok;
+    g_async_queue_push(w->jobs, g_memdup2(&job, sizeof(job)));
+}
+
+static MrBlock *mr_block(MappedRamOut *m, RAMBlock *rb)
+{
+    if (m->last && m->last->rb == rb) {
+        return m->last;
+    }
+    for (int i = 0; i < m->nblocks; i++) {
+        if (m->blocks[i].rb == rb) {
+            return m->last = &m->blocks[i];
+        }
+    }
+    return NULL;
+}
+
+static void mr_put_page(MappedRamOut *m, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                             const uint8_t *data)
+{
+    MrBlock *b = mr_block(m, rb);
+    int err = __atomic_load_n(&m->err, __ATOMIC_ACQUIRE);
+
+    if (err) {
+        qemu_file_set_error_msg(f, -err, "writing the pages of %s at offset %" PRId64
+                                " failed: %s", m->path, m->err_off, g_strerror(err));
+        return;
+    }
+    if (!b || page >= b->npages) {
+        qemu_file_set_error_msg(f, -EINVAL, "mapped-ram: page %" PRIu64 " of block %s is not in "
+                                "the file's block list", page, rb->idstr);
+        return;
+    }
+    if (!data) {
+        clear_bit(page, b->bmap);
+        return;
+    }
+    set_bit(page, b->bmap);
+    if (m->pend_b == b && page == m->pend_first + m->pend_n &&
+        data == m->pend_data + m->pend_n * TARGET_PAGE_SIZE && page % MR_REGION_PAGES) {
+        m->pend_n++;
+        return;
+    }
+    mr_dispatch(m, f);
+    m->pend_b = b;
+    m->pend_first = page;
+    m->pend_n = 1;
+    m->pend_data = data;
+}
+
+static void mr_release_after(MappedRamOut *m, QEMUFile *f, void (*fn)(void *),
+                                  void *opaque)
+{
+    MrToken *t = m->tok;
+
+    /* The coalesced run refers to the memory too: it leaves first. */
+    mr_dispatch(m, f);
+    t->fn = fn;
+    t->opaque = opaque;
+    m->tok = mr_token_new();
+    mr_token_put(t);
+}
+
+typedef struct MrDone {
+    GMutex lock;
+    GCond cond;
+    bool done;
+} MrDone;
+
+static void mr_signal_done(void *opaque)
+{
+    MrDone *d = opaque;
+
+    g_mutex_lock(&d->lock);
+    d->done = true;
+    g_cond_signal(&d->cond);
+    g_mutex_unlock(&d->lock);
+}
+
+/* mig/src: every page put so far is written (or failed). */
+static void mr_drain(MappedRamOut *m, QEMUFile *f)
+{
+    MrDone d = { 0 };
+
+    g_mutex_init(&d.lock);
+    g_cond_init(&d.cond);
+    mr_release_after(m, f, mr_signal_done, &d);
+    g_mutex_lock(&d.lock);
+    while (!d.done) {
+        g_cond_wait(&d.cond, &d.lock);
+    }
+    g_mutex_unlock(&d.lock);
+    g_mutex_clear(&d.lock);
+    g_cond_clear(&d.cond);
+}
+
+static void mr_put_block(MappedRamOut *m, QEMUFile *f, RAMBlock *rb)
+{
+    int64_t pos = qemu_file_tell(f);
+    uint8_t buf[MAPPED_RAM_HDR_SIZE];
+    MappedRamHeader h;
+    uint64_t next;
+    MrBlock *b;
+
+    if (qemu_file_get_error(f)) {
+        return;
+    }
+    if (pos < 0 || m->nblocks == (int)ram_blocks()->len) {
+        qemu_file_set_error_msg(f, pos < 0 ? (int)pos : -EINVAL, "mapped-ram: cannot place "
+                                "block %s in %s", rb->idstr, m->path);
+        return;
+    }
+    mapped_ram_layout(pos, rb->used_length, &h, &next);
+    mapped_ram_put_header(buf, &h);
+    qemu_put_buffer(f, buf, sizeof(buf));
+    qemu_file_seek(f, next);
+    b = &m->blocks[m->nblocks++];
+    b->rb = rb;
+    b->npages = rb->used_length >> TARGET_PAGE_BITS;
+    b->bitmap_offset = h.bitmap_offset;
+    b->pages_offset = h.pages_offset;
+    b->bmap = bitmap_new(b->npages);
+    trace_mapped_ram_block(rb->idstr, h.bitmap_offset, h.pages_offset, next);
+}
+
+static void mr_map_put_block(void *opaque, QEMUFile *f, RAMBlock *rb)
+{
+    mr_put_block(opaque, f, rb);
+}
+
+static void mr_map_put_page(void *opaque, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                            const uint8_t *data)
+{
+    mr_put_page(opaque, f, rb, page, data);
+}
+
+static void mr_map_release_after(void *opaque, QEMUFile *f, void (*fn)(void *), void *arg)
+{
+    mr_release_after(opaque, f, fn, arg);
+}
+
+static bool mr_open_fd(MappedRamOut *m, int *fd, Error **errp)
+{
+    *fd = open(m->path, O_WRONLY | O_CLOEXEC | (migrate_direct_io() ? O_DIRECT : 0));
+    if (*fd < 0) {
+        error_setg_errno(errp, errno, "mapped-ram: cannot open '%s'%s", m->path,
+                         migrate_direct_io() ? " with O_DIRECT (direct-io)" : "");
+        return false;
+    }
+    return true;
+}
+
+bool mapped_ram_check_uri(const char *uri, Error **errp)
+{
+    g_autofree char *path = NULL;
+    uint64_t offset;
+    int fd;
+
+    if (!migrate_mapped_ram()) {
+        if (migrate_direct_io()) {
+            error_setg(errp, "direct-io needs the mapped-ram capability (only pages at fixed "
+                       "offsets can be written with O_DIRECT)");
+            return false;
+        }
+        return true;
+    }
+    if (!g_str_has_prefix(uri, "file:")) {
+        error_setg(errp, "Migration requires seekable transport (e.g. file)");
+        return false;
+    }
+    if (!mig_channel_file_path(uri, &path, &offset, errp)) {
+        return false;
+    }
+    if (offset % TARGET_PAGE_SIZE && migrate_direct_io()) {
+        error_setg(errp, "direct-io needs a file URI offset aligned to %d bytes, not %" PRIu64,
+                   (int)TARGET_PAGE_SIZE, offset);
+        return false;
+    }
+    if (!migrate_direct_io()) {
+        return true;
+    }
+    /* Before anything is written: the file is only created if missing, never truncated. */
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+    if (fd < 0) {
+        if (errno == EINVAL) {
+            error_setg(errp, "direct-io: the filesystem of '%s' does not support O_DIRECT",
+                       path);
+        } else {
+            error_setg_errno(errp, errno, "direct-io: cannot open '%s' with O_DIRECT", path);
+        }
+        return false;
+    }
+    close(fd);
+    return true;
+}
+
+bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
+{
+    MappedRamOut *m = g_new0(MappedRamOut, 1);
+    uint64_t offset;
+
+    m->page_fd = -1;
+    m->map = (RAMPageMap) { .put_block = mr_map_put_block, .put_page = mr_map_put_page,
+                            .release_after = mr_map_release_after, .opaque = m };
+    g_mutex_init(&m->inflight_lock);
+    g_cond_init(&m->inflight_cond);
+    m->tok = mr_token_new();
+    m->blocks = g_new0(MrBlock, ram_blocks()->len);
+    mr_current = m;             /* from now on mapped_ram_out_close() frees it */
+    if (!mig_channel_file_path(uri, &m->path, &offset, errp)) {
+        return false;
+    }
+    m->stream_start = qemu_file_tell(f);
+    if (m->stream_start < 0) {
+        error_setg_errno(errp, (int)-m->stream_start, "mapped-ram: '%s' is not seekable",
+                         m->path);
+        return false;
+    }
+    if (!migrate_multifd()) {
+        if (!migrate_direct_io()) {
+            m->page_fd = qemu_file_fd(f);
+            return true;
+        }
+        m->own_page_fd = true;
+        return mr_open_fd(m, &m->page_fd, errp);
+    }
+    m->writers = g_new0(MrWriter, migrate_multifd_channels());
+    for (int i = 0; i < migrate_multifd_channels(); i++) {
+        MrWriter *w = &m->writers[i];
+        g_autofree char *name = g_strdup_printf("mig/mr-w%d", i);
+        int ret;
+
+        w->m = m;
+        w->jobs = g_async_queue_new();
+        if (!mr_open_fd(m, &w->fd, errp)) {
+            g_async_queue_unref(w->jobs);
+            return false;
+        }
+        ret = qemu_thread_create(&w->thread, name, mr_writer_thread, w);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "cannot create a mapped-ram writer thread");
+            close(w->fd);
+            g_async_queue_unref(w->jobs);
+            return false;
+        }
+        m->nwriters++;
+    }
+    return true;
+}
+
+MappedRamOut *mapped_ram_out(void)
+{
+    return mr_current;
+}
+
+const RAMPageMap *mapped_ram_out_map(MappedRamOut *m)
+{
+    return &m->map;
+}
+
+static bool mr_sync(int fd, const char *path, Error **errp)
+{
+    if (fdatasync(fd) < 0) {
+        error_setg_errno(errp, errno, "mapped-ram: syncing '%s' failed", path);
+        return false;
+    }
+    return true;
+}
+
+bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
+{
+    int main_fd = qemu_file_fd(f);
+    uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
+    int64_t t0 = get_clock_ns(), pos;
+    int err;
+
+    mr_drain(m, f);
+    err = __atomic_load_n(&m->err, __ATOMIC_ACQUIRE);
+    if (err) {
+        error_setg(errp, "writing the pages of %s at offset %" PRId64 " failed: %s", m->path,
+                   m->err_off, g_strerror(err));
+        return false;
+    }
+    qemu_fflush(f);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        return false;
+    }
+    for (int i = 0; i < m->nblocks; i++) {
+        MrBlock *b = &m->blocks[i];
+
+        if (!mr_pwrite_all(main_fd, (const uint8_t *)b->bmap,
+                           mapped_ram_bitmap_size(b->rb->used_length), b->bitmap_offset)) {
+            error_setg_errno(errp, errno, "writing the page bitmap of %s to %s failed",
+                             b->rb->idstr, m->path);
+            return false;
+        }
+    }
+    /* The trailer says "complete": everything before it must be on the disk first. */
+    for (int i = 0; i < m->nwriters; i++) {
+        if (!mr_sync(m->writers[i].fd, m->path, errp)) {
+            return false;
+        }
+    }
+    if ((m->own_page_fd && !mr_sync(m->page_fd, m->path, errp)) ||
+        !mr_sync(main_fd, m->path, errp)) {
+        return false;
+    }
+    pos = qemu_file_tell(f);
+    memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
+    stq_be_p(trailer + 8, m->stream_start);
+    if (pos < 0 || !mr_pwrite_all(main_fd, trailer, sizeof(trailer), pos) ||
+        ftruncate(main_fd, pos + sizeof(trailer)) < 0 || !mr_sync(main_fd, m->path, NULL)) {
+        error_setg_errno(errp, pos < 0 ? (int)-pos : errno,
+                         "writing the completion marker of %s failed", m->path);
+        return false;
+    }
+    trace_mapped_ram_finish(m->nwriters, (get_clock_ns() - t0) / 1000);
+    return true;
+}
+
+void mapped_ram_out_close(void)
+{
+    MappedRamOut *m = mr_current;
+
+    if (!m) {
+        return;
+    }
+    mr_current = NULL;
+    for (int i = 0; i < m->nwriters; i++) {
+        MrJob *stop = g_new0(MrJob, 1);
+
+        g_async_queue_push(m->writers[i].jobs, stop);
+    }
+    for (int i = 0; i < m->nwriters; i++) {
+        qemu_thread_join(&m->writers[i].thread);
+        close(m->writers[i].fd);
+        g_async_queue_unref(m->writers[i].jobs);
+    }
+    if (m->own_page_fd && m->page_fd >= 0) {
+        close(m->page_fd);
+    }
+    /* No writer is left: the open token has no job; its callback (if any) never ran. */
+    g_free(m->tok);
+    for (int i = 0; i < m->nblocks; i++) {
+        g_free(m->blocks[i].bmap);
+    }
+    g_free(m->blocks);
+    g_free(m->writers);
+    g_free(m->path);
+    g_mutex_clear(&m->inflight_lock);
+    g_cond_clear(&m->inflight_cond);
+    g_free(m);
+}
