@@ -53,6 +53,8 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
 {
     int64_t size = mr_file_size(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
+    char hex[17];
+    guint64 start;
 
     if (stream_start < 0 || size < 0) {
         error_setg(errp, "the stream is a mapped-ram migration, whose pages are at offsets of "
@@ -66,10 +68,12 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
                    "(the migration or snapshot that wrote it failed or did not finish)");
         return false;
     }
-    if (ldq_be_p(trailer + 8) != (uint64_t)stream_start) {
-        error_setg(errp, "the mapped-ram file's completion marker belongs to a stream at offset "
-                   "%" PRIu64 ", not to this one at %" PRId64, ldq_be_p(trailer + 8),
-                   stream_start);
+    memcpy(hex, trailer + 8, 16);
+    hex[16] = '\0';
+    if (!g_ascii_string_to_unsigned(hex, 16, 0, INT64_MAX, &start, NULL) ||
+        start != (uint64_t)stream_start) {
+        error_setg(errp, "the mapped-ram file's completion marker does not belong to the stream "
+                   "at offset %" PRId64 " (it says '%s')", stream_start, hex);
         return false;
     }
     return true;

@@ -455,6 +455,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
 {
     int main_fd = qemu_file_fd(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
+    char hex[17];
     int64_t t0 = get_clock_ns(), pos;
     int err;
 
@@ -492,7 +493,8 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     }
     pos = qemu_file_tell(f);
     memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
-    stq_be_p(trailer + 8, m->stream_start);
+    snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)m->stream_start);
+    memcpy(trailer + 8, hex, 16);
     if (pos < 0 || !mr_pwrite_all(main_fd, trailer, sizeof(trailer), pos) ||
         ftruncate(main_fd, pos + sizeof(trailer)) < 0 || !mr_sync(main_fd, m->path, NULL)) {
         error_setg_errno(errp, pos < 0 ? (int)-pos : errno,

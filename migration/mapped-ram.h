@@ -28,14 +28,16 @@
 /*
  * Ours, not QEMU's: the last thing a mapped-ram migration writes, after
  * every page, bitmap and the rest of the stream reached the disk
- * (fdatasync), is this trailer at the stream's end; the file ends there.
- * A restore refuses a file without it, so a snapshot that failed half-way
- * (disk full, an I/O error, a crash) is never mistaken for a good one.
+ * (fdatasync), is this trailer after the stream's vmdesc; the file ends
+ * there. A restore refuses a file without it, so a snapshot that failed
+ * half-way (disk full, an I/O error, a crash) is never mistaken for a good
+ * one. ASCII with no NUL and no '{', so that QEMU's analyze-migration.py,
+ * which finds the vmdesc from the file's last NUL byte, still finds it.
  *
- *   8 bytes "MRAMDONE"   be64 the stream's start (file:PATH,offset=N)
+ *   "MRAMDONE"   16 lowercase hex digits: the stream's start (file:PATH,offset=N)
  */
 #define MAPPED_RAM_TRAILER_MAGIC "MRAMDONE"
-#define MAPPED_RAM_TRAILER_SIZE 16
+#define MAPPED_RAM_TRAILER_SIZE 24
 
 typedef struct MappedRamHeader {
     uint32_t version;

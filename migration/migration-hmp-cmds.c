@@ -159,6 +159,20 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
                        bg->buffer_size >> 10, bg->buffer_peak >> 10, bg->small_faults);
         hmp_print_histogram(mon, "fault", bg->fault_latency_histogram);
     }
+    if (info->x_lazy_restore) {
+        XLazyRestoreInfo *lr = info->x_lazy_restore;
+
+        monitor_printf(mon, "lazy restore: %s, pages resident %" PRIu64 " of %" PRIu64
+                       ", resident after %" PRIu64 " ms\n", lr->status, lr->pages_resident,
+                       lr->pages_total, lr->time_to_resident_ms);
+        monitor_printf(mon, "lazy restore faults: %" PRIu64 " (%" PRIu64 " pages read), "
+                       "prefetched %" PRIu64 " kbytes\n", lr->faults, lr->pages_fault_read,
+                       lr->bytes_prefetched >> 10);
+        monitor_printf(mon, "lazy restore fault latency: p50 %" PRIu64 " us, p99 %" PRIu64
+                       " us, max %" PRIu64 " us\n", lr->fault_latency_p50_us,
+                       lr->fault_latency_p99_us, lr->fault_latency_max_us);
+        hmp_print_histogram(mon, "lazy restore fault", lr->fault_latency_histogram);
+    }
 }
 
 void hmp_info_migrate_capabilities(Monitor *mon, const HMPArgs *args)

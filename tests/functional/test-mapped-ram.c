@@ -125,7 +125,12 @@ static void restore_and_check(const char *mem, const char *append, const char *f
     migtest_wait_incoming_done(dst);
     migtest_assert_guest_continues(dst, append, pass_before);
     if (lazy) {
+        g_autofree char *out = NULL;
+
         wait_resident(dst);
+        out = vm_hmp(dst, "info migrate");
+        g_assert_nonnull(strstr(out, "lazy restore: resident"));
+        g_assert_nonnull(strstr(out, "lazy restore fault latency histogram"));
         /* The guest goes on once userfaultfd is gone. */
         vm_wait_line(dst, "PASS", 60);
         g_assert_cmpuint(vm_count_lines(dst, "FAIL"), ==, 0);
