@@ -15,6 +15,14 @@ whose layout is known only from the vmdesc, so the vmdesc is located at
 the end of the file before the stream is read.  The file is streamed, never
 read whole, so multi-GiB streams are fine.
 
+A "mapped-ram" file (QEMU 9.0's layout: the capability is listed in the
+configuration section) has no page records: each block of the ram
+section's block list is followed by a header giving the file offsets of a
+bitmap of the pages present and of the pages themselves, in place; the
+stream goes on after the block's pages.  This project's binary ends such a
+file with a completion trailer ("MRAMDONE" and the stream's start offset
+in 16 hex digits) after the vmdesc; a file without one is incomplete.
+
 Output is one JSON document on stdout; errors go to stderr as
 "analyze-migration.py: error: WHAT at offset 0xPOS" with exit status 1.
 Standard library only.
@@ -33,7 +41,8 @@ from migstream.format import (
     REC_CONFIG, REC_END, REC_EOF, REC_FOOTER, REC_FULL, REC_KIND, REC_PART, REC_START,
     REC_SUBSECTION, REC_VMDESC, VMDESC_WINDOW)
 from migstream.reader import (
-    PROG, Reader, Section, StreamError, locate_vmdesc, oneline, q, text, validate_vmdesc)
+    PROG, Reader, Section, StreamError, locate_vmdesc, oneline, q, read_mapped_ram_trailer, text,
+    validate_vmdesc)
 from migstream.ram import RamParser
 
 
@@ -64,6 +73,10 @@ class Analyzer(RamParser):
         self.footers = None              # unknown until the first section
         self.postcopy_advised = False
         self.ignore_shared = False
+        self.mapped_ram = False          # the capability is in the stream
+        self.trailer = None              # read_mapped_ram_trailer()
+        self.stream_start = 0            # file offset of the QEVM header
+        self.mapped_problem = None       # StreamError: bad or no trailer
 
         self.ram_section = None
         self.ram_total = None
@@ -95,7 +108,9 @@ class Analyzer(RamParser):
     # -- the vmdesc --------------------------------------------------------
 
     def load_vmdesc(self):
-        found, self.vmdesc_problem = locate_vmdesc(self.f, self.size)
+        found, self.vmdesc_problem = locate_vmdesc(
+            self.f, self.size,
+            self.trailer['offset'] if self.trailer is not None else None)
         if found is None:
             return
         self.vmdesc_offset, self.vmdesc_raw, self.vmdesc = found
@@ -107,34 +122,57 @@ class Analyzer(RamParser):
 
     # -- top level ---------------------------------------------------------
 
+    def find_start(self):
+        """Where the stream starts: at 0, unless the file ends in a
+        mapped-ram completion trailer naming another offset that holds a
+        QEVM header (a file:PATH,offset=N migration)."""
+        self.trailer = read_mapped_ram_trailer(self.f, self.size)
+        start = self.trailer['stream_start'] if self.trailer else None
+        if start:
+            self.f.seek(start)
+            if self.f.read(4) == FILE_MAGIC.to_bytes(4, 'big'):
+                self.stream_start = start
+        self.r = Reader(self.f, self.size, self.stream_start)
+
     def parse_header(self):
         r = self.r
+        base = self.stream_start
         magic = r.be32('file magic')
         if magic != FILE_MAGIC:
             raise StreamError('bad magic 0x%08x (expected 0x%08x "QEVM")'
-                              % (magic, FILE_MAGIC), 0)
+                              % (magic, FILE_MAGIC), base)
         version = r.be32('file version')
         if version == FILE_VERSION_OBSOLETE:
             raise StreamError('stream version 2 is obsolete and not '
-                              'supported', 4)
+                              'supported', base + 4)
         if version != FILE_VERSION:
             raise StreamError('unsupported stream version %d (expected %d)'
-                              % (version, FILE_VERSION), 4)
+                              % (version, FILE_VERSION), base + 4)
         self.header = {'magic': '0x%08x' % magic, 'version': version}
+        if base:
+            self.header['offset'] = base
 
     def run(self):
-        self.r = Reader(self.f, self.size)
+        self.find_start()
         self.parse_header()
         self.load_vmdesc()
         if self.r.peek(1) == bytes([REC_CONFIG]):
             self.parse_configuration()
-        self.parse_records()
+        try:
+            self.parse_records()
+        except StreamError:
+            if self.mapped_problem is not None:
+                self.errors.append(self.mapped_problem)
+            raise
+        if self.mapped_problem is not None:
+            raise self.mapped_problem
 
     def parse_records(self):
         r = self.r
         while True:
             if r.at_end():
                 self.stream_end = r.tell()
+                self.trailing = r.size - self.stream_end
                 return
             off = r.tell()
             rtype = r.u8('record type')
@@ -208,9 +246,32 @@ class Analyzer(RamParser):
                 self.parse_config_subsection(conf)
         caps = conf.get('capabilities', [])
         if 'mapped-ram' in caps:
-            raise StreamError('mapped-ram streams are not supported', off)
+            self.mapped_ram = True
+            self.check_trailer()
         self.ignore_shared = 'x-ignore-shared' in caps
         self.config = conf
+
+    def check_trailer(self):
+        """A mapped-ram stream: its file must end in our completion trailer,
+        which must name this stream's start.  A problem is reported once
+        the rest of the stream has been read (with the rest, if the stream
+        is bad too); with a good trailer the stream ends before it."""
+        t = self.trailer
+        if t is None:
+            self.mapped_problem = StreamError(
+                'incomplete mapped-ram file: no completion marker (the file '
+                'does not end in "MRAMDONE" and 16 hex digits)', self.size)
+        elif t['stream_start'] is None:
+            self.mapped_problem = StreamError(
+                'incomplete mapped-ram file: no completion marker (garbled '
+                'trailer %s)' % q(t['raw'].decode('latin-1')), t['offset'])
+        elif t['stream_start'] != self.stream_start:
+            self.mapped_problem = StreamError(
+                'the mapped-ram completion marker names a stream at 0x%x, '
+                'not this one at 0x%x' % (t['stream_start'],
+                                          self.stream_start), t['offset'])
+        else:
+            self.r.size = t['offset']
 
     def parse_config_subsection(self, conf):
         r = self.r
@@ -384,7 +445,7 @@ class Analyzer(RamParser):
             # What was found lies in the trailing bytes: not ours.
             self.vmdesc = self.vmdesc_raw = self.vmdesc_offset = None
         self.stream_end = r.tell()
-        self.trailing = self.size - self.stream_end
+        self.trailing = r.size - self.stream_end
 
     # -- devices -----------------------------------------------------------
 
@@ -540,6 +601,7 @@ class Analyzer(RamParser):
              'footers': self.footers,
              'file_bytes': self.size,
              'trailing_bytes': self.trailing,
+             'mapped_ram': self.mapped_ram_summary(),
              'complete': self.fatal is None,
              'errors': self.error_list(),
              'warnings': self.warnings}
@@ -550,6 +612,26 @@ class Analyzer(RamParser):
             if missing and self.fatal is None:
                 d['devices_not_in_stream'] = ['%s (%d)' % k for k in missing]
         return d
+
+    def mapped_ram_summary(self):
+        if not self.mapped_ram:
+            return None
+        good = self.mapped_problem is None
+        blocks = []
+        for b in self.block_order:
+            m = b.mapped
+            if m is None:
+                continue
+            blocks.append({k: m[k] for k in (
+                'name', 'pages', 'pages_present', 'pages_zero',
+                'header_offset', 'page_size', 'bitmap_offset', 'bitmap_bytes',
+                'pages_offset')})
+        return {'complete': good,
+                'stream_start': self.stream_start,
+                'trailer_offset': self.trailer['offset'] if good else None,
+                'blocks': blocks,
+                'pages_present': sum(b['pages_present'] for b in blocks),
+                'pages_zero': sum(b['pages_zero'] for b in blocks)}
 
     def state_doc(self):
         d = {'configuration': None, 'devices': self.state}
@@ -572,7 +654,11 @@ dump modes:
   summary  header, machine type, per-section record counts and bytes, RAM
            blocks with zero/normal/xbzrle/compressed page counts, pages
            beyond a block's end and distinct pages covered, devices, EOF,
-           vmdesc and trailing bytes (default)
+           vmdesc and trailing bytes (default); for a mapped-ram file also
+           "mapped_ram": the completion trailer ("complete", the
+           "stream_start" it names) and per block the pages present
+           (counted as normal pages) and zero (clear in the bitmap), the
+           header, bitmap and pages offsets
   state    decoded device state: "idstr (instance)" -> {field: value};
            arrays are lists, buffers hex strings, structs objects,
            subsections are keyed by their name
@@ -592,10 +678,15 @@ errors:
   EOF record, or has bytes after its end, is accepted (see "eof" and
   "trailing_bytes"); with --strict both are errors.
 
+  A mapped-ram file must end in the completion trailer naming the stream's
+  start ("incomplete mapped-ram file: no completion marker" otherwise); its
+  block headers are checked (version 1, the page size, the bitmap after the
+  header and before the pages, the pages inside the file).
+
 limits:
   Device sections can only be decoded with the vmdesc, which must lie in
-  the last 16 MiB of the file.  RDMA, multifd side channels and mapped-ram
-  files are not supported.
+  the last 16 MiB of the file.  RDMA and multifd side channels are not
+  supported.
 ''')
     p.add_argument('-f', '--file', required=True,
                    help='migration stream file to read')
@@ -605,7 +696,8 @@ limits:
     p.add_argument('--dump-memory', metavar='DIR',
                    help='write each RAM block\'s final content to '
                         'DIR/<block name, "/" -> "_">.bin (sparse, block '
-                        'length; XBZRLE and compressed pages are decoded)')
+                        'length; XBZRLE and compressed pages are decoded; '
+                        'mapped-ram pages are read from their offsets)')
     p.add_argument('--strict', action='store_true',
                    help='also fail on a missing EOF or trailing bytes')
     return p.parse_args(argv)
@@ -628,9 +720,11 @@ def run(args):
         if args.dump == 'desc':
             try:
                 an = Analyzer(f, size)
-                an.r = Reader(f, size)
+                an.find_start()
                 an.parse_header()
-                found, problem = locate_vmdesc(f, size)
+                t = an.trailer
+                found, problem = locate_vmdesc(
+                    f, size, t['offset'] if t is not None else None)
             except StreamError as e:
                 print(e.line(), file=sys.stderr)
                 return 1

@@ -47,6 +47,19 @@ RAM_KNOWN_FLAGS = (RAM_ZERO | RAM_MEM_SIZE | RAM_PAGE | RAM_EOS |
 RAM_SECTION_VERSION = 4
 XBZRLE_ENCODING = 0x01
 
+# mapped-ram (QEMU 9.0's file layout): after each block list entry, a
+# header (be32 version, be64 page size, be64 bitmap offset, be64 pages
+# offset; absolute file positions); the bitmap holds one bit per page in
+# host little-endian unsigned longs.
+MAPPED_RAM_HDR_VERSION = 1
+MAPPED_RAM_HDR_SIZE = 28
+MAPPED_RAM_BITMAP_WORD = 8
+MAPPED_RAM_ALIGNMENT = 1 << 20    # where the writer puts a block's pages
+# Ours: the completion trailer at the very end of a mapped-ram file,
+# "MRAMDONE" and 16 lowercase hex digits (the stream's start in the file).
+MAPPED_RAM_TRAILER_MAGIC = b'MRAMDONE'
+MAPPED_RAM_TRAILER_SIZE = 24
+
 DEFAULT_PAGE_SIZE = 4096
 VMDESC_WINDOW = 16 << 20        # the vmdesc must lie in the last 16 MiB
 VMDESC_MAX_PARSE_TRIES = 16

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Reading a stream: errors with offsets, the bounded reader, RAM page sets,
-the vmdesc (finding and validating it), XBZRLE pages, sections."""
+the vmdesc (finding and validating it), the mapped-ram completion trailer,
+XBZRLE pages, sections."""
 
 import json
 import struct
 
-from .format import (DEFAULT_PAGE_SIZE, MAX_ARRAY_LEN, MAX_DESC_DEPTH, VMDESC_MAX_PARSE_TRIES,
-                     VMDESC_WINDOW)
+from .format import (DEFAULT_PAGE_SIZE, MAPPED_RAM_TRAILER_MAGIC, MAPPED_RAM_TRAILER_SIZE,
+                     MAX_ARRAY_LEN, MAX_DESC_DEPTH, VMDESC_MAX_PARSE_TRIES, VMDESC_WINDOW)
 
 PROG = 'analyze-migration.py'
 
@@ -27,16 +28,18 @@ class StreamError(Exception):
 
 
 class Reader:
-    """Sequential big-endian reader over a file, with a private buffer."""
+    """Sequential big-endian reader over a file, with a private buffer.
+    Positions are file offsets; the stream may start at @start and may end
+    before the end of the file (size: the end of the stream's bytes)."""
 
     CHUNK = 1 << 20
 
-    def __init__(self, f, size):
+    def __init__(self, f, size, start=0):
         self.f = f
         self.size = size
         self.buf = b''
         self.pos = 0            # index into buf
-        self.base = 0           # file offset of buf[0]
+        self.base = start       # file offset of buf[0]
 
     def tell(self):
         return self.base + self.pos
@@ -80,6 +83,15 @@ class Reader:
         self.base = target
         self.buf = b''
         self.pos = 0
+
+    def seek(self, target, what):
+        """Go forward to file offset target (never back: hostile offsets
+        must not make the parse loop)."""
+        here = self.tell()
+        if target < here:
+            raise StreamError('%s at 0x%x lies before the current position'
+                              % (what, target), here)
+        self.skip(target - here, what)
 
     def peek(self, n):
         """Up to n bytes ahead (fewer at the end of the file)."""
@@ -194,6 +206,7 @@ class RamBlock:
         self.fd = None
         self.dump_path = None
         self.nonzero = None          # pages written with data (dump only)
+        self.mapped = None           # mapped-ram: header and bitmap counts
 
     def summary(self, page_size):
         d = {'name': self.name}
@@ -203,11 +216,15 @@ class RamBlock:
         else:
             d['length'] = None
             d['unknown'] = True
+        # A mapped-ram block's bitmap accounts for every page: present
+        # (normal) or zero.
+        covered = self.covered.count if self.mapped is None else \
+            self.length // page_size
         d.update({'zero_pages': self.zero, 'normal_pages': self.normal,
                   'xbzrle_pages': self.xbzrle,
                   'compressed_pages': self.compressed,
                   'pages_beyond_end': self.beyond,
-                  'pages_covered': self.covered.count,
+                  'pages_covered': covered,
                   'bytes': self.bytes})
         if self.page_size is not None:
             d['page_size'] = self.page_size
@@ -286,7 +303,30 @@ def validate_vmdesc(vmdesc):
         validate_vmsd(vmdesc['configuration'], 'configuration')
 
 
-def locate_vmdesc(f, size):
+def read_mapped_ram_trailer(f, size):
+    """The completion trailer a mapped-ram file ends with ("MRAMDONE", 16
+    lowercase hex digits: the stream's start offset).  None if the file does
+    not end in the magic; else a dict with "offset" (of the trailer), "raw"
+    (its 24 bytes) and "stream_start" (None when the digits are garbled or
+    name an offset that cannot hold a stream before the trailer)."""
+    if size < MAPPED_RAM_TRAILER_SIZE:
+        return None
+    off = size - MAPPED_RAM_TRAILER_SIZE
+    f.seek(off)
+    raw = f.read(MAPPED_RAM_TRAILER_SIZE)
+    if len(raw) != MAPPED_RAM_TRAILER_SIZE or \
+            not raw.startswith(MAPPED_RAM_TRAILER_MAGIC):
+        return None
+    digits = raw[len(MAPPED_RAM_TRAILER_MAGIC):]
+    start = None
+    if all(c in b'0123456789abcdef' for c in digits):
+        start = int(digits, 16)
+        if start + 8 > off:             # not even a header before it
+            start = None
+    return {'offset': off, 'raw': raw, 'stream_start': start}
+
+
+def locate_vmdesc(f, size, also_end=None):
     """Find the vmdesc record (0x00 EOF, 0x06, be32 length, JSON) near the
     end of the file.  Returns ((offset of the 0x06 byte, JSON bytes, parsed
     object) or None, a note saying why nothing usable was found).
@@ -295,7 +335,9 @@ def locate_vmdesc(f, size):
     the two bytes 00 06 followed by a length that keeps the record inside
     the file, a '{' right after the length and a '}' as its last byte.
     Candidates are tried from the end of the file backwards; one that ends
-    exactly at the end of the file is preferred."""
+    exactly at the end of the file, or at also_end (where a mapped-ram
+    file's completion trailer starts), is preferred."""
+    ends = {size} if also_end is None else {size, also_end}
     start = max(0, size - VMDESC_WINDOW)
     f.seek(start)
     tail = f.read(size - start)
@@ -332,13 +374,13 @@ def locate_vmdesc(f, size):
                                   % (start + q6, e))
             continue
         found.append((start + q6, raw, obj))
-        if end == len(tail):
+        if start + end in ends:
             break
     if not found:
         return None, problem or ('no vmdesc record found in the last %d MiB '
                                  'of the file' % (VMDESC_WINDOW >> 20))
     for cand in found:
-        if cand[0] + 5 + len(cand[1]) == size:
+        if cand[0] + 5 + len(cand[1]) in ends:
             return cand, None
     return found[0], None
 
