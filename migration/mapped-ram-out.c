@@ -69,7 +69,7 @@ struct MappedRamOut {
     uint64_t inflight;          /* inflight_lock: page bytes queued, not yet written */
 
     int err;                    /* atomic: the first write's errno */
-    int64_t err_off;            /* written once, before err is published */
+    int64_t err_off;            /* atomic: where it failed, written by the first failure */
 };
 
 static MappedRamOut *mr_current;    /* mig/src sets it at open, the main thread clears it */
@@ -99,8 +99,11 @@ static void mr_set_error(MappedRamOut *m, int err, int64_t off)
 {
     int none = 0;
 
-    m->err_off = off;
-    __atomic_compare_exchange_n(&m->err, &none, err, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    /* The first failure names the offset; the message may read it a moment late. */
+    if (__atomic_compare_exchange_n(&m->err, &none, err, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&m->err_off, off, __ATOMIC_RELEASE);
+    }
 }
 
 static MrToken *mr_token_new(void)
@@ -139,15 +142,16 @@ static void *mr_writer_thread(void *opaque)
     for (;;) {
         MrJob *j = g_async_queue_pop(w->jobs);
 
+        TSAN_ACQUIRE(j);
         if (!j->len) {
             g_free(j);
             return NULL;
         }
         mr_write_job(m, w->fd, j);
-        g_mutex_lock(&m->inflight_lock);
+        tsan_g_mutex_lock(&m->inflight_lock);
         m->inflight -= j->len;
         g_cond_signal(&m->inflight_cond);
-        g_mutex_unlock(&m->inflight_lock);
+        tsan_g_mutex_unlock(&m->inflight_lock);
         mr_token_put(j->tok);
         g_free(j);
     }
@@ -163,6 +167,7 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
         .len = m->pend_n * TARGET_PAGE_SIZE,
     };
     MrWriter *w;
+    MrJob *jp;
 
     if (!b || !m->pend_n) {
         return;
@@ -175,15 +180,17 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
         return;
     }
     w = &m->writers[(m->pend_first / MR_REGION_PAGES + (b - m->blocks)) % m->nwriters];
-    g_mutex_lock(&m->inflight_lock);
+    tsan_g_mutex_lock(&m->inflight_lock);
     while (m->inflight >= MR_INFLIGHT_MAX) {
-        g_cond_wait(&m->inflight_cond, &m->inflight_lock);
+        tsan_g_cond_wait(&m->inflight_cond, &m->inflight_lock);
     }
     m->inflight += job.len;
-    g_mutex_unlock(&m->inflight_lock);
+    tsan_g_mutex_unlock(&m->inflight_lock);
     __atomic_add_fetch(&m->tok->refs, 1, __ATOMIC_RELAXED);
     job.tok = m->tok;
-    g_async_queue_push(w->jobs, g_memdup2(&job, sizeof(job)));
+    jp = g_memdup2(&job, sizeof(job));
+    TSAN_RELEASE(jp);
+    g_async_queue_push(w->jobs, jp);
 }
 
 static MrBlock *mr_block(MappedRamOut *m, RAMBlock *rb)
@@ -207,7 +214,8 @@ static void mr_put_page(MappedRamOut *m, QEMUFile *f, RAMBlock *rb, uint64_t pag
 
     if (err) {
         qemu_file_set_error_msg(f, -err, "writing the pages of %s at offset %" PRId64
-                                " failed: %s", m->path, m->err_off, g_strerror(err));
+                                " failed: %s", m->path,
+                                __atomic_load_n(&m->err_off, __ATOMIC_ACQUIRE), g_strerror(err));
         return;
     }
     if (!b || page >= b->npages) {
@@ -255,10 +263,10 @@ static void mr_signal_done(void *opaque)
 {
     MrDone *d = opaque;
 
-    g_mutex_lock(&d->lock);
+    tsan_g_mutex_lock(&d->lock);
     d->done = true;
     g_cond_signal(&d->cond);
-    g_mutex_unlock(&d->lock);
+    tsan_g_mutex_unlock(&d->lock);
 }
 
 /* mig/src: every page put so far is written (or failed). */
@@ -269,11 +277,11 @@ static void mr_drain(MappedRamOut *m, QEMUFile *f)
     g_mutex_init(&d.lock);
     g_cond_init(&d.cond);
     mr_release_after(m, f, mr_signal_done, &d);
-    g_mutex_lock(&d.lock);
+    tsan_g_mutex_lock(&d.lock);
     while (!d.done) {
-        g_cond_wait(&d.cond, &d.lock);
+        tsan_g_cond_wait(&d.cond, &d.lock);
     }
-    g_mutex_unlock(&d.lock);
+    tsan_g_mutex_unlock(&d.lock);
     g_mutex_clear(&d.lock);
     g_cond_clear(&d.cond);
 }
@@ -463,7 +471,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     err = __atomic_load_n(&m->err, __ATOMIC_ACQUIRE);
     if (err) {
         error_setg(errp, "writing the pages of %s at offset %" PRId64 " failed: %s", m->path,
-                   m->err_off, g_strerror(err));
+                   __atomic_load_n(&m->err_off, __ATOMIC_ACQUIRE), g_strerror(err));
         return false;
     }
     qemu_fflush(f);
@@ -516,6 +524,7 @@ void mapped_ram_out_close(void)
     for (int i = 0; i < m->nwriters; i++) {
         MrJob *stop = g_new0(MrJob, 1);
 
+        TSAN_RELEASE(stop);
         g_async_queue_push(m->writers[i].jobs, stop);
     }
     for (int i = 0; i < m->nwriters; i++) {
