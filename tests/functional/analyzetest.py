@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What test-analyze.py and test-analyze-built.py share: paths, limits,
-the analyzer's error format, and running it."""
+"""What test-analyze.py, test-analyze-mapped.py and test-analyze-built.py
+share: paths, limits, the analyzer's error format, and running it."""
 
 import json
 import os
