@@ -219,6 +219,25 @@ static void lr_finish_bh(void *opaque)
     lr.uffd = lr.fd = lr.stop_fd = -1;
 }
 
+/*
+ * Whether pages [first, first + n) are all placed. The fault thread sets
+ * bits concurrently, so words are read atomically; a bit set a moment
+ * later only costs a read whose placement then finds the pages there.
+ */
+static bool lr_all_resident(LazyBlock *b, uint64_t first, uint64_t n)
+{
+    for (uint64_t p = first; p < first + n; p = (p / BITS_PER_LONG + 1) * BITS_PER_LONG) {
+        unsigned long w = __atomic_load_n(&b->resident[p / BITS_PER_LONG], __ATOMIC_RELAXED);
+        uint64_t lo = p % BITS_PER_LONG, hi = MIN(BITS_PER_LONG, lo + (first + n - p));
+        unsigned long mask = (hi == BITS_PER_LONG ? ~0UL : (1UL << hi) - 1) & (~0UL << lo);
+
+        if ((w & mask) != mask) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static void *lr_prefetch_thread(void *opaque)
 {
     uint8_t *buf = g_malloc(LR_PREFETCH_PAGES * TARGET_PAGE_SIZE);
@@ -234,7 +253,7 @@ static void *lr_prefetch_thread(void *opaque)
                 goto out;
             }
             /* Faults placed all of it already: nothing to read. */
-            if (find_next_zero_bit(b->resident, first + n, first) >= first + n) {
+            if (lr_all_resident(b, first, n)) {
                 continue;
             }
             bytes = lr_place(b, first, n, buf);
