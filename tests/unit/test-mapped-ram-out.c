@@ -116,6 +116,8 @@ static void out_free(Out *o)
     g_free(o->path);
 }
 
+static unsigned long *bmap_copy;
+
 /* Reads the file's header of block @i (after its entry, found by name) and its bitmap. */
 static void file_block(const uint8_t *file, size_t len, const RAMBlock *rb,
                        MappedRamHeader *h, const unsigned long **bmap)
@@ -131,7 +133,10 @@ static void file_block(const uint8_t *file, size_t len, const RAMBlock *rb,
     p += 8;
     g_assert_true(mapped_ram_parse_header(p, rb->idstr, p - file, rb->used_length, len, h,
                                           &next, &error_abort));
-    *bmap = (const unsigned long *)(file + h->bitmap_offset);
+    /* QEMU's layout puts the bitmap right after the header: not word aligned in the file. */
+    g_free(bmap_copy);
+    bmap_copy = g_memdup2(file + h->bitmap_offset, mapped_ram_bitmap_size(rb->used_length));
+    *bmap = bmap_copy;
 }
 
 static void fill_page(uint8_t *page, uint32_t tag)
