@@ -190,6 +190,8 @@ static void test_layout(gconstpointer data)
     g_assert_cmpmem(file + h.pages_offset + 2 * TARGET_PAGE_SIZE, TARGET_PAGE_SIZE,
                     page_ptr(ex, 2), TARGET_PAGE_SIZE);
     out_free(&o);
+    fake_ram_check_guards(ram);
+    fake_ram_free(ram);
 }
 
 typedef struct Release {
@@ -260,6 +262,7 @@ static void test_rewrite_order(gconstpointer data)
     g_free(bufs);
     g_free(rel);
     out_free(&o);
+    fake_ram_free(ram);
 }
 
 /* A descriptor that fails every write: the stream fails, there is no trailer. */
@@ -282,6 +285,7 @@ static void test_write_error(gconstpointer data)
     g_assert_nonnull(strstr(error_get_pretty(err), "No space left on device"));
     error_free(err);
     out_free(&o);
+    fake_ram_free(ram);
 }
 
 int main(int argc, char **argv)
@@ -296,5 +300,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(b, GINT_TO_POINTER(ch), test_rewrite_order);
         g_test_add_data_func(c, GINT_TO_POINTER(ch), test_write_error);
     }
-    return g_test_run();
+    int ret = g_test_run();
+
+    g_free(bmap_copy);
+    return ret;
 }
