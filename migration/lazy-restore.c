@@ -14,7 +14,14 @@
 #include <sys/mman.h>
 
 #define LR_FAULT_PAGES 16       /* a fault reads 64 KiB around its page */
-#define LR_PREFETCH_PAGES 512   /* the prefetch reads 2 MiB at a time */
+#define LR_PREFETCH_PAGES 512   /* a prefetch thread reads 2 MiB at a time */
+/*
+ * Two prefetch threads: one reads while the other places, and the disk
+ * sees two reads in flight (measured, 4 GiB guest with 2 GiB written and
+ * the page cache dropped: 1 thread resident in 3.4 s, of which 1.9 s is
+ * placement (UFFDIO_COPY) on top of the reads).
+ */
+#define LR_PREFETCH_THREADS 2
 
 enum { LR_NONE, LR_FAULTING, LR_RESIDENT, LR_FAILED };
 
@@ -33,8 +40,14 @@ static struct {
     int uffd;
     int fd;                     /* the file, our own descriptor */
     int stop_fd;                /* eventfd: the fault thread ends */
-    QemuThread fault_thread, prefetch_thread;
-    bool fault_running, prefetch_running;   /* mig/dst sets, the finish BH clears */
+    QemuThread fault_thread, prefetch_threads[LR_PREFETCH_THREADS];
+    bool fault_running;         /* mig/dst sets, the finish BH clears */
+    bool prefetch_created[LR_PREFETCH_THREADS];     /* set by mig/dst before creating, BH clears */
+    int prefetch_workers;       /* atomic: who takes chunks, the last one out ends it */
+    uint8_t *fault_buf;         /* the fault thread's */
+    uint8_t *prefetch_bufs[LR_PREFETCH_THREADS];    /* one per prefetch thread */
+    uint64_t next_chunk;        /* atomic: the prefetch's cursor over every block's chunks */
+    int prefetch_done;          /* atomic: prefetch threads that finished */
     int64_t start_ns;
 
     /* Atomic: any thread reads them for query-migrate. */
@@ -130,6 +143,15 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
     return bytes;
 }
 
+/* A page-aligned read buffer (O_DIRECT wants one), faulted in before the first read; or NULL. */
+static uint8_t *lr_buffer(uint64_t pages)
+{
+    void *p = mmap(NULL, pages * TARGET_PAGE_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static LazyBlock *lr_find(uint64_t addr, uint64_t *page)
 {
     int n = __atomic_load_n(&lr.nblocks, __ATOMIC_ACQUIRE);
@@ -151,7 +173,7 @@ static void *lr_fault_thread(void *opaque)
         { .fd = lr.uffd, .events = POLLIN },
         { .fd = lr.stop_fd, .events = POLLIN },
     };
-    uint8_t *buf = g_malloc(LR_FAULT_PAGES * TARGET_PAGE_SIZE);
+    uint8_t *buf = lr.fault_buf;
     uint64_t addrs[64];
 
     for (;;) {
@@ -182,18 +204,19 @@ static void *lr_fault_thread(void *opaque)
             }
         }
     }
-    g_free(buf);
     return NULL;
 }
 
-/* Main loop: both threads are done; release everything. */
+/* Main loop: the threads are done; release everything. */
 static void lr_finish_bh(void *opaque)
 {
     uint64_t one = 1;
 
-    if (lr.prefetch_running) {
-        qemu_thread_join(&lr.prefetch_thread);
-        lr.prefetch_running = false;
+    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+        if (lr.prefetch_created[i]) {
+            qemu_thread_join(&lr.prefetch_threads[i]);
+            lr.prefetch_created[i] = false;
+        }
     }
     if (lr.fault_running) {
         /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
@@ -217,6 +240,16 @@ static void lr_finish_bh(void *opaque)
         close(lr.stop_fd);
     }
     lr.uffd = lr.fd = lr.stop_fd = -1;
+    if (lr.fault_buf) {
+        munmap(lr.fault_buf, LR_FAULT_PAGES * TARGET_PAGE_SIZE);
+        lr.fault_buf = NULL;
+    }
+    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+        if (lr.prefetch_bufs[i]) {
+            munmap(lr.prefetch_bufs[i], LR_PREFETCH_PAGES * TARGET_PAGE_SIZE);
+            lr.prefetch_bufs[i] = NULL;
+        }
+    }
 }
 
 /*
@@ -238,30 +271,48 @@ static bool lr_all_resident(LazyBlock *b, uint64_t first, uint64_t n)
     return true;
 }
 
+/* Chunk @c of the cursor: its block and first page; false past the last block. */
+static bool lr_chunk(uint64_t c, LazyBlock **bp, uint64_t *first)
+{
+    for (int i = 0; i < lr.nblocks; i++) {
+        uint64_t n = DIV_ROUND_UP(lr.blocks[i].npages, LR_PREFETCH_PAGES);
+
+        if (c < n) {
+            *bp = &lr.blocks[i];
+            *first = c * LR_PREFETCH_PAGES;
+            return true;
+        }
+        c -= n;
+    }
+    return false;
+}
+
+/* Every block in order, 2 MiB at a time, the threads taking turns; the last one out ends it. */
 static void *lr_prefetch_thread(void *opaque)
 {
-    uint8_t *buf = g_malloc(LR_PREFETCH_PAGES * TARGET_PAGE_SIZE);
+    uint8_t *buf = opaque;
+    LazyBlock *b;
+    uint64_t first;
 
-    for (int i = 0; i < lr.nblocks; i++) {
-        LazyBlock *b = &lr.blocks[i];
+    while (lr_chunk(__atomic_fetch_add(&lr.next_chunk, 1, __ATOMIC_RELAXED), &b, &first)) {
+        uint64_t n = MIN(LR_PREFETCH_PAGES, b->npages - first);
+        int64_t bytes;
 
-        for (uint64_t first = 0; first < b->npages; first += LR_PREFETCH_PAGES) {
-            uint64_t n = MIN(LR_PREFETCH_PAGES, b->npages - first);
-            int64_t bytes;
-
-            if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
-                goto out;
-            }
-            /* Faults placed all of it already: nothing to read. */
-            if (lr_all_resident(b, first, n)) {
-                continue;
-            }
-            bytes = lr_place(b, first, n, buf);
-            if (bytes < 0) {
-                goto out;
-            }
-            lr_add(&lr.bytes_prefetched, bytes);
+        if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
+            return NULL;
         }
+        /* Faults placed all of it already: nothing to read. */
+        if (lr_all_resident(b, first, n)) {
+            continue;
+        }
+        bytes = lr_place(b, first, n, buf);
+        if (bytes < 0) {
+            return NULL;
+        }
+        lr_add(&lr.bytes_prefetched, bytes);
+    }
+    if (__atomic_add_fetch(&lr.prefetch_done, 1, __ATOMIC_ACQ_REL) < lr.prefetch_workers) {
+        return NULL;
     }
     /* Every page is there: no fault can come any more. */
     for (int i = 0; i < lr.nblocks; i++) {
@@ -270,8 +321,6 @@ static void *lr_prefetch_thread(void *opaque)
     __atomic_store_n(&lr.resident_ms, (get_clock_ns() - lr.start_ns) / 1000000, __ATOMIC_RELAXED);
     __atomic_store_n(&lr.status, LR_RESIDENT, __ATOMIC_SEQ_CST);
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
-out:
-    g_free(buf);
     return NULL;
 }
 
@@ -290,10 +339,33 @@ static bool lr_start(int fd, Error **errp)
         error_setg_errno(errp, -lr.uffd, "x-lazy-restore: userfaultfd is not available");
         return false;
     }
-    lr.fd = dup(fd);
+    /*
+     * Our own descriptor, O_DIRECT where the filesystem has it: the reads
+     * land in our buffer once, not in the page cache first, and the guest's
+     * memory is what holds the snapshot afterwards.
+     */
+    {
+        g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", fd);
+
+        lr.fd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        if (lr.fd < 0) {
+            lr.fd = dup(fd);
+        }
+    }
     lr.stop_fd = eventfd(0, EFD_CLOEXEC);
     if (lr.fd < 0 || lr.stop_fd < 0) {
         error_setg_errno(errp, errno, "x-lazy-restore: cannot set up");
+        return false;
+    }
+    lr.fault_buf = lr_buffer(LR_FAULT_PAGES);
+    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+        lr.prefetch_bufs[i] = lr_buffer(LR_PREFETCH_PAGES);
+        if (!lr.prefetch_bufs[i]) {
+            break;
+        }
+    }
+    if (!lr.fault_buf || !lr.prefetch_bufs[LR_PREFETCH_THREADS - 1]) {
+        error_setg(errp, "x-lazy-restore: cannot allocate its read buffers");
         return false;
     }
     ret = qemu_thread_create(&lr.fault_thread, "mig/lr-fault", lr_fault_thread, NULL);
@@ -354,13 +426,28 @@ void lazy_restore_load_done(bool ok)
         return;
     }
     if (ok) {
-        ret = qemu_thread_create(&lr.prefetch_thread, "mig/lr-prefetch", lr_prefetch_thread, NULL);
-        if (ret == 0) {
-            lr.prefetch_running = true;
-            return;
+        lr.next_chunk = 0;
+        lr.prefetch_done = 0;
+        lr.prefetch_workers = LR_PREFETCH_THREADS;
+        for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+            g_autofree char *name = g_strdup_printf("mig/lr-pf%d", i);
+
+            /* Before the thread exists: the BH that joins it may run as soon as it ends. */
+            lr.prefetch_created[i] = true;
+            ret = qemu_thread_create(&lr.prefetch_threads[i], name, lr_prefetch_thread,
+                                     lr.prefetch_bufs[i]);
+            if (ret < 0) {
+                lr.prefetch_created[i] = false;
+                /*
+                 * This thread does that worker's share itself (the guest
+                 * starts once it is done): every worker must finish for
+                 * the last one to end the restore.
+                 */
+                error_report("cannot create a lazy restore prefetch thread: %s; loading the "
+                             "rest before the guest runs", g_strerror(-ret));
+                lr_prefetch_thread(lr.prefetch_bufs[i]);
+            }
         }
-        error_report("cannot create the lazy restore prefetch thread: %s; the guest's "
-                     "memory comes by faults only", g_strerror(-ret));
         return;
     }
     /* The guest never runs: stop serving, and let nothing wait on this memory. */

@@ -129,7 +129,18 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
 {
     int n = migrate_multifd() ? migrate_multifd_channels() : 1;
     QemuThread *th = g_new0(QemuThread, n);
+    g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", l->fd);
+    /*
+     * O_DIRECT where the filesystem has it: pages go from the disk into
+     * guest RAM once, not through the page cache (guest RAM and the file
+     * are page aligned).
+     */
+    int dfd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
     int started = 0;
+
+    if (dfd >= 0) {
+        l->fd = dfd;
+    }
 
     for (int i = 1; i < n; i++) {
         g_autofree char *name = g_strdup_printf("mig/mr-r%d", i);
@@ -144,6 +155,9 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
         qemu_thread_join(&th[i]);
     }
     g_free(th);
+    if (dfd >= 0) {
+        close(dfd);
+    }
     if (l->err) {
         error_setg(errp, "reading page %" PRIu64 " of block %s from the mapped-ram file failed: "
                    "%s", l->err_page, l->rb->idstr, g_strerror(l->err));

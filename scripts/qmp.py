@@ -43,7 +43,7 @@ class QMP:
             except OSError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.02)
+                time.sleep(0.002)
         # A monitor busy with another client accepts the connection but
         # sends no greeting until that client leaves: do not wait forever.
         self.sock.settimeout(max(timeout, 1.0))
