@@ -17,7 +17,6 @@
 static bool caps[MIGRATION_CAPABILITY__MAX];
 /* max-bandwidth was set explicitly (a background snapshot then honours it). */
 static bool max_bandwidth_user_set;
-static bool bg_buffer_user_set;     /* x-background-snapshot-buffer-size was set */
 static MigrationParameters *params;
 
 void migration_options_init(void)
@@ -180,14 +179,6 @@ ZeroPageDetection migrate_zero_page_detection(void)
 
 uint64_t migrate_background_snapshot_buffer_size(void)
 {
-    /*
-     * Pages written in place leave at disk speed, far faster than a guest
-     * faults: a small buffer does, and costs no seconds of first touch.
-     */
-    if (!bg_buffer_user_set && migrate_mapped_ram()) {
-        return MIN(params->x_background_snapshot_buffer_size,
-                   DEFAULT_BG_SNAPSHOT_BUFFER_SIZE_MAPPED);
-    }
     return params->x_background_snapshot_buffer_size;
 }
 
@@ -394,7 +385,6 @@ void migrate_params_apply(const MigrationParameters *p)
     APPLY(p, zero_page_detection);
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
-    bg_buffer_user_set |= p->has_x_background_snapshot_buffer_size;
     APPLY(p, direct_io);
 }
 

@@ -19,8 +19,6 @@
  * docs/benchmarks.md); 64 MiB kept 39%.
  */
 #define DEFAULT_BG_SNAPSHOT_BUFFER_SIZE (1ULL << 30)
-/* ... and with mapped-ram, unless the parameter was set. */
-#define DEFAULT_BG_SNAPSHOT_BUFFER_SIZE_MAPPED (128ULL << 20)
 #define MIN_CLEAR_BITMAP_SHIFT 6
 #define MAX_CLEAR_BITMAP_SHIFT 31
 

@@ -42,6 +42,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
+#include "qemu/thread.h"
 #include "qemu/tsan.h"
 #include "qemu/userfaultfd.h"
 #include "system/memory.h"
@@ -434,6 +435,45 @@ static bool snapshot_ram_setup(QEMUFile *f, Error **errp)
     return true;
 }
 
+#define POPULATE_THREADS 2
+
+static void *snap_populate_part(void *opaque)
+{
+    uintptr_t part = (uintptr_t)opaque;
+    size_t len = QEMU_ALIGN_UP(sr.pool_len / POPULATE_THREADS, RUN_BYTES);
+    size_t off = part * len;
+
+    len = off < sr.pool_len ? MIN(len, sr.pool_len - off) : 0;
+    if (len && madvise(sr.pool + off, len, 23 /* MADV_POPULATE_WRITE */) < 0) {
+        memset(sr.pool + off, 0, len);
+    }
+    return NULL;
+}
+
+/*
+ * First touch of the whole pool, in POPULATE_THREADS threads: here it is
+ * the nested host backing fresh memory, which takes seconds per GiB.
+ */
+static void snap_populate_pool(void)
+{
+    QemuThread th[POPULATE_THREADS];
+    bool started[POPULATE_THREADS] = { false };
+
+    for (uintptr_t i = 1; i < POPULATE_THREADS; i++) {
+        started[i] = qemu_thread_create(&th[i], "mig/populate", snap_populate_part,
+                                        (void *)i) == 0;
+        if (!started[i]) {
+            snap_populate_part((void *)i);
+        }
+    }
+    snap_populate_part((void *)0);
+    for (int i = 1; i < POPULATE_THREADS; i++) {
+        if (started[i]) {
+            qemu_thread_join(&th[i]);
+        }
+    }
+}
+
 bool snapshot_ram_prepare(Error **errp)
 {
     int n = snap_pool_runs();
@@ -454,9 +494,7 @@ bool snapshot_ram_prepare(Error **errp)
      * on it in the middle of a fault.
      */
     madvise(sr.pool, sr.pool_len, MADV_HUGEPAGE);
-    if (madvise(sr.pool, sr.pool_len, 23 /* MADV_POPULATE_WRITE */) < 0) {
-        memset(sr.pool, 0, sr.pool_len);
-    }
+    snap_populate_pool();
     sr.runs = g_new0(SnapRun, n + LINEAR_RUNS);
     sr.small_runs = g_new0(SnapRun, SMALL_RUNS);
     sr.free_runs = g_async_queue_new();
