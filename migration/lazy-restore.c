@@ -463,6 +463,12 @@ void lazy_restore_load_done(bool ok)
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
 }
 
+bool lazy_restore_in_progress(void)
+{
+    /* Until the finish BH released it, the userfaultfd may still hold guest RAM. */
+    return lr.blocks != NULL;
+}
+
 void lazy_restore_fill_info(MigrationInfo *info)
 {
     static const char *const names[] = { "none", "faulting", "resident", "failed" };

@@ -36,6 +36,8 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
  * run); otherwise everything stops (the guest never runs).
  */
 void lazy_restore_load_done(bool ok);
+/* Whether guest RAM is still registered with the restore's userfaultfd (main thread). */
+bool lazy_restore_in_progress(void);
 /* query-migrate on the destination (main thread). */
 void lazy_restore_fill_info(MigrationInfo *info);
 

@@ -22,6 +22,7 @@
 #include "global-state.h"
 #include "incoming.h"
 #include "migration.h"
+#include "lazy-restore.h"
 #include "mapped-ram-out.h"
 #include "multifd-send.h"
 #include "options.h"
@@ -417,6 +418,12 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     }
     if (runstate_check(RUN_STATE_INMIGRATE)) {
         error_setg(errp, "Guest is waiting for an incoming migration");
+        return false;
+    }
+    if (lazy_restore_in_progress()) {
+        /* Its RAM is registered with the restore's userfaultfd: a snapshot could not protect it. */
+        error_setg(errp, "Guest RAM is still arriving from a lazy restore (x-lazy-restore); "
+                   "migrate once query-migrate says it is resident");
         return false;
     }
     if (runstate_check(RUN_STATE_INTERNAL_ERROR) || runstate_check(RUN_STATE_SHUTDOWN)) {

@@ -40,6 +40,12 @@ static void count(uint64_t *c)
 
 void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page)
 {
+    if (w->map) {
+        /* A mapped-ram file has no records: a zero page is a clear bit. */
+        w->map->put_page(w->map->opaque, f, rb, page, NULL);
+        count(&w->zero_pages);
+        return;
+    }
     ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_ZERO);
     qemu_put_byte(f, 0);
     count(&w->zero_pages);

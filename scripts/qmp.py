@@ -105,6 +105,8 @@ class VM:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env,
                                      preexec_fn=_die_with_parent)
+        # Wall clock once the binary was exec'ed (Popen returns after exec): "process start".
+        self.started = time.time()
         self.stderr = b""
         threading.Thread(target=self._reader, daemon=True).start()
         threading.Thread(target=self._err_reader, daemon=True).start()

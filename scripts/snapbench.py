@@ -123,7 +123,6 @@ def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
 def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
     """Restores @path into a fresh process: ms to RESUME and to full residency."""
     drop_caches()
-    t_spawn = time.time()
     dst = VM(binary, vm_args(binary, is_peer, sc["mem"], sc["append"], ["-incoming", "defer"]),
              "dst")
     try:
@@ -141,6 +140,8 @@ def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
                 raise RuntimeError("restore failed: %s" % info.get("error-desc"))
             time.sleep(0.002)
         ev = next(e for e in dst.qmp.events if e["event"] == "RESUME")
+        # From the exec of the binary (Popen's return), not from Python's fork before it.
+        t_spawn = dst.started
         running = ev["timestamp"]["seconds"] + ev["timestamp"]["microseconds"] / 1e6 - t_spawn
         resumed_at = dst.line_count()
         resident = running
