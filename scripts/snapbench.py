@@ -123,6 +123,8 @@ def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
 def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
     """Restores @path into a fresh process: ms to RESUME and to full residency."""
     drop_caches()
+    # The snapshot file is cold, not the binary: load it and its libraries again first.
+    subprocess.run([binary, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     dst = VM(binary, vm_args(binary, is_peer, sc["mem"], sc["append"], ["-incoming", "defer"]),
              "dst")
     try:
