@@ -3,13 +3,13 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
+#include "qemu/cutils.h"
 #include "qemu/main-loop.h"
 #include "qemu/thread.h"
 #include "qemu/userfaultfd.h"
 #include "system/memory.h"
 #include "latency-hist.h"
 #include "lazy-restore.h"
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -66,27 +66,6 @@ static void lr_add(uint64_t *c, uint64_t n)
     __atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
-static bool lr_pread_all(void *buf, size_t len, int64_t off)
-{
-    uint8_t *p = buf;
-
-    while (len) {
-        ssize_t n = pread(lr.fd, p, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            errno = n ? errno : ENODATA;
-            return false;
-        }
-        p += n;
-        len -= n;
-        off += n;
-    }
-    return true;
-}
-
 /* The file failed us: the guest cannot get its memory. Said once. */
 static void lr_fail(LazyBlock *b, uint64_t page, int err)
 {
@@ -120,7 +99,7 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
         memset(buf, 0, (p - first) << TARGET_PAGE_BITS);
         bytes = (last + 1 - p) << TARGET_PAGE_BITS;
-        if (!lr_pread_all(buf + ((p - first) << TARGET_PAGE_BITS), bytes,
+        if (!qemu_pread_full(lr.fd, buf + ((p - first) << TARGET_PAGE_BITS), bytes,
                           b->pages_offset + (p << TARGET_PAGE_BITS))) {
             lr_fail(b, p, errno);
             return -1;
@@ -169,22 +148,16 @@ static LazyBlock *lr_find(uint64_t addr, uint64_t *page)
 
 static void *lr_fault_thread(void *opaque)
 {
-    struct pollfd pfd[2] = {
-        { .fd = lr.uffd, .events = POLLIN },
-        { .fd = lr.stop_fd, .events = POLLIN },
-    };
     uint8_t *buf = lr.fault_buf;
     uint64_t addrs[64];
 
     for (;;) {
-        int64_t t_read;
-        int n;
+        int n = uffd_wait_missing_faults(lr.uffd, lr.stop_fd, addrs, NULL, ARRAY_SIZE(addrs));
+        int64_t t_read = get_clock_ns();
 
-        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+        if (n == -ECANCELED) {
             break;
         }
-        t_read = get_clock_ns();
-        n = uffd_read_missing_faults(lr.uffd, addrs, NULL, ARRAY_SIZE(addrs));
         if (n < 0) {
             error_report("lazy restore: reading userfaultfd failed: %s", g_strerror(-n));
             break;

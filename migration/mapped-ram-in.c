@@ -4,6 +4,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/thread.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
@@ -15,29 +16,6 @@
 #include <sys/stat.h>
 
 #define MR_CHUNK_PAGES 512      /* a reader takes 2 MiB of a block at a time */
-
-static bool mr_pread_all(int fd, void *buf, size_t len, int64_t off)
-{
-    uint8_t *p = buf;
-
-    while (len) {
-        ssize_t n = pread(fd, p, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            if (n == 0) {
-                errno = ENODATA;    /* the file ends before what its header promised */
-            }
-            return false;
-        }
-        p += n;
-        len -= n;
-        off += n;
-    }
-    return true;
-}
 
 static int64_t mr_file_size(QEMUFile *f)
 {
@@ -62,7 +40,7 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
         return false;
     }
     if (size < stream_start + MAPPED_RAM_TRAILER_SIZE ||
-        !mr_pread_all(qemu_file_fd(f), trailer, sizeof(trailer), size - sizeof(trailer)) ||
+        !qemu_pread_full(qemu_file_fd(f), trailer, sizeof(trailer), size - sizeof(trailer)) ||
         memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8)) {
         error_setg(errp, "the mapped-ram file is incomplete: its completion marker is missing "
                    "(the migration or snapshot that wrote it failed or did not finish)");
@@ -109,7 +87,7 @@ static void *mr_reader(void *opaque)
              p = find_next_bit(l->present, end, p)) {
             uint64_t q = find_next_zero_bit(l->present, end, p);
 
-            if (!mr_pread_all(l->fd, l->rb->host + (p << TARGET_PAGE_BITS),
+            if (!qemu_pread_full(l->fd, l->rb->host + (p << TARGET_PAGE_BITS),
                               (q - p) << TARGET_PAGE_BITS,
                               l->pages_offset + (p << TARGET_PAGE_BITS))) {
                 int none = 0;
@@ -204,7 +182,7 @@ bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp)
         return false;
     }
     present = bitmap_new(npages);
-    if (!mr_pread_all(qemu_file_fd(f), present, mapped_ram_bitmap_size(rb->used_length),
+    if (!qemu_pread_full(qemu_file_fd(f), present, mapped_ram_bitmap_size(rb->used_length),
                       h.bitmap_offset)) {
         error_setg_errno(errp, errno, "reading the mapped-ram bitmap of block %s failed",
                          rb->idstr);

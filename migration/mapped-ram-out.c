@@ -4,6 +4,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/thread.h"
 #include "qemu/tsan.h"
 #include "system/memory.h"
@@ -74,27 +75,6 @@ struct MappedRamOut {
 
 static MappedRamOut *mr_current;    /* mig/src sets it at open, the main thread clears it */
 
-static bool mr_pwrite_all(int fd, const uint8_t *p, size_t len, int64_t off)
-{
-    while (len) {
-        ssize_t n = pwrite(fd, p, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            if (n == 0) {
-                errno = EIO;
-            }
-            return false;
-        }
-        p += n;
-        len -= n;
-        off += n;
-    }
-    return true;
-}
-
 static void mr_set_error(MappedRamOut *m, int err, int64_t off)
 {
     int none = 0;
@@ -129,7 +109,7 @@ static void mr_token_put(MrToken *t)
 
 static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
 {
-    if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !mr_pwrite_all(fd, j->data, j->len, j->off)) {
+    if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
         mr_set_error(m, errno, j->off);
     }
 }
@@ -482,7 +462,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     for (int i = 0; i < m->nblocks; i++) {
         MrBlock *b = &m->blocks[i];
 
-        if (!mr_pwrite_all(main_fd, (const uint8_t *)b->bmap,
+        if (!qemu_pwrite_full(main_fd, (const uint8_t *)b->bmap,
                            mapped_ram_bitmap_size(b->rb->used_length), b->bitmap_offset)) {
             error_setg_errno(errp, errno, "writing the page bitmap of %s to %s failed",
                              b->rb->idstr, m->path);
@@ -503,7 +483,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
     snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)m->stream_start);
     memcpy(trailer + 8, hex, 16);
-    if (pos < 0 || !mr_pwrite_all(main_fd, trailer, sizeof(trailer), pos) ||
+    if (pos < 0 || !qemu_pwrite_full(main_fd, trailer, sizeof(trailer), pos) ||
         ftruncate(main_fd, pos + sizeof(trailer)) < 0 || !mr_sync(main_fd, m->path, NULL)) {
         error_setg_errno(errp, pos < 0 ? (int)-pos : errno,
                          "writing the completion marker of %s failed", m->path);

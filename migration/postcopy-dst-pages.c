@@ -18,7 +18,6 @@
 #include "postcopy-rp-dst.h"
 #include "ram-codec.h"
 #include "trace.h"
-#include <poll.h>
 
 PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb)
 {
@@ -183,22 +182,17 @@ static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_rea
 
 void *postcopy_dst_fault_thread(void *opaque)
 {
-    struct pollfd pfd[2] = {
-        { .fd = pc_dst.uffd, .events = POLLIN },
-        { .fd = pc_dst.stop_fd, .events = POLLIN },
-    };
     uint64_t addrs[64];
     uint32_t tids[64];
 
     for (;;) {
-        int64_t t_read;
-        int n;
+        int n = uffd_wait_missing_faults(pc_dst.uffd, pc_dst.stop_fd, addrs, tids,
+                                         ARRAY_SIZE(addrs));
+        int64_t t_read = get_clock_ns();
 
-        if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0 || (pfd[1].revents & POLLIN)) {
+        if (n == -ECANCELED) {
             break;
         }
-        t_read = get_clock_ns();
-        n = uffd_read_missing_faults(pc_dst.uffd, addrs, tids, ARRAY_SIZE(addrs));
         if (n < 0) {
             error_report("postcopy: reading userfaultfd failed: %s", g_strerror(-n));
             break;

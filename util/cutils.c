@@ -406,3 +406,49 @@ void pstrcpy(char *buf, size_t buf_size, const char *str)
     memcpy(buf, str, n);
     buf[n] = '\0';
 }
+
+bool qemu_pread_full(int fd, void *buf, size_t len, int64_t off)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n = pread(fd, p, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = ENODATA;
+            }
+            return false;
+        }
+        p += n;
+        len -= n;
+        off += n;
+    }
+    return true;
+}
+
+bool qemu_pwrite_full(int fd, const void *buf, size_t len, int64_t off)
+{
+    const uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = EIO;
+            }
+            return false;
+        }
+        p += n;
+        len -= n;
+        off += n;
+    }
+    return true;
+}

@@ -2,6 +2,7 @@
 /* userfaultfd helpers: write-protect (background snapshot), missing pages (postcopy). */
 #include "qemu/osdep.h"
 #include "qemu/userfaultfd.h"
+#include <poll.h>
 #include <sys/syscall.h>
 
 static int uffd_open_raw(void)
@@ -132,6 +133,22 @@ int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
 int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max)
 {
     return uffd_read_faults(fd, addrs, tids, max, false);
+}
+
+int uffd_wait_missing_faults(int fd, int stop_fd, uint64_t *addrs, uint32_t *tids, int max)
+{
+    struct pollfd pfd[2] = {
+        { .fd = fd, .events = POLLIN },
+        { .fd = stop_fd, .events = POLLIN },
+    };
+
+    if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0) {
+        return -errno;
+    }
+    if (pfd[1].revents & POLLIN) {
+        return -ECANCELED;
+    }
+    return uffd_read_missing_faults(fd, addrs, tids, max);
 }
 
 int uffd_register_missing(int fd, void *start, uint64_t len)

@@ -79,6 +79,13 @@ int qemu_pstrcmp0(const char **str1, const char **str2);
  * *ptr is set to the rest of @str.
  */
 bool strstart(const char *str, const char *prefix, const char **ptr);
+/*
+ * pread/pwrite of all @len bytes at @off, across short transfers and EINTR.
+ * False with errno set (ENODATA: the file ended first; EIO: a write wrote
+ * nothing).
+ */
+bool qemu_pread_full(int fd, void *buf, size_t len, int64_t off);
+bool qemu_pwrite_full(int fd, const void *buf, size_t len, int64_t off);
 
 /*
  * pstrcpy: copy @str into @buf of @buf_size bytes, truncating, always

@@ -61,5 +61,10 @@ int uffd_wake(int fd, void *start, uint64_t len);
  * gets each faulting thread's id when the fd has UFFD_FEATURE_THREAD_ID.
  */
 int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max);
+/*
+ * A fault thread's wait: blocks until @fd has missing faults (read as
+ * above, 0 if they went away) or @stop_fd is readable (-ECANCELED).
+ */
+int uffd_wait_missing_faults(int fd, int stop_fd, uint64_t *addrs, uint32_t *tids, int max);
 
 #endif
