@@ -414,6 +414,18 @@ static void test_disk_full(void)
     g_assert_cmpint(umount(dir), ==, 0);
 }
 
+/* migrate @uri is refused at once with @msg in its error. */
+static void expect_migrate_refused(VM *vm, const char *uri, const char *msg)
+{
+    JsonNode *r = vm_qmp(vm, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri);
+    g_autofree char *desc = vm_qmp_error_desc(r, NULL);
+
+    if (!strstr(desc, msg)) {
+        g_error("migrate %s: expected '%s', got '%s'", uri, msg, desc);
+    }
+    json_node_unref(r);
+}
+
 /* What mapped-ram cannot do, refused with QEMU's words where QEMU has them. */
 static void test_refused(void)
 {
@@ -429,6 +441,7 @@ static void test_refused(void)
           "Background-snapshot is not compatible with multifd" },
     };
     g_autofree char *file = snap_path("refused");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
     g_autofree char *incoming = NULL;
     VM *vm, *dst;
 
@@ -445,35 +458,17 @@ static void test_refused(void)
         json_node_unref(r);
     }
     set_caps(vm, CAP_ON("mapped-ram"));
-    {
-        JsonNode *r = vm_qmp(vm, "{'execute': 'migrate', 'arguments': {'uri': 'exec:cat'}}");
-        g_autofree char *desc = vm_qmp_error_desc(r, NULL);
-
-        g_assert_cmpstr(desc, ==, "Migration requires seekable transport (e.g. file)");
-        json_node_unref(r);
-    }
+    expect_migrate_refused(vm, "exec:cat", "Migration requires seekable transport (e.g. file)");
     set_writers(vm, 2, false);
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'multifd-compression': 'zlib'}}"));
-    {
-        JsonNode *r = vm_qmp(vm, "{'execute': 'migrate', 'arguments': {'uri': 'file:%s'}}", file);
-        g_autofree char *desc = vm_qmp_error_desc(r, NULL);
-
-        g_assert_nonnull(strstr(desc, "incompatible with multifd compression"));
-        json_node_unref(r);
-    }
+    expect_migrate_refused(vm, uri, "incompatible with multifd compression");
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'multifd-compression': 'none', 'direct-io': true}}"));
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-capabilities', 'arguments': "
                               "{'capabilities': [{'capability': 'mapped-ram', 'state': false}, "
                               "{'capability': 'multifd', 'state': false}]}}"));
-    {
-        JsonNode *r = vm_qmp(vm, "{'execute': 'migrate', 'arguments': {'uri': 'file:%s'}}", file);
-        g_autofree char *desc = vm_qmp_error_desc(r, NULL);
-
-        g_assert_nonnull(strstr(desc, "direct-io needs the mapped-ram capability"));
-        json_node_unref(r);
-    }
+    expect_migrate_refused(vm, uri, "direct-io needs the mapped-ram capability");
     /* A mapped-ram stream read through a pipe: its pages are at offsets it cannot reach. */
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'direct-io': false}}"));
