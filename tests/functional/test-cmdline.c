@@ -38,6 +38,10 @@ static const BadCase bad_cases[] = {
     { "-mon chardev=missing -kernel %s", "chardev 'missing' not found" },
     { "-display gtk -kernel %s", "Display 'gtk' is not available" },
     { "-global foo.bar=1 -kernel %s", "driver 'foo' not found" },
+    { "-global migration.x-lazy-restore=maybe -kernel %s",
+      "Property 'migration.x-lazy-restore' expects on or off" },
+    { "-global migration.x-mapped-ram=on -global migration.x-xbzrle=on -kernel %s",
+      "Mapped-ram migration is incompatible with xbzrle" },
     { "somefile.img", "disk images are not supported" },
 };
 
