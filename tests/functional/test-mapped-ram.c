@@ -235,6 +235,8 @@ static char *mount_dir(const char *fstype, const char *opts)
     g_autofree char *dir = g_strdup_printf("%s/%s-mnt", vmtest_tmpdir(), fstype);
 
     g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+    /* A run that failed half-way may have left it mounted. */
+    umount2(dir, MNT_DETACH);
     if (mount("none", dir, fstype, 0, opts) < 0) {
         g_error("mount -t %s %s: %s", fstype, dir, g_strerror(errno));
     }
@@ -270,7 +272,7 @@ static void test_direct_io(void)
     g_assert_cmpint(st.st_size, ==, 0);
     migtest_assert_source_alive(src);
     vm_kill(src);
-    g_assert_cmpint(umount(dir), ==, 0);
+    g_assert_cmpint(umount2(dir, MNT_DETACH), ==, 0);
 }
 
 /* The first block's mapped-ram header: right after its counted id and be64 length. */
@@ -411,7 +413,7 @@ static void test_disk_full(void)
         g_assert_nonnull(strstr(dst->stderr_text->str, "completion marker is missing"));
         vm_free(dst);
     }
-    g_assert_cmpint(umount(dir), ==, 0);
+    g_assert_cmpint(umount2(dir, MNT_DETACH), ==, 0);
 }
 
 /* migrate @uri is refused at once with @msg in its error. */
