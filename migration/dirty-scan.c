@@ -18,6 +18,7 @@
 #include "system/kvm.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
+#include "converge.h"
 #include "dirty.h"
 #include "options.h"
 #include "multifd-send.h"
@@ -76,6 +77,9 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
         return (int)ret;
     }
     dirty_scan_update_rate(ds);
+    if (ds->dt.syncs > 1) {
+        converge_after_sync(ds->dt.last_sync_new, qemu_file_transferred(f));
+    }
     ds->multifd_round_open = true;
     migration_pass_event(ds->dt.syncs, ds->dt.dirty_pages * TARGET_PAGE_SIZE,
                          qemu_file_transferred(f));

@@ -100,6 +100,18 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
             monitor_printf(mon, "postcopy ram: %" PRIu64 " kbytes\n", r->postcopy_bytes >> 10);
         }
     }
+    if (info->has_cpu_throttle_percentage) {
+        monitor_printf(mon, "cpu throttle percentage: %" PRId64 "\n",
+                       info->cpu_throttle_percentage);
+    }
+    if (info->has_dirty_limit_throttle_time_per_round) {
+        monitor_printf(mon, "dirty-limit throttle time: %" PRIu64 " us\n",
+                       info->dirty_limit_throttle_time_per_round);
+    }
+    if (info->has_dirty_limit_ring_full_time) {
+        monitor_printf(mon, "dirty-limit ring full time: %" PRIu64 " us\n",
+                       info->dirty_limit_ring_full_time);
+    }
     if (info->has_postcopy_blocktime) {
         g_autoptr(GString) per_vcpu = g_string_new("[");
 
@@ -222,6 +234,11 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "x-background-snapshot-buffer-size: %" PRIu64 " bytes\n",
                    p->x_background_snapshot_buffer_size);
     monitor_printf(mon, "direct-io: %s\n", onoff(p->direct_io));
+    monitor_printf(mon, "avail-switchover-bandwidth: %" PRIu64 " bytes/second\n",
+                   p->avail_switchover_bandwidth);
+    monitor_printf(mon, "x-vcpu-dirty-limit-period: %" PRIu64 " ms\n",
+                   p->x_vcpu_dirty_limit_period);
+    monitor_printf(mon, "vcpu-dirty-limit: %" PRIu64 " MB/s\n", p->vcpu_dirty_limit);
 }
 
 /* HMP's "migrate" without -d: the monitor waits until the migration ends. */
@@ -376,6 +393,9 @@ static const HmpParam hmp_params[] = {
     HPARAM("x-clear-bitmap-shift", x_clear_bitmap_shift, HP_U8),
     HPARAM("x-background-snapshot-buffer-size", x_background_snapshot_buffer_size, HP_SIZE),
     HPARAM("direct-io", direct_io, HP_BOOL),
+    HPARAM("avail-switchover-bandwidth", avail_switchover_bandwidth, HP_SIZE),
+    HPARAM("x-vcpu-dirty-limit-period", x_vcpu_dirty_limit_period, HP_U64),
+    HPARAM("vcpu-dirty-limit", vcpu_dirty_limit, HP_U64),
 };
 
 static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationParameters *p,

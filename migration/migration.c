@@ -19,6 +19,7 @@
 #include "system/runstate.h"
 #include "migration/misc.h"
 #include "migration/qemu-file.h"
+#include "converge.h"
 #include "global-state.h"
 #include "incoming.h"
 #include "migration.h"
@@ -153,6 +154,7 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     if (s->bandwidth_bpms > 0 && bytes > 10000) {
         s->expected_downtime_ms = remaining / s->bandwidth_bpms;
     }
+    converge_tick(s->bandwidth_bpms);
     w->start_ns = now;
     w->start_bytes = qemu_file_transferred(f);
     w->start_pages = ram_pages_sent();
@@ -176,6 +178,7 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
      */
     s->threshold_bytes = 0;
     s->expected_downtime_ms = migrate_downtime_limit();
+    converge_start(qemu_file_transferred(f));
     while (migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
         int ret;
 
@@ -289,6 +292,8 @@ static void *migration_thread(void *opaque)
             error_free(err);
         }
     }
+    /* Whatever the outcome, the guest (here or there) runs at full speed again. */
+    converge_stop();
     /* query-migrate may read it meanwhile. */
     __atomic_store_n(&s->total_ms, (get_clock_ns() - s->start_ns) / 1000000, __ATOMIC_RELAXED);
     qemu_bh_schedule_oneshot(migration_cleanup_bh, s);
@@ -627,6 +632,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
     if ((st == MIGRATION_STATUS_FAILED || st == MIGRATION_STATUS_POSTCOPY_PAUSED) && s->error) {
         info->error_desc = g_strdup(error_get_pretty(s->error));
     }
+    converge_fill_info(info);
     if (s->mode->fill_info) {
         s->mode->fill_info(s, info);
     }

@@ -11,6 +11,7 @@
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "migration/misc.h"
+#include "system/kvm.h"
 #include "options.h"
 
 /* Written by the main thread (BQL), read by any thread: single words. */
@@ -75,6 +76,51 @@ void migration_options_init(void)
     params->has_x_background_snapshot_buffer_size = true;
     params->x_background_snapshot_buffer_size = DEFAULT_BG_SNAPSHOT_BUFFER_SIZE;
     params->has_direct_io = true;
+    params->has_avail_switchover_bandwidth = true;
+    params->has_x_vcpu_dirty_limit_period = true;
+    params->x_vcpu_dirty_limit_period = 1000;
+    params->has_vcpu_dirty_limit = true;
+    params->vcpu_dirty_limit = 1;
+}
+
+int migrate_throttle_trigger_threshold(void)
+{
+    return params->throttle_trigger_threshold;
+}
+
+int migrate_cpu_throttle_initial(void)
+{
+    return params->cpu_throttle_initial;
+}
+
+int migrate_cpu_throttle_increment(void)
+{
+    return params->cpu_throttle_increment;
+}
+
+bool migrate_cpu_throttle_tailslow(void)
+{
+    return params->cpu_throttle_tailslow;
+}
+
+int migrate_max_cpu_throttle(void)
+{
+    return params->max_cpu_throttle;
+}
+
+uint64_t migrate_vcpu_dirty_limit(void)
+{
+    return params->vcpu_dirty_limit;
+}
+
+uint64_t migrate_vcpu_dirty_limit_period(void)
+{
+    return params->x_vcpu_dirty_limit_period;
+}
+
+uint64_t migrate_avail_switchover_bandwidth(void)
+{
+    return __atomic_load_n(&params->avail_switchover_bandwidth, __ATOMIC_RELAXED);
 }
 
 bool migrate_cap(MigrationCapability cap)
@@ -200,6 +246,8 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME:
     case MIGRATION_CAPABILITY_MAPPED_RAM:
     case MIGRATION_CAPABILITY_X_LAZY_RESTORE:
+    case MIGRATION_CAPABILITY_AUTO_CONVERGE:
+    case MIGRATION_CAPABILITY_DIRTY_LIMIT:
         return true;
     default:
         return false;
@@ -230,6 +278,18 @@ static const struct {
 
 bool migrate_caps_check_compat(const bool *new_caps, Error **errp)
 {
+    if (new_caps[MIGRATION_CAPABILITY_DIRTY_LIMIT]) {
+        if (new_caps[MIGRATION_CAPABILITY_AUTO_CONVERGE]) {
+            error_setg(errp, "dirty-limit conflicts with auto-converge either of then "
+                       "available currently");
+            return false;
+        }
+        if (!kvm_dirty_ring_enabled(kvm_state)) {
+            error_setg(errp, "dirty-limit requires KVM with accelerator property "
+                       "'dirty-ring-size' set");
+            return false;
+        }
+    }
     if (new_caps[MIGRATION_CAPABILITY_MAPPED_RAM]) {
         for (size_t i = 0; i < ARRAY_SIZE(mapped_ram_incompatible); i++) {
             if (new_caps[mapped_ram_incompatible[i].cap]) {
@@ -324,6 +384,10 @@ bool migrate_params_check(const MigrationParameters *p, Error **errp)
     CHECK_RANGE(p, announce_max, "announce_max", 1, 100000, "a value between 1 and 100000");
     CHECK_RANGE(p, announce_rounds, "announce_rounds", 1, 1000, "a value between 1 and 1000");
     CHECK_RANGE(p, announce_step, "announce_step", 1, 10000, "a value between 1 and 10000");
+    CHECK_RANGE(p, x_vcpu_dirty_limit_period, "x-vcpu-dirty-limit-period", 1, 1000,
+                "a value between 1 and 1000");
+    CHECK_RANGE(p, vcpu_dirty_limit, "vcpu_dirty_limit", 1, UINT64_MAX,
+                "a value greater than or equal to 1");
     CHECK_RANGE(p, x_clear_bitmap_shift, "x-clear-bitmap-shift", MIN_CLEAR_BITMAP_SHIFT,
                 MAX_CLEAR_BITMAP_SHIFT, "a value between 6 and 31");
     if (p->has_x_background_snapshot_buffer_size &&
@@ -386,6 +450,12 @@ void migrate_params_apply(const MigrationParameters *p)
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
     APPLY(p, direct_io);
+    if (p->has_avail_switchover_bandwidth) {
+        __atomic_store_n(&params->avail_switchover_bandwidth, p->avail_switchover_bandwidth,
+                         __ATOMIC_RELAXED);
+    }
+    APPLY(p, x_vcpu_dirty_limit_period);
+    APPLY(p, vcpu_dirty_limit);
 }
 
 MigrationParameters *qmp_query_migrate_parameters(Error **errp)

@@ -49,6 +49,18 @@ int migrate_clear_bitmap_shift(void);
 /* Bounce buffer for background-snapshot write faults, bytes. */
 uint64_t migrate_background_snapshot_buffer_size(void);
 
+/* auto-converge's parameters (QEMU's). */
+int migrate_throttle_trigger_threshold(void);
+int migrate_cpu_throttle_initial(void);
+int migrate_cpu_throttle_increment(void);
+bool migrate_cpu_throttle_tailslow(void);
+int migrate_max_cpu_throttle(void);
+/* dirty-limit: MB/s per vCPU, and the rate period in ms. */
+uint64_t migrate_vcpu_dirty_limit(void);
+uint64_t migrate_vcpu_dirty_limit_period(void);
+/* Bytes per second the switchover may assume; 0 = measured. */
+uint64_t migrate_avail_switchover_bandwidth(void);
+
 /* The capabilities now (MIGRATION_CAPABILITY__MAX entries). */
 const bool *migrate_caps(void);
 /* Combinations QEMU refuses (background-snapshot with postcopy, ...). */

@@ -26,6 +26,8 @@
     TRACE_EVENT("migration_switchover", "pending=%" PRIu64 " threshold=%" PRIu64 \
                 " bandwidth_bpms=%.0f decision=%s", (uint64_t)(pending), (uint64_t)(threshold), \
                 (double)(bw_bytes_per_ms), (decision))
+#define trace_migration_converge(how, value) \
+    TRACE_EVENT("migration_converge", "how=%s value=%" PRId64, (how), (int64_t)(value))
 #define trace_migration_state(from, to) \
     TRACE_EVENT("migration_state", "from=%s to=%s", (from), (to))
 #define trace_ram_iterate(pages, bytes, us) \

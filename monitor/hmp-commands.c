@@ -14,6 +14,9 @@ const HMPCommand hmp_info_cmds[] = {
       hmp_info_migrate_capabilities },
     { "migrate_parameters", "", "", "show current migration parameters",
       hmp_info_migrate_parameters },
+    { "dirty_rate", "", "", "show dirty rate information", hmp_info_dirty_rate },
+    { "vcpu_dirty_limit", "", "", "show dirty page limit information of all vCPU",
+      hmp_info_vcpu_dirty_limit },
     { "stats", "target:s,names:s?", "target [names]",
       "show statistics (target: vm or vcpu; names: comma-separated)", hmp_info_stats },
     { NULL },
@@ -46,5 +49,16 @@ const HMPCommand hmp_cmds[] = {
       "Enable/Disable the usage of a capability for migration", hmp_migrate_set_capability },
     { "migrate_set_parameter", "parameter:s,value:s", "parameter value",
       "Set the parameter for migration", hmp_migrate_set_parameter },
+    { "calc_dirty_rate", "dirty_ring:-r,dirty_bitmap:-b,second:i,sample_pages_per_GB:i?",
+      "[-r] [-b] second [sample_pages_per_GB]",
+      "start a round of guest dirty rate measurement (using -r to\n\t\t\t specify dirty "
+      "ring as the method of calculation and\n\t\t\t -b to specify dirty bitmap as method "
+      "of calculation)", hmp_calc_dirty_rate },
+    { "set_vcpu_dirty_limit", "dirty_rate:i,cpu_index:i?", "dirty_rate [cpu_index]",
+      "set dirty page rate limit, use cpu_index to set limit on a specified virtual cpu",
+      hmp_set_vcpu_dirty_limit },
+    { "cancel_vcpu_dirty_limit", "cpu_index:i?", "[cpu_index]",
+      "cancel dirty page rate limit, use cpu_index to cancel limit on a specified virtual cpu",
+      hmp_cancel_vcpu_dirty_limit },
     { NULL },
 };

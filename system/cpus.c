@@ -38,7 +38,7 @@ void set_current_cpu(CPUState *cpu)
     this_cpu = cpu;
 }
 
-void cpu_kick(CPUState *cpu)
+void cpu_kick_run(CPUState *cpu)
 {
     __atomic_store_n(&cpu->exit_request, 1, __ATOMIC_SEQ_CST);
     if (cpu->kvm_run) {
@@ -47,6 +47,37 @@ void cpu_kick(CPUState *cpu)
     if (cpu->created && cpu != this_cpu) {
         pthread_kill(cpu->thread.thread, SIG_IPI);
     }
+}
+
+void cpu_kick(CPUState *cpu)
+{
+    cpu_kick_run(cpu);
+    g_mutex_lock(&cpu->sleep_lock);
+    cpu->kick_seq++;
+    g_cond_broadcast(&cpu->sleep_cond);
+    g_mutex_unlock(&cpu->sleep_lock);
+}
+
+int64_t cpu_sleep_unless_kicked(CPUState *cpu, int64_t ns)
+{
+    int64_t start = get_clock_ns(), deadline = start + ns;
+
+    /*
+     * sleep_seq was read under the BQL right after the requests were
+     * handled: a request made since came with a kick that moved kick_seq.
+     */
+    g_mutex_lock(&cpu->sleep_lock);
+    while (cpu->kick_seq == cpu->sleep_seq) {
+        int64_t now = get_clock_ns();
+
+        if (now >= deadline) {
+            break;
+        }
+        g_cond_wait_until(&cpu->sleep_cond, &cpu->sleep_lock,
+                          g_get_monotonic_time() + (deadline - now + 999) / 1000);
+    }
+    g_mutex_unlock(&cpu->sleep_lock);
+    return get_clock_ns() - start;
 }
 
 bool all_vcpus_paused(void)
@@ -113,6 +144,9 @@ void cpu_handle_requests(CPUState *cpu)
         cpu_run_queued_work(cpu);
     }
     cpu->stopped = false;
+    g_mutex_lock(&cpu->sleep_lock);
+    cpu->sleep_seq = cpu->kick_seq;
+    g_mutex_unlock(&cpu->sleep_lock);
 }
 
 void run_on_cpu(CPUState *cpu, RunOnCpuFunc fn, void *data)

@@ -11,6 +11,7 @@
 #include "system/cpus.h"
 #include "system/ioport.h"
 #include "system/runstate.h"
+#include "system/cpu-throttle.h"
 #include "kvm-x86.h"
 
 #define SIG_IPI SIGUSR1
@@ -374,6 +375,9 @@ static void *kvm_vcpu_thread_fn(void *arg)
         }
         bql_unlock();
         action = kvm_cpu_exec_once(cpu);
+        if (action == VCPU_CONTINUE) {
+            cpu_throttle_vcpu_wait(cpu);
+        }
         bql_lock();
         if (action != VCPU_CONTINUE) {
             /* Stop this vCPU now; the main loop stops the others. */
@@ -401,6 +405,8 @@ static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
     cpu->stop = true;           /* prelaunch: nothing runs until vm_start() */
     g_queue_init(&cpu->work);
     g_cond_init(&cpu->cond);
+    g_mutex_init(&cpu->sleep_lock);
+    g_cond_init(&cpu->sleep_cond);
     g_ptr_array_add(vcpus, cpu);
 
     ret = kvm_vm_ioctl(s, KVM_CREATE_VCPU, (void *)(uintptr_t)index);

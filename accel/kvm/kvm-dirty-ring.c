@@ -83,7 +83,7 @@ static KVMSlot *kvm_slot_by_id(KVMState *s, uint32_t slot_id)
 static uint32_t kvm_dirty_ring_reap_one(KVMState *s, CPUState *cpu)
 {
     uint32_t size = s->opts.dirty_ring_size;
-    uint32_t count = 0;
+    uint32_t count = 0, pages = 0;
 
     for (;;) {
         struct kvm_dirty_gfn *e = &cpu->dirty_gfns[cpu->dirty_ring_fetch & (size - 1)];
@@ -98,23 +98,62 @@ static uint32_t kvm_dirty_ring_reap_one(KVMState *s, CPUState *cpu)
         if (slot && slot->harvest_bmap && e->offset < slot->npages) {
             set_bit(e->offset, slot->harvest_bmap);
         }
+        if (slot && slot->count_bmap && e->offset < slot->npages &&
+            !test_bit(e->offset, slot->count_bmap)) {
+            set_bit(e->offset, slot->count_bmap);
+            pages++;
+        }
         __atomic_store_n(&e->flags, KVM_DIRTY_GFN_F_RESET, __ATOMIC_RELEASE);
         cpu->dirty_ring_fetch++;
         count++;
     }
+    if (pages) {
+        __atomic_add_fetch(&cpu->dirty_pages, pages, __ATOMIC_RELAXED);
+    }
     return count;
+}
+
+/* Clears the count bits of the entries [from, cpu->dirty_ring_fetch) of @cpu's ring. */
+static void kvm_dirty_ring_uncount(KVMState *s, CPUState *cpu, uint32_t from)
+{
+    uint32_t size = s->opts.dirty_ring_size;
+
+    for (uint32_t i = from; i != cpu->dirty_ring_fetch; i++) {
+        struct kvm_dirty_gfn *e = &cpu->dirty_gfns[i & (size - 1)];
+        KVMSlot *slot = kvm_slot_by_id(s, e->slot);
+
+        if (slot && slot->count_bmap && e->offset < slot->npages) {
+            clear_bit(e->offset, slot->count_bmap);
+        }
+    }
 }
 
 int kvm_dirty_ring_reap(KVMState *s)
 {
+    uint32_t from[256];
     uint64_t total = 0;
     int ret;
 
     g_mutex_lock(&ring_lock);
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
         CPUState *cpu = g_ptr_array_index(vcpus, i);
+
+        if (i < G_N_ELEMENTS(from)) {
+            from[i] = cpu->dirty_ring_fetch;
+        }
         if (cpu->dirty_gfns) {
             total += kvm_dirty_ring_reap_one(s, cpu);
+        }
+    }
+    /*
+     * The entries keep their gfn after the reset mark: clear exactly the
+     * bits this harvest set, so the next one counts each page anew.
+     */
+    for (guint i = 0; vcpus && i < vcpus->len && i < G_N_ELEMENTS(from); i++) {
+        CPUState *cpu = g_ptr_array_index(vcpus, i);
+
+        if (cpu->dirty_gfns) {
+            kvm_dirty_ring_uncount(s, cpu, from[i]);
         }
     }
     if (total) {
@@ -148,6 +187,24 @@ void kvm_dirty_ring_log_start(KVMState *s)
     ring_reset_error = 0;
     for (int i = 0; i < s->nr_slots; i++) {
         s->slots[i].harvest_bmap = bitmap_new(s->slots[i].npages);
+    }
+    g_mutex_unlock(&ring_lock);
+}
+
+void kvm_dirty_ring_count_alloc(KVMState *s)
+{
+    g_mutex_lock(&ring_lock);
+    for (int i = 0; i < s->nr_slots; i++) {
+        s->slots[i].count_bmap = bitmap_new(s->slots[i].npages);
+    }
+    g_mutex_unlock(&ring_lock);
+}
+
+void kvm_dirty_ring_count_free(KVMState *s)
+{
+    g_mutex_lock(&ring_lock);
+    for (int i = 0; i < s->nr_slots; i++) {
+        g_clear_pointer(&s->slots[i].count_bmap, g_free);
     }
     g_mutex_unlock(&ring_lock);
 }

@@ -19,6 +19,9 @@ int kvm_dirty_ring_reap(KVMState *s);
 /* slot->dirty_bmap := what the rings collected for @slot; starts a new round. */
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot);
 void kvm_dirty_ring_log_start(KVMState *s);
+/* The slots start or stop logging: the per-harvest count bitmaps. */
+void kvm_dirty_ring_count_alloc(KVMState *s);
+void kvm_dirty_ring_count_free(KVMState *s);
 void kvm_dirty_ring_log_stop(KVMState *s);
 
 #endif

@@ -204,31 +204,48 @@ const char *kvm_dirty_log_mode_name(KVMState *s)
     return s->dirty_mode ? s->dirty_mode->name : "none";
 }
 
-bool kvm_dirty_log_start(KVMState *s, Error **errp)
+/*
+ * Slot logging (KVM_MEM_LOG_DIRTY_PAGES) is shared: the bitmap session
+ * (migration, calc-dirty-rate's dirty-bitmap mode) and the dirty ring's
+ * per-vCPU counters (dirty-limit, calc-dirty-rate's dirty-ring mode) each
+ * hold a reference; the slots log while anyone does. log_lock orders the
+ * flag changes of callers on different threads.
+ */
+static GMutex log_lock;
+static int log_users;           /* log_lock */
+
+static bool kvm_dirty_log_ref_locked(KVMState *s, Error **errp)
 {
+    if (log_users++) {
+        return true;
+    }
+    if (kvm_dirty_ring_enabled(s)) {
+        kvm_dirty_ring_count_alloc(s);
+    }
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];
-        int ret;
+        int ret = kvm_slot_set_flags(s, slot, slot->flags | KVM_MEM_LOG_DIRTY_PAGES);
 
-        slot->dirty_bmap = bitmap_new(slot->npages);
-        ret = kvm_slot_set_flags(s, slot, slot->flags | KVM_MEM_LOG_DIRTY_PAGES);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "enabling dirty logging on KVM slot %d failed", i);
-            kvm_dirty_log_stop(s);
+            while (--i >= 0) {
+                kvm_slot_set_flags(s, &s->slots[i], s->slots[i].flags & ~KVM_MEM_LOG_DIRTY_PAGES);
+            }
+            log_users = 0;
+            if (kvm_dirty_ring_enabled(s)) {
+                kvm_dirty_ring_count_free(s);
+            }
             return false;
         }
     }
-    if (s->dirty_mode->log_start) {
-        s->dirty_mode->log_start(s);
-    }
-    s->dirty_logging = true;
     return true;
 }
 
-void kvm_dirty_log_stop(KVMState *s)
+static void kvm_dirty_log_unref_locked(KVMState *s)
 {
-    if (s->dirty_mode->log_stop) {
-        s->dirty_mode->log_stop(s);
+    assert(log_users > 0);
+    if (--log_users) {
+        return;
     }
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];
@@ -236,9 +253,92 @@ void kvm_dirty_log_stop(KVMState *s)
         if (slot->flags & KVM_MEM_LOG_DIRTY_PAGES) {
             kvm_slot_set_flags(s, slot, slot->flags & ~KVM_MEM_LOG_DIRTY_PAGES);
         }
-        g_clear_pointer(&slot->dirty_bmap, g_free);
     }
-    s->dirty_logging = false;
+    if (kvm_dirty_ring_enabled(s)) {
+        kvm_dirty_ring_count_free(s);
+    }
+}
+
+bool kvm_dirty_log_start(KVMState *s, Error **errp)
+{
+    bool ok;
+
+    g_mutex_lock(&log_lock);
+    if (s->dirty_logging) {
+        g_mutex_unlock(&log_lock);
+        error_setg(errp, "the dirty log is in use by %s", s->dirty_log_owner);
+        return false;
+    }
+    for (int i = 0; i < s->nr_slots; i++) {
+        s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
+    }
+    /* Ring mode: harvest bitmaps exist before any entry of this session is harvested. */
+    if (s->dirty_mode->log_start) {
+        s->dirty_mode->log_start(s);
+    }
+    ok = kvm_dirty_log_ref_locked(s, errp);
+    if (!ok) {
+        if (s->dirty_mode->log_stop) {
+            s->dirty_mode->log_stop(s);
+        }
+        for (int i = 0; i < s->nr_slots; i++) {
+            g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
+        }
+    } else {
+        s->dirty_logging = true;
+        s->dirty_log_owner = "migration";
+    }
+    g_mutex_unlock(&log_lock);
+    return ok;
+}
+
+void kvm_dirty_log_stop(KVMState *s)
+{
+    g_mutex_lock(&log_lock);
+    if (s->dirty_logging) {
+        if (s->dirty_mode->log_stop) {
+            s->dirty_mode->log_stop(s);
+        }
+        kvm_dirty_log_unref_locked(s);
+        for (int i = 0; i < s->nr_slots; i++) {
+            g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
+        }
+        s->dirty_logging = false;
+    }
+    g_mutex_unlock(&log_lock);
+}
+
+void kvm_dirty_log_set_owner(KVMState *s, const char *owner)
+{
+    g_mutex_lock(&log_lock);
+    s->dirty_log_owner = owner;
+    g_mutex_unlock(&log_lock);
+}
+
+bool kvm_dirty_ring_count_start(KVMState *s, Error **errp)
+{
+    bool ok;
+
+    if (!kvm_dirty_ring_enabled(s)) {
+        error_setg(errp, "the KVM dirty ring is not enabled (-accel kvm,dirty-ring-size=N)");
+        return false;
+    }
+    g_mutex_lock(&log_lock);
+    ok = kvm_dirty_log_ref_locked(s, errp);
+    g_mutex_unlock(&log_lock);
+    return ok;
+}
+
+void kvm_dirty_ring_count_stop(KVMState *s)
+{
+    g_mutex_lock(&log_lock);
+    kvm_dirty_log_unref_locked(s);
+    g_mutex_unlock(&log_lock);
+}
+
+bool kvm_dirty_ring_enabled(KVMState *s)
+{
+    return s && s->dirty_mode && !strcmp(s->dirty_mode->name, "dirty-ring");
 }
 
 int kvm_dirty_log_sync(KVMState *s)
@@ -280,4 +380,14 @@ bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp)
 int kvm_dirty_log_ring_full(KVMState *s)
 {
     return kvm_dirty_ring_reap(s);
+}
+
+int kvm_dirty_ring_harvest(KVMState *s)
+{
+    return kvm_dirty_ring_enabled(s) ? kvm_dirty_ring_reap(s) : 0;
+}
+
+uint64_t kvm_dirty_ring_bytes(KVMState *s)
+{
+    return kvm_dirty_ring_enabled(s) ? (uint64_t)s->opts.dirty_ring_size * 4096 : 0;
 }

@@ -43,6 +43,8 @@ HMPHandler hmp_migrate, hmp_migrate_incoming, hmp_migrate_cancel, hmp_migrate_se
 HMPHandler hmp_migrate_start_postcopy, hmp_migrate_recover;
 HMPHandler hmp_migrate_set_parameter, hmp_info_migrate, hmp_info_migrate_capabilities;
 HMPHandler hmp_info_migrate_parameters;
+HMPHandler hmp_calc_dirty_rate, hmp_info_dirty_rate, hmp_set_vcpu_dirty_limit;
+HMPHandler hmp_cancel_vcpu_dirty_limit, hmp_info_vcpu_dirty_limit;
 /* stats */
 HMPHandler hmp_info_stats;
 

@@ -37,6 +37,25 @@ struct CPUState {
     /* Atomic: set by cpu_kick() so the next KVM_RUN returns at once. */
     int exit_request;
 
+    /*
+     * Throttling (system/cpu-throttle.c, system/dirtylimit.c). The vCPU
+     * sleeps in its own thread, outside KVM_RUN and without the BQL, on
+     * sleep_cond; cpu_kick() bumps kick_seq under sleep_lock so that a
+     * pause or run_on_cpu never waits for a throttle sleep to end.
+     */
+    GMutex sleep_lock;
+    GCond sleep_cond;
+    uint64_t kick_seq;          /* sleep_lock */
+    uint64_t sleep_seq;         /* own vCPU thread: kick_seq when requests were last handled */
+    int throttle_due;           /* atomic: auto-converge asks for one sleep */
+    uint64_t dirty_pages;       /* atomic (ring lock adds): entries harvested from this vCPU's ring */
+    uint64_t dirty_limit_mbps;  /* atomic: dirty-limit of this vCPU in MB/s, 0 = none */
+    /* Own vCPU thread: the dirty-limit budget started at dl_start_ns with dl_start_pages. */
+    int64_t dl_start_ns;
+    uint64_t dl_start_pages;
+    uint64_t dl_sleep_ns;       /* atomic: time slept for dirty-limit, ever */
+    uint64_t dl_sleeps;         /* atomic: number of those sleeps */
+
     /* Dirty ring (accel/kvm/kvm-dirty-ring.c): the mapping and our read index. */
     struct kvm_dirty_gfn *dirty_gfns;
     uint32_t dirty_ring_fetch;  /* ring lock */
@@ -61,8 +80,15 @@ void set_current_cpu(CPUState *cpu);
 void pause_all_vcpus(void);
 void resume_all_vcpus(void);
 bool all_vcpus_paused(void);
-/* Kick @cpu out of KVM_RUN so it notices new requests. Any thread. */
+/* Kick @cpu out of KVM_RUN (or a throttle sleep) so it notices new requests. Any thread. */
 void cpu_kick(CPUState *cpu);
+/* Kick @cpu out of KVM_RUN only: a throttle sleep goes on. Any thread. */
+void cpu_kick_run(CPUState *cpu);
+/*
+ * In @cpu's own thread, without the BQL: sleep @ns unless cpu_kick() was
+ * called since cpu_handle_requests() last ran. Returns the nanoseconds slept.
+ */
+int64_t cpu_sleep_unless_kicked(CPUState *cpu, int64_t ns);
 /* BQL held; runs @fn in @cpu's thread and waits for it. */
 void run_on_cpu(CPUState *cpu, RunOnCpuFunc fn, void *data);
 

@@ -38,6 +38,14 @@ struct KVMSlot {
      * (kvm-dirty-ring.c): vCPU threads harvest too.
      */
     unsigned long *harvest_bmap;
+    /*
+     * Set (dirty-ring mode, while the slots log): the page was counted for
+     * its vCPU in the harvest under way. KVM pushes an entry for every
+     * write it emulates, so without this a page written by emulated guest
+     * code (all of CPL0 under kvm-pvm) would count once per write, not
+     * once per harvest as a write-protect fault does. Ring lock.
+     */
+    unsigned long *count_bmap;
     uint64_t npages;
 };
 
@@ -80,7 +88,9 @@ struct KVMState {
 
     /* Dirty logging: the mode is chosen once in kvm_dirty_log_init(). */
     const KVMDirtyLogMode *dirty_mode;
-    bool dirty_logging;         /* slots have KVM_MEM_LOG_DIRTY_PAGES */
+    /* Bitmap session on (dirty_bmap allocated); kvm-dirty.c's log_lock. */
+    bool dirty_logging;
+    const char *dirty_log_owner;    /* who holds the session, for error messages */
     KVMDirtyStats dirty_stats;
 };
 
@@ -115,9 +125,26 @@ int kvm_set_irq(KVMState *s, int irq, int level);
  */
 bool kvm_dirty_log_init(KVMState *s, Error **errp);
 const char *kvm_dirty_log_mode_name(KVMState *s);
-/* Allocates every slot's dirty_bmap and turns logging on. */
+/*
+ * Allocates every slot's dirty_bmap and turns logging on: one bitmap
+ * session at a time (a second is refused, naming the owner).
+ */
 bool kvm_dirty_log_start(KVMState *s, Error **errp);
 void kvm_dirty_log_stop(KVMState *s);
+/* Names the session's holder ("migration", "calc-dirty-rate") in refusals. */
+void kvm_dirty_log_set_owner(KVMState *s, const char *owner);
+/*
+ * Dirty ring only: keep the slots logging so that every vCPU's ring fills
+ * and its CPUState.dirty_pages counts (no bitmaps). Reference-counted with
+ * the bitmap session.
+ */
+bool kvm_dirty_ring_count_start(KVMState *s, Error **errp);
+void kvm_dirty_ring_count_stop(KVMState *s);
+bool kvm_dirty_ring_enabled(KVMState *s);
+/* Harvest every vCPU's ring now (counts, and the session's bitmaps). 0 or -errno. */
+int kvm_dirty_ring_harvest(KVMState *s);
+/* Bytes one vCPU's ring holds when full (entries x page size); 0 without the ring. */
+uint64_t kvm_dirty_ring_bytes(KVMState *s);
 /*
  * Each slot's dirty_bmap := pages dirtied since the previous sync. 0 or
  * -errno; after a failure the bitmaps may lack pages KVM already handed

@@ -119,6 +119,8 @@ int kvm_dirty_ring_reap(KVMState *s) { g_assert_not_reached(); }
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_start(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_stop(KVMState *s) { g_assert_not_reached(); }
+void kvm_dirty_ring_count_alloc(KVMState *s) { g_assert_not_reached(); }
+void kvm_dirty_ring_count_free(KVMState *s) { g_assert_not_reached(); }
 
 static void fake_reset_requests(void)
 {

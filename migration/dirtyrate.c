@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * calc-dirty-rate / query-dirty-rate: how fast the guest dirties memory,
+ * measured for calc-time by a "dirtyrate" thread in one of three ways:
+ *
+ *   page-sampling  hash sample-pages random pages per GiB of each RAM
+ *                  block, wait, hash again; the changed share of the
+ *                  sample, scaled to the block, is what was dirtied
+ *   dirty-ring     count the entries of every vCPU's KVM dirty ring (each
+ *                  vCPU's own rate too); rings are harvested every 50 ms so
+ *                  a page written again after a harvest counts again
+ *   dirty-bitmap   a bitmap session of its own: the pages KVM reports dirty
+ *                  after calc-time (each page once); not while a migration
+ *                  holds the dirty log
+ *
+ * Rates are MB/s with QEMU's MB (2^20 bytes). The main thread starts and
+ * queries; dr_lock guards the published result.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands.h"
+#include "qemu/bitmap.h"
+#include "qemu/thread.h"
+#include "system/cpus.h"
+#include "system/kvm.h"
+#include "system/memory.h"
+#include "migration.h"
+
+#define DR_HARVEST_NS       50000000LL
+#define DR_DEFAULT_SAMPLES  512
+#define DR_MAX_SAMPLES      4096
+
+typedef struct DirtyRateRun {
+    DirtyRateMeasureMode mode;
+    int64_t calc_ms;
+    uint64_t sample_pages;
+    bool ring_ref;              /* dirty-ring: holds a counting reference */
+} DirtyRateRun;
+
+static GMutex dr_lock;
+static QemuThread dr_thread;
+static bool dr_thread_started;  /* main thread */
+/* dr_lock: the result query-dirty-rate reports. */
+static DirtyRateInfo dr_info = { .status = DIRTY_RATE_STATUS_UNSTARTED,
+                                 .sample_pages = DR_DEFAULT_SAMPLES };
+static int64_t dr_calc_ms;      /* dr_lock */
+static int64_t dr_vcpu_rate[256];   /* dr_lock: -1 = not measured */
+static guint dr_nvcpus;         /* dr_lock */
+
+/*
+ * Sleeps @ns in steps, harvesting the rings in dirty-ring mode. The process
+ * may exit meanwhile: the thread is not joined at exit, as vCPUs are not.
+ */
+static bool dr_wait(const DirtyRateRun *run, int64_t ns)
+{
+    int64_t deadline = get_clock_ns() + ns;
+
+    for (;;) {
+        int64_t left = deadline - get_clock_ns();
+
+        if (left <= 0) {
+            return true;
+        }
+        g_usleep(MIN(left, DR_HARVEST_NS) / 1000);
+        if (run->mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING) {
+            kvm_dirty_ring_harvest(kvm_state);
+        }
+    }
+}
+
+static uint64_t dr_hash_page(const uint64_t *p)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+
+    for (size_t i = 0; i < TARGET_PAGE_SIZE / 8; i++) {
+        h = (h ^ __atomic_load_n(&p[i], __ATOMIC_RELAXED)) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+typedef struct DrSample {
+    RAMBlock *rb;
+    uint64_t page;
+    uint64_t hash;
+} DrSample;
+
+/* Returns the rate in MB/s, or -1 if cancelled. */
+static int64_t dr_measure_sampling(const DirtyRateRun *run)
+{
+    GPtrArray *blocks = ram_blocks();
+    g_autoptr(GArray) s = g_array_new(false, false, sizeof(DrSample));
+    double dirty_bytes = 0;
+    int64_t t0, ms;
+
+    for (guint i = 0; i < blocks->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(blocks, i);
+        uint64_t npages = rb->used_length >> TARGET_PAGE_BITS;
+        uint64_t n = MAX(1, run->sample_pages * rb->used_length / GiB);
+
+        if (rb->readonly || !npages || !run->sample_pages) {
+            continue;
+        }
+        n = MIN(n, npages);
+        for (uint64_t k = 0; k < n; k++) {
+            DrSample d = { .rb = rb, .page = g_random_int() % npages };
+
+            d.page = ((uint64_t)g_random_int() << 32 | d.page) % npages;
+            g_array_append_val(s, d);
+        }
+    }
+    t0 = get_clock_ns();
+    for (guint i = 0; i < s->len; i++) {
+        DrSample *d = &g_array_index(s, DrSample, i);
+
+        d->hash = dr_hash_page((const uint64_t *)(d->rb->host + (d->page << TARGET_PAGE_BITS)));
+    }
+    if (!dr_wait(run, run->calc_ms * 1000000LL - (get_clock_ns() - t0))) {
+        return -1;
+    }
+    ms = (get_clock_ns() - t0) / 1000000;
+    for (guint i = 0, start = 0; i <= s->len; i++) {
+        DrSample *d = i < s->len ? &g_array_index(s, DrSample, i) : NULL;
+        DrSample *first = start < s->len ? &g_array_index(s, DrSample, start) : NULL;
+
+        /* A block's samples are consecutive: scale each block's share. */
+        if (first && (!d || d->rb != first->rb)) {
+            uint64_t changed = 0;
+
+            for (guint k = start; k < i; k++) {
+                DrSample *e = &g_array_index(s, DrSample, k);
+
+                changed += dr_hash_page((const uint64_t *)(e->rb->host +
+                                                           (e->page << TARGET_PAGE_BITS))) !=
+                           e->hash;
+            }
+            dirty_bytes += (double)changed / (i - start) * first->rb->used_length;
+            start = i;
+        }
+    }
+    return (int64_t)(dirty_bytes / MiB * 1000 / MAX(1, ms));
+}
+
+static int64_t dr_rate(uint64_t pages, int64_t ms)
+{
+    return (int64_t)(pages * TARGET_PAGE_SIZE * 1000 / MiB / MAX(1, ms));
+}
+
+static int64_t dr_measure_ring(const DirtyRateRun *run, int64_t *vcpu_rate, guint n)
+{
+    uint64_t start[256], total = 0;
+    int64_t t0, ms;
+
+    kvm_dirty_ring_harvest(kvm_state);
+    t0 = get_clock_ns();
+    for (guint i = 0; i < n; i++) {
+        start[i] = __atomic_load_n(&((CPUState *)g_ptr_array_index(vcpus, i))->dirty_pages,
+                                   __ATOMIC_RELAXED);
+    }
+    if (!dr_wait(run, run->calc_ms * 1000000LL)) {
+        return -1;
+    }
+    kvm_dirty_ring_harvest(kvm_state);
+    ms = (get_clock_ns() - t0) / 1000000;
+    for (guint i = 0; i < n; i++) {
+        uint64_t pages = __atomic_load_n(&((CPUState *)g_ptr_array_index(vcpus, i))->dirty_pages,
+                                         __ATOMIC_RELAXED) - start[i];
+
+        vcpu_rate[i] = dr_rate(pages, ms);
+        total += pages;
+    }
+    return dr_rate(total, ms);
+}
+
+static uint64_t dr_count_slot_bits(KVMState *s)
+{
+    uint64_t pages = 0;
+
+    for (int i = 0; i < s->nr_slots; i++) {
+        KVMSlot *slot = &s->slots[i];
+
+        for (uint64_t w = 0; w < BITS_TO_LONGS(slot->npages); w++) {
+            pages += __builtin_popcountl(slot->dirty_bmap[w]);
+        }
+    }
+    return pages;
+}
+
+/* The session was started by calc-dirty-rate (BQL); this ends it. */
+static int64_t dr_measure_bitmap(const DirtyRateRun *run)
+{
+    KVMState *s = kvm_state;
+    int64_t t0, ms, rate = -1;
+
+    /* The first sync returns what predates the session (clear-log: every page). */
+    if (kvm_dirty_log_sync(s) < 0) {
+        goto out;
+    }
+    for (int i = 0; i < s->nr_slots; i++) {
+        if (kvm_dirty_log_needs_clear(s)) {
+            kvm_dirty_log_clear(s, &s->slots[i], 0, s->slots[i].npages);
+        }
+    }
+    t0 = get_clock_ns();
+    if (!dr_wait(run, run->calc_ms * 1000000LL) || kvm_dirty_log_sync(s) < 0) {
+        goto out;
+    }
+    ms = (get_clock_ns() - t0) / 1000000;
+    rate = dr_rate(dr_count_slot_bits(s), ms);
+out:
+    kvm_dirty_log_stop(s);
+    return rate;
+}
+
+static void *dirtyrate_thread_fn(void *opaque)
+{
+    DirtyRateRun *run = opaque;
+    int64_t vcpu_rate[256];
+    guint n = MIN(vcpus ? vcpus->len : 0, G_N_ELEMENTS(vcpu_rate));
+    int64_t rate;
+
+    switch (run->mode) {
+    case DIRTY_RATE_MEASURE_MODE_DIRTY_RING:
+        rate = dr_measure_ring(run, vcpu_rate, n);
+        break;
+    case DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP:
+        rate = dr_measure_bitmap(run);
+        break;
+    default:
+        rate = dr_measure_sampling(run);
+        break;
+    }
+    if (run->ring_ref) {
+        kvm_dirty_ring_count_stop(kvm_state);
+    }
+    g_mutex_lock(&dr_lock);
+    dr_info.status = DIRTY_RATE_STATUS_MEASURED;
+    dr_info.has_dirty_rate = rate >= 0;
+    dr_info.dirty_rate = rate;
+    dr_nvcpus = run->mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING && rate >= 0 ? n : 0;
+    memcpy(dr_vcpu_rate, vcpu_rate, dr_nvcpus * sizeof(vcpu_rate[0]));
+    g_mutex_unlock(&dr_lock);
+    g_free(run);
+    return NULL;
+}
+
+static DirtyRateStatus dr_status(void)
+{
+    DirtyRateStatus st;
+
+    g_mutex_lock(&dr_lock);
+    st = dr_info.status;
+    g_mutex_unlock(&dr_lock);
+    return st;
+}
+
+bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit calc_time_unit,
+                         bool has_sample_pages, int64_t sample_pages, bool has_mode,
+                         DirtyRateMeasureMode mode, Error **errp)
+{
+    bool ms_unit = has_calc_time_unit && calc_time_unit == TIME_UNIT_MILLISECOND;
+    int64_t calc_ms = ms_unit ? calc_time : calc_time * 1000;
+    DirtyRateRun *run;
+    Error *err = NULL;
+
+    if (!has_mode) {
+        mode = DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING;
+    }
+    if (dr_status() == DIRTY_RATE_STATUS_MEASURING) {
+        error_setg(errp, "the dirty rate is already being measured");
+        return false;
+    }
+    if (calc_time < (ms_unit ? 50 : 1) || calc_time > (ms_unit ? 60000 : 60)) {
+        error_setg(errp, "Parameter 'calc-time' expects %s", ms_unit
+                   ? "a value between 50 and 60000 milliseconds"
+                   : "a value between 1 and 60 seconds");
+        return false;
+    }
+    if (has_sample_pages && mode != DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING) {
+        error_setg(errp, "Parameter 'sample-pages' is only used in page-sampling mode");
+        return false;
+    }
+    if (has_sample_pages && (sample_pages < 0 || sample_pages > DR_MAX_SAMPLES)) {
+        error_setg(errp, "Parameter 'sample-pages' expects a value between 0 and %d",
+                   DR_MAX_SAMPLES);
+        return false;
+    }
+    if ((mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING) != kvm_dirty_ring_enabled(kvm_state) &&
+        mode != DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING) {
+        error_setg(errp, "mode %s is not enabled, use other method instead.",
+                   DirtyRateMeasureMode_str(mode));
+        return false;
+    }
+    run = g_new0(DirtyRateRun, 1);
+    run->mode = mode;
+    run->calc_ms = calc_ms;
+    run->sample_pages = has_sample_pages ? sample_pages : DR_DEFAULT_SAMPLES;
+    if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING) {
+        run->ring_ref = kvm_dirty_ring_count_start(kvm_state, &err);
+    } else if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP &&
+               kvm_dirty_log_start(kvm_state, &err)) {
+        kvm_dirty_log_set_owner(kvm_state, "calc-dirty-rate");
+    }
+    if (err) {
+        error_prepend(&err, "calc-dirty-rate: ");
+        error_propagate(errp, err);
+        g_free(run);
+        return false;
+    }
+    if (dr_thread_started) {
+        qemu_thread_join(&dr_thread);
+    }
+    g_mutex_lock(&dr_lock);
+    dr_info.status = DIRTY_RATE_STATUS_MEASURING;
+    dr_info.has_dirty_rate = false;
+    dr_info.start_time = g_get_monotonic_time() / G_USEC_PER_SEC;
+    dr_info.calc_time_unit = ms_unit ? TIME_UNIT_MILLISECOND : TIME_UNIT_SECOND;
+    dr_info.sample_pages = mode == DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING ? run->sample_pages : 0;
+    dr_info.mode = mode;
+    dr_calc_ms = calc_ms;
+    dr_nvcpus = 0;
+    g_mutex_unlock(&dr_lock);
+    qemu_thread_create(&dr_thread, "dirtyrate", dirtyrate_thread_fn, run);
+    dr_thread_started = true;
+    return true;
+}
+
+DirtyRateInfo *qmp_query_dirty_rate(bool has_calc_time_unit, TimeUnit calc_time_unit,
+                                    Error **errp)
+{
+    DirtyRateInfo *info;
+    DirtyRateVcpuList **tail;
+
+    g_mutex_lock(&dr_lock);
+    info = g_memdup2(&dr_info, sizeof(dr_info));
+    info->vcpu_dirty_rate = NULL;
+    info->calc_time_unit = has_calc_time_unit ? calc_time_unit : TIME_UNIT_SECOND;
+    info->calc_time = info->calc_time_unit == TIME_UNIT_MILLISECOND ? dr_calc_ms
+                                                                    : dr_calc_ms / 1000;
+    tail = &info->vcpu_dirty_rate;
+    for (guint i = 0; i < dr_nvcpus; i++) {
+        DirtyRateVcpuList *e = g_new0(DirtyRateVcpuList, 1);
+
+        e->value = g_new0(DirtyRateVcpu, 1);
+        e->value->id = i;
+        e->value->dirty_rate = dr_vcpu_rate[i];
+        *tail = e;
+        tail = &e->next;
+    }
+    g_mutex_unlock(&dr_lock);
+    return info;
+}

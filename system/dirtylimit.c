@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dirty-limit. Each limited vCPU keeps a budget: from dl_start_ns on it may
+ * dirty limit x elapsed bytes; its dirty_pages (ring entries harvested from
+ * its ring, by anyone) say what it used. Whenever it leaves KVM_RUN (its
+ * ring filled, or the thread below kicked it) and is over budget, it
+ * sleeps exactly the excess at its limit; a budget with no excess is
+ * restarted after DL_WINDOW_NS so idle time cannot be saved up into a
+ * burst. A vCPU whose ring never gets entries never sleeps.
+ *
+ * The "dirtylimit" thread harvests every ring each DL_HARVEST_NS (so a
+ * vCPU's count lags its writes by at most that), kicks vCPUs over budget
+ * and, once per period, computes every vCPU's current rate.
+ *
+ * Locks: dl_lock guards the thread's life, the log reference and the
+ * published rates; per-vCPU limits and counters are atomics.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/thread.h"
+#include "system/cpus.h"
+#include "system/dirtylimit.h"
+#include "system/kvm.h"
+#include "trace.h"
+
+#define DL_HARVEST_NS   50000000LL      /* 50 ms */
+#define DL_WINDOW_NS    1000000000LL    /* credit kept at most this long */
+#define DL_MAX_SLEEP_NS 1000000000LL    /* one sleep; the next exit sleeps on */
+#define DL_MAX_VCPUS    256
+
+static GMutex dl_lock;
+static GCond dl_cond;
+static QemuThread dl_thread;
+static bool dl_thread_running;          /* dl_lock */
+static bool dl_quit;                    /* dl_lock */
+static bool dl_log_ref;                 /* dl_lock: we hold a ring counting reference */
+static uint64_t dl_period_ms = DIRTYLIMIT_DEFAULT_PERIOD_MS;   /* atomic */
+/* dl_lock: per-vCPU MB/s over the last period, and the longest sleep in it. */
+static uint64_t dl_rate[DL_MAX_VCPUS];
+static uint64_t dl_round_sleep_us;
+
+static CPUState *dl_cpu(int index)
+{
+    return vcpus && index >= 0 && (guint)index < vcpus->len ? g_ptr_array_index(vcpus, index)
+                                                            : NULL;
+}
+
+static uint64_t dl_limit(CPUState *cpu)
+{
+    return __atomic_load_n(&cpu->dirty_limit_mbps, __ATOMIC_RELAXED);
+}
+
+bool dirtylimit_supported(Error **errp)
+{
+    if (!kvm_dirty_ring_enabled(kvm_state)) {
+        error_setg(errp, "dirty page limit feature requires KVM with accelerator property "
+                   "'dirty-ring-size' set");
+        return false;
+    }
+    return true;
+}
+
+/* Nanoseconds @cpu must sleep to be back within its budget at @now (0: within). */
+static int64_t dl_excess_ns(CPUState *cpu, uint64_t limit, int64_t now)
+{
+    uint64_t used = (__atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED) -
+                     __atomic_load_n(&cpu->dl_start_pages, __ATOMIC_RELAXED)) * 4096;
+    int64_t start = __atomic_load_n(&cpu->dl_start_ns, __ATOMIC_RELAXED);
+    double allowed_ns = (double)used * 1e9 / ((double)limit * MiB);
+
+    if (!start || allowed_ns <= now - start) {
+        return 0;
+    }
+    return (int64_t)allowed_ns - (now - start);
+}
+
+void dirtylimit_vcpu_wait(CPUState *cpu)
+{
+    uint64_t limit = dl_limit(cpu);
+    int64_t now, excess;
+
+    if (!limit) {
+        return;
+    }
+    now = get_clock_ns();
+    if (!cpu->dl_start_ns) {
+        __atomic_store_n(&cpu->dl_start_pages, __atomic_load_n(&cpu->dirty_pages,
+                                                               __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        __atomic_store_n(&cpu->dl_start_ns, now, __ATOMIC_RELAXED);
+        return;
+    }
+    excess = dl_excess_ns(cpu, limit, now);
+    if (excess > 0) {
+        int64_t slept = cpu_sleep_unless_kicked(cpu, MIN(excess, DL_MAX_SLEEP_NS));
+
+        __atomic_add_fetch(&cpu->dl_sleep_ns, slept, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&cpu->dl_sleeps, 1, __ATOMIC_RELAXED);
+        trace_dirtylimit_vcpu_sleep(cpu->cpu_index, limit, slept / 1000);
+    } else if (now - cpu->dl_start_ns > DL_WINDOW_NS) {
+        __atomic_store_n(&cpu->dl_start_pages, __atomic_load_n(&cpu->dirty_pages,
+                                                               __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        __atomic_store_n(&cpu->dl_start_ns, now, __ATOMIC_RELAXED);
+    }
+}
+
+static bool dl_any_limit(void)
+{
+    for (guint i = 0; vcpus && i < vcpus->len; i++) {
+        if (dl_limit(g_ptr_array_index(vcpus, i))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void *dirtylimit_thread_fn(void *opaque)
+{
+    uint64_t last_pages[DL_MAX_VCPUS] = { 0 }, last_sleep_ns[DL_MAX_VCPUS] = { 0 };
+    int64_t period_start = get_clock_ns();
+    guint n = MIN(vcpus ? vcpus->len : 0, DL_MAX_VCPUS);
+
+    for (guint i = 0; i < n; i++) {
+        CPUState *cpu = g_ptr_array_index(vcpus, i);
+
+        last_pages[i] = __atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED);
+        last_sleep_ns[i] = __atomic_load_n(&cpu->dl_sleep_ns, __ATOMIC_RELAXED);
+    }
+    g_mutex_lock(&dl_lock);
+    while (!dl_quit) {
+        int64_t now, period_ns = __atomic_load_n(&dl_period_ms, __ATOMIC_RELAXED) * 1000000LL;
+
+        g_cond_wait_until(&dl_cond, &dl_lock, g_get_monotonic_time() + DL_HARVEST_NS / 1000);
+        if (dl_quit) {
+            break;
+        }
+        g_mutex_unlock(&dl_lock);
+        /* A failed reset is the migration's error to report; counts just lag. */
+        kvm_dirty_ring_harvest(kvm_state);
+        now = get_clock_ns();
+        for (guint i = 0; i < n; i++) {
+            CPUState *cpu = g_ptr_array_index(vcpus, i);
+            uint64_t limit = dl_limit(cpu);
+
+            if (limit && dl_excess_ns(cpu, limit, now) > 0) {
+                cpu_kick_run(cpu);
+            }
+        }
+        g_mutex_lock(&dl_lock);
+        if (now - period_start >= period_ns) {
+            uint64_t longest = 0;
+
+            for (guint i = 0; i < n; i++) {
+                CPUState *cpu = g_ptr_array_index(vcpus, i);
+                uint64_t pages = __atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED);
+                uint64_t slept = __atomic_load_n(&cpu->dl_sleep_ns, __ATOMIC_RELAXED);
+
+                dl_rate[i] = (pages - last_pages[i]) * 4096 * 1000 / MiB /
+                             MAX(1, (now - period_start) / 1000000);
+                longest = MAX(longest, (slept - last_sleep_ns[i]) / 1000);
+                last_pages[i] = pages;
+                last_sleep_ns[i] = slept;
+                trace_dirtylimit_vcpu_rate(i, dl_limit(cpu), dl_rate[i]);
+            }
+            dl_round_sleep_us = longest;
+            period_start = now;
+        }
+    }
+    g_mutex_unlock(&dl_lock);
+    return NULL;
+}
+
+/* dl_lock held. Starts or ends the thread and the log reference to match the limits. */
+static void dl_update_locked(bool own_log)
+{
+    bool want = dl_any_limit();
+
+    if (want && own_log && !dl_log_ref) {
+        dl_log_ref = kvm_dirty_ring_count_start(kvm_state, NULL);
+    }
+    if (want && !dl_thread_running) {
+        dl_quit = false;
+        memset(dl_rate, 0, sizeof(dl_rate));
+        dl_round_sleep_us = 0;
+        dl_thread_running =
+            qemu_thread_create(&dl_thread, "dirtylimit", dirtylimit_thread_fn, NULL) == 0;
+    }
+    if (!want && dl_thread_running) {
+        dl_quit = true;
+        g_cond_broadcast(&dl_cond);
+        g_mutex_unlock(&dl_lock);
+        qemu_thread_join(&dl_thread);
+        g_mutex_lock(&dl_lock);
+        dl_thread_running = false;
+    }
+    if (!want && dl_log_ref) {
+        kvm_dirty_ring_count_stop(kvm_state);
+        dl_log_ref = false;
+    }
+}
+
+static void dl_set_one(CPUState *cpu, uint64_t mbps)
+{
+    /* A new limit starts a new budget, taken by the vCPU at its next exit. */
+    __atomic_store_n(&cpu->dl_start_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cpu->dirty_limit_mbps, mbps, __ATOMIC_RELAXED);
+    /* Out of a sleep computed for the old limit. */
+    cpu_kick(cpu);
+}
+
+bool dirtylimit_set(int cpu_index, uint64_t mbps, bool own_log, Error **errp)
+{
+    if (!dirtylimit_supported(errp)) {
+        return false;
+    }
+    if (cpu_index != -1 && !dl_cpu(cpu_index)) {
+        error_setg(errp, "incorrect cpu index specified");
+        return false;
+    }
+    if (!mbps) {
+        error_setg(errp, "dirty-rate must be at least 1 MB/s");
+        return false;
+    }
+    g_mutex_lock(&dl_lock);
+    for (guint i = 0; i < vcpus->len; i++) {
+        if (cpu_index == -1 || (guint)cpu_index == i) {
+            dl_set_one(g_ptr_array_index(vcpus, i), mbps);
+        }
+    }
+    dl_update_locked(own_log);
+    g_mutex_unlock(&dl_lock);
+    trace_dirtylimit_set(cpu_index, mbps);
+    return true;
+}
+
+void dirtylimit_cancel(int cpu_index)
+{
+    g_mutex_lock(&dl_lock);
+    for (guint i = 0; vcpus && i < vcpus->len; i++) {
+        if (cpu_index == -1 || (guint)cpu_index == i) {
+            dl_set_one(g_ptr_array_index(vcpus, i), 0);
+        }
+    }
+    dl_update_locked(false);
+    g_mutex_unlock(&dl_lock);
+    trace_dirtylimit_set(cpu_index, 0);
+}
+
+bool dirtylimit_in_service(void)
+{
+    return dl_any_limit();
+}
+
+bool dirtylimit_vcpu_limited(int cpu_index)
+{
+    CPUState *cpu = dl_cpu(cpu_index);
+
+    return cpu && dl_limit(cpu);
+}
+
+void dirtylimit_set_period_ms(uint64_t ms)
+{
+    __atomic_store_n(&dl_period_ms, MAX(1, ms), __ATOMIC_RELAXED);
+}
+
+uint64_t dirtylimit_vcpu_current_rate(int cpu_index)
+{
+    uint64_t rate = 0;
+
+    g_mutex_lock(&dl_lock);
+    if (cpu_index >= 0 && cpu_index < DL_MAX_VCPUS) {
+        rate = dl_rate[cpu_index];
+    }
+    g_mutex_unlock(&dl_lock);
+    return rate;
+}
+
+uint64_t dirtylimit_vcpu_limit(int cpu_index)
+{
+    CPUState *cpu = dl_cpu(cpu_index);
+
+    return cpu ? dl_limit(cpu) : 0;
+}
+
+uint64_t dirtylimit_throttle_time_per_round_us(void)
+{
+    uint64_t us;
+
+    g_mutex_lock(&dl_lock);
+    us = dl_round_sleep_us;
+    g_mutex_unlock(&dl_lock);
+    return us;
+}
+
+uint64_t dirtylimit_ring_full_time_us(void)
+{
+    uint64_t ring = kvm_dirty_ring_bytes(kvm_state), sum = 0, n = 0;
+
+    g_mutex_lock(&dl_lock);
+    for (guint i = 0; vcpus && i < vcpus->len && i < DL_MAX_VCPUS; i++) {
+        if (dl_limit(g_ptr_array_index(vcpus, i))) {
+            sum += dl_rate[i];
+            n++;
+        }
+    }
+    g_mutex_unlock(&dl_lock);
+    /* The ring's bytes at the average limited vCPU's rate (sum / n MB/s). */
+    return n && sum ? ring * n * 1000000 / (sum * MiB) : 0;
+}
