@@ -65,6 +65,15 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
         if (info->has_downtime) {
             monitor_printf(mon, "downtime: %" PRId64 " ms\n", info->downtime);
         }
+        if (info->x_downtime) {
+            XDowntimeInfo *d = info->x_downtime;
+
+            monitor_printf(mon, "downtime phases: stop-vcpus %" PRIu64 " us, final-sync %" PRIu64
+                           " us, last-ram %" PRIu64 " us, device-state %" PRIu64 " us, "
+                           "unattributed %" PRIu64 " us (of %" PRIu64 " us)\n", d->stop_vcpus,
+                           d->final_sync, d->last_ram, d->device_state, d->unattributed,
+                           d->total);
+        }
         if (info->has_setup_time) {
             monitor_printf(mon, "setup: %" PRId64 " ms\n", info->setup_time);
         }

@@ -140,6 +140,7 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     uint64_t drained = !compressed ? bytes
                        : MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
                                     TARGET_PAGE_SIZE);
+    double switchover_bpms;
 
     if (ms < BUFFER_DELAY_MS) {
         return;
@@ -148,11 +149,14 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     if (w->busy) {
         s->bandwidth_bpms = drained / ms;
     }
-    s->threshold_bytes = (s->bandwidth_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
+    /* avail-switchover-bandwidth: what the user says the switchover may use (QEMU 8.2). */
+    switchover_bpms = migrate_avail_switchover_bandwidth() ? migrate_avail_switchover_bandwidth() / 1000.0
+                      : s->bandwidth_bpms;
+    s->threshold_bytes = (switchover_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
     s->mbps = bytes * 8.0 / ms / 1000.0;
     s->pages_per_second = (ram_pages_sent() - w->start_pages) * 1000.0 / ms;
-    if (s->bandwidth_bpms > 0 && bytes > 10000) {
-        s->expected_downtime_ms = remaining / s->bandwidth_bpms;
+    if (switchover_bpms > 0 && bytes > 10000) {
+        s->expected_downtime_ms = remaining / switchover_bpms;
     }
     converge_tick(s->bandwidth_bpms);
     w->start_ns = now;
@@ -300,6 +304,25 @@ static void *migration_thread(void *opaque)
     return NULL;
 }
 
+/* The switchover's phases of a completed precopy, or NULL. */
+static XDowntimeInfo *migration_downtime_info(const MigrationState *s)
+{
+    XDowntimeInfo *d;
+
+    if (!s->downtime_phases_valid) {
+        return NULL;
+    }
+    d = g_new0(XDowntimeInfo, 1);
+    d->stop_vcpus = s->downtime_stop_ns / 1000;
+    d->final_sync = s->downtime_sync_ns / 1000;
+    d->last_ram = s->downtime_ram_ns / 1000;
+    d->device_state = s->downtime_dev_ns / 1000;
+    d->total = s->downtime_total_ns / 1000;
+    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
+                                                d->device_state);
+    return d;
+}
+
 /* Main thread, BQL: join the thread, release everything, settle the state. */
 static void migration_cleanup_bh(void *opaque)
 {
@@ -351,7 +374,13 @@ static void migration_cleanup_bh(void *opaque)
         error_report("%s", error_get_pretty(s->error));
     }
     s->thread_running = false;
-    migrate_set_state(&s->state, st, s->result);
+    if (s->result == MIGRATION_STATUS_COMPLETED) {
+        g_autoptr(XDowntimeInfo) d = migration_downtime_info(s);
+
+        migrate_set_state_detail(&s->state, st, s->result, d);
+    } else {
+        migrate_set_state(&s->state, st, s->result);
+    }
 }
 
 static const MigrationOutMode *migration_select_mode(void)
@@ -458,6 +487,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->channel = (MigChannel) { .fd = -1 };
     s->start_ns = get_clock_ns();
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
+    s->downtime_phases_valid = false;
     s->bandwidth_bpms = 0;
     s->mbps = 0;
     s->pages_per_second = 0;
@@ -625,6 +655,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
     if (st == MIGRATION_STATUS_COMPLETED) {
         info->has_downtime = true;
         info->downtime = s->downtime_ms;
+        info->x_downtime = migration_downtime_info(s);
     } else if (st == MIGRATION_STATUS_ACTIVE || st == MIGRATION_STATUS_DEVICE) {
         info->has_expected_downtime = true;
         info->expected_downtime = s->expected_downtime_ms;

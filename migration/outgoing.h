@@ -63,6 +63,13 @@ typedef struct MigrationState {
     uint64_t downtime_bytes;
     bool vm_was_running;        /* at the switchover (precopy) or the freeze (snapshot) */
     /*
+     * Precopy's switchover phases, ns (XDowntimeInfo): written by mig/src
+     * before the state turns completed, read after.
+     */
+    bool downtime_phases_valid;
+    int64_t downtime_stop_ns, downtime_sync_ns, downtime_ram_ns, downtime_dev_ns;
+    int64_t downtime_total_ns;
+    /*
      * Postcopy: the guest may run on the destination now, so it must never
      * run here again; a failure pauses instead (postcopy-paused). Set by
      * mig/src; the cleanup bottom half reads it once the thread is joined.

@@ -12,6 +12,7 @@
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
 #include "outgoing.h"
+#include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
 #include "status.h"
@@ -39,9 +40,10 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
 /* Stop the guest and send everything that is left. BQL taken here. */
 static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
 {
-    int64_t t_stop, t_dev;
+    int64_t t_stop, t_ram, t_dev;
     bool ok;
 
+    s->downtime_phases_valid = false;
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
@@ -49,18 +51,25 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);
     ok = qemu_savevm_state_complete_live(f) == 0;
-    t_dev = get_clock_ns();
+    t_ram = get_clock_ns();
     if (!ok) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
     } else {
         ok = qemu_savevm_state_devices(f, errp);
     }
+    t_dev = get_clock_ns();
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     if (ok) {
-        s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
-        trace_migration_downtime((t_stop - s->downtime_start_ns) / 1000,
-                                 (get_clock_ns() - t_dev) / 1000,
-                                 (get_clock_ns() - s->downtime_start_ns) / 1000);
+        s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
+        s->downtime_stop_ns = t_stop - s->downtime_start_ns;
+        s->downtime_sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_stop);
+        s->downtime_ram_ns = t_ram - t_stop - s->downtime_sync_ns;
+        s->downtime_dev_ns = t_dev - t_ram;
+        s->downtime_total_ns = t_dev - s->downtime_start_ns;
+        s->downtime_phases_valid = true;
+        trace_migration_downtime(s->downtime_stop_ns / 1000, s->downtime_sync_ns / 1000,
+                                 s->downtime_ram_ns / 1000, s->downtime_dev_ns / 1000,
+                                 s->downtime_total_ns / 1000);
         runstate_set(RUN_STATE_POSTMIGRATE);
     }
     bql_unlock();

@@ -176,14 +176,24 @@ static int ram_save_iterate(QEMUFile *f, void *opaque)
     return qemu_file_get_error(f) ? qemu_file_get_error(f) : done;
 }
 
+/* mig/src: the last ram_save_complete()'s final sync; the downtime breakdown reads it after. */
+static int64_t ram_final_sync_ns;
+
+int64_t ram_last_final_sync_ns(void)
+{
+    return ram_final_sync_ns;
+}
+
 static int ram_save_complete(QEMUFile *f, void *opaque)
 {
     RAMState *rs = opaque;
     int64_t t0 = get_clock_ns();
 
+    ram_final_sync_ns = 0;
     if (rs->src->final_sync && rs->src->final_sync(f) < 0) {
         return qemu_file_get_error(f) ?: -EIO;
     }
+    ram_final_sync_ns = get_clock_ns() - t0;
     while (rs->src->send_next(f, &rs->writer)) {
         if (qemu_file_get_error(f)) {
             break;

@@ -46,5 +46,7 @@ void ram_save_enter_postcopy(void);
 int ram_save_resume_prepare(QEMUFile *f, Error **errp);
 /* query-migrate: the section's and its source's counters into @info->ram. BQL. */
 void ram_fill_info(MigrationInfo *info);
+/* mig/src, after the "ram" section completed: how long its final dirty sync took (ns). */
+int64_t ram_last_final_sync_ns(void);
 
 #endif

@@ -11,15 +11,20 @@
 #include "status.h"
 #include "trace.h"
 
-void migrate_set_state(int *state, int old, int new)
+void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime)
 {
     if (__atomic_compare_exchange_n(state, &old, new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         trace_migration_state(MigrationStatus_str(old), MigrationStatus_str(new));
         if (migrate_events()) {
             BQL_LOCK_GUARD();
-            qapi_event_send_migration(new);
+            qapi_event_send_migration(new, downtime);
         }
     }
+}
+
+void migrate_set_state(int *state, int old, int new)
+{
+    migrate_set_state_detail(state, old, new, NULL);
 }
 
 int migrate_get_state(const int *state)

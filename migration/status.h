@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "qapi/qapi-types.h"
 
 /*
  * migrate_set_state: compare-and-swap *@state from @old to @new; if it
@@ -17,6 +18,8 @@
  * Any thread; takes the BQL for the event if the caller does not hold it.
  */
 void migrate_set_state(int *state, int old, int new);
+/* The same, the MIGRATION event carrying @downtime (NULL: none). */
+void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime);
 /* The current value of a state migrate_set_state() changes. Any thread. */
 int migrate_get_state(const int *state);
 /* States in which an outgoing migration owns the VM (setup to cancelling). */
