@@ -759,17 +759,32 @@ double line_get_double(const char *line, const char *key)
     return p ? g_ascii_strtod(p + strlen(pat), NULL) : -1;
 }
 
+/* A dotted path of members, each optionally indexed: "ram.total", "list[0].id". */
 static JsonNode *json_lookup(JsonNode *n, const char *path)
 {
     g_auto(GStrv) parts = g_strsplit(path, ".", -1);
 
     for (int i = 0; parts[i] && n; i++) {
+        /* "name[N]" (or "[N]" alone): element N of the array member. */
+        char *bracket = strchr(parts[i], '[');
         JsonObject *o;
-        if (!JSON_NODE_HOLDS_OBJECT(n)) {
-            return NULL;
+
+        if (bracket) {
+            *bracket = '\0';
         }
-        o = json_node_get_object(n);
-        n = json_object_has_member(o, parts[i]) ? json_object_get_member(o, parts[i]) : NULL;
+        if (*parts[i]) {
+            if (!JSON_NODE_HOLDS_OBJECT(n)) {
+                return NULL;
+            }
+            o = json_node_get_object(n);
+            n = json_object_has_member(o, parts[i]) ? json_object_get_member(o, parts[i]) : NULL;
+        }
+        if (bracket && n) {
+            guint idx = strtoul(bracket + 1, NULL, 10);
+            JsonArray *a = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+
+            n = a && idx < json_array_get_length(a) ? json_array_get_element(a, idx) : NULL;
+        }
     }
     return n;
 }

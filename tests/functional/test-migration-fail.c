@@ -286,13 +286,13 @@ static void test_capabilities(void)
     src = vm_spawn("caps", true, MIGTEST_BASE_ARGS "-m 64M -kernel %s -append 'mode=idle mem=8'",
                    vmtest_firmware());
     r = vm_qmp(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
-                    "{'capabilities': [{'capability': 'auto-converge', 'state': true}]}}");
+                    "{'capabilities': [{'capability': 'x-colo', 'state': true}]}}");
     desc = vm_qmp_error_desc(r, NULL);
-    g_assert_nonnull(strstr(desc, "'auto-converge' is not supported"));
+    g_assert_nonnull(strstr(desc, "'x-colo' is not supported"));
     json_node_unref(r);
     r = vm_qmp_ok(src, "{'execute': 'query-migrate-capabilities'}");
-    /* QEMU 7.2's 21, then mapped-ram (QEMU 9.0's) and our x-lazy-restore. */
-    g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 23);
+    /* QEMU 7.2's 21, then dirty-limit (8.1), mapped-ram (9.0) and our x-lazy-restore. */
+    g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 24);
     json_node_unref(r);
     r = vm_qmp(src, "{'execute': 'migrate-set-parameters', 'arguments': {'downtime-limit': 2000001}}");
     g_free(desc);

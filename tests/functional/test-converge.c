@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Convergence on real KVM: a guest that dirties memory at more than twice
+ * max-bandwidth completes with auto-converge and with dirty-limit, its RAM
+ * identical on both sides; the downtime's phases add up to the downtime;
+ * calc-dirty-rate reads the firmware's rate in each mode; a dirty-limit set
+ * by hand holds the guest to it; the refusals say why.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+#define RING "-accel kvm,dirty-ring-size=4096"
+/* 200 MB/s at random over 192 MiB; the link gets 80 MiB/s. */
+#define OUTRUN_MEM "384M"
+#define OUTRUN_APPEND "mode=dirty mem=192 rate=200 pattern=random"
+#define OUTRUN_BANDWIDTH (80 << 20)
+
+static double mib(double mb)
+{
+    return mb * 1e6 / (1 << 20);
+}
+
+/* The firmware's measured rate (MB/s, 10^6) averaged over its next @n STAT lines. */
+static double guest_rate_mbps(VM *vm, int n)
+{
+    double sum = 0;
+
+    vm_wait_line(vm, "STAT", 30);       /* a period that began before the caller's change */
+    for (int i = 0; i < n; i++) {
+        sum += line_get_double(vm_wait_line(vm, "STAT", 30), "rate_mbps");
+    }
+    return sum / n;
+}
+
+/* The phases of a completed precopy account for its downtime (at least 95%). */
+static void assert_downtime_attributed(JsonNode *info)
+{
+    int64_t total = json_get_int(info, "x-downtime.total");
+    int64_t sum = json_get_int(info, "x-downtime.stop-vcpus") +
+                  json_get_int(info, "x-downtime.final-sync") +
+                  json_get_int(info, "x-downtime.last-ram") +
+                  json_get_int(info, "x-downtime.device-state");
+
+    g_assert_cmpint(total, >, 0);
+    g_assert_cmpint(sum, <=, total);
+    g_assert_cmpint(sum * 100, >=, total * 95);
+    g_assert_cmpint(json_get_int(info, "x-downtime.unattributed"), ==, total - sum);
+    /* The same span as downtime (ms, truncated). */
+    g_assert_cmpint(total / 1000, ==, json_get_int(info, "downtime"));
+}
+
+/*
+ * Migrates the outrunning guest with @cap on; returns the highest value of
+ * query-migrate's @watch seen while it ran (0 if never present).
+ */
+static int64_t migrate_outrunning(VM *src, VM *dst, const char *uri, const char *cap,
+                                  const char *watch)
+{
+    int64_t seen = 0;
+    JsonNode *info;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': '%s', 'state': true}, "
+                              "{'capability': 'events', 'state': true}]}}", cap));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': %d, 'downtime-limit': 100, "
+                              "'cpu-throttle-initial': 40, 'cpu-throttle-increment': 20, "
+                              "'vcpu-dirty-limit': 20}}", OUTRUN_BANDWIDTH));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    for (int i = 0; i < 1800; i++) {
+        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        if (json_has(info, watch)) {
+            seen = MAX(seen, json_get_int(info, watch));
+        }
+        if (strcmp(json_get_str(info, "status"), "active") &&
+            strcmp(json_get_str(info, "status"), "setup")) {
+            json_node_unref(info);
+            break;
+        }
+        json_node_unref(info);
+        g_usleep(100 * 1000);
+    }
+    info = vm_wait_migration(src, "completed|failed", 10);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    assert_downtime_attributed(info);
+    json_node_unref(info);
+    /* The MIGRATION event of the completion carries the same breakdown. */
+    for (;;) {
+        JsonNode *ev = vm_wait_event(src, "MIGRATION", 10);
+
+        if (!strcmp(json_get_str(ev, "data.status"), "completed")) {
+            g_assert_true(json_has(ev, "data.x-downtime.total"));
+            json_node_unref(ev);
+            break;
+        }
+        json_node_unref(ev);
+    }
+    migtest_wait_incoming_done(dst);
+    migtest_assert_ram_identical(src, dst, OUTRUN_MEM);
+    return seen;
+}
+
+static void test_auto_converge(void)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    g_autofree char *hmp = NULL;
+    VM *src, *dst;
+    int64_t pct;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source(OUTRUN_MEM, OUTRUN_APPEND);
+    dst = migtest_start_dest(OUTRUN_MEM, OUTRUN_APPEND, true, uri);
+    pct = migrate_outrunning(src, dst, uri, "auto-converge", "cpu-throttle-percentage");
+    /* It did throttle (40% first), never past max-cpu-throttle. */
+    g_assert_cmpint(pct, >=, 40);
+    g_assert_cmpint(pct, <=, 99);
+    /* Back to full speed once it ended. */
+    g_assert_cmpint(json_get_int(vm_qmp_ok(src, "{'execute': 'query-migrate'}"),
+                                 "cpu-throttle-percentage"), ==, 0);
+    hmp = vm_hmp(src, "info migrate");
+    g_assert_nonnull(strstr(hmp, "cpu throttle percentage: 0"));
+    g_assert_nonnull(strstr(hmp, "downtime phases: stop-vcpus "));
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    migtest_assert_guest_continues(dst, OUTRUN_APPEND, 0);
+    vm_kill(src);
+    vm_kill(dst);
+}
+
+static void test_dirty_limit(void)
+{
+    g_autofree char *uri = migtest_uri("unix");
+    JsonNode *limits;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra(OUTRUN_MEM, OUTRUN_APPEND, RING);
+    dst = migtest_start_dest_extra(OUTRUN_MEM, OUTRUN_APPEND, true, uri, RING);
+    /* The guest was limited while it ran: its ring fills in finite time at 20 MB/s. */
+    g_assert_cmpint(migrate_outrunning(src, dst, uri, "dirty-limit", "dirty-limit-ring-full-time"),
+                    >, 0);
+    /* The migration's limits ended with it. */
+    limits = vm_qmp_ok(src, "{'execute': 'query-vcpu-dirty-limit'}");
+    g_assert_cmpint(json_array_get_length(json_node_get_array(limits)), ==, 0);
+    json_node_unref(limits);
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    migtest_assert_guest_continues(dst, OUTRUN_APPEND, 0);
+    vm_kill(src);
+    vm_kill(dst);
+}
+
+static void assert_qmp_error(VM *vm, const char *cmd, const char *part)
+{
+    JsonNode *r = vm_qmp(vm, "%s", cmd);
+    g_autofree char *desc = vm_qmp_error_desc(r, NULL);
+
+    if (!strstr(desc, part)) {
+        g_error("%s: error '%s' lacks '%s'", cmd, desc, part);
+    }
+    json_node_unref(r);
+}
+
+static void test_refusals(void)
+{
+    g_autofree char *out = NULL;
+    VM *vm, *ring;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = migtest_start_source("256M", "mode=dirty mem=64 rate=10");
+    assert_qmp_error(vm, "{'execute': 'migrate-set-capabilities', 'arguments': {'capabilities': "
+                     "[{'capability': 'dirty-limit', 'state': true}]}}",
+                     "dirty-limit requires KVM with accelerator property 'dirty-ring-size' set");
+    assert_qmp_error(vm, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 10}}",
+                     "requires KVM with accelerator property 'dirty-ring-size'");
+    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+                     "'mode': 'dirty-ring'}}", "mode dirty-ring is not enabled");
+    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 61}}",
+                     "between 1 and 60 seconds");
+    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 10, "
+                     "'calc-time-unit': 'millisecond'}}", "between 50 and 60000 milliseconds");
+    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+                     "'sample-pages': 5000}}", "'sample-pages'");
+    assert_qmp_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+                     "{'x-vcpu-dirty-limit-period': 0}}", "x-vcpu-dirty-limit-period");
+    assert_qmp_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+                     "{'vcpu-dirty-limit': 0}}", "vcpu_dirty_limit");
+    out = vm_hmp(vm, "migrate_set_capability dirty-limit on");
+    g_assert_nonnull(strstr(out, "dirty-ring-size"));
+    g_free(out);
+    out = vm_hmp(vm, "info vcpu_dirty_limit");
+    g_assert_nonnull(strstr(out, "Dirty page limit not enabled!"));
+    vm_kill(vm);
+
+    ring = migtest_start_source_extra("256M", "mode=dirty mem=64 rate=10", RING);
+    assert_qmp_error(ring, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                     "{'capabilities': [{'capability': 'dirty-limit', 'state': true}, "
+                     "{'capability': 'auto-converge', 'state': true}]}}",
+                     "dirty-limit conflicts with auto-converge");
+    assert_qmp_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': "
+                     "{'dirty-rate': 10, 'cpu-index': 1}}", "incorrect cpu index specified");
+    assert_qmp_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 0}}",
+                     "at least 1");
+    assert_qmp_error(ring, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+                     "'mode': 'dirty-bitmap'}}", "mode dirty-bitmap is not enabled");
+    vm_kill(ring);
+}
+
+/* calc-dirty-rate in @mode for @calc_ms; returns the dirty rate (MB/s, 2^20). */
+static int64_t calc_dirty_rate(VM *vm, const char *mode, int calc_ms, int sample_pages)
+{
+    JsonNode *info = NULL;
+    int64_t rate;
+
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'calc-dirty-rate', 'arguments': "
+                              "{'calc-time': %d, 'calc-time-unit': 'millisecond', 'mode': '%s'"
+                              "%s}}", calc_ms, mode, sample_pages ? ", 'sample-pages': 4096" : ""));
+    for (int i = 0; i < 600; i++) {
+        info = vm_qmp_ok(vm, "{'execute': 'query-dirty-rate', 'arguments': "
+                         "{'calc-time-unit': 'millisecond'}}");
+        if (!strcmp(json_get_str(info, "status"), "measured")) {
+            break;
+        }
+        g_assert_cmpstr(json_get_str(info, "status"), ==, "measuring");
+        json_node_unref(info);
+        info = NULL;
+        g_usleep(50 * 1000);
+    }
+    g_assert_nonnull(info);
+    g_assert_cmpstr(json_get_str(info, "mode"), ==, mode);
+    g_assert_cmpint(json_get_int(info, "calc-time"), ==, calc_ms);
+    rate = json_get_int(info, "dirty-rate");
+    if (!strcmp(mode, "dirty-ring")) {
+        g_assert_cmpint(json_get_int(info, "vcpu-dirty-rate[0].dirty-rate"), ==, rate);
+    }
+    json_node_unref(info);
+    return rate;
+}
+
+static void assert_within(double got, double want, double tolerance, const char *what)
+{
+    g_test_message("%s: %.1f MB/s, expected %.1f", what, got, want);
+    if (fabs(got - want) > want * tolerance) {
+        g_error("%s: %.1f MB/s is not within %.0f%% of %.1f", what, got, tolerance * 100, want);
+    }
+}
+
+/* 100 MB/s (95.4 MiB/s) at random over 768 MiB. */
+#define RATE_APPEND "mode=dirty mem=768 rate=100 pattern=random"
+
+static void test_calc_dirty_rate(void)
+{
+    const double want = mib(100);
+    /*
+     * Page sampling sees a page once however often it was written: over
+     * 1 s, 100 MB/s of one-page writes at random over 768 MiB leave a
+     * share 1 - e^(-writes/pages) of the area changed.
+     */
+    const double pages = 768.0 * 256, writes = 100e6 / 4096;
+    const double sampled_want = (1 - exp(-writes / pages)) * pages * 4096 / (1 << 20);
+    g_autofree char *out = NULL;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = migtest_start_source_extra("1G", RATE_APPEND, RING);
+    assert_within(calc_dirty_rate(vm, "dirty-ring", 1000, 0), want, 0.10, "dirty-ring 1 s");
+    assert_within(calc_dirty_rate(vm, "dirty-ring", 200, 0), want, 0.10, "dirty-ring 200 ms");
+    assert_within(calc_dirty_rate(vm, "page-sampling", 1000, 4096), sampled_want, 0.10,
+                  "page-sampling 1 s");
+    out = vm_hmp(vm, "calc_dirty_rate -r 1");
+    g_assert_nonnull(strstr(out, "Starting dirty rate measurement with calc time 1 seconds"));
+    for (int i = 0; i < 100; i++) {
+        g_free(out);
+        out = vm_hmp(vm, "info dirty_rate");
+        if (strstr(out, "Status: measured")) {
+            break;
+        }
+        g_usleep(50 * 1000);
+    }
+    g_assert_nonnull(strstr(out, "Status: measured"));
+    g_assert_nonnull(strstr(out, "Mode: dirty-ring"));
+    g_assert_nonnull(strstr(out, "vcpu[0], Dirty rate: "));
+    vm_kill(vm);
+
+    vm = migtest_start_source("1G", RATE_APPEND);
+    assert_within(calc_dirty_rate(vm, "dirty-bitmap", 200, 0), want, 0.10, "dirty-bitmap 200 ms");
+    /* The measurement's bitmap session ended: a migration can take the dirty log again. */
+    {
+        g_autofree char *uri = migtest_uri("unix");
+        VM *dst = migtest_start_dest("1G", RATE_APPEND, false, uri);
+        JsonNode *info;
+
+        json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+        info = vm_wait_migration(vm, "completed|failed", 120);
+        g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+        json_node_unref(info);
+        vm_kill(dst);
+    }
+    vm_kill(vm);
+}
+
+static void test_vcpu_dirty_limit(void)
+{
+    JsonNode *limits;
+    double limited, free_rate;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = migtest_start_source_extra("512M", "mode=dirty mem=384 rate=150 pattern=random", RING);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'set-vcpu-dirty-limit', 'arguments': "
+                              "{'dirty-rate': 30, 'cpu-index': 0}}"));
+    limited = mib(guest_rate_mbps(vm, 4));
+    assert_within(limited, 30, 0.20, "guest under a 30 MB/s limit");
+    limits = vm_qmp_ok(vm, "{'execute': 'query-vcpu-dirty-limit'}");
+    g_assert_cmpint(json_get_int(limits, "[0].cpu-index"), ==, 0);
+    g_assert_cmpint(json_get_int(limits, "[0].limit-rate"), ==, 30);
+    assert_within(json_get_int(limits, "[0].current-rate"), 30, 0.35, "current-rate");
+    json_node_unref(limits);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'cancel-vcpu-dirty-limit'}"));
+    free_rate = guest_rate_mbps(vm, 2);
+    assert_within(free_rate, 150, 0.05, "guest after cancel");
+    vm_kill(vm);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/converge/refusals", test_refusals);
+    g_test_add_func("/converge/calc-dirty-rate", test_calc_dirty_rate);
+    g_test_add_func("/converge/vcpu-dirty-limit", test_vcpu_dirty_limit);
+    g_test_add_func("/converge/auto-converge", test_auto_converge);
+    g_test_add_func("/converge/dirty-limit", test_dirty_limit);
+    return g_test_run();
+}
