@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The scenarios and groups of scripts/migbench (a table, and its generators)."""
+
+UNLIMITED = 100 << 30           # "unlimited" bandwidth both binaries accept
+
+# Scenarios are declarative: add one by adding an entry.
+#   mem: -m; append: firmware parameters; params: migrate-set-parameters
+#   (both binaries); ours_params: parameters only ours gets, on top of params
+#   (QEMU 7.2 lacks them, e.g. zero-page-detection); caps: capabilities to
+#   turn on; dst_caps/dst_params: what the destination gets before the
+#   source connects (default: the caps in DST_CAPS and, with one of them,
+#   the multifd-* params); warmup: STAT lines to see before migrating;
+#   after: STAT/PASS lines to see on the destination; kind: precopy|snapshot;
+#   quick: overrides for --quick (each run well under a minute).
+#   Multifd variants are generated below the table (multifd()).
+SCENARIOS = {
+    "idle": {
+        "doc": "2 GiB idle guest (64 MiB written), unlimited bandwidth",
+        "mem": "2G", "append": "mode=idle",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G"},
+    },
+    "fill": {
+        "doc": "2 GiB guest whose first 1 GiB was written once, then idle; unlimited bandwidth",
+        "mem": "2G", "append": "mode=idle mem=1024",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G", "append": "mode=idle mem=512"},
+    },
+    "dirty-random": {
+        "doc": "3 GiB guest writing 2 GiB randomly at 220 MB/s; 300 MiB/s, 100 ms downtime",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=220 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=110 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
+    },
+    "dirty-random-xbzrle": {
+        "doc": "dirty-random with xbzrle and a 2 GiB cache (the whole written area)",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=220 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100,
+                   "xbzrle-cache-size": 2 << 30},
+        "caps": ["xbzrle"],
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=110 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100,
+                             "xbzrle-cache-size": 512 << 20}},
+    },
+    "dirty-random-xbzrle-1g": {
+        "doc": "dirty-random with xbzrle and QEMU's 1 GiB cache of the issue's anchor",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=220 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100,
+                   "xbzrle-cache-size": 1 << 30},
+        "caps": ["xbzrle"],
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=110 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100,
+                             "xbzrle-cache-size": 256 << 20}},
+    },
+    "dirty-random-150": {
+        "doc": "as dirty-random at 150 MB/s",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=150 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=75 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
+    },
+    "dirty-seq": {
+        "doc": "3 GiB guest writing 2 GiB sequentially at 220 MB/s; 300 MiB/s, 100 ms",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=220 pattern=seq",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=110 pattern=seq",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
+    },
+    "memuser": {
+        "doc": "2 GiB guest sweeping 1.5 GiB in 128 MiB chunks with 200 ms idle (aging)",
+        "mem": "2G", "append": "mode=memuser mem=1536 chunk=128 idle_ms=200",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "quick": {"mem": "1G", "append": "mode=memuser mem=512 chunk=64 idle_ms=200"},
+    },
+    "dirty-1g": {
+        "doc": "1 GiB guest writing 768 MiB randomly at 200 MB/s; max-bandwidth 1 GiB/s",
+        "mem": "1G", "append": "mode=dirty mem=768 rate=200 pattern=random",
+        "params": {"max-bandwidth": 1 << 30},
+        "quick": {"append": "mode=dirty mem=512 rate=200 pattern=random"},
+    },
+    "snapshot": {
+        "doc": "3 GiB guest writing 2 GiB randomly at 150 MB/s: background snapshot vs "
+               "precopy into a file (exec:cat > FILE), both to local files",
+        "kind": "snapshot", "mem": "3G", "append": "mode=dirty mem=2048 rate=150 pattern=random",
+        "nonzero_mib": 2048, "warmup": 3,
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=150 pattern=random",
+                  "nonzero_mib": 512},
+    },
+    "snapshot-file": {
+        "doc": "4 GiB guest writing 2 GiB randomly at 150 MB/s: background snapshot to a local "
+               "file (ours with mapped-ram: 1 or 2 writers, with and without direct-io) and "
+               "restores (ours eager and lazy) against QEMU 7.2's, with the disk's dd speeds",
+        "kind": "snapshot-file", "mem": "4G",
+        "append": "mode=dirty mem=2048 rate=150 pattern=random",
+        "nonzero_mib": 2048, "warmup": 3,
+        "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=150 pattern=random",
+                  "nonzero_mib": 512},
+    },
+    "stall": {
+        "doc": "guest write latency while migrating: 1 GiB guest, 768 MiB random at 100 MB/s",
+        "mem": "1G", "append": "mode=dirty mem=768 rate=100 pattern=random",
+        "params": {"max-bandwidth": 1 << 30, "downtime-limit": 300},
+        "warmup": 3,
+        "quick": {"append": "mode=dirty mem=512 rate=100 pattern=random"},
+    },
+    # Compression and zero pages: mostly-zero 4 GiB guests, idle, unlimited.
+    "zero-text-4g": {
+        "doc": "4 GiB idle guest: 1 GiB of text (compressible), 3 GiB zero; unlimited",
+        "mem": "4G", "append": "mode=idle mem=1024 fill=text",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G", "append": "mode=idle mem=256 fill=text"},
+    },
+    "random-4g": {
+        "doc": "4 GiB idle guest: 1 GiB random (incompressible), 3 GiB zero; unlimited",
+        "mem": "4G", "append": "mode=idle mem=1024 fill=random",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G", "append": "mode=idle mem=256 fill=random"},
+    },
+    "zero-4g": {
+        "doc": "4 GiB idle guest, all zero but the firmware's own pages; unlimited",
+        "mem": "4G", "append": "mode=idle mem=1 fill=zero",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G"},
+    },
+    "zeroed-4g": {
+        "doc": "4 GiB idle guest that wrote 3 GiB of zeroes (populated zero pages, as freed "
+               "memory of a real guest); unlimited",
+        "mem": "4G", "append": "mode=idle mem=3072 fill=zeroed",
+        "params": {"max-bandwidth": UNLIMITED},
+        "quick": {"mem": "1G", "append": "mode=idle mem=768 fill=zeroed"},
+    },
+}
+
+
+def postcopy(sc, when, preempt=False, params=None):
+    """Scenario @sc switched to postcopy @when ("at-once": as soon as it is active,
+    "after-pass-1": at the second dirty sync), optionally with postcopy-preempt."""
+    caps = list(sc.get("caps", [])) + ["postcopy-ram"] + (["postcopy-preempt"] if preempt else [])
+    out = dict(sc, caps=caps, postcopy=when, params=dict(sc.get("params", {}), **(params or {})))
+    out["doc"] = "%s; postcopy%s %s%s" % (sc["doc"], "-preempt" if preempt else "",
+                                          when.replace("-", " "),
+                                          "".join(", %s %d" % kv for kv in (params or {}).items()))
+    if "params" in sc.get("quick", {}):
+        out["quick"] = dict(sc["quick"], params=dict(sc["quick"]["params"], **(params or {})))
+    return out
+
+
+def multifd(sc, channels, compression="none"):
+    """Scenario @sc with multifd on: @channels channels, @compression (both sides)."""
+    mp = {"multifd-channels": channels, "multifd-compression": compression}
+    out = dict(sc, caps=list(sc.get("caps", [])) + ["multifd"],
+               params=dict(sc.get("params", {}), **mp))
+    out["doc"] = "%s; multifd %d channel%s, %s" % (sc["doc"], channels,
+                                                   "s" if channels > 1 else "", compression)
+    if "params" in sc.get("quick", {}):
+        out["quick"] = dict(sc["quick"], params=dict(sc["quick"]["params"], **mp))
+    return out
+
+
+# Postcopy of the seed scenario (dirty-random): at once, after the first pass,
+# capped at 300 MiB/s, and a guest writing at twice the bandwidth.
+for _when in ("at-once", "after-pass-1"):
+    for _pre in (False, True):
+        SCENARIOS["postcopy%s-%s" % ("-preempt" if _pre else "", _when)] = \
+            postcopy(SCENARIOS["dirty-random"], _when, _pre)
+SCENARIOS["postcopy-preempt-bw300"] = postcopy(SCENARIOS["dirty-random"], "at-once", True,
+                                               {"max-postcopy-bandwidth": 300 << 20})
+SCENARIOS["postcopy-preempt-600"] = postcopy(
+    dict(SCENARIOS["dirty-random"], append="mode=dirty mem=2048 rate=600 pattern=random",
+         doc="3 GiB guest writing 2 GiB randomly at 600 MB/s; 300 MiB/s, 100 ms downtime",
+         quick={"mem": "1G", "append": "mode=dirty mem=512 rate=300 pattern=random",
+                "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}}),
+    "after-pass-1", True)
+
+# Several scenarios measured in one invocation, run by run (A B C A B C ...);
+# members marked ours-only run our binary alone (the comparison row is ours).
+GROUPS = {
+    "postcopy": ["postcopy-at-once", "postcopy-preempt-at-once", ("dirty-random", "ours-only")],
+    "postcopy-after-pass-1": ["postcopy-after-pass-1", "postcopy-preempt-after-pass-1",
+                              ("dirty-random", "ours-only")],
+}
+
+for _base, _variants in (
+        ("zero-text-4g", ((1, "none"), (2, "none"), (4, "none"), (2, "zstd"), (2, "zlib"))),
+        ("random-4g", ((2, "none"), (2, "zstd"), (2, "zlib"))),
+        ("zero-4g", ((2, "none"),)),
+        ("zeroed-4g", ((2, "none"),)),
+        ("dirty-random", ((2, "zstd"),))):
+    for _ch, _comp in _variants:
+        SCENARIOS["%s-mfd%d%s" % (_base, _ch, "" if _comp == "none" else "-" + _comp)] = \
+            multifd(SCENARIOS[_base], _ch, _comp)
