@@ -51,11 +51,20 @@ void cpu_kick_run(CPUState *cpu)
 
 void cpu_kick(CPUState *cpu)
 {
-    cpu_kick_run(cpu);
+    /*
+     * kick_seq first: a vCPU that leaves KVM_RUN because of this kick must
+     * find it moved, or it would run on without looking at the request.
+     */
     g_mutex_lock(&cpu->sleep_lock);
-    cpu->kick_seq++;
+    __atomic_store_n(&cpu->kick_seq, cpu->kick_seq + 1, __ATOMIC_SEQ_CST);
     g_cond_broadcast(&cpu->sleep_cond);
     g_mutex_unlock(&cpu->sleep_lock);
+    cpu_kick_run(cpu);
+}
+
+bool cpu_kicked(CPUState *cpu)
+{
+    return __atomic_load_n(&cpu->kick_seq, __ATOMIC_SEQ_CST) != cpu->sleep_seq;
 }
 
 int64_t cpu_sleep_unless_kicked(CPUState *cpu, int64_t ns)

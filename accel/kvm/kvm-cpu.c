@@ -374,10 +374,18 @@ static void *kvm_vcpu_thread_fn(void *arg)
             break;
         }
         bql_unlock();
-        action = kvm_cpu_exec_once(cpu);
-        if (action == VCPU_CONTINUE) {
-            cpu_throttle_vcpu_wait(cpu);
-        }
+        /*
+         * Exits that need nothing of the BQL (the dirty ring filled, a
+         * throttle kick, an I/O exit that took it itself) go straight back
+         * into the guest: a vCPU never waits for a BQL that mig/src holds
+         * unless somebody asked something of it.
+         */
+        do {
+            action = kvm_cpu_exec_once(cpu);
+            if (action == VCPU_CONTINUE) {
+                cpu_throttle_vcpu_wait(cpu);
+            }
+        } while (action == VCPU_CONTINUE && !cpu_kicked(cpu));
         bql_lock();
         if (action != VCPU_CONTINUE) {
             /* Stop this vCPU now; the main loop stops the others. */

@@ -45,7 +45,7 @@ struct CPUState {
      */
     GMutex sleep_lock;
     GCond sleep_cond;
-    uint64_t kick_seq;          /* sleep_lock */
+    uint64_t kick_seq;          /* written under sleep_lock, read atomically */
     uint64_t sleep_seq;         /* own vCPU thread: kick_seq when requests were last handled */
     int throttle_due;           /* atomic: auto-converge asks for one sleep */
     uint64_t dirty_pages;       /* atomic (ring lock adds): entries harvested from this vCPU's ring */
@@ -82,6 +82,12 @@ void resume_all_vcpus(void);
 bool all_vcpus_paused(void);
 /* Kick @cpu out of KVM_RUN (or a throttle sleep) so it notices new requests. Any thread. */
 void cpu_kick(CPUState *cpu);
+/*
+ * @cpu's own thread: was cpu_kick() called since cpu_handle_requests() last
+ * ran? Every request (pause, run_on_cpu, exit) comes with a kick, so a
+ * vCPU that was not kicked may enter KVM_RUN again without the BQL.
+ */
+bool cpu_kicked(CPUState *cpu);
 /* Kick @cpu out of KVM_RUN only: a throttle sleep goes on. Any thread. */
 void cpu_kick_run(CPUState *cpu);
 /*
