@@ -17,6 +17,11 @@
 #define PTE_LARGE       (PTE_P | PTE_RW | PTE_US | PTE_PS)
 
 #define LAPIC_BASE      0xfee00000UL
+#define LAPIC_ICR_LO    0x300
+#define LAPIC_ICR_HI    0x310
+#define ICR_INIT        0x4500  /* INIT, level assert */
+#define ICR_STARTUP     0x4600  /* start-up IPI | vector */
+#define ICR_BUSY        0x1000
 #define LAPIC_SVR       0xf0
 #define LAPIC_LINT0     0x350
 #define LAPIC_ENABLE    0x100
@@ -84,7 +89,8 @@ const char *g_clock;
 volatile uint64_t g_ticks;
 
 static struct idt_gate idt[IDT_ENTRIES];
-static struct tss tss;
+static struct tss tss, tss_ap;
+volatile uint32_t g_ap_up;
 static volatile struct pvclock pvclock __attribute__((aligned(64)));
 
 void boot_main(const struct hvm_start_info *si);
@@ -251,21 +257,33 @@ static void set_gate(unsigned vec, const void *fn, unsigned dpl)
     idt[vec].off_hi = (uint32_t)(a >> 32);
 }
 
-static void setup_cpu_tables(void)
+static void load_idt(void)
 {
-    uint64_t base = (uint64_t)&tss;
     struct {
         uint16_t limit;
         uint64_t base;
     } __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint64_t)idt };
+
+    asm volatile("lidt %0" :: "m"(idtr));
+}
+
+/* One TSS per CPU: rsp0 is its stack for interrupts and int3 coming from CPL3. */
+static void set_tss(struct tss *t, unsigned sel, char *rsp0)
+{
+    uint64_t base = (uint64_t)t;
+
+    t->rsp[0] = (uint64_t)rsp0;
+    t->iomap = sizeof(*t);
+    gdt[sel / 8] = (sizeof(*t) - 1) | (base & 0xffffff) << 16 |
+                   0x89ULL << 40 | ((base >> 24) & 0xff) << 56;
+    gdt[sel / 8 + 1] = base >> 32;
+}
+
+static void setup_cpu_tables(void)
+{
     unsigned v;
 
-    /* rsp0 is the stack for interrupts and int3 coming from CPL3. */
-    tss.rsp[0] = (uint64_t)kstack_top;
-    tss.iomap = sizeof(tss);
-    gdt[TSS_SEL / 8] = (sizeof(tss) - 1) | (base & 0xffffff) << 16 |
-                       0x89ULL << 40 | ((base >> 24) & 0xff) << 56;
-    gdt[TSS_SEL / 8 + 1] = base >> 32;
+    set_tss(&tss, TSS_SEL, kstack_top);
     asm volatile("ltr %w0" :: "r"(TSS_SEL));
 
     for (v = 0; v < 32; v++) {
@@ -276,7 +294,7 @@ static void setup_cpu_tables(void)
     for (v = PIC_VECTOR + 1; v < IDT_ENTRIES; v++) {
         set_gate(v, ignore_entry, 0);
     }
-    asm volatile("lidt %0" :: "m"(idtr));
+    load_idt();
 }
 
 /*
@@ -380,6 +398,75 @@ static uint64_t pit_khz(void)
     return sum * PIT_HZ / (PIT_CAL_TICKS / 2 * PIT_DIVISOR * 1000);
 }
 
+void ap_main(void);
+
+/* The AP, at CPL0 in long mode: its own TSS, the shared IDT, then its workload at CPL3. */
+void ap_main(void)
+{
+    asm volatile("ltr %w0" :: "r"(TSS_AP_SEL));
+    load_idt();
+    __atomic_store_n(&g_ap_up, 1, __ATOMIC_RELEASE);
+    enter_user(ap_user_main, ap_ustack_top);
+}
+
+/* True if the command line has "KEY=" as a word (scanned at CPL0: kept short). */
+static bool cmdline_has_key(const struct hvm_start_info *si, const char *key)
+{
+    const char *s = (const char *)si->cmdline_paddr;
+    size_t klen = 0;
+
+    while (key[klen]) {
+        klen++;
+    }
+    for (size_t i = 0; s && s[i] && i < 4096; i++) {
+        if ((i == 0 || s[i - 1] == ' ') && mem_eq(s + i, klen, key)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void wait_icr_idle(void)
+{
+    for (int i = 0; i < 1000 && (lapic_read(LAPIC_ICR_LO) & ICR_BUSY); i++) {
+        asm volatile("pause");
+    }
+}
+
+/*
+ * A per-vCPU workload for CPU 1 (mode1=...): INIT, then two start-up IPIs
+ * with the real-mode trampoline's page as vector, as the MP spec says; KVM's
+ * in-kernel LAPIC needs no delays between them. The AP says it is up in
+ * g_ap_up, within 2 s or the guest stops with a FAIL line.
+ */
+static void start_ap(void)
+{
+    uint64_t deadline;
+    struct line l = { 0 };
+
+    set_tss(&tss_ap, TSS_AP_SEL, ap_kstack_top);
+    memcpy((void *)AP_TRAMP_ADDR, ap_tramp_start, ap_tramp_end - ap_tramp_start);
+    lapic_write(LAPIC_ICR_HI, (uint32_t)AP_APIC_ID << 24);
+    lapic_write(LAPIC_ICR_LO, ICR_INIT);
+    wait_icr_idle();
+    for (int k = 0; k < 2; k++) {
+        lapic_write(LAPIC_ICR_HI, (uint32_t)AP_APIC_ID << 24);
+        lapic_write(LAPIC_ICR_LO, ICR_STARTUP | (AP_TRAMP_ADDR >> 12));
+        wait_icr_idle();
+    }
+    deadline = rdtsc() + 2000 * g_tsc_khz;
+    while (!__atomic_load_n(&g_ap_up, __ATOMIC_ACQUIRE)) {
+        if (rdtsc() > deadline) {
+            ln_str(&l, "FAIL cpu=");
+            ln_u64(&l, AP_APIC_ID);
+            ln_str(&l, " did not start");
+            ln_emit(&l);
+            cpl0_exit(EXIT_SETUP);
+        }
+        asm volatile("pause");
+    }
+}
+
 void boot_main(const struct hvm_start_info *si)
 {
     struct line l = { 0 };
@@ -414,6 +501,9 @@ void boot_main(const struct hvm_start_info *si)
         cpl0_exit(EXIT_SETUP);
     }
 
+    if (cmdline_has_key(si, "mode1=")) {
+        start_ap();
+    }
     g_out = svc_print;
     enter_user(user_main, ustack_top);
 }

@@ -41,6 +41,8 @@ gdt:
         .quad   0x00cff2000000ffff      /* 0x18 user data, DPL 3 */
         .quad   0x00affa000000ffff      /* 0x20 user code, 64-bit, DPL 3 */
         .quad   0, 0                    /* 0x28 TSS, filled in by boot.c */
+        .quad   0x00cf9a000000ffff      /* 0x38 kernel code, 32-bit (AP start-up) */
+        .quad   0, 0                    /* 0x40 the AP's TSS, filled in by boot.c */
 gdt_end:
         /* 32-bit lgdt reads limit + low 4 bytes of the base. */
 gdt_desc:
@@ -66,6 +68,12 @@ kstack_top:
         .skip   USTACK_SIZE
         .globl  ustack_top
 ustack_top:
+        .skip   KSTACK_SIZE
+        .globl  ap_kstack_top
+ap_kstack_top:
+        .skip   USTACK_SIZE
+        .globl  ap_ustack_top
+ap_ustack_top:
 
         .section .text.entry, "ax"
         .code32
@@ -131,6 +139,59 @@ start64:
 3:      cli
         hlt
         jmp     3b
+
+/*
+ * The AP's way from the SIPI (real mode, CS = AP_TRAMP_ADDR >> 4, IP = 0)
+ * to ap_main: this block is copied to AP_TRAMP_ADDR by boot.c, so it uses
+ * only offsets from its start; then protected mode on the shared GDT,
+ * long mode on the BSP's page tables.
+ */
+        .code16
+        .globl  ap_tramp_start, ap_tramp_end
+ap_tramp_start:
+        cli
+        mov     %cs, %ax
+        mov     %ax, %ds
+        lgdtl   ap_tramp_gdt - ap_tramp_start
+        mov     %cr0, %eax
+        or      $1, %eax
+        mov     %eax, %cr0
+        ljmpl   $KERNEL_CS32, $ap_start32
+        .p2align 2
+ap_tramp_gdt:
+        .word   gdt_end - gdt - 1
+        .long   gdt
+ap_tramp_end:
+
+        .code32
+ap_start32:
+        mov     $KERNEL_DS, %eax
+        mov     %eax, %ds
+        mov     %eax, %es
+        mov     %eax, %ss
+        mov     %eax, %fs
+        mov     %eax, %gs
+        mov     %cr4, %eax
+        or      $0x20, %eax             /* PAE */
+        mov     %eax, %cr4
+        mov     $pml4, %eax
+        mov     %eax, %cr3
+        mov     $MSR_EFER, %ecx
+        rdmsr
+        or      $EFER_LME, %eax
+        wrmsr
+        mov     %cr0, %eax
+        or      $0x80000001, %eax       /* PG | PE */
+        mov     %eax, %cr0
+        ljmp    $KERNEL_CS, $ap_start64
+
+        .code64
+ap_start64:
+        mov     $ap_kstack_top, %rsp
+        call    ap_main
+6:      cli
+        hlt
+        jmp     6b
 
         .text
 /* enter_user(fn, stack): drop to CPL3 with interrupts off, for good. */

@@ -9,11 +9,18 @@
 uint64_t g_us_mul;
 uint64_t g_wakeups;
 
+/* With two CPUs printing, a line goes out whole: a CPL3 spinlock around the gate. */
+static volatile uint32_t print_lock;
+
 void svc_print(const char *s, size_t n)
 {
     uint64_t a = SVC_PRINT;
 
+    while (__atomic_exchange_n(&print_lock, 1, __ATOMIC_ACQUIRE)) {
+        asm volatile("pause");
+    }
     asm volatile("int3" : "+a"(a), "+D"(s), "+S"(n) :: "rdx", "memory");
+    __atomic_store_n(&print_lock, 0, __ATOMIC_RELEASE);
 }
 
 /* Returns after the next interrupt, normally the 1 kHz PIT tick. */

@@ -6,11 +6,12 @@
  */
 #include "workload.h"
 
-void stat_start(struct wstat *s, uint64_t report_ms, uint64_t seconds)
+void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t seconds)
 {
     uint64_t now = rdtsc();
 
     memset(s, 0, sizeof(*s));
+    s->cpu = cpu;
     s->start = now;
     s->period_start = now;
     s->period = ms_to_tsc(report_ms);
@@ -49,7 +50,13 @@ void stat_report(struct wstat *s, uint64_t now)
     /* MB/s = bytes per us; in tenths: writes * 4096 * 10 / us */
     uint64_t tenths = us ? s->period_writes * 40960 / us : 0;
 
-    ln_str(&l, "STAT t_ms=");
+    ln_str(&l, "STAT ");
+    if (s->cpu >= 0) {
+        ln_str(&l, "cpu=");
+        ln_u64(&l, (uint64_t)s->cpu);
+        ln_str(&l, " ");
+    }
+    ln_str(&l, "t_ms=");
     ln_u64(&l, tsc_to_ms(now - s->start));
     ln_str(&l, " mb=");
     ln_u64(&l, s->writes * PAGE_SIZE / 1000000);

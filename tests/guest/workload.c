@@ -8,11 +8,11 @@
 #include "workload.h"
 
 /* Indexes into the name tables below. */
-enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE };
+enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UNSET };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
 
-static const char *const mode_names[] = { "verify", "dirty", "memuser", "idle", 0 };
+static const char *const mode_names[] = { "verify", "dirty", "memuser", "idle", "compute", 0 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
 
@@ -22,6 +22,16 @@ static struct {
 } P = {
     .mem_mb = 64, .chunk_mb = 16, .idle_ms = 1000, .report_ms = 1000,
 };
+
+/*
+ * CPU 1's workload (mode1=dirty|compute, with mem1, rate1, pattern1;
+ * unset ones take the unsuffixed value). Its area follows CPU 0's.
+ */
+#define UNSET UINT64_MAX
+static struct {
+    unsigned mode, pattern;
+    uint64_t mem_mb, rate;
+} P1 = { .mode = MODE_UNSET, .pattern = MODE_UNSET, .mem_mb = UNSET, .rate = UNSET };
 
 static const struct {
     const char *key;
@@ -35,6 +45,8 @@ static const struct {
     { "report_ms", &P.report_ms, 1, 1000000000 },
     { "passes", &P.passes, 0, 1ULL << 40 },
     { "seconds", &P.seconds, 0, 1000000000 },
+    { "mem1", &P1.mem_mb, 1, 1ULL << 24 },
+    { "rate1", &P1.rate, 0, 1000000000 },
 };
 
 static const struct {
@@ -43,7 +55,10 @@ static const struct {
     const char *const *names;
 } enum_params[] = {
     { "mode", &P.mode, mode_names },
+    { "mode0", &P.mode, mode_names },
+    { "mode1", &P1.mode, mode_names },
     { "pattern", &P.pattern, pattern_names },
+    { "pattern1", &P1.pattern, pattern_names },
     { "fill", &P.fill, fill_names },
 };
 
@@ -57,8 +72,11 @@ static struct {
     uint64_t start, pages;
 } segs[MAX_SEGS];
 static unsigned nsegs;
-static uint64_t area_pages;
-static struct wstat st;
+static uint64_t area_pages;     /* CPU 0's share of the area; CPU 1's follows */
+static uint64_t ap_pages;
+static struct wstat st, st_ap;
+static bool smp;                /* mode1= given: CPU 1 runs a workload too */
+static volatile uint32_t bsp_ready;     /* CPU 0 parsed, built and filled the area */
 
 static _Noreturn void bad_param(const char *key, size_t n)
 {
@@ -154,7 +172,7 @@ static void build_area(void)
 {
     struct hvm_memmap_entry ram[MAX_MEMMAP];
     unsigned n = ram_ranges(ram), i;
-    uint64_t need = P.mem_mb * MiB, have = 0;
+    uint64_t need = (P.mem_mb + (smp && P1.mode == MODE_DIRTY ? P1.mem_mb : 0)) * MiB, have = 0;
 
     for (i = 0; i < n; i++) {
         uint64_t s = ram[i].addr, e = ram[i].addr + ram[i].size;
@@ -184,6 +202,10 @@ static void build_area(void)
         ln_u64(&l, g_start_info->version >= 1 ? g_start_info->memmap_entries : 0);
         ln_emit(&l);
         wl_exit(EXIT_PARAM);
+    }
+    if (smp && P1.mode == MODE_DIRTY) {
+        ap_pages = P1.mem_mb * MiB / PAGE_SIZE;
+        area_pages -= ap_pages;
     }
 }
 
@@ -379,44 +401,64 @@ static _Noreturn void run_verify(void)
 }
 
 /* One timed 64-bit store into a page, recorded in the histogram. */
-static inline uint64_t timed_write(uint64_t addr, uint64_t value)
+static inline uint64_t timed_write(struct wstat *s, uint64_t addr, uint64_t value)
 {
     uint64_t t0 = rdtsc_fenced(), t1;
 
     *(volatile uint64_t *)addr = value;
     t1 = rdtsc_fenced();
-    stat_write(&st, t1 - t0);
+    stat_write(s, t1 - t0);
     return t1;
 }
 
 /*
- * Writes follow a schedule (k-th write due at t0 + k * cycles_per_write).
- * Ahead by more than 1 ms: sleep a PIT tick instead of spinning, so a
- * throttled guest leaves the host CPU alone. Short host stalls are caught
- * up; behind by more than 100 ms (a paused VM, migration downtime, writes
- * made slow by dirty tracking) the debt is forgotten instead of bursting.
+ * A wait of about a millisecond. CPU 0 sleeps a PIT tick; CPU 1 spins on
+ * the TSC instead: the PIT's interrupt reaches only CPU 0 (the LAPIC's
+ * virtual wire), and a hlt there would never end.
  */
-static _Noreturn void run_dirty(void)
+static void nap(bool bsp, struct wstat *s)
 {
-    uint64_t x = 0x2545f4914f6cdd1dULL, idx = 0, k = 0;
+    if (bsp) {
+        svc_sleep();
+    } else {
+        uint64_t until = rdtsc() + ms_to_tsc(1);
+
+        while (rdtsc() < until) {
+            asm volatile("pause");
+        }
+    }
+    stat_tick(s, rdtsc());
+}
+
+/*
+ * Writes follow a schedule (k-th write due at t0 + k * cycles_per_write).
+ * Ahead by more than 1 ms: nap instead of spinning, so a throttled guest
+ * leaves the host CPU alone. Short host stalls are caught up; behind by
+ * more than 100 ms (a paused VM, migration downtime, writes made slow by
+ * dirty tracking) the debt is forgotten instead of bursting.
+ */
+static _Noreturn void dirty_loop(struct wstat *s, uint64_t first, uint64_t pages, uint64_t rate,
+                                 unsigned pattern, bool bsp)
+{
+    uint64_t x = 0x2545f4914f6cdd1dULL ^ first, idx = 0, k = 0;
     uint64_t one_ms = ms_to_tsc(1), max_debt = ms_to_tsc(100);
     /* TSC ticks per write, 16.16 fixed point: khz * 1000 * 4096 / (rate * 1e6) */
-    uint64_t cpw = P.rate ? (g_tsc_khz * 4096 << 16) / (P.rate * 1000) : 0;
-    uint64_t sched_t0 = st.start, sched_k0 = 0;
+    uint64_t cpw = rate ? (g_tsc_khz * 4096 << 16) / (rate * 1000) : 0;
+    uint64_t sched_t0 = s->start, sched_k0 = 0;
 
     for (;;) {
         uint64_t now, page;
 
-        if (P.pattern == PATTERN_SEQ) {
+        if (pattern == PATTERN_SEQ) {
             page = idx;
-            if (++idx >= area_pages) {
+            if (++idx >= pages) {
                 idx = 0;
             }
         } else {
-            page = (uint64_t)(((unsigned __int128)xorshift(&x) * area_pages) >> 64);
+            page = (uint64_t)(((unsigned __int128)xorshift(&x) * pages) >> 64);
         }
-        now = timed_write(page_addr(page), ++k);
-        stat_tick(&st, now);
+        now = timed_write(s, page_addr(first + page), ++k);
+        stat_tick(s, now);
         if (!cpw) {
             continue;
         }
@@ -426,15 +468,70 @@ static _Noreturn void run_dirty(void)
 
         if (due > now + one_ms) {
             do {
-                svc_sleep();
+                nap(bsp, s);
                 now = rdtsc();
-                stat_tick(&st, now);
             } while (due > now + one_ms);
         } else if (now > due + max_debt) {
             sched_t0 = now;
             sched_k0 = k;
         }
     }
+}
+
+/*
+ * A CPU loop that stores nothing: xorshift steps in a register, 4096 per
+ * iteration of the count. Its STAT lines give iterations per second, so a
+ * throttle that slows this CPU shows, and one that leaves it alone too.
+ */
+static _Noreturn void compute_loop(struct wstat *s, uint64_t report_ms, uint64_t seconds)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL, iters = 0, period_iters = 0;
+    uint64_t period = ms_to_tsc(report_ms), start = rdtsc(), period_start = start;
+    uint64_t deadline = seconds ? start + ms_to_tsc(seconds * 1000) : UINT64_MAX;
+
+    for (;;) {
+        uint64_t now;
+
+        for (int i = 0; i < 4096; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            asm volatile("" : "+r"(x));
+        }
+        iters++;
+        period_iters++;
+        now = rdtsc();
+        if (now - period_start >= period) {
+            struct line l = { 0 };
+            uint64_t us = tsc_to_us(now - period_start);
+
+            ln_str(&l, "STAT ");
+            if (s->cpu >= 0) {
+                ln_str(&l, "cpu=");
+                ln_u64(&l, (uint64_t)s->cpu);
+                ln_str(&l, " ");
+            }
+            ln_str(&l, "t_ms=");
+            ln_u64(&l, tsc_to_ms(now - start));
+            ln_str(&l, " iters=");
+            ln_u64(&l, period_iters);
+            ln_str(&l, " ips=");
+            ln_u64(&l, us ? period_iters * 1000000 / us : 0);
+            ln_str(&l, " total_iters=");
+            ln_u64(&l, iters);
+            ln_emit(&l);
+            period_iters = 0;
+            period_start = now;
+        }
+        if (now >= deadline) {
+            wl_exit(EXIT_OK);
+        }
+    }
+}
+
+static _Noreturn void run_dirty(void)
+{
+    dirty_loop(&st, 0, area_pages, P.rate, P.pattern, true);
 }
 
 /* Sweep chunk by chunk with a rest in between: the page-aging pattern. */
@@ -447,7 +544,7 @@ static _Noreturn void run_memuser(void)
     }
     for (;;) {
         for (i = 0; i < chunk; i++) {
-            stat_tick(&st, timed_write(page_addr(pos), ++k));
+            stat_tick(&st, timed_write(&st, page_addr(pos), ++k));
             if (++pos >= area_pages) {
                 pos = 0;
             }
@@ -462,6 +559,9 @@ static void print_ready(uint64_t fill_tsc)
 
     ln_str(&l, "READY mode=");
     ln_str(&l, mode_names[P.mode]);
+    if (smp) {
+        ln_str(&l, " cpu=0");
+    }
     ln_str(&l, " mem_mb=");
     ln_u64(&l, P.mem_mb);
     ln_str(&l, " base=");
@@ -483,12 +583,59 @@ static void print_ready(uint64_t fill_tsc)
     ln_emit(&l);
 }
 
+/* CPU 1 at CPL3: waits for CPU 0 to lay out and fill the area, then runs mode1. */
+_Noreturn void ap_user_main(void)
+{
+    struct line l = { 0 };
+
+    while (!__atomic_load_n(&bsp_ready, __ATOMIC_ACQUIRE)) {
+        asm volatile("pause");
+    }
+    ln_str(&l, "READY mode=");
+    ln_str(&l, mode_names[P1.mode]);
+    ln_str(&l, " cpu=1");
+    if (P1.mode == MODE_DIRTY) {
+        ln_str(&l, " mem_mb=");
+        ln_u64(&l, P1.mem_mb);
+        ln_str(&l, " base=");
+        ln_hex(&l, page_addr(area_pages));
+        ln_str(&l, " rate=");
+        ln_u64(&l, P1.rate);
+    }
+    ln_emit(&l);
+    stat_start(&st_ap, 1, P.report_ms, 0);
+    if (P1.mode == MODE_DIRTY) {
+        dirty_loop(&st_ap, area_pages, ap_pages, P1.rate, P1.pattern, false);
+    }
+    compute_loop(&st_ap, P.report_ms, 0);
+}
+
+/* mode1= names a per-CPU workload for CPU 1: dirty or compute, nothing else. */
+static void check_smp_params(void)
+{
+    struct line l = { 0 };
+
+    smp = P1.mode != MODE_UNSET;
+    if (!smp) {
+        return;
+    }
+    if (P1.mode != MODE_DIRTY && P1.mode != MODE_COMPUTE) {
+        ln_str(&l, "FAIL bad-param key=mode1 (dirty or compute)");
+        ln_emit(&l);
+        wl_exit(EXIT_PARAM);
+    }
+    P1.mem_mb = P1.mem_mb == UNSET ? P.mem_mb : P1.mem_mb;
+    P1.rate = P1.rate == UNSET ? P.rate : P1.rate;
+    P1.pattern = P1.pattern == MODE_UNSET ? P.pattern : P1.pattern;
+}
+
 _Noreturn void user_main(void)
 {
     uint64_t t0;
 
     time_init();
     parse_cmdline();
+    check_smp_params();
     build_area();
     t0 = rdtsc();
     if (P.fill == FILL_RANDOM) {
@@ -501,7 +648,8 @@ _Noreturn void user_main(void)
         fill_area_zeroed();
     }
     print_ready(rdtsc() - t0);
-    stat_start(&st, P.report_ms, P.seconds);
+    stat_start(&st, smp ? 0 : -1, P.report_ms, P.seconds);
+    __atomic_store_n(&bsp_ready, 1, __ATOMIC_RELEASE);
 
     switch (P.mode) {
     case MODE_VERIFY:
@@ -510,6 +658,8 @@ _Noreturn void user_main(void)
         run_dirty();
     case MODE_MEMUSER:
         run_memuser();
+    case MODE_COMPUTE:
+        compute_loop(&st, P.report_ms, P.seconds);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);

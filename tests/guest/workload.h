@@ -13,6 +13,12 @@
 #define USER_DS         0x1b
 #define USER_CS         0x23
 #define TSS_SEL         0x28
+#define KERNEL_CS32     0x38    /* the AP's way into protected mode */
+#define TSS_AP_SEL      0x40
+
+/* Where the AP start-up code is copied: below 1 MiB, page-aligned (SIPI vector). */
+#define AP_TRAMP_ADDR   0x70000
+#define AP_APIC_ID      1
 
 /* Service gate ABI: rax = service, rdi/rsi = arguments. */
 #define SVC_PRINT       0       /* rdi = bytes, rsi = length */
@@ -74,7 +80,8 @@ extern const char *g_clock;     /* "kvmclock" or "pit" */
 extern volatile uint64_t g_ticks;
 
 /* entry.S */
-extern char kstack_top[], ustack_top[];
+extern char kstack_top[], ustack_top[], ap_kstack_top[], ap_ustack_top[];
+extern char ap_tramp_start[], ap_tramp_end[];
 _Noreturn void enter_user(void (*fn)(void), void *stack);
 
 /* lib.c: output lines and command-line parsing */
@@ -139,6 +146,7 @@ static inline uint64_t rdtsc_fenced(void)
 #define HIST_BUCKETS    (HIST_LINEAR + 64)
 
 struct wstat {
+    int cpu;                    /* STAT lines say cpu=N; -1: one CPU, no tag */
     uint64_t start;             /* TSC when the workload started */
     uint64_t period_start;
     uint64_t next_report;
@@ -151,7 +159,7 @@ struct wstat {
     uint32_t hist[HIST_BUCKETS];
 };
 
-void stat_start(struct wstat *s, uint64_t report_ms, uint64_t seconds);
+void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t seconds);
 void stat_report(struct wstat *s, uint64_t now);
 void stat_idle_until(struct wstat *s, uint64_t until);
 
@@ -182,6 +190,10 @@ static inline void stat_tick(struct wstat *s, uint64_t now)
 
 /* workload.c */
 _Noreturn void user_main(void);
+_Noreturn void ap_user_main(void);
+
+/* boot.c: the AP reached CPL0 long mode (set by the AP, read by the BSP). */
+extern volatile uint32_t g_ap_up;
 
 #endif /* __ASSEMBLER__ */
 #endif /* WORKLOAD_H */
