@@ -11,7 +11,8 @@ UNLIMITED = 100 << 30           # "unlimited" bandwidth both binaries accept
 #   source connects (default: the caps in DST_CAPS and, with one of them,
 #   the multifd-* params); warmup: STAT lines to see before migrating;
 #   after: STAT/PASS lines to see on the destination; kind: precopy|snapshot;
-#   quick: overrides for --quick (each run well under a minute).
+#   quick: overrides for --quick (each run well under a minute); smp: -smp;
+#   ours_accel: -accel for our binary (the dirty ring).
 #   Multifd variants are generated below the table (multifd()).
 SCENARIOS = {
     "idle": {
@@ -104,6 +105,29 @@ SCENARIOS = {
         "warmup": 3,
         "quick": {"append": "mode=dirty mem=512 rate=100 pattern=random"},
     },
+    # Convergence (issue 16): CPU 0 computes (the innocent vCPU), CPU 1 outruns the link.
+    "converge-auto": {
+        "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "
+               "300 MiB/s, 100 ms downtime; auto-converge (QEMU's defaults)",
+        "mem": "3G", "smp": 2,
+        "append": "mode0=compute mode1=dirty mem=16 mem1=2048 rate1=600 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "caps": ["auto-converge"], "warmup": 3,
+        "quick": {"mem": "1G",
+                  "append": "mode0=compute mode1=dirty mem=16 mem1=512 rate1=300 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
+    },
+    "converge-dirty-limit": {
+        "doc": "converge-auto with dirty-limit instead (our dirty ring, QEMU 8.1's defaults: "
+               "vcpu-dirty-limit 1 MB/s); QEMU 7.2 has no dirty-limit capability",
+        "mem": "3G", "smp": 2,
+        "append": "mode0=compute mode1=dirty mem=16 mem1=2048 rate1=600 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "caps": ["dirty-limit"], "ours_accel": "kvm,dirty-ring-size=4096", "warmup": 3,
+        "quick": {"mem": "1G",
+                  "append": "mode0=compute mode1=dirty mem=16 mem1=512 rate1=300 pattern=random",
+                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
+    },
     # Compression and zero pages: mostly-zero 4 GiB guests, idle, unlimited.
     "zero-text-4g": {
         "doc": "4 GiB idle guest: 1 GiB of text (compressible), 3 GiB zero; unlimited",
@@ -176,6 +200,8 @@ SCENARIOS["postcopy-preempt-600"] = postcopy(
 # Several scenarios measured in one invocation, run by run (A B C A B C ...);
 # members marked ours-only run our binary alone (the comparison row is ours).
 GROUPS = {
+    # Our dirty-limit against both binaries' auto-converge, run by run.
+    "converge": ["converge-auto", ("converge-dirty-limit", "ours-only")],
     "postcopy": ["postcopy-at-once", "postcopy-preempt-at-once", ("dirty-random", "ours-only")],
     "postcopy-after-pass-1": ["postcopy-after-pass-1", "postcopy-preempt-after-pass-1",
                               ("dirty-random", "ours-only")],
