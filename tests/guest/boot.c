@@ -2,8 +2,9 @@
 /*
  * CPL0 setup: page tables above 4 GiB, TSS and IDT, the local APIC in
  * virtual-wire mode, the 8259 PIC, the PIT at 1 kHz and the TSC frequency;
- * then a one-way drop to CPL3. Every instruction here costs about a
- * microsecond under kvm-pvm, so loops are kept short.
+ * the APs that have a workload (modeN=); then a one-way drop to CPL3.
+ * Every instruction here costs about a microsecond under kvm-pvm, so loops
+ * are kept short.
  */
 #include "workload.h"
 
@@ -16,7 +17,6 @@
 #define PTE_TABLE       (PTE_P | PTE_RW | PTE_US)
 #define PTE_LARGE       (PTE_P | PTE_RW | PTE_US | PTE_PS)
 
-#define LAPIC_BASE      0xfee00000UL
 #define LAPIC_ICR_LO    0x300
 #define LAPIC_ICR_HI    0x310
 #define ICR_INIT        0x4500  /* INIT, level assert */
@@ -24,12 +24,19 @@
 #define ICR_BUSY        0x1000
 #define LAPIC_SVR       0xf0
 #define LAPIC_LINT0     0x350
+#define LAPIC_LVT_TIMER 0x320
+#define LAPIC_TCCR      0x390   /* timer current count */
+#define LAPIC_TDCR      0x3e0   /* timer divide configuration */
+#define TDCR_DIV1       0xb
 #define LAPIC_ENABLE    0x100
 #define LVT_EXTINT      0x700
+#define LVT_MASKED      0x10000
+
+#define AP_START_MS     2000    /* an AP not up by then: FAIL cpu=N did not start */
 
 #define PIC_VECTOR      0x20    /* master 0x20-0x27, slave 0x28-0x2f */
 #define SPURIOUS_VECTOR 0x2f    /* low nibble must read 0xf on old APICs */
-#define IDT_ENTRIES     0x30
+#define IDT_ENTRIES     (LAPIC_TIMER_VECTOR + 1)
 
 #define PIT_HZ          1193182ULL
 #define PIT_DIVISOR     1193ULL /* ~1000.15 Hz */
@@ -79,7 +86,7 @@ struct trap_frame {
 };
 
 extern uint64_t gdt[], pml4[], pdpt[], pd[][512];
-extern char exc_stubs[], svc_entry[], irq0_entry[], ignore_entry[];
+extern char exc_stubs[], svc_entry[], irq0_entry[], ignore_entry[], lapic_timer_entry[];
 
 const struct hvm_start_info *g_start_info;
 uint64_t g_tsc_khz;
@@ -87,10 +94,14 @@ uint64_t g_pit_khz;
 uint64_t g_map_top;
 const char *g_clock;
 volatile uint64_t g_ticks;
+uint64_t g_lapic_khz;
+uint32_t g_cpus_started = 1;
+uint64_t ap_boot_rsp;
 
 static struct idt_gate idt[IDT_ENTRIES];
-static struct tss tss, tss_ap;
-volatile uint32_t g_ap_up;
+static struct tss tss[MAX_CPUS];
+static unsigned ap_boot_cpu;            /* the AP being started */
+static volatile uint32_t ap_up;         /* set to its number by that AP */
 static volatile struct pvclock pvclock __attribute__((aligned(64)));
 
 void boot_main(const struct hvm_start_info *si);
@@ -127,12 +138,12 @@ static inline void cpuid(uint32_t leaf, uint32_t r[4])
 
 static inline void lapic_write(unsigned reg, uint32_t v)
 {
-    *(volatile uint32_t *)(LAPIC_BASE + reg) = v;
+    *(volatile uint32_t *)((uintptr_t)LAPIC_BASE + reg) = v;
 }
 
 static inline uint32_t lapic_read(unsigned reg)
 {
-    return *(volatile uint32_t *)(LAPIC_BASE + reg);
+    return *(volatile uint32_t *)((uintptr_t)LAPIC_BASE + reg);
 }
 
 /* CPL0 output: the same polling loop as the service gate. */
@@ -279,11 +290,16 @@ static void set_tss(struct tss *t, unsigned sel, char *rsp0)
     gdt[sel / 8 + 1] = base >> 32;
 }
 
+static unsigned tss_sel(unsigned cpu)
+{
+    return cpu ? TSS_AP_SEL0 + 16 * (cpu - 1) : TSS_SEL;
+}
+
 static void setup_cpu_tables(void)
 {
     unsigned v;
 
-    set_tss(&tss, TSS_SEL, kstack_top);
+    set_tss(&tss[0], TSS_SEL, kstack_top);
     asm volatile("ltr %w0" :: "r"(TSS_SEL));
 
     for (v = 0; v < 32; v++) {
@@ -294,6 +310,7 @@ static void setup_cpu_tables(void)
     for (v = PIC_VECTOR + 1; v < IDT_ENTRIES; v++) {
         set_gate(v, ignore_entry, 0);
     }
+    set_gate(LAPIC_TIMER_VECTOR, lapic_timer_entry, 0);
     load_idt();
 }
 
@@ -400,30 +417,68 @@ static uint64_t pit_khz(void)
 
 void ap_main(void);
 
-/* The AP, at CPL0 in long mode: its own TSS, the shared IDT, then its workload at CPL3. */
+/*
+ * An AP at CPL0 in long mode: its own TSS, the shared IDT, its LAPIC
+ * software-enabled with the timer one-shot on LAPIC_TIMER_VECTOR (its naps:
+ * the PIT's ExtINT reaches only CPU 0; LINT0 stays masked here), then its
+ * workload at CPL3.
+ */
 void ap_main(void)
 {
-    asm volatile("ltr %w0" :: "r"(TSS_AP_SEL));
+    unsigned cpu = ap_boot_cpu;
+
+    asm volatile("ltr %w0" :: "r"(tss_sel(cpu)));
     load_idt();
-    __atomic_store_n(&g_ap_up, 1, __ATOMIC_RELEASE);
-    enter_user(ap_user_main, ap_ustack_top);
+    lapic_write(LAPIC_SVR, LAPIC_ENABLE | SPURIOUS_VECTOR);
+    lapic_write(LAPIC_TDCR, TDCR_DIV1);
+    lapic_write(LAPIC_LVT_TIMER, LAPIC_TIMER_VECTOR);
+    __atomic_store_n(&ap_up, cpu, __ATOMIC_RELEASE);
+    enter_user(ap_user_main, ap_ustacks + cpu * USTACK_SIZE, cpu);
 }
 
-/* True if the command line has "KEY=" as a word (scanned at CPL0: kept short). */
-static bool cmdline_has_key(const struct hvm_start_info *si, const char *key)
+/*
+ * The CPUs named by a "modeN=" word (N = 1..MAX_CPUS-1), as a bit mask. A
+ * plain scan (at CPL0, so kept short); workload.c parses the same words
+ * with the same separators and checks that it got the same CPUs.
+ */
+static uint32_t cmdline_ap_mask(const struct hvm_start_info *si)
 {
     const char *s = (const char *)si->cmdline_paddr;
-    size_t klen = 0;
+    uint32_t mask = 0;
 
-    while (key[klen]) {
-        klen++;
-    }
     for (size_t i = 0; s && s[i] && i < 4096; i++) {
-        if ((i == 0 || s[i - 1] == ' ') && mem_eq(s + i, klen, key)) {
-            return true;
+        if ((i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\n') &&
+            s[i] == 'm' && s[i + 1] == 'o' && s[i + 2] == 'd' && s[i + 3] == 'e' &&
+            s[i + 4] >= '1' && s[i + 4] < '0' + MAX_CPUS && s[i + 5] == '=') {
+            mask |= 1u << (s[i + 4] - '0');
         }
     }
-    return false;
+    return mask;
+}
+
+/*
+ * The APs nap on their LAPIC timer, which counts at a rate only measuring
+ * tells (KVM's default is 1 GHz): count down CPU 0's, masked, over three PIT
+ * ticks against the TSC. 0 (unusable) makes the APs spin instead.
+ */
+static void lapic_timer_khz(void)
+{
+    uint64_t t0, t1, c0, c1, khz;
+
+    lapic_write(LAPIC_LVT_TIMER, LVT_MASKED | LAPIC_TIMER_VECTOR);
+    lapic_write(LAPIC_TDCR, TDCR_DIV1);
+    lapic_write(LAPIC_TICR, 0xffffffff);
+    wait_tick();
+    t0 = rdtsc();
+    c0 = lapic_read(LAPIC_TCCR);
+    wait_tick();
+    wait_tick();
+    wait_tick();
+    t1 = rdtsc();
+    c1 = lapic_read(LAPIC_TCCR);
+    lapic_write(LAPIC_TICR, 0);
+    khz = t1 > t0 && c0 > c1 ? (c0 - c1) * g_tsc_khz / (t1 - t0) : 0;
+    g_lapic_khz = khz >= 1000 && khz <= 100000000 ? khz : 0;
 }
 
 static void wait_icr_idle(void)
@@ -433,43 +488,56 @@ static void wait_icr_idle(void)
     }
 }
 
-/*
- * A per-vCPU workload for CPU 1 (mode1=...): INIT, then two start-up IPIs
- * with the real-mode trampoline's page as vector, as the MP spec says; KVM's
- * in-kernel LAPIC needs no delays between them. The AP says it is up in
- * g_ap_up, within 2 s or the guest stops with a FAIL line.
- */
-static void start_ap(void)
+static void send_ipi(unsigned apic_id, uint32_t icr)
 {
-    uint64_t deadline;
-    struct line l = { 0 };
-
-    set_tss(&tss_ap, TSS_AP_SEL, ap_kstack_top);
-    memcpy((void *)AP_TRAMP_ADDR, ap_tramp_start, ap_tramp_end - ap_tramp_start);
-    lapic_write(LAPIC_ICR_HI, (uint32_t)AP_APIC_ID << 24);
-    lapic_write(LAPIC_ICR_LO, ICR_INIT);
+    lapic_write(LAPIC_ICR_HI, apic_id << 24);
+    lapic_write(LAPIC_ICR_LO, icr);
     wait_icr_idle();
-    for (int k = 0; k < 2; k++) {
-        lapic_write(LAPIC_ICR_HI, (uint32_t)AP_APIC_ID << 24);
-        lapic_write(LAPIC_ICR_LO, ICR_STARTUP | (AP_TRAMP_ADDR >> 12));
-        wait_icr_idle();
-    }
-    deadline = rdtsc() + 2000 * g_tsc_khz;
-    while (!__atomic_load_n(&g_ap_up, __ATOMIC_ACQUIRE)) {
-        if (rdtsc() > deadline) {
-            ln_str(&l, "FAIL cpu=");
-            ln_u64(&l, AP_APIC_ID);
-            ln_str(&l, " did not start");
-            ln_emit(&l);
-            cpl0_exit(EXIT_SETUP);
+}
+
+/*
+ * Each AP in @mask, one at a time (they share the trampoline and
+ * ap_boot_rsp): INIT, then two start-up IPIs with the trampoline's page as
+ * vector, as the MP spec says; KVM's in-kernel LAPIC needs no delays
+ * between them. The AP says it is up in ap_up, within AP_START_MS or the
+ * guest stops with a FAIL line.
+ */
+static void start_aps(uint32_t mask)
+{
+    memcpy((void *)AP_TRAMP_ADDR, ap_tramp_start, ap_tramp_end - ap_tramp_start);
+    for (unsigned cpu = 1; cpu < MAX_CPUS; cpu++) {
+        uint64_t deadline;
+
+        if (!(mask & (1u << cpu))) {
+            continue;
         }
-        asm volatile("pause");
+        set_tss(&tss[cpu], tss_sel(cpu), ap_kstacks + cpu * KSTACK_SIZE);
+        ap_boot_cpu = cpu;
+        ap_boot_rsp = (uint64_t)(ap_kstacks + cpu * KSTACK_SIZE);
+        send_ipi(cpu, ICR_INIT);
+        send_ipi(cpu, ICR_STARTUP | (AP_TRAMP_ADDR >> 12));
+        send_ipi(cpu, ICR_STARTUP | (AP_TRAMP_ADDR >> 12));
+        deadline = rdtsc() + AP_START_MS * g_tsc_khz;
+        while (__atomic_load_n(&ap_up, __ATOMIC_ACQUIRE) != cpu) {
+            if (rdtsc() > deadline) {
+                struct line l = { 0 };
+
+                ln_str(&l, "FAIL cpu=");
+                ln_u64(&l, cpu);
+                ln_str(&l, " did not start");
+                ln_emit(&l);
+                cpl0_exit(EXIT_SETUP);
+            }
+            asm volatile("pause");
+        }
+        g_cpus_started |= 1u << cpu;
     }
 }
 
 void boot_main(const struct hvm_start_info *si)
 {
     struct line l = { 0 };
+    uint32_t aps;
 
     g_out = uart_write;
     if (si->magic != HVM_START_MAGIC) {
@@ -501,9 +569,11 @@ void boot_main(const struct hvm_start_info *si)
         cpl0_exit(EXIT_SETUP);
     }
 
-    if (cmdline_has_key(si, "mode1=")) {
-        start_ap();
+    aps = cmdline_ap_mask(si);
+    if (aps) {
+        lapic_timer_khz();
+        start_aps(aps);
     }
     g_out = svc_print;
-    enter_user(user_main, ustack_top);
+    enter_user(user_main, ustack_top, 0);
 }

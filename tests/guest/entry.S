@@ -42,7 +42,7 @@ gdt:
         .quad   0x00affa000000ffff      /* 0x20 user code, 64-bit, DPL 3 */
         .quad   0, 0                    /* 0x28 TSS, filled in by boot.c */
         .quad   0x00cf9a000000ffff      /* 0x38 kernel code, 32-bit (AP start-up) */
-        .quad   0, 0                    /* 0x40 the AP's TSS, filled in by boot.c */
+        .fill   2 * (MAX_CPUS - 1), 8, 0 /* 0x40... the APs' TSSs, filled in by boot.c */
 gdt_end:
         /* 32-bit lgdt reads limit + low 4 bytes of the base. */
 gdt_desc:
@@ -68,12 +68,15 @@ kstack_top:
         .skip   USTACK_SIZE
         .globl  ustack_top
 ustack_top:
-        .skip   KSTACK_SIZE
-        .globl  ap_kstack_top
-ap_kstack_top:
-        .skip   USTACK_SIZE
-        .globl  ap_ustack_top
-ap_ustack_top:
+        /*
+         * CPU n >= 1 has [ap_kstacks + (n - 1) * KSTACK_SIZE, + KSTACK_SIZE)
+         * and the same in ap_ustacks: its stack tops are base + n * size.
+         */
+        .globl  ap_kstacks, ap_ustacks
+ap_kstacks:
+        .skip   KSTACK_SIZE * (MAX_CPUS - 1)
+ap_ustacks:
+        .skip   USTACK_SIZE * (MAX_CPUS - 1)
 
         .section .text.entry, "ax"
         .code32
@@ -141,10 +144,11 @@ start64:
         jmp     3b
 
 /*
- * The AP's way from the SIPI (real mode, CS = AP_TRAMP_ADDR >> 4, IP = 0)
+ * An AP's way from the SIPI (real mode, CS = AP_TRAMP_ADDR >> 4, IP = 0)
  * to ap_main: this block is copied to AP_TRAMP_ADDR by boot.c, so it uses
  * only offsets from its start; then protected mode on the shared GDT,
- * long mode on the BSP's page tables.
+ * long mode on the BSP's page tables, and the kernel stack the BSP put in
+ * ap_boot_rsp (APs are started one at a time).
  */
         .code16
         .globl  ap_tramp_start, ap_tramp_end
@@ -187,14 +191,14 @@ ap_start32:
 
         .code64
 ap_start64:
-        mov     $ap_kstack_top, %rsp
+        mov     ap_boot_rsp(%rip), %rsp
         call    ap_main
 6:      cli
         hlt
         jmp     6b
 
         .text
-/* enter_user(fn, stack): drop to CPL3 with interrupts off, for good. */
+/* enter_user(fn, stack, arg): fn(arg) at CPL3 with interrupts off, for good. */
         .globl  enter_user
 enter_user:
         pushq   $USER_DS
@@ -202,16 +206,20 @@ enter_user:
         pushq   $0x2                    /* RFLAGS: IF=0, IOPL=0 */
         pushq   $USER_CS
         pushq   %rdi
+        mov     %edx, %edi
         iretq
 
 /*
  * Vector 3, DPL 3. Only ports the service needs are touched and only rax,
- * rdx, rsi, rdi are clobbered; iretq restores the flags.
+ * rdx, rsi, rdi are clobbered; iretq restores the flags. The most frequent
+ * services are tested first: every instruction here costs about 1 us.
  */
         .globl  svc_entry
 svc_entry:
         cmp     $SVC_SLEEP, %eax
         je      svc_sleep
+        cmp     $SVC_NAP, %eax
+        je      svc_nap
         cmp     $SVC_PRINT, %eax
         jne     svc_exit
         test    %rsi, %rsi
@@ -234,7 +242,18 @@ svc_sleep:
         cli
         iretq
 
+/* An AP has no PIT tick: arm its LAPIC timer (one-shot) and halt until it fires. */
+svc_nap:
+        mov     $(LAPIC_BASE + LAPIC_TICR), %edx
+        mov     %esi, (%rdx)
+        sti
+        hlt
+        cli
+        iretq
+
 svc_exit:
+        cmp     $SVC_HALT, %eax
+        je      4f
         mov     %esi, %eax
         mov     $DEBUG_EXIT_PORT, %dx
         out     %eax, %dx
@@ -249,6 +268,15 @@ irq0_entry:
         mov     $0x20, %al
         out     %al, $0x20
         incq    g_ticks(%rip)
+        pop     %rax
+        iretq
+
+/* An AP's LAPIC timer (the end of a nap): EOI, nothing else. */
+        .globl  lapic_timer_entry
+lapic_timer_entry:
+        push    %rax
+        mov     $(LAPIC_BASE + LAPIC_EOI), %eax
+        movl    $0, (%rax)
         pop     %rax
         iretq
 

@@ -7,10 +7,11 @@
 #include "workload.h"
 
 uint64_t g_us_mul;
-uint64_t g_wakeups;
 
-/* With two CPUs printing, a line goes out whole: a CPL3 spinlock around the gate. */
+/* With several CPUs printing, a line goes out whole: a CPL3 spinlock around the gate. */
 static volatile uint32_t print_lock;
+/* The first CPU to exit wins; the others stop where they are. */
+static volatile uint32_t exiting;
 
 void svc_print(const char *s, size_t n)
 {
@@ -23,13 +24,37 @@ void svc_print(const char *s, size_t n)
     __atomic_store_n(&print_lock, 0, __ATOMIC_RELEASE);
 }
 
-/* Returns after the next interrupt, normally the 1 kHz PIT tick. */
+/* CPU 0: returns after the next interrupt, normally the 1 kHz PIT tick. */
 void svc_sleep(void)
 {
     uint64_t a = SVC_SLEEP;
 
     asm volatile("int3" : "+a"(a) :: "memory");
-    g_wakeups++;
+}
+
+/*
+ * An AP's nap of about a millisecond. The PIT's tick reaches only CPU 0
+ * (ExtINT through its LINT0), so an AP halts on its own LAPIC timer
+ * instead: one int3 and a few CPL0 instructions per nap, like CPU 0's, and
+ * its vCPU thread sleeps in the host meanwhile. Spinning on the TSC would
+ * also keep time, but would keep the vCPU runnable all the time: on a
+ * 2-core host a pacing AP would then compete with the other vCPU and the
+ * migration thread, and a dirty CPU's pacing would look like CPU load. The
+ * spin is only the fallback for a LAPIC timer that could not be measured.
+ */
+void ap_nap(void)
+{
+    uint64_t a = SVC_NAP, count = g_lapic_khz;
+
+    if (count) {
+        asm volatile("int3" : "+a"(a), "+S"(count) :: "rdx", "memory");
+    } else {
+        uint64_t until = rdtsc() + ms_to_tsc(1);
+
+        while (rdtsc() < until) {
+            asm volatile("pause");
+        }
+    }
 }
 
 _Noreturn void svc_exit(uint32_t code)
@@ -40,12 +65,22 @@ _Noreturn void svc_exit(uint32_t code)
     __builtin_unreachable();
 }
 
-_Noreturn void wl_exit(uint32_t code)
+/* @cpu >= 0: the guest runs a workload per CPU, and EXIT says which ended it. */
+_Noreturn void wl_exit(int cpu, uint32_t code)
 {
     struct line l = { 0 };
+    uint64_t a = SVC_HALT;
 
+    if (__atomic_exchange_n(&exiting, 1, __ATOMIC_ACQ_REL)) {
+        asm volatile("int3" : "+a"(a) :: "rdx", "memory");
+        __builtin_unreachable();
+    }
     ln_str(&l, "EXIT code=");
     ln_u64(&l, code);
+    if (cpu >= 0) {
+        ln_str(&l, " cpu=");
+        ln_u64(&l, (uint64_t)cpu);
+    }
     ln_emit(&l);
     svc_exit(code);
 }
@@ -63,16 +98,4 @@ uint64_t tsc_to_ms(uint64_t delta)
 uint64_t ms_to_tsc(uint64_t ms)
 {
     return ms * g_tsc_khz;
-}
-
-/*
- * Ticks that arrived while CPL3 ran with interrupts off are still pending
- * (the in-kernel PIT reinjects them), so one sleep may return at once:
- * always re-check the clock.
- */
-void sleep_until(uint64_t deadline)
-{
-    while (rdtsc() < deadline) {
-        svc_sleep();
-    }
 }

@@ -6,7 +6,20 @@
  */
 #include "workload.h"
 
-void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t seconds)
+/* "WORD cpu=N " (or "WORD " with one CPU): every line of a CPU starts so. */
+void ln_tag(struct line *l, const char *word, int cpu)
+{
+    ln_str(l, word);
+    ln_str(l, " ");
+    if (cpu >= 0) {
+        ln_str(l, "cpu=");
+        ln_u64(l, (uint64_t)cpu);
+        ln_str(l, " ");
+    }
+}
+
+/* @deadline: the TSC at which seconds= ends the guest, or UINT64_MAX. */
+void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t deadline)
 {
     uint64_t now = rdtsc();
 
@@ -16,8 +29,29 @@ void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t seconds)
     s->period_start = now;
     s->period = ms_to_tsc(report_ms);
     s->next_report = now + s->period;
-    s->deadline = seconds ? now + ms_to_tsc(seconds * 1000) : UINT64_MAX;
-    s->period_wakeups = g_wakeups;
+    s->deadline = deadline;
+}
+
+/* About a millisecond: CPU 0 (or the only one) until the next PIT tick, an AP on its LAPIC. */
+void stat_nap(struct wstat *s)
+{
+    if (s->cpu <= 0) {
+        svc_sleep();
+    } else {
+        ap_nap();
+    }
+    s->wakeups++;
+}
+
+/* The next report is one period on; after a stop (a paused VM) restart the cadence. */
+static void next_period(struct wstat *s, uint64_t now)
+{
+    s->period_start = now;
+    s->period_wakeups = s->wakeups;
+    s->next_report += s->period;
+    if (s->next_report <= now) {
+        s->next_report = now + s->period;
+    }
 }
 
 /* Lower bound of a bucket, in microseconds. */
@@ -50,12 +84,7 @@ void stat_report(struct wstat *s, uint64_t now)
     /* MB/s = bytes per us; in tenths: writes * 4096 * 10 / us */
     uint64_t tenths = us ? s->period_writes * 40960 / us : 0;
 
-    ln_str(&l, "STAT ");
-    if (s->cpu >= 0) {
-        ln_str(&l, "cpu=");
-        ln_u64(&l, (uint64_t)s->cpu);
-        ln_str(&l, " ");
-    }
+    ln_tag(&l, "STAT", s->cpu);
     ln_str(&l, "t_ms=");
     ln_u64(&l, tsc_to_ms(now - s->start));
     ln_str(&l, " mb=");
@@ -68,20 +97,37 @@ void stat_report(struct wstat *s, uint64_t now)
     ln_u64(&l, p99_us(s));
     ln_str(&l, " writes=");
     ln_u64(&l, s->period_writes);
+    ln_str(&l, " slow_writes=");
+    ln_u64(&l, s->period_slow);
     ln_str(&l, " wakeups=");
-    ln_u64(&l, g_wakeups - s->period_wakeups);
+    ln_u64(&l, s->wakeups - s->period_wakeups);
     ln_emit(&l);
 
     memset(s->hist, 0, sizeof(s->hist));
     s->period_writes = 0;
+    s->period_slow = 0;
     s->max_tsc = 0;
-    s->period_start = now;
-    s->period_wakeups = g_wakeups;
-    s->next_report += s->period;
-    if (s->next_report <= now) {
-        /* We were stopped (e.g. a paused VM): restart the cadence. */
-        s->next_report = now + s->period;
-    }
+    next_period(s, now);
+}
+
+/* compute: iterations in the period and per second over it, and since the start. */
+void stat_report_compute(struct wstat *s, uint64_t now, uint64_t iters, uint64_t period_iters)
+{
+    struct line l = { 0 };
+    uint64_t us = tsc_to_us(now - s->period_start);
+
+    ln_tag(&l, "STAT", s->cpu);
+    ln_str(&l, "t_ms=");
+    ln_u64(&l, tsc_to_ms(now - s->start));
+    ln_str(&l, " iters=");
+    ln_u64(&l, period_iters);
+    ln_str(&l, " ips=");
+    /* period_iters * 1e6 / us without overflow (a period below ~5 years) */
+    ln_u64(&l, us ? period_iters / us * 1000000 + period_iters % us * 1000000 / us : 0);
+    ln_str(&l, " total_iters=");
+    ln_u64(&l, iters);
+    ln_emit(&l);
+    next_period(s, now);
 }
 
 /* Sleep until 'until' while keeping STAT lines and the seconds= limit. */
@@ -94,6 +140,6 @@ void stat_idle_until(struct wstat *s, uint64_t until)
         if (now >= until) {
             return;
         }
-        svc_sleep();
+        stat_nap(s);
     }
 }

@@ -2,13 +2,13 @@
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
  * from the PVH memory map, the fills (random, zero, text, sparse, zeroed), and the
- * four modes. All loops run here because CPL3 runs natively under kvm-pvm
- * and CPL0 does not.
+ * modes, on CPU 0 or, with modeN= keys, one per CPU. All loops run here
+ * because CPL3 runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
 /* Indexes into the name tables below. */
-enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UNSET };
+enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
 
@@ -17,21 +17,11 @@ static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
 
 static struct {
-    unsigned mode, pattern, fill;
+    uint64_t mode, pattern, fill;
     uint64_t mem_mb, rate, chunk_mb, idle_ms, report_ms, passes, seconds;
 } P = {
     .mem_mb = 64, .chunk_mb = 16, .idle_ms = 1000, .report_ms = 1000,
 };
-
-/*
- * CPU 1's workload (mode1=dirty|compute, with mem1, rate1, pattern1;
- * unset ones take the unsuffixed value). Its area follows CPU 0's.
- */
-#define UNSET UINT64_MAX
-static struct {
-    unsigned mode, pattern;
-    uint64_t mem_mb, rate;
-} P1 = { .mode = MODE_UNSET, .pattern = MODE_UNSET, .mem_mb = UNSET, .rate = UNSET };
 
 static const struct {
     const char *key;
@@ -45,22 +35,33 @@ static const struct {
     { "report_ms", &P.report_ms, 1, 1000000000 },
     { "passes", &P.passes, 0, 1ULL << 40 },
     { "seconds", &P.seconds, 0, 1000000000 },
-    { "mem1", &P1.mem_mb, 1, 1ULL << 24 },
-    { "rate1", &P1.rate, 0, 1000000000 },
 };
 
 static const struct {
     const char *key;
-    unsigned *val;
+    uint64_t *val;
     const char *const *names;
 } enum_params[] = {
     { "mode", &P.mode, mode_names },
-    { "mode0", &P.mode, mode_names },
-    { "mode1", &P1.mode, mode_names },
     { "pattern", &P.pattern, pattern_names },
-    { "pattern1", &P1.pattern, pattern_names },
     { "fill", &P.fill, fill_names },
 };
+
+/*
+ * Per-CPU keys: KEYn (n = 0..MAX_CPUS-1) overrides KEY for CPU n. A modeN
+ * with N >= 1 gives CPU N a workload (boot.c started it) and makes every
+ * line of a CPU say cpu=N; mode0 alone only sets CPU 0's mode.
+ */
+enum { CK_MODE, CK_MEM, CK_RATE, CK_PATTERN, CK_KEYS };
+static const char *const cpu_keys[CK_KEYS] = { "mode", "mem", "rate", "pattern" };
+
+static struct cpu {
+    uint64_t given[CK_KEYS];    /* values of the KEYn words */
+    unsigned given_mask;        /* bit k: given[k] was on the command line */
+    bool on;                    /* runs a workload */
+    uint64_t mode, mem_mb, rate, pattern;       /* resolved */
+    uint64_t first, pages;      /* its share of the work area, in area pages */
+} cpus[MAX_CPUS];
 
 #define MAX_SEGS        32
 #define MAX_MEMMAP      64
@@ -72,11 +73,11 @@ static struct {
     uint64_t start, pages;
 } segs[MAX_SEGS];
 static unsigned nsegs;
-static uint64_t area_pages;     /* CPU 0's share of the area; CPU 1's follows */
-static uint64_t ap_pages;
-static struct wstat st, st_ap;
-static bool smp;                /* mode1= given: CPU 1 runs a workload too */
+static uint64_t area_pages;     /* all CPUs' shares, CPU 0's first */
+static bool smp;                /* a modeN= with N >= 1: a workload per CPU */
+static uint64_t deadline;       /* seconds= as a TSC value, or UINT64_MAX */
 static volatile uint32_t bsp_ready;     /* CPU 0 parsed, built and filled the area */
+static uint64_t g_fill_tsc;     /* how long the fill took */
 
 static _Noreturn void bad_param(const char *key, size_t n)
 {
@@ -85,33 +86,70 @@ static _Noreturn void bad_param(const char *key, size_t n)
     ln_str(&l, "FAIL bad-param key=");
     ln_mem(&l, key, n);
     ln_emit(&l);
-    wl_exit(EXIT_PARAM);
+    wl_exit(-1, EXIT_PARAM);
 }
 
-static void set_param(const char *k, size_t kn, const char *v, size_t vn)
+/*
+ * KEY=VALUE against the tables: false for an unknown KEY, else true with
+ * the value's destination (unsuffixed) and the checked value; a bad value
+ * ends the guest naming FULL (the word's key as written).
+ */
+static bool param_value(const char *k, size_t kn, const char *v, size_t vn,
+                        const char *full, size_t fulln, uint64_t **dst, uint64_t *x)
 {
     unsigned i, j;
-    uint64_t x;
 
     for (i = 0; i < sizeof(num_params) / sizeof(num_params[0]); i++) {
         if (mem_eq(k, kn, num_params[i].key)) {
-            if (!parse_u64(v, vn, &x) || x < num_params[i].min ||
-                x > num_params[i].max) {
-                bad_param(k, kn);
+            if (!parse_u64(v, vn, x) || *x < num_params[i].min ||
+                *x > num_params[i].max) {
+                bad_param(full, fulln);
             }
-            *num_params[i].val = x;
-            return;
+            *dst = num_params[i].val;
+            return true;
         }
     }
     for (i = 0; i < sizeof(enum_params) / sizeof(enum_params[0]); i++) {
         if (mem_eq(k, kn, enum_params[i].key)) {
             for (j = 0; enum_params[i].names[j]; j++) {
                 if (mem_eq(v, vn, enum_params[i].names[j])) {
-                    *enum_params[i].val = j;
-                    return;
+                    *dst = enum_params[i].val;
+                    *x = j;
+                    return true;
                 }
             }
-            bad_param(k, kn);
+            bad_param(full, fulln);
+        }
+    }
+    return false;
+}
+
+static void set_param(const char *k, size_t kn, const char *v, size_t vn)
+{
+    uint64_t *dst, x;
+    size_t d = kn;
+    unsigned i;
+
+    if (param_value(k, kn, v, vn, k, kn, &dst, &x)) {
+        *dst = x;
+        return;
+    }
+    while (d > 0 && k[d - 1] >= '0' && k[d - 1] <= '9') {
+        d--;
+    }
+    for (i = 0; d > 0 && d < kn && i < CK_KEYS; i++) {
+        if (mem_eq(k, d, cpu_keys[i])) {
+            struct cpu *c;
+
+            /* One digit, as boot.c's scan for the CPUs to start. */
+            if (kn - d != 1 || k[d] - '0' >= MAX_CPUS) {
+                bad_param(k, kn);
+            }
+            param_value(k, d, v, vn, k, kn, &dst, &x);
+            c = &cpus[k[d] - '0'];
+            c->given[i] = x;
+            c->given_mask |= 1u << i;
+            return;
         }
     }
     /* Unknown keys are ignored: the same -append may carry others. */
@@ -172,7 +210,7 @@ static void build_area(void)
 {
     struct hvm_memmap_entry ram[MAX_MEMMAP];
     unsigned n = ram_ranges(ram), i;
-    uint64_t need = (P.mem_mb + (smp && P1.mode == MODE_DIRTY ? P1.mem_mb : 0)) * MiB, have = 0;
+    uint64_t need = area_pages * PAGE_SIZE, have = 0;
 
     for (i = 0; i < n; i++) {
         uint64_t s = ram[i].addr, e = ram[i].addr + ram[i].size;
@@ -190,7 +228,6 @@ static void build_area(void)
             segs[nsegs].pages = take / PAGE_SIZE;
             nsegs++;
             need -= take;
-            area_pages += take / PAGE_SIZE;
         }
     }
     if (need) {
@@ -201,11 +238,7 @@ static void build_area(void)
         ln_str(&l, " memmap_entries=");
         ln_u64(&l, g_start_info->version >= 1 ? g_start_info->memmap_entries : 0);
         ln_emit(&l);
-        wl_exit(EXIT_PARAM);
-    }
-    if (smp && P1.mode == MODE_DIRTY) {
-        ap_pages = P1.mem_mb * MiB / PAGE_SIZE;
-        area_pages -= ap_pages;
+        wl_exit(-1, EXIT_PARAM);
     }
 }
 
@@ -216,6 +249,22 @@ static inline uint64_t page_addr(uint64_t idx)
     for (i = 0; idx >= segs[i].pages; i++) {
         idx -= segs[i].pages;
     }
+    return segs[i].start + idx * PAGE_SIZE;
+}
+
+/*
+ * The run of area pages from @idx that is contiguous in memory, up to
+ * @end: its address, and its length in *n.
+ */
+static uint64_t page_run(uint64_t idx, uint64_t end, uint64_t *n)
+{
+    unsigned i;
+
+    for (i = 0; idx >= segs[i].pages; i++) {
+        idx -= segs[i].pages;
+        end -= segs[i].pages;
+    }
+    *n = (end < segs[i].pages ? end : segs[i].pages) - idx;
     return segs[i].start + idx * PAGE_SIZE;
 }
 
@@ -308,11 +357,12 @@ static void fill_area_zeroed(void)
     }
 }
 
-static void fail_value(uint64_t page, uint64_t expected, uint64_t got)
+static void fail_value(int tag, uint64_t page, uint64_t expected, uint64_t got)
 {
     struct line l = { 0 };
 
-    ln_str(&l, "FAIL page=");
+    ln_tag(&l, "FAIL", tag);
+    ln_str(&l, "page=");
     ln_hex(&l, page);
     ln_str(&l, " expected=");
     ln_u64(&l, expected);
@@ -321,11 +371,12 @@ static void fail_value(uint64_t page, uint64_t expected, uint64_t got)
     ln_emit(&l);
 }
 
-static void fail_addr(uint64_t page, uint64_t got)
+static void fail_addr(int tag, uint64_t page, uint64_t got)
 {
     struct line l = { 0 };
 
-    ln_str(&l, "FAIL page=");
+    ln_tag(&l, "FAIL", tag);
+    ln_str(&l, "page=");
     ln_hex(&l, page);
     ln_str(&l, " expected_addr=");
     ln_hex(&l, page);
@@ -334,14 +385,13 @@ static void fail_addr(uint64_t page, uint64_t got)
     ln_emit(&l);
 }
 
-/* One pass over the area; returns the number of bad pages. */
-static uint64_t verify_pass(uint64_t n, uint64_t deadline)
+/* One pass over a CPU's share of the area; returns the number of bad pages. */
+static uint64_t verify_pass(const struct cpu *c, int tag, uint64_t n, uint64_t deadline)
 {
-    uint64_t bad = 0;
-    unsigned i;
+    uint64_t bad = 0, idx = c->first, last = c->first + c->pages, run;
 
-    for (i = 0; i < nsegs; i++) {
-        uint64_t a = segs[i].start, end = a + segs[i].pages * PAGE_SIZE;
+    for (; idx < last; idx += run) {
+        uint64_t a = page_run(idx, last, &run), end = a + run * PAGE_SIZE;
 
         for (; a < end; a += PAGE_SIZE) {
             volatile uint64_t *p = (volatile uint64_t *)a;
@@ -352,9 +402,9 @@ static uint64_t verify_pass(uint64_t n, uint64_t deadline)
                 if (v != n - 1 || addr != a) {
                     if (bad < MAX_FAIL_LINES) {
                         if (v != n - 1) {
-                            fail_value(a, n - 1, v);
+                            fail_value(tag, a, n - 1, v);
                         } else {
-                            fail_addr(a, addr);
+                            fail_addr(tag, a, addr);
                         }
                     }
                     bad++;
@@ -363,39 +413,41 @@ static uint64_t verify_pass(uint64_t n, uint64_t deadline)
             p[0] = n;
             p[1] = a;
             if (!(a & 0x3fffff) && rdtsc() >= deadline) {
-                wl_exit(bad ? EXIT_VERIFY : EXIT_OK);
+                wl_exit(tag, bad ? EXIT_VERIFY : EXIT_OK);
             }
         }
     }
     return bad;
 }
 
-static _Noreturn void run_verify(void)
+static _Noreturn void run_verify(const struct cpu *c, struct wstat *s)
 {
-    uint64_t deadline = P.seconds ? rdtsc() + ms_to_tsc(P.seconds * 1000) : UINT64_MAX;
+    int tag = s->cpu;
     uint64_t n;
 
     for (n = 1;; n++) {
-        uint64_t t0 = rdtsc(), bad = verify_pass(n, deadline);
+        uint64_t t0 = rdtsc(), bad = verify_pass(c, tag, n, s->deadline);
         struct line l = { 0 };
 
         if (bad) {
-            ln_str(&l, "FAIL pass=");
+            ln_tag(&l, "FAIL", tag);
+            ln_str(&l, "pass=");
             ln_u64(&l, n);
             ln_str(&l, " bad_pages=");
             ln_u64(&l, bad);
             ln_emit(&l);
-            wl_exit(EXIT_VERIFY);
+            wl_exit(tag, EXIT_VERIFY);
         }
-        ln_str(&l, "PASS n=");
+        ln_tag(&l, "PASS", tag);
+        ln_str(&l, "n=");
         ln_u64(&l, n);
         ln_str(&l, " ms=");
         ln_u64(&l, tsc_to_ms(rdtsc() - t0));
         ln_str(&l, " us=");
         ln_u64(&l, tsc_to_us(rdtsc() - t0));
         ln_emit(&l);
-        if ((P.passes && n >= P.passes) || rdtsc() >= deadline) {
-            wl_exit(EXIT_OK);
+        if ((P.passes && n >= P.passes && tag <= 0) || rdtsc() >= s->deadline) {
+            wl_exit(tag, EXIT_OK);
         }
     }
 }
@@ -412,21 +464,12 @@ static inline uint64_t timed_write(struct wstat *s, uint64_t addr, uint64_t valu
 }
 
 /*
- * A wait of about a millisecond. CPU 0 sleeps a PIT tick; CPU 1 spins on
- * the TSC instead: the PIT's interrupt reaches only CPU 0 (the LAPIC's
- * virtual wire), and a hlt there would never end.
+ * A wait of about a millisecond: CPU 0 sleeps until a PIT tick, an AP on
+ * its own LAPIC timer (stat_nap, ap_nap).
  */
-static void nap(bool bsp, struct wstat *s)
+static void nap(struct wstat *s)
 {
-    if (bsp) {
-        svc_sleep();
-    } else {
-        uint64_t until = rdtsc() + ms_to_tsc(1);
-
-        while (rdtsc() < until) {
-            asm volatile("pause");
-        }
-    }
+    stat_nap(s);
     stat_tick(s, rdtsc());
 }
 
@@ -438,7 +481,7 @@ static void nap(bool bsp, struct wstat *s)
  * dirty tracking) the debt is forgotten instead of bursting.
  */
 static _Noreturn void dirty_loop(struct wstat *s, uint64_t first, uint64_t pages, uint64_t rate,
-                                 unsigned pattern, bool bsp)
+                                 uint64_t pattern)
 {
     uint64_t x = 0x2545f4914f6cdd1dULL ^ first, idx = 0, k = 0;
     uint64_t one_ms = ms_to_tsc(1), max_debt = ms_to_tsc(100);
@@ -468,7 +511,7 @@ static _Noreturn void dirty_loop(struct wstat *s, uint64_t first, uint64_t pages
 
         if (due > now + one_ms) {
             do {
-                nap(bsp, s);
+                nap(s);
                 now = rdtsc();
             } while (due > now + one_ms);
         } else if (now > due + max_debt) {
@@ -478,94 +521,92 @@ static _Noreturn void dirty_loop(struct wstat *s, uint64_t first, uint64_t pages
     }
 }
 
+#define COMPUTE_BATCH   4096    /* iterations between two looks at the clock (~10 us) */
+
 /*
- * A CPU loop that stores nothing: xorshift steps in a register, 4096 per
- * iteration of the count. Its STAT lines give iterations per second, so a
- * throttle that slows this CPU shows, and one that leaves it alone too.
+ * A CPU loop that stores nothing: one iteration is one xorshift64 step of
+ * a register (in asm, so the compiler can neither drop nor fold it, and
+ * an iteration is the same instructions in every build); the counts stay
+ * in registers, and the clock is read once per COMPUTE_BATCH iterations.
+ * Its STAT lines give iterations per second, so a throttle that slows this
+ * CPU shows, and one that leaves it alone too.
  */
-static _Noreturn void compute_loop(struct wstat *s, uint64_t report_ms, uint64_t seconds)
+static _Noreturn void compute_loop(struct wstat *s)
 {
     uint64_t x = 0x9e3779b97f4a7c15ULL, iters = 0, period_iters = 0;
-    uint64_t period = ms_to_tsc(report_ms), start = rdtsc(), period_start = start;
-    uint64_t deadline = seconds ? start + ms_to_tsc(seconds * 1000) : UINT64_MAX;
 
     for (;;) {
-        uint64_t now;
+        uint64_t n = COMPUTE_BATCH, now;
 
-        for (int i = 0; i < 4096; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            asm volatile("" : "+r"(x));
-        }
-        iters++;
-        period_iters++;
+        asm volatile("1:\n\t"
+                     "mov %0, %%rdx\n\t"
+                     "shl $13, %%rdx\n\t"
+                     "xor %%rdx, %0\n\t"
+                     "mov %0, %%rdx\n\t"
+                     "shr $7, %%rdx\n\t"
+                     "xor %%rdx, %0\n\t"
+                     "mov %0, %%rdx\n\t"
+                     "shl $17, %%rdx\n\t"
+                     "xor %%rdx, %0\n\t"
+                     "dec %1\n\t"
+                     "jnz 1b"
+                     : "+r"(x), "+r"(n) :: "rdx", "cc");
+        iters += COMPUTE_BATCH;
+        period_iters += COMPUTE_BATCH;
         now = rdtsc();
-        if (now - period_start >= period) {
-            struct line l = { 0 };
-            uint64_t us = tsc_to_us(now - period_start);
-
-            ln_str(&l, "STAT ");
-            if (s->cpu >= 0) {
-                ln_str(&l, "cpu=");
-                ln_u64(&l, (uint64_t)s->cpu);
-                ln_str(&l, " ");
-            }
-            ln_str(&l, "t_ms=");
-            ln_u64(&l, tsc_to_ms(now - start));
-            ln_str(&l, " iters=");
-            ln_u64(&l, period_iters);
-            ln_str(&l, " ips=");
-            ln_u64(&l, us ? period_iters * 1000000 / us : 0);
-            ln_str(&l, " total_iters=");
-            ln_u64(&l, iters);
-            ln_emit(&l);
+        if (now >= s->next_report) {
+            stat_report_compute(s, now, iters, period_iters);
             period_iters = 0;
-            period_start = now;
         }
-        if (now >= deadline) {
-            wl_exit(EXIT_OK);
+        if (now >= s->deadline) {
+            wl_exit(s->cpu, EXIT_OK);
         }
     }
-}
-
-static _Noreturn void run_dirty(void)
-{
-    dirty_loop(&st, 0, area_pages, P.rate, P.pattern, true);
 }
 
 /* Sweep chunk by chunk with a rest in between: the page-aging pattern. */
-static _Noreturn void run_memuser(void)
+static _Noreturn void run_memuser(const struct cpu *c, struct wstat *s)
 {
     uint64_t chunk = P.chunk_mb * (MiB / PAGE_SIZE), pos = 0, k = 0, i;
 
-    if (chunk > area_pages) {
-        chunk = area_pages;
+    if (chunk > c->pages) {
+        chunk = c->pages;
     }
     for (;;) {
         for (i = 0; i < chunk; i++) {
-            stat_tick(&st, timed_write(&st, page_addr(pos), ++k));
-            if (++pos >= area_pages) {
+            stat_tick(s, timed_write(s, page_addr(c->first + pos), ++k));
+            if (++pos >= c->pages) {
                 pos = 0;
             }
         }
-        stat_idle_until(&st, rdtsc() + ms_to_tsc(P.idle_ms));
+        stat_idle_until(s, rdtsc() + ms_to_tsc(P.idle_ms));
     }
 }
 
-static void print_ready(uint64_t fill_tsc)
+/*
+ * READY for CPU @n. With one CPU its shape is the historical one; with a
+ * workload per CPU, cpu=N follows mode= (harnesses look for "READY mode="),
+ * a CPU without an area (compute) has no mem_mb/base/segments/end, and
+ * rate/pattern (dirty) and how the CPU naps follow.
+ */
+static void print_ready(unsigned n, uint64_t fill_tsc)
 {
+    const struct cpu *c = &cpus[n];
     struct line l = { 0 };
+    uint64_t run, segments = 0;
 
     ln_str(&l, "READY mode=");
-    ln_str(&l, mode_names[P.mode]);
+    ln_str(&l, mode_names[c->mode]);
     if (smp) {
-        ln_str(&l, " cpu=0");
+        ln_str(&l, " cpu=");
+        ln_u64(&l, n);
     }
-    ln_str(&l, " mem_mb=");
-    ln_u64(&l, P.mem_mb);
-    ln_str(&l, " base=");
-    ln_hex(&l, segs[0].start);
+    if (c->pages) {
+        ln_str(&l, " mem_mb=");
+        ln_u64(&l, c->mem_mb);
+        ln_str(&l, " base=");
+        ln_hex(&l, page_addr(c->first));
+    }
     ln_str(&l, " tsc_khz=");
     ln_u64(&l, g_tsc_khz);
     ln_str(&l, " clock=");
@@ -576,66 +617,120 @@ static void print_ready(uint64_t fill_tsc)
     ln_str(&l, fill_names[P.fill]);
     ln_str(&l, " fill_ms=");
     ln_u64(&l, tsc_to_ms(fill_tsc));
-    ln_str(&l, " segments=");
-    ln_u64(&l, nsegs);
-    ln_str(&l, " end=");
-    ln_hex(&l, segs[nsegs - 1].start + segs[nsegs - 1].pages * PAGE_SIZE);
+    if (c->pages) {
+        for (uint64_t idx = c->first; idx < c->first + c->pages; idx += run) {
+            page_run(idx, c->first + c->pages, &run);
+            segments++;
+        }
+        ln_str(&l, " segments=");
+        ln_u64(&l, segments);
+        ln_str(&l, " end=");
+        ln_hex(&l, page_addr(c->first + c->pages - 1) + PAGE_SIZE);
+    }
+    if (smp) {
+        if (c->mode == MODE_DIRTY) {
+            ln_str(&l, " rate=");
+            ln_u64(&l, c->rate);
+            ln_str(&l, " pattern=");
+            ln_str(&l, pattern_names[c->pattern]);
+        }
+        ln_str(&l, n == 0 ? " nap=pit" : g_lapic_khz ? " nap=lapic" : " nap=spin");
+        if (n && g_lapic_khz) {
+            ln_str(&l, " lapic_khz=");
+            ln_u64(&l, g_lapic_khz);
+        }
+    }
     ln_emit(&l);
 }
 
-/* CPU 1 at CPL3: waits for CPU 0 to lay out and fill the area, then runs mode1. */
-_Noreturn void ap_user_main(void)
+/*
+ * CPU @n's workload, on its own stack, with its own statistics. seconds=
+ * and passes= are CPU 0's: the guest exits when CPU 0's workload is done
+ * (its last STAT line out, as with one CPU), the APs' run until then. A
+ * FAIL on any CPU ends the guest at once.
+ */
+static _Noreturn void run_cpu(unsigned n)
 {
-    struct line l = { 0 };
+    const struct cpu *c = &cpus[n];
+    struct wstat st;
 
+    stat_start(&st, smp ? (int)n : -1, P.report_ms, n ? UINT64_MAX : deadline);
+    switch (c->mode) {
+    case MODE_VERIFY:
+        run_verify(c, &st);
+    case MODE_DIRTY:
+        dirty_loop(&st, c->first, c->pages, c->rate, c->pattern);
+    case MODE_MEMUSER:
+        run_memuser(c, &st);
+    case MODE_COMPUTE:
+        compute_loop(&st);
+    default:
+        for (;;) {
+            stat_idle_until(&st, UINT64_MAX);
+        }
+    }
+}
+
+/* An AP at CPL3: naps until CPU 0 laid out and filled the area, then runs its mode. */
+_Noreturn void ap_user_main(unsigned n)
+{
     while (!__atomic_load_n(&bsp_ready, __ATOMIC_ACQUIRE)) {
-        asm volatile("pause");
+        ap_nap();
     }
-    ln_str(&l, "READY mode=");
-    ln_str(&l, mode_names[P1.mode]);
-    ln_str(&l, " cpu=1");
-    if (P1.mode == MODE_DIRTY) {
-        ln_str(&l, " mem_mb=");
-        ln_u64(&l, P1.mem_mb);
-        ln_str(&l, " base=");
-        ln_hex(&l, page_addr(area_pages));
-        ln_str(&l, " rate=");
-        ln_u64(&l, P1.rate);
-    }
-    ln_emit(&l);
-    stat_start(&st_ap, 1, P.report_ms, 0);
-    if (P1.mode == MODE_DIRTY) {
-        dirty_loop(&st_ap, area_pages, ap_pages, P1.rate, P1.pattern, false);
-    }
-    compute_loop(&st_ap, P.report_ms, 0);
+    print_ready(n, g_fill_tsc);
+    run_cpu(n);
 }
 
-/* mode1= names a per-CPU workload for CPU 1: dirty or compute, nothing else. */
-static void check_smp_params(void)
+/*
+ * Each CPU's settings (KEYn, else KEY), and its share of the area: one
+ * after another from WORK_BASE, CPU 0's first, for every CPU with a
+ * workload that has memory (all but compute; with one CPU, every mode has
+ * its area, as it always had). The CPUs with a workload must be those
+ * boot.c started.
+ */
+static void layout_cpus(void)
 {
+    const uint64_t defaults[CK_KEYS] = { P.mode, P.mem_mb, P.rate, P.pattern };
     struct line l = { 0 };
+    unsigned n, k;
 
-    smp = P1.mode != MODE_UNSET;
-    if (!smp) {
-        return;
+    for (n = 1; n < MAX_CPUS; n++) {
+        smp |= (cpus[n].given_mask >> CK_MODE) & 1;
     }
-    if (P1.mode != MODE_DIRTY && P1.mode != MODE_COMPUTE) {
-        ln_str(&l, "FAIL bad-param key=mode1 (dirty or compute)");
-        ln_emit(&l);
-        wl_exit(EXIT_PARAM);
+    for (n = 0; n < MAX_CPUS; n++) {
+        struct cpu *c = &cpus[n];
+        uint64_t v[CK_KEYS];
+
+        for (k = 0; k < CK_KEYS; k++) {
+            v[k] = c->given_mask & (1u << k) ? c->given[k] : defaults[k];
+        }
+        c->mode = v[CK_MODE];
+        c->mem_mb = v[CK_MEM];
+        c->rate = v[CK_RATE];
+        c->pattern = v[CK_PATTERN];
+        c->on = n == 0 || (c->given_mask & (1u << CK_MODE));
+        if (n && c->on != !!(g_cpus_started & (1u << n))) {
+            ln_str(&l, "FAIL cpu=");
+            ln_u64(&l, n);
+            ln_str(&l, " not-started");
+            ln_emit(&l);
+            wl_exit(-1, EXIT_SETUP);
+        }
+        if (c->on && (!smp || c->mode != MODE_COMPUTE)) {
+            c->first = area_pages;
+            c->pages = c->mem_mb * (MiB / PAGE_SIZE);
+            area_pages += c->pages;
+        }
     }
-    P1.mem_mb = P1.mem_mb == UNSET ? P.mem_mb : P1.mem_mb;
-    P1.rate = P1.rate == UNSET ? P.rate : P1.rate;
-    P1.pattern = P1.pattern == MODE_UNSET ? P.pattern : P1.pattern;
 }
 
-_Noreturn void user_main(void)
+_Noreturn void user_main(unsigned n)
 {
     uint64_t t0;
 
     time_init();
     parse_cmdline();
-    check_smp_params();
+    layout_cpus();
     build_area();
     t0 = rdtsc();
     if (P.fill == FILL_RANDOM) {
@@ -647,22 +742,9 @@ _Noreturn void user_main(void)
     } else if (P.fill == FILL_ZEROED) {
         fill_area_zeroed();
     }
-    print_ready(rdtsc() - t0);
-    stat_start(&st, smp ? 0 : -1, P.report_ms, P.seconds);
+    g_fill_tsc = rdtsc() - t0;
+    print_ready(n, g_fill_tsc);
+    deadline = P.seconds ? rdtsc() + ms_to_tsc(P.seconds * 1000) : UINT64_MAX;
     __atomic_store_n(&bsp_ready, 1, __ATOMIC_RELEASE);
-
-    switch (P.mode) {
-    case MODE_VERIFY:
-        run_verify();
-    case MODE_DIRTY:
-        run_dirty();
-    case MODE_MEMUSER:
-        run_memuser();
-    case MODE_COMPUTE:
-        compute_loop(&st, P.report_ms, P.seconds);
-    default:
-        for (;;) {
-            stat_idle_until(&st, UINT64_MAX);
-        }
-    }
+    run_cpu(n);
 }

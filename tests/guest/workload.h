@@ -12,18 +12,30 @@
 #define KERNEL_DS       0x10
 #define USER_DS         0x1b
 #define USER_CS         0x23
-#define TSS_SEL         0x28
-#define KERNEL_CS32     0x38    /* the AP's way into protected mode */
-#define TSS_AP_SEL      0x40
+#define TSS_SEL         0x28    /* CPU 0's TSS */
+#define KERNEL_CS32     0x38    /* the APs' way into protected mode */
+#define TSS_AP_SEL0     0x40    /* CPU n >= 1: TSS_AP_SEL0 + 16 * (n - 1) */
 
-/* Where the AP start-up code is copied: below 1 MiB, page-aligned (SIPI vector). */
+/*
+ * Up to MAX_CPUS CPUs run a workload (keys mode0..mode7); CPU n is the one
+ * with APIC ID n. The AP start-up code is copied below 1 MiB, page-aligned
+ * (its page number is the SIPI vector).
+ */
+#define MAX_CPUS        8
 #define AP_TRAMP_ADDR   0x70000
-#define AP_APIC_ID      1
 
 /* Service gate ABI: rax = service, rdi/rsi = arguments. */
 #define SVC_PRINT       0       /* rdi = bytes, rsi = length */
 #define SVC_SLEEP       1       /* until the next interrupt (PIT tick) */
 #define SVC_EXIT        2       /* rsi = code; never returns */
+#define SVC_NAP         3       /* an AP: LAPIC one-shot of rsi counts, then hlt */
+#define SVC_HALT        4       /* stop this CPU for good (another one exits) */
+
+/* The local APIC (xAPIC, identity-mapped uncached). */
+#define LAPIC_BASE      0xfee00000
+#define LAPIC_EOI       0x0b0
+#define LAPIC_TICR      0x380   /* timer initial count */
+#define LAPIC_TIMER_VECTOR 0x30
 
 #define MAX_MAP_GB      128     /* one page directory per GiB, in .noinit */
 #define KSTACK_SIZE     16384
@@ -75,14 +87,18 @@ struct hvm_memmap_entry {
 extern const struct hvm_start_info *g_start_info;
 extern uint64_t g_tsc_khz;
 extern uint64_t g_pit_khz;      /* PIT cross-check, 0 if not measured */
+extern uint64_t g_lapic_khz;    /* LAPIC timer counts per ms; 0: APs spin */
+extern uint32_t g_cpus_started; /* bit n: CPU n reached CPL3 (CPU 0 always) */
 extern uint64_t g_map_top;      /* end of the identity map */
 extern const char *g_clock;     /* "kvmclock" or "pit" */
 extern volatile uint64_t g_ticks;
 
 /* entry.S */
-extern char kstack_top[], ustack_top[], ap_kstack_top[], ap_ustack_top[];
+extern char kstack_top[], ustack_top[], ap_kstacks[], ap_ustacks[];
 extern char ap_tramp_start[], ap_tramp_end[];
-_Noreturn void enter_user(void (*fn)(void), void *stack);
+extern uint64_t ap_boot_rsp;    /* the kernel stack of the AP being started */
+/* Drops to CPL3 for good: fn(arg) on stack, interrupts off. */
+_Noreturn void enter_user(void (*fn)(unsigned), void *stack, unsigned arg);
 
 /* lib.c: output lines and command-line parsing */
 struct line {
@@ -105,16 +121,15 @@ void *memcpy(void *d, const void *s, size_t n);
 /* services.c: the CPL3 side of the gate, and time */
 void svc_print(const char *s, size_t n);
 void svc_sleep(void);
+void ap_nap(void);
 _Noreturn void svc_exit(uint32_t code);
-_Noreturn void wl_exit(uint32_t code);
+_Noreturn void wl_exit(int cpu, uint32_t code);
 void time_init(void);
 uint64_t tsc_to_ms(uint64_t delta);
 uint64_t ms_to_tsc(uint64_t ms);
-void sleep_until(uint64_t deadline);
 
 /* 2^32 * 1000 / tsc_khz, so that timing a write needs no division. */
 extern uint64_t g_us_mul;
-extern uint64_t g_wakeups;      /* sleep services that returned */
 
 static inline uint64_t tsc_to_us(uint64_t delta)
 {
@@ -146,7 +161,7 @@ static inline uint64_t rdtsc_fenced(void)
 #define HIST_BUCKETS    (HIST_LINEAR + 64)
 
 struct wstat {
-    int cpu;                    /* STAT lines say cpu=N; -1: one CPU, no tag */
+    int cpu;                    /* lines say cpu=N; -1: one CPU, no tag */
     uint64_t start;             /* TSC when the workload started */
     uint64_t period_start;
     uint64_t next_report;
@@ -155,13 +170,18 @@ struct wstat {
     uint64_t writes;            /* page writes since start */
     uint64_t period_writes;
     uint64_t max_tsc;           /* slowest write of the period */
-    uint64_t period_wakeups;    /* g_wakeups at the start of the period */
+    uint64_t period_slow;       /* writes of the period that took 100 us or more */
+    uint64_t wakeups;           /* naps of this CPU that returned */
+    uint64_t period_wakeups;    /* wakeups at the start of the period */
     uint32_t hist[HIST_BUCKETS];
 };
 
-void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t seconds);
+void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t deadline);
 void stat_report(struct wstat *s, uint64_t now);
+void stat_report_compute(struct wstat *s, uint64_t now, uint64_t iters, uint64_t period_iters);
+void stat_nap(struct wstat *s);
 void stat_idle_until(struct wstat *s, uint64_t until);
+void ln_tag(struct line *l, const char *word, int cpu);
 
 static inline void stat_write(struct wstat *s, uint64_t delta)
 {
@@ -170,6 +190,7 @@ static inline void stat_write(struct wstat *s, uint64_t delta)
                  : HIST_LINEAR + 53 - (unsigned)__builtin_clzll(us);
 
     s->hist[b]++;
+    s->period_slow += us >= 100;
     s->writes++;
     s->period_writes++;
     if (delta > s->max_tsc) {
@@ -184,16 +205,13 @@ static inline void stat_tick(struct wstat *s, uint64_t now)
         stat_report(s, now);
     }
     if (now >= s->deadline) {
-        wl_exit(EXIT_OK);
+        wl_exit(s->cpu, EXIT_OK);
     }
 }
 
 /* workload.c */
-_Noreturn void user_main(void);
-_Noreturn void ap_user_main(void);
-
-/* boot.c: the AP reached CPL0 long mode (set by the AP, read by the BSP). */
-extern volatile uint32_t g_ap_up;
+_Noreturn void user_main(unsigned cpu);
+_Noreturn void ap_user_main(unsigned cpu);
 
 #endif /* __ASSEMBLER__ */
 #endif /* WORKLOAD_H */
