@@ -14,7 +14,8 @@
 #include <sys/mman.h>
 
 #define SEED 0x9e1f5eed
-#define RAM_SIZE (2 * MiB)
+/* The firmware must end below WORK_BASE (4 MiB, its linker script says so). */
+#define RAM_SIZE (4 * MiB)
 #define RAM_POISON 0xaa
 
 /* ---- A fake guest: RAM at [0, RAM_SIZE), every write logged ---- */
