@@ -120,18 +120,6 @@ SCENARIOS = {
                   "append": "mode0=compute mode1=dirty mem=16 mem1=512 rate1=300 pattern=random",
                   "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
     },
-    "converge-dirty-limit": {
-        "doc": "converge-auto with dirty-limit instead (our dirty ring, QEMU 8.1's defaults: "
-               "vcpu-dirty-limit 1 MB/s); QEMU 7.2 has no dirty-limit capability",
-        "mem": "3G", "smp": 2,
-        "append": "mode0=compute mode1=dirty mem=16 mem1=2048 rate1=600 pattern=random",
-        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
-        "caps": ["dirty-limit"], "ours_accel": "kvm,dirty-ring-size=4096", "warmup": 3,
-        "pin_vcpus": ["CPU 0/"],
-        "quick": {"mem": "1G",
-                  "append": "mode0=compute mode1=dirty mem=16 mem1=512 rate1=300 pattern=random",
-                  "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}},
-    },
     # Compression and zero pages: mostly-zero 4 GiB guests, idle, unlimited.
     "zero-text-4g": {
         "doc": "4 GiB idle guest: 1 GiB of text (compressible), 3 GiB zero; unlimited",
@@ -203,6 +191,12 @@ SCENARIOS["postcopy-preempt-600"] = postcopy(
 
 # Several scenarios measured in one invocation, run by run (A B C A B C ...);
 # members marked ours-only run our binary alone (the comparison row is ours).
+SCENARIOS["converge-dirty-limit"] = dict(
+    SCENARIOS["converge-auto"],
+    doc="converge-auto with dirty-limit instead (our dirty ring, QEMU 8.1's defaults: "
+        "vcpu-dirty-limit 1 MB/s); QEMU 7.2 has no dirty-limit capability",
+    caps=["dirty-limit"], ours_accel="kvm,dirty-ring-size=4096")
+
 GROUPS = {
     # Our dirty-limit against both binaries' auto-converge, run by run.
     "converge": ["converge-auto", ("converge-dirty-limit", "ours-only")],

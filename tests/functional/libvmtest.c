@@ -553,6 +553,17 @@ char *vm_qmp_error_desc(JsonNode *reply, const char **cls)
     return g_strdup(json_object_get_string_member(e, "desc"));
 }
 
+void vm_qmp_expect_error(VM *vm, const char *cmd, const char *part)
+{
+    JsonNode *r = vm_qmp(vm, "%s", cmd);
+    g_autofree char *desc = vm_qmp_error_desc(r, NULL);
+
+    if (!strstr(desc, part)) {
+        g_error("%s: error '%s' lacks '%s'", cmd, desc, part);
+    }
+    json_node_unref(r);
+}
+
 JsonNode *vm_wait_event(VM *vm, const char *name, int timeout_s)
 {
     gint64 end = deadline_after(timeout_s);

@@ -70,6 +70,8 @@ JsonNode *vm_try_qmp(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 JsonNode *vm_qmp_ok(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Desc of an error reply; asserts the reply is an error. */
 char *vm_qmp_error_desc(JsonNode *reply, const char **cls);
+/* Sends @cmd (a whole request) and fails the test unless it errs with @part in its desc. */
+void vm_qmp_expect_error(VM *vm, const char *cmd, const char *part);
 /* Waits for event @name (consumed from the queue); returns its node. */
 JsonNode *vm_wait_event(VM *vm, const char *name, int timeout_s);
 /* Runs HMP through human-monitor-command and returns its output. */

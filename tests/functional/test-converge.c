@@ -155,17 +155,6 @@ static void test_dirty_limit(void)
     vm_kill(dst);
 }
 
-static void assert_qmp_error(VM *vm, const char *cmd, const char *part)
-{
-    JsonNode *r = vm_qmp(vm, "%s", cmd);
-    g_autofree char *desc = vm_qmp_error_desc(r, NULL);
-
-    if (!strstr(desc, part)) {
-        g_error("%s: error '%s' lacks '%s'", cmd, desc, part);
-    }
-    json_node_unref(r);
-}
-
 static void test_refusals(void)
 {
     g_autofree char *out = NULL;
@@ -175,22 +164,22 @@ static void test_refusals(void)
         return;
     }
     vm = migtest_start_source("256M", "mode=dirty mem=64 rate=10");
-    assert_qmp_error(vm, "{'execute': 'migrate-set-capabilities', 'arguments': {'capabilities': "
+    vm_qmp_expect_error(vm, "{'execute': 'migrate-set-capabilities', 'arguments': {'capabilities': "
                      "[{'capability': 'dirty-limit', 'state': true}]}}",
                      "dirty-limit requires KVM with accelerator property 'dirty-ring-size' set");
-    assert_qmp_error(vm, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 10}}",
+    vm_qmp_expect_error(vm, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 10}}",
                      "requires KVM with accelerator property 'dirty-ring-size'");
-    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
                      "'mode': 'dirty-ring'}}", "mode dirty-ring is not enabled");
-    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 61}}",
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 61}}",
                      "between 1 and 60 seconds");
-    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 10, "
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 10, "
                      "'calc-time-unit': 'millisecond'}}", "between 50 and 60000 milliseconds");
-    assert_qmp_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
                      "'sample-pages': 5000}}", "'sample-pages'");
-    assert_qmp_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+    vm_qmp_expect_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
                      "{'x-vcpu-dirty-limit-period': 0}}", "x-vcpu-dirty-limit-period");
-    assert_qmp_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+    vm_qmp_expect_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
                      "{'vcpu-dirty-limit': 0}}", "vcpu_dirty_limit");
     out = vm_hmp(vm, "migrate_set_capability dirty-limit on");
     g_assert_nonnull(strstr(out, "dirty-ring-size"));
@@ -200,15 +189,15 @@ static void test_refusals(void)
     vm_kill(vm);
 
     ring = migtest_start_source_extra("256M", "mode=dirty mem=64 rate=10", RING);
-    assert_qmp_error(ring, "{'execute': 'migrate-set-capabilities', 'arguments': "
+    vm_qmp_expect_error(ring, "{'execute': 'migrate-set-capabilities', 'arguments': "
                      "{'capabilities': [{'capability': 'dirty-limit', 'state': true}, "
                      "{'capability': 'auto-converge', 'state': true}]}}",
                      "dirty-limit conflicts with auto-converge");
-    assert_qmp_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': "
+    vm_qmp_expect_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': "
                      "{'dirty-rate': 10, 'cpu-index': 1}}", "incorrect cpu index specified");
-    assert_qmp_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 0}}",
+    vm_qmp_expect_error(ring, "{'execute': 'set-vcpu-dirty-limit', 'arguments': {'dirty-rate': 0}}",
                      "at least 1");
-    assert_qmp_error(ring, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
+    vm_qmp_expect_error(ring, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
                      "'mode': 'dirty-bitmap'}}", "mode dirty-bitmap is not enabled");
     vm_kill(ring);
 }

@@ -17,6 +17,22 @@
 #define LSR_THRE        0x20
 #define DEBUG_EXIT_PORT 0xf4
 
+/* 32-bit, paging off: PAE, the shared page tables, EFER.LME, then paging on. */
+.macro  ENTER_LONG_MODE
+        mov     %cr4, %eax
+        or      $0x20, %eax             /* PAE */
+        mov     %eax, %cr4
+        mov     $pml4, %eax
+        mov     %eax, %cr3
+        mov     $MSR_EFER, %ecx
+        rdmsr
+        or      $EFER_LME, %eax
+        wrmsr
+        mov     %cr0, %eax
+        or      $0x80000001, %eax       /* PG | PE */
+        mov     %eax, %cr0
+.endm
+
 /*
  * XEN_ELFNOTE_PHYS32_ENTRY with a 4-byte desc. QEMU 7.2 reads the desc of
  * an ELF64 as 8 bytes, so an empty note follows to make the next 4 bytes 0
@@ -120,18 +136,7 @@ pvh_start:
         cmp     $2048, %ecx
         jb      2b
 
-        mov     %cr4, %eax
-        or      $0x20, %eax             /* PAE */
-        mov     %eax, %cr4
-        mov     $pml4, %eax
-        mov     %eax, %cr3
-        mov     $MSR_EFER, %ecx
-        rdmsr
-        or      $EFER_LME, %eax
-        wrmsr
-        mov     %cr0, %eax
-        or      $0x80000001, %eax       /* PG | PE */
-        mov     %eax, %cr0
+        ENTER_LONG_MODE
         ljmp    $KERNEL_CS, $start64
 
         .code64
@@ -175,18 +180,7 @@ ap_start32:
         mov     %eax, %ss
         mov     %eax, %fs
         mov     %eax, %gs
-        mov     %cr4, %eax
-        or      $0x20, %eax             /* PAE */
-        mov     %eax, %cr4
-        mov     $pml4, %eax
-        mov     %eax, %cr3
-        mov     $MSR_EFER, %ecx
-        rdmsr
-        or      $EFER_LME, %eax
-        wrmsr
-        mov     %cr0, %eax
-        or      $0x80000001, %eax       /* PG | PE */
-        mov     %eax, %cr0
+        ENTER_LONG_MODE
         ljmp    $KERNEL_CS, $ap_start64
 
         .code64
