@@ -77,13 +77,15 @@ static int64_t dl_excess_ns(CPUState *cpu, uint64_t limit, int64_t now)
 void dirtylimit_vcpu_wait(CPUState *cpu)
 {
     uint64_t limit = dl_limit(cpu);
-    int64_t now, excess;
+    int64_t now, excess, start;
 
     if (!limit) {
         return;
     }
     now = get_clock_ns();
-    if (!cpu->dl_start_ns) {
+    /* dl_set_one() (another thread) may restart the budget at any time. */
+    start = __atomic_load_n(&cpu->dl_start_ns, __ATOMIC_RELAXED);
+    if (!start) {
         __atomic_store_n(&cpu->dl_start_pages, __atomic_load_n(&cpu->dirty_pages,
                                                                __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         __atomic_store_n(&cpu->dl_start_ns, now, __ATOMIC_RELAXED);
@@ -96,7 +98,7 @@ void dirtylimit_vcpu_wait(CPUState *cpu)
         __atomic_add_fetch(&cpu->dl_sleep_ns, slept, __ATOMIC_RELAXED);
         __atomic_add_fetch(&cpu->dl_sleeps, 1, __ATOMIC_RELAXED);
         trace_dirtylimit_vcpu_sleep(cpu->cpu_index, limit, slept / 1000);
-    } else if (now - cpu->dl_start_ns > DL_WINDOW_NS) {
+    } else if (now - start > DL_WINDOW_NS) {
         __atomic_store_n(&cpu->dl_start_pages, __atomic_load_n(&cpu->dirty_pages,
                                                                __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         __atomic_store_n(&cpu->dl_start_ns, now, __ATOMIC_RELAXED);
