@@ -262,6 +262,7 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
     int64_t calc_ms = ms_unit ? calc_time : calc_time * 1000;
     DirtyRateRun *run;
     Error *err = NULL;
+    int ret;
 
     if (!has_mode) {
         mode = DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING;
@@ -320,8 +321,22 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
     dr_calc_ms = calc_ms;
     dr_nvcpus = 0;
     g_mutex_unlock(&dr_lock);
-    qemu_thread_create(&dr_thread, "dirtyrate", dirtyrate_thread_fn, run);
-    dr_thread_started = true;
+    ret = qemu_thread_create(&dr_thread, "dirtyrate", dirtyrate_thread_fn, run);
+    dr_thread_started = ret == 0;
+    if (ret) {
+        /* Nothing measures: give back what the measurement held. */
+        if (run->ring_ref) {
+            kvm_dirty_ring_count_stop(kvm_state);
+        } else if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP) {
+            kvm_dirty_log_stop(kvm_state);
+        }
+        g_free(run);
+        g_mutex_lock(&dr_lock);
+        dr_info.status = DIRTY_RATE_STATUS_UNSTARTED;
+        g_mutex_unlock(&dr_lock);
+        error_setg_errno(errp, -ret, "calc-dirty-rate: cannot create the measuring thread");
+        return false;
+    }
     return true;
 }
 

@@ -171,13 +171,19 @@ static void *dirtylimit_thread_fn(void *opaque)
     return NULL;
 }
 
-/* dl_lock held. Starts or ends the thread and the log reference to match the limits. */
-static void dl_update_locked(bool own_log)
+/*
+ * dl_lock held. Starts or ends the thread and the log reference to match
+ * the limits. False (@errp set) if the slots could not be made to log.
+ */
+static bool dl_update_locked(bool own_log, Error **errp)
 {
     bool want = dl_any_limit();
 
     if (want && own_log && !dl_log_ref) {
-        dl_log_ref = kvm_dirty_ring_count_start(kvm_state, NULL);
+        dl_log_ref = kvm_dirty_ring_count_start(kvm_state, errp);
+        if (!dl_log_ref) {
+            return false;
+        }
     }
     if (want && !dl_thread_running) {
         dl_quit = false;
@@ -198,6 +204,7 @@ static void dl_update_locked(bool own_log)
         kvm_dirty_ring_count_stop(kvm_state);
         dl_log_ref = false;
     }
+    return true;
 }
 
 static void dl_set_one(CPUState *cpu, uint64_t mbps)
@@ -228,7 +235,17 @@ bool dirtylimit_set(int cpu_index, uint64_t mbps, bool own_log, Error **errp)
             dl_set_one(g_ptr_array_index(vcpus, i), mbps);
         }
     }
-    dl_update_locked(own_log);
+    if (!dl_update_locked(own_log, errp)) {
+        /* Without logging no ring fills: a limit would never act. Take it back. */
+        for (guint i = 0; i < vcpus->len; i++) {
+            if (cpu_index == -1 || (guint)cpu_index == i) {
+                dl_set_one(g_ptr_array_index(vcpus, i), 0);
+            }
+        }
+        dl_update_locked(false, NULL);
+        g_mutex_unlock(&dl_lock);
+        return false;
+    }
     g_mutex_unlock(&dl_lock);
     trace_dirtylimit_set(cpu_index, mbps);
     return true;
@@ -242,7 +259,7 @@ void dirtylimit_cancel(int cpu_index)
             dl_set_one(g_ptr_array_index(vcpus, i), 0);
         }
     }
-    dl_update_locked(false);
+    dl_update_locked(false, NULL);
     g_mutex_unlock(&dl_lock);
     trace_dirtylimit_set(cpu_index, 0);
 }

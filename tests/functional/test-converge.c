@@ -186,6 +186,7 @@ static void test_refusals(void)
     g_free(out);
     out = vm_hmp(vm, "info vcpu_dirty_limit");
     g_assert_nonnull(strstr(out, "Dirty page limit not enabled!"));
+    g_clear_pointer(&out, g_free);
     vm_kill(vm);
 
     ring = migtest_start_source_extra("256M", "mode=dirty mem=64 rate=10", RING);
@@ -199,6 +200,18 @@ static void test_refusals(void)
                      "at least 1");
     vm_qmp_expect_error(ring, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 1, "
                      "'mode': 'dirty-bitmap'}}", "mode dirty-bitmap is not enabled");
+    /* HMP's own checks of bad values. */
+    out = vm_hmp(ring, "calc_dirty_rate -r -b 1");
+    g_assert_nonnull(strstr(out, "Either dirty ring or dirty bitmap can be specified!"));
+    g_free(out);
+    out = vm_hmp(ring, "set_vcpu_dirty_limit 0");
+    g_assert_nonnull(strstr(out, "dirty_rate must be at least 1 MB/s"));
+    g_free(out);
+    out = vm_hmp(ring, "cancel_vcpu_dirty_limit 7");
+    g_assert_nonnull(strstr(out, "incorrect cpu index specified"));
+    g_free(out);
+    out = vm_hmp(ring, "calc_dirty_rate 0");
+    g_assert_nonnull(strstr(out, "between 1 and 60 seconds"));
     vm_kill(ring);
 }
 

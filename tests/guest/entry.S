@@ -17,6 +17,16 @@
 #define LSR_THRE        0x20
 #define DEBUG_EXIT_PORT 0xf4
 
+/* Every data segment register to the flat kernel data segment. */
+.macro  LOAD_DATA_SEGMENTS
+        mov     $KERNEL_DS, %eax
+        mov     %eax, %ds
+        mov     %eax, %es
+        mov     %eax, %ss
+        mov     %eax, %fs
+        mov     %eax, %gs
+.endm
+
 /* 32-bit, paging off: PAE, the shared page tables, EFER.LME, then paging on. */
 .macro  ENTER_LONG_MODE
         mov     %cr4, %eax
@@ -102,12 +112,7 @@ pvh_start:
         cld
         mov     %ebx, %esi              /* hvm_start_info, kept for C */
         lgdt    gdt_desc
-        mov     $KERNEL_DS, %eax
-        mov     %eax, %ds
-        mov     %eax, %es
-        mov     %eax, %ss
-        mov     %eax, %fs
-        mov     %eax, %gs
+        LOAD_DATA_SEGMENTS
         mov     $kstack_top, %esp
 
         mov     $__bss_start, %edi
@@ -174,12 +179,7 @@ ap_tramp_end:
 
         .code32
 ap_start32:
-        mov     $KERNEL_DS, %eax
-        mov     %eax, %ds
-        mov     %eax, %es
-        mov     %eax, %ss
-        mov     %eax, %fs
-        mov     %eax, %gs
+        LOAD_DATA_SEGMENTS
         ENTER_LONG_MODE
         ljmp    $KERNEL_CS, $ap_start64
 
