@@ -25,6 +25,7 @@
 #include "savevm.h"
 #include "savevm-cmd.h"
 #include "status.h"
+#include "trace.h"
 
 /* Main thread (BQL), except that mig/dst owns from_src while it loads. */
 typedef struct MigrationIncomingState {
@@ -42,6 +43,8 @@ typedef struct MigrationIncomingState {
     bool recover_main_seen;     /* migrate-recover: the stream's new connection arrived */
     int64_t start_ns;
     int64_t total_ms;
+    int64_t loaded_ns;          /* mig/dst: get_clock_ns() when the load returned */
+    XIncomingDowntimeInfo *downtime;    /* a completed precopy's switchover here */
 } MigrationIncomingState;
 
 static MigrationIncomingState incoming = { .autostart = true };
@@ -120,11 +123,41 @@ bool migration_incoming_in_postcopy(void)
            st == MIGRATION_STATUS_POSTCOPY_RECOVER;
 }
 
+/*
+ * Main thread, the guest just started: the switchover's phases on this
+ * side, from the first SECTION_END to now. @handoff_ns: when this bottom
+ * half was done with the loading thread and its channels.
+ */
+static void incoming_record_downtime(int64_t handoff_ns)
+{
+    int64_t end_ns, devices_ns, now = get_clock_ns();
+    XIncomingDowntimeInfo *d;
+
+    qemu_loadvm_switchover_times(&end_ns, &devices_ns);
+    if (!end_ns) {
+        return;
+    }
+    if (!devices_ns) {
+        devices_ns = incoming.loaded_ns;    /* a stream with no device section */
+    }
+    d = g_new0(XIncomingDowntimeInfo, 1);
+    d->last_ram = (devices_ns - end_ns) / 1000;
+    d->device_state = (incoming.loaded_ns - devices_ns) / 1000;
+    d->handoff = (handoff_ns - incoming.loaded_ns) / 1000;
+    d->start_vcpus = (now - handoff_ns) / 1000;
+    d->total = (now - end_ns) / 1000;
+    trace_migration_incoming_downtime(d->last_ram, d->device_state, d->handoff,
+                                      d->start_vcpus, d->total);
+    qapi_free_XIncomingDowntimeInfo(incoming.downtime);
+    incoming.downtime = d;
+}
+
 /* Main thread: the load is over; start the guest or give up. */
 static void incoming_finish_bh(void *opaque)
 {
     bool ok = GPOINTER_TO_INT(opaque);
     bool postcopy = postcopy_dst_listening();
+    int64_t handoff_ns;
 
     bql_unlock();
     qemu_thread_join(&incoming.thread);
@@ -135,7 +168,8 @@ static void incoming_finish_bh(void *opaque)
     incoming.from_src = NULL;
     mig_channel_reap_later(incoming.child);
     incoming.child = 0;
-    incoming.total_ms = (get_clock_ns() - incoming.start_ns) / 1000000;
+    handoff_ns = get_clock_ns();
+    incoming.total_ms = (handoff_ns - incoming.start_ns) / 1000000;
     if (postcopy && !ok) {
         /*
          * The guest runs here with part of its memory still on the source:
@@ -161,8 +195,11 @@ static void incoming_finish_bh(void *opaque)
         error_report("load of migration failed: %s", error_get_pretty(incoming.error));
         qemu_system_exit_now(1);
     }
-    incoming_set_state(MIGRATION_STATUS_COMPLETED);
+    /* QEMU's order: an observer of COMPLETED may use the guest at once. */
     incoming_start_guest();
+    incoming_record_downtime(handoff_ns);
+    migrate_set_state_detail(&incoming.state, migrate_get_state(&incoming.state),
+                             MIGRATION_STATUS_COMPLETED, NULL, incoming.downtime);
 }
 
 static void *incoming_thread(void *opaque)
@@ -170,6 +207,7 @@ static void *incoming_thread(void *opaque)
     bool ok = qemu_loadvm_state(incoming.from_src, &incoming.error);
     Error *channel_err = NULL;
 
+    incoming.loaded_ns = get_clock_ns();
     /* A failed channel shut the stream down: its error is the one that matters. */
     if (!ok && multifd_recv_failed(&channel_err)) {
         error_free(incoming.error);
@@ -415,6 +453,9 @@ MigrationInfo *migration_incoming_info(MigrationInfo *info)
     if (st == MIGRATION_STATUS_COMPLETED) {
         info->has_total_time = true;
         info->total_time = incoming.total_ms;
+        if (incoming.downtime) {
+            info->x_incoming_downtime = g_memdup2(incoming.downtime, sizeof(*incoming.downtime));
+        }
     }
     if (incoming.error && st == MIGRATION_STATUS_POSTCOPY_PAUSED) {
         info->error_desc = g_strdup(error_get_pretty(incoming.error));

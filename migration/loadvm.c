@@ -28,6 +28,20 @@ bool loadvm_stream_mapped_ram(void)
 }
 
 /*
+ * The load in progress (mig/dst; read by the main thread after joining it):
+ * when the switchover's records began to arrive, get_clock_ns(), 0 = not yet.
+ * A precopy source sends SECTION_PART while its guest runs and the first
+ * SECTION_END once it has stopped it; the devices' SECTION_FULL follow.
+ */
+static int64_t switchover_end_ns, switchover_devices_ns;
+
+void qemu_loadvm_switchover_times(int64_t *end_ns, int64_t *devices_ns)
+{
+    *end_ns = switchover_end_ns;
+    *devices_ns = switchover_devices_ns;
+}
+
+/*
  * QEMU 9.0's configuration/capabilities: the capabilities the stream needs
  * the reader to know. Only mapped-ram is one we read; anything else is refused.
  */
@@ -434,10 +448,16 @@ static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Erro
             return LOADVM_END_EOF;
         case QEMU_VM_SECTION_START:
         case QEMU_VM_SECTION_FULL:
+            if (type == QEMU_VM_SECTION_FULL && switchover_end_ns && !switchover_devices_ns) {
+                switchover_devices_ns = get_clock_ns();
+            }
             ok = loadvm_section_start_full(f, type, ids, errp);
             break;
         case QEMU_VM_SECTION_PART:
         case QEMU_VM_SECTION_END:
+            if (type == QEMU_VM_SECTION_END && !switchover_end_ns) {
+                switchover_end_ns = get_clock_ns();
+            }
             ok = loadvm_section_part_end(f, ids, errp);
             break;
         case QEMU_VM_COMMAND:
@@ -470,6 +490,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
         }
     }
     stream_mapped_ram = false;
+    switchover_end_ns = switchover_devices_ns = 0;
     if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
     }

@@ -74,6 +74,14 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
                            d->final_sync, d->last_ram, d->device_state, d->unattributed,
                            d->total);
         }
+        if (info->x_incoming_downtime) {
+            XIncomingDowntimeInfo *d = info->x_incoming_downtime;
+
+            monitor_printf(mon, "downtime phases here: last-ram %" PRIu64 " us, device-state %"
+                           PRIu64 " us, handoff %" PRIu64 " us, start-vcpus %" PRIu64
+                           " us (of %" PRIu64 " us)\n", d->last_ram, d->device_state,
+                           d->handoff, d->start_vcpus, d->total);
+        }
         if (info->has_setup_time) {
             monitor_printf(mon, "setup: %" PRId64 " ms\n", info->setup_time);
         }

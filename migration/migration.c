@@ -377,7 +377,7 @@ static void migration_cleanup_bh(void *opaque)
     if (s->result == MIGRATION_STATUS_COMPLETED) {
         g_autoptr(XDowntimeInfo) d = migration_downtime_info(s);
 
-        migrate_set_state_detail(&s->state, st, s->result, d);
+        migrate_set_state_detail(&s->state, st, s->result, d, NULL);
     } else {
         migrate_set_state(&s->state, st, s->result);
     }

@@ -35,5 +35,10 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp);
  * named the mapped-ram capability (its pages are in the file).
  */
 bool loadvm_stream_mapped_ram(void);
+/*
+ * After qemu_loadvm_state() returned: get_clock_ns() of the stream's first
+ * SECTION_END and of the first SECTION_FULL after it (0 where none came).
+ */
+void qemu_loadvm_switchover_times(int64_t *end_ns, int64_t *devices_ns);
 
 #endif

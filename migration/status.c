@@ -11,20 +11,21 @@
 #include "status.h"
 #include "trace.h"
 
-void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime)
+void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime,
+                              XIncomingDowntimeInfo *incoming_downtime)
 {
     if (__atomic_compare_exchange_n(state, &old, new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         trace_migration_state(MigrationStatus_str(old), MigrationStatus_str(new));
         if (migrate_events()) {
             BQL_LOCK_GUARD();
-            qapi_event_send_migration(new, downtime);
+            qapi_event_send_migration(new, downtime, incoming_downtime);
         }
     }
 }
 
 void migrate_set_state(int *state, int old, int new)
 {
-    migrate_set_state_detail(state, old, new, NULL);
+    migrate_set_state_detail(state, old, new, NULL, NULL);
 }
 
 int migrate_get_state(const int *state)

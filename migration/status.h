@@ -19,7 +19,8 @@
  */
 void migrate_set_state(int *state, int old, int new);
 /* The same, the MIGRATION event carrying @downtime (NULL: none). */
-void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime);
+void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downtime,
+                              XIncomingDowntimeInfo *incoming_downtime);
 /* The current value of a state migrate_set_state() changes. Any thread. */
 int migrate_get_state(const int *state);
 /* States in which an outgoing migration owns the VM (setup to cancelling). */

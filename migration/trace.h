@@ -44,6 +44,11 @@
                 " last_ram_us=%" PRId64 " devices_us=%" PRId64 " total_us=%" PRId64, \
                 (int64_t)(stop_us), (int64_t)(sync_us), (int64_t)(ram_us), \
                 (int64_t)(devices_us), (int64_t)(total_us))
+#define trace_migration_incoming_downtime(ram_us, devices_us, handoff_us, start_us, total_us) \
+    TRACE_EVENT("migration_incoming_downtime", "last_ram_us=%" PRIu64 " devices_us=%" PRIu64 \
+                " handoff_us=%" PRIu64 " start_vcpus_us=%" PRIu64 " total_us=%" PRIu64, \
+                (uint64_t)(ram_us), (uint64_t)(devices_us), (uint64_t)(handoff_us), \
+                (uint64_t)(start_us), (uint64_t)(total_us))
 #define trace_migration_postcopy_start(discarded_pages, package_bytes, downtime_ms) \
     TRACE_EVENT("migration_postcopy_start", "discarded_pages=%" PRIu64 " bytes=%" PRIu64 \
                 " downtime_ms=%" PRId64, (uint64_t)(discarded_pages), (uint64_t)(package_bytes), \
