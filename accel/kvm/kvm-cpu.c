@@ -13,6 +13,7 @@
 #include "system/runstate.h"
 #include "system/cpu-throttle.h"
 #include "kvm-x86.h"
+#include "trace.h"
 
 #define SIG_IPI SIGUSR1
 
@@ -343,6 +344,17 @@ static VcpuExitAction kvm_cpu_exec_once(CPUState *cpu)
         error_report("error: kvm run failed %s", g_strerror(errno));
         kvm_report_guest_error(cpu, "KVM_RUN failed");
         return VCPU_STOP_VM;
+    }
+    if (__builtin_expect(trace_active, 0)) {
+        int64_t t0 = get_clock_ns(), us;
+        uint32_t reason = run->exit_reason;
+        VcpuExitAction act = kvm_handle_exit(cpu);
+
+        us = (get_clock_ns() - t0) / 1000;
+        if (us >= 50) {
+            trace_kvm_vcpu_exit_slow(cpu->cpu_index, reason, us);
+        }
+        return act;
     }
     return kvm_handle_exit(cpu);
 }

@@ -17,6 +17,7 @@
 #include "system/cpus.h"
 #include "system/kvm.h"
 #include "kvm-dirty-ring.h"
+#include "trace.h"
 
 /* Harvests and ring bitmaps are shared by the syncing thread and vCPU threads. */
 static GMutex ring_lock;
@@ -132,9 +133,13 @@ int kvm_dirty_ring_reap(KVMState *s)
 {
     uint32_t from[256];
     uint64_t total = 0;
+    int64_t t0 = trace_active ? get_clock_ns() : 0, t_locked = 0, t_reset = 0;
     int ret;
 
     g_mutex_lock(&ring_lock);
+    if (trace_active) {
+        t_locked = get_clock_ns();
+    }
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
         CPUState *cpu = g_ptr_array_index(vcpus, i);
 
@@ -158,7 +163,9 @@ int kvm_dirty_ring_reap(KVMState *s)
     }
     if (total) {
         /* Re-protect the harvested pages before their contents are read. */
+        t_reset = trace_active ? get_clock_ns() : 0;
         ret = kvm_vm_ioctl(s, KVM_RESET_DIRTY_RINGS, NULL);
+        t_reset = trace_active ? get_clock_ns() - t_reset : 0;
         if (ret < 0 && !ring_reset_error) {
             ring_reset_error = ret;
         }
@@ -166,7 +173,39 @@ int kvm_dirty_ring_reap(KVMState *s)
     s->dirty_stats.harvests++;
     ret = ring_reset_error;
     g_mutex_unlock(&ring_lock);
+    if (trace_active) {
+        char by[16] = "";
+
+        pthread_getname_np(pthread_self(), by, sizeof(by));
+        trace_kvm_dirty_ring_reap(by, total, (t_locked - t0) / 1000, t_reset / 1000,
+                                  (get_clock_ns() - t0) / 1000);
+    }
     return ret;
+}
+
+bool kvm_dirty_ring_filling(KVMState *s, uint32_t entries)
+{
+    uint32_t size = s->opts.dirty_ring_size;
+    bool filling = false;
+
+    if (!size) {
+        return false;
+    }
+    entries = MIN(MAX(entries, 1), size);
+    g_mutex_lock(&ring_lock);
+    for (guint i = 0; vcpus && i < vcpus->len && !filling; i++) {
+        CPUState *cpu = g_ptr_array_index(vcpus, i);
+        struct kvm_dirty_gfn *e;
+
+        if (!cpu->dirty_gfns) {
+            continue;
+        }
+        /* KVM fills entries in order: the @entries-th one tells. */
+        e = &cpu->dirty_gfns[(cpu->dirty_ring_fetch + entries - 1) & (size - 1)];
+        filling = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) & KVM_DIRTY_GFN_F_DIRTY;
+    }
+    g_mutex_unlock(&ring_lock);
+    return filling;
 }
 
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)

@@ -16,6 +16,14 @@ bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);
  * the rings. 0, or -errno if a reset failed in this logging session.
  */
 int kvm_dirty_ring_reap(KVMState *s);
+/* Some vCPU's ring holds at least @entries entries not harvested yet. */
+bool kvm_dirty_ring_filling(KVMState *s, uint32_t entries);
+/*
+ * kvm-dirty-reaper.c: a thread that harvests the rings before one fills,
+ * while the slots log (started and stopped under kvm-dirty.c's log_lock).
+ */
+void kvm_dirty_reaper_start(KVMState *s);
+void kvm_dirty_reaper_stop(void);
 /* slot->dirty_bmap := what the rings collected for @slot; starts a new round. */
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot);
 void kvm_dirty_ring_log_start(KVMState *s);

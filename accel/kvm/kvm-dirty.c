@@ -17,6 +17,7 @@
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
 #include "kvm-dirty-ring.h"
+#include "trace.h"
 
 struct KVMDirtyLogMode {
     const char *name;
@@ -43,8 +44,10 @@ static bool get_log_supported(KVMState *s)
 static int get_log_sync_slot(KVMState *s, KVMSlot *slot)
 {
     struct kvm_dirty_log d = { .slot = slot->slot, .dirty_bitmap = slot->dirty_bmap };
+    int64_t t0 = get_clock_ns();
     int ret = kvm_vm_ioctl(s, KVM_GET_DIRTY_LOG, &d);
 
+    trace_kvm_get_dirty_log(slot->slot, slot->npages, (get_clock_ns() - t0) / 1000);
     if (ret == -ENOENT) {
         /* No bitmap (logging not on for this slot): nothing dirty. */
         bitmap_zero(slot->dirty_bmap, slot->npages);
@@ -106,8 +109,10 @@ static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t 
     };
     t0 = get_clock_ns();
     ret = kvm_vm_ioctl(s, KVM_CLEAR_DIRTY_LOG, &c);
+    t0 = get_clock_ns() - t0;
     s->dirty_stats.clears++;
-    s->dirty_stats.clear_ns += get_clock_ns() - t0;
+    s->dirty_stats.clear_ns += t0;
+    trace_kvm_clear_dirty_log(slot->slot, start, end - start, t0 / 1000);
     if (ret < 0) {
         return ret;
     }
@@ -238,6 +243,9 @@ static bool kvm_dirty_log_ref_locked(KVMState *s, Error **errp)
             return false;
         }
     }
+    if (kvm_dirty_ring_enabled(s)) {
+        kvm_dirty_reaper_start(s);
+    }
     return true;
 }
 
@@ -246,6 +254,9 @@ static void kvm_dirty_log_unref_locked(KVMState *s)
     assert(log_users > 0);
     if (--log_users) {
         return;
+    }
+    if (kvm_dirty_ring_enabled(s)) {
+        kvm_dirty_reaper_stop();
     }
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];

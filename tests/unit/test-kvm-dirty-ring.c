@@ -15,11 +15,36 @@
 #include "qemu/bitmap.h"
 #include "system/cpus.h"
 #include "system/kvm.h"
+#include "trace/trace.h"
+#include "accel/kvm/kvm-dirty-ring.h"
 
 #define RING_ENTRIES 64
 #define NVCPUS 2
 
 GPtrArray *vcpus;
+
+/* Trace points on: each harvest traces the entries it took. */
+bool trace_active = true;
+static uint64_t traced_entries;
+static int reap_traces;
+
+void trace_event_printf(const char *event, const char *fmt, ...)
+{
+    char line[256];
+    const char *e;
+    va_list ap;
+
+    if (strcmp(event, "kvm_dirty_ring_reap")) {
+        return;
+    }
+    va_start(ap, fmt);
+    g_vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    e = strstr(line, "entries=");
+    g_assert_nonnull(e);
+    traced_entries += g_ascii_strtoull(e + strlen("entries="), NULL, 10);
+    reap_traces++;
+}
 
 /* ---- The fake kernel ---- */
 
@@ -27,6 +52,7 @@ static struct {
     KVMState *s;
     uint32_t push[NVCPUS];      /* the kernel's write index per ring */
     int resets;                 /* KVM_RESET_DIRTY_RINGS calls */
+    bool reaper_running;        /* kvm_dirty_reaper_start() without a stop since */
     int reset_ret;              /* injected result of the next resets */
     int enable_caps;
 } fake;
@@ -68,6 +94,19 @@ int kvm_slot_set_flags(KVMState *s, KVMSlot *slot, uint32_t flags)
 {
     slot->flags = flags;
     return 0;
+}
+
+/* The reaper thread is kvm-dirty-reaper.c's: here only whether it would run. */
+void kvm_dirty_reaper_start(KVMState *s)
+{
+    g_assert_false(fake.reaper_running);
+    fake.reaper_running = true;
+}
+
+void kvm_dirty_reaper_stop(void)
+{
+    g_assert_true(fake.reaper_running);
+    fake.reaper_running = false;
 }
 
 /* vCPU @v writes page @offset of the slot with KVM id @slot_id: KVM pushes a ring entry. */
@@ -114,6 +153,7 @@ static KVMState *ring_vm_new(uint64_t npages0, uint64_t npages1)
         g_ptr_array_add(vcpus, cpu);
     }
     g_assert_true(kvm_dirty_log_start(s, &error_abort));
+    g_assert_true(fake.reaper_running);
     return s;
 }
 
@@ -122,6 +162,8 @@ static void ring_vm_free(KVMState *s)
     if (s->dirty_logging) {
         kvm_dirty_log_stop(s);
     }
+    /* The slots stopped logging: no thread harvests any more. */
+    g_assert_false(fake.reaper_running);
     for (guint i = 0; i < vcpus->len; i++) {
         CPUState *cpu = g_ptr_array_index(vcpus, i);
 
@@ -156,8 +198,11 @@ static void test_harvest(void)
     guest_write(0, 1, 999);
     guest_write(1, 0, 199);
     guest_write(1, 0, 3);       /* the same page from two vCPUs: one bit */
+    traced_entries = reap_traces = 0;
     g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
     g_assert_cmpint(fake.resets, ==, 1);
+    g_assert_cmpint(reap_traces, ==, 1);
+    g_assert_cmpuint(traced_entries, ==, 4);
     assert_ring_free();
     g_assert_cmpuint(bitmap_count_one(s0->dirty_bmap, s0->npages), ==, 2);
     g_assert_true(test_bit(3, s0->dirty_bmap) && test_bit(199, s0->dirty_bmap));
@@ -177,6 +222,31 @@ static void test_harvest(void)
         g_assert_cmpuint(bitmap_count_one(s1->dirty_bmap, s1->npages), ==, RING_ENTRIES - 1);
         assert_ring_free();
     }
+    ring_vm_free(s);
+}
+
+/* How full a ring is, as the reaper asks it: the Nth unharvested entry tells. */
+static void test_filling(void)
+{
+    KVMState *s = ring_vm_new(200, 1000);
+
+    g_assert_false(kvm_dirty_ring_filling(s, 1));
+    for (int i = 0; i < 10; i++) {
+        guest_write(1, 0, i);
+    }
+    g_assert_true(kvm_dirty_ring_filling(s, 1));
+    g_assert_true(kvm_dirty_ring_filling(s, 10));
+    g_assert_false(kvm_dirty_ring_filling(s, 11));
+    /* More than the ring holds asks for a full ring. */
+    g_assert_false(kvm_dirty_ring_filling(s, RING_ENTRIES * 2));
+    g_assert_cmpint(kvm_dirty_ring_reap(s), ==, 0);
+    g_assert_false(kvm_dirty_ring_filling(s, 1));
+    /* After the fetch index moved on and the ring wrapped. */
+    for (int i = 0; i < RING_ENTRIES - 1; i++) {
+        guest_write(1, 0, i);
+    }
+    g_assert_true(kvm_dirty_ring_filling(s, RING_ENTRIES - 1));
+    g_assert_false(kvm_dirty_ring_filling(s, RING_ENTRIES));
     ring_vm_free(s);
 }
 
@@ -255,6 +325,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/kvm-dirty-ring/harvest", test_harvest);
+    g_test_add_func("/kvm-dirty-ring/filling", test_filling);
     g_test_add_func("/kvm-dirty-ring/junk-entries", test_junk_entries);
     g_test_add_func("/kvm-dirty-ring/reset-fails", test_reset_fails);
     g_test_add_func("/kvm-dirty-ring/ring-full-reset-fails", test_ring_full_reset_fails);

@@ -12,11 +12,30 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
+#include "trace/trace.h"
 #include "accel/kvm/kvm-dirty-ring.h"
 
 #define SEED 0xc1ea5109
 #define MANUAL_PROTECT (KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE | KVM_DIRTY_LOG_INITIALLY_SET)
 #define MAX_SLOTS 16
+
+/* Trace points on: the clear's trace names the window KVM was asked for. */
+bool trace_active = true;
+static char last_clear_trace[128];
+static int clear_traces;
+
+void trace_event_printf(const char *event, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (strcmp(event, "kvm_clear_dirty_log")) {
+        return;
+    }
+    va_start(ap, fmt);
+    g_vsnprintf(last_clear_trace, sizeof(last_clear_trace), fmt, ap);
+    va_end(ap);
+    clear_traces++;
+}
 
 /* ---- The fake KVM: records requests, plays the kernel's checks ---- */
 
@@ -121,6 +140,9 @@ void kvm_dirty_ring_log_start(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_stop(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_count_alloc(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_count_free(KVMState *s) { g_assert_not_reached(); }
+bool kvm_dirty_ring_filling(KVMState *s, uint32_t entries) { g_assert_not_reached(); }
+void kvm_dirty_reaper_start(KVMState *s) { g_assert_not_reached(); }
+void kvm_dirty_reaper_stop(void) { g_assert_not_reached(); }
 
 static void fake_reset_requests(void)
 {
@@ -206,6 +228,8 @@ static void check_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
     g_autofree unsigned long *before = g_memdup2(slot->dirty_bmap, nwords * sizeof(long));
     uint64_t lo = first, hi = first < n ? MIN(n, first + npages) : first;
     uint64_t want = 0, clears0 = s->dirty_stats.clears;
+    int traces0 = clear_traces;
+    g_autofree char *traced = NULL;
     ClearReq *r;
 
     for (uint64_t p = lo; p < hi; p++) {
@@ -219,11 +243,16 @@ static void check_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
         g_assert_cmpuint(fake.clears->len, ==, 0);
         g_assert_cmpmem(slot->dirty_bmap, nwords * sizeof(long), before, nwords * sizeof(long));
         g_assert_cmpuint(s->dirty_stats.clears, ==, clears0);
+        g_assert_cmpint(clear_traces, ==, traces0);
         return;
     }
     g_assert_cmpuint(fake.clears->len, ==, 1);
     g_assert_cmpuint(s->dirty_stats.clears, ==, clears0 + 1);
     r = &g_array_index(fake.clears, ClearReq, 0);
+    g_assert_cmpint(clear_traces, ==, traces0 + 1);
+    traced = g_strdup_printf("slot=%u first=%" PRIu64 " npages=%u us=", r->slot, r->first_page,
+                             r->num_pages);
+    g_assert_true(g_str_has_prefix(last_clear_trace, traced));
     g_assert_cmpuint(r->slot, ==, slot->slot);
     /* The window: the ask rounded out to 64 pages, clipped at the slot end. */
     g_assert_cmpuint(r->first_page % 64, ==, 0);
