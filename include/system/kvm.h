@@ -118,6 +118,23 @@ int kvm_slot_set_flags(KVMState *s, KVMSlot *slot, uint32_t flags);
 int kvm_set_irq(KVMState *s, int irq, int level);
 
 /*
+ * ioeventfd and irqfd (accel/kvm/kvm-eventfd.c); 0 or -errno, -ENOSYS
+ * where KVM lacks the capability (the caller falls back to exits and
+ * kvm_set_irq). Setup and teardown only: BQL.
+ */
+bool kvm_has_ioeventfd(KVMState *s);
+bool kvm_has_irqfd_resample(KVMState *s);
+/* KVM signals @fd for a @len-byte guest write of @datamatch at MMIO @addr. */
+int kvm_mmio_ioeventfd_assign(KVMState *s, int fd, hwaddr addr, unsigned int len,
+                              uint64_t datamatch, bool assign);
+/*
+ * A level-triggered @gsi through irqfd: a write to @fd asserts the line,
+ * which KVM holds until the guest's EOI, then drops it and signals
+ * @resamplefd (so the device re-asserts if its interrupt is still pending).
+ */
+int kvm_irqfd_resample_assign(KVMState *s, int fd, int resamplefd, int gsi, bool assign);
+
+/*
  * Dirty logging (accel/kvm/kvm-dirty.c). Modes are rows of one table with
  * the same hooks: get-log (KVM_GET_DIRTY_LOG write-protects at every sync),
  * clear-log (manual protect: the caller re-arms chunks with
