@@ -11,6 +11,7 @@
 
 struct QemuOpts {
     GArray *opts;   /* of QemuOpt, in order of first appearance */
+    GArray *given;  /* of QemuOpt: every element as given, repeats included */
 };
 
 static void qemu_opt_clear(gpointer data)
@@ -27,6 +28,8 @@ QemuOpts *qemu_opts_new(void)
 
     opts->opts = g_array_new(FALSE, TRUE, sizeof(QemuOpt));
     g_array_set_clear_func(opts->opts, qemu_opt_clear);
+    opts->given = g_array_new(FALSE, TRUE, sizeof(QemuOpt));
+    g_array_set_clear_func(opts->given, qemu_opt_clear);
     return opts;
 }
 
@@ -36,6 +39,7 @@ void qemu_opts_del(QemuOpts *opts)
         return;
     }
     g_array_free(opts->opts, TRUE);
+    g_array_free(opts->given, TRUE);
     g_free(opts);
 }
 
@@ -53,7 +57,16 @@ static QemuOpt *qemu_opt_find(QemuOpts *opts, const char *name)
     return NULL;
 }
 
-void qemu_opt_set(QemuOpts *opts, const char *name, const char *value)
+/* Records one element as given, for qemu_opt_get_all(). */
+static void qemu_opt_record(QemuOpts *opts, const char *name, const char *value)
+{
+    QemuOpt given = { g_strdup(name), g_strdup(value) };
+
+    g_array_append_val(opts->given, given);
+}
+
+/* Sets @name to @value; the last value wins. */
+static void qemu_opt_store(QemuOpts *opts, const char *name, const char *value)
 {
     QemuOpt *opt = qemu_opt_find(opts, name);
     QemuOpt new_opt;
@@ -66,6 +79,18 @@ void qemu_opt_set(QemuOpts *opts, const char *name, const char *value)
     new_opt.name = g_strdup(name);
     new_opt.value = g_strdup(value);
     g_array_append_val(opts->opts, new_opt);
+}
+
+void qemu_opt_set(QemuOpts *opts, const char *name, const char *value)
+{
+    /* A programmatic set replaces every value given before, repeats too. */
+    for (guint i = opts->given->len; i-- > 0;) {
+        if (g_str_equal(g_array_index(opts->given, QemuOpt, i).name, name)) {
+            g_array_remove_index(opts->given, i);
+        }
+    }
+    qemu_opt_store(opts, name, value);
+    qemu_opt_record(opts, name, value);
 }
 
 /*
@@ -119,7 +144,8 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
             error_setg(errp, "Invalid parameter ''");
             return NULL;
         }
-        qemu_opt_set(opts, name, value);
+        qemu_opt_store(opts, name, value);
+        qemu_opt_record(opts, name, value);
         first = false;
     }
     return g_steal_pointer(&opts);
@@ -130,6 +156,21 @@ const char *qemu_opt_get(QemuOpts *opts, const char *name)
     QemuOpt *opt = qemu_opt_find(opts, name);
 
     return opt ? opt->value : NULL;
+}
+
+char **qemu_opt_get_all(QemuOpts *opts, const char *name)
+{
+    GPtrArray *values = g_ptr_array_new();
+
+    for (guint i = 0; i < opts->given->len; i++) {
+        QemuOpt *opt = &g_array_index(opts->given, QemuOpt, i);
+
+        if (g_str_equal(opt->name, name)) {
+            g_ptr_array_add(values, g_strdup(opt->value));
+        }
+    }
+    g_ptr_array_add(values, NULL);
+    return (char **)g_ptr_array_free(values, FALSE);
 }
 
 bool qemu_opt_has(QemuOpts *opts, const char *name)

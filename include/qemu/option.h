@@ -50,6 +50,13 @@ void qemu_opt_set(QemuOpts *opts, const char *name, const char *value);
 /* qemu_opt_get: the raw value of @name, or NULL when absent. */
 const char *qemu_opt_get(QemuOpts *opts, const char *name);
 
+/*
+ * qemu_opt_get_all: every value given for @name, in order, for the keys
+ * that may repeat (-netdev user's hostfwd=). Returns a NULL-terminated
+ * array, empty when @name is absent; free it with g_strfreev().
+ */
+char **qemu_opt_get_all(QemuOpts *opts, const char *name);
+
 /* qemu_opt_has: whether @name was given at all. */
 bool qemu_opt_has(QemuOpts *opts, const char *name);
 

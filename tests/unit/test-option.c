@@ -141,6 +141,26 @@ static void test_parse_duplicates(void)
     g_assert_cmpstr(qemu_opts_nth(opts, 2)->name, ==, "x");
 }
 
+static void test_get_all_repeats(void)
+{
+    g_autoptr(QemuOpts) opts =
+        parse_ok("user,id=n0,hostfwd=udp::1-:7,hostfwd=tcp::2-:22,,x", "type");
+    g_auto(GStrv) fwd = qemu_opt_get_all(opts, "hostfwd");
+    g_auto(GStrv) none = qemu_opt_get_all(opts, "nope");
+    g_auto(GStrv) after_set = NULL;
+
+    g_assert_cmpuint(g_strv_length(fwd), ==, 2);
+    g_assert_cmpstr(fwd[0], ==, "udp::1-:7");
+    g_assert_cmpstr(fwd[1], ==, "tcp::2-:22,x");
+    g_assert_cmpstr(qemu_opt_get(opts, "hostfwd"), ==, "tcp::2-:22,x");
+    g_assert_cmpuint(g_strv_length(none), ==, 0);
+    /* A programmatic set replaces the repeats too. */
+    qemu_opt_set(opts, "hostfwd", "udp::3-:7");
+    after_set = qemu_opt_get_all(opts, "hostfwd");
+    g_assert_cmpuint(g_strv_length(after_set), ==, 1);
+    g_assert_cmpstr(after_set[0], ==, "udp::3-:7");
+}
+
 static void test_parse_empty(void)
 {
     g_autoptr(QemuOpts) a = parse_ok("", NULL);
@@ -357,6 +377,7 @@ int main(int argc, char **argv)
     g_test_add_func("/option/parse/bare-flag", test_parse_bare_flag);
     g_test_add_func("/option/parse/implied-key", test_parse_implied_key);
     g_test_add_func("/option/parse/duplicates", test_parse_duplicates);
+    g_test_add_func("/option/get-all", test_get_all_repeats);
     g_test_add_func("/option/parse/empty", test_parse_empty);
     g_test_add_func("/option/parse/errors", test_parse_errors);
     g_test_add_func("/option/get-bool", test_get_bool);
