@@ -14,6 +14,7 @@
 #include "hw/boards.h"
 #include "monitor/monitor.h"
 #include "migration/misc.h"
+#include "net/net.h"
 #include "system/kvm.h"
 #include "system/memory.h"
 #include "system/os-posix.h"
@@ -28,7 +29,7 @@ typedef enum {
     OPT_KERNEL, OPT_APPEND, OPT_INITRD, OPT_OBJECT, OPT_SERIAL, OPT_NOGRAPHIC, OPT_DISPLAY,
     OPT_NODEFAULTS, OPT_NO_USER_CONFIG, OPT_S, OPT_NAME, OPT_PIDFILE, OPT_DAEMONIZE, OPT_QMP,
     OPT_QMP_PRETTY, OPT_MONITOR, OPT_CHARDEV, OPT_MON, OPT_DEVICE, OPT_INCOMING, OPT_TRACE,
-    OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC,
+    OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC, OPT_NETDEV,
 } OptIndex;
 
 typedef struct QemuOption {
@@ -56,6 +57,7 @@ static const QemuOption qemu_options[] = {
     { "trace", true, OPT_TRACE }, { "no-reboot", false, OPT_NO_REBOOT },
     { "no-shutdown", false, OPT_NO_SHUTDOWN }, { "global", true, OPT_GLOBAL },
     { "vga", true, OPT_VGA }, { "net", true, OPT_NET }, { "nic", true, OPT_NIC },
+    { "netdev", true, OPT_NETDEV },
 };
 
 typedef struct MonitorConfig {
@@ -79,6 +81,7 @@ typedef struct Config {
     GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
     GPtrArray *object_opts;     /* QemuOpts of -object */
     GPtrArray *monitors;        /* MonitorConfig */
+    GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */
 } Config;
 
 static void version(void)
@@ -105,6 +108,8 @@ static void help(void)
            "-name NAME / -pidfile FILE / -daemonize\n"
            "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
            "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
+           "-netdev user,id=ID[,net=ADDR[/MASK]][,host=ADDR][,hostfwd=[tcp|udp]:[HADDR]:HPORT-[GADDR]:GPORT]...\n"
+           "-nic user[,model=virtio-net-device][,mac=MAC][,netdev user options]\n"
            "-incoming URI|defer              wait for an incoming migration\n"
            "-trace [enable=]PATTERN[,file=PATH]  trace points matching PATTERN (help: list)\n");
 }
@@ -547,9 +552,11 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return true;
     case OPT_DISPLAY:
         return parse_display(cfg, arg, errp);
+    case OPT_NIC:
+    case OPT_NETDEV:
+        return net_client_parse(cfg->netdevs, arg, idx == OPT_NIC, errp);
     case OPT_VGA:
     case OPT_NET:
-    case OPT_NIC:
         if (strcmp(arg, "none")) {
             error_setg(errp, "microvm has no such devices; only 'none' is accepted");
             return false;
@@ -748,6 +755,7 @@ static void config_free(Config *cfg)
     g_ptr_array_free(cfg->chardev_opts, TRUE);
     g_ptr_array_free(cfg->object_opts, TRUE);
     g_ptr_array_free(cfg->monitors, TRUE);
+    g_ptr_array_unref(cfg->netdevs);
 }
 
 void qemu_init(int argc, char **argv)
@@ -758,6 +766,7 @@ void qemu_init(int argc, char **argv)
     cfg.chardev_opts = g_ptr_array_new();
     cfg.object_opts = g_ptr_array_new();
     cfg.monitors = g_ptr_array_new();
+    cfg.netdevs = net_pending_new();
     error_set_progname(argv[0]);
     migration_options_init();
     signal(SIGPIPE, SIG_IGN);
@@ -781,7 +790,7 @@ void qemu_init(int argc, char **argv)
     g_unix_signal_add(SIGTERM, terminate_on_signal, GINT_TO_POINTER(SIGTERM));
     g_unix_signal_add(SIGHUP, terminate_on_signal, GINT_TO_POINTER(SIGHUP));
 
-    /* 3. Chardevs, then memory backends (-object). */
+    /* 3. Chardevs, memory backends (-object), network backends (-netdev, -nic). */
     for (guint i = 0; i < cfg.chardev_opts->len; i++) {
         if (!qemu_chr_new_from_opts(g_ptr_array_index(cfg.chardev_opts, i), &err)) {
             error_prepend(&err, "-chardev: ");
@@ -804,6 +813,11 @@ void qemu_init(int argc, char **argv)
             exit(1);
         }
     }
+    /* Before the machine: its NICs find their backends by id. */
+    if (!net_clients_create(cfg.netdevs, &err)) {
+        error_report_err(err);
+        exit(1);
+    }
 
     /* 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs, devices). */
     kvm_state = kvm_init(&cfg.accel, &err);
@@ -818,7 +832,7 @@ void qemu_init(int argc, char **argv)
     }
     current_machine = g_new(MachineState, 1);
     *current_machine = cfg.machine;
-    if (!microvm_machine_init(current_machine, &err)) {
+    if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err)) {
         error_report_err(err);
         exit(1);
     }
