@@ -19,6 +19,8 @@ const HMPCommand hmp_info_cmds[] = {
       hmp_info_vcpu_dirty_limit },
     { "stats", "target:s,names:s?", "target [names]",
       "show statistics (target: vm or vcpu; names: comma-separated)", hmp_info_stats },
+    { "network", "", "", "show the network state", hmp_info_network },
+    { "usernet", "", "", "show user network stack connection states", hmp_info_usernet },
     { NULL },
 };
 
@@ -60,5 +62,11 @@ const HMPCommand hmp_cmds[] = {
     { "cancel_vcpu_dirty_limit", "cpu_index:i?", "[cpu_index]",
       "cancel dirty page rate limit, use cpu_index to cancel limit on a specified virtual cpu",
       hmp_cancel_vcpu_dirty_limit },
+    { "hostfwd_add", "arg1:s,arg2:s?",
+      "[netdev_id] [tcp|udp]:[hostaddr]:hostport-[guestaddr]:guestport",
+      "redirect TCP or UDP connections from host to guest (requires -net user)",
+      hmp_hostfwd_add },
+    { "hostfwd_remove", "arg1:s,arg2:s?", "[netdev_id] [tcp|udp]:[hostaddr]:hostport",
+      "remove host-to-guest TCP or UDP redirection", hmp_hostfwd_remove },
     { NULL },
 };
