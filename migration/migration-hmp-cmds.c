@@ -70,9 +70,9 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
 
             monitor_printf(mon, "downtime phases: stop-vcpus %" PRIu64 " us, final-sync %" PRIu64
                            " us, last-ram %" PRIu64 " us, device-state %" PRIu64 " us, "
-                           "unattributed %" PRIu64 " us (of %" PRIu64 " us)\n", d->stop_vcpus,
-                           d->final_sync, d->last_ram, d->device_state, d->unattributed,
-                           d->total);
+                           "unattributed %" PRIu64 " us (of %" PRIu64 " us, expected %"
+                           PRIu64 " us)\n", d->stop_vcpus, d->final_sync, d->last_ram,
+                           d->device_state, d->unattributed, d->total, d->expected);
         }
         if (info->x_incoming_downtime) {
             XIncomingDowntimeInfo *d = info->x_incoming_downtime;

@@ -100,9 +100,11 @@ static void migration_rate_limit_changed(MigrationState *s)
     g_mutex_unlock(&rate_lock);
 }
 
-/* Sleeps until @deadline_ns unless cancel or a bandwidth change wakes us. */
-static void migration_rate_wait(int64_t deadline_ns)
+/* Sleeps until @deadline_ns unless cancel or a bandwidth change wakes us; returns ns slept. */
+static int64_t migration_rate_wait(int64_t deadline_ns)
 {
+    int64_t t0 = get_clock_ns();
+
     g_mutex_lock(&rate_lock);
     while (!rate_kick && get_clock_ns() < deadline_ns) {
         gint64 end = g_get_monotonic_time() + (deadline_ns - get_clock_ns()) / 1000;
@@ -110,6 +112,7 @@ static void migration_rate_wait(int64_t deadline_ns)
     }
     rate_kick = false;
     g_mutex_unlock(&rate_lock);
+    return get_clock_ns() - t0;
 }
 
 typedef struct RateWindow {
@@ -117,8 +120,25 @@ typedef struct RateWindow {
     uint64_t start_bytes;
     uint64_t start_pages;
     uint64_t start_data_pages;
+    int64_t waited_ns;          /* slept in it for max-bandwidth */
     bool busy;                  /* the sender never ran out of pages in it */
 } RateWindow;
+
+/*
+ * What a switchover now would take: the final sync, then @remaining bytes
+ * sent without max-bandwidth's limit (QEMU divides by the limited rate,
+ * which overstates a throttled migration's downtime many times). The
+ * user's avail-switchover-bandwidth wins. 0 before the link was measured.
+ */
+double migration_expected_downtime_ms(const MigrationState *s, uint64_t remaining)
+{
+    double switchover_bpms = migrate_avail_switchover_bandwidth()
+                             ? migrate_avail_switchover_bandwidth() / 1000.0 : s->bandwidth_bpms;
+    double rate = migrate_avail_switchover_bandwidth() || !s->unlimited_bpms
+                  ? switchover_bpms : MAX(s->unlimited_bpms, switchover_bpms);
+
+    return rate > 0 ? s->sync_cost_ns / 1e6 + remaining / rate : 0;
+}
 
 /* Once per >= 100 ms window: bandwidth, switchover threshold, rates. */
 static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile *f)
@@ -147,7 +167,15 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     }
     /* An idle window says nothing about the link: keep the last estimate. */
     if (w->busy) {
+        double sending_ms = ms - w->waited_ns / 1e6;
+
         s->bandwidth_bpms = drained / ms;
+        /* Too short a time sending (a tiny max-bandwidth) tells nothing. */
+        if (sending_ms >= BUFFER_DELAY_MS / 10) {
+            /* In the remaining count's unit: pages (a zero page is 4 KiB of it). */
+            s->unlimited_bpms = (ram_pages_sent() - w->start_pages) * TARGET_PAGE_SIZE /
+                                sending_ms;
+        }
     }
     /* avail-switchover-bandwidth: what the user says the switchover may use (QEMU 8.2). */
     switchover_bpms = migrate_avail_switchover_bandwidth() ? migrate_avail_switchover_bandwidth() / 1000.0
@@ -156,13 +184,14 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     s->mbps = bytes * 8.0 / ms / 1000.0;
     s->pages_per_second = (ram_pages_sent() - w->start_pages) * 1000.0 / ms;
     if (switchover_bpms > 0 && bytes > 10000) {
-        s->expected_downtime_ms = remaining / switchover_bpms;
+        s->expected_downtime_ms = migration_expected_downtime_ms(s, remaining);
     }
     converge_tick(s->bandwidth_bpms);
     w->start_ns = now;
     w->start_bytes = qemu_file_transferred(f);
     w->start_pages = ram_pages_sent();
     w->start_data_pages = ram_data_pages_sent();
+    w->waited_ns = 0;
     w->busy = true;
     qemu_file_reset_rate_window(f);
 }
@@ -205,7 +234,7 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
         }
         migration_update_counters(s, &w, f);
         if (qemu_file_rate_limit(f) && migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
-            migration_rate_wait(w.start_ns + BUFFER_DELAY_MS * 1000000LL);
+            w.waited_ns += migration_rate_wait(w.start_ns + BUFFER_DELAY_MS * 1000000LL);
             migration_update_counters(s, &w, f);
         }
     }
@@ -318,6 +347,7 @@ static XDowntimeInfo *migration_downtime_info(const MigrationState *s)
     d->last_ram = s->downtime_ram_ns / 1000;
     d->device_state = s->downtime_dev_ns / 1000;
     d->total = s->downtime_total_ns / 1000;
+    d->expected = s->downtime_expected_us;
     d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
                                                 d->device_state);
     return d;
@@ -488,7 +518,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->start_ns = get_clock_ns();
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
     s->downtime_phases_valid = false;
-    s->bandwidth_bpms = 0;
+    s->bandwidth_bpms = s->unlimited_bpms = 0;
+    s->sync_cost_ns = 0;
     s->mbps = 0;
     s->pages_per_second = 0;
     s->precopy_bytes = s->downtime_bytes = s->transferred_final = s->transferred_before = 0;

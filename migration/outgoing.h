@@ -56,6 +56,13 @@ typedef struct MigrationState {
     int64_t expected_downtime_ms;
     int64_t downtime_start_ns;
     double bandwidth_bpms;      /* bytes per ms of the last busy >= 100 ms window */
+    /*
+     * The same window's bytes per ms of the time the sender was not held
+     * back by max-bandwidth: the rate the switchover gets, as it sends
+     * without a limit. 0 until measured.
+     */
+    double unlimited_bpms;
+    int64_t sync_cost_ns;       /* the last exact pending (a dirty sync) before switchover */
     uint64_t threshold_bytes;   /* switch over once this little is left */
     double mbps;
     uint64_t pages_per_second;
@@ -69,6 +76,7 @@ typedef struct MigrationState {
     bool downtime_phases_valid;
     int64_t downtime_stop_ns, downtime_sync_ns, downtime_ram_ns, downtime_dev_ns;
     int64_t downtime_total_ns;
+    int64_t downtime_expected_us;   /* predicted when the switchover was decided */
     /*
      * Postcopy: the guest may run on the destination now, so it must never
      * run here again; a failure pauses instead (postcopy-paused). Set by
@@ -145,6 +153,12 @@ struct MigrationOutMode {
 extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
 extern const MigrationOutMode postcopy_mode;
+
+/*
+ * mig/src: the downtime a switchover now would have with @remaining bytes
+ * left (ms; 0 before the link was measured).
+ */
+double migration_expected_downtime_ms(const MigrationState *s, uint64_t remaining);
 
 /*
  * migration_stop_vm_locked: a mode's downtime starts (precopy's switchover,

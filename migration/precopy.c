@@ -27,14 +27,23 @@ static bool precopy_selected(void)
 static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
 {
     uint64_t pending = qemu_savevm_pending(false);
+    int64_t t0;
 
     if (pending > s->threshold_bytes) {
         return false;
     }
+    t0 = get_clock_ns();
     pending = qemu_savevm_pending(true);
+    /* What the final sync will cost, for expected-downtime. */
+    s->sync_cost_ns = get_clock_ns() - t0;
     trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms,
                                pending <= s->threshold_bytes ? "complete" : "iterate");
-    return pending <= s->threshold_bytes;
+    if (pending > s->threshold_bytes) {
+        return false;
+    }
+    /* The prediction this switchover is judged against (x-downtime.expected). */
+    s->downtime_expected_us = migration_expected_downtime_ms(s, pending) * 1000;
+    return true;
 }
 
 /* Stop the guest and send everything that is left. BQL taken here. */

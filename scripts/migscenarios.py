@@ -106,6 +106,15 @@ SCENARIOS = {
         "warmup": 3,
         "quick": {"append": "mode=dirty mem=512 rate=100 pattern=random"},
     },
+    # The downtime limit is what decides the switchover (issue 16): a working
+    # set rewritten faster than a pass, on a link limited only by the host.
+    "downtime-limit": {
+        "doc": "1 GiB guest writing 768 MiB in order at 400 MB/s; no max-bandwidth, "
+               "downtime-limit 100 ms: downtime against the limit and the prediction",
+        "mem": "1G", "append": "mode=dirty mem=768 rate=400 pattern=seq",
+        "params": {"max-bandwidth": UNLIMITED, "downtime-limit": 100},
+        "warmup": 3,
+    },
     # Convergence (issue 16): CPU 0 computes (the innocent vCPU), CPU 1 outruns the link.
     "converge-auto": {
         "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "

@@ -51,6 +51,8 @@ static void assert_downtime_attributed(JsonNode *info)
     g_assert_cmpint(json_get_int(info, "x-downtime.unattributed"), ==, total - sum);
     /* The same span as downtime (ms, truncated). */
     g_assert_cmpint(total / 1000, ==, json_get_int(info, "downtime"));
+    /* A prediction was made when the switchover was decided. */
+    g_assert_cmpint(json_get_int(info, "x-downtime.expected"), >, 0);
 }
 
 /* The destination's phases run from the first section end to its guest running. */
