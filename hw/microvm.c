@@ -10,6 +10,10 @@
  *   0x20000  kernel command line (< 64 KiB)
  *   1 MiB+   the kernel's PT_LOAD segments
  *   top of low RAM: initrd
+ *
+ * virtio-mmio transports exist only for the devices given with -device,
+ * in slots from 0xfeb00000 (512 bytes each, GSI 5 + slot), and are named
+ * to the kernel on its command line, as QEMU's microvm does without ACPI.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -17,6 +21,7 @@
 #include "hw/boards.h"
 #include "hw/pvh.h"
 #include "hw/serial.h"
+#include "hw/virtio/virtio-mmio.h"
 #include "system/cpus.h"
 #include "system/ioport.h"
 #include "system/kvm.h"
@@ -149,13 +154,32 @@ static uint32_t microvm_build_memmap(struct hvm_memmap_table_entry *map)
     return cnt;
 }
 
+/*
+ * The command line the guest gets: -append, then one
+ * " virtio_mmio.device=512@0xADDR:IRQ" per transport (Linux's syntax, and
+ * QEMU's exact text, so guests see the same line under both).
+ */
+static char *microvm_kernel_cmdline(const MachineState *ms)
+{
+    GString *cmdline = g_string_new(ms->kernel_cmdline ? ms->kernel_cmdline : "");
+
+    for (guint i = 0; ms->virtio_mmio && i < ms->virtio_mmio->len; i++) {
+        VirtIOMMIOState *s = g_ptr_array_index(ms->virtio_mmio, i);
+
+        g_string_append_printf(cmdline, " virtio_mmio.device=%d@0x%" HWADDR_PRIx ":%d",
+                               VIRTIO_MMIO_WINDOW_SIZE, virtio_mmio_base(s),
+                               virtio_mmio_gsi(s));
+    }
+    return g_string_free(cmdline, FALSE);
+}
+
 /* Copies the kernel (and initrd) into RAM and writes hvm_start_info. */
 static bool microvm_load_boot_data(MachineState *ms, uint32_t *entry, Error **errp)
 {
     struct hvm_start_info si = { .magic = XEN_HVM_START_MAGIC_VALUE, .version = 1 };
     struct hvm_memmap_table_entry map[MEMMAP_MAX];
     PvhImageInfo info;
-    const char *cmdline = ms->kernel_cmdline ? ms->kernel_cmdline : "";
+    g_autofree char *cmdline = microvm_kernel_cmdline(ms);
     size_t cmdlen = strlen(cmdline) + 1;
 
     if (!pvh_elf_load(ms->kernel_image, ms->kernel_size, microvm_guest_write, NULL, &info, errp)) {
@@ -221,6 +245,30 @@ static bool microvm_read_file(const char *path, const char *what, uint8_t **data
     return true;
 }
 
+/* One transport per -device virtio-*-device, in command-line order. */
+static bool microvm_virtio_init(MachineState *ms, Error **errp)
+{
+    guint n = ms->virtio_devices ? ms->virtio_devices->len : 0;
+
+    if (n > MICROVM_VIRTIO_SLOTS) {
+        error_setg(errp, "%u virtio devices given, but microvm has %d virtio-mmio slots", n,
+                   MICROVM_VIRTIO_SLOTS);
+        return false;
+    }
+    ms->virtio_mmio = g_ptr_array_new();
+    for (guint i = 0; i < n; i++) {
+        VirtIOMMIOState *s = virtio_mmio_create(g_ptr_array_index(ms->virtio_devices, i),
+                                                MICROVM_VIRTIO_MMIO_BASE +
+                                                i * MICROVM_VIRTIO_MMIO_STRIDE,
+                                                MICROVM_VIRTIO_IRQ_BASE + i, errp);
+        if (!s) {
+            return false;
+        }
+        g_ptr_array_add(ms->virtio_mmio, s);
+    }
+    return true;
+}
+
 static void microvm_reset(void *opaque)
 {
     MachineState *ms = opaque;
@@ -280,6 +328,9 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     }
     if (ms->debug_exit.present &&
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
+        return false;
+    }
+    if (!microvm_virtio_init(ms, errp)) {
         return false;
     }
     if (!microvm_load_boot_data(ms, &entry, errp) ||

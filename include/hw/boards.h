@@ -5,11 +5,20 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <glib.h>
 
 #define MACHINE_TYPE_NAME "microvm"
 /* RAM above this goes to a second range at 4 GiB (the PCI/APIC hole). */
 #define MICROVM_LOWMEM_MAX (3 * GiB)
 #define MICROVM_HIGHMEM_BASE (4 * GiB)
+/*
+ * virtio-mmio transports, as QEMU's microvm places them without ACPI:
+ * slot i at 0xfeb00000 + i * 512 on GSI 5 + i, eight slots.
+ */
+#define MICROVM_VIRTIO_MMIO_BASE   0xfeb00000ULL
+#define MICROVM_VIRTIO_MMIO_STRIDE 512
+#define MICROVM_VIRTIO_IRQ_BASE    5
+#define MICROVM_VIRTIO_SLOTS       8
 
 typedef struct DebugExitConfig {
     bool present;
@@ -29,6 +38,8 @@ struct MachineState {
     uint64_t max_ram_below_4g;  /* -machine max-ram-below-4g=SIZE, 0: default */
     Chardev *serial;            /* COM1, may be NULL */
     DebugExitConfig debug_exit;
+    /* VirtIODevice *, from -device, in command-line order (may be NULL). */
+    GPtrArray *virtio_devices;
 
     /* Built by machine init. */
     RAMBlock *ram;
@@ -36,6 +47,7 @@ struct MachineState {
     size_t kernel_size;
     uint8_t *initrd_image;
     size_t initrd_size;
+    GPtrArray *virtio_mmio;     /* VirtIOMMIOState *, slot order */
 };
 
 extern MachineState *current_machine;
