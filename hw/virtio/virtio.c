@@ -286,6 +286,83 @@ void virtio_device_reset(VirtIODevice *vdev)
     __atomic_store_n(&vdev->broken, 0, __ATOMIC_SEQ_CST);
 }
 
+/* ---- Migration (BQL, device thread stopped) ---- */
+
+#define VIRTIO_STATUS_KNOWN (VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | \
+                             VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FEATURES_OK | \
+                             VIRTIO_CONFIG_S_FAILED)
+
+void virtio_device_get_state(VirtIODevice *vdev, VirtIODeviceState *ds, VirtQueueState *qs)
+{
+    assert(!vdev->thread_running);
+    *ds = (VirtIODeviceState) {
+        .status = vdev->status,
+        .guest_features = vdev->guest_features,
+        .config_generation = __atomic_load_n(&vdev->config_generation, __ATOMIC_ACQUIRE),
+        .broken = virtio_device_is_broken(vdev),
+    };
+    for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
+        virtqueue_get_state(&vdev->vq[i], &qs[i]);
+    }
+}
+
+bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                               const VirtQueueState *qs, Error **errp)
+{
+    uint64_t unknown = ds->guest_features & ~vdev->host_features;
+
+    if (ds->status & ~VIRTIO_STATUS_KNOWN) {
+        error_setg(errp, "%s: invalid status 0x%x", vdev->name, ds->status);
+        return false;
+    }
+    if (unknown) {
+        error_setg(errp, "%s: the driver's features 0x%" PRIx64 " include 0x%" PRIx64
+                   ", which this device does not offer", vdev->name, ds->guest_features,
+                   unknown);
+        return false;
+    }
+    if ((ds->status & VIRTIO_CONFIG_S_FEATURES_OK) &&
+        !(ds->guest_features & (1ULL << VIRTIO_F_VERSION_1))) {
+        error_setg(errp, "%s: FEATURES_OK without VIRTIO_F_VERSION_1", vdev->name);
+        return false;
+    }
+    if ((ds->status & VIRTIO_CONFIG_S_DRIVER_OK) && !(ds->status & VIRTIO_CONFIG_S_FEATURES_OK)) {
+        error_setg(errp, "%s: DRIVER_OK without FEATURES_OK", vdev->name);
+        return false;
+    }
+    for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
+        if (!virtqueue_check_state(&vdev->vq[i], &qs[i], errp)) {
+            error_prepend(errp, "%s: ", vdev->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                             const VirtQueueState *qs)
+{
+    bool event_idx = ds->guest_features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+
+    /* Whatever ran here before the state came in stops first. */
+    __atomic_store_n(&vdev->status, 0, __ATOMIC_RELEASE);
+    virtio_device_update_running(vdev);
+    vdev->guest_features = ds->guest_features;
+    __atomic_store_n(&vdev->config_generation, ds->config_generation, __ATOMIC_RELEASE);
+    for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
+        virtqueue_set_state(&vdev->vq[i], &qs[i], event_idx, indirect);
+    }
+    __atomic_store_n(&vdev->broken, 0, __ATOMIC_SEQ_CST);
+    if (ds->broken) {
+        /* Broken there, broken here; the warning was the source's to print. */
+        __atomic_store_n(&vdev->broken_warned, 1, __ATOMIC_SEQ_CST);
+        virtio_error(vdev, "broken on the migration source");
+    }
+    __atomic_store_n(&vdev->status, ds->status, __ATOMIC_RELEASE);
+    virtio_device_update_running(vdev);
+}
+
 bool virtio_device_init(VirtIODevice *vdev, const VirtIODeviceOps *ops, Error **errp)
 {
     unsigned int nq = ops->num_queues;

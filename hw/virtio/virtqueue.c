@@ -11,6 +11,7 @@
  *                     avail_event u16
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hw/virtio/virtqueue.h"
 #include "system/memory.h"
 #include <linux/virtio_ring.h>
@@ -124,59 +125,138 @@ bool virtqueue_is_broken(VirtQueue *vq)
     return __atomic_load_n(&vq->broken, __ATOMIC_ACQUIRE);
 }
 
-/* Host pointer for a ring of @size bytes at @gpa, or NULL with the queue broken. */
-static uint8_t *virtqueue_map_ring(VirtQueue *vq, const char *what, uint64_t gpa,
-                                   size_t size, unsigned int align)
+/* NULL if a ring of @size bytes fits at @gpa; else why not (the caller frees it). */
+static char *virtqueue_ring_problem(unsigned int index, const char *what, uint64_t gpa,
+                                    size_t size, unsigned int align)
 {
-    uint8_t *p;
-
     if (gpa % align) {
-        virtqueue_error(vq, "queue %u: %s ring at 0x%" PRIx64 " is not %u-byte aligned",
-                        vq->index, what, gpa, align);
-        return NULL;
+        return g_strdup_printf("queue %u: %s ring at 0x%" PRIx64 " is not %u-byte aligned",
+                               index, what, gpa, align);
     }
-    p = guest_phys_to_host(gpa, size);
-    if (!p) {
-        virtqueue_error(vq, "queue %u: %s ring 0x%" PRIx64 "+0x%zx is outside guest RAM",
-                        vq->index, what, gpa, size);
+    if (!guest_phys_to_host(gpa, size)) {
+        return g_strdup_printf("queue %u: %s ring 0x%" PRIx64 "+0x%zx is outside guest RAM",
+                               index, what, gpa, size);
     }
-    return p;
+    return NULL;
 }
 
-bool virtqueue_enable(VirtQueue *vq, bool event_idx, bool indirect)
+/*
+ * NULL if a queue of @num entries with these rings is one we can run; else
+ * why not. Looks up guest RAM but reads none of it.
+ */
+static char *virtqueue_config_problem(const VirtQueue *vq, uint32_t num, uint64_t desc,
+                                      uint64_t avail, uint64_t used)
 {
-    const GuestRAMRange *r;
+    char *why;
 
-    virtqueue_disable(vq);
     /* Free-running 16-bit indices wrap cleanly only over a power-of-two ring. */
-    if (!vq->num || vq->num > vq->num_max || (vq->num & (vq->num - 1))) {
-        virtqueue_error(vq, "queue %u: size %u is not a power of two up to %u",
-                        vq->index, vq->num, vq->num_max);
-        return false;
+    if (!num || num > vq->num_max || (num & (num - 1))) {
+        return g_strdup_printf("queue %u: size %u is not a power of two up to %u",
+                               vq->index, num, vq->num_max);
     }
-    vq->desc = virtqueue_map_ring(vq, "descriptor", vq->desc_addr,
-                                  (size_t)vq->num * DESC_SIZE, VRING_DESC_ALIGN_SIZE);
-    vq->avail = virtqueue_map_ring(vq, "driver", vq->avail_addr, avail_ring_size(vq->num),
-                                   VRING_AVAIL_ALIGN_SIZE);
-    vq->used = virtqueue_map_ring(vq, "device", vq->used_addr, used_ring_size(vq->num),
-                                  VRING_USED_ALIGN_SIZE);
-    if (!vq->desc || !vq->avail || !vq->used) {
-        virtqueue_disable(vq);
-        return false;
-    }
-    r = guest_ram_lookup(vq->used_addr);
+    why = virtqueue_ring_problem(vq->index, "descriptor", desc, (size_t)num * DESC_SIZE,
+                                 VRING_DESC_ALIGN_SIZE);
+    why = why ?: virtqueue_ring_problem(vq->index, "driver", avail, avail_ring_size(num),
+                                        VRING_AVAIL_ALIGN_SIZE);
+    return why ?: virtqueue_ring_problem(vq->index, "device", used, used_ring_size(num),
+                                         VRING_USED_ALIGN_SIZE);
+}
+
+/* Maps the rings the config names; virtqueue_config_problem() said they fit. */
+static void virtqueue_map(VirtQueue *vq, bool event_idx, bool indirect)
+{
+    const GuestRAMRange *r = guest_ram_lookup(vq->used_addr);
+
+    vq->desc = guest_phys_to_host(vq->desc_addr, (size_t)vq->num * DESC_SIZE);
+    vq->avail = guest_phys_to_host(vq->avail_addr, avail_ring_size(vq->num));
+    vq->used = guest_phys_to_host(vq->used_addr, used_ring_size(vq->num));
     vq->used_rb = r->rb;
     vq->used_ram_offset = r->offset + (vq->used_addr - r->gpa);
     vq->event_idx = event_idx;
     vq->indirect = indirect;
+    vq->notification = true;
+    vq->ready = true;
+}
+
+bool virtqueue_enable(VirtQueue *vq, bool event_idx, bool indirect)
+{
+    g_autofree char *why = NULL;
+
+    virtqueue_disable(vq);
+    why = virtqueue_config_problem(vq, vq->num, vq->desc_addr, vq->avail_addr, vq->used_addr);
+    if (why) {
+        virtqueue_error(vq, "%s", why);
+        return false;
+    }
     /* The driver may have used the queue before (a reset resumes from 0). */
     vq->last_avail_idx = vq->used_idx = 0;
     vq->signalled_used = 0;
     vq->signalled_used_valid = false;
     vq->inuse = 0;
-    vq->notification = true;
-    vq->ready = true;
+    virtqueue_map(vq, event_idx, indirect);
     return true;
+}
+
+void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st)
+{
+    *st = (VirtQueueState) {
+        .num = vq->num,
+        .ready = vq->ready,
+        .desc_addr = vq->desc_addr,
+        .avail_addr = vq->avail_addr,
+        .used_addr = vq->used_addr,
+        /*
+         * Chains taken but not returned are offered again on the other side
+         * (in-order devices, which return what they take in order).
+         */
+        .last_avail_idx = vq->last_avail_idx - vq->inuse,
+        .used_idx = vq->used_idx,
+        .signalled_used = vq->signalled_used,
+        .signalled_used_valid = vq->signalled_used_valid,
+    };
+}
+
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp)
+{
+    g_autofree char *why = NULL;
+    uint16_t inflight;
+
+    if (!st->ready) {
+        return true;            /* only registers; QueueReady will check them */
+    }
+    why = virtqueue_config_problem(vq, st->num, st->desc_addr, st->avail_addr, st->used_addr);
+    if (why) {
+        error_setg(errp, "%s", why);
+        return false;
+    }
+    /* What we had taken beyond what we had returned cannot exceed the ring. */
+    inflight = st->last_avail_idx - st->used_idx;
+    if (inflight > st->num) {
+        error_setg(errp, "queue %u: avail index %u is %u past used index %u, more than "
+                   "the queue size %u", vq->index, st->last_avail_idx, inflight,
+                   st->used_idx, st->num);
+        return false;
+    }
+    return true;
+}
+
+void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
+                         bool indirect)
+{
+    virtqueue_disable(vq);
+    vq->num = st->num;
+    vq->desc_addr = st->desc_addr;
+    vq->avail_addr = st->avail_addr;
+    vq->used_addr = st->used_addr;
+    if (!st->ready) {
+        return;
+    }
+    vq->last_avail_idx = st->last_avail_idx;
+    vq->used_idx = st->used_idx;
+    vq->signalled_used = st->signalled_used;
+    vq->signalled_used_valid = st->signalled_used_valid;
+    vq->inuse = 0;
+    virtqueue_map(vq, event_idx, indirect);
 }
 
 void virtqueue_disable(VirtQueue *vq)

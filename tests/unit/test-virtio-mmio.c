@@ -564,6 +564,136 @@ static void test_warn_once(void)
     g_test_trap_assert_stderr_unmatched("*warning*warning*");
 }
 
+/* ---- Migration: the transport's section ---- */
+
+/* Byte offsets in the section (big-endian fields in table order). */
+#define SEC_ISR         12
+#define SEC_STATUS      16
+#define SEC_FEATURES    17
+#define SEC_NUM_QUEUES  30
+#define SEC_QUEUE0      34
+#define SEC_QUEUE_SIZE  34
+#define SEC_Q_NUM       0
+#define SEC_Q_DESC      3
+#define SEC_Q_LAST_AVAIL 27
+
+static void put_be(uint8_t *p, uint64_t v, int size)
+{
+    for (int i = size - 1; i >= 0; i--, v >>= 8) {
+        p[i] = v;
+    }
+}
+
+/*
+ * A source that echoed one chain and then stopped with a second chain
+ * offered but not kicked; the section it saves.
+ */
+static uint8_t *save_source(size_t *len, bool ioeventfd)
+{
+    Fixture f;
+    uint8_t *sec;
+
+    fixture_setup(&f, ioeventfd, false);
+    driver_init(&f, true);
+    driver_send(&f, 0, "before");
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    g_assert_true(vtest_wait_used(&f.q, 1));
+    vtest_vm_set_running(false);
+    driver_send(&f, 1, "across");
+    wr(VIRTIO_MMIO_QUEUE_SEL, 1);
+    sec = vtest_section_save(len);
+    g_assert_cmpuint(*len, ==, SEC_QUEUE0 + 2 * SEC_QUEUE_SIZE);
+    /* The source goes away (its guest RAM stays: it is what the stream carried). */
+    vtest_vm_set_running(true);
+    virtio_mmio_destroy(f.mmio);
+    virtio_device_cleanup(&f.dev.vdev);
+    io_range_table_free(mmio_table);
+    mmio_table = io_range_table_new();
+    return sec;
+}
+
+static void test_migrate_round_trip(void)
+{
+    size_t len;
+    g_autofree uint8_t *sec = save_source(&len, true);
+    Fixture f;
+
+    /* The destination: a fresh device, VM stopped while the state comes in. */
+    fixture_setup(&f, true, false);
+    vtest_vm_set_running(false);
+    g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, STATUS_FEATURES_DONE |
+                     VIRTIO_CONFIG_S_DRIVER_OK);
+    g_assert_true(virtio_has_feature(&f.dev.vdev, VIRTIO_RING_F_EVENT_IDX));
+    g_assert_cmphex(rd(VIRTIO_MMIO_INTERRUPT_STATUS), ==, VIRTIO_ISR_VRING);
+    g_assert_cmpint(vtest_fake.line_level, ==, 1);
+    g_assert_cmpuint(rd(VIRTIO_MMIO_QUEUE_READY), ==, 0);      /* QueueSel was 1 */
+    wr(VIRTIO_MMIO_QUEUE_SEL, 0);
+    g_assert_cmpuint(rd(VIRTIO_MMIO_QUEUE_READY), ==, 1);
+    g_assert_cmphex(rd(VIRTIO_MMIO_QUEUE_USED_LOW), ==, USED_GPA);
+    g_assert_cmpint(vtest_fake.ioeventfd_fd[0], >=, 0);
+    g_assert_false(f.dev.vdev.thread_running);
+    /* The VM runs: the chain offered before the stop is served without a kick. */
+    vtest_vm_set_running(true);
+    g_assert_true(vtest_wait_used(&f.q, 2));
+    g_assert_cmpstr((char *)vtest_gpa(BUF_GPA + 0x200 + 0x100), ==, "across");
+    /* The driver carries on where it was. */
+    f.q.avail_idx = 2;
+    driver_send(&f, 2, "after");
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    g_assert_true(vtest_wait_used(&f.q, 3));
+    fixture_teardown(&f);
+}
+
+static void load_expect_refused(const uint8_t *good, size_t len, size_t off, uint64_t val,
+                                int size, const char *needle)
+{
+    g_autofree uint8_t *bad = g_malloc(len + SEC_QUEUE_SIZE);
+    Error *err = NULL;
+    Fixture f;
+
+    memcpy(bad, good, len);
+    memcpy(bad + len, good + SEC_QUEUE0, SEC_QUEUE_SIZE);   /* a spare queue entry */
+    put_be(bad + off, val, size);
+    fixture_setup(&f, true, false);
+    vtest_vm_set_running(false);
+    g_assert_false(vtest_section_load(bad, len + SEC_QUEUE_SIZE, &err));
+    g_test_message("refused: %s", error_get_pretty(err));
+    g_assert_nonnull(strstr(error_get_pretty(err), needle));
+    error_free(err);
+    /* Nothing of it reached the device. */
+    g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, 0);
+    g_assert_cmpuint(rd(VIRTIO_MMIO_QUEUE_READY), ==, 0);
+    g_assert_cmpuint(rd(VIRTIO_MMIO_INTERRUPT_STATUS), ==, 0);
+    g_assert_cmpint(vtest_fake.ioeventfd_fd[0], ==, -1);
+    vtest_vm_set_running(true);
+    fixture_teardown(&f);
+}
+
+static void test_migrate_hostile(void)
+{
+    size_t len;
+    g_autofree uint8_t *good = save_source(&len, false);
+    const size_t q0 = SEC_QUEUE0;
+
+    load_expect_refused(good, len, q0 + SEC_Q_DESC, 0x100000000000ULL, 8,
+                        "outside guest RAM");
+    load_expect_refused(good, len, q0 + SEC_Q_DESC, DESC_GPA + 8, 8, "aligned");
+    load_expect_refused(good, len, q0 + SEC_Q_NUM, 12, 2, "power of two");
+    load_expect_refused(good, len, q0 + SEC_Q_NUM, 2 * QSIZE, 2, "power of two");
+    load_expect_refused(good, len, q0 + SEC_Q_LAST_AVAIL, 100, 2, "past used index");
+    load_expect_refused(good, len, SEC_NUM_QUEUES, 3, 4, "3 queues in the stream");
+    load_expect_refused(good, len, SEC_NUM_QUEUES, 17, 4, "exceeds the maximum 16");
+    load_expect_refused(good, len, SEC_STATUS, 0x1f, 1, "invalid status");
+    load_expect_refused(good, len, SEC_STATUS, VIRTIO_CONFIG_S_DRIVER_OK, 1,
+                        "DRIVER_OK without FEATURES_OK");
+    load_expect_refused(good, len, SEC_FEATURES, (1ULL << VIRTIO_F_VERSION_1) | (1 << 7), 8,
+                        "does not offer");
+    load_expect_refused(good, len, SEC_FEATURES, 1ULL << DEV_FEATURE_BIT, 8,
+                        "without VIRTIO_F_VERSION_1");
+    load_expect_refused(good, len, SEC_ISR, 4, 4, "invalid InterruptStatus");
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -583,6 +713,8 @@ int main(int argc, char **argv)
                     test_driver_ok_without_features_ok);
     g_test_add_func("/virtio-mmio/hostile/live-queue-registers", test_live_queue_registers);
     g_test_add_func("/virtio-mmio/hostile/warn-once", test_warn_once);
+    g_test_add_func("/virtio-mmio/migrate/round-trip", test_migrate_round_trip);
+    g_test_add_func("/virtio-mmio/migrate/hostile", test_migrate_hostile);
     ret = g_test_run();
     vtest_cleanup();
     return ret;

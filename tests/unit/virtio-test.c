@@ -6,6 +6,7 @@
 #include "system/kvm.h"
 #include "system/memory.h"
 #include "system/runstate.h"
+#include "migration/qemu-file.h"
 #include "virtio-test.h"
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
@@ -94,6 +95,39 @@ void qemu_del_vm_change_state_handler(VMChangeStateEntry *e)
 {
     g_ptr_array_remove(vm_handlers, e);
     g_free(e);
+}
+
+void vmstate_register(const char *idstr, uint32_t instance_id,
+                      const VMStateDescription *vmsd, void *opaque)
+{
+    vtest_fake.vmsd = vmsd;
+    vtest_fake.vmsd_opaque = opaque;
+    vtest_fake.vmsd_instance = instance_id;
+}
+
+uint8_t *vtest_section_save(size_t *len)
+{
+    QEMUFile *f = qemu_file_new_buffer_output();
+    const uint8_t *data;
+    uint8_t *copy;
+
+    g_assert_true(vmstate_save_state(f, vtest_fake.vmsd, vtest_fake.vmsd_opaque, NULL,
+                                     ERRP_ABORT));
+    g_assert_cmpint(qemu_file_get_error(f), ==, 0);
+    data = qemu_file_buffer_data(f, len);
+    copy = g_memdup2(data, *len);
+    qemu_fclose(f);
+    return copy;
+}
+
+bool vtest_section_load(const uint8_t *data, size_t len, Error **errp)
+{
+    QEMUFile *f = qemu_file_new_buffer_input(data, len);
+    bool ok = vmstate_load_state(f, vtest_fake.vmsd, vtest_fake.vmsd_opaque,
+                                 vtest_fake.vmsd->version_id, errp);
+
+    qemu_fclose(f);
+    return ok;
 }
 
 void vtest_vm_set_running(bool running)

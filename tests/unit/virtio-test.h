@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "qemu/typedefs.h"
+#include "migration/vmstate.h"
 
 #define VTEST_RAM_SIZE (2 * MiB)
 #define VTEST_WAIT_US (5 * G_USEC_PER_SEC)
@@ -29,6 +30,10 @@ typedef struct VirtIOTestFakes {
     int line_level;             /* last KVM_IRQ_LINE level (atomic) */
     unsigned int line_calls;    /* KVM_IRQ_LINE calls (atomic) */
     bool running;               /* runstate_is_running() */
+    /* The last vmstate_register() call. */
+    const VMStateDescription *vmsd;
+    void *vmsd_opaque;
+    uint32_t vmsd_instance;
 } VirtIOTestFakes;
 
 extern VirtIOTestFakes vtest_fake;
@@ -40,6 +45,10 @@ void vtest_cleanup(void);
 void vtest_fakes_reset(bool ioeventfd, bool irqfd);
 /* Runs the VM change state handlers, as vm_start()/vm_stop() do. */
 void vtest_vm_set_running(bool running);
+/* The last registered section, saved into a new buffer (g_free it). */
+uint8_t *vtest_section_save(size_t *len);
+/* Loads @data into the last registered section. */
+bool vtest_section_load(const uint8_t *data, size_t len, Error **errp);
 
 /* ---- The fake driver ---- */
 

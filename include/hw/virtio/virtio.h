@@ -131,6 +131,30 @@ void virtio_queue_disable(VirtIODevice *vdev, unsigned int n);
 /* Stop (join) or restart the device thread as status and run state say. */
 void virtio_device_update_running(VirtIODevice *vdev);
 
+/*
+ * The core's part of a device's migrated state (the transport's section
+ * carries it with the queues). BQL, device thread stopped.
+ */
+typedef struct VirtIODeviceState {
+    uint8_t status;             /* without NEEDS_RESET: that is @broken */
+    uint64_t guest_features;
+    uint32_t config_generation;
+    bool broken;
+} VirtIODeviceState;
+
+void virtio_device_get_state(VirtIODevice *vdev, VirtIODeviceState *ds, VirtQueueState *qs);
+/*
+ * virtio_device_check_state: would @ds and the ops->num_queues entries of
+ * @qs (from a stream) be a state this device can run? Known status bits,
+ * features it offers (VERSION_1 once FEATURES_OK), DRIVER_OK only with
+ * FEATURES_OK, every queue (virtqueue_check_state).
+ */
+bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                               const VirtQueueState *qs, Error **errp);
+/* Applies a checked state; the thread starts when the VM runs. */
+void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                             const VirtQueueState *qs);
+
 /* ---- Any thread ---- */
 /* Wakes the device thread for queue @n, as a driver's kick does. */
 void virtio_queue_kick(VirtIODevice *vdev, unsigned int n);

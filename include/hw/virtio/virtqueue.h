@@ -107,6 +107,33 @@ void virtqueue_reset(VirtQueue *vq);
 bool virtqueue_enable(VirtQueue *vq, bool event_idx, bool indirect);
 void virtqueue_disable(VirtQueue *vq);
 
+/*
+ * A queue as migrated: its registers, and for a ready queue the ring
+ * indices. Chains the device holds are rewound (offered again on load).
+ */
+typedef struct VirtQueueState {
+    uint16_t num;
+    bool ready;
+    uint64_t desc_addr;
+    uint64_t avail_addr;
+    uint64_t used_addr;
+    uint16_t last_avail_idx;
+    uint16_t used_idx;
+    uint16_t signalled_used;
+    bool signalled_used_valid;
+} VirtQueueState;
+
+/* BQL, device stopped. */
+void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st);
+/*
+ * virtqueue_check_state: would @st (from a stream) be a queue we can run?
+ * The checks of virtqueue_enable() plus the indices; reads no guest RAM.
+ */
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp);
+/* Applies a checked @st: the queue resumes where the other side stopped. */
+void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
+                         bool indirect);
+
 /* Marks the queue broken and reports @fmt once. Any thread. */
 void virtqueue_error(VirtQueue *vq, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Marks the queue broken without a report (its device broke elsewhere). */
