@@ -60,6 +60,9 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);
     ok = qemu_savevm_state_complete_live(f) == 0;
+    /* The RAM's tail goes out here, so that last-ram holds all of its time. */
+    qemu_fflush(f);
+    ok = ok && !qemu_file_get_error(f);
     t_ram = get_clock_ns();
     if (!ok) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
