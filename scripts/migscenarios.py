@@ -115,6 +115,16 @@ SCENARIOS = {
         "params": {"max-bandwidth": UNLIMITED, "downtime-limit": 100},
         "warmup": 3,
     },
+    # A network that survives migration (issue 17): a host client sends 1000
+    # datagrams a second to the guest's UDP echo through slirp's hostfwd.
+    "net-udpecho": {
+        "doc": "512 MiB guest echoing UDP through virtio-net and slirp, 1000 datagrams/s "
+               "from the host; 1 GiB/s",
+        "mem": "512M", "append": "mode=udpecho port=7",
+        "net": {"rate": 1000},
+        "params": {"max-bandwidth": 1 << 30, "downtime-limit": 300},
+        "warmup": 2,
+    },
     # Convergence (issue 16): CPU 0 computes (the innocent vCPU), CPU 1 outruns the link.
     "converge-auto": {
         "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "
