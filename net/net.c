@@ -40,14 +40,18 @@ GPtrArray *net_clients(void)
     return clients;
 }
 
-static NetClientState *net_find_client(const char *name)
+/*
+ * The client named @name among the backends (@netdev) or the NICs: the two
+ * are separate namespaces, as QEMU's -netdev ids and -device ids are.
+ */
+static NetClientState *net_find_client(const char *name, bool netdev)
 {
     GPtrArray *all = net_clients();
 
     for (guint i = 0; i < all->len; i++) {
         NetClientState *nc = g_ptr_array_index(all, i);
 
-        if (!strcmp(nc->name, name)) {
+        if (nc->is_netdev == netdev && !strcmp(nc->name, name)) {
             return nc;
         }
     }
@@ -55,12 +59,12 @@ static NetClientState *net_find_client(const char *name)
 }
 
 /* "MODEL.N" with the first N no client uses, as QEMU names anonymous clients. */
-static char *net_client_default_name(const char *model)
+static char *net_client_default_name(const char *model, bool netdev)
 {
     for (unsigned n = 0;; n++) {
         char *name = g_strdup_printf("%s.%u", model, n);
 
-        if (!net_find_client(name)) {
+        if (!net_find_client(name, netdev)) {
             return name;
         }
         g_free(name);
@@ -73,12 +77,12 @@ NetClientState *net_client_new(const NetClientInfo *info, const char *model,
     NetClientState *nc = g_new0(NetClientState, 1);
 
     assert(bql_locked());
-    assert(!name || !net_find_client(name));
+    nc->is_netdev = info->type != NET_CLIENT_DRIVER_NIC;
+    assert(!name || !net_find_client(name, nc->is_netdev));
     nc->info = info;
     nc->model = g_strdup(model);
-    nc->name = name ? g_strdup(name) : net_client_default_name(model);
+    nc->name = name ? g_strdup(name) : net_client_default_name(model, nc->is_netdev);
     nc->info_str = g_strdup("");
-    nc->is_netdev = info->type != NET_CLIENT_DRIVER_NIC;
     nc->opaque = opaque;
     g_queue_init(&nc->incoming);
     g_ptr_array_add(net_clients(), nc);
@@ -133,37 +137,37 @@ void net_client_set_info_str(NetClientState *nc, const char *fmt, ...)
 
 NetClientState *net_find_netdev(const char *id)
 {
-    NetClientState *nc = net_find_client(id);
-
-    return nc && nc->is_netdev ? nc : NULL;
+    return net_find_client(id, true);
 }
 
 NetClientState *net_nic_new(const NetClientInfo *info, const char *model,
                             const char *name, const char *netdev_id,
                             const MACAddr *mac, void *opaque, Error **errp)
 {
-    NetClientState *backend = net_find_netdev(netdev_id);
+    NetClientState *backend = netdev_id ? net_find_netdev(netdev_id) : NULL;
     g_autofree char *macstr = net_macaddr_str(mac);
     NetClientState *nc;
 
     assert(info->type == NET_CLIENT_DRIVER_NIC);
-    if (!backend) {
+    if (netdev_id && !backend) {
         error_setg(errp, "Property '%s.netdev' can't find value '%s'", model, netdev_id);
         return NULL;
     }
-    if (backend->peer) {
+    if (backend && backend->peer) {
         error_setg(errp, "Property '%s.netdev' can't take value '%s', it's in use",
                    model, netdev_id);
         return NULL;
     }
-    if (name && net_find_client(name)) {
+    if (name && net_find_client(name, false)) {
         error_setg(errp, "Duplicate ID '%s' for device", name);
         return NULL;
     }
     nc = net_client_new(info, model, name, opaque);
     net_client_set_info_str(nc, "model=%s,macaddr=%s", model, macstr);
-    nc->peer = backend;
-    backend->peer = nc;
+    if (backend) {
+        nc->peer = backend;
+        backend->peer = nc;
+    }
     return nc;
 }
 
@@ -279,12 +283,38 @@ char *net_macaddr_str(const MACAddr *mac)
                            mac->a[2], mac->a[3], mac->a[4], mac->a[5]);
 }
 
+/*
+ * QEMU's default addresses are 52:54:00:12:34:NN from NN = 0x56 up; a set
+ * entry is an NN some NIC has, given or defaulted, so that a default never
+ * repeats an address given on the command line before it. Main thread,
+ * during init.
+ */
+static bool mac_default_used[256];
+
+static bool net_macaddr_is_default_range(const MACAddr *mac)
+{
+    static const uint8_t base[5] = { 0x52, 0x54, 0x00, 0x12, 0x34 };
+
+    return !memcmp(mac->a, base, sizeof(base)) && mac->a[5] >= 0x56;
+}
+
+void net_macaddr_mark_used(const MACAddr *mac)
+{
+    if (net_macaddr_is_default_range(mac)) {
+        mac_default_used[mac->a[5]] = true;
+    }
+}
+
 void net_macaddr_default(MACAddr *mac)
 {
-    /* Main thread during init; QEMU numbers its default NICs the same way. */
-    static uint8_t next_index;
     const MACAddr base = { { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 } };
+    unsigned nn = 0x56;
 
+    /* All taken: QEMU then hands out ..:ff again and again; so do we. */
+    while (nn < 0xff && mac_default_used[nn]) {
+        nn++;
+    }
     *mac = base;
-    mac->a[5] += next_index++;
+    mac->a[5] = nn;
+    net_macaddr_mark_used(mac);
 }

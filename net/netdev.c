@@ -175,6 +175,7 @@ static bool net_parse_nic_opts(QemuOpts *opts, NetPending *np, Error **errp)
             error_setg(errp, "NIC cannot have multicast MAC address");
             return false;
         }
+        net_macaddr_mark_used(&np->mac);
     } else {
         net_macaddr_default(&np->mac);
     }

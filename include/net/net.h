@@ -115,9 +115,11 @@ GPtrArray *net_clients(void);
 
 /*
  * net_nic_new: a frontend named @name (NULL: "MODEL.N") paired with the
- * backend @netdev_id, its info line "model=MODEL,macaddr=MAC". Fails (QEMU's
- * wording, "Property 'MODEL.netdev' can't find value 'n9'") when there is no
- * such backend or it already has a peer.
+ * backend @netdev_id (NULL: none, a NIC without a cable, as QEMU allows), its
+ * info line "model=MODEL,macaddr=MAC". Fails (QEMU's wording, "Property
+ * 'MODEL.netdev' can't find value 'n9'") when there is no such backend or it
+ * already has a peer, and with "Duplicate ID 'x' for device" when a NIC has
+ * that name (backends have their own names: a NIC may share a backend's).
  */
 NetClientState *net_nic_new(const NetClientInfo *info, const char *model,
                             const char *name, const char *netdev_id,
@@ -153,8 +155,13 @@ size_t net_queued_packets(NetClientState *nc);
 /* MAC addresses: "52:54:00:12:34:56" (':' or '-', 1-2 hex digits a byte). */
 bool net_parse_macaddr(const char *str, MACAddr *mac);
 char *net_macaddr_str(const MACAddr *mac);
-/* The next of QEMU's default addresses, 52:54:00:12:34:56 and on. */
+/*
+ * net_macaddr_default: QEMU's first default address (52:54:00:12:34:56 and
+ * on) that no NIC has yet. net_macaddr_mark_used: a NIC was given @mac, so
+ * no default repeats it. Main thread, during init.
+ */
 void net_macaddr_default(MACAddr *mac);
+void net_macaddr_mark_used(const MACAddr *mac);
 
 /*
  * A NIC asked for with -nic: the backend it created and the frontend the
