@@ -34,7 +34,7 @@ typedef struct NetSlirpState {
     GHashTable *fds;            /* fd -> SlirpFd, what is registered now */
     GPtrArray *polled;          /* SlirpFd in the order of the last fill: slirp's idx */
     unsigned round;             /* fill rounds so far */
-    gint64 deadline;            /* when slirp's TCP timers want to run, or -1 */
+    gint64 deadline;            /* when slirp wants polling (timers, held frames), or -1 */
 } NetSlirpState;
 
 struct SlirpPollSource {
@@ -139,19 +139,28 @@ static int slirp_get_revents(int idx, void *opaque)
 static gboolean slirp_poll_prepare(GSource *source, gint *timeout)
 {
     NetSlirpState *s = ((SlirpPollSource *)source)->s;
+    gint64 now = g_source_get_time(source);
     uint32_t ms = UINT32_MAX;
 
     s->round++;
     g_ptr_array_set_size(s->polled, 0);
     slirp_pollfds_fill(s->slirp, &ms, slirp_add_poll, s);
     g_hash_table_foreach_remove(s->fds, slirp_fd_unused, s);
-    if (ms == UINT32_MAX) {
-        s->deadline = -1;
-        *timeout = -1;
-    } else {
-        s->deadline = g_source_get_time(source) + (gint64)ms * 1000;
-        *timeout = MIN(ms, (uint32_t)G_MAXINT);
+    if (ms != UINT32_MAX) {
+        gint64 want = now + (gint64)ms * 1000;
+
+        /*
+         * Keep the earlier deadline until dispatch: a main loop woken more
+         * often than slirp's timeout (a busy NIC rings it for every burst)
+         * prepares again and again, and a deadline moved on each time
+         * would never come, starving slirp's timers and ARP retries.
+         */
+        if (s->deadline < 0 || want < s->deadline) {
+            s->deadline = want;
+        }
     }
+    *timeout = s->deadline < 0 ? -1 :
+               CLAMP((s->deadline - now + 999) / 1000, 0, (gint64)G_MAXINT);
     return FALSE;
 }
 
@@ -174,6 +183,8 @@ static gboolean slirp_poll_dispatch(GSource *source, GSourceFunc cb, gpointer da
     NetSlirpState *s = ((SlirpPollSource *)source)->s;
 
     assert(bql_locked());
+    /* slirp runs its timers now; the next prepare sets the next deadline. */
+    s->deadline = -1;
     slirp_pollfds_poll(s->slirp, 0, slirp_get_revents, s);
     return G_SOURCE_CONTINUE;
 }
@@ -291,9 +302,13 @@ static ssize_t net_slirp_receive(NetClientState *nc, const uint8_t *buf, size_t 
 
     slirp_input(s->slirp, buf, len);
     /*
-     * The frame may have opened a socket or started a TCP timer; a main loop
-     * asleep in poll would not see them until something else woke it.
+     * Poll slirp at the next main-loop round, as QEMU polls it on every
+     * round: only slirp_pollfds_poll() sends what waited for this frame
+     * (an ARP reply releases the packets held for it, which slirp drops a
+     * second after it asked), and the frame may have opened a socket or
+     * started a TCP timer. A main loop asleep in poll must wake for that.
      */
+    s->deadline = 0;
     if (!g_main_context_is_owner(g_main_context_default())) {
         qemu_notify_event();
     }
