@@ -100,19 +100,26 @@ void qemu_del_vm_change_state_handler(VMChangeStateEntry *e)
 void vmstate_register(const char *idstr, uint32_t instance_id,
                       const VMStateDescription *vmsd, void *opaque)
 {
+    unsigned int n = vtest_fake.n_sections;
+
     vtest_fake.vmsd = vmsd;
     vtest_fake.vmsd_opaque = opaque;
     vtest_fake.vmsd_instance = instance_id;
+    g_assert_cmpuint(n, <, G_N_ELEMENTS(vtest_fake.sections));
+    vtest_fake.sections[n].idstr = idstr;
+    vtest_fake.sections[n].instance = instance_id;
+    vtest_fake.sections[n].vmsd = vmsd;
+    vtest_fake.sections[n].opaque = opaque;
+    vtest_fake.n_sections++;
 }
 
-uint8_t *vtest_section_save(size_t *len)
+static uint8_t *vtest_save(const VMStateDescription *vmsd, void *opaque, size_t *len)
 {
     QEMUFile *f = qemu_file_new_buffer_output();
     const uint8_t *data;
     uint8_t *copy;
 
-    g_assert_true(vmstate_save_state(f, vtest_fake.vmsd, vtest_fake.vmsd_opaque, NULL,
-                                     ERRP_ABORT));
+    g_assert_true(vmstate_save_state(f, vmsd, opaque, NULL, ERRP_ABORT));
     g_assert_cmpint(qemu_file_get_error(f), ==, 0);
     data = qemu_file_buffer_data(f, len);
     copy = g_memdup2(data, *len);
@@ -120,14 +127,52 @@ uint8_t *vtest_section_save(size_t *len)
     return copy;
 }
 
-bool vtest_section_load(const uint8_t *data, size_t len, Error **errp)
+static bool vtest_load(const VMStateDescription *vmsd, void *opaque, int version,
+                       const uint8_t *data, size_t len, Error **errp)
 {
     QEMUFile *f = qemu_file_new_buffer_input(data, len);
-    bool ok = vmstate_load_state(f, vtest_fake.vmsd, vtest_fake.vmsd_opaque,
-                                 vtest_fake.vmsd->version_id, errp);
+    bool ok = vmstate_load_state(f, vmsd, opaque, version, errp);
 
     qemu_fclose(f);
     return ok;
+}
+
+uint8_t *vtest_section_save(size_t *len)
+{
+    return vtest_save(vtest_fake.vmsd, vtest_fake.vmsd_opaque, len);
+}
+
+bool vtest_section_load(const uint8_t *data, size_t len, Error **errp)
+{
+    return vtest_load(vtest_fake.vmsd, vtest_fake.vmsd_opaque, vtest_fake.vmsd->version_id,
+                      data, len, errp);
+}
+
+static unsigned int vtest_section_find(const char *idstr)
+{
+    for (unsigned int i = vtest_fake.n_sections; i-- > 0;) {
+        if (!strcmp(vtest_fake.sections[i].idstr, idstr)) {
+            return i;
+        }
+    }
+    g_error("no section '%s' registered", idstr);
+}
+
+uint8_t *vtest_section_save_named(const char *idstr, size_t *len)
+{
+    unsigned int i = vtest_section_find(idstr);
+
+    return vtest_save(vtest_fake.sections[i].vmsd, vtest_fake.sections[i].opaque, len);
+}
+
+bool vtest_section_load_named(const char *idstr, int version, const uint8_t *data, size_t len,
+                              Error **errp)
+{
+    unsigned int i = vtest_section_find(idstr);
+    const VMStateDescription *vmsd = vtest_fake.sections[i].vmsd;
+
+    return vtest_load(vmsd, vtest_fake.sections[i].opaque, version ? version : vmsd->version_id,
+                      data, len, errp);
 }
 
 void vtest_vm_set_running(bool running)

@@ -34,6 +34,14 @@ typedef struct VirtIOTestFakes {
     const VMStateDescription *vmsd;
     void *vmsd_opaque;
     uint32_t vmsd_instance;
+    /* Every vmstate_register() call since the last reset, in order. */
+    struct {
+        const char *idstr;
+        uint32_t instance;
+        const VMStateDescription *vmsd;
+        void *opaque;
+    } sections[16];
+    unsigned int n_sections;
 } VirtIOTestFakes;
 
 extern VirtIOTestFakes vtest_fake;
@@ -49,6 +57,14 @@ void vtest_vm_set_running(bool running);
 uint8_t *vtest_section_save(size_t *len);
 /* Loads @data into the last registered section. */
 bool vtest_section_load(const uint8_t *data, size_t len, Error **errp);
+/*
+ * The same for the most recent registration of section @idstr (a device
+ * that registers more than one, or several devices), loaded at @version
+ * (0: the section's own).
+ */
+uint8_t *vtest_section_save_named(const char *idstr, size_t *len);
+bool vtest_section_load_named(const char *idstr, int version, const uint8_t *data, size_t len,
+                              Error **errp);
 
 /* ---- The fake driver ---- */
 
