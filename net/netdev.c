@@ -40,7 +40,13 @@ static void *net_user_parse(QemuOpts *opts, Error **errp)
 
 static NetClientState *net_user_create(const char *id, const void *config, Error **errp)
 {
-    return net_slirp_create(id, config, errp);
+    NetClientState *nc = net_slirp_create(id, config, errp);
+
+    /* Its state migrates: backends are never freed once created. */
+    if (nc) {
+        net_slirp_vmstate_register(nc);
+    }
+    return nc;
 }
 
 static void net_user_config_free(void *config)

@@ -483,6 +483,17 @@ bool net_slirp_state_load(NetClientState *nc, int version, const uint8_t *buf, s
                    slirp_state_version());
         return false;
     }
+    /*
+     * The state opens with one record per guestfwd socket (a non-zero
+     * byte, then the socket) and a zero byte. We have no guestfwd, and
+     * libslirp would refuse such a record only after it sized the socket's
+     * buffers from the stream, so it never sees one.
+     */
+    if (len == 0 || buf[0] != 0) {
+        error_setg(errp, "slirp state of netdev '%s' %s", nc->name,
+                   len ? "holds guestfwd sockets, which this binary never has" : "is empty");
+        return false;
+    }
     ret = slirp_state_load(net_slirp_state(nc)->slirp, version, net_slirp_state_read, &r);
     if (ret < 0) {
         error_setg(errp, "slirp state of netdev '%s' could not be loaded (%d)", nc->name, ret);

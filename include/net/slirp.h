@@ -95,4 +95,14 @@ GByteArray *net_slirp_state_save(NetClientState *nc);
 bool net_slirp_state_load(NetClientState *nc, int version, const uint8_t *buf, size_t len,
                           Error **errp);
 
+/* The largest slirp state the "slirp" section carries (libslirp 4.7 writes 131 bytes). */
+#define NET_SLIRP_STATE_MAX 4096
+
+/*
+ * net_slirp_vmstate_register: the "slirp" device-state section of the user
+ * backend @nc (net/slirp-vmstate.c): instance = creation order among user
+ * backends, version = net_slirp_state_version(). Main thread, at creation.
+ */
+void net_slirp_vmstate_register(NetClientState *nc);
+
 #endif
