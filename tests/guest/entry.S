@@ -246,6 +246,8 @@ svc_nap:
         iretq
 
 svc_exit:
+        cmp     $SVC_CALL, %eax
+        je      svc_call
         cmp     $SVC_HALT, %eax
         je      4f
         mov     %esi, %eax
@@ -254,6 +256,28 @@ svc_exit:
 4:      cli                             /* no isa-debug-exit: stop here */
         hlt
         jmp     4b
+
+/*
+ * A C function at CPL0 (device setup: rare, so it is tested last). The gate
+ * promises to clobber only rax, rdx, rsi, rdi: the other caller-saved
+ * registers are kept here. 40 bytes of frame plus these 40 leave rsp
+ * 16-aligned at the call, as the ABI wants.
+ */
+svc_call:
+        push    %rcx
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+        mov     %rdi, %rax
+        mov     %rsi, %rdi
+        call    *%rax
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rcx
+        iretq
 
 /* PIT tick through the 8259 (ExtINT): no local APIC EOI is needed. */
         .globl  irq0_entry

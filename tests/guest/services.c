@@ -65,6 +65,15 @@ _Noreturn void svc_exit(uint32_t code)
     __builtin_unreachable();
 }
 
+/* @fn(@arg) at CPL0, where device setup must run; its result. */
+uint64_t svc_call(uint64_t (*fn)(void *), void *arg)
+{
+    uint64_t a = SVC_CALL;
+
+    asm volatile("int3" : "+a"(a), "+D"(fn), "+S"(arg) :: "rdx", "memory");
+    return a;
+}
+
 /* @cpu >= 0: the guest runs a workload per CPU, and EXIT says which ended it. */
 _Noreturn void wl_exit(int cpu, uint32_t code)
 {

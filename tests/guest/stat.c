@@ -44,7 +44,7 @@ void stat_nap(struct wstat *s)
 }
 
 /* The next report is one period on; after a stop (a paused VM) restart the cadence. */
-static void next_period(struct wstat *s, uint64_t now)
+void stat_next_period(struct wstat *s, uint64_t now)
 {
     s->period_start = now;
     s->period_wakeups = s->wakeups;
@@ -107,7 +107,7 @@ void stat_report(struct wstat *s, uint64_t now)
     s->period_writes = 0;
     s->period_slow = 0;
     s->max_tsc = 0;
-    next_period(s, now);
+    stat_next_period(s, now);
 }
 
 /* compute: iterations in the period and per second over it, and since the start. */
@@ -127,7 +127,7 @@ void stat_report_compute(struct wstat *s, uint64_t now, uint64_t iters, uint64_t
     ln_str(&l, " total_iters=");
     ln_u64(&l, iters);
     ln_emit(&l);
-    next_period(s, now);
+    stat_next_period(s, now);
 }
 
 /* Sleep until 'until' while keeping STAT lines and the seconds= limit. */

@@ -8,11 +8,14 @@
 #include "workload.h"
 
 /* Indexes into the name tables below. */
-enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE };
+enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
+            MODE_UDPSTREAM };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
 
-static const char *const mode_names[] = { "verify", "dirty", "memuser", "idle", "compute", 0 };
+static const char *const mode_names[] = {
+    "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", 0
+};
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
 
@@ -78,6 +81,11 @@ static bool smp;                /* a modeN= with N >= 1: a workload per CPU */
 static uint64_t deadline;       /* seconds= as a TSC value, or UINT64_MAX */
 static volatile uint32_t bsp_ready;     /* CPU 0 parsed, built and filled the area */
 static uint64_t g_fill_tsc;     /* how long the fill took */
+
+static bool is_net_mode(uint64_t mode)
+{
+    return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM;
+}
 
 static _Noreturn void bad_param(const char *key, size_t n)
 {
@@ -153,6 +161,9 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
         }
     }
     /* Unknown keys are ignored: the same -append may carry others. */
+    if (net_param(k, kn, v, vn) == NET_PARAM_BAD) {
+        bad_param(k, kn);
+    }
 }
 
 static void parse_cmdline(void)
@@ -664,6 +675,9 @@ static _Noreturn void run_cpu(unsigned n)
         run_memuser(c, &st);
     case MODE_COMPUTE:
         compute_loop(&st);
+    case MODE_UDPECHO:
+    case MODE_UDPSTREAM:
+        net_main(&st, c->mode == MODE_UDPSTREAM, c->rate);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);
@@ -716,7 +730,15 @@ static void layout_cpus(void)
             ln_emit(&l);
             wl_exit(-1, EXIT_SETUP);
         }
-        if (c->on && (!smp || c->mode != MODE_COMPUTE)) {
+        /* One virtio-net device, one driver: the network modes are CPU 0's. */
+        if (n && c->on && is_net_mode(c->mode)) {
+            ln_str(&l, "FAIL cpu=");
+            ln_u64(&l, n);
+            ln_str(&l, " network modes run on cpu 0 only");
+            ln_emit(&l);
+            wl_exit(-1, EXIT_PARAM);
+        }
+        if (c->on && (!smp || c->mode != MODE_COMPUTE) && !is_net_mode(c->mode)) {
             c->first = area_pages;
             c->pages = c->mem_mb * (MiB / PAGE_SIZE);
             area_pages += c->pages;
@@ -743,7 +765,10 @@ _Noreturn void user_main(unsigned n)
         fill_area_zeroed();
     }
     g_fill_tsc = rdtsc() - t0;
-    print_ready(n, g_fill_tsc);
+    /* A network mode says READY once its device is up. */
+    if (!is_net_mode(cpus[n].mode)) {
+        print_ready(n, g_fill_tsc);
+    }
     deadline = P.seconds ? rdtsc() + ms_to_tsc(P.seconds * 1000) : UINT64_MAX;
     __atomic_store_n(&bsp_ready, 1, __ATOMIC_RELEASE);
     run_cpu(n);

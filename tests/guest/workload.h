@@ -30,6 +30,8 @@
 #define SVC_EXIT        2       /* rsi = code; never returns */
 #define SVC_NAP         3       /* an AP: LAPIC one-shot of rsi counts, then hlt */
 #define SVC_HALT        4       /* stop this CPU for good (another one exits) */
+#define SVC_CALL        5       /* rdi = uint64_t fn(void *) to run at CPL0, rsi = its
+                                   argument; rax = its result (device setup) */
 
 /* The local APIC (xAPIC, identity-mapped uncached). */
 #define LAPIC_BASE      0xfee00000
@@ -123,6 +125,7 @@ void svc_print(const char *s, size_t n);
 void svc_sleep(void);
 void ap_nap(void);
 _Noreturn void svc_exit(uint32_t code);
+uint64_t svc_call(uint64_t (*fn)(void *), void *arg);
 _Noreturn void wl_exit(int cpu, uint32_t code);
 void time_init(void);
 uint64_t tsc_to_ms(uint64_t delta);
@@ -180,6 +183,7 @@ void stat_start(struct wstat *s, int cpu, uint64_t report_ms, uint64_t deadline)
 void stat_report(struct wstat *s, uint64_t now);
 void stat_report_compute(struct wstat *s, uint64_t now, uint64_t iters, uint64_t period_iters);
 void stat_nap(struct wstat *s);
+void stat_next_period(struct wstat *s, uint64_t now);
 void stat_idle_until(struct wstat *s, uint64_t until);
 void ln_tag(struct line *l, const char *word, int cpu);
 
@@ -208,6 +212,63 @@ static inline void stat_tick(struct wstat *s, uint64_t now)
         wl_exit(s->cpu, EXIT_OK);
     }
 }
+
+/*
+ * virtio-net.c: the driver. Setup (probe, features, queues) runs at CPL0
+ * through SVC_CALL; the rings are driven from CPL3, which also writes
+ * QueueNotify itself (the identity map is user-accessible, MMIO included).
+ */
+#define VIRTIO_MMIO_MAX 8       /* virtio_mmio.device= words kept */
+#define VNET_QSIZE      256     /* ring capacity; QueueNum may be smaller */
+#define VNET_BUF_SIZE   2048    /* one rx/tx buffer: net header + a whole frame */
+#define VNET_HDR_LEN    12      /* struct virtio_net_hdr with VERSION_1 (num_buffers) */
+#define ETH_FRAME_MAX   1514    /* no VLAN tag, no FCS */
+
+enum vnet_error {
+    VNET_OK,
+    VNET_NO_DEVICE,             /* no transport with device ID 1 */
+    VNET_BAD_VERSION,           /* a net device on a legacy (version 1) transport */
+    VNET_NO_VERSION_1,          /* the device does not offer VIRTIO_F_VERSION_1 */
+    VNET_FEATURES_REFUSED,      /* FEATURES_OK did not read back */
+    VNET_NO_QUEUE,              /* QueueNumMax 0 for rx or tx, or a queue already live */
+    VNET_NEEDS_RESET,           /* the device set DEVICE_NEEDS_RESET during setup */
+};
+
+struct virtio_mmio_slot {
+    uint64_t base, size;
+    uint32_t irq;
+};
+
+struct vnet_info {
+    /* In: the transports the command line names (none: probe microvm's slots). */
+    struct virtio_mmio_slot slot[VIRTIO_MMIO_MAX];
+    unsigned nslots;
+    /* Out, from CPL0 setup. */
+    uint64_t base;              /* the transport in use */
+    uint32_t irq;               /* its GSI (0 if probed) */
+    uint32_t version;           /* of a transport that was refused */
+    uint64_t features;          /* negotiated */
+    uint16_t rx_size, tx_size;  /* QueueNum of queues 0 and 1 */
+    uint8_t mac[6];
+    bool probed;                /* found by probing, not from the command line */
+};
+
+extern struct vnet_info g_vnet;
+extern const char *const vnet_error_names[];
+
+/* CPL3 */
+enum vnet_error vnet_setup(void);
+const uint8_t *vnet_rx_next(uint32_t *len, uint16_t *id);
+void vnet_rx_done(uint16_t id);
+uint8_t *vnet_tx_alloc(uint16_t *id);
+void vnet_tx_queue(uint16_t id, uint32_t frame_len);
+void vnet_tx_reclaim(void);
+void vnet_kick(void);
+
+/* net.c: a tiny ARP/IPv4/UDP stack on virtio-net and the udpecho/udpstream modes. */
+enum net_param { NET_PARAM_UNKNOWN, NET_PARAM_OK, NET_PARAM_BAD };
+enum net_param net_param(const char *k, size_t kn, const char *v, size_t vn);
+_Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate);
 
 /* workload.c */
 _Noreturn void user_main(unsigned cpu);
