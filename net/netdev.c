@@ -337,10 +337,10 @@ bool net_clients_check(Error **errp)
     for (guint i = 0; nic_table && i < nic_table->len; i++) {
         NICInfo *nd = g_ptr_array_index(nic_table, i);
 
+        /* The machine takes every model nic_models lists; this is a bug guard. */
         if (!nd->taken) {
-            error_setg(errp, "%s: NIC model '%s' was not created: this machine has no "
-                       "virtio-net frontend yet", nd->opt, nd->model);
-            error_append_hint(errp, "Use -netdev user,id=ID for the backend alone.\n");
+            error_setg(errp, "%s: requested NIC (model %s) was not created", nd->opt,
+                       nd->model);
             return false;
         }
     }

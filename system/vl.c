@@ -12,6 +12,7 @@
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
 #include "hw/boards.h"
+#include "hw/virtio/virtio-net.h"
 #include "monitor/monitor.h"
 #include "migration/misc.h"
 #include "net/net.h"
@@ -82,6 +83,7 @@ typedef struct Config {
     GPtrArray *object_opts;     /* QemuOpts of -object */
     GPtrArray *monitors;        /* MonitorConfig */
     GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */
+    GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
 } Config;
 
 static void version(void)
@@ -108,6 +110,7 @@ static void help(void)
            "-name NAME / -pidfile FILE / -daemonize\n"
            "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
            "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
+           "-device virtio-net-device[,netdev=ID][,mac=MAC][,id=ID]\n"
            "-netdev user,id=ID[,net=ADDR[/MASK]][,host=ADDR][,hostfwd=[tcp|udp]:[HADDR]:HPORT-[GADDR]:GPORT]...\n"
            "-nic user[,model=virtio-net-device][,mac=MAC][,netdev user options]\n"
            "-incoming URI|defer              wait for an incoming migration\n"
@@ -323,6 +326,25 @@ static bool parse_smp(Config *cfg, const char *arg, Error **errp)
     return true;
 }
 
+/* Checked now, created after the backends (create_virtio_net_devices). */
+static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts,
+                                    Error **errp)
+{
+    VirtIONetConf *conf = g_new0(VirtIONetConf, 1);
+
+    if (qemu_opt_has(opts, "help")) {
+        virtio_net_print_help();
+        exit(0);
+    }
+    if (!virtio_net_conf_parse(opts, conf, errp)) {
+        g_free(conf);
+        return false;
+    }
+    conf->opt = g_strdup_printf("-device %s", arg);
+    g_ptr_array_add(cfg->nic_devices, conf);
+    return true;
+}
+
 static bool parse_device(Config *cfg, const char *arg, Error **errp)
 {
     static const char *const known[] = { "driver", "iobase", "iosize", "id", NULL };
@@ -334,8 +356,12 @@ static bool parse_device(Config *cfg, const char *arg, Error **errp)
     }
     driver = qemu_opt_get(opts, "driver");
     if (driver && !strcmp(driver, "help")) {
-        printf("Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
+        printf("Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
+               "Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
         exit(0);
+    }
+    if (driver && !strcmp(driver, "virtio-net-device")) {
+        return parse_virtio_net_device(cfg, arg, opts, errp);
     }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
         error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");
@@ -734,6 +760,47 @@ static void create_monitors(Config *cfg)
     }
 }
 
+/*
+ * The virtio-net devices, before the machine (which gives each a
+ * virtio-mmio slot in this order): -device ones in command-line order,
+ * then one per -nic, as QEMU creates its board NICs after -device.
+ */
+static void create_virtio_net_devices(Config *cfg)
+{
+    Error *err = NULL;
+    NICInfo *nd;
+
+    cfg->machine.virtio_devices = cfg->machine.virtio_devices ?: g_ptr_array_new();
+    for (guint i = 0; i < cfg->nic_devices->len; i++) {
+        VirtIONetConf *conf = g_ptr_array_index(cfg->nic_devices, i);
+        VirtIONet *n = virtio_net_create(conf, &err);
+
+        if (!n) {
+            error_prepend(&err, "%s: ", conf->opt);
+            error_report_err(err);
+            exit(1);
+        }
+        g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
+    }
+    while ((nd = net_nic_take("virtio-net-device"))) {
+        VirtIONetConf conf = { .netdev = nd->netdev->name, .mac = nd->mac, .mac_given = true };
+        VirtIONet *n = virtio_net_create(&conf, &err);
+
+        if (!n) {
+            error_prepend(&err, "%s: ", nd->opt);
+            error_report_err(err);
+            exit(1);
+        }
+        g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
+    }
+}
+
+static void virtio_net_conf_destroy(gpointer p)
+{
+    virtio_net_conf_free(p);
+    g_free(p);
+}
+
 static void monitor_config_free(gpointer p)
 {
     MonitorConfig *mc = p;
@@ -756,6 +823,8 @@ static void config_free(Config *cfg)
     g_ptr_array_free(cfg->object_opts, TRUE);
     g_ptr_array_free(cfg->monitors, TRUE);
     g_ptr_array_unref(cfg->netdevs);
+    g_ptr_array_set_free_func(cfg->nic_devices, virtio_net_conf_destroy);
+    g_ptr_array_free(cfg->nic_devices, TRUE);
 }
 
 void qemu_init(int argc, char **argv)
@@ -767,6 +836,7 @@ void qemu_init(int argc, char **argv)
     cfg.object_opts = g_ptr_array_new();
     cfg.monitors = g_ptr_array_new();
     cfg.netdevs = net_pending_new();
+    cfg.nic_devices = g_ptr_array_new();
     error_set_progname(argv[0]);
     migration_options_init();
     signal(SIGPIPE, SIG_IGN);
@@ -818,6 +888,7 @@ void qemu_init(int argc, char **argv)
         error_report_err(err);
         exit(1);
     }
+    create_virtio_net_devices(&cfg);
 
     /* 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs, devices). */
     kvm_state = kvm_init(&cfg.accel, &err);

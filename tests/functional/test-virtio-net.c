@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * -device virtio-net-device on the real binary: info network as QEMU prints
+ * it (with -device, -nic, ids, MACs, a NIC without a netdev), -device help,
+ * command lines refused with QEMU's words, and the device-state sections:
+ * a migration to a file and a background snapshot both carry "virtio-net"
+ * and "slirp" (scripts/analyze-migration.py reads them from the vmdesc),
+ * and a destination with its own hostfwd port restores them.
+ *
+ * The guest is the workload firmware in verify mode, which does not drive
+ * the device; traffic through it is test-virtio-net-slirp's (unit) and the
+ * firmware's udpecho mode's.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "libvmtest.h"
+#include "migtest.h"
+
+#define ARGS "-M microvm -enable-kvm -nodefaults -m 64M -S -kernel %s "
+#define NIC0 "virtio-net-device.0: index=0,type=nic,model=virtio-net-device,macaddr="
+
+/* A UDP port on 0.0.0.0 that was free a moment ago. */
+static int free_udp_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    socklen_t alen = sizeof(a);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static bool udp_port_free(int port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+
+    close(fd);
+    return ok;
+}
+
+/* HMP through QMP, with the monitor's "\r\n" turned into "\n". */
+static char *hmp(VM *vm, const char *cmd)
+{
+    g_autofree char *out = vm_hmp(vm, "%s", cmd);
+    g_auto(GStrv) parts = g_strsplit(out, "\r\n", -1);
+
+    return g_strjoinv("\n", parts);
+}
+
+static void assert_info_network(VM *vm, const char *want)
+{
+    g_autofree char *out = hmp(vm, "info network");
+
+    if (strcmp(out, want)) {
+        g_error("info network:\n%s\nwanted:\n%s", out, want);
+    }
+}
+
+static void test_info_network(void)
+{
+    int port = free_udp_port();
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("info", true, ARGS "-netdev user,id=n0,hostfwd=udp::%d-:7 "
+                  "-device virtio-net-device,netdev=n0", vmtest_firmware(), port);
+    assert_info_network(vm, NIC0 "52:54:00:12:34:56\n"
+                        " \\ n0: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    g_assert_false(udp_port_free(port));
+    vm_pump(vm, 100);
+    g_assert_null(strstr(vm->stderr_text->str, "has no peer"));
+    vm_kill(vm);
+}
+
+/*
+ * ids, MACs and defaults as QEMU 7.2 gives them: a given ..:56 makes the
+ * next default ..:57; a device id may equal a netdev id; a NIC without a
+ * netdev gets QEMU's warning; a -nic comes after the -device NICs.
+ */
+static void test_ids_and_macs(void)
+{
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("ids", true, ARGS "-netdev user,id=n0 -netdev user,id=n1,net=10.0.3.0/24 "
+                  "-device virtio-net-device,netdev=n0,mac=52:54:00:12:34:56 "
+                  "-device virtio-net-device,netdev=n1,id=n1 -device virtio-net-device,id=lone "
+                  "-nic user,model=virtio-net-device,mac=52:54:00:aa:bb:cc", vmtest_firmware());
+    assert_info_network(vm, NIC0 "52:54:00:12:34:56\n"
+                        " \\ n0: index=0,type=user,net=10.0.2.0,restrict=off\n"
+                        "n1: index=0,type=nic,model=virtio-net-device,macaddr=52:54:00:12:34:57\n"
+                        " \\ n1: index=0,type=user,net=10.0.3.0,restrict=off\n"
+                        "lone: index=0,type=nic,model=virtio-net-device,macaddr=52:54:00:12:34:58\n"
+                        "virtio-net-device.1: index=0,type=nic,model=virtio-net-device,"
+                        "macaddr=52:54:00:aa:bb:cc\n"
+                        " \\ #net000: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    vm_pump(vm, 100);
+    g_assert_nonnull(strstr(vm->stderr_text->str,
+                            "qemu-system-x86_64: warning: nic lone has no peer\n"));
+    vm_kill(vm);
+}
+
+/* -nic alone: the device and its backend, with hostfwd bound. */
+static void test_nic(void)
+{
+    int port = free_udp_port();
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("nic", true, ARGS "-nic user,model=virtio-net-device,hostfwd=udp::%d-:7",
+                  vmtest_firmware(), port);
+    assert_info_network(vm, NIC0 "52:54:00:12:34:56\n"
+                        " \\ #net000: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    g_assert_false(udp_port_free(port));
+    vm_kill(vm);
+}
+
+static void test_help(void)
+{
+    VM *vm = vm_spawn("help", false, "-device help");
+
+    g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
+    g_assert_cmpuint(vm_count_lines(vm, "name \"virtio-net-device\", bus virtio-bus"), ==, 1);
+    g_assert_cmpuint(vm_count_lines(vm, "name \"isa-debug-exit\", bus ISA"), ==, 1);
+    vm_kill(vm);
+    vm = vm_spawn("devhelp", false, "-device virtio-net-device,help");
+    g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
+    g_assert_cmpuint(vm_count_lines(vm, "virtio-net-device options:"), ==, 1);
+    g_assert_cmpuint(vm_count_lines(vm, "  netdev=<str>"), ==, 1);
+    g_assert_cmpuint(vm_count_lines(vm, "  mac=<str>"), ==, 1);
+    vm_kill(vm);
+}
+
+typedef struct BadCase {
+    const char *args;           /* after ARGS */
+    const char *expect;         /* a substring of stderr (QEMU 7.2's words where it has them) */
+} BadCase;
+
+#define NINE_NICS "-device virtio-net-device -device virtio-net-device " \
+    "-device virtio-net-device -device virtio-net-device -device virtio-net-device " \
+    "-device virtio-net-device -device virtio-net-device -device virtio-net-device " \
+    "-device virtio-net-device"
+
+static const BadCase bad_cases[] = {
+    { "-device virtio-net-device,netdev=x",
+      "qemu-system-x86_64: -device virtio-net-device,netdev=x: "
+      "Property 'virtio-net-device.netdev' can't find value 'x'" },
+    { "-netdev user,id=n0 -device virtio-net-device,netdev=",
+      "Property 'virtio-net-device.netdev' can't find value ''" },
+    { "-netdev user,id=n0 -device virtio-net-device,netdev=n0 -device virtio-net-device,netdev=n0",
+      "-device virtio-net-device,netdev=n0: "
+      "Property 'virtio-net-device.netdev' can't take value 'n0', it's in use" },
+    { "-netdev user,id=n0 -device virtio-net-device,netdev=n0,mac=zz",
+      "-device virtio-net-device,netdev=n0,mac=zz: "
+      "Property 'virtio-net-device.mac' doesn't take value 'zz'" },
+    { "-device virtio-net-device,mac=", "Property 'virtio-net-device.mac' doesn't take value ''" },
+    { "-device virtio-net-device,mrg_rxbuf=off",
+      "-device virtio-net-device,mrg_rxbuf=off: Property 'virtio-net-device.mrg_rxbuf' not found" },
+    { "-device virtio-net-device,id=9a", "Parameter 'id' expects an identifier" },
+    { "-device virtio-net-device,id=a -device virtio-net-device,id=a",
+      "-device virtio-net-device,id=a: Duplicate ID 'a' for device" },
+    { "-device virtio-net-devic", "'virtio-net-devic' is not a valid device model name" },
+    { NINE_NICS, "9 virtio devices given, but microvm has 8 virtio-mmio slots" },
+};
+
+static void test_bad_cmdline(gconstpointer data)
+{
+    const BadCase *bc = data;
+    int status;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("bad", false, ARGS "%s", vmtest_firmware(), bc->args);
+    status = vm_wait_exit(vm, 60);
+    if (status != 1 || !strstr(vm->stderr_text->str, bc->expect)) {
+        g_printerr("args: %s\nstatus: %d\nstderr: %s\n", bc->args, status,
+                   vm->stderr_text->str);
+    }
+    g_assert_cmpint(status, ==, 1);
+    g_assert_true(g_str_has_prefix(vm->stderr_text->str, "qemu-system-x86_64: "));
+    g_assert_nonnull(strstr(vm->stderr_text->str, bc->expect));
+    vm_kill(vm);
+}
+
+/* ---- The sections in real streams ---- */
+
+static char *stream_path(const char *name)
+{
+    return g_strdup_printf("%s/%s.stream", vmtest_tmpdir(), name);
+}
+
+/* analyze-migration.py -d desc on @file: the vmdesc as JSON text (fails on error). */
+static char *analyze_desc(const char *file)
+{
+    g_autofree char *cmd = g_strdup_printf("python3 %s/scripts/analyze-migration.py -f %s -d desc",
+                                           VMTEST_SOURCE_DIR, file);
+    g_autofree char *err = NULL;
+    char *out = NULL;
+    int status;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
+    if (status) {
+        g_error("%s: %s", cmd, err);
+    }
+    return out;
+}
+
+/* The vmdesc names both sections and their fields. */
+static void assert_net_sections(const char *file)
+{
+    g_autofree char *desc = analyze_desc(file);
+    static const char *const want[] = {
+        "\"virtio-net\"", "\"mac\"", "\"status\"", "\"slirp\"", "\"len\"", "\"buf\"",
+        "\"virtio-mmio\"",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        if (!strstr(desc, want[i])) {
+            g_error("vmdesc of %s lacks %s:\n%s", file, want[i], desc);
+        }
+    }
+}
+
+/*
+ * The destination restores @file with its own hostfwd port; the sections
+ * load (the guest goes on verifying) and its network is the same shape.
+ */
+static void restore_and_check(const char *file, const char *append, int pass)
+{
+    int port = free_udp_port();
+    g_autofree char *incoming = g_strdup_printf("exec:cat %s", file);
+    g_autofree char *extra = g_strdup_printf("-netdev user,id=n0,hostfwd=udp::%d-:7 "
+                                             "-device virtio-net-device,netdev=n0,"
+                                             "mac=52:54:00:12:34:99", port);
+    VM *dst = migtest_start_dest_extra("128M", append, false, incoming, extra);
+
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, append, pass);
+    /* The guest keeps the MAC it had on the source. */
+    assert_info_network(dst, NIC0 "52:54:00:12:34:56\n"
+                        " \\ n0: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    g_assert_false(udp_port_free(port));
+    vm_kill(dst);
+}
+
+static char *source_extra(int port)
+{
+    return g_strdup_printf("-netdev user,id=n0,hostfwd=udp::%d-:7 "
+                           "-device virtio-net-device,netdev=n0", port);
+}
+
+static void test_migrate_to_file(void)
+{
+    const char *append = "mode=verify mem=32";
+    g_autofree char *file = stream_path("mig");
+    g_autofree char *extra = source_extra(free_udp_port());
+    JsonNode *info;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("128M", append, extra);
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
+                              "{'uri': 'exec:cat > %s'}}", file));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    vm_kill(src);
+    assert_net_sections(file);
+    restore_and_check(file, append, pass);
+}
+
+static void test_background_snapshot(void)
+{
+    const char *append = "mode=verify mem=32";
+    g_autofree char *file = stream_path("snap");
+    g_autofree char *extra = source_extra(free_udp_port());
+    JsonNode *info;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("128M", append, extra);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
+                              "{'uri': 'exec:cat > %s'}}", file));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    /* The source runs on with its network. */
+    assert_info_network(src, NIC0 "52:54:00:12:34:56\n"
+                        " \\ n0: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    vm_kill(src);
+    assert_net_sections(file);
+    restore_and_check(file, append, pass);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/virtio-net/info-network", test_info_network);
+    g_test_add_func("/virtio-net/ids-and-macs", test_ids_and_macs);
+    g_test_add_func("/virtio-net/nic", test_nic);
+    g_test_add_func("/virtio-net/help", test_help);
+    for (size_t i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+        g_autofree char *name = g_strdup_printf("/virtio-net/bad/%zu", i);
+        g_test_add_data_func(name, &bad_cases[i], test_bad_cmdline);
+    }
+    g_test_add_func("/virtio-net/migrate-to-file", test_migrate_to_file);
+    g_test_add_func("/virtio-net/background-snapshot", test_background_snapshot);
+    return g_test_run();
+}
