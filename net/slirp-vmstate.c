@@ -60,13 +60,23 @@ static VMStateDescription vmstate_slirp = {
     },
 };
 
+/*
+ * Every section's staging, in registration order (main thread, at
+ * creation). Sections cannot be unregistered, so these live as long as
+ * the process; the index is the instance id.
+ */
+static GPtrArray *net_slirp_mig_states;
+
 void net_slirp_vmstate_register(NetClientState *nc)
 {
-    static uint32_t instances;
     NetSlirpMigState *m = g_new0(NetSlirpMigState, 1);
 
+    if (!net_slirp_mig_states) {
+        net_slirp_mig_states = g_ptr_array_new();
+    }
     vmstate_slirp.version_id = net_slirp_state_version();
     m->nc = nc;
     m->buf = g_malloc0(NET_SLIRP_STATE_MAX);
-    vmstate_register("slirp", instances++, &vmstate_slirp, m);
+    vmstate_register("slirp", net_slirp_mig_states->len, &vmstate_slirp, m);
+    g_ptr_array_add(net_slirp_mig_states, m);
 }

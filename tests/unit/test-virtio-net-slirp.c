@@ -16,7 +16,7 @@
 #include "hw/virtio/virtio-net.h"
 #include "net/slirp.h"
 #include "system/ioport.h"
-#include "virtio-test.h"
+#include "virtio-net-test.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,11 +25,7 @@
 #include <linux/virtio_net.h>
 #include <linux/virtio_ring.h>
 
-#define BASE 0xfeb00000ULL
 #define QNUM 64
-#define RX_BUF(i) (0x40000 + (uint64_t)((i) % QNUM) * 0x800)
-#define TX_BUF(i) (0x100000 + (uint64_t)((i) % QNUM) * 0x800)
-#define BUF_LEN 0x800
 #define HDR VIRTIO_NET_HDR_LEN
 #define ETH 14
 
@@ -40,9 +36,8 @@ typedef struct Guest {
     VirtIONet *n;
     VirtIOMMIOState *mmio;
     NetClientState *backend;
-    VirtIOTestQueue rxq, txq;
+    VNetDriver drv;
     uint16_t rx_seen;           /* used RX entries handled */
-    unsigned int rx_posted, tx_sent;
     unsigned int arp_replies, echoes;
 } Guest;
 
@@ -68,28 +63,9 @@ static NetClientState *make_backend(const char *id, const char *params)
     return nc;
 }
 
-static void rx_post(Guest *g, unsigned int count)
-{
-    for (unsigned int i = 0; i < count; i++, g->rx_posted++) {
-        unsigned int d = g->rx_posted % QNUM;
-
-        vtest_put_desc(&g->rxq, d, RX_BUF(d), BUF_LEN, VRING_DESC_F_WRITE, 0);
-        vtest_publish(&g->rxq, d);
-    }
-    vtest_write(BASE, VIRTIO_MMIO_QUEUE_NOTIFY, VIRTIO_NET_RX_QUEUE);
-}
-
 static void guest_send(Guest *g, const uint8_t *frame, size_t len)
 {
-    unsigned int d = g->tx_sent++ % QNUM;
-    uint8_t *buf = vtest_gpa(TX_BUF(d));
-
-    g_assert_cmpuint(HDR + len, <=, BUF_LEN);
-    memset(buf, 0, HDR);
-    memcpy(buf + HDR, frame, len);
-    vtest_put_desc(&g->txq, d, TX_BUF(d), HDR + len, 0, 0);
-    vtest_publish(&g->txq, d);
-    vtest_write(BASE, VIRTIO_MMIO_QUEUE_NOTIFY, VIRTIO_NET_TX_QUEUE);
+    vnet_tx_send(&g->drv, frame, len, false, true);
 }
 
 /* ARP request for our address: answer it. */
@@ -139,43 +115,33 @@ static void guest_udp(Guest *g, const uint8_t *f, size_t len)
 /* The guest's receive loop: every new used RX entry, then the buffer goes back. */
 static void guest_poll(Guest *g)
 {
-    while (g->rx_seen != vtest_used_idx(&g->rxq)) {
+    while (g->rx_seen != vtest_used_idx(&g->drv.rxq)) {
         uint32_t id, len;
         const uint8_t *f;
 
-        vtest_used_elem(&g->rxq, g->rx_seen++, &id, &len);
+        vtest_used_elem(&g->drv.rxq, g->rx_seen++, &id, &len);
         g_assert_cmpuint(len, >=, HDR + ETH);
-        f = vtest_gpa(RX_BUF(id)) + HDR;
+        f = vtest_gpa(vnet_rx_buf(id)) + HDR;
         len -= HDR;
         if (f[12] == 0x08 && f[13] == 0x06) {
             guest_arp(g, f, len);
         } else if (f[12] == 0x08 && f[13] == 0x00 && len >= ETH + 28 && f[ETH + 9] == 17) {
             guest_udp(g, f, len);
         }
-        rx_post(g, 1);
+        vnet_rx_post(&g->drv, 1, true);
     }
 }
 
 static void guest_setup(Guest *g, NetClientState *backend)
 {
     VirtIONetConf conf = { .netdev = backend->name, .mac = guest_mac, .mac_given = true };
-    uint32_t ok = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-                  VIRTIO_CONFIG_S_FEATURES_OK;
 
     memset(g, 0, sizeof(*g));
     g->backend = backend;
-    g->rxq = (VirtIOTestQueue) { .index = 0, .num = QNUM, .desc = 0x10000, .avail = 0x11000,
-                                 .used = 0x12000 };
-    g->txq = (VirtIOTestQueue) { .index = 1, .num = QNUM, .desc = 0x13000, .avail = 0x14000,
-                                 .used = 0x15000 };
     g->n = virtio_net_create(&conf, ERRP_ABORT);
-    g->mmio = virtio_mmio_create(&g->n->vdev, BASE, 5, ERRP_ABORT);
-    vtest_negotiate(BASE, (1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_NET_F_MAC));
-    vtest_queue_setup(BASE, &g->rxq);
-    vtest_queue_setup(BASE, &g->txq);
-    vtest_write(BASE, VIRTIO_MMIO_STATUS, ok | VIRTIO_CONFIG_S_DRIVER_OK);
-    g_assert_cmpuint(vtest_read(BASE, VIRTIO_MMIO_STATUS), ==, ok | VIRTIO_CONFIG_S_DRIVER_OK);
-    rx_post(g, QNUM);
+    g->mmio = virtio_mmio_create(&g->n->vdev, VNET_BASE, VNET_GSI, ERRP_ABORT);
+    vnet_driver_init(&g->drv, QNUM, (1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_NET_F_MAC));
+    vnet_rx_post(&g->drv, QNUM, true);
 }
 
 static void guest_teardown(Guest *g)

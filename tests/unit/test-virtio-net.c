@@ -17,21 +17,20 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
+#include "qemu/tsan.h"
 #include "hw/virtio/virtio-mmio.h"
 #include "hw/virtio/virtio-net.h"
 #include "system/ioport.h"
-#include "virtio-test.h"
+#include "virtio-net-test.h"
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
 #include <linux/virtio_net.h>
 #include <linux/virtio_ring.h>
 
-#define BASE 0xfeb00000ULL
-#define GSI 5
+#define BASE VNET_BASE
+#define GSI VNET_GSI
 #define QNUM 256
-#define RX_BUF(i) (0x40000 + (uint64_t)((i) % QNUM) * 0x800)
-#define TX_BUF(i) (0x100000 + (uint64_t)((i) % QNUM) * 0x800)
-#define BUF_LEN 0x800
+#define BUF_LEN VNET_BUF_LEN
 #define BIG_GPA 0x1a0000        /* room for a 70000-byte chain */
 #define HDR VIRTIO_NET_HDR_LEN
 #define NET_FEATURES ((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_NET_F_MAC) | \
@@ -67,9 +66,7 @@ typedef struct Fixture {
     FakeBackend be;
     VirtIONet *n;
     VirtIOMMIOState *mmio;
-    VirtIOTestQueue rxq, txq;
-    unsigned int rx_posted;     /* buffers the driver has posted */
-    unsigned int tx_sent;       /* chains the driver has offered */
+    VNetDriver drv;
 } Fixture;
 
 static const MACAddr test_mac = { { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x01 } };
@@ -79,10 +76,6 @@ static void fixture_setup_mac(Fixture *f, const MACAddr *mac)
     VirtIONetConf conf = { .netdev = (char *)"n0", .mac = *mac, .mac_given = true };
 
     memset(f, 0, sizeof(*f));
-    f->rxq = (VirtIOTestQueue) { .index = 0, .num = QNUM, .desc = 0x10000, .avail = 0x11000,
-                                 .used = 0x12000 };
-    f->txq = (VirtIOTestQueue) { .index = 1, .num = QNUM, .desc = 0x13000, .avail = 0x14000,
-                                 .used = 0x15000 };
     vtest_fakes_reset(false, false);
     f->be.got = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     f->be.nc = net_client_new(&fake_backend_info, "user", "n0", &f->be);
@@ -112,60 +105,17 @@ static void fixture_teardown(Fixture *f)
     vtest_vm_set_running(true);
 }
 
-static uint32_t rd(uint64_t off)
-{
-    return vtest_read(BASE, off);
-}
+#define rd vnet_read
+#define wr vnet_write
+#define kick vnet_kick
+#define device_broken vnet_broken
+#define pump_for vnet_pump_for
+#define pump_until(cond, f) vnet_pump_until(cond, f)
+#define RX_BUF(i) vnet_rx_buf(i)
 
-static void wr(uint64_t off, uint32_t v)
-{
-    vtest_write(BASE, off, v);
-}
-
-static bool device_broken(void)
-{
-    return rd(VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET;
-}
-
-/* A 1.x driver: both queues ready, DRIVER_OK. */
 static void driver_init(Fixture *f)
 {
-    uint32_t ok = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-                  VIRTIO_CONFIG_S_FEATURES_OK;
-
-    vtest_negotiate(BASE, NET_FEATURES);
-    g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, ok);
-    vtest_queue_setup(BASE, &f->rxq);
-    vtest_queue_setup(BASE, &f->txq);
-    f->rx_posted = f->tx_sent = 0;
-    wr(VIRTIO_MMIO_STATUS, ok | VIRTIO_CONFIG_S_DRIVER_OK);
-    g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, ok | VIRTIO_CONFIG_S_DRIVER_OK);
-}
-
-/* Runs the main loop (BQL dropped while it polls) until @cond or 5 s. */
-static bool pump_until(bool (*cond)(Fixture *f), Fixture *f)
-{
-    gint64 end = g_get_monotonic_time() + VTEST_WAIT_US;
-
-    while (!cond(f)) {
-        if (g_get_monotonic_time() > end) {
-            return false;
-        }
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(200);
-    }
-    return true;
-}
-
-/* Lets both threads run a while with nothing expected to happen. */
-static void pump_for(unsigned int ms)
-{
-    gint64 end = g_get_monotonic_time() + ms * 1000;
-
-    while (g_get_monotonic_time() < end) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(500);
-    }
+    vnet_driver_init(&f->drv, QNUM, NET_FEATURES);
 }
 
 static void make_frame(uint8_t *buf, size_t len, unsigned int seq)
@@ -175,43 +125,18 @@ static void make_frame(uint8_t *buf, size_t len, unsigned int seq)
     }
 }
 
-static void kick(unsigned int q)
-{
-    wr(VIRTIO_MMIO_QUEUE_NOTIFY, q);
-}
-
-/* Offers @count receive buffers of BUF_LEN bytes (one descriptor each). */
 static void rx_post(Fixture *f, unsigned int count, bool do_kick)
 {
-    for (unsigned int i = 0; i < count; i++, f->rx_posted++) {
-        unsigned int d = f->rx_posted % QNUM;
-
-        vtest_put_desc(&f->rxq, d, RX_BUF(d), BUF_LEN, VRING_DESC_F_WRITE, 0);
-        vtest_publish(&f->rxq, d);
-    }
-    if (do_kick) {
-        kick(VIRTIO_NET_RX_QUEUE);
-    }
+    vnet_rx_post(&f->drv, count, do_kick);
 }
 
-/* Offers frame @seq of @len bytes behind a zero header; header and frame split if @split. */
+/* Offers frame @seq of @len bytes; header and frame split if @split. */
 static void tx_offer(Fixture *f, unsigned int seq, size_t len, bool split)
 {
-    unsigned int d = f->tx_sent % QNUM;
-    uint8_t *buf = vtest_gpa(TX_BUF(d));
+    uint8_t frame[1514];
 
-    memset(buf, 0, HDR);
-    make_frame(buf + HDR, len, seq);
-    if (split) {
-        g_assert_cmpuint(d % 2, ==, 0);
-        vtest_put_desc(&f->txq, d, TX_BUF(d), HDR, VRING_DESC_F_NEXT, d + 1);
-        vtest_put_desc(&f->txq, d + 1, TX_BUF(d) + HDR, len, 0, 0);
-        f->tx_sent++;
-    } else {
-        vtest_put_desc(&f->txq, d, TX_BUF(d), HDR + len, 0, 0);
-    }
-    vtest_publish(&f->txq, d);
-    f->tx_sent++;
+    make_frame(frame, len, seq);
+    vnet_tx_send(&f->drv, frame, len, split, false);
 }
 
 static void assert_frame(GBytes *b, size_t len, unsigned int seq)
@@ -233,7 +158,7 @@ static void assert_rx_used(Fixture *f, uint16_t i, size_t len, unsigned int seq)
     uint32_t id, used_len;
     const uint8_t *buf;
 
-    vtest_used_elem(&f->rxq, i, &id, &used_len);
+    vtest_used_elem(&f->drv.rxq, i, &id, &used_len);
     g_assert_cmpuint(used_len, ==, HDR + len);
     buf = vtest_gpa(RX_BUF(id));
     g_assert_cmpmem(buf, HDR, want_hdr, HDR);
@@ -243,29 +168,36 @@ static void assert_rx_used(Fixture *f, uint16_t i, size_t len, unsigned int seq)
 
 static unsigned int want_got, want_rx_used, want_tx_used;
 
-static bool got_enough(Fixture *f)
+static bool got_enough(void *opaque)
 {
+    Fixture *f = opaque;
+
     return f->be.got->len >= want_got;
 }
 
-static bool rx_used_enough(Fixture *f)
+static bool rx_used_enough(void *opaque)
 {
-    return vtest_used_idx(&f->rxq) == (uint16_t)want_rx_used;
+    Fixture *f = opaque;
+
+    return vtest_used_idx(&f->drv.rxq) == (uint16_t)want_rx_used;
 }
 
-static bool tx_used_enough(Fixture *f)
+static bool tx_used_enough(void *opaque)
 {
-    return vtest_used_idx(&f->txq) == (uint16_t)want_tx_used;
+    Fixture *f = opaque;
+
+    return vtest_used_idx(&f->drv.txq) == (uint16_t)want_tx_used;
 }
 
 /* The device thread found no buffer for the frame it holds. */
-static bool rx_stalled(Fixture *f)
+static bool rx_stalled(void *opaque)
 {
+    Fixture *f = opaque;
     bool stalled;
 
-    g_mutex_lock(&f->n->ring_lock);
+    tsan_g_mutex_lock(&f->n->ring_lock);
     stalled = f->n->rx_stalled;
-    g_mutex_unlock(&f->n->ring_lock);
+    tsan_g_mutex_unlock(&f->n->ring_lock);
     return stalled;
 }
 
@@ -337,7 +269,7 @@ static void test_tx(void)
     assert_frame(g_ptr_array_index(f.be.got, 1), 42, 1);
     assert_frame(g_ptr_array_index(f.be.got, 2), 1514, 2);
     /* Every chain came back with nothing written, and the driver heard of it. */
-    g_assert_cmpuint(vtest_used_idx(&f.txq), ==, 3);
+    g_assert_cmpuint(vtest_used_idx(&f.drv.txq), ==, 3);
     g_assert_cmpuint(__atomic_load_n(&vtest_fake.line_calls, __ATOMIC_SEQ_CST), >, calls);
     g_assert_cmpuint(rd(VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_ISR_VRING, !=, 0);
     g_assert_cmpuint(f.n->tx_frames, ==, 3);
@@ -366,7 +298,7 @@ static void test_tx_backpressure(void)
     want_tx_used = 1 + VIRTIO_NET_RING_FRAMES;
     g_assert_true(pump_until(tx_used_enough, &f));
     pump_for(50);
-    g_assert_cmpuint(vtest_used_idx(&f.txq), ==, 1 + VIRTIO_NET_RING_FRAMES);
+    g_assert_cmpuint(vtest_used_idx(&f.drv.txq), ==, 1 + VIRTIO_NET_RING_FRAMES);
     g_assert_cmpuint(net_queued_packets(f.be.nc), ==, 1);
     g_assert_true(f.n->tx_waiting);
     f.be.closed = false;
@@ -439,7 +371,7 @@ static void test_rx_no_buffers(void)
     g_assert_true(pump_until(rx_stalled, &f));
     backend_send(&f, 1, 9, 60);
     pump_for(50);
-    g_assert_cmpuint(vtest_used_idx(&f.rxq), ==, 0);
+    g_assert_cmpuint(vtest_used_idx(&f.drv.rxq), ==, 0);
     g_assert_cmpuint(net_queued_packets(f.n->nc), ==, 9);
     rx_post(&f, 10, true);
     want_rx_used = 10;
@@ -478,8 +410,8 @@ static void test_rx_small_buffer(void)
 
     fixture_setup(&f);
     driver_init(&f);
-    vtest_put_desc(&f.rxq, 0, RX_BUF(0), HDR + 100, VRING_DESC_F_WRITE, 0);
-    vtest_publish(&f.rxq, 0);
+    vtest_put_desc(&f.drv.rxq, 0, RX_BUF(0), HDR + 100, VRING_DESC_F_WRITE, 0);
+    vtest_publish(&f.drv.rxq, 0);
     kick(VIRTIO_NET_RX_QUEUE);
     backend_send(&f, 0, 1, 1000);
     backend_send(&f, 1, 1, 100);
@@ -508,13 +440,13 @@ static void test_vm_stop(void)
     rx_post(&f, 4, false);
     tx_offer(&f, 0, 60, false);
     vtest_vm_set_running(false);
-    g_assert_cmpuint(vtest_used_idx(&f.rxq), ==, 1);
+    g_assert_cmpuint(vtest_used_idx(&f.drv.rxq), ==, 1);
     assert_rx_used(&f, 0, 60, 0);
     /* Stopped: frames for the guest wait in the net layer. */
     backend_send(&f, 1, 2, 60);
     pump_for(30);
     g_assert_cmpuint(net_queued_packets(f.n->nc), ==, 2);
-    g_assert_cmpuint(vtest_used_idx(&f.txq), ==, 0);
+    g_assert_cmpuint(vtest_used_idx(&f.drv.txq), ==, 0);
     vtest_vm_set_running(true);
     want_got = 1;
     g_assert_true(pump_until(got_enough, &f));
@@ -531,12 +463,12 @@ static void test_vm_stop(void)
 /* Offers one hand-made TX chain of descriptors [addr, len] and kicks. */
 static void tx_offer_raw(Fixture *f, uint64_t addr, uint32_t len, uint16_t flags)
 {
-    vtest_put_desc(&f->txq, 0, addr, len, flags, 0);
-    vtest_publish(&f->txq, 0);
+    vtest_put_desc(&f->drv.txq, 0, addr, len, flags, 0);
+    vtest_publish(&f->drv.txq, 0);
     kick(VIRTIO_NET_TX_QUEUE);
 }
 
-static bool is_broken(Fixture *f)
+static bool is_broken(void *opaque)
 {
     return device_broken();
 }
@@ -561,7 +493,7 @@ static void test_hostile_tx_short(void)
 
     fixture_setup(&f);
     driver_init(&f);
-    tx_offer_raw(&f, TX_BUF(0), HDR - 1, 0);
+    tx_offer_raw(&f, vnet_tx_buf(0), HDR - 1, 0);
     expect_broken_then_recover(&f);
     fixture_teardown(&f);
 }
@@ -584,8 +516,8 @@ static void test_hostile_rx_no_room(void)
 
     fixture_setup(&f);
     driver_init(&f);
-    vtest_put_desc(&f.rxq, 0, RX_BUF(0), BUF_LEN, 0, 0);
-    vtest_publish(&f.rxq, 0);
+    vtest_put_desc(&f.drv.rxq, 0, RX_BUF(0), BUF_LEN, 0, 0);
+    vtest_publish(&f.drv.rxq, 0);
     kick(VIRTIO_NET_RX_QUEUE);
     backend_send(&f, 0, 1, 60);
     expect_broken_then_recover(&f);
@@ -601,7 +533,7 @@ static void test_hostile_garbage(void)
 
     fixture_setup(&f);
     for (int round = 0; round < 200; round++) {
-        VirtIOTestQueue *qs[2] = { &f.rxq, &f.txq };
+        VirtIOTestQueue *qs[2] = { &f.drv.rxq, &f.drv.txq };
 
         driver_init(&f);
         for (int k = 0; k < 2; k++) {
