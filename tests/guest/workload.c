@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
- * from the PVH memory map, the fills (random, zero, text, sparse, zeroed), and the
- * modes, on CPU 0 or, with modeN= keys, one per CPU. All loops run here
- * because CPL3 runs natively under kvm-pvm and CPL0 does not.
+ * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
+ * with modeN= keys, one per CPU (the network modes are in net.c). All loops
+ * run at CPL3 because it runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
@@ -11,7 +11,6 @@
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
             MODE_UDPSTREAM };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
-enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
 
 static const char *const mode_names[] = {
     "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", 0
@@ -66,16 +65,12 @@ static struct cpu {
     uint64_t first, pages;      /* its share of the work area, in area pages */
 } cpus[MAX_CPUS];
 
-#define MAX_SEGS        32
 #define MAX_MEMMAP      64
 #define MAX_FAIL_LINES  10
 #define CMDLINE_MAX     4096
 
-/* The work area: RAM from WORK_BASE on, in memory-map order, holes skipped. */
-static struct {
-    uint64_t start, pages;
-} segs[MAX_SEGS];
-static unsigned nsegs;
+struct area_seg g_segs[MAX_SEGS];
+unsigned g_nsegs;
 static uint64_t area_pages;     /* all CPUs' shares, CPU 0's first */
 static bool smp;                /* a modeN= with N >= 1: a workload per CPU */
 static uint64_t deadline;       /* seconds= as a TSC value, or UINT64_MAX */
@@ -232,12 +227,12 @@ static void build_area(void)
             continue;
         }
         have += e - s;
-        if (need && nsegs < MAX_SEGS) {
+        if (need && g_nsegs < MAX_SEGS) {
             uint64_t take = e - s < need ? e - s : need;
 
-            segs[nsegs].start = s;
-            segs[nsegs].pages = take / PAGE_SIZE;
-            nsegs++;
+            g_segs[g_nsegs].start = s;
+            g_segs[g_nsegs].pages = take / PAGE_SIZE;
+            g_nsegs++;
             need -= take;
         }
     }
@@ -257,10 +252,10 @@ static inline uint64_t page_addr(uint64_t idx)
 {
     unsigned i;
 
-    for (i = 0; idx >= segs[i].pages; i++) {
-        idx -= segs[i].pages;
+    for (i = 0; idx >= g_segs[i].pages; i++) {
+        idx -= g_segs[i].pages;
     }
-    return segs[i].start + idx * PAGE_SIZE;
+    return g_segs[i].start + idx * PAGE_SIZE;
 }
 
 /*
@@ -271,101 +266,12 @@ static uint64_t page_run(uint64_t idx, uint64_t end, uint64_t *n)
 {
     unsigned i;
 
-    for (i = 0; idx >= segs[i].pages; i++) {
-        idx -= segs[i].pages;
-        end -= segs[i].pages;
+    for (i = 0; idx >= g_segs[i].pages; i++) {
+        idx -= g_segs[i].pages;
+        end -= g_segs[i].pages;
     }
-    *n = (end < segs[i].pages ? end : segs[i].pages) - idx;
-    return segs[i].start + idx * PAGE_SIZE;
-}
-
-static inline uint64_t xorshift(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* Random bytes, so that zero-page detection cannot shortcut migration. */
-static void fill_area(void)
-{
-    uint64_t x = 0x9e3779b97f4a7c15ULL;
-    unsigned i;
-
-    for (i = 0; i < nsegs; i++) {
-        uint64_t *p = (uint64_t *)segs[i].start;
-        uint64_t *end = p + segs[i].pages * (PAGE_SIZE / 8);
-
-        while (p < end) {
-            *p++ = xorshift(&x);
-        }
-    }
-}
-
-/*
- * Memory that compresses like real memory, for the compression benchmarks:
- * "text" is lines of words drawn from a small vocabulary (deflate and zstd
- * shrink it several times, no page is zero); "sparse" keeps 64 random bytes
- * at the start of each page and zeroes after them (mostly-zero pages that
- * zero-page detection must not skip).
- */
-static void fill_area_text(void)
-{
-    static const char *const words[] = {
-        "the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "was",
-        "on", "be", "at", "by", "this", "from", "or", "an", "which", "are", "not", "have",
-        "struct", "return", "static", "int", "void", "if", "else", "while",
-    };
-    uint64_t x = 0x2545f4914f6cdd1dULL, n = 0;
-    unsigned i;
-
-    for (i = 0; i < nsegs; i++) {
-        char *p = (char *)segs[i].start;
-        char *end = p + segs[i].pages * PAGE_SIZE;
-
-        while (p < end) {
-            const char *w = words[xorshift(&x) % (sizeof(words) / sizeof(words[0]))];
-
-            while (*w && p < end) {
-                *p++ = *w++;
-            }
-            if (p < end) {
-                *p++ = ++n % 12 ? ' ' : '\n';
-            }
-        }
-    }
-}
-
-static void fill_area_sparse(void)
-{
-    uint64_t x = 0x9e3779b97f4a7c15ULL;
-    unsigned i;
-
-    for (i = 0; i < nsegs; i++) {
-        for (uint64_t pg = 0; pg < segs[i].pages; pg++) {
-            uint64_t *p = (uint64_t *)(segs[i].start + pg * PAGE_SIZE);
-
-            for (unsigned k = 0; k < 8; k++) {
-                p[k] = xorshift(&x);
-            }
-        }
-    }
-}
-
-/*
- * "zeroed": one zero store per page. The pages are then the host's own
- * (populated, all zero), like memory a real guest used and freed, so the
- * migration must look at them to find they are zero; "zero" leaves pages
- * the host never populated.
- */
-static void fill_area_zeroed(void)
-{
-    for (unsigned i = 0; i < nsegs; i++) {
-        for (uint64_t pg = 0; pg < segs[i].pages; pg++) {
-            *(volatile uint64_t *)(segs[i].start + pg * PAGE_SIZE) = 0;
-        }
-    }
+    *n = (end < g_segs[i].pages ? end : g_segs[i].pages) - idx;
+    return g_segs[i].start + idx * PAGE_SIZE;
 }
 
 static void fail_value(int tag, uint64_t page, uint64_t expected, uint64_t got)
@@ -755,15 +661,7 @@ _Noreturn void user_main(unsigned n)
     layout_cpus();
     build_area();
     t0 = rdtsc();
-    if (P.fill == FILL_RANDOM) {
-        fill_area();
-    } else if (P.fill == FILL_TEXT) {
-        fill_area_text();
-    } else if (P.fill == FILL_SPARSE) {
-        fill_area_sparse();
-    } else if (P.fill == FILL_ZEROED) {
-        fill_area_zeroed();
-    }
+    fill_area((enum fill)P.fill);
     g_fill_tsc = rdtsc() - t0;
     /* A network mode says READY once its device is up. */
     if (!is_net_mode(cpus[n].mode)) {

@@ -270,6 +270,32 @@ enum net_param { NET_PARAM_UNKNOWN, NET_PARAM_OK, NET_PARAM_BAD };
 enum net_param net_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate);
 
+/*
+ * workload.c: the work area, RAM from WORK_BASE on in memory-map order,
+ * holes skipped, as segments (written once by CPU 0 before any CPU reads).
+ */
+#define MAX_SEGS        32
+
+struct area_seg {
+    uint64_t start, pages;
+};
+
+extern struct area_seg g_segs[MAX_SEGS];
+extern unsigned g_nsegs;
+
+static inline uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* fill.c: the area's first contents; the order of fill_names in workload.c. */
+enum fill { FILL_RANDOM, FILL_ZERO, FILL_TEXT, FILL_SPARSE, FILL_ZEROED };
+
+void fill_area(enum fill fill);
+
 /* workload.c */
 _Noreturn void user_main(unsigned cpu);
 _Noreturn void ap_user_main(unsigned cpu);
