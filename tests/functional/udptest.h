@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A host-side client of the firmware's mode=udpecho for functional tests:
+ * a thread sends numbered datagrams ("c=N") at a steady rate to one or more
+ * loopback ports (the hostfwd ports of a migration's source and destination,
+ * so whichever guest runs answers), another records when each echo
+ * ("seq=M c=N") came back, on the wall clock QMP events carry.
+ */
+#ifndef UDPTEST_H
+#define UDPTEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct UdpEcho UdpEcho;
+
+/* A UDP port on 127.0.0.1 that was free a moment ago. */
+int udptest_free_port(void);
+
+/* Starts sending @rate datagrams per second to each of @ports[0..@nports). */
+UdpEcho *udp_echo_start(const int *ports, int nports, int rate);
+/* Stops both threads; the records stay readable until udp_echo_free(). */
+void udp_echo_stop(UdpEcho *u);
+void udp_echo_free(UdpEcho *u);
+
+/* Echoes received so far (one per datagram number, duplicates not counted). */
+uint64_t udp_echo_count(UdpEcho *u);
+/* Waits until @count echoes came back; fails the test after @timeout_s. */
+void udp_echo_wait(UdpEcho *u, uint64_t count, int timeout_s);
+/* Wall-clock microseconds (g_get_real_time()) now. */
+int64_t udptest_now_us(void);
+
+typedef struct UdpEchoReport {
+    uint64_t sent;              /* datagrams sent in [from, to - settle] */
+    uint64_t lost;              /* of those, never echoed */
+    uint64_t lost_outside;      /* lost and sent outside [win_from - rtt_max, win_to] */
+    int64_t rtt_max_us;
+    int64_t max_gap_us;         /* longest time without a new echo, within [from, to] */
+    uint64_t highest_seq;       /* the largest "seq=M" seen in an echo */
+    uint64_t first_seq_after;   /* the first seq of an echo received after @win_to (0: none) */
+} UdpEchoReport;
+
+/*
+ * Over the datagrams sent from @from_us to @to_us minus @settle_us (wall
+ * clock): how many never came back and how many of those were sent outside
+ * the window [@win_from_us, @win_to_us] (a migration's STOP to RESUME).
+ */
+void udp_echo_report(UdpEcho *u, int64_t from_us, int64_t to_us, int64_t settle_us,
+                     int64_t win_from_us, int64_t win_to_us, UdpEchoReport *r);
+
+#endif
