@@ -7,12 +7,15 @@
  * and "slirp" (scripts/analyze-migration.py reads them from the vmdesc),
  * and a destination with its own hostfwd port restores them.
  *
- * The guest is the workload firmware in verify mode, which does not drive
- * the device; traffic through it is test-virtio-net-slirp's (unit) and the
- * firmware's udpecho mode's.
+ * Then traffic: the firmware's udpecho mode answers datagrams that a
+ * host socket sends through hostfwd, before and after a live migration to
+ * a destination with its own host port (the guest's reply count goes on:
+ * the rings and the guest carried over), and after a background snapshot
+ * is restored.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -318,6 +321,127 @@ static void test_background_snapshot(void)
     restore_and_check(file, append, pass);
 }
 
+/* ---- Traffic: the firmware's udpecho through hostfwd ---- */
+
+#define ECHO_APPEND "mode=udpecho port=7"
+
+/*
+ * Sends "c=@c hello" to 127.0.0.1:@port from @fd until an answer comes
+ * (a datagram may be lost while a VM switches over; at most 10 s); returns
+ * the guest's reply count, "seq=M c=@c hello".
+ */
+static int64_t udp_echo(VM *vm, int fd, int port, int c)
+{
+    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    g_autofree char *msg = g_strdup_printf("c=%d hello", c);
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < end) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        char buf[256];
+        ssize_t n;
+
+        g_assert_cmpint(sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&to, sizeof(to)),
+                        ==, strlen(msg));
+        while (poll(&p, 1, 500) == 1 && (n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+            const char *body;
+
+            buf[n] = 0;
+            body = strchr(buf, ' ');
+            /* An answer to an earlier resend of an older datagram is skipped. */
+            if (g_str_has_prefix(buf, "seq=") && body && !strcmp(body + 1, msg)) {
+                return g_ascii_strtoll(buf + 4, NULL, 10);
+            }
+        }
+        vm_pump(vm, 0);
+    }
+    g_error("no echo of '%s' through port %d", msg, port);
+}
+
+static VM *start_echo_dest(const char *incoming, int port)
+{
+    g_autofree char *extra = g_strdup_printf("-netdev user,id=n0,hostfwd=udp::%d-:7 "
+                                             "-device virtio-net-device,netdev=n0", port);
+
+    return migtest_start_dest_extra("64M", ECHO_APPEND, false, incoming, extra);
+}
+
+static void test_udpecho_migration(void)
+{
+    int sport = free_udp_port(), dport = free_udp_port();
+    g_autofree char *extra = source_extra(sport);
+    g_autofree char *uri = migtest_uri("tcp");
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int64_t seq = 0, s;
+    JsonNode *info;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("64M", ECHO_APPEND, extra);
+    for (int c = 1; c <= 20; c++) {
+        s = udp_echo(src, fd, sport, c);
+        g_assert_cmpint(s, >, seq);
+        seq = s;
+    }
+    dst = start_echo_dest(uri, dport);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    vm_kill(src);
+    /* The destination's port; the guest's count carries on from the source's. */
+    for (int c = 21; c <= 40; c++) {
+        s = udp_echo(dst, fd, dport, c);
+        g_assert_cmpint(s, >, seq);
+        seq = s;
+    }
+    g_test_message("the guest answered %" PRId64 " datagrams, 20 of them on the destination", seq);
+    g_assert_cmpuint(vm_count_lines(dst, "READY"), ==, 0);
+    vm_kill(dst);
+    close(fd);
+}
+
+static void test_udpecho_snapshot(void)
+{
+    int sport = free_udp_port(), dport = free_udp_port();
+    g_autofree char *extra = source_extra(sport);
+    g_autofree char *file = stream_path("echo-snap");
+    g_autofree char *incoming = g_strdup_printf("exec:cat %s", file);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int64_t at_snapshot;
+    JsonNode *info;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("64M", ECHO_APPEND, extra);
+    for (int c = 1; c <= 5; c++) {
+        at_snapshot = udp_echo(src, fd, sport, c);
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                              "{'capabilities': [{'capability': 'background-snapshot', "
+                              "'state': true}]}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
+                              "{'uri': 'exec:cat > %s'}}", file));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    /* The source answers on after the snapshot. */
+    g_assert_cmpint(udp_echo(src, fd, sport, 6), >, at_snapshot);
+    vm_kill(src);
+    /* The restored guest is the snapshot's: its count goes on from there. */
+    dst = start_echo_dest(incoming, dport);
+    migtest_wait_incoming_done(dst);
+    g_assert_cmpint(udp_echo(dst, fd, dport, 7), >, at_snapshot);
+    vm_kill(dst);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -331,5 +455,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/virtio-net/migrate-to-file", test_migrate_to_file);
     g_test_add_func("/virtio-net/background-snapshot", test_background_snapshot);
+    g_test_add_func("/virtio-net/udpecho/migration", test_udpecho_migration);
+    g_test_add_func("/virtio-net/udpecho/snapshot", test_udpecho_snapshot);
     return g_test_run();
 }
