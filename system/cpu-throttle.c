@@ -101,9 +101,10 @@ void cpu_throttle_vcpu_wait(CPUState *cpu)
 
         if (pct) {
             int64_t ns = CPU_THROTTLE_TIMESLICE_NS * pct / (100 - pct);
+            int64_t slept = cpu_sleep_unless_kicked(cpu, ns);
 
-            __atomic_add_fetch(&throttle_slept_ns, cpu_sleep_unless_kicked(cpu, ns),
-                               __ATOMIC_RELAXED);
+            __atomic_add_fetch(&throttle_slept_ns, slept, __ATOMIC_RELAXED);
+            trace_cpu_throttle_vcpu_sleep(cpu->cpu_index, pct, slept / 1000);
         }
     }
     dirtylimit_vcpu_wait(cpu);

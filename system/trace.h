@@ -16,5 +16,8 @@
                 (int)(cpu), (uint64_t)(limit), (uint64_t)(rate))
 #define trace_cpu_throttle_set(pct) \
     TRACE_EVENT("cpu_throttle_set", "pct=%d", (int)(pct))
+#define trace_cpu_throttle_vcpu_sleep(cpu, pct, us) \
+    TRACE_EVENT("cpu_throttle_vcpu_sleep", "cpu=%d pct=%d us=%" PRId64, (int)(cpu), (int)(pct), \
+                (int64_t)(us))
 
 #endif

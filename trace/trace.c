@@ -13,7 +13,8 @@ static int64_t trace_start_ns;
 
 /* Every trace point in the tree, for -trace help (kept in step by test-observe). */
 static const char *const trace_event_names[] = {
-    "bg_snapshot_fault", "bg_snapshot_region", "cpu_throttle_set", "dirty_clear",
+    "bg_snapshot_fault", "bg_snapshot_region", "cpu_throttle_set", "cpu_throttle_vcpu_sleep",
+    "dirty_clear",
     "dirty_sync_end", "dirtylimit_set", "dirtylimit_vcpu_rate", "dirtylimit_vcpu_sleep",
     "dirty_sync_start", "kvm_clear_dirty_log", "kvm_dirty_ring_reap", "kvm_get_dirty_log",
     "kvm_vcpu_exit_slow", "mapped_ram_block", "mapped_ram_finish", "mapped_ram_load_block",
