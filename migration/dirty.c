@@ -2,13 +2,16 @@
 /*
  * The dirty-page pipeline, stage 2 (ARCHITECTURE section 4):
  *
- *   KVMSlot.dirty_bmap       --OR word-wise, popcount new--> RAMBlockDirty.send_bmap
- *   RAMBlock.vmm_dirty_bmap  --atomic take, same merge----/
+ *   a slot's bits, taken      --OR word-wise, popcount new--> RAMBlockDirty.send_bmap
+ *   RAMBlock.vmm_dirty_bmap   --atomic take, same merge----/
  *
- * A slot maps into its block at a page offset; a block may have several
- * slots. With clear-log, a sync marks the chunks (2^clear_shift pages)
- * whose slot bits it read; the first send from a marked chunk re-arms KVM
- * for exactly those bits (kvm_dirty_log_clear) before the page is copied,
+ * The migration is one client of the KVM dirty log (kvm-dirty-client.h),
+ * tracking every slot: a sync hands over each slot's new bits (KVM's
+ * words themselves while no other client shares the slot). A slot maps
+ * into its block at a page offset; a block may have several slots. With
+ * clear-log, a sync marks the chunks (2^clear_shift pages) whose slot bits
+ * it took; the first send from a marked chunk re-arms KVM for exactly the
+ * bits some sync read (kvm_dirty_client_clear) before the page is copied,
  * so a write after that point is caught by the next sync.
  */
 #include "qemu/osdep.h"
@@ -16,6 +19,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/pagemap.h"
 #include "system/kvm.h"
+#include "system/kvm-dirty-client.h"
 #include "system/memory.h"
 #include "dirty.h"
 #include "trace.h"
@@ -116,6 +120,7 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
     dt->clear_shift = clear_shift;
     dt->nblocks = rbs->len;
     dt->blocks = g_new0(RAMBlockDirty, dt->nblocks);
+    dt->slot_block = g_new0(RAMBlockDirty *, kvm->nr_slots);
     for (int i = 0; i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
 
@@ -128,6 +133,7 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         for (int s = 0; s < kvm->nr_slots; s++) {
             if (kvm->slots[s].rb == b->rb) {
                 b->slots[b->nslots++] = &kvm->slots[s];
+                dt->slot_block[s] = b;
             }
         }
     }
@@ -142,7 +148,8 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         bitmap_zero(dt->blocks[i].rb->vmm_dirty_bmap, dt->blocks[i].npages);
     }
     ram_vmm_dirty_log_start();
-    if (!kvm_dirty_log_start(kvm, errp)) {
+    dt->kvm_client = kvm_dirty_client_start(kvm, "migration", NULL, errp);
+    if (!dt->kvm_client) {
         ram_vmm_dirty_log_stop();
         return false;
     }
@@ -161,7 +168,7 @@ void dirty_tracker_track_sent(DirtyTracker *dt)
 void dirty_tracker_cleanup(DirtyTracker *dt)
 {
     if (dt->logging) {
-        kvm_dirty_log_stop(dt->kvm);
+        g_clear_pointer(&dt->kvm_client, kvm_dirty_client_stop);
         ram_vmm_dirty_log_stop();
         dt->logging = false;
     }
@@ -175,11 +182,13 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
         g_free(dt->blocks[i].slots);
     }
     g_clear_pointer(&dt->blocks, g_free);
+    g_clear_pointer(&dt->slot_block, g_free);
     dt->nblocks = 0;
 }
 
-/* Marks the chunks of @b that hold a bit of @slot's bitmap (clear-log). */
-static void dirty_mark_chunks(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot)
+/* Marks the chunks of @b that hold a bit of @bits, taken from @slot (clear-log). */
+static void dirty_mark_chunks(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot,
+                              const unsigned long *bits)
 {
     uint64_t base = slot->ram_offset >> TARGET_PAGE_BITS;
     uint64_t p = 0;
@@ -187,7 +196,7 @@ static void dirty_mark_chunks(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot)
     for (;;) {
         uint64_t chunk;
 
-        p = find_next_bit(slot->dirty_bmap, slot->npages, p);
+        p = find_next_bit(bits, slot->npages, p);
         if (p >= slot->npages) {
             break;
         }
@@ -198,32 +207,46 @@ static void dirty_mark_chunks(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot)
     }
 }
 
+typedef struct DirtyTake {
+    DirtyTracker *dt;
+    uint64_t new_pages;
+} DirtyTake;
+
+/* KVMDirtyTakeFn: merges one slot's new bits into its block's bitmaps. */
+static void dirty_take_slot(void *opaque, KVMSlot *slot, const unsigned long *bits)
+{
+    DirtyTake *take = opaque;
+    DirtyTracker *dt = take->dt;
+    RAMBlockDirty *b = dt->slot_block[slot - dt->kvm->slots];
+    uint64_t base = slot->ram_offset >> TARGET_PAGE_BITS;
+
+    if (!b) {
+        return;                 /* a block we do not migrate */
+    }
+    dirty_data_harvest(dt, b, base, bits, slot->npages);
+    take->new_pages += bitmap_or_count_new_at(b->send_bmap, base, bits, slot->npages);
+    if (dt->clear_log) {
+        dirty_mark_chunks(dt, b, slot, bits);
+    }
+}
+
 int64_t dirty_tracker_sync(DirtyTracker *dt)
 {
     int64_t t0 = get_clock_ns(), dt_ns;
-    uint64_t new_pages = 0;
+    DirtyTake take = { .dt = dt };
+    uint64_t new_pages;
     int ret;
 
     assert(dt->logging);    /* only between a successful init and the cleanup */
     trace_dirty_sync_start(dt->syncs + 1, dt->dirty_pages);
-    ret = kvm_dirty_log_sync(dt->kvm);
+    ret = kvm_dirty_client_sync(dt->kvm_client, dirty_take_slot, &take);
     if (ret < 0) {
         return ret;
     }
+    new_pages = take.new_pages;
     for (int i = 0; i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
 
-        for (int s = 0; s < b->nslots; s++) {
-            KVMSlot *slot = b->slots[s];
-
-            dirty_data_harvest(dt, b, slot->ram_offset >> TARGET_PAGE_BITS, slot->dirty_bmap,
-                               slot->npages);
-            new_pages += bitmap_or_count_new_at(b->send_bmap, slot->ram_offset >> TARGET_PAGE_BITS,
-                                                slot->dirty_bmap, slot->npages);
-            if (dt->clear_log) {
-                dirty_mark_chunks(dt, b, slot);
-            }
-        }
         /*
          * Taken word by word into a scratch map first: the pages the VMM
          * wrote hold data, and must be marked so before they can be sent.
@@ -263,7 +286,7 @@ static bool dirty_clear_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk
         if (lo >= hi) {
             continue;
         }
-        ret = kvm_dirty_log_clear(dt->kvm, slot, lo - sstart, hi - lo);
+        ret = kvm_dirty_client_clear(dt->kvm_client, slot, lo - sstart, hi - lo);
         if (ret < 0) {
             /*
              * KVM re-protected nothing and kept its bits, so the next sync

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "qemu/typedefs.h"
+#include "system/kvm-dirty-client.h"
 
 typedef struct RAMBlockDirty {
     RAMBlock *rb;
@@ -42,8 +43,10 @@ typedef struct RAMBlockDirty {
 
 typedef struct DirtyTracker {
     KVMState *kvm;
+    KVMDirtyClient *kvm_client; /* the migration's client of the KVM dirty log */
     RAMBlockDirty *blocks;
     int nblocks;
+    RAMBlockDirty **slot_block; /* per KVM slot (kvm->slots index): its block, or NULL */
     bool logging;               /* KVM + software dirty logging on */
     bool clear_log;             /* lazy KVM_CLEAR_DIRTY_LOG per chunk */
     unsigned clear_shift;       /* log2 pages per chunk */

@@ -9,9 +9,9 @@
  *   dirty-ring     count the entries of every vCPU's KVM dirty ring (each
  *                  vCPU's own rate too); rings are harvested every 50 ms so
  *                  a page written again after a harvest counts again
- *   dirty-bitmap   a bitmap session of its own: the pages KVM reports dirty
- *                  after calc-time (each page once); not while a migration
- *                  holds the dirty log
+ *   dirty-bitmap   a client of the KVM dirty log of its own (beside a
+ *                  migration's, as in QEMU): the pages KVM reports dirty
+ *                  in calc-time (each page once)
  *
  * Rates are MB/s with QEMU's MB (2^20 bytes). The main thread starts and
  * queries; dr_lock guards the published result.
@@ -23,6 +23,7 @@
 #include "qemu/thread.h"
 #include "system/cpus.h"
 #include "system/kvm.h"
+#include "system/kvm-dirty-client.h"
 #include "system/memory.h"
 #include "migration.h"
 
@@ -35,6 +36,7 @@ typedef struct DirtyRateRun {
     int64_t calc_ms;
     uint64_t sample_pages;
     bool ring_ref;              /* dirty-ring: holds a counting reference */
+    KVMDirtyClient *client;     /* dirty-bitmap: started by the command, stopped by the thread */
 } DirtyRateRun;
 
 static GMutex dr_lock;
@@ -172,43 +174,39 @@ static int64_t dr_measure_ring(const DirtyRateRun *run, int64_t *vcpu_rate, guin
     return dr_rate(total, ms);
 }
 
-static uint64_t dr_count_slot_bits(KVMState *s)
+/* KVMDirtyTakeFn: counts the pages of a slot written in the window. */
+static void dr_count_slot_bits(void *opaque, KVMSlot *slot, const unsigned long *bits)
 {
-    uint64_t pages = 0;
+    uint64_t *pages = opaque;
 
-    for (int i = 0; i < s->nr_slots; i++) {
-        KVMSlot *slot = &s->slots[i];
-
-        for (uint64_t w = 0; w < BITS_TO_LONGS(slot->npages); w++) {
-            pages += __builtin_popcountl(slot->dirty_bmap[w]);
-        }
+    for (uint64_t w = 0; w < BITS_TO_LONGS(slot->npages); w++) {
+        *pages += __builtin_popcountl(bits[w]);
     }
-    return pages;
 }
 
-/* The session was started by calc-dirty-rate (BQL); this ends it. */
-static int64_t dr_measure_bitmap(const DirtyRateRun *run)
+/* The client was started by calc-dirty-rate (BQL); this stops it. */
+static int64_t dr_measure_bitmap(DirtyRateRun *run)
 {
     KVMState *s = kvm_state;
+    uint64_t pages = 0;
     int64_t t0, ms, rate = -1;
 
-    /* The first sync returns what predates the session (clear-log: every page). */
-    if (kvm_dirty_log_sync(s) < 0) {
+    /* The first sync hands over what predates the window (clear-log: every page): dropped. */
+    if (kvm_dirty_client_sync(run->client, NULL, NULL) < 0) {
         goto out;
     }
     for (int i = 0; i < s->nr_slots; i++) {
-        if (kvm_dirty_log_needs_clear(s)) {
-            kvm_dirty_log_clear(s, &s->slots[i], 0, s->slots[i].npages);
-        }
+        kvm_dirty_client_clear(run->client, &s->slots[i], 0, s->slots[i].npages);
     }
     t0 = get_clock_ns();
-    if (!dr_wait(run, run->calc_ms * 1000000LL) || kvm_dirty_log_sync(s) < 0) {
+    if (!dr_wait(run, run->calc_ms * 1000000LL) ||
+        kvm_dirty_client_sync(run->client, dr_count_slot_bits, &pages) < 0) {
         goto out;
     }
     ms = (get_clock_ns() - t0) / 1000000;
-    rate = dr_rate(dr_count_slot_bits(s), ms);
+    rate = dr_rate(pages, ms);
 out:
-    kvm_dirty_log_stop(s);
+    g_clear_pointer(&run->client, kvm_dirty_client_stop);
     return rate;
 }
 
@@ -298,9 +296,8 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
     run->sample_pages = has_sample_pages ? sample_pages : DR_DEFAULT_SAMPLES;
     if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING) {
         run->ring_ref = kvm_dirty_ring_count_start(kvm_state, &err);
-    } else if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP &&
-               kvm_dirty_log_start(kvm_state, &err)) {
-        kvm_dirty_log_set_owner(kvm_state, "calc-dirty-rate");
+    } else if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP) {
+        run->client = kvm_dirty_client_start(kvm_state, "calc-dirty-rate", NULL, &err);
     }
     if (err) {
         error_prepend(&err, "calc-dirty-rate: ");
@@ -327,9 +324,8 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
         /* Nothing measures: give back what the measurement held. */
         if (run->ring_ref) {
             kvm_dirty_ring_count_stop(kvm_state);
-        } else if (mode == DIRTY_RATE_MEASURE_MODE_DIRTY_BITMAP) {
-            kvm_dirty_log_stop(kvm_state);
         }
+        kvm_dirty_client_stop(run->client);
         g_free(run);
         g_mutex_lock(&dr_lock);
         dr_info.status = DIRTY_RATE_STATUS_UNSTARTED;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The dirty-ring reaper: while the slots log in ring mode, a thread of its
+ * The dirty-ring reaper: while any slot logs in ring mode, a thread of its
  * own harvests the vCPUs' rings before one fills up.
  *
  * Why: a vCPU whose ring is full exits with KVM_EXIT_DIRTY_RING_FULL and
@@ -22,7 +22,7 @@
 #define REAPER_PERIOD_US 5000
 #define REAPER_FILL_DIVISOR 4
 
-/* reaper_lock: the thread's life. Started and stopped under kvm-dirty.c's log_lock. */
+/* reaper_lock: the thread's life. Started and stopped under kvm-dirty-clients.c's log_lock. */
 static GMutex reaper_lock;
 static GCond reaper_cond;
 static bool reaper_running;     /* reaper_lock */

@@ -6,10 +6,14 @@
  * its slot's ring bitmap, marks the entry for reset (store-release), and
  * finally asks KVM to re-protect the harvested pages (KVM_RESET_DIRTY_RINGS)
  * before anyone reads their contents. If that reset fails, writes to those
- * pages may never reach a ring again: every later sync of the logging
- * session fails, so the migration fails instead of losing them. A sync hands the ring bitmap of each
- * slot over to the slot's dirty_bmap (the double buffer): the guest keeps
- * filling rings meanwhile, and a vCPU whose ring fills harvests by itself.
+ * pages may never reach a ring again: every later sync fails until no slot
+ * logs any more, so the migration fails instead of losing them. A sync
+ * hands the ring bitmap of each slot over to the slot's dirty_bmap (the
+ * double buffer), and from there to every client tracking the slot: the
+ * guest keeps filling rings meanwhile, and a vCPU whose ring fills, the
+ * kvm-reaper thread and the dirtylimit thread harvest too. A slot has a
+ * ring bitmap only while a client tracks it; entries of other slots are
+ * reset (and counted) but not recorded.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -19,9 +23,9 @@
 #include "kvm-dirty-ring.h"
 #include "trace.h"
 
-/* Harvests and ring bitmaps are shared by the syncing thread and vCPU threads. */
+/* Harvests and ring bitmaps: every client's sync, vCPU threads, kvm-reaper and dirtylimit. */
 static GMutex ring_lock;
-/* ring_lock: -errno of the first failed KVM_RESET_DIRTY_RINGS this logging session. */
+/* ring_lock: -errno of the first failed KVM_RESET_DIRTY_RINGS since a slot started logging. */
 static int ring_reset_error;
 
 bool kvm_dirty_ring_enable(KVMState *s, Error **errp)
@@ -219,31 +223,28 @@ int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot)
     return 0;
 }
 
+void kvm_dirty_ring_track_slot(KVMState *s, KVMSlot *slot, bool on)
+{
+    g_mutex_lock(&ring_lock);
+    if (on) {
+        slot->harvest_bmap = bitmap_new(slot->npages);
+    } else {
+        g_clear_pointer(&slot->harvest_bmap, g_free);
+    }
+    g_mutex_unlock(&ring_lock);
+}
+
 void kvm_dirty_ring_log_start(KVMState *s)
 {
     g_mutex_lock(&ring_lock);
-    /* Enabling logging write-protects every page anew: a fresh start. */
+    /*
+     * No slot logged until now: every slot that starts to is write-protected
+     * anew, so a failed reset of an earlier session cannot hide writes any
+     * more.
+     */
     ring_reset_error = 0;
     for (int i = 0; i < s->nr_slots; i++) {
-        s->slots[i].harvest_bmap = bitmap_new(s->slots[i].npages);
-    }
-    g_mutex_unlock(&ring_lock);
-}
-
-void kvm_dirty_ring_count_alloc(KVMState *s)
-{
-    g_mutex_lock(&ring_lock);
-    for (int i = 0; i < s->nr_slots; i++) {
         s->slots[i].count_bmap = bitmap_new(s->slots[i].npages);
-    }
-    g_mutex_unlock(&ring_lock);
-}
-
-void kvm_dirty_ring_count_free(KVMState *s)
-{
-    g_mutex_lock(&ring_lock);
-    for (int i = 0; i < s->nr_slots; i++) {
-        g_clear_pointer(&s->slots[i].count_bmap, g_free);
     }
     g_mutex_unlock(&ring_lock);
 }
@@ -252,7 +253,7 @@ void kvm_dirty_ring_log_stop(KVMState *s)
 {
     g_mutex_lock(&ring_lock);
     for (int i = 0; i < s->nr_slots; i++) {
-        g_clear_pointer(&s->slots[i].harvest_bmap, g_free);
+        g_clear_pointer(&s->slots[i].count_bmap, g_free);
     }
     g_mutex_unlock(&ring_lock);
 }

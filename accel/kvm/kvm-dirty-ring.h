@@ -20,16 +20,19 @@ int kvm_dirty_ring_reap(KVMState *s);
 bool kvm_dirty_ring_filling(KVMState *s, uint32_t entries);
 /*
  * kvm-dirty-reaper.c: a thread that harvests the rings before one fills,
- * while the slots log (started and stopped under kvm-dirty.c's log_lock).
+ * while a slot logs (started and stopped under kvm-dirty-clients.c's log_lock).
  */
 void kvm_dirty_reaper_start(KVMState *s);
 void kvm_dirty_reaper_stop(void);
 /* slot->dirty_bmap := what the rings collected for @slot; starts a new round. */
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot);
+/* @slot gains its first bitmap client (@on) or loses its last: its ring bitmap. */
+void kvm_dirty_ring_track_slot(KVMState *s, KVMSlot *slot, bool on);
+/*
+ * The first slot starts logging / the last stops: the per-harvest count
+ * bitmaps, and (start) a fresh start for a failed reset.
+ */
 void kvm_dirty_ring_log_start(KVMState *s);
-/* The slots start or stop logging: the per-harvest count bitmaps. */
-void kvm_dirty_ring_count_alloc(KVMState *s);
-void kvm_dirty_ring_count_free(KVMState *s);
 void kvm_dirty_ring_log_stop(KVMState *s);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * KVM dirty logging modes as rows of one table. The migration code calls
- * the same four hooks whatever the mode; only this file knows how KVM is
- * asked for dirty pages and how they are re-protected.
+ * KVM dirty logging modes as rows of one table. The dirty-log clients
+ * (kvm-dirty-clients.c) call the same hooks whatever the mode; only this
+ * file knows how KVM is asked for dirty pages and how they are re-protected.
  *
  * clear-log window for one KVM_CLEAR_DIRTY_LOG (pages of one slot):
  *
@@ -16,6 +16,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
+#include "kvm-dirty-log.h"
 #include "kvm-dirty-ring.h"
 #include "trace.h"
 
@@ -26,13 +27,17 @@ struct KVMDirtyLogMode {
     int (*setup)(KVMState *s);
     /* Per vCPU, at creation. NULL = nothing to do. */
     bool (*vcpu_init)(KVMState *s, CPUState *cpu, Error **errp);
-    /* Logging session start/stop, after/before the generic slot work. */
-    void (*log_start)(KVMState *s);
-    void (*log_stop)(KVMState *s);
+    /*
+     * A slot gains its first bitmap client (@on: after its dirty_bmap is
+     * allocated) or loses its last (before the dirty_bmap is freed). NULL =
+     * nothing to do.
+     */
+    void (*track_slot)(KVMState *s, KVMSlot *slot, bool on);
     /* Once per sync, before sync_slot for each slot. NULL = nothing. 0 or -errno. */
     int (*sync_prepare)(KVMState *s);
+    /* slot->dirty_bmap := KVM's bits. clients_lock held (kvm-dirty-clients.c). */
     int (*sync_slot)(KVMState *s, KVMSlot *slot);
-    /* NULL when syncing re-protects by itself. */
+    /* NULL when syncing re-protects by itself. clients_lock held. */
     int (*clear)(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
 };
 
@@ -148,8 +153,7 @@ static const KVMDirtyLogMode dirty_log_modes[] = {
         .name = "dirty-ring",
         .supported = ring_supported,
         .vcpu_init = kvm_dirty_ring_vcpu_init,
-        .log_start = kvm_dirty_ring_log_start,
-        .log_stop = kvm_dirty_ring_log_stop,
+        .track_slot = kvm_dirty_ring_track_slot,
         .sync_prepare = ring_sync_prepare,
         .sync_slot = kvm_dirty_ring_sync_slot,
     },
@@ -209,165 +213,19 @@ const char *kvm_dirty_log_mode_name(KVMState *s)
     return s->dirty_mode ? s->dirty_mode->name : "none";
 }
 
-/*
- * Slot logging (KVM_MEM_LOG_DIRTY_PAGES) is shared: the bitmap session
- * (migration, calc-dirty-rate's dirty-bitmap mode) and the dirty ring's
- * per-vCPU counters (dirty-limit, calc-dirty-rate's dirty-ring mode) each
- * hold a reference; the slots log while anyone does. log_lock orders the
- * flag changes of callers on different threads.
- */
-static GMutex log_lock;
-static int log_users;           /* log_lock */
-
-static bool kvm_dirty_log_ref_locked(KVMState *s, Error **errp)
-{
-    if (log_users++) {
-        return true;
-    }
-    if (kvm_dirty_ring_enabled(s)) {
-        kvm_dirty_ring_count_alloc(s);
-    }
-    for (int i = 0; i < s->nr_slots; i++) {
-        KVMSlot *slot = &s->slots[i];
-        int ret = kvm_slot_set_flags(s, slot, slot->flags | KVM_MEM_LOG_DIRTY_PAGES);
-
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "enabling dirty logging on KVM slot %d failed", i);
-            while (--i >= 0) {
-                kvm_slot_set_flags(s, &s->slots[i], s->slots[i].flags & ~KVM_MEM_LOG_DIRTY_PAGES);
-            }
-            log_users = 0;
-            if (kvm_dirty_ring_enabled(s)) {
-                kvm_dirty_ring_count_free(s);
-            }
-            return false;
-        }
-    }
-    if (kvm_dirty_ring_enabled(s)) {
-        kvm_dirty_reaper_start(s);
-    }
-    return true;
-}
-
-static void kvm_dirty_log_unref_locked(KVMState *s)
-{
-    assert(log_users > 0);
-    if (--log_users) {
-        return;
-    }
-    if (kvm_dirty_ring_enabled(s)) {
-        kvm_dirty_reaper_stop();
-    }
-    for (int i = 0; i < s->nr_slots; i++) {
-        KVMSlot *slot = &s->slots[i];
-
-        if (slot->flags & KVM_MEM_LOG_DIRTY_PAGES) {
-            kvm_slot_set_flags(s, slot, slot->flags & ~KVM_MEM_LOG_DIRTY_PAGES);
-        }
-    }
-    if (kvm_dirty_ring_enabled(s)) {
-        kvm_dirty_ring_count_free(s);
-    }
-}
-
-bool kvm_dirty_log_start(KVMState *s, Error **errp)
-{
-    bool ok;
-
-    g_mutex_lock(&log_lock);
-    if (s->dirty_logging) {
-        g_mutex_unlock(&log_lock);
-        error_setg(errp, "the dirty log is in use by %s", s->dirty_log_owner);
-        return false;
-    }
-    for (int i = 0; i < s->nr_slots; i++) {
-        s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
-    }
-    /* Ring mode: harvest bitmaps exist before any entry of this session is harvested. */
-    if (s->dirty_mode->log_start) {
-        s->dirty_mode->log_start(s);
-    }
-    ok = kvm_dirty_log_ref_locked(s, errp);
-    if (!ok) {
-        if (s->dirty_mode->log_stop) {
-            s->dirty_mode->log_stop(s);
-        }
-        for (int i = 0; i < s->nr_slots; i++) {
-            g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
-        }
-    } else {
-        s->dirty_logging = true;
-        s->dirty_log_owner = "migration";
-    }
-    g_mutex_unlock(&log_lock);
-    return ok;
-}
-
-void kvm_dirty_log_stop(KVMState *s)
-{
-    g_mutex_lock(&log_lock);
-    if (s->dirty_logging) {
-        if (s->dirty_mode->log_stop) {
-            s->dirty_mode->log_stop(s);
-        }
-        kvm_dirty_log_unref_locked(s);
-        for (int i = 0; i < s->nr_slots; i++) {
-            g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
-        }
-        s->dirty_logging = false;
-    }
-    g_mutex_unlock(&log_lock);
-}
-
-void kvm_dirty_log_set_owner(KVMState *s, const char *owner)
-{
-    g_mutex_lock(&log_lock);
-    s->dirty_log_owner = owner;
-    g_mutex_unlock(&log_lock);
-}
-
-bool kvm_dirty_ring_count_start(KVMState *s, Error **errp)
-{
-    bool ok;
-
-    if (!kvm_dirty_ring_enabled(s)) {
-        error_setg(errp, "the KVM dirty ring is not enabled (-accel kvm,dirty-ring-size=N)");
-        return false;
-    }
-    g_mutex_lock(&log_lock);
-    ok = kvm_dirty_log_ref_locked(s, errp);
-    g_mutex_unlock(&log_lock);
-    return ok;
-}
-
-void kvm_dirty_ring_count_stop(KVMState *s)
-{
-    g_mutex_lock(&log_lock);
-    kvm_dirty_log_unref_locked(s);
-    g_mutex_unlock(&log_lock);
-}
-
 bool kvm_dirty_ring_enabled(KVMState *s)
 {
     return s && s->dirty_mode && !strcmp(s->dirty_mode->name, "dirty-ring");
 }
 
-int kvm_dirty_log_sync(KVMState *s)
+int kvm_dirty_log_sync_prepare(KVMState *s)
 {
-    if (s->dirty_mode->sync_prepare) {
-        int ret = s->dirty_mode->sync_prepare(s);
+    return s->dirty_mode->sync_prepare ? s->dirty_mode->sync_prepare(s) : 0;
+}
 
-        if (ret < 0) {
-            return ret;
-        }
-    }
-    for (int i = 0; i < s->nr_slots; i++) {
-        int ret = s->dirty_mode->sync_slot(s, &s->slots[i]);
-        if (ret < 0) {
-            return ret;
-        }
-    }
-    return 0;
+int kvm_dirty_log_read_slot(KVMState *s, KVMSlot *slot)
+{
+    return s->dirty_mode->sync_slot(s, slot);
 }
 
 bool kvm_dirty_log_needs_clear(KVMState *s)
@@ -375,12 +233,26 @@ bool kvm_dirty_log_needs_clear(KVMState *s)
     return s->dirty_mode->clear != NULL;
 }
 
-int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
+int kvm_dirty_log_clear_slot(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
 {
     if (!s->dirty_mode->clear || !slot->dirty_bmap) {
         return 0;
     }
     return s->dirty_mode->clear(s, slot, first, npages);
+}
+
+void kvm_dirty_log_track_slot(KVMState *s, KVMSlot *slot, bool on)
+{
+    if (on) {
+        slot->dirty_bmap = bitmap_new(slot->npages);
+    }
+    /* Ring mode: the harvest bitmap exists before any entry for the client is harvested. */
+    if (s->dirty_mode->track_slot) {
+        s->dirty_mode->track_slot(s, slot, on);
+    }
+    if (!on) {
+        g_clear_pointer(&slot->dirty_bmap, g_free);
+    }
 }
 
 bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp)

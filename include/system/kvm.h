@@ -23,23 +23,32 @@ struct KVMSlot {
     void *host;
     RAMBlock *rb;               /* the RAMBlock this slot maps ... */
     uint64_t ram_offset;        /* ... at this byte offset */
-    uint32_t flags;             /* KVM_MEM_LOG_DIRTY_PAGES while logging */
+    uint32_t flags;             /* KVM_MEM_LOG_DIRTY_PAGES while logging; log_lock */
     /*
-     * Set: KVM reported the page dirty at the last sync and (clear-log)
-     * its tracking was not re-armed yet; kvm_dirty_log_clear() clears the
-     * bits it re-arms. One bit per page of the slot, in KVM's layout;
-     * allocated when logging starts, freed when it stops, never on the sync
-     * path. Touched only by the thread that syncs (mig/src).
+     * References to the slot's logging: each dirty-log client tracking it,
+     * and the dirty ring's counters. kvm-dirty-clients.c's log_lock.
+     */
+    int log_refs;
+    /* Dirty-log clients tracking the slot. log_lock and clients_lock to change. */
+    int nclients;
+    /*
+     * Set: KVM reported the page dirty at the slot's last read (any
+     * client's sync) and (clear-log) nobody re-armed it since; a clear
+     * re-arms only these bits and drops them. One bit per page of the slot,
+     * in KVM's layout; allocated when the slot gets its first client, freed
+     * when it loses its last, never on the sync path. kvm-dirty-clients.c's
+     * clients_lock.
      */
     unsigned long *dirty_bmap;
     /*
-     * Set (dirty-ring mode): the page was harvested from a vCPU's ring since
-     * the last sync, which moves the bits to dirty_bmap. Ring lock
-     * (kvm-dirty-ring.c): vCPU threads harvest too.
+     * Set (dirty-ring mode, while a client tracks the slot): the page was
+     * harvested from a vCPU's ring since the slot's last read, which moves
+     * the bits to dirty_bmap. Ring lock (kvm-dirty-ring.c): vCPU threads,
+     * kvm-reaper and dirtylimit harvest too.
      */
     unsigned long *harvest_bmap;
     /*
-     * Set (dirty-ring mode, while the slots log): the page was counted for
+     * Set (dirty-ring mode, while any slot logs): the page was counted for
      * its vCPU in the harvest under way. KVM pushes an entry for every
      * write it emulates, so without this a page written by emulated guest
      * code (all of CPL0 under kvm-pvm) would count once per write, not
@@ -51,11 +60,11 @@ struct KVMSlot {
 
 typedef struct KVMDirtyLogMode KVMDirtyLogMode;
 
-/* Counters of the dirty-log layer; written by the syncing thread only. */
+/* Counters of the dirty-log layer, every client's work together; read unlocked (aligned words). */
 typedef struct KVMDirtyStats {
-    uint64_t clears;            /* KVM_CLEAR_DIRTY_LOG calls */
-    uint64_t clear_ns;
-    uint64_t harvests;          /* dirty ring harvests */
+    uint64_t clears;            /* KVM_CLEAR_DIRTY_LOG calls; clients_lock */
+    uint64_t clear_ns;          /* clients_lock */
+    uint64_t harvests;          /* dirty ring harvests; ring lock */
 } KVMDirtyStats;
 
 struct KVMState {
@@ -88,9 +97,11 @@ struct KVMState {
 
     /* Dirty logging: the mode is chosen once in kvm_dirty_log_init(). */
     const KVMDirtyLogMode *dirty_mode;
-    /* Bitmap session on (dirty_bmap allocated); kvm-dirty.c's log_lock. */
-    bool dirty_logging;
-    const char *dirty_log_owner;    /* who holds the session, for error messages */
+    /*
+     * KVMDirtyClient *: the dirty-log clients (kvm-dirty-client.h); NULL
+     * when there is none. log_lock and clients_lock to change, either to read.
+     */
+    GPtrArray *dirty_clients;
     KVMDirtyStats dirty_stats;
 };
 
@@ -136,45 +147,27 @@ int kvm_irqfd_resample_assign(KVMState *s, int fd, int resamplefd, int gsi, bool
 
 /*
  * Dirty logging (accel/kvm/kvm-dirty.c). Modes are rows of one table with
- * the same hooks: get-log (KVM_GET_DIRTY_LOG write-protects at every sync),
- * clear-log (manual protect: the caller re-arms chunks with
- * kvm_dirty_log_clear() just before it sends them).
+ * the same hooks: get-log (KVM_GET_DIRTY_LOG write-protects at every read),
+ * clear-log (manual protect: a client re-arms ranges just before it reads
+ * them), dirty-ring. Who reads and clears is a client of the dirty log:
+ * system/kvm-dirty-client.h.
  */
 bool kvm_dirty_log_init(KVMState *s, Error **errp);
 const char *kvm_dirty_log_mode_name(KVMState *s);
 /*
- * Allocates every slot's dirty_bmap and turns logging on: one bitmap
- * session at a time (a second is refused, naming the owner).
- */
-bool kvm_dirty_log_start(KVMState *s, Error **errp);
-void kvm_dirty_log_stop(KVMState *s);
-/* Names the session's holder ("migration", "calc-dirty-rate") in refusals. */
-void kvm_dirty_log_set_owner(KVMState *s, const char *owner);
-/*
- * Dirty ring only: keep the slots logging so that every vCPU's ring fills
- * and its CPUState.dirty_pages counts (no bitmaps). Reference-counted with
- * the bitmap session.
+ * Dirty ring only: keep every slot logging so that every vCPU's ring fills
+ * and its CPUState.dirty_pages counts (no bitmaps). Reference-counted per
+ * slot with the dirty-log clients (accel/kvm/kvm-dirty-clients.c).
  */
 bool kvm_dirty_ring_count_start(KVMState *s, Error **errp);
 void kvm_dirty_ring_count_stop(KVMState *s);
 bool kvm_dirty_ring_enabled(KVMState *s);
-/* Harvest every vCPU's ring now (counts, and the session's bitmaps). 0 or -errno. */
+/* Harvest every vCPU's ring now (counts, and the tracked slots' bitmaps). 0 or -errno. */
 int kvm_dirty_ring_harvest(KVMState *s);
 /* Bytes one vCPU's ring holds when full (entries x page size); 0 without the ring. */
 uint64_t kvm_dirty_ring_bytes(KVMState *s);
-/*
- * Each slot's dirty_bmap := pages dirtied since the previous sync. 0 or
- * -errno; after a failure the bitmaps may lack pages KVM already handed
- * over, so the caller must not go on as if nothing happened.
- */
-int kvm_dirty_log_sync(KVMState *s);
-/* True if the mode needs kvm_dirty_log_clear() before pages are sent. */
+/* True if the mode re-arms only on kvm_dirty_client_clear() (clear-log). */
 bool kvm_dirty_log_needs_clear(KVMState *s);
-/*
- * Re-arm tracking of pages [first, first+npages) of @slot that userspace has
- * already read into slot->dirty_bmap (never others), then drop those bits.
- */
-int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages);
 
 /* Per-vCPU setup a dirty-log mode needs (the ring mapping). */
 bool kvm_dirty_log_vcpu_init(KVMState *s, CPUState *cpu, Error **errp);

@@ -267,28 +267,97 @@ static char *source_extra(int port)
                            "-device virtio-net-device,netdev=n0", port);
 }
 
-static void test_migrate_to_file(void)
+/* Migrates a verify guest with a NIC into the file @name; returns its path and last PASS. */
+static char *save_stream(const char *name, const char *append, int *pass)
 {
-    const char *append = "mode=verify mem=32";
-    g_autofree char *file = stream_path("mig");
+    char *file = stream_path(name);
     g_autofree char *extra = source_extra(free_udp_port());
     JsonNode *info;
-    int pass;
     VM *src;
 
-    if (!vmtest_require_kvm()) {
-        return;
-    }
     src = migtest_start_source_extra("128M", append, extra);
-    pass = migtest_last_pass(src);
+    *pass = migtest_last_pass(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': "
                               "{'uri': 'exec:cat > %s'}}", file));
     info = vm_wait_migration(src, "completed|failed", 300);
     g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
     json_node_unref(info);
     vm_kill(src);
+    return file;
+}
+
+static void test_migrate_to_file(void)
+{
+    const char *append = "mode=verify mem=32";
+    g_autofree char *file = NULL;
+    int pass;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    file = save_stream("mig", append, &pass);
     assert_net_sections(file);
     restore_and_check(file, append, pass);
+}
+
+/*
+ * A copy of @file with the byte at @delta after section @idstr's header
+ * (name, instance, version) replaced by @val.
+ */
+static char *corrupt_section(const char *file, const char *idstr, size_t delta, uint8_t val)
+{
+    g_autofree char *data = NULL;
+    g_autofree char *needle = g_strdup_printf("%c%s", (int)strlen(idstr), idstr);
+    char *copy = g_strdup_printf("%s.%s-bad", file, idstr);
+    gsize len;
+    char *at;
+
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    at = memmem(data, len, needle, strlen(needle));
+    g_assert_nonnull(at);
+    at[strlen(needle) + 8 + delta] = val;
+    g_assert_true(g_file_set_contents(copy, data, len, NULL));
+    return copy;
+}
+
+/* A destination refuses a stream whose section says nonsense, naming what. */
+static void test_hostile_sections(void)
+{
+    static const struct {
+        const char *idstr;
+        size_t delta;           /* into the section's fields */
+        uint8_t val;
+        const char *expect;
+    } cases[] = {
+        /* virtio-net: mac[6], then status (be16). */
+        { "virtio-net", 7, 3, "error while loading state for instance 0x0 of device "
+          "'virtio-net': virtio-net: virtio-net-device at 0xfeb00000: status 0x3 is not 0x1" },
+        /* slirp: len (be32), then libslirp's bytes, which open with 0 (no guestfwd). */
+        { "slirp", 4, 42, "slirp state of netdev 'n0' holds guestfwd sockets" },
+        { "slirp", 2, 0x10, "field 'buf' count 4227 exceeds the maximum 4096" },
+    };
+    const char *append = "mode=verify mem=32";
+    g_autofree char *file = NULL;
+    int pass;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    file = save_stream("hostile", append, &pass);
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *bad = corrupt_section(file, cases[i].idstr, cases[i].delta,
+                                               cases[i].val);
+        g_autofree char *incoming = g_strdup_printf("exec:cat %s", bad);
+        VM *dst = vm_spawn("dst", false, MIGTEST_BASE_ARGS "-m 128M -kernel %s -append '%s' "
+                           "-netdev user,id=n0 -device virtio-net-device,netdev=n0 "
+                           "-incoming '%s'", vmtest_firmware(), append, incoming);
+        int status = vm_wait_exit(dst, 120);
+
+        if (status != 1 || !strstr(dst->stderr_text->str, cases[i].expect)) {
+            g_error("case %zu: status %d, stderr:\n%s", i, status, dst->stderr_text->str);
+        }
+        vm_kill(dst);
+    }
 }
 
 static void test_background_snapshot(void)
@@ -476,6 +545,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/virtio-net/migrate-to-file", test_migrate_to_file);
     g_test_add_func("/virtio-net/background-snapshot", test_background_snapshot);
+    g_test_add_func("/virtio-net/hostile-sections", test_hostile_sections);
     g_test_add_func("/virtio-net/udpecho/migration", test_udpecho_migration);
     g_test_add_func("/virtio-net/udpecho/snapshot", test_udpecho_snapshot);
     return g_test_run();

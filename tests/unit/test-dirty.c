@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/dirty.c against a model guest. A fake KVM keeps,
- * per slot, the kernel's "written since last get/clear" bitmap (clear-log:
+ * Unit tests for migration/dirty.c against a model guest. A fake KVM dirty
+ * log (the migration's client of kvm-dirty-client.h, alone) keeps, per
+ * slot, the kernel's "written since last get/clear" bitmap (clear-log:
  * initially set, GET copies, CLEAR resets what was read; get-log: GET copies
  * and resets); every page carries a version bumped on each write. Direct
  * checks pin down sync, chunk marking and claims; seeded random migrations
@@ -13,6 +14,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
+#include "system/kvm-dirty-client.h"
 #include "system/memory.h"
 #include "trace/trace.h"
 #include "migration/dirty.h"
@@ -113,9 +115,9 @@ static struct {
     bool clear_mode;            /* manual protect + initially set */
     bool kvm_logging, vmm_logging;
     unsigned long *kernel[MAX_SLOTS];   /* written since last get/clear */
-    GArray *clears;             /* ClearCall, every kvm_dirty_log_clear */
-    int fail_clears;            /* the next N kvm_dirty_log_clear fail */
-    int sync_ret;               /* injected kvm_dirty_log_sync result */
+    GArray *clears;             /* ClearCall, every kvm_dirty_client_clear */
+    int fail_clears;            /* the next N kvm_dirty_client_clear fail */
+    int sync_ret;               /* injected kvm_dirty_client_sync result */
     int clear_fail_pct;         /* in simulations, clears fail this often */
     bool failed_since_sync;     /* chunks may go unarmed until the next sync */
     Sim *sim;                   /* racing guest writes during sync/clear */
@@ -143,8 +145,18 @@ bool kvm_dirty_log_needs_clear(KVMState *s)
     return fake.clear_mode;
 }
 
-bool kvm_dirty_log_start(KVMState *s, Error **errp)
+/* The one client of the fake dirty log: the migration's. */
+struct KVMDirtyClient {
+    KVMState *s;
+};
+static KVMDirtyClient fake_client;
+
+KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
+                                       Error **errp)
 {
+    g_assert_null(rb);          /* the migration tracks every slot */
+    g_assert_false(fake.kvm_logging);
+    fake_client.s = s;
     for (int i = 0; i < s->nr_slots; i++) {
         s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
         fake.kernel[i] = bitmap_new(s->slots[i].npages);
@@ -154,11 +166,14 @@ bool kvm_dirty_log_start(KVMState *s, Error **errp)
         }
     }
     fake.kvm_logging = true;
-    return true;
+    return &fake_client;
 }
 
-void kvm_dirty_log_stop(KVMState *s)
+void kvm_dirty_client_stop(KVMDirtyClient *c)
 {
+    KVMState *s = c->s;
+
+    g_assert_true(c == &fake_client);
     for (int i = 0; i < s->nr_slots; i++) {
         g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
         g_clear_pointer(&fake.kernel[i], g_free);
@@ -166,9 +181,12 @@ void kvm_dirty_log_stop(KVMState *s)
     fake.kvm_logging = false;
 }
 
-int kvm_dirty_log_sync(KVMState *s)
+/* Each slot read once and handed to @take, as accel/kvm/kvm-dirty-clients.c does. */
+int kvm_dirty_client_sync(KVMDirtyClient *c, KVMDirtyTakeFn *take, void *opaque)
 {
-    g_assert_true(fake.kvm_logging);
+    KVMState *s = c->s;
+
+    g_assert_true(c == &fake_client && fake.kvm_logging);
     if (fake.sync_ret) {
         return fake.sync_ret;
     }
@@ -180,15 +198,17 @@ int kvm_dirty_log_sync(KVMState *s)
         if (!fake.clear_mode) {
             bitmap_zero(fake.kernel[i], slot->npages);
         }
+        take(opaque, slot, slot->dirty_bmap);
         /* vCPUs keep running while we sync. */
         sim_race(fake.sim, -1, 0, 0);
     }
     return 0;
 }
 
-/* Same contract as accel/kvm/kvm-dirty.c: re-arm only what was read. */
-int kvm_dirty_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
+/* Same contract as accel/kvm/kvm-dirty-clients.c: re-arm only what was read. */
+int kvm_dirty_client_clear(KVMDirtyClient *kc, KVMSlot *slot, uint64_t first, uint64_t npages)
 {
+    KVMState *s = kc->s;
     int idx = slot - s->slots;
     ClearCall c = { idx, first, npages };
 

@@ -15,6 +15,7 @@
 #include "qemu/bitmap.h"
 #include "system/cpus.h"
 #include "system/kvm.h"
+#include "system/kvm-dirty-client.h"
 #include "trace/trace.h"
 #include "accel/kvm/kvm-dirty-ring.h"
 
@@ -55,6 +56,7 @@ static struct {
     bool reaper_running;        /* kvm_dirty_reaper_start() without a stop since */
     int reset_ret;              /* injected result of the next resets */
     int enable_caps;
+    KVMDirtyClient *client;     /* the one client, tracking every slot */
 } fake;
 
 int kvm_vm_ioctl(KVMState *s, unsigned long req, void *arg)
@@ -152,16 +154,14 @@ static KVMState *ring_vm_new(uint64_t npages0, uint64_t npages1)
         cpu->dirty_gfns = g_new0(struct kvm_dirty_gfn, RING_ENTRIES);
         g_ptr_array_add(vcpus, cpu);
     }
-    g_assert_true(kvm_dirty_log_start(s, &error_abort));
+    fake.client = kvm_dirty_client_start(s, "test", NULL, &error_abort);
     g_assert_true(fake.reaper_running);
     return s;
 }
 
 static void ring_vm_free(KVMState *s)
 {
-    if (s->dirty_logging) {
-        kvm_dirty_log_stop(s);
-    }
+    g_clear_pointer(&fake.client, kvm_dirty_client_stop);
     /* The slots stopped logging: no thread harvests any more. */
     g_assert_false(fake.reaper_running);
     for (guint i = 0; i < vcpus->len; i++) {
@@ -199,7 +199,7 @@ static void test_harvest(void)
     guest_write(1, 0, 199);
     guest_write(1, 0, 3);       /* the same page from two vCPUs: one bit */
     traced_entries = reap_traces = 0;
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     g_assert_cmpint(fake.resets, ==, 1);
     g_assert_cmpint(reap_traces, ==, 1);
     g_assert_cmpuint(traced_entries, ==, 4);
@@ -209,7 +209,7 @@ static void test_harvest(void)
     g_assert_cmpuint(bitmap_count_one(s1->dirty_bmap, s1->npages), ==, 1);
     g_assert_true(test_bit(999, s1->dirty_bmap));
     /* A new round: nothing written, nothing handed over, no reset asked. */
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     g_assert_cmpint(fake.resets, ==, 1);
     g_assert_true(bitmap_empty(s0->dirty_bmap, s0->npages));
     g_assert_true(bitmap_empty(s1->dirty_bmap, s1->npages));
@@ -218,7 +218,7 @@ static void test_harvest(void)
         for (int i = 0; i < RING_ENTRIES - 1; i++) {
             guest_write(round & 1, 1, (round * 100 + i) % 1000);
         }
-        g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+        g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
         g_assert_cmpuint(bitmap_count_one(s1->dirty_bmap, s1->npages), ==, RING_ENTRIES - 1);
         assert_ring_free();
     }
@@ -260,7 +260,7 @@ static void test_junk_entries(void)
     guest_write(0, 0, 200);             /* past the slot */
     guest_write(1, 1, ~0ULL);
     guest_write(1, 1, 99);
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     assert_ring_free();
     g_assert_true(bitmap_empty(s->slots[0].dirty_bmap, 200));
     g_assert_cmpuint(bitmap_count_one(s->slots[1].dirty_bmap, 100), ==, 1);
@@ -279,18 +279,18 @@ static void test_reset_fails(void)
 
     guest_write(0, 0, 5);
     fake.reset_ret = -EFAULT;
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, -EFAULT);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, -EFAULT);
     g_assert_cmpint(fake.resets, ==, 1);
     /* The kernel works again, but pages may have been lost meanwhile. */
     fake.reset_ret = 0;
     guest_write(1, 1, 7);
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, -EFAULT);
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, -EFAULT);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, -EFAULT);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, -EFAULT);
     /* A new logging session starts clean. */
-    kvm_dirty_log_stop(s);
-    g_assert_true(kvm_dirty_log_start(s, &error_abort));
+    g_clear_pointer(&fake.client, kvm_dirty_client_stop);
+    fake.client = kvm_dirty_client_start(s, "test", NULL, &error_abort);
     guest_write(0, 0, 9);
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     g_assert_true(test_bit(9, s->slots[0].dirty_bmap));
     ring_vm_free(s);
 }
@@ -306,7 +306,7 @@ static void test_ring_full_reset_fails(void)
     fake.reset_ret = -EIO;
     g_assert_cmpint(kvm_dirty_log_ring_full(s), ==, -EIO);
     fake.reset_ret = 0;
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, -EIO);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, -EIO);
     ring_vm_free(s);
 
     /* And when the reset works, the harvest reaches the next sync. */
@@ -316,7 +316,7 @@ static void test_ring_full_reset_fails(void)
     }
     g_assert_cmpint(kvm_dirty_log_ring_full(s), ==, 0);
     assert_ring_free();
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     g_assert_cmpuint(bitmap_count_one(s->slots[0].dirty_bmap, 200), ==, RING_ENTRIES);
     ring_vm_free(s);
 }

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for accel/kvm/kvm-dirty.c, mainly the clear-log window: every
- * KVM_CLEAR_DIRTY_LOG it issues is recorded by a fake kvm_vm_ioctl (which
- * also refuses requests the kernel would refuse) and compared with a naive
+ * KVM_CLEAR_DIRTY_LOG it issues (through one client of
+ * kvm-dirty-clients.c) is recorded by a fake kvm_vm_ioctl (which also
+ * refuses requests the kernel would refuse) and compared with a naive
  * reference: 64-page aligned start, 64-page multiple length unless it ends
  * at the slot end, and a bitmap holding exactly the slot bits that were
  * asked for and already read, and nothing else. Also mode selection and
- * the start/stop/sync hooks. No /dev/kvm, no kvm-all.c.
+ * the start/stop/sync hooks. Several clients: test-kvm-dirty-clients.c.
+ * No /dev/kvm, no kvm-all.c.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/kvm.h"
+#include "system/kvm-dirty-client.h"
 #include "trace/trace.h"
+#include "accel/kvm/kvm-dirty-log.h"
 #include "accel/kvm/kvm-dirty-ring.h"
 
 #define SEED 0xc1ea5109
@@ -57,6 +61,7 @@ static struct {
     int set_flags_fail_slot;    /* -1: never fail */
     unsigned long *kernel[MAX_SLOTS];  /* what GET_DIRTY_LOG returns */
     KVMState *s;
+    KVMDirtyClient *client;     /* the one client, tracking every slot */
 } fake;
 
 static KVMSlot *fake_slot(uint32_t id)
@@ -136,10 +141,9 @@ bool kvm_dirty_ring_enable(KVMState *s, Error **errp) { g_assert_not_reached(); 
 bool kvm_dirty_ring_vcpu_init(KVMState *s, CPUState *cpu, Error **errp) { g_assert_not_reached(); }
 int kvm_dirty_ring_reap(KVMState *s) { g_assert_not_reached(); }
 int kvm_dirty_ring_sync_slot(KVMState *s, KVMSlot *slot) { g_assert_not_reached(); }
+void kvm_dirty_ring_track_slot(KVMState *s, KVMSlot *slot, bool on) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_start(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_ring_log_stop(KVMState *s) { g_assert_not_reached(); }
-void kvm_dirty_ring_count_alloc(KVMState *s) { g_assert_not_reached(); }
-void kvm_dirty_ring_count_free(KVMState *s) { g_assert_not_reached(); }
 bool kvm_dirty_ring_filling(KVMState *s, uint32_t entries) { g_assert_not_reached(); }
 void kvm_dirty_reaper_start(KVMState *s) { g_assert_not_reached(); }
 void kvm_dirty_reaper_stop(void) { g_assert_not_reached(); }
@@ -172,6 +176,7 @@ static KVMState *vm_new(const uint64_t *npages, const char *mode, uint32_t caps)
     s->opts.dirty_log = mode;
     s->manual_protect_caps = caps;
     memset(&fake, 0, offsetof(typeof(fake), kernel));
+    fake.client = NULL;
     fake.clears = g_array_new(false, true, sizeof(ClearReq));
     fake.set_flags_fail_slot = -1;
     fake.s = s;
@@ -180,9 +185,8 @@ static KVMState *vm_new(const uint64_t *npages, const char *mode, uint32_t caps)
 
 static void vm_free(KVMState *s)
 {
-    if (s->dirty_logging) {
-        kvm_dirty_log_stop(s);
-    }
+    g_clear_pointer(&fake.client, kvm_dirty_client_stop);
+    g_assert_null(s->dirty_clients);
     for (int i = 0; i < s->nr_slots; i++) {
         g_clear_pointer(&fake.kernel[i], g_free);
     }
@@ -192,13 +196,17 @@ static void vm_free(KVMState *s)
     g_free(s);
 }
 
-/* A clear-log VM with logging on. */
+/*
+ * A clear-log VM with one client tracking every slot, synced once (a
+ * client clears only slots its own sync read).
+ */
 static KVMState *clear_vm_new(const uint64_t *npages)
 {
     KVMState *s = vm_new(npages, "clear", MANUAL_PROTECT);
 
     g_assert_true(kvm_dirty_log_init(s, &error_abort));
-    g_assert_true(kvm_dirty_log_start(s, &error_abort));
+    fake.client = kvm_dirty_client_start(s, "test", NULL, &error_abort);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     return s;
 }
 
@@ -219,7 +227,7 @@ static void ref_put(unsigned long *map, uint64_t i, bool v)
 }
 
 /*
- * Calls kvm_dirty_log_clear(first, npages) and checks the request and the
+ * Calls kvm_dirty_client_clear(first, npages) and checks the request and the
  * slot bitmap afterwards against a page-by-page reference.
  */
 static void check_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npages)
@@ -236,7 +244,7 @@ static void check_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t npa
         want += ref_get(before, p);
     }
     fake_reset_requests();
-    g_assert_cmpint(kvm_dirty_log_clear(s, slot, first, npages), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_clear(fake.client, slot, first, npages), ==, 0);
 
     if (!want) {
         /* Nothing read in the window: nothing to re-arm, no syscall. */
@@ -349,56 +357,78 @@ static void test_start_stop(void)
     g_autoptr(Error) err = NULL;
     KVMState *s = clear_vm_new(np);
 
-    g_assert_true(s->dirty_logging);
+    g_assert_nonnull(fake.client);
+    g_assert_cmpuint(s->dirty_clients->len, ==, 1);
     for (int i = 0; i < s->nr_slots; i++) {
         g_assert_nonnull(s->slots[i].dirty_bmap);
         g_assert_true(bitmap_empty(s->slots[i].dirty_bmap, s->slots[i].npages));
         g_assert_cmpuint(s->slots[i].flags & KVM_MEM_LOG_DIRTY_PAGES, !=, 0);
+        g_assert_cmpint(s->slots[i].log_refs, ==, 1);
+        g_assert_true(kvm_dirty_client_tracks(fake.client, &s->slots[i]));
     }
-    kvm_dirty_log_stop(s);
-    g_assert_false(s->dirty_logging);
+    g_clear_pointer(&fake.client, kvm_dirty_client_stop);
+    g_assert_null(s->dirty_clients);
     for (int i = 0; i < s->nr_slots; i++) {
         g_assert_null(s->slots[i].dirty_bmap);
         g_assert_cmpuint(s->slots[i].flags & KVM_MEM_LOG_DIRTY_PAGES, ==, 0);
+        g_assert_cmpint(s->slots[i].log_refs, ==, 0);
     }
     /* After stop there is no bitmap to take bits from: a no-op. */
-    g_assert_cmpint(kvm_dirty_log_clear(s, &s->slots[0], 0, 64), ==, 0);
+    g_assert_cmpint(kvm_dirty_log_clear_slot(s, &s->slots[0], 0, 64), ==, 0);
     g_assert_cmpuint(fake.clears->len, ==, 0);
 
     /* A slot refusing the flag: error, and the earlier slots are rolled back. */
     fake.set_flags_fail_slot = s->slots[1].slot;
-    g_assert_false(kvm_dirty_log_start(s, &err));
+    g_assert_null(kvm_dirty_client_start(s, "test", NULL, &err));
     g_assert_nonnull(err);
-    g_assert_false(s->dirty_logging);
+    g_assert_null(s->dirty_clients);
     for (int i = 0; i < s->nr_slots; i++) {
         g_assert_null(s->slots[i].dirty_bmap);
         g_assert_cmpuint(s->slots[i].flags & KVM_MEM_LOG_DIRTY_PAGES, ==, 0);
+        g_assert_cmpint(s->slots[i].log_refs, ==, 0);
     }
     vm_free(s);
+}
+
+/* KVMDirtyTakeFn of the tests: ORs what it is handed into @opaque's maps, per slot. */
+static void take_into(void *opaque, KVMSlot *slot, const unsigned long *bits)
+{
+    unsigned long **maps = opaque;
+
+    bitmap_or(maps[slot - fake.s->slots], maps[slot - fake.s->slots], bits, slot->npages);
 }
 
 static void test_sync(void)
 {
     static const uint64_t np[] = { 130, 64, 0 };
     KVMState *s = clear_vm_new(np);
+    g_autofree unsigned long *t0 = bitmap_new(130), *t1 = bitmap_new(64);
+    unsigned long *taken[] = { t0, t1 };
 
+    fake.get_logs = 0;
     bitmap_set(fake.kernel[0], 3, 70);
     ref_put(fake.kernel[1], 63, true);
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, take_into, taken), ==, 0);
     g_assert_cmpint(fake.get_logs, ==, 2);
     g_assert_cmpuint(bitmap_count_one(s->slots[0].dirty_bmap, 130), ==, 70);
     g_assert_true(ref_get(s->slots[0].dirty_bmap, 72) && !ref_get(s->slots[0].dirty_bmap, 73));
     g_assert_true(ref_get(s->slots[1].dirty_bmap, 63));
+    /* The client was handed exactly what KVM reported. */
+    g_assert_true(bitmap_equal(t0, s->slots[0].dirty_bmap, 130));
+    g_assert_true(bitmap_equal(t1, s->slots[1].dirty_bmap, 64));
 
     /* -ENOENT means the slot is not logging: nothing dirty, not an error. */
     fake.get_log_ret = -ENOENT;
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, 0);
+    bitmap_zero(t0, 130);
+    bitmap_zero(t1, 64);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, take_into, taken), ==, 0);
     g_assert_true(bitmap_empty(s->slots[0].dirty_bmap, 130));
     g_assert_true(bitmap_empty(s->slots[1].dirty_bmap, 64));
+    g_assert_true(bitmap_empty(t0, 130) && bitmap_empty(t1, 64));
     /* Any other error stops the sync and is returned. */
     fake.get_log_ret = -EFAULT;
     fake.get_logs = 0;
-    g_assert_cmpint(kvm_dirty_log_sync(s), ==, -EFAULT);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, take_into, taken), ==, -EFAULT);
     g_assert_cmpint(fake.get_logs, ==, 1);
     vm_free(s);
 }
@@ -410,9 +440,25 @@ static void test_get_log_no_clear(void)
     KVMState *s = vm_new(np, "get", 0);
 
     g_assert_true(kvm_dirty_log_init(s, &error_abort));
-    g_assert_true(kvm_dirty_log_start(s, &error_abort));
+    fake.client = kvm_dirty_client_start(s, "test", NULL, &error_abort);
+    g_assert_cmpint(kvm_dirty_client_sync(fake.client, NULL, NULL), ==, 0);
     bitmap_fill(s->slots[0].dirty_bmap, 256);
-    g_assert_cmpint(kvm_dirty_log_clear(s, &s->slots[0], 0, 256), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_clear(fake.client, &s->slots[0], 0, 256), ==, 0);
+    g_assert_cmpuint(fake.clears->len, ==, 0);
+    g_assert_true(bitmap_full(s->slots[0].dirty_bmap, 256));
+    vm_free(s);
+}
+
+/* A client whose own sync has not read the slot yet re-arms nothing. */
+static void test_clear_before_sync(void)
+{
+    static const uint64_t np[] = { 256, 0 };
+    KVMState *s = vm_new(np, "clear", MANUAL_PROTECT);
+
+    g_assert_true(kvm_dirty_log_init(s, &error_abort));
+    fake.client = kvm_dirty_client_start(s, "test", NULL, &error_abort);
+    bitmap_fill(s->slots[0].dirty_bmap, 256);
+    g_assert_cmpint(kvm_dirty_client_clear(fake.client, &s->slots[0], 0, 256), ==, 0);
     g_assert_cmpuint(fake.clears->len, ==, 0);
     g_assert_true(bitmap_full(s->slots[0].dirty_bmap, 256));
     vm_free(s);
@@ -542,11 +588,20 @@ static void test_window_ioctl_fails(void)
 
     bitmap_set(slot->dirty_bmap, 10, 150);
     fake.clear_ret = -EFAULT;
-    g_assert_cmpint(kvm_dirty_log_clear(s, slot, 20, 100), ==, -EFAULT);
+    g_assert_cmpint(kvm_dirty_client_clear(fake.client, slot, 20, 100), ==, -EFAULT);
     g_assert_cmpuint(fake.clears->len, ==, 1);
     g_assert_cmpuint(bitmap_count_one(slot->dirty_bmap, 200), ==, 150);
     fake.clear_ret = 0;
     check_clear(s, slot, 20, 100);
+    /* And the range's bits come back to the client at its next sync, KVM or not. */
+    {
+        g_autofree unsigned long *t0 = bitmap_new(200);
+        unsigned long *taken[] = { t0 };
+
+        g_assert_cmpint(kvm_dirty_client_sync(fake.client, take_into, taken), ==, 0);
+        g_assert_cmpuint(bitmap_count_one(t0, 200), ==, 100);
+        g_assert_cmpuint(find_first_bit(t0, 200), ==, 20);
+    }
     vm_free(s);
 }
 
@@ -598,6 +653,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kvm-dirty/start-stop", test_start_stop);
     g_test_add_func("/kvm-dirty/sync", test_sync);
     g_test_add_func("/kvm-dirty/get-log/clear-is-noop", test_get_log_no_clear);
+    g_test_add_func("/kvm-dirty/clear-log/clear-before-sync", test_clear_before_sync);
     g_test_add_func("/kvm-dirty/clear-window/aligned", test_window_aligned);
     g_test_add_func("/kvm-dirty/clear-window/unaligned-start", test_window_unaligned_start);
     g_test_add_func("/kvm-dirty/clear-window/unaligned-end", test_window_unaligned_end);
