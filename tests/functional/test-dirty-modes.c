@@ -6,7 +6,8 @@
  * firmware must carry on with no FAIL. With max-ram-below-4g=400M one
  * RAMBlock lands in two KVM slots; clear-bitmap-shift 16 (256 MiB chunks)
  * makes the chunk at 256 MiB span both, so chunk boundaries are not slot
- * boundaries.
+ * boundaries. And a migration beside a second client of the dirty log
+ * (calc-dirty-rate's dirty-bitmap mode).
  */
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,64 @@ static void test_mode(gconstpointer data)
     vm_kill(dst);
 }
 
+/*
+ * Two clients of the KVM dirty log at once: calc-dirty-rate's dirty-bitmap
+ * mode measures (syncs, re-arms all of RAM, syncs again) over and over
+ * while a migration in @accel's mode tracks the same slots; the
+ * migration must lose no page (RAM identical, the verify firmware goes on).
+ */
+static void test_beside_calc_dirty_rate(gconstpointer data)
+{
+    const char *accel = data;
+    const char *append = "mode=verify mem=384";
+    g_autofree char *extra = g_strdup_printf("-accel %s", accel);
+    g_autofree char *uri = migtest_uri("unix");
+    JsonNode *info;
+    int pass, measured = 0;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source_extra("512M", append, extra);
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'x-clear-bitmap-shift': 6, 'max-bandwidth': 67108864, "
+                              "'downtime-limit': 1}}"));
+    dst = migtest_start_dest_extra("512M", append, true, uri, extra);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    while (measured < 6) {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'calc-dirty-rate', 'arguments': "
+                                  "{'calc-time': 200, 'calc-time-unit': 'millisecond', "
+                                  "'mode': 'dirty-bitmap'}}"));
+        for (;;) {
+            info = vm_qmp_ok(src, "{'execute': 'query-dirty-rate'}");
+            if (!strcmp(json_get_str(info, "status"), "measured")) {
+                break;
+            }
+            json_node_unref(info);
+            vm_pump(src, 50);
+        }
+        g_assert_cmpint(json_get_int(info, "dirty-rate"), >, 0);
+        json_node_unref(info);
+        measured++;
+        info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+        g_assert_cmpstr(json_get_str(info, "status"), ==, "active");
+        json_node_unref(info);
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+    json_node_unref(info);
+    migtest_wait_incoming_done(dst);
+    migtest_assert_ram_identical(src, dst, "512M");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+    migtest_assert_guest_continues(dst, append, pass);
+    vm_kill(src);
+    vm_kill(dst);
+}
+
 static void test_bad_ring_options(void)
 {
     static const struct {
@@ -136,6 +195,10 @@ int main(int argc, char **argv)
         g_autofree char *path = g_strdup_printf("/dirty-modes/%s", cases[i].name);
         g_test_add_data_func(path, &cases[i], test_mode);
     }
+    g_test_add_data_func("/dirty-modes/clear-beside-calc-dirty-rate", "kvm,x-dirty-log=clear",
+                         test_beside_calc_dirty_rate);
+    g_test_add_data_func("/dirty-modes/get-beside-calc-dirty-rate", "kvm,x-dirty-log=get",
+                         test_beside_calc_dirty_rate);
     g_test_add_func("/dirty-modes/bad-ring-options", test_bad_ring_options);
     g_test_add_func("/dirty-modes/bad-shift", test_bad_shift);
     return g_test_run();
