@@ -151,6 +151,7 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
     dt->kvm_client = kvm_dirty_client_start(kvm, "migration", NULL, errp);
     if (!dt->kvm_client) {
         ram_vmm_dirty_log_stop();
+        dirty_tracker_cleanup(dt);      /* not logging: frees the bitmaps only */
         return false;
     }
     dt->logging = true;

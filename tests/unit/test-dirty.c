@@ -118,6 +118,7 @@ static struct {
     GArray *clears;             /* ClearCall, every kvm_dirty_client_clear */
     int fail_clears;            /* the next N kvm_dirty_client_clear fail */
     int sync_ret;               /* injected kvm_dirty_client_sync result */
+    bool start_fails;           /* kvm_dirty_client_start refuses (a slot would not log) */
     int clear_fail_pct;         /* in simulations, clears fail this often */
     bool failed_since_sync;     /* chunks may go unarmed until the next sync */
     Sim *sim;                   /* racing guest writes during sync/clear */
@@ -156,6 +157,10 @@ KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMB
 {
     g_assert_null(rb);          /* the migration tracks every slot */
     g_assert_false(fake.kvm_logging);
+    if (fake.start_fails) {
+        error_setg(errp, "enabling dirty logging on KVM slot 0 failed");
+        return NULL;
+    }
     fake_client.s = s;
     for (int i = 0; i < s->nr_slots; i++) {
         s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
@@ -571,6 +576,24 @@ static void test_claim_clear_fails(void)
     teardown(dt);
 }
 
+/* The dirty log refused: init fails, with nothing left logging or allocated. */
+static void test_init_fails(void)
+{
+    DirtyTracker *dt = setup(&small_layout, true, 8);
+    g_autoptr(Error) err = NULL;
+
+    dirty_tracker_cleanup(dt);
+    fake.start_fails = true;
+    g_assert_false(dirty_tracker_init(dt, fake.kvm, 8, &err));
+    g_assert_nonnull(err);
+    g_assert_false(fake.kvm_logging || fake.vmm_logging || dt->logging);
+    g_assert_null(dt->blocks);
+    g_assert_null(dt->slot_block);
+    fake.start_fails = false;
+    g_assert_true(dirty_tracker_init(dt, fake.kvm, 8, &error_abort));
+    teardown(dt);
+}
+
 /*
  * A failed KVM sync (say a dirty ring that could not be reset) is passed
  * up, with nothing counted: the caller fails the migration rather than go
@@ -829,6 +852,7 @@ int main(int argc, char **argv)
     g_test_add_func("/dirty/claim/clears-chunk-once", test_claim_clears_chunk);
     g_test_add_func("/dirty/claim/clear-fails", test_claim_clear_fails);
     g_test_add_func("/dirty/sync/fails", test_sync_fails);
+    g_test_add_func("/dirty/init/fails", test_init_fails);
     for (size_t i = 0; i < G_N_ELEMENTS(sims); i++) {
         const SimConfig *c = &sims[i];
         g_autofree char *path = g_strdup_printf("/dirty/simulation/%s/%s/shift-%u%s",
