@@ -247,8 +247,8 @@ KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMB
             c->ntracked++;
         }
     }
-    if (!c->ntracked) {
-        error_setg(errp, "%s: no KVM slot maps %s", name, rb ? rb->idstr : "guest RAM");
+    if (rb && !c->ntracked) {
+        error_setg(errp, "%s: no KVM slot maps %s", name, rb->idstr);
         kvm_dirty_client_free(c);
         return NULL;
     }

@@ -65,7 +65,7 @@ typedef void KVMDirtyTakeFn(void *opaque, KVMSlot *slot, const unsigned long *bi
  * Slots that were not logging start to (KVM_MEM_LOG_DIRTY_PAGES is
  * reference-counted per slot); the client's bitmaps are allocated here,
  * once. Returns NULL (@errp set) if a slot refused to log, or if @rb is
- * mapped by no slot. @name (a literal) names the client in messages.
+ * mapped by no slot (NULL on a VM without slots is a client of nothing). @name (a literal) names the client in messages.
  * Any thread (log_lock orders starts and stops); under the BQL in practice.
  */
 KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
