@@ -14,8 +14,8 @@
 
 struct UdpEcho {
     int fd;
-    int ports[4];
-    int nports;
+    int ports[4];               /* lock */
+    int nports;                 /* lock */
     int rate;
     GThread *sender, *receiver;
     /* lock: everything below; the sender writes sent_us, the receiver echo_us. */
@@ -72,12 +72,16 @@ static gpointer udp_echo_send_loop(gpointer opaque)
         if (due > now) {
             g_usleep(due - now);
         }
+        int ports[G_N_ELEMENTS(u->ports)], nports;
+
         g_mutex_lock(&u->lock);
         u->sent_us[n] = udptest_now_us();
         u->next = n + 1;
+        nports = u->nports;
+        memcpy(ports, u->ports, sizeof(ports));
         g_mutex_unlock(&u->lock);
-        for (int i = 0; i < u->nports; i++) {
-            struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(u->ports[i]),
+        for (int i = 0; i < nports; i++) {
+            struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(ports[i]),
                                       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
             /* A port nobody binds yet answers with ICMP: an error here, ignored. */
@@ -154,6 +158,16 @@ UdpEcho *udp_echo_start(const int *ports, int nports, int rate)
     u->receiver = g_thread_new("udp-echo-rx", udp_echo_recv_loop, u);
     u->sender = g_thread_new("udp-echo-tx", udp_echo_send_loop, u);
     return u;
+}
+
+void udp_echo_retarget(UdpEcho *u, const int *ports, int nports)
+{
+    g_assert_cmpint(nports, >, 0);
+    g_assert_cmpint(nports, <=, (int)G_N_ELEMENTS(u->ports));
+    g_mutex_lock(&u->lock);
+    memcpy(u->ports, ports, nports * sizeof(int));
+    u->nports = nports;
+    g_mutex_unlock(&u->lock);
 }
 
 void udp_echo_stop(UdpEcho *u)

@@ -2,8 +2,8 @@
 /*
  * A host-side client of the firmware's mode=udpecho for functional tests:
  * a thread sends numbered datagrams ("c=N") at a steady rate to one or more
- * loopback ports (the hostfwd ports of a migration's source and destination,
- * so whichever guest runs answers), another records when each echo
+ * loopback ports (a guest's hostfwd port; after a switchover, the
+ * destination's, as a service address moves), another records when each echo
  * ("seq=M c=N") came back, on the wall clock QMP events carry.
  */
 #ifndef UDPTEST_H
@@ -19,6 +19,8 @@ int udptest_free_port(void);
 
 /* Starts sending @rate datagrams per second to each of @ports[0..@nports). */
 UdpEcho *udp_echo_start(const int *ports, int nports, int rate);
+/* From the next datagram on, sends to @ports[0..@nports) instead. */
+void udp_echo_retarget(UdpEcho *u, const int *ports, int nports);
 /* Stops both threads; the records stay readable until udp_echo_free(). */
 void udp_echo_stop(UdpEcho *u);
 void udp_echo_free(UdpEcho *u);
