@@ -149,10 +149,13 @@ static char *virtqueue_config_problem(const VirtQueue *vq, uint32_t num, uint64_
 {
     char *why;
 
+    if (num > vq->num_max) {
+        return g_strdup_printf("queue %u: size %u is above the maximum %u", vq->index, num,
+                               vq->num_max);
+    }
     /* Free-running 16-bit indices wrap cleanly only over a power-of-two ring. */
-    if (!num || num > vq->num_max || (num & (num - 1))) {
-        return g_strdup_printf("queue %u: size %u is not a power of two up to %u",
-                               vq->index, num, vq->num_max);
+    if (!num || (num & (num - 1))) {
+        return g_strdup_printf("queue %u: size %u is not a power of two", vq->index, num);
     }
     why = virtqueue_ring_problem(vq->index, "descriptor", desc, (size_t)num * DESC_SIZE,
                                  VRING_DESC_ALIGN_SIZE);

@@ -680,7 +680,7 @@ static void test_migrate_hostile(void)
                         "outside guest RAM");
     load_expect_refused(good, len, q0 + SEC_Q_DESC, DESC_GPA + 8, 8, "aligned");
     load_expect_refused(good, len, q0 + SEC_Q_NUM, 12, 2, "power of two");
-    load_expect_refused(good, len, q0 + SEC_Q_NUM, 2 * QSIZE, 2, "power of two");
+    load_expect_refused(good, len, q0 + SEC_Q_NUM, 2 * QSIZE, 2, "above the maximum");
     load_expect_refused(good, len, q0 + SEC_Q_LAST_AVAIL, 100, 2, "past used index");
     load_expect_refused(good, len, SEC_NUM_QUEUES, 3, 4, "3 queues in the stream");
     load_expect_refused(good, len, SEC_NUM_QUEUES, 17, 4, "exceeds the maximum 16");

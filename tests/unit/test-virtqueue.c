@@ -388,7 +388,7 @@ static void test_bad_rings(void)
 {
     enable_expect_fail(0, DESC_GPA, AVAIL_GPA, USED_GPA, "power of two");
     enable_expect_fail(12, DESC_GPA, AVAIL_GPA, USED_GPA, "power of two");
-    enable_expect_fail(QSIZE * 2, DESC_GPA, AVAIL_GPA, USED_GPA, "power of two");
+    enable_expect_fail(QSIZE * 2, DESC_GPA, AVAIL_GPA, USED_GPA, "above the maximum");
     enable_expect_fail(QSIZE, DESC_GPA + 8, AVAIL_GPA, USED_GPA, "aligned");
     enable_expect_fail(QSIZE, DESC_GPA, AVAIL_GPA + 1, USED_GPA, "aligned");
     enable_expect_fail(QSIZE, DESC_GPA, AVAIL_GPA, USED_GPA + 2, "aligned");
