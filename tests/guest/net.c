@@ -638,7 +638,7 @@ static bool stream_tick(uint64_t rate, uint64_t now, uint64_t *t0, uint64_t *k)
  */
 _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate)
 {
-    enum vnet_error err = vnet_setup();
+    enum vnet_error err = vnet_setup(NULL);
     uint64_t t0, k = 0;
 
     if (err != VNET_OK) {

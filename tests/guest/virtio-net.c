@@ -9,44 +9,7 @@
  * QueueNotify itself and the VMM's ioeventfd takes it without a CPL0 step.
  */
 #include "workload.h"
-
-/* virtio-mmio registers (virtio 1.x, section 4.2.2) */
-#define VMMIO_MAGIC             0x000
-#define VMMIO_VERSION           0x004
-#define VMMIO_DEVICE_ID         0x008
-#define VMMIO_DEVICE_FEATURES   0x010
-#define VMMIO_DEVICE_FEATURES_SEL 0x014
-#define VMMIO_DRIVER_FEATURES   0x020
-#define VMMIO_DRIVER_FEATURES_SEL 0x024
-#define VMMIO_QUEUE_SEL         0x030
-#define VMMIO_QUEUE_NUM_MAX     0x034
-#define VMMIO_QUEUE_NUM         0x038
-#define VMMIO_QUEUE_READY       0x044
-#define VMMIO_QUEUE_NOTIFY      0x050
-#define VMMIO_STATUS            0x070
-#define VMMIO_QUEUE_DESC        0x080   /* low, high at +4 */
-#define VMMIO_QUEUE_DRIVER      0x090
-#define VMMIO_QUEUE_DEVICE      0x0a0
-#define VMMIO_CONFIG            0x100   /* virtio_net_config: mac[6] first */
-
-#define VMMIO_MAGIC_VALUE       0x74726976      /* "virt" */
-#define VIRTIO_ID_NET           1
-
-#define STATUS_ACKNOWLEDGE      1
-#define STATUS_DRIVER           2
-#define STATUS_DRIVER_OK        4
-#define STATUS_FEATURES_OK      8
-#define STATUS_NEEDS_RESET      64
-#define STATUS_FAILED           128
-
-#define VIRTIO_NET_F_MAC        (1ULL << 5)
-#define VIRTIO_F_VERSION_1      (1ULL << 32)
-
-#define VQ_RX                   0
-#define VQ_TX                   1
-#define VRING_DESC_F_WRITE      2
-#define VRING_AVAIL_F_NO_INTERRUPT 1
-#define VRING_USED_F_NO_NOTIFY  1
+#include "virtio.h"
 
 /* QEMU's microvm: slot i at 0xfeb00000 + 512 * i; 24 slots with its second IOAPIC. */
 #define MICROVM_VIRTIO_BASE     0xfeb00000ULL
@@ -54,13 +17,6 @@
 #define MICROVM_VIRTIO_SIZE     512
 
 #define RESET_POLLS             1000
-
-struct vq_desc {
-    uint64_t addr;
-    uint32_t len;
-    uint16_t flags;
-    uint16_t next;
-};
 
 struct vq_avail {
     uint16_t flags;
@@ -114,6 +70,9 @@ static unsigned tx_nfree;
 
 struct vnet_info g_vnet;
 
+/* What vnet_setup() was asked to do differently (virtio-bad.c), or NULL. CPL0 reads it. */
+static const struct vnet_bend *setup_bend;
+
 /* Without VIRTIO_NET_F_MAC the driver picks the address: QEMU's default NIC's. */
 static const uint8_t default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
@@ -126,22 +85,6 @@ const char *const vnet_error_names[] = {
     [VNET_NO_QUEUE] = "no-queue",
     [VNET_NEEDS_RESET] = "needs-reset",
 };
-
-static inline uint32_t mmio_read(uint64_t base, unsigned reg)
-{
-    return *(volatile uint32_t *)(base + reg);
-}
-
-static inline void mmio_write(uint64_t base, unsigned reg, uint32_t v)
-{
-    *(volatile uint32_t *)(base + reg) = v;
-}
-
-static void mmio_write64(uint64_t base, unsigned reg, uint64_t v)
-{
-    mmio_write(base, reg, (uint32_t)v);
-    mmio_write(base, reg + 4, (uint32_t)(v >> 32));
-}
 
 /* ---- CPL0: setup, reached through SVC_CALL ---- */
 
@@ -156,20 +99,31 @@ static uint16_t queue_size(uint32_t max)
     return (uint16_t)n;
 }
 
-static enum vnet_error setup_queue(uint64_t b, unsigned idx, struct vq *q, uint16_t *size)
+/* A bend's field replaces what the driver would write, unless it is 0. */
+static uint64_t bent_or(uint64_t ours, uint64_t bent)
 {
+    return bent ? bent : ours;
+}
+
+static enum vnet_error setup_queue(uint64_t b, unsigned idx, struct vq *q, uint16_t *size,
+                                   uint32_t *num_max)
+{
+    static const struct vnet_bend none;
+    const struct vnet_bend *w = idx == VQ_TX && setup_bend ? setup_bend : &none;
     uint32_t max;
 
     mmio_write(b, VMMIO_QUEUE_SEL, idx);
     max = mmio_read(b, VMMIO_QUEUE_NUM_MAX);
+    *num_max = max;
     if (!max || mmio_read(b, VMMIO_QUEUE_READY)) {
         return VNET_NO_QUEUE;
     }
+    /* A bent QueueNum is only written: the driver's rings keep their own size. */
     *size = queue_size(max);
-    mmio_write(b, VMMIO_QUEUE_NUM, *size);
-    mmio_write64(b, VMMIO_QUEUE_DESC, (uint64_t)q->desc);
-    mmio_write64(b, VMMIO_QUEUE_DRIVER, (uint64_t)&q->avail);
-    mmio_write64(b, VMMIO_QUEUE_DEVICE, (uint64_t)&q->used);
+    mmio_write(b, VMMIO_QUEUE_NUM, (uint32_t)bent_or(*size, w->tx_num));
+    mmio_write64(b, VMMIO_QUEUE_DESC, bent_or((uint64_t)q->desc, w->tx_desc));
+    mmio_write64(b, VMMIO_QUEUE_DRIVER, bent_or((uint64_t)&q->avail, w->tx_driver));
+    mmio_write64(b, VMMIO_QUEUE_DEVICE, bent_or((uint64_t)&q->used, w->tx_device));
     mmio_write(b, VMMIO_QUEUE_READY, 1);
     return VNET_OK;
 }
@@ -194,6 +148,7 @@ static enum vnet_error init_device(struct vnet_info *v, uint64_t b)
     offered = mmio_read(b, VMMIO_DEVICE_FEATURES);
     mmio_write(b, VMMIO_DEVICE_FEATURES_SEL, 1);
     offered |= (uint64_t)mmio_read(b, VMMIO_DEVICE_FEATURES) << 32;
+    v->offered = offered;
     if (!(offered & VIRTIO_F_VERSION_1)) {
         err = VNET_NO_VERSION_1;
         goto fail;
@@ -201,6 +156,9 @@ static enum vnet_error init_device(struct vnet_info *v, uint64_t b)
     /* Nothing else: no offloads (frames are whole and checksummed), no
      * mergeable buffers (each rx buffer holds a whole frame), no event idx. */
     want = VIRTIO_F_VERSION_1 | (offered & VIRTIO_NET_F_MAC);
+    if (setup_bend) {
+        want |= offered & setup_bend->features;
+    }
     mmio_write(b, VMMIO_DRIVER_FEATURES_SEL, 0);
     mmio_write(b, VMMIO_DRIVER_FEATURES, (uint32_t)want);
     mmio_write(b, VMMIO_DRIVER_FEATURES_SEL, 1);
@@ -213,9 +171,9 @@ static enum vnet_error init_device(struct vnet_info *v, uint64_t b)
     }
     v->features = want;
 
-    err = setup_queue(b, VQ_RX, &rxq, &v->rx_size);
+    err = setup_queue(b, VQ_RX, &rxq, &v->rx_size, &v->num_max[VQ_RX]);
     if (err == VNET_OK) {
-        err = setup_queue(b, VQ_TX, &txq, &v->tx_size);
+        err = setup_queue(b, VQ_TX, &txq, &v->tx_size, &v->num_max[VQ_TX]);
     }
     if (err != VNET_OK) {
         goto fail;
@@ -226,11 +184,12 @@ static enum vnet_error init_device(struct vnet_info *v, uint64_t b)
     }
     status |= STATUS_DRIVER_OK;
     mmio_write(b, VMMIO_STATUS, status);
-    if (mmio_read(b, VMMIO_STATUS) & STATUS_NEEDS_RESET) {
+    v->base = b;
+    /* A bent setup goes on regardless, as a hostile driver would; its case reads Status. */
+    if (!setup_bend && (mmio_read(b, VMMIO_STATUS) & STATUS_NEEDS_RESET)) {
         err = VNET_NEEDS_RESET;
         goto fail;
     }
-    v->base = b;
     return VNET_OK;
 
 fail:
@@ -283,18 +242,22 @@ void vnet_rx_done(uint16_t id)
 }
 
 /*
- * Clears the rings, runs setup at CPL0, then fills the rx queue with every
- * buffer and tells the device. The device never interrupts: we poll, and
- * VRING_AVAIL_F_NO_INTERRUPT saves it raising a line nobody listens to.
+ * Clears the rings, runs setup at CPL0 (bent by @bend, if not NULL), then
+ * fills the rx queue with every buffer and tells the device. The device
+ * never interrupts: we poll, and VRING_AVAIL_F_NO_INTERRUPT saves it
+ * raising a line nobody listens to. It may run again after the driver
+ * reset the device: everything starts over.
  */
-enum vnet_error vnet_setup(void)
+enum vnet_error vnet_setup(const struct vnet_bend *bend)
 {
     enum vnet_error err;
 
     memset(&rxq, 0, sizeof(rxq));
     memset(&txq, 0, sizeof(txq));
+    tx_nfree = 0;
     rxq.avail.flags = VRING_AVAIL_F_NO_INTERRUPT;
     txq.avail.flags = VRING_AVAIL_F_NO_INTERRUPT;
+    setup_bend = bend;
     err = (enum vnet_error)svc_call(setup_cpl0, &g_vnet);
     if (err != VNET_OK) {
         return err;
@@ -408,4 +371,20 @@ void vnet_kick(void)
 {
     kick_queue(&txq, VQ_TX);
     kick_queue(&rxq, VQ_RX);
+}
+
+/*
+ * Queue @idx's rings as they are, for virtio-bad.c to write what no driver
+ * should. The driver's own view of them is stale afterwards: only a device
+ * reset and vnet_setup() make the two agree again.
+ */
+void vnet_rings(unsigned idx, struct vnet_rings *r)
+{
+    struct vq *q = idx == VQ_TX ? &txq : &rxq;
+
+    r->desc = q->desc;
+    r->avail_ring = q->avail.ring;
+    r->avail_idx = &q->avail.idx;
+    r->used_idx = &q->used.idx;
+    r->size = q->size;
 }

@@ -2,18 +2,19 @@
 /*
  * The CPL3 workload: parameters from the PVH command line, the work area
  * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
- * with modeN= keys, one per CPU (the network modes are in net.c). All loops
- * run at CPL3 because it runs natively under kvm-pvm and CPL0 does not.
+ * with modeN= keys, one per CPU (the network modes are in net.c, virtiobad
+ * in virtio-bad.c). All loops run at CPL3 because it runs natively under
+ * kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
-            MODE_UDPSTREAM };
+            MODE_UDPSTREAM, MODE_VIRTIOBAD };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 
 static const char *const mode_names[] = {
-    "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", 0
+    "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", "virtiobad", 0
 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
@@ -79,7 +80,7 @@ static uint64_t g_fill_tsc;     /* how long the fill took */
 
 static bool is_net_mode(uint64_t mode)
 {
-    return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM;
+    return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM || mode == MODE_VIRTIOBAD;
 }
 
 static _Noreturn void bad_param(const char *key, size_t n)
@@ -132,6 +133,7 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
     uint64_t *dst, x;
     size_t d = kn;
     unsigned i;
+    enum net_param r;
 
     if (param_value(k, kn, v, vn, k, kn, &dst, &x)) {
         *dst = x;
@@ -156,7 +158,11 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
         }
     }
     /* Unknown keys are ignored: the same -append may carry others. */
-    if (net_param(k, kn, v, vn) == NET_PARAM_BAD) {
+    r = net_param(k, kn, v, vn);
+    if (r == NET_PARAM_UNKNOWN) {
+        r = vbad_param(k, kn, v, vn);
+    }
+    if (r == NET_PARAM_BAD) {
         bad_param(k, kn);
     }
 }
@@ -584,6 +590,8 @@ static _Noreturn void run_cpu(unsigned n)
     case MODE_UDPECHO:
     case MODE_UDPSTREAM:
         net_main(&st, c->mode == MODE_UDPSTREAM, c->rate);
+    case MODE_VIRTIOBAD:
+        vbad_main(&st);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);

@@ -234,6 +234,8 @@ enum vnet_error {
     VNET_NEEDS_RESET,           /* the device set DEVICE_NEEDS_RESET during setup */
 };
 
+struct vq_desc;                 /* virtio.h */
+
 struct virtio_mmio_slot {
     uint64_t base, size;
     uint32_t irq;
@@ -247,8 +249,10 @@ struct vnet_info {
     uint64_t base;              /* the transport in use */
     uint32_t irq;               /* its GSI (0 if probed) */
     uint32_t version;           /* of a transport that was refused */
+    uint64_t offered;           /* by the device */
     uint64_t features;          /* negotiated */
     uint16_t rx_size, tx_size;  /* QueueNum of queues 0 and 1 */
+    uint32_t num_max[2];        /* QueueNumMax of queues 0 and 1 */
     uint8_t mac[6];
     bool probed;                /* found by probing, not from the command line */
 };
@@ -256,8 +260,31 @@ struct vnet_info {
 extern struct vnet_info g_vnet;
 extern const char *const vnet_error_names[];
 
+/*
+ * What a hostile-driver case (virtio-bad.c) makes the setup do differently:
+ * more features, and the registers of the tx queue (1), the one a kick
+ * makes the device read at once. A zero field keeps the driver's own
+ * choice. With a bend, setup goes on to DRIVER_OK whatever the device says,
+ * as a hostile driver would.
+ */
+struct vnet_bend {
+    uint64_t features;          /* taken besides ours, if offered (INDIRECT_DESC) */
+    uint32_t tx_num;            /* QueueNum */
+    uint64_t tx_desc, tx_driver, tx_device;     /* the three ring addresses */
+};
+
+/* A queue's rings, raw (virtio-bad.c). */
+struct vnet_rings {
+    struct vq_desc *desc;       /* buffer i is at desc[i].addr */
+    uint16_t *avail_ring;
+    uint16_t *avail_idx;        /* the index the device reads */
+    const volatile uint16_t *used_idx;
+    uint16_t size;
+};
+
 /* CPL3 */
-enum vnet_error vnet_setup(void);
+enum vnet_error vnet_setup(const struct vnet_bend *bend);        /* NULL: a proper driver */
+void vnet_rings(unsigned idx, struct vnet_rings *r);
 const uint8_t *vnet_rx_next(uint32_t *len, uint16_t *id);
 void vnet_rx_done(uint16_t id);
 uint8_t *vnet_tx_alloc(uint16_t *id);
@@ -269,6 +296,10 @@ void vnet_kick(void);
 enum net_param { NET_PARAM_UNKNOWN, NET_PARAM_OK, NET_PARAM_BAD };
 enum net_param net_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate);
+
+/* virtio-bad.c: mode=virtiobad, a driver that misprograms the device on purpose. */
+enum net_param vbad_param(const char *k, size_t kn, const char *v, size_t vn);
+_Noreturn void vbad_main(struct wstat *s);
 
 /*
  * workload.c: the work area, RAM from WORK_BASE on in memory-map order,
