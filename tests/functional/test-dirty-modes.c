@@ -91,7 +91,7 @@ static void test_mode(gconstpointer data)
 static void test_beside_calc_dirty_rate(gconstpointer data)
 {
     const char *accel = data;
-    const char *append = "mode=verify mem=384";
+    const char *append = "mode=verify mem=128";
     g_autofree char *extra = g_strdup_printf("-accel %s", accel);
     g_autofree char *uri = migtest_uri("unix");
     JsonNode *info;
@@ -101,14 +101,14 @@ static void test_beside_calc_dirty_rate(gconstpointer data)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source_extra("512M", append, extra);
+    src = migtest_start_source_extra("256M", append, extra);
     pass = migtest_last_pass(src);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'x-clear-bitmap-shift': 6, 'max-bandwidth': 67108864, "
                               "'downtime-limit': 1}}"));
-    dst = migtest_start_dest_extra("512M", append, true, uri, extra);
+    dst = migtest_start_dest_extra("256M", append, true, uri, extra);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    while (measured < 6) {
+    while (measured < 3) {
         json_node_unref(vm_qmp_ok(src, "{'execute': 'calc-dirty-rate', 'arguments': "
                                   "{'calc-time': 200, 'calc-time-unit': 'millisecond', "
                                   "'mode': 'dirty-bitmap'}}"));
@@ -133,7 +133,7 @@ static void test_beside_calc_dirty_rate(gconstpointer data)
     g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
     json_node_unref(info);
     migtest_wait_incoming_done(dst);
-    migtest_assert_ram_identical(src, dst, "512M");
+    migtest_assert_ram_identical(src, dst, "256M");
     json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
     migtest_assert_guest_continues(dst, append, pass);
     vm_kill(src);
