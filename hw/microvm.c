@@ -14,6 +14,8 @@
  * virtio-mmio transports exist only for the devices given with -device,
  * in slots from 0xfeb00000 (512 bytes each, GSI 5 + slot), and are named
  * to the kernel on its command line, as QEMU's microvm does without ACPI.
+ * -device isa-vga puts its VRAM at 0xe0000000 (hw/display/vga-isa.c),
+ * which the memory map leaves out.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -135,13 +137,17 @@ static bool microvm_irqchip_init(KVMState *s, Error **errp)
     return true;
 }
 
-static uint32_t microvm_build_memmap(struct hvm_memmap_table_entry *map)
+static uint32_t microvm_build_memmap(const RAMBlock *current_machine_ram,
+                                     struct hvm_memmap_table_entry *map)
 {
     size_t n;
     const GuestRAMRange *r = guest_ram_ranges(&n);
     uint32_t cnt = 0;
 
     for (size_t i = 0; i < n && cnt + 3 <= MEMMAP_MAX; i++) {
+        if (r[i].rb != current_machine_ram) {
+            continue;           /* device memory (vga.vram) is no RAM for the guest to use */
+        }
         if (r[i].gpa == 0 && r[i].size > 1 * MiB) {
             /* Keep the legacy VGA/BIOS window out of the RAM the guest may use. */
             map[cnt++] = (struct hvm_memmap_table_entry) { 0, 0xa0000, E820_RAM, 0 };
@@ -215,7 +221,7 @@ static bool microvm_load_boot_data(MachineState *ms, uint32_t *entry, Error **er
     }
     si.cmdline_paddr = CMDLINE_ADDR;
     si.memmap_paddr = MEMMAP_ADDR;
-    si.memmap_entries = microvm_build_memmap(map);
+    si.memmap_entries = microvm_build_memmap(ms->ram, map);
     if (!microvm_guest_write(NULL, CMDLINE_ADDR, cmdline, cmdlen) ||
         !microvm_guest_write(NULL, MEMMAP_ADDR, map, si.memmap_entries * sizeof(map[0])) ||
         !microvm_guest_write(NULL, START_INFO_ADDR, &si, sizeof(si))) {
@@ -308,6 +314,10 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         return false;
     }
     if (!microvm_ram_init(ms, errp)) {
+        return false;
+    }
+    /* Before the KVM slots: the VRAM is guest RAM with a slot of its own. */
+    if (ms->vga.present && !isa_vga_init(&ms->vga, errp)) {
         return false;
     }
     if (info.high > microvm_lowmem_size(ms)) {

@@ -35,6 +35,9 @@ const HMPCommand hmp_cmds[] = {
     { "xp", "fmt:/,addr:i", "/fmt addr", "physical memory dump starting at 'addr'", hmp_xp },
     { "pmemsave", "val:i,size:i,filename:s", "addr size file",
       "save to disk physical memory dump starting at 'addr' of size 'size'", hmp_pmemsave },
+    { "screendump", "filename:F,device:s?,head:i?", "filename [device [head]]",
+      "save screen from head 'head' of display device 'device' into PPM image 'filename'",
+      hmp_screendump },
     { "migrate", "detach:-d,blk:-b,inc:-i,resume:-r,uri:s", "[-d] [-b] [-i] [-r] uri",
       "migrate to URI (using -d to not wait for completion)\n\t\t\t -r to resume a paused "
       "postcopy migration", hmp_migrate },

@@ -22,6 +22,7 @@
 #include "system/runstate.h"
 #include "system/system.h"
 #include "trace/trace.h"
+#include "ui/console.h"
 #include <sys/prctl.h>
 #include <glib-unix.h>
 
@@ -74,6 +75,7 @@ typedef struct Config {
     KVMAccelOpts accel;
     char *serial_spec;
     bool nographic;
+    bool display_none;          /* -display none or -nographic: no refresh timer */
     bool nodefaults;
     bool start_paused;
     bool daemonize;
@@ -111,6 +113,7 @@ static void help(void)
            "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
            "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
            "-device virtio-net-device[,netdev=ID][,mac=MAC][,id=ID]\n"
+           "-device isa-vga[,vgamem_mb=N][,id=ID] / -vga std|none   Bochs VBE display\n"
            "-netdev user,id=ID[,net=ADDR[/MASK]][,host=ADDR][,hostfwd=[tcp|udp]:[HADDR]:HPORT-[GADDR]:GPORT]...\n"
            "-nic user[,model=virtio-net-device][,mac=MAC][,netdev user options]\n"
            "-incoming URI|defer              wait for an incoming migration\n"
@@ -357,11 +360,15 @@ static bool parse_device(Config *cfg, const char *arg, Error **errp)
     driver = qemu_opt_get(opts, "driver");
     if (driver && !strcmp(driver, "help")) {
         printf("Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
+               "Display devices:\nname \"isa-vga\", bus ISA\n\n"
                "Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
         exit(0);
     }
     if (driver && !strcmp(driver, "virtio-net-device")) {
         return parse_virtio_net_device(cfg, arg, opts, errp);
+    }
+    if (driver && !strcmp(driver, "isa-vga")) {
+        return isa_vga_parse(opts, &cfg->machine.vga, errp);
     }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
         error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");
@@ -504,6 +511,7 @@ static bool parse_name(const char *arg, Error **errp)
 static bool parse_display(Config *cfg, const char *arg, Error **errp)
 {
     if (!strcmp(arg, "none") || g_str_has_prefix(arg, "none,")) {
+        cfg->display_none = true;
         return true;
     }
     if (!strcmp(arg, "help")) {
@@ -575,6 +583,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return true;
     case OPT_NOGRAPHIC:
         cfg->nographic = true;
+        cfg->display_none = true;
         return true;
     case OPT_DISPLAY:
         return parse_display(cfg, arg, errp);
@@ -582,6 +591,13 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_NETDEV:
         return net_client_parse(cfg->netdevs, arg, idx == OPT_NIC, errp);
     case OPT_VGA:
+        /* microvm has no PCI: the standard VGA is the ISA one, with the same VBE. */
+        if (!strcmp(arg, "std")) {
+            g_autoptr(QemuOpts) opts = qemu_opts_parse("isa-vga", "driver", errp);
+
+            return opts && isa_vga_parse(opts, &cfg->machine.vga, errp);
+        }
+        /* fall through */
     case OPT_NET:
         if (strcmp(arg, "none")) {
             error_setg(errp, "microvm has no such devices; only 'none' is accepted");
@@ -903,7 +919,8 @@ void qemu_init(int argc, char **argv)
     }
     current_machine = g_new(MachineState, 1);
     *current_machine = cfg.machine;
-    if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err)) {
+    if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err) ||
+        !display_init(!cfg.display_none, &err)) {
         error_report_err(err);
         exit(1);
     }

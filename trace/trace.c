@@ -16,13 +16,13 @@ static const char *const trace_event_names[] = {
     "bg_snapshot_fault", "bg_snapshot_region", "cpu_throttle_set", "cpu_throttle_vcpu_sleep",
     "dirty_clear",
     "dirty_sync_end", "dirtylimit_set", "dirtylimit_vcpu_rate", "dirtylimit_vcpu_sleep",
-    "dirty_sync_start", "kvm_clear_dirty_log", "kvm_dirty_ring_reap", "kvm_get_dirty_log",
+    "dirty_sync_start", "display_refresh", "kvm_clear_dirty_log", "kvm_dirty_ring_reap", "kvm_get_dirty_log",
     "kvm_vcpu_exit_slow", "mapped_ram_block", "mapped_ram_finish", "mapped_ram_load_block",
     "migration_converge", "migration_downtime", "migration_incoming_downtime",
     "migration_pass", "migration_postcopy_package",
     "migration_postcopy_start", "migration_postcopy_stopped", "migration_postcopy_switch",
     "migration_state", "migration_switchover", "postcopy_dst_step", "postcopy_preempt_end",
-    "ram_iterate", "savevm_device_load", "savevm_device_save",
+    "ram_iterate", "savevm_device_load", "savevm_device_save", "vga_vbe_mode",
 };
 
 static void trace_list_events(void)

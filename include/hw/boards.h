@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <glib.h>
+#include "hw/display/vga.h"
 
 #define MACHINE_TYPE_NAME "microvm"
 /* RAM above this goes to a second range at 4 GiB (the PCI/APIC hole). */
@@ -38,6 +39,7 @@ struct MachineState {
     uint64_t max_ram_below_4g;  /* -machine max-ram-below-4g=SIZE, 0: default */
     Chardev *serial;            /* COM1, may be NULL */
     DebugExitConfig debug_exit;
+    ISAVGAConf vga;             /* -device isa-vga / -vga std */
     /* VirtIODevice *, from -device, in command-line order (may be NULL). */
     GPtrArray *virtio_devices;
 

@@ -16,6 +16,11 @@ void migration_set_autostart(bool autostart);
 bool migration_allows_cont(Error **errp);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);
+/*
+ * True while this destination runs the guest with RAM still arriving
+ * (postcopy): a VMM read of a missing page waits for it. Any thread.
+ */
+bool migration_incoming_in_postcopy(void);
 /* Defaults of capabilities and parameters; before option parsing. */
 void migration_options_init(void);
 

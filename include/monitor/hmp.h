@@ -49,5 +49,7 @@ HMPHandler hmp_cancel_vcpu_dirty_limit, hmp_info_vcpu_dirty_limit;
 HMPHandler hmp_info_stats;
 /* net/ */
 HMPHandler hmp_info_network, hmp_info_usernet, hmp_hostfwd_add, hmp_hostfwd_remove;
+/* ui/ */
+HMPHandler hmp_screendump;
 
 #endif

@@ -134,7 +134,7 @@ static void collect_trace_events(const char *dir, GHashTable *names)
 /* -trace help lists exactly the trace points the sources define. */
 static void test_trace_help(void)
 {
-    static const char *const dirs[] = { "migration", "accel/kvm", "system", "hw", "monitor" };
+    static const char *const dirs[] = { "migration", "accel/kvm", "system", "hw", "hw/display", "monitor", "ui" };
     g_autoptr(GHashTable) src = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_autofree char *cmd = g_strdup_printf("%s -trace help", vmtest_binary());
     g_autofree char *out = NULL;
