@@ -50,6 +50,7 @@ struct QemuConsole {
      */
     unsigned long *dirty;
     guint timer;
+    VMChangeStateEntry *run_handler;
     XDisplayInfo stats;         /* x-query-display; BQL */
 };
 
@@ -258,7 +259,7 @@ bool display_init(bool refresh, Error **errp)
     for (guint i = 0; consoles && i < consoles->len; i++) {
         QemuConsole *con = g_ptr_array_index(consoles, i);
 
-        qemu_add_vm_change_state_handler(console_vm_state_change, con);
+        con->run_handler = qemu_add_vm_change_state_handler(console_vm_state_change, con);
         if (!refresh) {
             continue;
         }
@@ -271,6 +272,27 @@ bool display_init(bool refresh, Error **errp)
         con->timer = g_timeout_add(DISPLAY_REFRESH_MS, console_refresh_timer, con);
     }
     return true;
+}
+
+void display_cleanup(void)
+{
+    for (guint i = 0; consoles && i < consoles->len; i++) {
+        QemuConsole *con = g_ptr_array_index(consoles, i);
+
+        if (con->timer) {
+            g_source_remove(con->timer);
+        }
+        if (con->run_handler) {
+            qemu_del_vm_change_state_handler(con->run_handler);
+        }
+        kvm_dirty_client_stop(con->client);
+        g_free(con->dirty);
+        g_clear_pointer(&con->surface, pixman_image_unref);
+        g_clear_pointer(&con->src, pixman_image_unref);
+        g_free(con->device_id);
+        g_free(con);
+    }
+    g_clear_pointer(&consoles, g_ptr_array_unref);
 }
 
 static QemuConsole *console_lookup(const char *device, bool has_head, int64_t head,

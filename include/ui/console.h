@@ -64,6 +64,8 @@ QemuConsole *graphic_console_init(const char *id, const GraphicHwOps *ops, void 
  * screendump refreshes. After machine init. BQL.
  */
 bool display_init(bool refresh, Error **errp);
+/* Stops every console's refresh and dirty-log client, and frees them. BQL. */
+void display_cleanup(void);
 /* Brings the surface up to date now (what screendump does first). BQL. */
 void graphic_hw_update(QemuConsole *con);
 /* The surface, or NULL while the device shows nothing. BQL. */
