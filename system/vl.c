@@ -368,6 +368,10 @@ static bool parse_device(Config *cfg, const char *arg, Error **errp)
         return parse_virtio_net_device(cfg, arg, opts, errp);
     }
     if (driver && !strcmp(driver, "isa-vga")) {
+        if (qemu_opt_has(opts, "help")) {
+            printf("isa-vga options:\n  vgamem_mb=<uint32>     -  (default: 16)\n");
+            exit(0);
+        }
         return isa_vga_parse(opts, &cfg->machine.vga, errp);
     }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
