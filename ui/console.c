@@ -30,6 +30,8 @@
 #include "ui/console.h"
 
 #define DISPLAY_REFRESH_MS 33   /* 30 Hz */
+#define DISPLAY_PLACEHOLDER_WIDTH 640
+#define DISPLAY_PLACEHOLDER_HEIGHT 480
 
 struct QemuConsole {
     char *device_id;            /* -device ...,id=; NULL if none; immutable */
@@ -38,7 +40,11 @@ struct QemuConsole {
     RAMBlock *vram;             /* immutable */
     /* Everything below: main thread, BQL. */
     DisplayFramebuffer fb;      /* what surface/src were made for */
-    pixman_image_t *surface;    /* x8r8g8b8, fb.width x fb.height; NULL: no picture */
+    /*
+     * x8r8g8b8, fb.width x fb.height; a black 640x480 placeholder while
+     * the device shows nothing; NULL only if pixman could not allocate it.
+     */
+    pixman_image_t *surface;
     pixman_image_t *src;        /* pixman's view of the framebuffer in VRAM, or NULL */
     bool redraw;                /* the next refresh converts every line */
     KVMDirtyClient *client;     /* NULL unless the timer refreshes */
@@ -92,6 +98,13 @@ static void console_resize(QemuConsole *con, const DisplayFramebuffer *fb)
     g_clear_pointer(&con->src, pixman_image_unref);
     con->fb = *fb;
     if (!fb->enabled) {
+        /*
+         * QEMU shows a guest that set no mode as a 640x480 placeholder
+         * (with a line of text we do not draw): a screendump then works.
+         */
+        con->surface = pixman_image_create_bits(PIXMAN_x8r8g8b8, DISPLAY_PLACEHOLDER_WIDTH,
+                                                DISPLAY_PLACEHOLDER_HEIGHT, NULL, 0);
+        con->stats.surface_allocations++;
         return;
     }
     con->surface = pixman_image_create_bits(PIXMAN_x8r8g8b8, fb->width, fb->height, NULL, 0);
@@ -199,7 +212,7 @@ void graphic_hw_update(QemuConsole *con)
         return;
     }
     con->ops->get_framebuffer(con->opaque, &fb);
-    if (!console_fb_same_mode(&fb, &con->fb)) {
+    if (!con->surface || !console_fb_same_mode(&fb, &con->fb)) {
         console_resize(con, &fb);
         con->redraw = true;
     }
@@ -211,7 +224,7 @@ void graphic_hw_update(QemuConsole *con)
     con->stats.refreshes++;
     con->stats.sync_time_us_total += sync_ns / 1000;
     con->stats.sync_time_us_max = MAX(con->stats.sync_time_us_max, (uint64_t)sync_ns / 1000);
-    if (!con->surface) {
+    if (!con->surface || !con->fb.enabled) {
         TRACE_EVENT("display_refresh", "sync_us=%" PRId64 " total_us=%" PRId64 " lines=0 full=0",
                     sync_ns / 1000, sync_ns / 1000);
         return;

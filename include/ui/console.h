@@ -68,7 +68,7 @@ bool display_init(bool refresh, Error **errp);
 void display_cleanup(void);
 /* Brings the surface up to date now (what screendump does first). BQL. */
 void graphic_hw_update(QemuConsole *con);
-/* The surface, or NULL while the device shows nothing. BQL. */
+/* The surface (a black placeholder while the device shows nothing), or NULL. BQL. */
 pixman_image_t *qemu_console_surface(QemuConsole *con);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * -device isa-vga from outside: screendump's errors (QEMU's words), the
+ * -device isa-vga from outside: screendump's placeholder and errors (QEMU's words), the
  * vgamem_mb limits, and a migration that carries the "vga.vram" RAM
  * block and the "vbe" section while the 30 Hz display refresh (a second
  * dirty-log client) runs beside the migration's.
@@ -27,6 +27,21 @@ static VM *start_idle(const char *name, const char *extra)
     return vm;
 }
 
+/* The placeholder QEMU shows before a guest sets a mode, without its line of text. */
+static void assert_black_640x480(const char *file)
+{
+    static const char header[] = "P6\n640 480\n255\n";
+    g_autofree char *data = NULL;
+    gsize len;
+
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    g_assert_cmpuint(len, ==, strlen(header) + 640 * 480 * 3);
+    g_assert_cmpmem(data, strlen(header), header, strlen(header));
+    for (gsize i = strlen(header); i < len; i++) {
+        g_assert_cmpint(data[i], ==, 0);
+    }
+}
+
 static void test_screendump_errors(void)
 {
     g_autofree char *file = g_strdup_printf("%s/dump.ppm", vmtest_tmpdir());
@@ -45,26 +60,36 @@ static void test_screendump_errors(void)
     vm_kill(vm);
 
     vm = start_idle("vga", "-display none -device isa-vga,id=vga0");
-    /* VBE is off (the firmware draws nothing): QEMU's "no surface", and no file. */
-    vm_qmp_expect_error(vm, cmd, "no surface");
-    g_assert_false(g_file_test(file, G_FILE_TEST_EXISTS));
+    /* VBE is off (the firmware draws nothing): QEMU's 640x480 placeholder, black here. */
+    json_node_unref(vm_qmp_ok(vm, "%s", cmd));
+    assert_black_640x480(file);
     vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
                         "{'filename': '/dev/null', 'head': 1}}",
                         "'head' must be specified together with 'device'");
     vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
                         "{'filename': '/dev/null', 'device': 'nope'}}",
                         "Device 'nope' not found");
+    g_unlink(file);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                              "{'filename': '%s', 'device': 'vga0', 'head': 0}}", file));
+    assert_black_640x480(file);
     vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
-                        "{'filename': '/dev/null', 'device': 'vga0'}}", "no surface");
+                        "{'filename': '/dev/null', 'device': 'vga0', 'head': 1}}",
+                        "Device vga0 (head 1) is not bound to a QemuConsole");
+    vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
+                        "{'filename': '/nonexistent/x.ppm'}}",
+                        "failed to open file '/nonexistent/x.ppm': No such file or directory");
     vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
                         "{'filename': '/dev/null', 'format': 'png'}}",
                         "Parameter 'format' does not accept value 'png'");
+    g_unlink(file);
     hmp = vm_hmp(vm, "screendump %s", file);
-    g_assert_cmpstr(hmp, ==, "Error: no surface\r\n");
+    g_assert_cmpstr(hmp, ==, "");
+    assert_black_640x480(file);
     /* -display none: no timer, no dirty-log client; only the screendumps refreshed. */
     info = vm_qmp_ok(vm, "{'execute': 'x-query-display'}");
     g_assert_false(json_get_int(info, "dirty-client"));
-    g_assert_cmpint(json_get_int(info, "refreshes"), ==, 3);
+    g_assert_cmpint(json_get_int(info, "refreshes"), ==, 4);
     json_node_unref(info);
     vm_kill(vm);
 }
