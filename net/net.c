@@ -256,6 +256,19 @@ size_t net_queued_packets(NetClientState *nc)
     return nc->incoming.length;
 }
 
+bool net_id_wellformed(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool net_parse_macaddr(const char *str, MACAddr *mac)
 {
     const char *p = str;

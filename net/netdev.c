@@ -102,20 +102,6 @@ static bool name_in(const char *const *names, const char *name)
     return false;
 }
 
-/* QEMU's rule for ids: letters, digits, '-', '.', '_', starting with a letter. */
-static bool net_id_wellformed(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static void net_pending_free(gpointer data)
 {
     NetPending *np = data;

@@ -529,20 +529,6 @@ void virtio_net_print_help(void)
            "  netdev=<str>           - ID of a netdev to use as a backend\n");
 }
 
-/* QEMU's rule for ids: letters, digits, '-', '.', '_', starting with a letter. */
-static bool virtio_net_id_wellformed(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 bool virtio_net_conf_parse(QemuOpts *opts, VirtIONetConf *conf, Error **errp)
 {
     static const char *const known[] = { "driver", "netdev", "mac", "id", NULL };
@@ -562,7 +548,7 @@ bool virtio_net_conf_parse(QemuOpts *opts, VirtIONetConf *conf, Error **errp)
             return false;
         }
     }
-    if (id && !virtio_net_id_wellformed(id)) {
+    if (id && !net_id_wellformed(id)) {
         error_setg(errp, "Parameter 'id' expects an identifier");
         error_append_hint(errp, "Identifiers consist of letters, digits, '-', '.', '_', "
                           "starting with a letter.\n");

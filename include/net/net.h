@@ -152,6 +152,13 @@ void net_flush_queued_packets(NetClientState *nc);
 /* net_queued_packets: how many frames wait for @nc. */
 size_t net_queued_packets(NetClientState *nc);
 
+/*
+ * net_id_wellformed: QEMU's rule for a -netdev or -device id: letters,
+ * digits, '-', '.', '_', starting with a letter. One rule, so that a NIC's
+ * id and its backend's are refused alike.
+ */
+bool net_id_wellformed(const char *id);
+
 /* MAC addresses: "52:54:00:12:34:56" (':' or '-', 1-2 hex digits a byte). */
 bool net_parse_macaddr(const char *str, MACAddr *mac);
 char *net_macaddr_str(const MACAddr *mac);
