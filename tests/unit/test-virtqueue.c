@@ -148,6 +148,41 @@ static void pop_expect_broken(Driver *d, const char *needle)
     assert_broken_once(d, needle);
 }
 
+/* One descriptor a hostile test writes, into @table (DESC_GPA or TABLE_GPA). */
+typedef struct DescSpec {
+    uint64_t table;
+    unsigned int i;
+    uint64_t addr;
+    uint32_t len;
+    uint16_t flags;
+    uint16_t next;
+} DescSpec;
+
+/*
+ * A fresh queue of QSIZE (indirect negotiated or not) holding @descs, with
+ * @head published: the first pop must break the queue with @needle.
+ */
+static void chain_expect_broken(bool indirect, const DescSpec *descs, size_t n,
+                                uint16_t head, const char *needle)
+{
+    Driver d;
+
+    driver_setup(&d, QSIZE, false, indirect);
+    for (size_t k = 0; k < n; k++) {
+        put_desc_at(descs[k].table, descs[k].i, descs[k].addr, descs[k].len,
+                    descs[k].flags, descs[k].next);
+    }
+    publish(&d, head);
+    pop_expect_broken(&d, needle);
+    driver_teardown(&d);
+}
+
+#define CHAIN_EXPECT_BROKEN(indirect, head, needle, ...) do {                 \
+        const DescSpec descs_[] = { __VA_ARGS__ };                          \
+        chain_expect_broken(indirect, descs_, G_N_ELEMENTS(descs_), head,   \
+                            needle);                                        \
+    } while (0)
+
 /* ---- Normal operation ---- */
 
 static void test_pop_push(void)
@@ -436,13 +471,8 @@ static void test_head_beyond_size(void)
 
 static void test_next_beyond_size(void)
 {
-    Driver d;
-
-    driver_setup(&d, QSIZE, false, false);
-    put_desc(0, BUF_GPA, 8, VRING_DESC_F_NEXT, 0xffff);
-    publish(&d, 0);
-    pop_expect_broken(&d, "next 65535");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(false, 0, "next 65535",
+                        { DESC_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 0xffff });
 }
 
 static void test_loops(void)
@@ -450,20 +480,14 @@ static void test_loops(void)
     Driver d;
 
     /* A self-loop. */
-    driver_setup(&d, QSIZE, false, false);
-    put_desc(2, BUF_GPA, 8, VRING_DESC_F_NEXT, 2);
-    publish(&d, 2);
-    pop_expect_broken(&d, "a loop");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(false, 2, "a loop",
+                        { DESC_GPA, 2, BUF_GPA, 8, VRING_DESC_F_NEXT, 2 });
     /* A cycle of three behind a tail. */
-    driver_setup(&d, QSIZE, false, false);
-    put_desc(0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1);
-    put_desc(1, BUF_GPA, 8, VRING_DESC_F_NEXT, 2);
-    put_desc(2, BUF_GPA, 8, VRING_DESC_F_NEXT, 3);
-    put_desc(3, BUF_GPA, 8, VRING_DESC_F_NEXT, 1);
-    publish(&d, 0);
-    pop_expect_broken(&d, "a loop");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(false, 0, "a loop",
+                        { DESC_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1 },
+                        { DESC_GPA, 1, BUF_GPA, 8, VRING_DESC_F_NEXT, 2 },
+                        { DESC_GPA, 2, BUF_GPA, 8, VRING_DESC_F_NEXT, 3 },
+                        { DESC_GPA, 3, BUF_GPA, 8, VRING_DESC_F_NEXT, 1 });
     /* A chain of exactly the queue size is fine, one more is not possible. */
     driver_setup(&d, QSIZE, false, false);
     for (int i = 0; i < QSIZE; i++) {
@@ -488,27 +512,17 @@ static void test_bad_buffers(void)
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-        Driver d;
-
-        driver_setup(&d, QSIZE, false, false);
-        put_desc(0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1);
-        put_desc(1, bad[i].addr, bad[i].len, VRING_DESC_F_WRITE, 0);
-        publish(&d, 0);
-        pop_expect_broken(&d, "outside guest RAM");
-        driver_teardown(&d);
+        CHAIN_EXPECT_BROKEN(false, 0, "outside guest RAM",
+                            { DESC_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1 },
+                            { DESC_GPA, 1, bad[i].addr, bad[i].len, VRING_DESC_F_WRITE, 0 });
     }
 }
 
 static void test_write_then_read(void)
 {
-    Driver d;
-
-    driver_setup(&d, QSIZE, false, false);
-    put_desc(0, BUF_GPA, 8, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
-    put_desc(1, BUF_GPA + 8, 8, 0, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "readable after");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(false, 0, "readable after",
+                        { DESC_GPA, 0, BUF_GPA, 8, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1 },
+                        { DESC_GPA, 1, BUF_GPA + 8, 8, 0, 0 });
 }
 
 static void test_avail_idx_ahead(void)
@@ -569,50 +583,31 @@ static void test_bad_indirect(void)
         { 32, LOW_SIZE - 16, VRING_DESC_F_INDIRECT, "outside guest RAM" },
         { 32, TABLE_GPA, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, "also has NEXT" },
     };
-    Driver d;
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-        driver_setup(&d, QSIZE, false, true);
-        put_desc_at(TABLE_GPA, 0, BUF_GPA, 8, 0, 0);
-        put_desc(0, bad[i].addr, bad[i].len, bad[i].flags, 1);
-        publish(&d, 0);
-        pop_expect_broken(&d, bad[i].needle);
-        driver_teardown(&d);
+        CHAIN_EXPECT_BROKEN(true, 0, bad[i].needle,
+                            { TABLE_GPA, 0, BUF_GPA, 8, 0, 0 },
+                            { DESC_GPA, 0, bad[i].addr, bad[i].len, bad[i].flags, 1 });
     }
     /* Not negotiated. */
-    driver_setup(&d, QSIZE, false, false);
-    put_desc(0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "not negotiated");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(false, 0, "not negotiated",
+                        { DESC_GPA, 0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0 });
     /* Nested table. */
-    driver_setup(&d, QSIZE, false, true);
-    put_desc_at(TABLE_GPA, 0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0);
-    put_desc(0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "nested");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(true, 0, "nested",
+                        { TABLE_GPA, 0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0 },
+                        { DESC_GPA, 0, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0 });
     /* Indirect in the middle of a direct chain. */
-    driver_setup(&d, QSIZE, false, true);
-    put_desc(0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1);
-    put_desc(1, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "not the head");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(true, 0, "not the head",
+                        { DESC_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1 },
+                        { DESC_GPA, 1, TABLE_GPA, 16, VRING_DESC_F_INDIRECT, 0 });
     /* A loop inside the table, and a next beyond the table (not the queue). */
-    driver_setup(&d, QSIZE, false, true);
-    put_desc_at(TABLE_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1);
-    put_desc_at(TABLE_GPA, 1, BUF_GPA, 8, VRING_DESC_F_NEXT, 0);
-    put_desc(0, TABLE_GPA, 32, VRING_DESC_F_INDIRECT, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "a loop");
-    driver_teardown(&d);
-    driver_setup(&d, QSIZE, false, true);
-    put_desc_at(TABLE_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 2);
-    put_desc(0, TABLE_GPA, 32, VRING_DESC_F_INDIRECT, 0);
-    publish(&d, 0);
-    pop_expect_broken(&d, "beyond 2");
-    driver_teardown(&d);
+    CHAIN_EXPECT_BROKEN(true, 0, "a loop",
+                        { TABLE_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 1 },
+                        { TABLE_GPA, 1, BUF_GPA, 8, VRING_DESC_F_NEXT, 0 },
+                        { DESC_GPA, 0, TABLE_GPA, 32, VRING_DESC_F_INDIRECT, 0 });
+    CHAIN_EXPECT_BROKEN(true, 0, "beyond 2",
+                        { TABLE_GPA, 0, BUF_GPA, 8, VRING_DESC_F_NEXT, 2 },
+                        { DESC_GPA, 0, TABLE_GPA, 32, VRING_DESC_F_INDIRECT, 0 });
 }
 
 /* A broken queue ignores pushes and notifications; reset brings it back. */
