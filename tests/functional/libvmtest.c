@@ -124,6 +124,20 @@ bool vmtest_require_kvm(void)
     return true;
 }
 
+const char *vmtest_require_qemu72(void)
+{
+    const char *peer = getenv("VMTEST_PEER") ? getenv("VMTEST_PEER") : "/usr/bin/qemu-system-x86_64";
+    g_autofree char *cmd = g_strdup_printf("%s -version", peer);
+    g_autofree char *out = NULL;
+
+    if (access(peer, X_OK) != 0 || !g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL) ||
+        strstr(out, "qemu-mig")) {
+        vmtest_skip("QEMU 7.2 (Debian package qemu-system-x86) is not installed");
+        return NULL;
+    }
+    return peer;
+}
+
 /* In the child: die with the test, whatever way the test dies. */
 static void child_setup(gpointer data)
 {

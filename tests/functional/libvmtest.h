@@ -44,6 +44,13 @@ const char *vmtest_firmware(void);
 bool vmtest_require_kvm(void);
 /* Same policy for any other missing prerequisite. */
 void vmtest_skip(const char *reason);
+/*
+ * vmtest_require_qemu72: the real QEMU 7.2 the tests compare against (env
+ * VMTEST_PEER, else /usr/bin/qemu-system-x86_64), or NULL after skipping the
+ * current test as vmtest_skip() does when it is not installed; our own binary
+ * under that name ("qemu-mig" in its -version) does not count.
+ */
+const char *vmtest_require_qemu72(void);
 
 /*
  * vm_spawn: start @binary with @args (a space-separated string, may contain

@@ -310,27 +310,16 @@ static void test_memory_backends(void)
     }
 }
 
-static bool is_real_qemu(const char *path)
-{
-    g_autofree char *out = NULL;
-    g_autofree char *cmd = g_strdup_printf("%s --version", path);
-
-    if (access(path, X_OK) != 0 || !g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL)) {
-        return false;
-    }
-    return strstr(out, "qemu-mig") == NULL;
-}
-
 static void test_under_qemu72(void)
 {
-    const char *peer = getenv("VMTEST_PEER") ? getenv("VMTEST_PEER") : "/usr/bin/qemu-system-x86_64";
+    const char *peer;
     VM *vm;
 
     if (!vmtest_require_kvm()) {
         return;
     }
-    if (!is_real_qemu(peer)) {
-        vmtest_skip("QEMU 7.2 (Debian package qemu-system-x86) is not installed");
+    peer = vmtest_require_qemu72();
+    if (!peer) {
         return;
     }
     vm = vm_spawn_binary("qemu72", peer, false,

@@ -9,15 +9,14 @@
  * the same echo exchange under QEMU 7.2 when it is installed.
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "libvmtest.h"
+#include "udptest.h"
 
 #define BASE_ARGS "-M microvm -enable-kvm -cpu host -m 64M -nodefaults -no-user-config " \
                   "-nographic -serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 "
@@ -31,59 +30,6 @@
 #define REPLY_TIMEOUT_MS 5000
 #define ONE_BY_ONE      50
 #define BURST           100
-
-/* A UDP port on 127.0.0.1 that was free a moment ago. */
-static int free_udp_port(void)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t alen = sizeof(a);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int port;
-
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-static int udp_socket(int bind_port)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(bind_port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
-    return fd;
-}
-
-static void send_to(int fd, int port, const char *buf, size_t len)
-{
-    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
-    g_assert_cmpint(sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)), ==, (ssize_t)len);
-}
-
-/* One datagram within @timeout_ms (NUL-terminated in @buf), its length, or -1. */
-static ssize_t recv_within(int fd, char *buf, size_t size, int timeout_ms,
-                           struct sockaddr_in *from)
-{
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    socklen_t flen = sizeof(*from);
-    ssize_t n;
-
-    if (poll(&p, 1, timeout_ms) != 1) {
-        return -1;
-    }
-    n = recvfrom(fd, buf, size - 1, 0, (struct sockaddr *)from, &flen);
-    if (n < 0) {
-        g_error("recvfrom: %s", g_strerror(errno));
-    }
-    buf[n] = 0;
-    return n;
-}
 
 /* "seq=M REST": M, and REST in *rest; fails the test on any other shape. */
 static uint64_t parse_reply(const char *buf, const char **rest)
@@ -106,7 +52,7 @@ static uint64_t parse_reply(const char *buf, const char **rest)
  */
 static int echo_exchange(int port)
 {
-    int fd = udp_socket(0), c = 0;
+    int fd = udptest_socket(0), c = 0;
     uint64_t seq = 0;
     char buf[2048], want[2048];
     struct sockaddr_in from;
@@ -116,8 +62,8 @@ static int echo_exchange(int port)
     for (int i = 0; i < ONE_BY_ONE; i++) {
         int n = snprintf(want, sizeof(want), "c=%d one by one", ++c);
 
-        send_to(fd, port, want, n);
-        if (recv_within(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
+        udptest_send(fd, port, want, n);
+        if (udptest_recv(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
             g_error("no echo of '%s' within %d ms", want, REPLY_TIMEOUT_MS);
         }
         g_assert_cmpint(ntohs(from.sin_port), ==, port);
@@ -128,12 +74,12 @@ static int echo_exchange(int port)
     for (int i = 0; i < BURST; i++) {
         int n = snprintf(want, sizeof(want), "c=%d burst", c + 1 + i);
 
-        send_to(fd, port, want, n);
+        udptest_send(fd, port, want, n);
     }
     for (int i = 0; i < BURST; i++) {
         int k;
 
-        if (recv_within(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
+        if (udptest_recv(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
             g_error("burst: %d of %d echoes within %d ms each", i, BURST, REPLY_TIMEOUT_MS);
         }
         g_assert_cmpuint(parse_reply(buf, &rest), ==, ++seq);
@@ -149,8 +95,8 @@ static int echo_exchange(int port)
     snprintf(want, sizeof(want), "c=%d ", ++c);
     want[strlen(want)] = 'x';
     want[1400] = 0;
-    send_to(fd, port, want, 1400);
-    g_assert_cmpint(recv_within(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from), >, 1400);
+    udptest_send(fd, port, want, 1400);
+    g_assert_cmpint(udptest_recv(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from), >, 1400);
     g_assert_cmpuint(parse_reply(buf, &rest), ==, ++seq);
     g_assert_cmpstr(rest, ==, want);
     close(fd);
@@ -178,7 +124,7 @@ static void assert_guest_counted(VM *vm, int n)
 
 static void test_udpecho(void)
 {
-    int port = free_udp_port(), n;
+    int port = udptest_free_port(), n;
     const char *l;
     VM *vm;
 
@@ -206,7 +152,7 @@ static void test_udpecho(void)
  */
 static void test_udpstream(void)
 {
-    int port = free_udp_port(), fd = udp_socket(port);
+    int port = udptest_free_port(), fd = udptest_socket(port);
     uint64_t first = 0, last = 0, last_tsc = 0;
     gint64 t_first = 0, elapsed;
     struct sockaddr_in from;
@@ -224,7 +170,7 @@ static void test_udpstream(void)
     for (int i = 0; i < 150; i++) {
         uint64_t seq, tsc;
 
-        if (recv_within(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
+        if (udptest_recv(fd, buf, sizeof(buf), REPLY_TIMEOUT_MS, &from) < 0) {
             g_error("udpstream: %d datagrams, then none for %d ms", i, REPLY_TIMEOUT_MS);
         }
         g_assert_cmpint(sscanf(buf, "seq=%" SCNu64 " tsc=%" SCNu64, &seq, &tsc), ==, 2);
@@ -305,29 +251,17 @@ static void test_bad_params(void)
     }
 }
 
-static bool is_real_qemu(const char *path)
-{
-    g_autofree char *out = NULL;
-    g_autofree char *cmd = g_strdup_printf("%s -version", path);
-
-    if (access(path, X_OK) != 0 || !g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL)) {
-        return false;
-    }
-    return strstr(out, "qemu-mig") == NULL;
-}
-
 static void test_udpecho_qemu72(void)
 {
-    const char *peer = getenv("VMTEST_PEER") ? getenv("VMTEST_PEER") : "/usr/bin/qemu-system-x86_64";
-    int port = free_udp_port(), n;
-    const char *l;
+    int port = udptest_free_port(), n;
+    const char *peer, *l;
     VM *vm;
 
     if (!vmtest_require_kvm()) {
         return;
     }
-    if (!is_real_qemu(peer)) {
-        vmtest_skip("QEMU 7.2 (Debian package qemu-system-x86) is not installed");
+    peer = vmtest_require_qemu72();
+    if (!peer) {
         return;
     }
     vm = vm_spawn_binary("qemu72", peer, false, QEMU72_ARGS "-kernel %s "

@@ -21,23 +21,12 @@
 #include <unistd.h>
 #include "libvmtest.h"
 #include "migtest.h"
+#include "udptest.h"
 
 #define ARGS "-M microvm -enable-kvm -nodefaults -m 64M -S -kernel %s "
 #define NIC0 "virtio-net-device.0: index=0,type=nic,model=virtio-net-device,macaddr="
 
-/* A UDP port on 0.0.0.0 that was free a moment ago. */
-static int free_udp_port(void)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET };
-    socklen_t alen = sizeof(a);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
+/* Whether @port is free on every address (hostfwd=udp::PORT binds 0.0.0.0). */
 static bool udp_port_free(int port)
 {
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -68,7 +57,7 @@ static void assert_info_network(VM *vm, const char *want)
 
 static void test_info_network(void)
 {
-    int port = free_udp_port();
+    int port = udptest_free_port();
     VM *vm;
 
     if (!vmtest_require_kvm()) {
@@ -117,7 +106,7 @@ static void test_ids_and_macs(void)
 /* -nic alone: the device and its backend, with hostfwd bound. */
 static void test_nic(void)
 {
-    int port = free_udp_port();
+    int port = udptest_free_port();
     VM *vm;
 
     if (!vmtest_require_kvm()) {
@@ -245,7 +234,7 @@ static void assert_net_sections(const char *file)
  */
 static void restore_and_check(const char *file, const char *append, int pass)
 {
-    int port = free_udp_port();
+    int port = udptest_free_port();
     g_autofree char *incoming = g_strdup_printf("exec:cat %s", file);
     g_autofree char *extra = g_strdup_printf("-netdev user,id=n0,hostfwd=udp::%d-:7 "
                                              "-device virtio-net-device,netdev=n0,"
@@ -271,7 +260,7 @@ static char *source_extra(int port)
 static char *save_stream(const char *name, const char *append, int *pass)
 {
     char *file = stream_path(name);
-    g_autofree char *extra = source_extra(free_udp_port());
+    g_autofree char *extra = source_extra(udptest_free_port());
     JsonNode *info;
     VM *src;
 
@@ -364,7 +353,7 @@ static void test_background_snapshot(void)
 {
     const char *append = "mode=verify mem=32";
     g_autofree char *file = stream_path("snap");
-    g_autofree char *extra = source_extra(free_udp_port());
+    g_autofree char *extra = source_extra(udptest_free_port());
     JsonNode *info;
     int pass;
     VM *src;
@@ -401,8 +390,6 @@ static void test_background_snapshot(void)
  */
 static int64_t udp_echo(VM *vm, int fd, int port, int c)
 {
-    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     g_autofree char *msg = g_strdup_printf("c=%d hello", c);
     gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
 
@@ -411,8 +398,7 @@ static int64_t udp_echo(VM *vm, int fd, int port, int c)
         char buf[256];
         ssize_t n;
 
-        g_assert_cmpint(sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&to, sizeof(to)),
-                        ==, strlen(msg));
+        udptest_send(fd, port, msg, strlen(msg));
         while (poll(&p, 1, 500) == 1 && (n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
             const char *body;
 
@@ -438,10 +424,10 @@ static VM *start_echo_dest(const char *incoming, int port)
 
 static void test_udpecho_migration(void)
 {
-    int sport = free_udp_port(), dport = free_udp_port();
+    int sport = udptest_free_port(), dport = udptest_free_port();
     g_autofree char *extra = source_extra(sport);
     g_autofree char *uri = migtest_uri("tcp");
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = udptest_socket(0);
     int64_t seq = 0, s;
     JsonNode *info;
     VM *src, *dst;
@@ -476,11 +462,11 @@ static void test_udpecho_migration(void)
 
 static void test_udpecho_snapshot(void)
 {
-    int sport = free_udp_port(), dport = free_udp_port();
+    int sport = udptest_free_port(), dport = udptest_free_port();
     g_autofree char *extra = source_extra(sport);
     g_autofree char *file = stream_path("echo-snap");
     g_autofree char *incoming = g_strdup_printf("exec:cat %s", file);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = udptest_socket(0);
     int64_t at_snapshot;
     JsonNode *info;
     VM *src, *dst;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The udpecho client of the functional tests: see udptest.h. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -41,6 +42,42 @@ int udptest_free_port(void)
     port = ntohs(a.sin_port);
     close(fd);
     return port;
+}
+
+int udptest_socket(int bind_port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(bind_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+    return fd;
+}
+
+void udptest_send(int fd, int port, const char *buf, size_t len)
+{
+    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+    g_assert_cmpint(sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)), ==, (ssize_t)len);
+}
+
+ssize_t udptest_recv(int fd, char *buf, size_t size, int timeout_ms, struct sockaddr_in *from)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    socklen_t flen = sizeof(*from);
+    ssize_t n;
+
+    if (poll(&p, 1, timeout_ms) != 1) {
+        return -1;
+    }
+    n = recvfrom(fd, buf, size - 1, 0, (struct sockaddr *)from, &flen);
+    if (n < 0) {
+        g_error("recvfrom: %s", g_strerror(errno));
+    }
+    buf[n] = 0;
+    return n;
 }
 
 int64_t udptest_now_us(void)

@@ -9,13 +9,30 @@
 #ifndef UDPTEST_H
 #define UDPTEST_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct UdpEcho UdpEcho;
 
 /* A UDP port on 127.0.0.1 that was free a moment ago. */
 int udptest_free_port(void);
+
+/*
+ * Single datagrams to and from 127.0.0.1, for tests that talk to a guest
+ * themselves; each fails the test on a socket error. udptest_socket: bound
+ * to 127.0.0.1:@bind_port (0: any free port).
+ */
+int udptest_socket(int bind_port);
+/* Sends @buf[0..@len) to 127.0.0.1:@port, all of it. */
+void udptest_send(int fd, int port, const char *buf, size_t len);
+/*
+ * One datagram within @timeout_ms, NUL-terminated in @buf (at most
+ * @size - 1 bytes) with its sender in *@from: its length, or -1 if none came.
+ */
+ssize_t udptest_recv(int fd, char *buf, size_t size, int timeout_ms, struct sockaddr_in *from);
 
 /* Starts sending @rate datagrams per second to each of @ports[0..@nports). */
 UdpEcho *udp_echo_start(const int *ports, int nports, int rate);
