@@ -329,6 +329,24 @@ char *qc_hmp(QConn *c, const char *cmdline)
     return out;
 }
 
+void qc_assert_hmp(QConn *c, const char *cmdline, const char *want)
+{
+    g_autofree char *out = qc_hmp(c, cmdline);
+
+    if (strcmp(out, want)) {
+        g_error("HMP '%.60s': got '%s', want '%s'", cmdline, out, want);
+    }
+}
+
+void qc_assert_hmp_has(QConn *c, const char *cmdline, const char *want)
+{
+    g_autofree char *out = qc_hmp(c, cmdline);
+
+    if (!strstr(out, want)) {
+        g_error("HMP '%.60s': '%s' lacks '%s'", cmdline, out, want);
+    }
+}
+
 char *qc_hmp_banner(QConn *c)
 {
     char *text = qc_hmp_read_prompt(c, 30);

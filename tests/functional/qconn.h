@@ -53,6 +53,10 @@ char *qc_hmp_banner(QConn *c);
  * "\r\n" turned into "\n". Checks that the echo is (a prefix of) @cmdline.
  */
 char *qc_hmp(QConn *c, const char *cmdline);
+/* HMP: the output of @cmdline is exactly @want; else fails the test with both. */
+void qc_assert_hmp(QConn *c, const char *cmdline, const char *want);
+/* HMP: the output of @cmdline contains @want; else fails the test with both. */
+void qc_assert_hmp_has(QConn *c, const char *cmdline, const char *want);
 
 /* A fresh unix socket path in the test's temporary directory. */
 char *vmtest_sock_path(const char *what);

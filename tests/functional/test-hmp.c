@@ -32,25 +32,6 @@ static QConn *start_with_monitor(VM **vmp, const char *name, const char *extra)
     return c;
 }
 
-static void assert_hmp(QConn *c, const char *cmd, const char *want)
-{
-    g_autofree char *out = qc_hmp(c, cmd);
-
-    if (strcmp(out, want)) {
-        g_error("HMP '%.60s': got '%s', want '%s'", cmd, out, want);
-    }
-}
-
-/* The output of @cmd contains @want. */
-static void assert_hmp_has(QConn *c, const char *cmd, const char *want)
-{
-    g_autofree char *out = qc_hmp(c, cmd);
-
-    if (!strstr(out, want)) {
-        g_error("HMP '%.60s': '%s' lacks '%s'", cmd, out, want);
-    }
-}
-
 /* Sends raw bytes and expects exactly @want (echo included, "\r\n" line ends) before the prompt. */
 static void assert_raw(QConn *c, const char *send, const char *want)
 {
@@ -73,23 +54,23 @@ static void test_info(void)
         return;
     }
     c = start_with_monitor(&vm, "info", "-name hmp-guest -smp 2");
-    assert_hmp(c, "info status", "VM status: running\n");
+    qc_assert_hmp(c, "info status", "VM status: running\n");
     v = vm_qmp_ok(vm, "{'execute': 'query-version'}");
     version = g_strdup_printf("%" PRId64 ".%" PRId64 ".%" PRId64 " %s\n",
                               json_get_int(v, "qemu.major"), json_get_int(v, "qemu.minor"),
                               json_get_int(v, "qemu.micro"), json_get_str(v, "package"));
     json_node_unref(v);
-    assert_hmp(c, "info version", version);
-    assert_hmp(c, "info kvm", "kvm support: enabled\n");
-    assert_hmp(c, "info name", "hmp-guest\n");
+    qc_assert_hmp(c, "info version", version);
+    qc_assert_hmp(c, "info kvm", "kvm support: enabled\n");
+    qc_assert_hmp(c, "info name", "hmp-guest\n");
     cpus = qc_hmp(c, "info cpus");
     g_assert_true(g_regex_match_simple("^\\* CPU #0: thread_id=[0-9]+\n"
                                        "  CPU #1: thread_id=[0-9]+\n$", cpus, 0, 0));
     /* Extra spaces and tabs around words are fine. */
-    assert_hmp(c, "   info \t status  ", "VM status: running\n");
+    qc_assert_hmp(c, "   info \t status  ", "VM status: running\n");
     /* "info" alone lists its subcommands. */
-    assert_hmp_has(c, "info", "info status  -- show the current VM status");
-    assert_hmp_has(c, "info", "info migrate_parameters");
+    qc_assert_hmp_has(c, "info", "info status  -- show the current VM status");
+    qc_assert_hmp_has(c, "info", "info migrate_parameters");
     qc_close(c);
     vm_kill(vm);
 }
@@ -104,25 +85,25 @@ static void test_run_state(void)
     }
     c = start_with_monitor(&vm, "runstate", "");
     vm_wait_line(vm, "READY", 60);
-    assert_hmp(c, "stop", "");
+    qc_assert_hmp(c, "stop", "");
     json_node_unref(vm_wait_event(vm, "STOP", 30));
-    assert_hmp(c, "info status", "VM status: paused\n");
+    qc_assert_hmp(c, "info status", "VM status: paused\n");
     vm_assert_status(vm, "paused", false);
-    assert_hmp(c, "cont", "");
+    qc_assert_hmp(c, "cont", "");
     json_node_unref(vm_wait_event(vm, "RESUME", 30));
-    assert_hmp(c, "info status", "VM status: running\n");
+    qc_assert_hmp(c, "info status", "VM status: running\n");
     vm_assert_progress(vm);
-    assert_hmp(c, "stop", "");
-    assert_hmp(c, "c", "");
+    qc_assert_hmp(c, "stop", "");
+    qc_assert_hmp(c, "c", "");
     json_node_unref(vm_wait_event(vm, "RESUME", 30));
     vm_assert_status(vm, "running", true);
 
-    assert_hmp(c, "system_reset", "");
+    qc_assert_hmp(c, "system_reset", "");
     json_node_unref(vm_wait_event(vm, "RESET", 30));
     /* The reset may cut the line being printed, so READY may not start its line. */
     vm_wait_line_containing(vm, "READY mode=verify", 60);
     vm_wait_line(vm, "PASS n=1 ", 60);
-    assert_hmp(c, "info status", "VM status: running\n");
+    qc_assert_hmp(c, "info status", "VM status: running\n");
     qc_close(c);
     vm_kill(vm);
 }
@@ -146,13 +127,13 @@ static void test_memory(void)
     }
     c = start_with_monitor(&vm, "memory", "");
     vm_wait_line(vm, "PASS", 60);
-    assert_hmp(c, "stop", "");
+    qc_assert_hmp(c, "stop", "");
     for (int k = 0; k < 8; k++) {
         uint64_t page = WORK_BASE + k * 4096;
         g_autofree char *q = g_strdup_printf("xp /1xg 0x%" PRIx64, page + 8);
         g_autofree char *w = g_strdup_printf("%016" PRIx64 ": 0x%016" PRIx64 "\n",
                                              page + 8, page);
-        assert_hmp(c, q, w);
+        qc_assert_hmp(c, q, w);
     }
     /* Four words from 0x400008: the address word, then the pass's random fill. */
     out = qc_hmp(c, "xp /4xg 0x400008");
@@ -166,7 +147,7 @@ static void test_memory(void)
     g_assert_cmphex(words[0], ==, WORK_BASE);
 
     cmd = g_strdup_printf("pmemsave 0x400000 4096 %s", file);
-    assert_hmp(c, cmd, "");
+    qc_assert_hmp(c, cmd, "");
     g_assert_true(g_file_get_contents(file, &data, &len, NULL));
     g_assert_cmpuint(len, ==, 4096);
     /* Stopped: the dump and xp agree word for word. */
@@ -176,14 +157,14 @@ static void test_memory(void)
     /* Other formats over the same bytes. */
     want = g_strdup_printf("0000000000400008: 0x%08x 0x%08x\n",
                            (uint32_t)words[0], (uint32_t)(words[0] >> 32));
-    assert_hmp(c, "xp /2xw 0x400008", want);
+    qc_assert_hmp(c, "xp /2xw 0x400008", want);
     g_clear_pointer(&want, g_free);
-    assert_hmp(c, "xp /2xb 0x400009", "0000000000400009: 0x00 0x40\n");
+    qc_assert_hmp(c, "xp /2xb 0x400009", "0000000000400009: 0x00 0x40\n");
     want = g_strdup_printf("0000000000400008: %24d\n", WORK_BASE);
-    assert_hmp(c, "xp /1ug 0x400008", want);
+    qc_assert_hmp(c, "xp /1ug 0x400008", want);
     /* Outside RAM. */
-    assert_hmp_has(c, "xp /1xg 0xfffffffff000", "Cannot access memory");
-    assert_hmp(c, "c", "");
+    qc_assert_hmp_has(c, "xp /1xg 0xfffffffff000", "Cannot access memory");
+    qc_assert_hmp(c, "c", "");
     vm_assert_progress(vm);
     qc_close(c);
     vm_kill(vm);
@@ -214,11 +195,11 @@ static void test_help(void)
             g_error("help lacks %s:\n%s", cmds[i], out);
         }
     }
-    assert_hmp_has(c, "?", "pmemsave addr size file -- ");
-    assert_hmp(c, "help xp", "xp /fmt addr -- physical memory dump starting at 'addr'\n");
-    assert_hmp(c, "help c", "cont|c  -- resume emulation\n");
-    assert_hmp_has(c, "help info", "info kvm  -- show KVM information\n");
-    assert_hmp(c, "help nosuch", "unknown command: 'nosuch'\n");
+    qc_assert_hmp_has(c, "?", "pmemsave addr size file -- ");
+    qc_assert_hmp(c, "help xp", "xp /fmt addr -- physical memory dump starting at 'addr'\n");
+    qc_assert_hmp(c, "help c", "cont|c  -- resume emulation\n");
+    qc_assert_hmp_has(c, "help info", "info kvm  -- show KVM information\n");
+    qc_assert_hmp(c, "help nosuch", "unknown command: 'nosuch'\n");
     qc_close(c);
     /* Through human-monitor-command: once crashed on the absent optional argument. */
     via_qmp = vm_hmp(vm, "help");
@@ -237,35 +218,35 @@ static void test_errors(void)
         return;
     }
     c = start_with_monitor(&vm, "errors", "");
-    assert_hmp(c, "foo", "unknown command: 'foo'\n");
-    assert_hmp(c, "foo bar baz", "unknown command: 'foo'\n");
-    assert_hmp(c, "info foo", "unknown command: 'info foo'\n");
-    assert_hmp(c, "xp /4x notanumber", "xp: invalid number 'notanumber' for 'addr'\n");
-    assert_hmp(c, "xp /4x 0x", "xp: invalid number '0x' for 'addr'\n");
-    assert_hmp(c, "xp /4x 99999999999999999999999", "xp: invalid number "
-               "'99999999999999999999999' for 'addr'\n");
-    assert_hmp(c, "xp", "xp: missing argument 'fmt'\n");
-    assert_hmp(c, "xp /4x", "xp: missing argument 'addr'\n");
-    assert_hmp(c, "xp 0x400000", "xp: expected /FMT\n");
-    assert_hmp(c, "xp /4z 0x400000", "invalid format '/4z'\n");
-    assert_hmp(c, "xp /0x 0x400000", "invalid format '/0x'\n");
-    assert_hmp(c, "xp /99999999x 0x400000", "invalid format '/99999999x'\n");
-    assert_hmp(c, "pmemsave 0 4096", "pmemsave: missing argument 'filename'\n");
-    assert_hmp_has(c, "pmemsave 0 4096 /nonexistent/dir/file", "Error: Could not open");
-    assert_hmp_has(c, "pmemsave 0 -1 /dev/null", "Error: ");
-    assert_hmp(c, "pmemsave 0 4096 \"unterminated", "pmemsave: unterminated string\n");
-    assert_hmp(c, "stop now", "stop: extraneous characters at the end of line\n");
-    assert_hmp(c, "", "");
-    assert_hmp(c, "    ", "");
+    qc_assert_hmp(c, "foo", "unknown command: 'foo'\n");
+    qc_assert_hmp(c, "foo bar baz", "unknown command: 'foo'\n");
+    qc_assert_hmp(c, "info foo", "unknown command: 'info foo'\n");
+    qc_assert_hmp(c, "xp /4x notanumber", "xp: invalid number 'notanumber' for 'addr'\n");
+    qc_assert_hmp(c, "xp /4x 0x", "xp: invalid number '0x' for 'addr'\n");
+    qc_assert_hmp(c, "xp /4x 99999999999999999999999", "xp: invalid number "
+                  "'99999999999999999999999' for 'addr'\n");
+    qc_assert_hmp(c, "xp", "xp: missing argument 'fmt'\n");
+    qc_assert_hmp(c, "xp /4x", "xp: missing argument 'addr'\n");
+    qc_assert_hmp(c, "xp 0x400000", "xp: expected /FMT\n");
+    qc_assert_hmp(c, "xp /4z 0x400000", "invalid format '/4z'\n");
+    qc_assert_hmp(c, "xp /0x 0x400000", "invalid format '/0x'\n");
+    qc_assert_hmp(c, "xp /99999999x 0x400000", "invalid format '/99999999x'\n");
+    qc_assert_hmp(c, "pmemsave 0 4096", "pmemsave: missing argument 'filename'\n");
+    qc_assert_hmp_has(c, "pmemsave 0 4096 /nonexistent/dir/file", "Error: Could not open");
+    qc_assert_hmp_has(c, "pmemsave 0 -1 /dev/null", "Error: ");
+    qc_assert_hmp(c, "pmemsave 0 4096 \"unterminated", "pmemsave: unterminated string\n");
+    qc_assert_hmp(c, "stop now", "stop: extraneous characters at the end of line\n");
+    qc_assert_hmp(c, "", "");
+    qc_assert_hmp(c, "    ", "");
     /* Control characters are dropped, not echoed. */
     assert_raw(c, "info\x01 status\x1b\r\n", "info status\r\nVM status: running\r\n");
 
     /* Longer than the monitor's line: refused whole, the echo stops at the limit. */
     longline = g_strnfill(10000, 'x');
-    assert_hmp(c, longline, "command line too long (at most 4096 characters)\n");
+    qc_assert_hmp(c, longline, "command line too long (at most 4096 characters)\n");
     g_clear_pointer(&longline, g_free);
     longline = g_strdup_printf("info status%*s", 4096 - 11, "");
-    assert_hmp(c, longline, "VM status: running\n");
+    qc_assert_hmp(c, longline, "VM status: running\n");
 
     /* Backspace edits the line (echoed as "\b \b"). */
     assert_raw(c, "info statux\x7fs\r\n", "info statux\b \bs\r\nVM status: running\r\n");
@@ -273,7 +254,7 @@ static void test_errors(void)
     /* CR and LF arriving in separate reads still end one line: no extra prompt. */
     assert_raw(c, "info kvm\r", "info kvm\r\nkvm support: enabled\r\n");
     qc_send_str(c, "\n");
-    assert_hmp(c, "info status", "VM status: running\n");
+    qc_assert_hmp(c, "info status", "VM status: running\n");
     /* A bare LF ends a line; CR CR LF is two lines. */
     assert_raw(c, "info status\n", "info status\r\nVM status: running\r\n");
     assert_raw(c, "\r", "\r\n");
@@ -292,7 +273,7 @@ static void test_errors(void)
         g_assert_cmpstr(c->in->str, ==, want);
         g_string_truncate(c->in, 0);
     }
-    assert_hmp(c, "info status", "VM status: running\n");
+    qc_assert_hmp(c, "info status", "VM status: running\n");
     vm_assert_progress(vm);
     qc_close(c);
     vm_kill(vm);
@@ -340,17 +321,17 @@ static void test_chardev_mon(void)
         c = qc_connect_unix(vm, path);
         banner = qc_hmp_banner(c);
         g_assert_true(g_str_has_suffix(banner, "monitor - type 'help' for more information\n"));
-        assert_hmp(c, "info status", "VM status: running\n");
-        assert_hmp(c, "stop", "");
-        assert_hmp(c, "info status", "VM status: paused\n");
-        assert_hmp(c, "c", "");
+        qc_assert_hmp(c, "info status", "VM status: running\n");
+        qc_assert_hmp(c, "stop", "");
+        qc_assert_hmp(c, "info status", "VM status: paused\n");
+        qc_assert_hmp(c, "c", "");
         /* Leave with half a line typed: the next client starts clean. */
         qc_send_str(c, "info sta");
         qc_close(c);
     }
     c = qc_connect_unix(vm, path);
     g_free(qc_hmp_banner(c));
-    assert_hmp(c, "info kvm", "kvm support: enabled\n");
+    qc_assert_hmp(c, "info kvm", "kvm support: enabled\n");
     vm_assert_progress(vm);
     qc_send_str(c, "q\r\n");
     g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);

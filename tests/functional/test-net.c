@@ -62,24 +62,6 @@ static QConn *start_vm(VM **vmp, const char *name, const char *extra)
     return c;
 }
 
-static void assert_hmp(QConn *c, const char *cmd, const char *want)
-{
-    g_autofree char *out = qc_hmp(c, cmd);
-
-    if (strcmp(out, want)) {
-        g_error("HMP '%s': got '%s', want '%s'", cmd, out, want);
-    }
-}
-
-static void assert_hmp_has(QConn *c, const char *cmd, const char *want)
-{
-    g_autofree char *out = qc_hmp(c, cmd);
-
-    if (!strstr(out, want)) {
-        g_error("HMP '%s': '%s' lacks '%s'", cmd, out, want);
-    }
-}
-
 static void test_info_network(void)
 {
     int port = free_port();
@@ -95,13 +77,13 @@ static void test_info_network(void)
         return;
     }
     c = start_vm(&vm, "info", extra);
-    assert_hmp(c, "info network",
-               "n0: index=0,type=user,net=10.0.2.0,restrict=off\n"
-               "n1: index=0,type=user,net=192.168.7.0,restrict=on\n");
-    assert_hmp_has(c, "info usernet", "Hub -1 (n0):\n  Protocol[State]    FD  Source Address");
-    assert_hmp_has(c, "info usernet", fwd);
-    assert_hmp_has(c, "info usernet", "Hub -1 (n1):\n");
-    assert_hmp_has(c, "help info", "info network  -- show the network state\n");
+    qc_assert_hmp(c, "info network",
+                  "n0: index=0,type=user,net=10.0.2.0,restrict=off\n"
+                  "n1: index=0,type=user,net=192.168.7.0,restrict=on\n");
+    qc_assert_hmp_has(c, "info usernet", "Hub -1 (n0):\n  Protocol[State]    FD  Source Address");
+    qc_assert_hmp_has(c, "info usernet", fwd);
+    qc_assert_hmp_has(c, "info usernet", "Hub -1 (n1):\n");
+    qc_assert_hmp_has(c, "help info", "info network  -- show the network state\n");
     /* The same through QMP's human-monitor-command (monitor line ends, as QEMU's). */
     via_qmp = vm_hmp(vm, "info network");
     g_assert_cmpstr(via_qmp, ==,
@@ -121,7 +103,7 @@ static void assert_hmp_port(QConn *c, const char *fmt, int port, const char *wan
     g_autofree char *cmd = g_strdup_printf(fmt, port);
     g_autofree char *want = g_strdup_printf(want_fmt, port);
 
-    assert_hmp(c, cmd, want);
+    qc_assert_hmp(c, cmd, want);
 }
 
 static void test_hostfwd(void)
@@ -158,17 +140,18 @@ static void test_hostfwd(void)
     g_assert_false(port_free(SOCK_DGRAM, uport));
 
     /* Bad input: QEMU's messages, and the monitor carries on. */
-    assert_hmp(c, "hostfwd_add nope tcp::1-:2", "unrecognized netdev id 'nope'\n");
-    assert_hmp(c, "hostfwd_add n0 foo", "Invalid host forwarding rule 'foo' (No : separators)\n");
-    assert_hmp(c, "hostfwd_add n0 udp::99999-:7",
-               "Invalid host forwarding rule 'udp::99999-:7' (Bad host port)\n");
-    assert_hmp(c, "hostfwd_add n0 tcp::1-:0",
-               "Invalid host forwarding rule 'tcp::1-:0' (Bad guest port)\n");
-    assert_hmp(c, "hostfwd_remove foo", "invalid format\n");
-    assert_hmp(c, "hostfwd_remove n0 tcp:bad:1", "invalid format\n");
-    assert_hmp(c, "hostfwd_remove nope tcp::1", "unrecognized netdev id 'nope'\n");
-    assert_hmp_has(c, "help hostfwd_add",
-                   "hostfwd_add [netdev_id] [tcp|udp]:[hostaddr]:hostport-[guestaddr]:guestport");
+    qc_assert_hmp(c, "hostfwd_add nope tcp::1-:2", "unrecognized netdev id 'nope'\n");
+    qc_assert_hmp(c, "hostfwd_add n0 foo",
+                  "Invalid host forwarding rule 'foo' (No : separators)\n");
+    qc_assert_hmp(c, "hostfwd_add n0 udp::99999-:7",
+                  "Invalid host forwarding rule 'udp::99999-:7' (Bad host port)\n");
+    qc_assert_hmp(c, "hostfwd_add n0 tcp::1-:0",
+                  "Invalid host forwarding rule 'tcp::1-:0' (Bad guest port)\n");
+    qc_assert_hmp(c, "hostfwd_remove foo", "invalid format\n");
+    qc_assert_hmp(c, "hostfwd_remove n0 tcp:bad:1", "invalid format\n");
+    qc_assert_hmp(c, "hostfwd_remove nope tcp::1", "unrecognized netdev id 'nope'\n");
+    qc_assert_hmp_has(c, "help hostfwd_add",
+                      "hostfwd_add [netdev_id] [tcp|udp]:[hostaddr]:hostport-[guestaddr]:guestport");
     /* A datagram for a guest that has no NIC yet is dropped, nothing more. */
     {
         struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(uport),
@@ -178,7 +161,7 @@ static void test_hostfwd(void)
         g_assert_cmpint(sendto(fd, "ping", 4, 0, (struct sockaddr *)&to, sizeof(to)), ==, 4);
         close(fd);
     }
-    assert_hmp(c, "info network", "n0: index=0,type=user,net=10.0.2.0,restrict=off\n");
+    qc_assert_hmp(c, "info network", "n0: index=0,type=user,net=10.0.2.0,restrict=off\n");
     qc_close(c);
     vm_kill(vm);
 }
@@ -192,10 +175,10 @@ static void test_no_netdev(void)
         return;
     }
     c = start_vm(&vm, "none", "");
-    assert_hmp(c, "info network", "");
-    assert_hmp(c, "info usernet", "");
-    assert_hmp(c, "hostfwd_add udp::1-:7", "user mode network stack not in use\n");
-    assert_hmp(c, "hostfwd_remove udp::1", "user mode network stack not in use\n");
+    qc_assert_hmp(c, "info network", "");
+    qc_assert_hmp(c, "info usernet", "");
+    qc_assert_hmp(c, "hostfwd_add udp::1-:7", "user mode network stack not in use\n");
+    qc_assert_hmp(c, "hostfwd_remove udp::1", "user mode network stack not in use\n");
     qc_close(c);
     vm_kill(vm);
 }
