@@ -23,6 +23,7 @@
 #include "system/system.h"
 #include "trace/trace.h"
 #include "ui/console.h"
+#include "vl.h"
 #include <sys/prctl.h>
 #include <glib-unix.h>
 
@@ -61,32 +62,6 @@ static const QemuOption qemu_options[] = {
     { "vga", true, OPT_VGA }, { "net", true, OPT_NET }, { "nic", true, OPT_NIC },
     { "netdev", true, OPT_NETDEV },
 };
-
-typedef struct MonitorConfig {
-    char *spec;                 /* chardev spec, or NULL with chardev_id */
-    char *chardev_id;
-    bool qmp;
-    bool pretty;
-} MonitorConfig;
-
-/* Everything the command line asked for, before anything is created. */
-typedef struct Config {
-    MachineState machine;
-    KVMAccelOpts accel;
-    char *serial_spec;
-    bool nographic;
-    bool display_none;          /* -display none or -nographic: no refresh timer */
-    bool nodefaults;
-    bool start_paused;
-    bool daemonize;
-    char *pidfile;
-    char *incoming;
-    GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
-    GPtrArray *object_opts;     /* QemuOpts of -object */
-    GPtrArray *monitors;        /* MonitorConfig */
-    GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */
-    GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
-} Config;
 
 static void version(void)
 {
@@ -329,133 +304,6 @@ static bool parse_smp(Config *cfg, const char *arg, Error **errp)
     return true;
 }
 
-/* Checked now, created after the backends (create_virtio_net_devices). */
-static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts,
-                                    Error **errp)
-{
-    VirtIONetConf *conf = g_new0(VirtIONetConf, 1);
-
-    if (qemu_opt_has(opts, "help")) {
-        virtio_net_print_help();
-        exit(0);
-    }
-    if (!virtio_net_conf_parse(opts, conf, errp)) {
-        g_free(conf);
-        return false;
-    }
-    conf->opt = g_strdup_printf("-device %s", arg);
-    g_ptr_array_add(cfg->nic_devices, conf);
-    return true;
-}
-
-static bool parse_device(Config *cfg, const char *arg, Error **errp)
-{
-    static const char *const known[] = { "driver", "iobase", "iosize", "id", NULL };
-    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "driver", errp);
-    const char *driver;
-
-    if (!opts) {
-        return false;
-    }
-    driver = qemu_opt_get(opts, "driver");
-    if (driver && !strcmp(driver, "help")) {
-        printf("Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
-               "Display devices:\nname \"isa-vga\", bus ISA\n\n"
-               "Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
-        exit(0);
-    }
-    if (driver && !strcmp(driver, "virtio-net-device")) {
-        return parse_virtio_net_device(cfg, arg, opts, errp);
-    }
-    if (driver && !strcmp(driver, "isa-vga")) {
-        if (qemu_opt_has(opts, "help")) {
-            printf("isa-vga options:\n  vgamem_mb=<uint32>     -  (default: 16)\n");
-            exit(0);
-        }
-        return isa_vga_parse(opts, &cfg->machine.vga, errp);
-    }
-    if (!driver || strcmp(driver, "isa-debug-exit")) {
-        error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");
-        return false;
-    }
-    if (cfg->machine.debug_exit.present) {
-        error_setg(errp, "only one isa-debug-exit device is supported");
-        return false;
-    }
-    if (!qemu_opts_check_known(opts, known, errp) ||
-        !qemu_opt_get_number(opts, "iobase", 0x501, &cfg->machine.debug_exit.iobase, errp) ||
-        !qemu_opt_get_number(opts, "iosize", 2, &cfg->machine.debug_exit.iosize, errp)) {
-        return false;
-    }
-    cfg->machine.debug_exit.present = true;
-    return true;
-}
-
-static bool parse_object(Config *cfg, const char *arg, Error **errp)
-{
-    QemuOpts *opts = qemu_opts_parse(arg, "qom-type", errp);
-    const char *type;
-
-    if (!opts) {
-        return false;
-    }
-    type = qemu_opt_get(opts, "qom-type");
-    if (!type || (strcmp(type, "memory-backend-ram") && strcmp(type, "memory-backend-memfd") &&
-                  strcmp(type, "memory-backend-file"))) {
-        error_setg(errp, "invalid object type: %s", type ? type : "");
-        qemu_opts_del(opts);
-        return false;
-    }
-    if (!qemu_opt_get(opts, "id")) {
-        error_setg(errp, "Parameter 'id' is missing");
-        qemu_opts_del(opts);
-        return false;
-    }
-    g_ptr_array_add(cfg->object_opts, opts);
-    return true;
-}
-
-static bool create_memory_backend(QemuOpts *opts, Error **errp)
-{
-    static const char *const known[] = {
-        "qom-type", "id", "size", "share", "prealloc", "mem-path", "merge", "dump", "policy",
-        "host-nodes", "hugetlb", "seal", "discard-data", "reserve", "x-use-canonical-path-for-ramblock-id",
-        NULL,
-    };
-    const char *type = qemu_opt_get(opts, "qom-type");
-    RAMBackendOpts o = { .id = qemu_opt_get(opts, "id") };
-    bool hugetlb = false;
-
-    if (!qemu_opts_check_known(opts, known, errp) ||
-        !qemu_opt_get_size(opts, "size", 0, &o.size, errp) ||
-        !qemu_opt_get_bool(opts, "share", false, &o.share, errp) ||
-        !qemu_opt_get_bool(opts, "prealloc", false, &o.prealloc, errp) ||
-        !qemu_opt_get_bool(opts, "hugetlb", false, &hugetlb, errp)) {
-        return false;
-    }
-    if (!o.size) {
-        error_setg(errp, "can't create backend with size 0");
-        return false;
-    }
-    if (hugetlb) {
-        error_setg(errp, "hugetlb memory is not supported");
-        return false;
-    }
-    if (!strcmp(type, "memory-backend-ram")) {
-        o.kind = RAM_BACKEND_ANON;
-    } else if (!strcmp(type, "memory-backend-memfd")) {
-        o.kind = RAM_BACKEND_MEMFD;
-    } else {
-        o.kind = RAM_BACKEND_FILE;
-        o.mem_path = qemu_opt_get(opts, "mem-path");
-        if (!o.mem_path) {
-            error_setg(errp, "can't create backend with 'mem-path' unset");
-            return false;
-        }
-    }
-    return ram_block_create(&o, errp) != NULL;
-}
-
 static void add_monitor(Config *cfg, const char *spec, const char *chardev_id, bool qmp,
                         bool pretty)
 {
@@ -577,7 +425,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         cfg->machine.initrd_filename = g_strdup(arg);
         return true;
     case OPT_OBJECT:
-        return parse_object(cfg, arg, errp);
+        return vl_parse_object(cfg, arg, errp);
     case OPT_SERIAL:
         if (cfg->serial_spec) {
             error_setg(errp, "microvm has a single serial port");
@@ -649,7 +497,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_MON:
         return parse_mon(cfg, arg, errp);
     case OPT_DEVICE:
-        return parse_device(cfg, arg, errp);
+        return vl_parse_device(cfg, arg, errp);
     case OPT_INCOMING:
         g_free(cfg->incoming);
         cfg->incoming = g_strdup(arg);
@@ -780,47 +628,6 @@ static void create_monitors(Config *cfg)
     }
 }
 
-/*
- * The virtio-net devices, before the machine (which gives each a
- * virtio-mmio slot in this order): -device ones in command-line order,
- * then one per -nic, as QEMU creates its board NICs after -device.
- */
-static void create_virtio_net_devices(Config *cfg)
-{
-    Error *err = NULL;
-    NICInfo *nd;
-
-    cfg->machine.virtio_devices = cfg->machine.virtio_devices ?: g_ptr_array_new();
-    for (guint i = 0; i < cfg->nic_devices->len; i++) {
-        VirtIONetConf *conf = g_ptr_array_index(cfg->nic_devices, i);
-        VirtIONet *n = virtio_net_create(conf, &err);
-
-        if (!n) {
-            error_prepend(&err, "%s: ", conf->opt);
-            error_report_err(err);
-            exit(1);
-        }
-        g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
-    }
-    while ((nd = net_nic_take("virtio-net-device"))) {
-        VirtIONetConf conf = { .netdev = nd->netdev->name, .mac = nd->mac, .mac_given = true };
-        VirtIONet *n = virtio_net_create(&conf, &err);
-
-        if (!n) {
-            error_prepend(&err, "%s: ", nd->opt);
-            error_report_err(err);
-            exit(1);
-        }
-        g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
-    }
-}
-
-static void virtio_net_conf_destroy(gpointer p)
-{
-    virtio_net_conf_free(p);
-    g_free(p);
-}
-
 static void monitor_config_free(gpointer p)
 {
     MonitorConfig *mc = p;
@@ -843,7 +650,7 @@ static void config_free(Config *cfg)
     g_ptr_array_free(cfg->object_opts, TRUE);
     g_ptr_array_free(cfg->monitors, TRUE);
     g_ptr_array_unref(cfg->netdevs);
-    g_ptr_array_set_free_func(cfg->nic_devices, virtio_net_conf_destroy);
+    g_ptr_array_set_free_func(cfg->nic_devices, vl_virtio_net_conf_destroy);
     g_ptr_array_free(cfg->nic_devices, TRUE);
 }
 
@@ -897,7 +704,7 @@ void qemu_init(int argc, char **argv)
         }
     }
     for (guint i = 0; i < cfg.object_opts->len; i++) {
-        if (!create_memory_backend(g_ptr_array_index(cfg.object_opts, i), &err)) {
+        if (!vl_create_memory_backend(g_ptr_array_index(cfg.object_opts, i), &err)) {
             error_prepend(&err, "-object %s: ", qemu_opt_get(g_ptr_array_index(cfg.object_opts, i), "id"));
             error_report_err(err);
             exit(1);
@@ -908,7 +715,7 @@ void qemu_init(int argc, char **argv)
         error_report_err(err);
         exit(1);
     }
-    create_virtio_net_devices(&cfg);
+    vl_create_virtio_net_devices(&cfg);
 
     /* 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs, devices). */
     kvm_state = kvm_init(&cfg.accel, &err);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Private to system/vl*.c: what the command line asked for, before anything is created. */
+#ifndef SYSTEM_VL_H
+#define SYSTEM_VL_H
+
+#include "hw/boards.h"
+#include "system/kvm.h"
+
+typedef struct MonitorConfig {
+    char *spec;                 /* chardev spec, or NULL with chardev_id */
+    char *chardev_id;
+    bool qmp;
+    bool pretty;
+} MonitorConfig;
+
+/* Everything the command line asked for, before anything is created. */
+typedef struct Config {
+    MachineState machine;
+    KVMAccelOpts accel;
+    char *serial_spec;
+    bool nographic;
+    bool display_none;          /* -display none or -nographic: no refresh timer */
+    bool nodefaults;
+    bool start_paused;
+    bool daemonize;
+    char *pidfile;
+    char *incoming;
+    GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
+    GPtrArray *object_opts;     /* QemuOpts of -object */
+    GPtrArray *monitors;        /* MonitorConfig */
+    GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */
+    GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
+} Config;
+
+/* vl-devices.c: -device and -object, parsed into @cfg (nothing created yet). */
+bool vl_parse_device(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_object(Config *cfg, const char *arg, Error **errp);
+/* qemu_init(), in its order: one -object memory-backend-*, then the NICs. */
+bool vl_create_memory_backend(QemuOpts *opts, Error **errp);
+void vl_create_virtio_net_devices(Config *cfg);
+void vl_virtio_net_conf_destroy(gpointer p);
+
+#endif
