@@ -3,18 +3,18 @@
  * The CPL3 workload: parameters from the PVH command line, the work area
  * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
  * with modeN= keys, one per CPU (the network modes are in net.c, virtiobad
- * in virtio-bad.c). All loops run at CPL3 because it runs natively under
- * kvm-pvm and CPL0 does not.
+ * in virtio-bad.c, draw in draw.c). All loops run at CPL3 because it runs
+ * natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
-            MODE_UDPSTREAM, MODE_VIRTIOBAD };
+            MODE_UDPSTREAM, MODE_VIRTIOBAD, MODE_DRAW };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 
 static const char *const mode_names[] = {
-    "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", "virtiobad", 0
+    "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", "virtiobad", "draw", 0
 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
@@ -22,6 +22,7 @@ static const char *const fill_names[] = { "random", "zero", "text", "sparse", "z
 static struct {
     uint64_t mode, pattern, fill;
     uint64_t mem_mb, rate, chunk_mb, idle_ms, report_ms, passes, seconds;
+    bool rate_given;            /* draw's default rate is 30 fps, not 0 */
 } P = {
     .mem_mb = 64, .chunk_mb = 16, .idle_ms = 1000, .report_ms = 1000,
 };
@@ -78,9 +79,11 @@ static uint64_t deadline;       /* seconds= as a TSC value, or UINT64_MAX */
 static volatile uint32_t bsp_ready;     /* CPU 0 parsed, built and filled the area */
 static uint64_t g_fill_tsc;     /* how long the fill took */
 
+/* A mode with a device (virtio-net, the VBE display): CPU 0's, no area, its own READY. */
 static bool is_net_mode(uint64_t mode)
 {
-    return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM || mode == MODE_VIRTIOBAD;
+    return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM || mode == MODE_VIRTIOBAD ||
+           mode == MODE_DRAW;
 }
 
 static _Noreturn void bad_param(const char *key, size_t n)
@@ -137,6 +140,7 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
 
     if (param_value(k, kn, v, vn, k, kn, &dst, &x)) {
         *dst = x;
+        P.rate_given |= dst == &P.rate;
         return;
     }
     while (d > 0 && k[d - 1] >= '0' && k[d - 1] <= '9') {
@@ -161,6 +165,9 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
     r = net_param(k, kn, v, vn);
     if (r == NET_PARAM_UNKNOWN) {
         r = vbad_param(k, kn, v, vn);
+    }
+    if (r == NET_PARAM_UNKNOWN) {
+        r = draw_param(k, kn, v, vn);
     }
     if (r == NET_PARAM_BAD) {
         bad_param(k, kn);
@@ -592,6 +599,8 @@ static _Noreturn void run_cpu(unsigned n)
         net_main(&st, c->mode == MODE_UDPSTREAM, c->rate);
     case MODE_VIRTIOBAD:
         vbad_main(&st);
+    case MODE_DRAW:
+        draw_main(&st, P.rate_given ? c->rate : 30);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);

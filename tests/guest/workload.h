@@ -301,6 +301,10 @@ _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate);
 enum net_param vbad_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void vbad_main(struct wstat *s);
 
+/* draw.c: mode=draw, a VBE mode drawn into at CPL3 (rate = frames per second). */
+enum net_param draw_param(const char *k, size_t kn, const char *v, size_t vn);
+_Noreturn void draw_main(struct wstat *s, uint64_t fps);
+
 /*
  * workload.c: the work area, RAM from WORK_BASE on in memory-map order,
  * holes skipped, as segments (written once by CPU 0 before any CPU reads).
