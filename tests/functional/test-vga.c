@@ -5,9 +5,8 @@
  * block and the "vbe" section while the 30 Hz display refresh (a second
  * dirty-log client) runs beside the migration's.
  *
- * A byte-exact screendump of a known frame needs a guest that sets a
- * VBE mode and draws; the workload firmware has no such mode yet, so that
- * check waits for it (the conversion itself is checked in tests/unit/test-vga.c).
+ * Byte-exact screendumps of frames a guest drew (the firmware's mode=draw)
+ * are in test-vga-draw.c; the conversion itself in tests/unit/test-vga.c.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
