@@ -210,7 +210,12 @@ static void test_no_display(void)
     vm_kill(vm);
 }
 
-/* 30 fps: STAT lines say so, and a paused screendump is frame n over frame n - 1. */
+/*
+ * Paced to 30 fps: never much faster (a catch-up after a stall may show a
+ * few frames more in a period; unpaced it draws ~1000), and not asserted
+ * slower (a busy host makes it so, which says nothing of the pacing); a
+ * paused screendump is frame n over frame n - 1.
+ */
 static void test_moving(void)
 {
     Picture a = { 0 }, b = { 0 };
@@ -225,8 +230,8 @@ static void test_moving(void)
     vm_wait_line(vm, "READY mode=draw width=640 height=480 bpp=32 rate=30", 120);
     vm_wait_line(vm, "STAT", 60);
     stat = vm_wait_line(vm, "STAT", 60);
-    g_assert_cmpfloat(line_get_double(stat, "fps"), >, 20);
-    g_assert_cmpfloat(line_get_double(stat, "fps"), <, 40);
+    g_assert_cmpfloat(line_get_double(stat, "fps"), >, 0);
+    g_assert_cmpfloat(line_get_double(stat, "fps"), <, 60);   /* unpaced: ~1000 */
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'stop'}"));
     screendump(vm, "moving-a", &a);
     assert_torn_frame(&a, 32);
