@@ -125,6 +125,18 @@ SCENARIOS = {
         "params": {"max-bandwidth": 1 << 30, "downtime-limit": 300},
         "warmup": 2,
     },
+    # A display whose VRAM is a second dirty-log client beside the migration
+    # (issue 18): the guest draws 640x480x32 at 30 fps into a 16 MiB VRAM.
+    "display": {
+        "doc": "1 GiB, 2 vCPUs: CPU 0 draws 640x480x32 at 30 fps on isa-vga (16 MiB VRAM), "
+               "CPU 1 writes 256 MiB at random at 20 MB/s; 128 MiB/s",
+        "mem": "1G", "smp": 2,
+        "append": "mode0=draw width=640 height=480 bpp=32 rate=30 "
+                  "mode1=dirty mem1=256 rate1=20 pattern1=random",
+        "display": True,
+        "params": {"max-bandwidth": 128 << 20, "downtime-limit": 300},
+        "warmup": 2,
+    },
     # Convergence (issue 16): CPU 0 computes (the innocent vCPU), CPU 1 outruns the link.
     "converge-auto": {
         "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "
