@@ -18,58 +18,21 @@ conversion end to end without a guest that draws.
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
 
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyzetest import ANALYZE, CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
 from analyzevm import QMP, kvm_skip_reason  # noqa: E402
+from streamfields import locate_fields, wait_for  # noqa: E402
 
 APPEND = 'mode=idle mem=16 seconds=600'
 VRAM = 16 << 20
 XRES, YRES, BPP, ENABLE, BANK, VIRT_WIDTH, VIRT_HEIGHT = 1, 2, 3, 4, 5, 6, 7
-
-
-def load_analyzer():
-    sys.path.insert(0, os.path.dirname(ANALYZE))
-    spec = importlib.util.spec_from_file_location('analyze_migration', ANALYZE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-analyze_migration = load_analyzer()
-
-
-class FieldLocator(analyze_migration.Analyzer):
-    """fields[(idstr, path)]: (offset, size) of each occurrence (array
-    elements in order)."""
-
-    def __init__(self, f, size):
-        super().__init__(f, size)
-        self.fields = {}
-        self._device = None
-
-    def parse_device(self, sec, off):
-        self._device = sec.idstr
-        try:
-            return super().parse_device(sec, off)
-        finally:
-            self._device = None
-
-    def parse_field(self, fd, fpath):
-        start = self.r.tell()
-        value = super().parse_field(fd, fpath)
-        if fd['type'] not in ('struct', 'tmp', 'vstruct') and self._device:
-            self.fields.setdefault((self._device, fpath), []).append(
-                (start, fd['size']))
-        return value
 
 
 def vm_args(extra):
@@ -77,17 +40,6 @@ def vm_args(extra):
             '-nodefaults', '-no-user-config', '-display', 'none',
             '-serial', 'null', '-kernel', FIRMWARE, '-append', APPEND,
             '-device', 'isa-vga,id=vga0'] + list(extra)
-
-
-def wait_for(what, pred, proc):
-    end = time.monotonic() + DEADLINE
-    while not pred():
-        if proc.poll() is not None:
-            raise AssertionError('the VM exited (%d) waiting for %s'
-                                 % (proc.returncode, what))
-        if time.monotonic() > end:
-            raise AssertionError('no %s after %ds' % (what, DEADLINE))
-        time.sleep(0.05)
 
 
 class VGAState(unittest.TestCase):
@@ -113,10 +65,7 @@ class VGAState(unittest.TestCase):
             qmp.cmd('quit')
             qmp.close()
             proc.wait(timeout=DEADLINE)
-        with open(cls.stream, 'rb') as f:
-            loc = FieldLocator(f, os.fstat(f.fileno()).st_size)
-            loc.run()
-        cls.fields = loc.fields
+        cls.fields = locate_fields(cls.stream)
 
     @classmethod
     def tearDownClass(cls):
@@ -129,9 +78,9 @@ class VGAState(unittest.TestCase):
         shutil.copyfile(self.stream, out)
         with open(out, 'r+b') as f:
             for path, index, value in changes:
-                key = ('vbe', 'vbe.' + path)
+                key = ('vbe', 0, 'vbe.' + path)
                 self.assertIn(key, self.fields)
-                off, size = self.fields[key][index]
+                off, size, _ = self.fields[key][index]
                 f.seek(off)
                 f.write(value.to_bytes(size, 'big'))
         return out

@@ -24,19 +24,18 @@ Environment:
 Run: tests/functional/test-virtio-state.py [-v] [TestClass.test_name ...]
 """
 
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyzetest import ANALYZE, CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
 from analyzevm import QMP, kvm_skip_reason  # noqa: E402
+from streamfields import locate_fields, wait_for  # noqa: E402
 
 MiB = 1 << 20
 MEM_MB = 64
@@ -47,51 +46,6 @@ FAR_BEYOND_RAM = 1 << 40
 GUEST_APPEND = 'mode=udpecho port=7 report_ms=50'
 
 
-def load_analyzer():
-    """scripts/analyze-migration.py as a module (its name has dashes)."""
-    sys.path.insert(0, os.path.dirname(ANALYZE))
-    spec = importlib.util.spec_from_file_location('analyze_migration', ANALYZE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-analyze_migration = load_analyzer()
-
-
-class FieldLocator(analyze_migration.Analyzer):
-    """The analyzer, noting where each scalar field of each device section
-    lies: fields[(idstr, instance, path)] is a list of (offset, size, value),
-    one per occurrence (the elements of an array of structs, in order)."""
-
-    def __init__(self, f, size):
-        super().__init__(f, size)
-        self.fields = {}
-        self._device = None
-
-    def parse_device(self, sec, off):
-        self._device = (sec.idstr, sec.instance_id)
-        try:
-            return super().parse_device(sec, off)
-        finally:
-            self._device = None
-
-    def parse_field(self, fd, fpath):
-        start = self.r.tell()
-        value = super().parse_field(fd, fpath)
-        if fd['type'] not in ('struct', 'tmp', 'vstruct') and self._device:
-            key = self._device + (fpath,)
-            self.fields.setdefault(key, []).append((start, fd['size'], value))
-        return value
-
-
-def locate_fields(path):
-    with open(path, 'rb') as f:
-        loc = FieldLocator(f, os.fstat(f.fileno()).st_size)
-        loc.run()
-    return loc.fields
-
-
 def vm_args(serial, extra=()):
     return [QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU,
             '-m', '%dM' % MEM_MB, '-nodefaults', '-no-user-config',
@@ -99,17 +53,6 @@ def vm_args(serial, extra=()):
             '-kernel', FIRMWARE, '-append', GUEST_APPEND,
             '-netdev', 'user,id=n0',
             '-device', 'virtio-net-device,netdev=n0'] + list(extra)
-
-
-def wait_for(what, pred, proc=None):
-    end = time.monotonic() + DEADLINE
-    while not pred():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError('the VM exited (status %d) waiting for %s'
-                                 % (proc.returncode, what))
-        if time.monotonic() > end:
-            raise AssertionError('no %s after %ds' % (what, DEADLINE))
-        time.sleep(0.05)
 
 
 def has_stat_line(serial):
