@@ -838,3 +838,18 @@ int64_t json_get_int(JsonNode *obj, const char *path)
     }
     return json_node_get_int(n);
 }
+
+char *vmtest_analyze_stream(const char *file, const char *mode, const char *extra)
+{
+    g_autofree char *cmd = g_strdup_printf("python3 %s/scripts/analyze-migration.py -f %s -d %s %s",
+                                           VMTEST_SOURCE_DIR, file, mode, extra);
+    g_autofree char *err = NULL;
+    char *out = NULL;
+    int status;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
+    if (status) {
+        g_error("%s: %s", cmd, err);
+    }
+    return out;
+}

@@ -51,6 +51,11 @@ void vmtest_skip(const char *reason);
  * under that name ("qemu-mig" in its -version) does not count.
  */
 const char *vmtest_require_qemu72(void);
+/*
+ * scripts/analyze-migration.py -f @file -d @mode @extra: its output (free
+ * it); the test fails with the script's stderr if it exits non-zero.
+ */
+char *vmtest_analyze_stream(const char *file, const char *mode, const char *extra);
 
 /*
  * vm_spawn: start @binary with @args (a space-separated string, may contain

@@ -123,21 +123,6 @@ static void test_bad_options(void)
     }
 }
 
-static char *analyze(const char *file, const char *mode, const char *extra)
-{
-    g_autofree char *cmd = g_strdup_printf("python3 %s/scripts/analyze-migration.py -f %s -d %s %s",
-                                           VMTEST_SOURCE_DIR, file, mode, extra);
-    g_autofree char *err = NULL;
-    char *out = NULL;
-    int status;
-
-    g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
-    if (status) {
-        g_error("%s: %s", cmd, err);
-    }
-    return out;
-}
-
 /*
  * A verifying guest with isa-vga and the display refreshing (no -display
  * none) migrates into a file: the stream lists "vga.vram" (16 MiB) and the
@@ -173,15 +158,15 @@ static void test_migrate_vram_and_vbe(void)
     json_node_unref(info);
     vm_kill(src);
 
-    summary = analyze(file, "summary", "");
+    summary = vmtest_analyze_stream(file, "summary", "");
     g_assert_nonnull(strstr(summary, "\"vga.vram\""));
-    desc = analyze(file, "desc", "");
+    desc = vmtest_analyze_stream(file, "desc", "");
     g_assert_nonnull(strstr(desc, "\"vbe\""));
     g_assert_nonnull(strstr(desc, "\"palette\""));
     dumpdir = g_strdup_printf("%s/vga-dump", vmtest_tmpdir());
     g_mkdir_with_parents(dumpdir, 0700);
     dumparg = g_strdup_printf("--dump-memory %s", dumpdir);
-    g_free(analyze(file, "summary", dumparg));
+    g_free(vmtest_analyze_stream(file, "summary", dumparg));
     {
         g_autofree char *path = g_strdup_printf("%s/vga.vram.bin", dumpdir);
 

@@ -196,26 +196,10 @@ static char *stream_path(const char *name)
     return g_strdup_printf("%s/%s.stream", vmtest_tmpdir(), name);
 }
 
-/* analyze-migration.py -d desc on @file: the vmdesc as JSON text (fails on error). */
-static char *analyze_desc(const char *file)
-{
-    g_autofree char *cmd = g_strdup_printf("python3 %s/scripts/analyze-migration.py -f %s -d desc",
-                                           VMTEST_SOURCE_DIR, file);
-    g_autofree char *err = NULL;
-    char *out = NULL;
-    int status;
-
-    g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
-    if (status) {
-        g_error("%s: %s", cmd, err);
-    }
-    return out;
-}
-
 /* The vmdesc names both sections and their fields. */
 static void assert_net_sections(const char *file)
 {
-    g_autofree char *desc = analyze_desc(file);
+    g_autofree char *desc = vmtest_analyze_stream(file, "desc", "");
     static const char *const want[] = {
         "\"virtio-net\"", "\"mac\"", "\"status\"", "\"slirp\"", "\"len\"", "\"buf\"",
         "\"virtio-mmio\"",
