@@ -419,7 +419,7 @@ enum net_param vbad_param(const char *k, size_t kn, const char *v, size_t vn)
             return NET_PARAM_OK;
         }
     }
-    return NET_PARAM_BAD;
+    return NET_PARAM_UNKNOWN;   /* maybe mode=vbebad's (vbe-bad.c), which refuses the rest */
 }
 
 /* ---- the checks and the lines ---- */

@@ -305,6 +305,10 @@ _Noreturn void vbad_main(struct wstat *s);
 enum net_param draw_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void draw_main(struct wstat *s, uint64_t fps);
 
+/* vbe-bad.c: mode=vbebad, a display driver that programs nonsense on purpose. */
+enum net_param vbebad_param(const char *k, size_t kn, const char *v, size_t vn);
+_Noreturn void vbebad_main(struct wstat *s);
+
 /*
  * workload.c: the work area, RAM from WORK_BASE on in memory-map order,
  * holes skipped, as segments (written once by CPU 0 before any CPU reads).
