@@ -249,6 +249,15 @@ void migtest_assert_ram_identical_split(VM *src, VM *dst, const char *mem, uint6
     }
 }
 
+void migtest_assert_range_identical(VM *src, VM *dst, const char *tag, uint64_t addr,
+                                    uint64_t size)
+{
+    g_autofree char *s = migtest_pmemsave(src, tag, addr, size);
+    g_autofree char *d = migtest_pmemsave(dst, tag, addr, size);
+
+    assert_files_equal(s, d);
+}
+
 void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before)
 {
     if (strstr(append, "mode=verify")) {

@@ -47,6 +47,9 @@ JsonNode *migtest_kill_dest_mid_stream(VM *src, VM *dst, const char *field);
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem);
 /* Same, for a guest started with -machine max-ram-below-4g=@below_4g. */
 void migtest_assert_ram_identical_split(VM *src, VM *dst, const char *mem, uint64_t below_4g);
+/* Guest-physical [addr, addr + size) equal on both (a device's RAM, such as VRAM). */
+void migtest_assert_range_identical(VM *src, VM *dst, const char *tag, uint64_t addr,
+                                    uint64_t size);
 /* The destination guest keeps working: more PASS/STAT lines, no FAIL. */
 void migtest_assert_guest_continues(VM *dst, const char *append, int pass_before);
 /* The source still runs and verifies: status running, two more PASS lines, no FAIL. */
