@@ -7,6 +7,7 @@
  * are kept short.
  */
 #include "workload.h"
+#include "portio.h"
 
 #define PTE_P           0x001ULL
 #define PTE_RW          0x002ULL
@@ -106,24 +107,6 @@ static volatile struct pvclock pvclock __attribute__((aligned(64)));
 
 void boot_main(const struct hvm_start_info *si);
 void trap_fatal(struct trap_frame *f);
-
-static inline void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" :: "a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-
-    asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static inline void outl(uint16_t port, uint32_t v)
-{
-    asm volatile("outl %0, %1" :: "a"(v), "Nd"(port));
-}
 
 static inline void wrmsr(uint32_t msr, uint64_t v)
 {

@@ -8,6 +8,7 @@
 #define WORKLOAD_VBE_H
 
 #include <stdint.h>
+#include "portio.h"
 
 #define VBE_INDEX       0x1ce
 #define VBE_DATA        0x1cf
@@ -27,24 +28,6 @@
 #define VBE_ID_MIN      0xb0c0
 #define VBE_ID_MAX      0xb0c5
 #define LFB_ADDR        0xe0000000ULL
-
-static inline void outw(uint16_t port, uint16_t v)
-{
-    asm volatile("outw %0, %1" :: "a"(v), "Nd"(port));
-}
-
-static inline uint16_t inw(uint16_t port)
-{
-    uint16_t v;
-
-    asm volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static inline void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" :: "a"(v), "Nd"(port));
-}
 
 static inline void vbe_write(uint16_t idx, uint16_t v)
 {
