@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-migrate-watch.py: scripts/migrate-watch against real migrations.
+
+Each VM has two QMP sockets (a monitor serves one client at a time): the
+test drives the VM on one, the watcher polls the other.  A live migration
+of a dirtying guest, paced by max-bandwidth to last a few seconds, and a
+background snapshot to a file are watched to completion (exit 0, progress
+frames, the summary, the fault histogram); a migration that fails exits 1
+with its error, a VM killed mid-watch exits 2, and a path with no listener
+exits 2 with one clear line.  QEMU 7.2, when installed, is watched too: it
+has none of our x- fields, and none may be missed out loud.
+
+Exit status 77 (a skip) without /dev/kvm, after the checks that need none.
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_PEER.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
+from analyzevm import PEER, PEER_CPU, QMP, kvm_skip_reason  # noqa: E402
+
+WATCH = os.path.join(SRC_DIR, 'scripts', 'migrate-watch')
+# 64 MiB of random pages rewritten at 10 MB/s: at 32 MiB/s the first pass
+# alone takes two seconds, and later passes converge.
+APPEND = 'mode=dirty mem=64 rate=10 seconds=600'
+BANDWIDTH = 32 << 20
+
+
+class Guest:
+    """A VM of binary with a QMP socket for the test and one for the
+    watcher."""
+
+    def __init__(self, tmpdir, name, binary=QEMU, cpu=CPU, extra=()):
+        self.sock = os.path.join(tmpdir, name + '.qmp')
+        self.watch_sock = os.path.join(tmpdir, name + '-watch.qmp')
+        self.serial = os.path.join(tmpdir, name + '.serial')
+        self.log = open(os.path.join(tmpdir, name + '.log'), 'wb')
+        self.proc = subprocess.Popen(
+            [binary, '-M', 'microvm', '-enable-kvm', '-cpu', cpu, '-m', '256M',
+             '-nodefaults', '-no-user-config', '-display', 'none',
+             '-serial', 'file:' + self.serial, '-kernel', FIRMWARE, '-append', APPEND,
+             '-qmp', 'unix:%s,server=on,wait=off' % self.sock,
+             '-qmp', 'unix:%s,server=on,wait=off' % self.watch_sock]
+            + list(extra),
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        self.qmp = QMP(self.sock, self.proc)
+        end = time.monotonic() + DEADLINE
+        while not os.path.exists(self.watch_sock):
+            assert time.monotonic() < end, 'no second QMP socket'
+            time.sleep(0.05)
+
+    def ready(self):
+        """Wait for the guest to have filled its area (else there is
+        little to send)."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            try:
+                with open(self.serial, 'rb') as f:
+                    if b'READY ' in f.read():
+                        return
+            except FileNotFoundError:
+                pass
+            assert self.proc.poll() is None, 'the VM exited'
+            assert time.monotonic() < end, 'no READY from the guest'
+            time.sleep(0.05)
+
+    def watch(self, *args):
+        self.ready()
+        return subprocess.Popen(
+            [sys.executable, WATCH, self.watch_sock, '--interval', '0.2',
+             '--wait', str(DEADLINE)] + list(args),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.qmp.cmd('quit')
+            except Exception:       # it may be going away already
+                pass
+        self.qmp.close()
+        try:
+            self.proc.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def finish(watcher):
+    out, err = watcher.communicate(timeout=DEADLINE)
+    return (watcher.returncode, out.decode('utf-8', 'replace'),
+            err.decode('utf-8', 'replace'))
+
+
+class NoListener(unittest.TestCase):
+    """No KVM needed: nothing listens where the watcher is pointed."""
+
+    def setUp(self):
+        self.tmpdir = tempfile.mkdtemp(prefix='test-migrate-watch-')
+
+    def tearDown(self):
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def refused(self, path, reason):
+        p = subprocess.run([sys.executable, WATCH, path],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stdout, b'')
+        self.assertEqual(p.stderr.decode(), 'migrate-watch: cannot connect '
+                         'to %s: %s\n' % (path, reason))
+
+    def test_absent_socket(self):
+        self.refused(os.path.join(self.tmpdir, 'nothing.qmp'),
+                     'No such file or directory')
+
+    def test_dead_socket(self):
+        # What a VM that died leaves behind: the socket file, no listener.
+        path = os.path.join(self.tmpdir, 'dead.qmp')
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+        self.refused(path, 'Connection refused')
+
+
+class Watched(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = kvm_skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+
+    def setUp(self):
+        self.tmpdir = tempfile.mkdtemp(prefix='test-migrate-watch-')
+        self.guests = []
+
+    def tearDown(self):
+        for g in self.guests:
+            g.stop()
+        if not os.environ.get('VMTEST_KEEP_TMP'):
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def guest(self, name, **kw):
+        g = Guest(self.tmpdir, name, **kw)
+        self.guests.append(g)
+        return g
+
+    def check_frames(self, out):
+        frames = [f for f in out.split('\n\n') if f.startswith('status: ')]
+        self.assertTrue(frames, out)
+        self.assertIn('RAM [', frames[0])
+        self.assertRegex(frames[0], r'sent, .* to send \(RAM 256\.\d MiB\)')
+        self.assertNotIn('\x1b', out)       # not a terminal: plain lines
+
+    def test_live_migration(self):
+        src = self.guest('src')
+        dst = self.guest('dst', extra=['-incoming', 'unix:' +
+                                       os.path.join(self.tmpdir, 'mig.sock')])
+        watcher = src.watch()
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': BANDWIDTH})
+        src.qmp.cmd('migrate', uri='unix:' + os.path.join(self.tmpdir,
+                                                          'mig.sock'))
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (0, ''), out)
+        self.check_frames(out)
+        self.assertRegex(out, r'throughput: [\d.]+ Mbit/s, [\d.]+ \w+/s sent')
+        self.assertRegex(out, r'pass \d+   dirty \d+ pages/s   expected '
+                         r'downtime \d')
+        self.assertIn('dirty log: ', out)
+        summary = out[out.index('migration completed in '):]
+        self.assertRegex(summary, r'\ndowntime: \d+ ms\n')
+        self.assertRegex(summary, r'\ntransferred: [\d.]+ MiB \(RAM 256\.0 '
+                         r'MiB\), [\d.]+ Mbit/s, [\d.]+ MiB/s on average, '
+                         r'\d+ passes\n')
+        self.assertRegex(summary, r'downtime phases: stop-vcpus \S+, '
+                         r'final-sync \S+, last-ram \S+, device-state')
+        self.assertEqual(dst.qmp.cmd('query-status')['status'], 'running')
+
+    def test_background_snapshot(self):
+        src = self.guest('snap')
+        watcher = src.watch()
+        # A 2 MiB buffer for the guest's write faults: a larger one takes
+        # whole huge pages at once and is flushed past max-bandwidth, and
+        # the snapshot is over in 250 ms.
+        src.qmp.cmd('migrate-set-parameters', **{
+            'max-bandwidth': BANDWIDTH,
+            'x-background-snapshot-buffer-size': 2 << 20})
+        src.qmp.cmd('migrate-set-capabilities', capabilities=[
+            {'capability': 'background-snapshot', 'state': True}])
+        src.qmp.cmd('migrate', uri='file:' + os.path.join(self.tmpdir,
+                                                          'snap.mig'))
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (0, ''), out)
+        self.check_frames(out)
+        self.assertIn('\nsnapshot: ', out)
+        summary = out[out.index('migration completed in '):]
+        self.assertRegex(summary, r'\nsnapshot: \d+ faults, ')
+        # The guest writes all the time: some of its writes faulted.
+        self.assertRegex(summary, r'\nwrite-fault latency \(\d+ samples, '
+                         r'p50 \S+, p99 \S+, max \S+\)\n +\S+ \|[#.]')
+        self.assertNotIn('passes', summary)
+
+    def test_failed_then_gone(self):
+        src = self.guest('src')
+        watcher = src.watch()
+        src.qmp.cmd('migrate', uri='unix:' + os.path.join(self.tmpdir,
+                                                          'nobody.sock'))
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (1, ''), out)
+        self.assertRegex(out, r'migration failed in .*\nerror: .*'
+                         r'nobody\.sock')
+        # A slow migration, and the VM killed once the watcher saw it.
+        # The watcher starts after the migrate: one started on the failed
+        # migration would summarise that one.
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': 1 << 20})
+        src.qmp.cmd('migrate', uri='exec:cat > /dev/null')
+        watcher = src.watch()
+        line = watcher.stdout.readline()
+        while line and not line.startswith(b'status: active'):
+            line = watcher.stdout.readline()
+        self.assertTrue(line)
+        src.proc.kill()
+        src.proc.wait()
+        rc, out, err = finish(watcher)
+        self.assertEqual(rc, 2, out)
+        self.assertRegex(err, r'^migrate-watch: the monitor at \S+ went '
+                         r'away \(migration active\): .+\n$')
+
+    @unittest.skipUnless(os.access(PEER, os.X_OK), 'no QEMU 7.2 at ' + PEER)
+    def test_qemu72(self):
+        src = self.guest('peer', binary=PEER, cpu=PEER_CPU)
+        watcher = src.watch()
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': BANDWIDTH})
+        src.qmp.cmd('migrate', uri='exec:cat > /dev/null')
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (0, ''), out)
+        self.check_frames(out)
+        self.assertRegex(out, r'migration completed in .*\ndowntime: \d+ ms'
+                         r'\ntransferred: .* passes\n$')
+        for ours in ('dirty log', 'phases', 'snapshot', 'latency'):
+            self.assertNotIn(ours, out)
+
+
+if __name__ == '__main__':
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    reason = kvm_skip_reason()
+    if reason:
+        sys.stderr.write('\n*** SKIP test-migrate-watch migrations: %s ***\n'
+                         % reason)
+        sys.exit(77)
+    sys.exit(0)
