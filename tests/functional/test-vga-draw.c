@@ -309,6 +309,18 @@ static void assert_switchover_vram(VM *src, VM *dst, Picture *s, Picture *d)
     g_assert_true(memcmp(s->rgb, d->rgb, (size_t)s->w * s->h * 3) == 0);
 }
 
+/* A drawing source with isa-vga, its paused destination on a unix socket (returned). */
+static char *start_drawing_pair(const char *append, VM **src, VM **dst)
+{
+    char *uri;
+
+    *src = migtest_start_source_extra("64M", append, "-device isa-vga");
+    uri = migtest_uri("unix");
+    *dst = migtest_start_dest_extra("64M", append, true, uri, "-device isa-vga");
+    vm_wait_line(*src, "STAT", 60);
+    return uri;
+}
+
 /*
  * A live migration of a drawing guest with the display on (at 30 fps, and
  * as fast as it draws: every VRAM page of the mode dirty at every sync of
@@ -325,10 +337,7 @@ static void test_migrate_drawing(gconstpointer data)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source_extra("64M", append, "-device isa-vga");
-    uri = migtest_uri("unix");
-    dst = migtest_start_dest_extra("64M", append, true, uri, "-device isa-vga");
-    vm_wait_line(src, "STAT", 60);
+    uri = start_drawing_pair(append, &src, &dst);
     migtest_slow_then_fast(src, uri, false);
     json_node_unref(migtest_wait_completed(src));
     migtest_wait_incoming_done(dst);
@@ -377,10 +386,7 @@ static void test_migrate_sparse(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source_extra("64M", append, "-device isa-vga");
-    uri = migtest_uri("unix");
-    dst = migtest_start_dest_extra("64M", append, true, uri, "-device isa-vga");
-    vm_wait_line(src, "STAT", 60);
+    uri = start_drawing_pair(append, &src, &dst);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'max-bandwidth': 524288, 'downtime-limit': 1}}"));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
