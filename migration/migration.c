@@ -59,14 +59,26 @@ bool migration_is_running(void)
            current_migration.thread_running;
 }
 
+/*
+ * Like QEMU: stop and cont are the user's during precopy (the switchover
+ * keeps whatever state it finds); only the switchover itself, which stopped
+ * the guest and will restart it if it fails, and postcopy, whose guest may
+ * run on the destination, refuse cont. BQL.
+ */
 bool migration_allows_cont(Error **errp)
 {
-    if (migration_is_running()) {
-        /* The VM is stopped for the switchover; cont would race it. */
-        error_setg(errp, "There's a migration process in progress");
-        return false;
+    int st = migrate_get_state(&current_migration.state);
+
+    if (!runstate_check(RUN_STATE_FINISH_MIGRATE)) {
+        return true;
     }
-    return true;
+    if (st == MIGRATION_STATUS_POSTCOPY_ACTIVE || st == MIGRATION_STATUS_POSTCOPY_PAUSED ||
+        st == MIGRATION_STATUS_POSTCOPY_RECOVER) {
+        error_setg(errp, "There's a migration process in progress");
+    } else {
+        error_setg(errp, "Migration is not finalized yet");
+    }
+    return false;
 }
 
 /*

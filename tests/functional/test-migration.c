@@ -2,7 +2,9 @@
 /*
  * Live migration between real instances: every transport, idle and
  * dirtying guests, -incoming defer, XBZRLE, byte-identical RAM with -S,
- * and the verify firmware carrying on at the destination with no FAIL.
+ * the user's stop and cont during a precopy (QEMU 7.2 allows both: a guest
+ * stopped at the switchover arrives paused), and the verify firmware
+ * carrying on at the destination with no FAIL.
  *
  * A second dirty pass is guaranteed the way QEMU's tests do it: start with
  * a bandwidth too low to converge, wait for dirty-sync-count >= 2, then
@@ -24,6 +26,7 @@ typedef struct MigrateCase {
     bool hmp;                   /* drive the source through HMP "migrate -d" */
     const char *extra;          /* more arguments for both sides, or NULL */
     bool xbzrle;                /* the xbzrle capability, a 256 MiB cache */
+    const char *midway;         /* "stop" or "stop-cont": the user's, during the precopy */
 } MigrateCase;
 
 static const MigrateCase cases[] = {
@@ -39,7 +42,66 @@ static const MigrateCase cases[] = {
     { "unix-xbzrle-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false,
       NULL, true },
     { "hmp-tcp-xbzrle-verify", "tcp", "mode=verify mem=128", "256M", false, true, NULL, true },
+    { "unix-stop-cont-midway", "unix", "mode=dirty mem=128 rate=300", "256M", false, false, NULL,
+      false, "stop-cont" },
+    { "unix-stop-midway-identical", "unix", "mode=dirty mem=128 rate=300", "256M", false, false,
+      NULL, false, "stop" },
 };
+
+static void assert_status(VM *vm, const char *want)
+{
+    g_autofree char *st = vm_status(vm);
+
+    g_assert_cmpstr(st, ==, want);
+}
+
+static void assert_migration_status(VM *vm, const char *want)
+{
+    JsonNode *r = vm_qmp_ok(vm, "{'execute': 'query-migrate'}");
+
+    g_assert_cmpstr(json_get_str(r, "status"), ==, want);
+    json_node_unref(r);
+}
+
+static int64_t dirty_sync_count(VM *vm)
+{
+    JsonNode *r = vm_qmp_ok(vm, "{'execute': 'query-migrate'}");
+    int64_t n = json_has(r, "ram") ? json_get_int(r, "ram.dirty-sync-count") : 0;
+
+    g_assert_cmpstr(json_get_str(r, "status"), !=, "failed");
+    json_node_unref(r);
+    return n;
+}
+
+/*
+ * A precopy too slow to converge; once it is in its second pass the user
+ * stops the guest (and resumes it for "stop-cont") while it keeps going,
+ * then bandwidth and downtime are raised so it can finish.
+ */
+static void migrate_stopping_midway(VM *src, const char *uri, const char *midway)
+{
+    gint64 end = g_get_monotonic_time() + 240 * G_USEC_PER_SEC;
+
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 134217728, 'downtime-limit': 1}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    while (dirty_sync_count(src) < 2) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        vm_pump(src, 50);
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'stop'}"));
+    assert_status(src, "paused");
+    vm_pump(src, 300);
+    assert_migration_status(src, "active");
+    if (!strcmp(midway, "stop-cont")) {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'cont'}"));
+        assert_status(src, "running");
+        vm_pump(src, 300);
+        assert_migration_status(src, "active");
+    }
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+}
 
 /* The xbzrle capability and a cache as big as the guest, the way the case drives the source. */
 static void enable_xbzrle(VM *src, bool hmp)
@@ -117,7 +179,11 @@ static void test_migrate(gconstpointer data)
             json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate-incoming', 'arguments': "
                                       "{'uri': '%s'}}", uri));
         }
-        migtest_slow_then_fast(src, uri, c->hmp);
+        if (c->midway) {
+            migrate_stopping_midway(src, uri, c->midway);
+        } else {
+            migtest_slow_then_fast(src, uri, c->hmp);
+        }
         info = migtest_wait_completed(src);
         if (c->xbzrle) {
             check_xbzrle(src, c, info);
@@ -129,7 +195,8 @@ static void test_migrate(gconstpointer data)
         g_assert_cmpstr(st, ==, "postmigrate");
     }
     migtest_wait_incoming_done(dst);
-    if (c->dst_paused) {
+    if (c->dst_paused || (c->midway && !strcmp(c->midway, "stop"))) {
+        /* -S, or a source guest stopped at the switchover: the destination waits paused. */
         g_autofree char *st = vm_status(dst);
         g_assert_cmpstr(st, ==, "paused");
         migtest_assert_ram_identical_split(src, dst, c->mem, c->extra ? 256 << 20 : 3ULL << 30);
