@@ -82,7 +82,6 @@ static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t 
 {
     uint64_t start = QEMU_ALIGN_DOWN(first, BITS_PER_LONG);
     uint64_t end;
-    g_autofree unsigned long *tmp = NULL;
     unsigned long *bmap;
     struct kvm_clear_dirty_log c;
     int64_t t0;
@@ -101,12 +100,12 @@ static int clear_log_clear(KVMState *s, KVMSlot *slot, uint64_t first, uint64_t 
         /* Aligned (the usual case): hand KVM our own words, no copy. */
         bmap = slot->dirty_bmap + start / BITS_PER_LONG;
     } else {
-        tmp = bitmap_new(end - start);
-        bitmap_extract_words(tmp, slot->dirty_bmap, start, end - start);
+        /* The slot's scratch, not an allocation: a display clears every refresh. */
+        bmap = slot->clear_bmap;
+        bitmap_extract_words(bmap, slot->dirty_bmap, start, end - start);
         /* Zero the alignment padding: those pages were not asked for. */
-        bitmap_clear(tmp, 0, first - start);
-        bitmap_clear(tmp, first + npages - start, end - (first + npages));
-        bmap = tmp;
+        bitmap_clear(bmap, 0, first - start);
+        bitmap_clear(bmap, first + npages - start, end - (first + npages));
     }
     c = (struct kvm_clear_dirty_log) {
         .slot = slot->slot, .num_pages = end - start, .first_page = start,
@@ -245,6 +244,7 @@ void kvm_dirty_log_track_slot(KVMState *s, KVMSlot *slot, bool on)
 {
     if (on) {
         slot->dirty_bmap = bitmap_new(slot->npages);
+        slot->clear_bmap = bitmap_new(slot->npages);
     }
     /* Ring mode: the harvest bitmap exists before any entry for the client is harvested. */
     if (s->dirty_mode->track_slot) {
@@ -252,6 +252,7 @@ void kvm_dirty_log_track_slot(KVMState *s, KVMSlot *slot, bool on)
     }
     if (!on) {
         g_clear_pointer(&slot->dirty_bmap, g_free);
+        g_clear_pointer(&slot->clear_bmap, g_free);
     }
 }
 

@@ -41,6 +41,12 @@ struct KVMSlot {
      */
     unsigned long *dirty_bmap;
     /*
+     * Scratch for a clear whose range is not word-aligned (a display's run
+     * of lines): the range's bits with the padding zeroed, as KVM wants
+     * them. Allocated and freed with dirty_bmap; clients_lock.
+     */
+    unsigned long *clear_bmap;
+    /*
      * Set (dirty-ring mode, while a client tracks the slot): the page was
      * harvested from a vCPU's ring since the slot's last read, which moves
      * the bits to dirty_bmap. Ring lock (kvm-dirty-ring.c): vCPU threads,

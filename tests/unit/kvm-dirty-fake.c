@@ -274,6 +274,7 @@ void vm_free(void)
     for (int i = 0; i < NSLOTS; i++) {
         g_assert_false(k.logging[i]);
         g_assert_null(k.s->slots[i].dirty_bmap);
+        g_assert_null(k.s->slots[i].clear_bmap);
         g_assert_null(k.s->slots[i].harvest_bmap);
         g_free(k.dirty[i]);
         g_free(k.wp[i]);

@@ -361,6 +361,7 @@ static void test_start_stop(void)
     g_assert_cmpuint(s->dirty_clients->len, ==, 1);
     for (int i = 0; i < s->nr_slots; i++) {
         g_assert_nonnull(s->slots[i].dirty_bmap);
+        g_assert_nonnull(s->slots[i].clear_bmap);
         g_assert_true(bitmap_empty(s->slots[i].dirty_bmap, s->slots[i].npages));
         g_assert_cmpuint(s->slots[i].flags & KVM_MEM_LOG_DIRTY_PAGES, !=, 0);
         g_assert_cmpint(s->slots[i].log_refs, ==, 1);
