@@ -2,8 +2,9 @@
 /*
  * mode=draw: set a Bochs VBE mode (ports 0x1ce/0x1cf, which CPL3 cannot
  * reach under kvm-pvm, so through SVC_CALL) and draw frames at CPL3 into
- * the linear framebuffer at 0xe0000000, which the 0-4 GiB identity map
- * already covers with the user bit set.
+ * the linear framebuffer (isa-vga's at 0xe0000000, or a PCI VGA's BAR 0,
+ * so that QEMU's -M pc -vga std can be measured too), which the 0-4 GiB
+ * identity map already covers with the user bit set.
  *
  * Frame n (from 0) is, for every pixel (x, y), the colour
  *     r = (x + 4n) & 255, g = (y + 2n) & 255, b = (x + y + n) & 255
@@ -27,6 +28,33 @@
 #define COUNTER_BITS    32
 
 extern uint64_t pd[][512];
+
+uint64_t vbe_lfb = LFB_ADDR;
+
+#define PCI_CONFIG_ADDR 0xcf8
+#define PCI_CONFIG_DATA 0xcfc
+#define PCI_BOCHS_VGA   0x11111234u     /* device << 16 | vendor */
+
+static uint32_t pci_config_read(unsigned dev, unsigned reg)
+{
+    outl(PCI_CONFIG_ADDR, 0x80000000u | dev << 11 | reg);
+    return inl(PCI_CONFIG_DATA);
+}
+
+/* Bus 0 only: that is where -vga std sits. No PCI (microvm) reads all-ones. */
+void vbe_find_lfb(void)
+{
+    for (unsigned dev = 0; dev < 32; dev++) {
+        if (pci_config_read(dev, 0) == PCI_BOCHS_VGA) {
+            uint32_t bar = pci_config_read(dev, 0x10) & ~0xfu;
+
+            if (bar) {
+                vbe_lfb = bar;
+            }
+            return;
+        }
+    }
+}
 
 static struct {
     uint64_t width, height, bpp, frames;
@@ -57,6 +85,7 @@ static uint64_t vbe_setup_cpl0(void *arg)
     if ((uint64_t)v->width * v->height * (v->bpp / 8) > v->vram) {
         return 2;
     }
+    vbe_find_lfb();
     vbe_write(VBE_ENABLE, 0);
     vbe_write(VBE_XRES, (uint16_t)v->width);
     vbe_write(VBE_YRES, (uint16_t)v->height);
@@ -74,18 +103,21 @@ static uint64_t vbe_setup_cpl0(void *arg)
             outb(0x3c9, (uint8_t)((i & 0x03) << 4));
         }
     }
-    vbe_lfb_writeback(v->vram);
-    return 0;
+    return vbe_lfb_writeback(v->vram) ? 0 : 3;
 }
 
-void vbe_lfb_writeback(uint64_t vram)
+bool vbe_lfb_writeback(uint64_t vram)
 {
     uint64_t pages = (vram + (2 * MiB - 1)) / (2 * MiB);
 
+    if (vbe_lfb < 3 * GiB || vbe_lfb % (2 * MiB) || vbe_lfb + pages * 2 * MiB > 4 * GiB) {
+        return false;
+    }
     for (uint64_t i = 0; i < pages; i++) {
-        pd[3][(LFB_ADDR - 3 * GiB) / (2 * MiB) + i] &= ~(PTE_PCD | PTE_PWT);
+        pd[3][(vbe_lfb - 3 * GiB) / (2 * MiB) + i] &= ~(PTE_PCD | PTE_PWT);
     }
     asm volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::: "rax", "memory");
+    return true;
 }
 
 enum net_param draw_param(const char *k, size_t kn, const char *v, size_t vn)
@@ -159,7 +191,7 @@ static inline void put(uint8_t *p, uint32_t v, unsigned bpp)
 static void draw_line(uint64_t n, unsigned y, unsigned w, unsigned bpp)
 {
     unsigned bytes = bpp / 8, x = 0;
-    uint8_t *p = (uint8_t *)LFB_ADDR + (size_t)y * w * bytes;
+    uint8_t *p = (uint8_t *)vbe_lfb + (size_t)y * w * bytes;
     uint32_t white = pack(255, 255, 255, bpp);
 
     if (y == 0) {
@@ -175,7 +207,7 @@ static void draw_line(uint64_t n, unsigned y, unsigned w, unsigned bpp)
 /* Frame @n: every line, or with lines=K only K of them, the next K each frame. */
 static void draw_frame(uint64_t n, unsigned w, unsigned h, unsigned bpp)
 {
-    uint8_t *counter = (uint8_t *)LFB_ADDR;
+    uint8_t *counter = (uint8_t *)vbe_lfb;
     uint32_t white = pack(255, 255, 255, bpp);
 
     if (!DP.lines) {
@@ -224,6 +256,12 @@ _Noreturn void draw_main(struct wstat *s, uint64_t fps)
         ln_emit(&l);
         wl_exit(s->cpu, EXIT_SETUP);
     }
+    if (r == 3) {
+        ln_str(&l, "FAIL lfb-unmapped lfb=");
+        ln_hex(&l, vbe_lfb);
+        ln_emit(&l);
+        wl_exit(s->cpu, EXIT_SETUP);
+    }
     if (r == 2 || v.xres != v.width || v.yres != v.height || v.got_bpp != v.bpp) {
         ln_str(&l, "FAIL mode-refused vram=");
         ln_u64(&l, v.vram);
@@ -250,6 +288,8 @@ _Noreturn void draw_main(struct wstat *s, uint64_t fps)
     ln_u64(&l, DP.lines);
     ln_str(&l, " vbe_id=");
     ln_hex(&l, v.id);
+    ln_str(&l, " lfb=");
+    ln_hex(&l, vbe_lfb);
     ln_str(&l, " vram=");
     ln_u64(&l, v.vram);
     ln_str(&l, " tsc_khz=");

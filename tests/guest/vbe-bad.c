@@ -168,8 +168,8 @@ static uint64_t vbebad_program_cpl0(void *arg)
     r->yoff = vbe_read(VBE_Y_OFFSET);
     r->bank = vbe_read(VBE_BANK);
     r->enable = vbe_read(VBE_ENABLE);
-    vbe_lfb_writeback(r->vram);
-    return 0;
+    vbe_find_lfb();
+    return vbe_lfb_writeback(r->vram) ? 0 : 3;
 }
 
 static uint64_t bytes_per_pixel(uint32_t bpp)
@@ -191,7 +191,7 @@ static bool area_inside(const struct vbe_regs *r)
 static uint64_t fill_visible(const struct vbe_regs *r)
 {
     uint64_t bpp = bytes_per_pixel(r->bpp), line = r->vwidth * bpp;
-    uint8_t *p = (uint8_t *)LFB_ADDR + r->yoff * line + r->xoff * bpp;
+    uint8_t *p = (uint8_t *)vbe_lfb + r->yoff * line + r->xoff * bpp;
 
     for (uint32_t y = 0; y < r->yres; y++, p += line) {
         uint64_t *q = (uint64_t *)p;

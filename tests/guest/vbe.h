@@ -7,6 +7,7 @@
 #ifndef WORKLOAD_VBE_H
 #define WORKLOAD_VBE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "portio.h"
 
@@ -27,7 +28,15 @@
 #define VBE_LFB_ENABLED 0x40
 #define VBE_ID_MIN      0xb0c0
 #define VBE_ID_MAX      0xb0c5
-#define LFB_ADDR        0xe0000000ULL
+#define LFB_ADDR        0xe0000000ULL   /* isa-vga's; a PCI VGA's is its BAR 0 */
+
+/*
+ * Where the linear framebuffer is: BAR 0 of a Bochs-compatible PCI VGA
+ * (1234:1111, QEMU's -vga std on -M pc) if there is one, else LFB_ADDR.
+ * Set at CPL0 by vbe_find_lfb(), read at CPL3 when drawing.
+ */
+extern uint64_t vbe_lfb;
+void vbe_find_lfb(void);
 
 static inline void vbe_write(uint16_t idx, uint16_t v)
 {
@@ -41,7 +50,10 @@ static inline uint16_t vbe_read(uint16_t idx)
     return inw(VBE_DATA);
 }
 
-/* draw.c, at CPL0: the LFB's first @vram bytes write-back (boot.c made them uncached). */
-void vbe_lfb_writeback(uint64_t vram);
+/*
+ * draw.c, at CPL0: the LFB's first @vram bytes write-back (boot.c made them
+ * uncached); false if they are not all in the 3-4 GiB hole it maps.
+ */
+bool vbe_lfb_writeback(uint64_t vram);
 
 #endif
