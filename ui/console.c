@@ -150,6 +150,31 @@ static void console_rearm_pages(QemuConsole *con, uint64_t first, uint64_t last)
     }
 }
 
+/*
+ * The display's dirty-log sync: the client's new bits into con->dirty, then
+ * one re-arm of all the pages KVM reported, before any of them is drawn (a
+ * write after the re-arm shows at the next sync). One KVM_CLEAR_DIRTY_LOG a
+ * refresh, not one per run of lines, and the counterpart of QEMU's
+ * memory_region_snapshot_and_clear_dirty: noinline so that
+ * scripts/syncprobe.py can time it as one function. < 0: bits may be lost.
+ */
+static __attribute__((noinline)) int console_sync_dirty(QemuConsole *con)
+{
+    uint64_t npages = con->vram->used_length >> TARGET_PAGE_BITS;
+    uint64_t first;
+    int ret = kvm_dirty_client_sync(con->client, console_take_dirty, con);
+
+    if (ret < 0) {
+        return ret;
+    }
+    /* Only the bits read since the last clear are re-armed: the range may be generous. */
+    first = find_first_bit(con->dirty, npages);
+    if (first < npages) {
+        console_rearm_pages(con, first, npages - 1);
+    }
+    return 0;
+}
+
 static void console_line_pages(const QemuConsole *con, uint32_t y, uint64_t *first,
                                uint64_t *last)
 {
@@ -176,7 +201,7 @@ static uint32_t console_convert_dirty_lines(QemuConsole *con)
             y++;
             continue;
         }
-        /* Lines that touch one written page are all in one run: no page is cleared twice. */
+        /* Lines that touch one written page are all in one run. */
         y0 = y;
         run_first = first;
         run_last = last;
@@ -187,7 +212,6 @@ static uint32_t console_convert_dirty_lines(QemuConsole *con)
             }
             run_last = last;
         }
-        console_rearm_pages(con, run_first, run_last);
         bitmap_clear(con->dirty, run_first, run_last - run_first + 1);
         display_convert_lines(con->surface, con->src, &con->fb, con->vram->host, y0, y);
         converted += y - y0;
@@ -217,7 +241,7 @@ void graphic_hw_update(QemuConsole *con)
         con->redraw = true;
     }
     con->fb.palette = fb.palette;
-    if (con->client && kvm_dirty_client_sync(con->client, console_take_dirty, con) < 0) {
+    if (con->client && console_sync_dirty(con) < 0) {
         con->redraw = true;     /* bits may be lost: only a full pass is right */
     }
     sync_ns = get_clock_ns() - t0;
@@ -232,7 +256,7 @@ void graphic_hw_update(QemuConsole *con)
     full = con->redraw || !con->client;
     if (full) {
         if (con->client) {
-            console_rearm_pages(con, 0, npages - 1);
+            /* The sync re-armed what KVM reported; after a failed one KVM reports it again. */
             bitmap_zero(con->dirty, npages);
         }
         display_convert_lines(con->surface, con->src, &con->fb, con->vram->host, 0,
