@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 DPI = 90
 # Figure sizes in inches; at DPI each gives whole pixels (the test checks them).
@@ -225,6 +226,12 @@ PHASE_COLORS = {"setup": "0.7", "iterating, guest running": "#9ecae1", "precopy"
                 "downtime": "#d62728", "switchover pause": "#d62728", "guest paused": "#d62728"}
 
 
+def _wrap(title, width=110):
+    """@title's lines folded to @width characters: a figure clips what is wider."""
+    return "\n".join(textwrap.fill(l, width, break_on_hyphens=False) if l else l
+                     for l in title.split("\n"))
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -380,9 +387,9 @@ def _timeline(plt, doc, name, what, sc, runs, i, path):
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=None if log and ax is axes[2] else 0)
     _mark_legend(plt, axes[0], runs)
-    fig.suptitle("%s (%s), run %d: RAM left to send and throughput over time, %s\n%s" %
+    fig.suptitle(_wrap("%s (%s), run %d: RAM left to send and throughput over time, %s\n%s" %
                  (name, what, i + 1, " vs ".join(label(doc, lab) for lab in runs),
-                  how_run(sc, doc.get("quick"))), fontsize=10)
+                  how_run(sc, doc.get("quick")))), fontsize=10)
     return _save(plt, fig, path)
 
 
@@ -441,9 +448,9 @@ def _guest(plt, doc, name, what, sc, runs, i, path):
     _mark_legend(plt, axes[0], runs, spans, passes=False)
     axes[1].legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4,
                    frameon=False, borderaxespad=0.2)
-    fig.suptitle("%s (%s), run %d: the guest's writes before, during and after, %s\n%s" %
+    fig.suptitle(_wrap("%s (%s), run %d: the guest's writes before, during and after, %s\n%s" %
                  (name, what, i + 1, " vs ".join(label(doc, lab) for lab in runs),
-                  how_run(sc, doc.get("quick"))), fontsize=10)
+                  how_run(sc, doc.get("quick")))), fontsize=10)
     return _save(plt, fig, path)
 
 
@@ -483,8 +490,8 @@ def _latency(plt, doc, name, what, sc, runs, i, path):
     what_l = ("background snapshot write faults: guest write fault to page saved and "
               "unprotected" if kind == "fault" else
               "postcopy page requests on the destination: fault read to page placed")
-    fig.suptitle("%s (%s), run %d: %s\n%s" % (name, what, i + 1, what_l,
-                                                how_run(sc, doc.get("quick"))), fontsize=10)
+    fig.suptitle(_wrap("%s (%s), run %d: %s\n%s" % (name, what, i + 1, what_l,
+                                                how_run(sc, doc.get("quick"))), 160), fontsize=10)
     return _save(plt, fig, path)
 
 
@@ -589,8 +596,8 @@ def _summary(plt, doc, name, what, sc, results, path):
     fig.supxlabel(foot, fontsize=8, color="tab:red" if fails else "0.3")
     # The scenario's doc describes its full size, not --quick's.
     about = "" if doc.get("quick") else ": " + sc.get("doc", "")
-    fig.suptitle("%s (%s)%s\n%s\n%s" % (name, what, about, _headline(doc, labs, results),
-                                        how_run(sc, doc.get("quick"))), fontsize=10)
+    fig.suptitle(_wrap("%s (%s)%s\n%s\n%s" % (name, what, about, _headline(doc, labs, results),
+                                        how_run(sc, doc.get("quick"))), 160), fontsize=10)
     return _save(plt, fig, path)
 
 
