@@ -38,7 +38,11 @@ class QMP:
                     self.sock = socket.create_connection(address, timeout=5)
                 else:
                     self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    self.sock.connect(address)
+                    try:
+                        self.sock.connect(address)
+                    except OSError:
+                        self.sock.close()
+                        raise
                 break
             except OSError:
                 if time.monotonic() > deadline:

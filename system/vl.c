@@ -24,6 +24,7 @@
 #include "trace/trace.h"
 #include "ui/console.h"
 #include "vl.h"
+#include "cmdline-opts.h"
 #include <sys/prctl.h>
 #include <glib-unix.h>
 
@@ -101,15 +102,36 @@ static void machine_help(void)
            "microvm              microvm (i386) (default)\n");
 }
 
+/*
+ * -machine accel=A[:B...]: QEMU's list of accelerators to try in order.
+ * Ours is KVM; "tcg" is taken only for -machine none, which runs no guest
+ * (libvirt probes with none,accel=tcg too), and means no KVM at all.
+ * Checked against the machine type in validate_config().
+ */
+static bool parse_accel_list(Config *cfg, const char *list, Error **errp)
+{
+    g_auto(GStrv) names = g_strsplit(list, ":", 0);
+
+    if (!names[0]) {
+        error_setg(errp, "invalid accelerator %s", list);
+        return false;
+    }
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], "kvm") && strcmp(names[i], "tcg")) {
+            error_setg(errp, "invalid accelerator %s", names[i]);
+            error_append_hint(errp, "This binary supports only the kvm accelerator\n");
+            return false;
+        }
+    }
+    g_free(cfg->machine_accel);
+    cfg->machine_accel = g_strdup(names[0]);
+    return true;
+}
+
 static bool parse_machine(Config *cfg, const char *arg, Error **errp)
 {
-    static const char *const known[] = {
-        "type", "memory-backend", "accel", "pic", "pit", "rtc", "isa-serial", "x-option-roms",
-        "auto-kernel-cmdline", "acpi", "ioapic2", "pcie", "usb", "graphics", "dump-guest-core",
-        "mem-merge", "kernel-irqchip", "max-ram-below-4g", NULL,
-    };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "type", errp);
-    const char *type, *accel;
+    const char *type;
 
     if (!opts) {
         return false;
@@ -119,12 +141,18 @@ static bool parse_machine(Config *cfg, const char *arg, Error **errp)
         machine_help();
         exit(0);
     }
-    if (type && strcmp(type, MACHINE_TYPE_NAME)) {
+    if (type && strcmp(type, MACHINE_TYPE_NAME) && strcmp(type, "none")) {
         error_setg(errp, "unsupported machine type");
         error_append_hint(errp, "Use -machine help to list supported machines\n");
         return false;
     }
-    if (!qemu_opts_check_known(opts, known, errp)) {
+    if (!cmdline_check_params(opts, "machine", errp)) {
+        return false;
+    }
+    if (type) {
+        cfg->machine_none = !strcmp(type, "none");
+    }
+    if (qemu_opt_get(opts, "accel") && !parse_accel_list(cfg, qemu_opt_get(opts, "accel"), errp)) {
         return false;
     }
     if (qemu_opt_get(opts, "memory-backend")) {
@@ -149,19 +177,11 @@ static bool parse_machine(Config *cfg, const char *arg, Error **errp)
         }
         cfg->machine.max_ram_below_4g = v;
     }
-    accel = qemu_opt_get(opts, "accel");
-    if (accel && strcmp(accel, "kvm")) {
-        error_setg(errp, "invalid accelerator %s", accel);
-        return false;
-    }
     return true;
 }
 
 static bool parse_accel(Config *cfg, const char *arg, Error **errp)
 {
-    static const char *const known[] = {
-        "accel", "dirty-ring-size", "x-dirty-log", "kernel-irqchip", "kvm-shadow-mem", NULL,
-    };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "accel", errp);
     const char *accel, *mode;
     uint64_t ring;
@@ -179,7 +199,7 @@ static bool parse_accel(Config *cfg, const char *arg, Error **errp)
         error_append_hint(errp, "This binary supports only the kvm accelerator\n");
         return false;
     }
-    if (!qemu_opts_check_known(opts, known, errp) ||
+    if (!cmdline_check_params(opts, "accel", errp) ||
         !qemu_opt_get_number(opts, "dirty-ring-size", 0, &ring, errp)) {
         return false;
     }
@@ -238,12 +258,11 @@ static bool parse_cpu(const char *arg, Error **errp)
 
 static bool parse_memory_size(Config *cfg, const char *arg, Error **errp)
 {
-    static const char *const known[] = { "size", "slots", "maxmem", NULL };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "size", errp);
     const char *size;
     uint64_t sz;
 
-    if (!opts || !qemu_opts_check_known(opts, known, errp)) {
+    if (!opts || !cmdline_check_params(opts, "memory", errp)) {
         return false;
     }
     size = qemu_opt_get(opts, "size");
@@ -268,15 +287,12 @@ static bool parse_memory_size(Config *cfg, const char *arg, Error **errp)
 
 static bool parse_smp(Config *cfg, const char *arg, Error **errp)
 {
-    static const char *const known[] = {
-        "cpus", "sockets", "dies", "clusters", "cores", "threads", "maxcpus", NULL,
-    };
     static const char *const topo[] = { "sockets", "dies", "clusters", "cores", "threads" };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "cpus", errp);
     uint64_t cpus, product = 1, maxcpus;
     bool any_topo = false;
 
-    if (!opts || !qemu_opts_check_known(opts, known, errp) ||
+    if (!opts || !cmdline_check_params(opts, "smp-opts", errp) ||
         !qemu_opt_get_number(opts, "cpus", 0, &cpus, errp) ||
         !qemu_opt_get_number(opts, "maxcpus", 0, &maxcpus, errp)) {
         return false;
@@ -318,12 +334,11 @@ static void add_monitor(Config *cfg, const char *spec, const char *chardev_id, b
 
 static bool parse_mon(Config *cfg, const char *arg, Error **errp)
 {
-    static const char *const known[] = { "chardev", "mode", "pretty", "id", NULL };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "chardev", errp);
     const char *chardev, *mode;
     bool pretty;
 
-    if (!opts || !qemu_opts_check_known(opts, known, errp) ||
+    if (!opts || !cmdline_check_params(opts, "mon", errp) ||
         !qemu_opt_get_bool(opts, "pretty", false, &pretty, errp)) {
         return false;
     }
@@ -343,11 +358,10 @@ static bool parse_mon(Config *cfg, const char *arg, Error **errp)
 
 static bool parse_name(const char *arg, Error **errp)
 {
-    static const char *const known[] = { "guest", "process", "debug-threads", NULL };
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "guest", errp);
     const char *proc;
 
-    if (!opts || !qemu_opts_check_known(opts, known, errp)) {
+    if (!opts || !cmdline_check_params(opts, "name", errp)) {
         return false;
     }
     if (qemu_opt_get(opts, "guest")) {
@@ -560,8 +574,32 @@ static void parse_command_line(Config *cfg, int argc, char **argv)
 
 static void validate_config(Config *cfg)
 {
+    if (cfg->machine_accel && !strcmp(cfg->machine_accel, "tcg") && !cfg->machine_none) {
+        error_report("-machine accel=tcg: invalid accelerator tcg");
+        fprintf(stderr, "This binary supports only the kvm accelerator\n");
+        exit(1);
+    }
+    if (cfg->machine_none) {
+        /* Nothing of a guest: refused, not ignored. */
+        const char *what = cfg->machine.ram_size_given ? "-m" :
+                           cfg->machine.smp_cpus ? "-smp" :
+                           cfg->machine.kernel_filename ? "-kernel" :
+                           cfg->machine.memory_backend ? "memory-backend=" :
+                           cfg->machine.debug_exit.present || cfg->machine.vga.present ||
+                           cfg->nic_devices->len ? "-device" :
+                           cfg->object_opts->len ? "-object" :
+                           cfg->netdevs->len ? "-netdev" :
+                           cfg->incoming ? "-incoming" : NULL;
+
+        if (what) {
+            error_report("-machine none: %s needs a machine with a guest (-machine %s)", what,
+                         MACHINE_TYPE_NAME);
+            exit(1);
+        }
+    }
     if (cfg->daemonize) {
-        if (cfg->nographic) {
+        /* Like QEMU: only if -nographic would put a default port on stdio. */
+        if (cfg->nographic && !cfg->nodefaults && !cfg->serial_spec) {
             error_report("-nographic cannot be used with -daemonize");
             exit(1);
         }
@@ -641,6 +679,7 @@ static void monitor_config_free(gpointer p)
 static void config_free(Config *cfg)
 {
     g_free(cfg->serial_spec);
+    g_free(cfg->machine_accel);
     g_free(cfg->pidfile);
     g_free(cfg->incoming);
     g_ptr_array_set_free_func(cfg->chardev_opts, (GDestroyNotify)qemu_opts_del);
@@ -717,23 +756,31 @@ void qemu_init(int argc, char **argv)
     }
     vl_create_virtio_net_devices(&cfg);
 
-    /* 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs, devices). */
-    kvm_state = kvm_init(&cfg.accel, &err);
-    if (!kvm_state) {
-        error_prepend(&err, "failed to initialize kvm: ");
-        error_report_err(err);
-        exit(1);
+    /*
+     * 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs,
+     * devices). -machine none has neither (KVM only to say it is there,
+     * unless accel=tcg asked for none).
+     */
+    if (!cfg.machine_none || strcmp(cfg.machine_accel ? cfg.machine_accel : "kvm", "tcg")) {
+        kvm_state = kvm_init(&cfg.accel, &err);
+        if (!kvm_state) {
+            error_prepend(&err, "failed to initialize kvm: ");
+            error_report_err(err);
+            exit(1);
+        }
     }
-    if (!kvm_dirty_log_init(kvm_state, &err)) {
-        error_report_err(err);
-        exit(1);
-    }
-    current_machine = g_new(MachineState, 1);
-    *current_machine = cfg.machine;
-    if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err) ||
-        !display_init(!cfg.display_none, &err)) {
-        error_report_err(err);
-        exit(1);
+    if (!cfg.machine_none) {
+        if (!kvm_dirty_log_init(kvm_state, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
+        current_machine = g_new(MachineState, 1);
+        *current_machine = cfg.machine;
+        if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err) ||
+            !display_init(!cfg.display_none, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
     }
 
     /* 5. Migration, monitors, then the run state. */

@@ -16,6 +16,9 @@ typedef struct MonitorConfig {
 /* Everything the command line asked for, before anything is created. */
 typedef struct Config {
     MachineState machine;
+    /* -machine none: no RAM, no vCPUs, no devices; a monitor to probe the binary with. */
+    bool machine_none;
+    char *machine_accel;        /* the first of -machine accel=A:B, or NULL */
     KVMAccelOpts accel;
     char *serial_spec;
     bool nographic;

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What this binary is, for management software that probes it before
+ * using it (libvirt starts it with -machine none and asks): the target,
+ * the machine types, the CPU models, the object types and the properties
+ * each takes, and answers for the optional features it has not (TPM, SEV,
+ * SGX). Every answer is what the command line and the devices accept;
+ * a type or property is listed here only if -device, -object, -machine
+ * or -cpu takes it.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands.h"
+#include "hw/boards.h"
+#include "system/kvm.h"
+
+/* -smp's own limit (vl.c); KVM's may be lower. */
+#define SMP_MAX_CPUS 1024
+
+typedef struct ProbeProp {
+    const char *name;
+    const char *type;
+    const char *description;
+    /* default-value: JSON text, or NULL for none */
+    const char *default_json;
+} ProbeProp;
+
+typedef struct ProbeType {
+    const char *name;
+    const char *parent;
+    bool abstract;
+    bool device;                /* device-list-properties describes it */
+    const ProbeProp *props;     /* ended by a NULL name; NULL: none */
+} ProbeType;
+
+static const ProbeProp machine_props[] = {
+    { "memory-backend", "link<memory-backend>", "the RAM backend's id (-object)", NULL },
+    { "max-ram-below-4g", "size", "the most RAM below 4 GiB", NULL },
+    { NULL },
+};
+
+static const ProbeProp backend_props_common[] = {
+    { "size", "size", "the backend's size in bytes", NULL },
+    { "share", "bool", "map the memory shared (MAP_SHARED)", "false" },
+    { "prealloc", "bool", "allocate all of it at once", "false" },
+    { NULL },
+};
+
+static const ProbeProp backend_file_props[] = {
+    { "size", "size", "the backend's size in bytes", NULL },
+    { "share", "bool", "map the memory shared (MAP_SHARED)", "false" },
+    { "prealloc", "bool", "allocate all of it at once", "false" },
+    { "mem-path", "str", "the file (or directory) to map", NULL },
+    { NULL },
+};
+
+static const ProbeProp isa_debug_exit_props[] = {
+    { "iobase", "uint32", NULL, "1281" },
+    { "iosize", "uint32", NULL, "2" },
+    { NULL },
+};
+
+static const ProbeProp isa_vga_props[] = {
+    { "vgamem_mb", "uint32", NULL, "16" },
+    { NULL },
+};
+
+static const ProbeProp virtio_net_props[] = {
+    { "netdev", "str", "ID of a netdev to use as a backend", NULL },
+    { "mac", "str", "Ethernet 6-byte MAC Address, example: 52:54:00:12:34:56", NULL },
+    { NULL },
+};
+
+static const ProbeType probe_types[] = {
+    { "object", NULL, true },
+    { "machine", "object", true },
+    { MACHINE_TYPE_NAME "-machine", "machine", false, false, machine_props },
+    { "none-machine", "machine", false },
+    { "cpu", "device", true },
+    { "x86_64-cpu", "cpu", true },
+    { "host-x86_64-cpu", "x86_64-cpu" },
+    { "memory-backend", "object", true, false, backend_props_common },
+    { "memory-backend-ram", "memory-backend", false, false, backend_props_common },
+    { "memory-backend-memfd", "memory-backend", false, false, backend_props_common },
+    { "memory-backend-file", "memory-backend", false, false, backend_file_props },
+    { "device", "object", true },
+    { "isa-device", "device", true },
+    { "isa-debug-exit", "isa-device", false, true, isa_debug_exit_props },
+    { "isa-vga", "isa-device", false, true, isa_vga_props },
+    { "virtio-device", "device", true },
+    { "virtio-net-device", "virtio-device", false, true, virtio_net_props },
+};
+
+static const ProbeType *probe_type_find(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(probe_types); i++) {
+        if (!strcmp(probe_types[i].name, name)) {
+            return &probe_types[i];
+        }
+    }
+    return NULL;
+}
+
+static bool probe_type_derives(const ProbeType *t, const char *ancestor)
+{
+    while (t) {
+        if (!strcmp(t->name, ancestor)) {
+            return true;
+        }
+        t = t->parent ? probe_type_find(t->parent) : NULL;
+    }
+    return false;
+}
+
+static JsonNode *json_array_node(JsonArray *a)
+{
+    JsonNode *n = json_node_alloc();
+
+    json_node_init_array(n, a);
+    json_array_unref(a);
+    return n;
+}
+
+JsonNode *qmp_qom_list_types(JsonObject *args, Error **errp)
+{
+    const char *implements = json_object_has_member(args, "implements") ?
+                             json_object_get_string_member(args, "implements") : NULL;
+    bool abstract = json_object_has_member(args, "abstract") &&
+                    json_object_get_boolean_member(args, "abstract");
+    JsonArray *list = json_array_new();
+
+    for (size_t i = 0; i < G_N_ELEMENTS(probe_types); i++) {
+        const ProbeType *t = &probe_types[i];
+        JsonObject *o;
+
+        if ((t->abstract && !abstract) || (implements && !probe_type_derives(t, implements))) {
+            continue;
+        }
+        o = json_object_new();
+        json_object_set_string_member(o, "name", t->name);
+        if (t->abstract) {
+            json_object_set_boolean_member(o, "abstract", true);
+        }
+        if (t->parent) {
+            json_object_set_string_member(o, "parent", t->parent);
+        }
+        json_array_add_object_element(list, o);
+    }
+    return json_array_node(list);
+}
+
+static JsonNode *probe_props_node(const ProbeType *t)
+{
+    JsonArray *list = json_array_new();
+
+    for (const ProbeProp *p = t->props; p && p->name; p++) {
+        JsonObject *o = json_object_new();
+
+        json_object_set_string_member(o, "name", p->name);
+        json_object_set_string_member(o, "type", p->type);
+        if (p->description) {
+            json_object_set_string_member(o, "description", p->description);
+        }
+        if (p->default_json) {
+            json_object_set_member(o, "default-value", json_from_string(p->default_json, NULL));
+        }
+        json_array_add_object_element(list, o);
+    }
+    return json_array_node(list);
+}
+
+/* QEMU's classes and words for a type that does not exist. */
+JsonNode *qmp_qom_list_properties(JsonObject *args, Error **errp)
+{
+    const char *name = json_object_get_string_member(args, "typename");
+    const ProbeType *t = probe_type_find(name);
+
+    if (!t) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Class '%s' not found", name);
+        return NULL;
+    }
+    return probe_props_node(t);
+}
+
+JsonNode *qmp_device_list_properties(JsonObject *args, Error **errp)
+{
+    const char *name = json_object_get_string_member(args, "typename");
+    const ProbeType *t = probe_type_find(name);
+
+    if (!t) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found", name);
+        return NULL;
+    }
+    if (!t->device || t->abstract) {
+        error_setg(errp, "Parameter 'typename' expects a non-abstract device type");
+        return NULL;
+    }
+    return probe_props_node(t);
+}
+
+TargetInfo *qmp_query_target(Error **errp)
+{
+    TargetInfo *info = g_new0(TargetInfo, 1);
+
+    info->arch = SYS_EMU_TARGET_X86_64;
+    return info;
+}
+
+static MachineInfo *machine_info(const char *name, bool is_default, int64_t cpu_max,
+                                 const char *cpu_type, const char *ram_id)
+{
+    MachineInfo *m = g_new0(MachineInfo, 1);
+
+    m->name = g_strdup(name);
+    m->has_is_default = is_default;
+    m->is_default = is_default;
+    m->cpu_max = cpu_max;
+    m->default_cpu_type = g_strdup(cpu_type);
+    m->default_ram_id = g_strdup(ram_id);
+    return m;
+}
+
+MachineInfoList *qmp_query_machines(Error **errp)
+{
+    MachineInfoList *none = g_new0(MachineInfoList, 1);
+    MachineInfoList *head = g_new0(MachineInfoList, 1);
+
+    head->value = machine_info(MACHINE_TYPE_NAME, true,
+                               kvm_state ? MIN(SMP_MAX_CPUS, kvm_state->max_vcpus) : SMP_MAX_CPUS,
+                               "host-x86_64-cpu",
+                               MACHINE_TYPE_NAME ".ram");
+    none->value = machine_info("none", false, 1, NULL, NULL);
+    head->next = none;
+    return head;
+}
+
+CpuDefinitionInfoList *qmp_query_cpu_definitions(Error **errp)
+{
+    CpuDefinitionInfoList *head = g_new0(CpuDefinitionInfoList, 1);
+    CpuDefinitionInfo *d = g_new0(CpuDefinitionInfo, 1);
+
+    d->name = g_strdup("host");
+    d->has_migration_safe = true;
+    d->migration_safe = false;
+    d->typename = g_strdup("host-x86_64-cpu");
+    head->value = d;
+    return head;
+}
+
+strList *qmp_query_tpm_models(Error **errp)
+{
+    return NULL;
+}
+
+strList *qmp_query_tpm_types(Error **errp)
+{
+    return NULL;
+}
+
+SevCapability *qmp_query_sev_capabilities(Error **errp)
+{
+    error_setg(errp, "SEV is not available in this QEMU");
+    return NULL;
+}
+
+SgxInfo *qmp_query_sgx_capabilities(Error **errp)
+{
+    error_setg(errp, "SGX is not available in this QEMU");
+    return NULL;
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-probe.py: -machine none and the answers management software probes
+the binary for, the way libvirt does it.
+
+The binary is started with libvirt's probe command line (-S -nodefaults
+-nographic -machine none,accel=kvm:tcg, a QMP socket, -pidfile and
+-daemonize) and asked libvirt's probe commands.  Every device type
+qom-list-types lists has its properties from device-list-properties, and
+each property with a default is taken by -device on a microvm with that
+value (so the list and the parser agree).  -machine none,accel=tcg runs
+without KVM; accel=tcg for a real machine, and guest options with none,
+are refused with an error.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
+from analyzevm import kvm_skip_reason  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
+from qmp import QMP, QMPError  # noqa: E402
+
+
+def probe_args(sock, pidfile, accel):
+    """libvirt 9.0's probe command line (qemuProcessQMPLaunch)."""
+    return [QEMU, '-S', '-no-user-config', '-nodefaults', '-nographic',
+            '-machine', 'none,accel=' + accel,
+            '-qmp', 'unix:%s,server=on,wait=off' % sock,
+            '-pidfile', pidfile, '-daemonize']
+
+
+class Probed:
+    """A daemonized -machine none instance and a QMP connection to it."""
+
+    def __init__(self, tmpdir, accel):
+        self.sock = os.path.join(tmpdir, accel.replace(':', '-') + '.qmp')
+        self.pidfile = os.path.join(tmpdir, accel.replace(':', '-') + '.pid')
+        r = subprocess.run(probe_args(self.sock, self.pidfile, accel),
+                           stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=DEADLINE)
+        if r.returncode != 0:
+            raise AssertionError('probe instance failed: %s' % r.stderr.decode())
+        # -daemonize returns once the monitor listens and the pidfile is written.
+        with open(self.pidfile) as f:
+            self.pid = int(f.read().strip())
+        self.qmp = QMP(self.sock, timeout=DEADLINE)
+
+    def close(self):
+        try:
+            self.qmp.cmd('quit')
+        except (QMPError, OSError):
+            pass
+        self.qmp.file.close()
+        self.qmp.close()
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.kill(self.pid, 9)
+        raise AssertionError('the probe instance did not quit')
+
+
+def qmp_error(qmp, name, **args):
+    """The error text of a command that must fail."""
+    try:
+        qmp.cmd(name, **args)
+    except QMPError as e:
+        return str(e)
+    raise AssertionError('%s %s succeeded' % (name, args))
+
+
+class ProbeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = kvm_skip_reason()
+        if reason:
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                raise AssertionError('cannot run: ' + reason)
+            raise unittest.SkipTest(reason)
+        cls.tmpdir = tempfile.mkdtemp(prefix='test-probe-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmpdir, ignore_errors=True)
+
+    def test_libvirt_probe_kvm(self):
+        p = Probed(self.tmpdir, 'kvm:tcg')
+        try:
+            q = p.qmp
+            self.assertEqual(q.cmd('query-status')['status'], 'prelaunch')
+            self.assertEqual(q.cmd('query-kvm'), {'enabled': True, 'present': True})
+            self.assertEqual(q.cmd('query-target'), {'arch': 'x86_64'})
+            machines = {m['name']: m for m in q.cmd('query-machines')}
+            self.assertEqual(set(machines), {'microvm', 'none'})
+            self.assertTrue(machines['microvm']['is-default'])
+            self.assertEqual(machines['microvm']['default-ram-id'], 'microvm.ram')
+            self.assertNotIn('default-cpu-type', machines['none'])
+            cpus = q.cmd('query-cpu-definitions')
+            self.assertEqual([c['name'] for c in cpus], ['host'])
+            commands = {c['name'] for c in q.cmd('query-commands')}
+            schema = q.cmd('query-qmp-schema')
+            in_schema = {e['name'] for e in schema if e['meta-type'] == 'command'}
+            self.assertEqual(commands, in_schema)
+            for c in ('query-machines', 'qom-list-types', 'device-list-properties',
+                      'query-command-line-options', 'query-cpu-definitions'):
+                self.assertIn(c, commands)
+            self.assertEqual(q.cmd('query-tpm-models'), [])
+            self.assertEqual(q.cmd('query-tpm-types'), [])
+            self.assertIn('SEV is not available', qmp_error(q, 'query-sev-capabilities'))
+            self.assertIn('SGX is not available', qmp_error(q, 'query-sgx-capabilities'))
+            self.assertIn("Device 'virtio-blk-pci' not found",
+                          qmp_error(q, 'device-list-properties', typename='virtio-blk-pci'))
+            self.assertIn("Class 'max-x86_64-cpu' not found",
+                          qmp_error(q, 'qom-list-properties', typename='max-x86_64-cpu'))
+            opts = {o['option']: {p['name']: p['type'] for p in o['parameters']}
+                    for o in q.cmd('query-command-line-options')}
+            self.assertEqual(opts['machine']['memory-backend'], 'string')
+            self.assertEqual(opts['memory']['size'], 'size')
+            self.assertIn('invalid option name',
+                          qmp_error(q, 'query-command-line-options', option='sandbox'))
+            backends = [t['name'] for t in q.cmd('qom-list-types', implements='memory-backend')]
+            self.assertEqual(sorted(backends), ['memory-backend-file', 'memory-backend-memfd',
+                                                'memory-backend-ram'])
+            for b in backends:
+                names = [p['name'] for p in q.cmd('qom-list-properties', typename=b)]
+                self.assertIn('size', names)
+            devices = [t['name'] for t in q.cmd('qom-list-types', implements='device')
+                       if not t.get('abstract') and not t['name'].endswith('-cpu')]
+            self.assertIn('isa-vga', devices)
+            self.props = {d: q.cmd('device-list-properties', typename=d) for d in devices}
+        finally:
+            p.close()
+        self.check_defaults_taken(self.props)
+
+    def check_defaults_taken(self, props):
+        """Each device with its listed defaults given explicitly is accepted."""
+        for dev, plist in props.items():
+            given = ','.join('%s=%s' % (p['name'], json.dumps(p['default-value']))
+                             for p in plist if 'default-value' in p)
+            if not given:
+                continue
+            self.assert_device_accepted(dev, given)
+
+    def assert_device_accepted(self, dev, given):
+        sock = os.path.join(self.tmpdir, 'dev.qmp')
+        proc = subprocess.Popen([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '64M',
+                                 '-nodefaults', '-no-user-config', '-display', 'none', '-S',
+                                 '-kernel', FIRMWARE, '-device', dev + ',' + given,
+                                 '-qmp', 'unix:%s,server=on,wait=off' % sock],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        try:
+            q = QMP(sock, timeout=DEADLINE)
+            q.cmd('quit')
+            q.file.close()
+            q.close()
+            proc.communicate(timeout=DEADLINE)
+        except Exception:
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError('-device %s,%s refused: %s' % (dev, given, err.decode()))
+        finally:
+            if os.path.exists(sock):
+                os.unlink(sock)
+
+    def test_probe_tcg_has_no_kvm(self):
+        p = Probed(self.tmpdir, 'tcg')
+        try:
+            self.assertEqual(p.qmp.cmd('query-kvm'), {'enabled': False, 'present': True})
+            self.assertEqual({m['name'] for m in p.qmp.cmd('query-machines')},
+                             {'microvm', 'none'})
+        finally:
+            p.close()
+
+    def refused(self, args):
+        r = subprocess.run([QEMU] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=DEADLINE)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        return r.stderr.decode()
+
+    def test_refusals(self):
+        err = self.refused(['-machine', 'microvm,accel=tcg', '-nodefaults', '-kernel', FIRMWARE])
+        self.assertIn('invalid accelerator tcg', err)
+        err = self.refused(['-machine', 'none,accel=hvf', '-nodefaults'])
+        self.assertIn('invalid accelerator hvf', err)
+        err = self.refused(['-machine', 'none', '-nodefaults', '-m', '1G'])
+        self.assertIn('-machine none: -m needs a machine with a guest', err)
+        err = self.refused(['-machine', 'none', '-nodefaults', '-device', 'isa-vga'])
+        self.assertIn('-machine none: -device needs a machine with a guest', err)
+
+
+if __name__ == '__main__':
+    unittest.main()
