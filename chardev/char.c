@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Character device backends: stdio, null, file, and unix/tcp sockets
- * (server with one client at a time, or client). Input is read in the main
- * loop; output is written synchronously by whoever holds the BQL.
+ * Character device backends: stdio, null, file (a path or an fd set), and
+ * unix/tcp sockets, opened by us or inherited as fd=N (server with one
+ * client at a time, or client). Input is read in the main loop; output is
+ * written synchronously by whoever holds the BQL.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/sockets.h"
 #include "qemu/cutils.h"
+#include "qemu/fdset.h"
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
@@ -40,7 +42,7 @@ struct Chardev {
     bool server;
     int listen_fd;
     guint listen_watch;
-    char *desc;                 /* "unix:/path" or "tcp:host:port" for messages */
+    char *desc;                 /* "unix:/path", "tcp:host:port" or "fd:N" for messages */
     GByteArray *outbuf;         /* output not yet taken by the client */
     guint out_watch;
     char *unix_path;            /* unlinked when we created it */
@@ -398,10 +400,9 @@ static Chardev *chr_open_stdio(const char *label, Error **errp)
 static Chardev *chr_open_file(const char *label, const char *path, bool append, Error **errp)
 {
     Chardev *chr;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
+    int fd = qemu_open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0666, errp);
 
     if (fd < 0) {
-        error_setg_errno(errp, errno, "Could not open '%s'", path);
         return NULL;
     }
     chr = chr_alloc(label, CHR_FILE);
@@ -452,6 +453,7 @@ static int socket_tcp_open(const char *host, const char *port, bool server, Erro
 typedef struct SocketSpec {
     const char *path;           /* unix */
     const char *host, *port;    /* tcp */
+    const char *fd;             /* inherited: listening if server, else connected */
     bool server;
     bool wait;
 } SocketSpec;
@@ -461,7 +463,9 @@ static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error *
     Chardev *chr;
     int fd;
 
-    if (ss->path) {
+    if (ss->fd) {
+        fd = socket_inherited_fd(ss->fd, ss->server, errp);
+    } else if (ss->path) {
         fd = ss->server ? unix_listen_private(ss->path, errp) : unix_connect_path(ss->path, errp);
     } else {
         fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
@@ -472,7 +476,8 @@ static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error *
     chr = chr_alloc(label, CHR_SOCKET);
     chr->outbuf = g_byte_array_new();
     chr->server = ss->server;
-    chr->desc = ss->path ? g_strdup_printf("unix:%s", ss->path)
+    chr->desc = ss->fd     ? g_strdup_printf("fd:%s", ss->fd)
+              : ss->path ? g_strdup_printf("unix:%s", ss->path)
                          : g_strdup_printf("tcp:%s:%s", ss->host, ss->port);
     if (!ss->server) {
         chr_socket_attach_client(chr, fd);
@@ -586,7 +591,7 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
 Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
 {
     static const char *const known[] = {
-        "backend", "id", "path", "host", "port", "server", "wait", "append", "mux",
+        "backend", "id", "path", "host", "port", "fd", "server", "wait", "append", "mux",
         "signal", "logfile", "telnet", "nodelay", NULL,
     };
     const char *backend = qemu_opt_get(opts, "backend");
@@ -634,6 +639,15 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
         ss.path = qemu_opt_get(opts, "path");
         ss.host = qemu_opt_get(opts, "host");
         ss.port = qemu_opt_get(opts, "port");
+        ss.fd = qemu_opt_get(opts, "fd");
+        if (ss.fd) {
+            if (ss.path || ss.host || ss.port) {
+                error_setg(errp, "fd=%s: a socket given as fd cannot also have path, "
+                           "host or port", ss.fd);
+                return NULL;
+            }
+            return chr_open_socket(id, &ss, errp);
+        }
         if (!ss.path && !ss.port) {
             error_setg(errp, "chardev: socket: no host given");
             return NULL;

@@ -4,9 +4,11 @@
  * bind(); under umask 000 any local user could connect. Linux derives that
  * mode from the socket's own inode (mode & ~umask), so an fchmod() of the
  * unbound socket closes the window that a chmod() after bind() would leave.
+ * Also the checks on a socket inherited from our parent (fd=N).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -84,4 +86,64 @@ int unix_listen_private(const char *path, Error **errp)
 fail:
     close(fd);
     return -1;
+}
+
+int socket_inherited_fd(const char *str, bool server, Error **errp)
+{
+    int fd, fdflags, type, listening;
+    socklen_t len = sizeof(int);
+    struct sockaddr_storage peer;
+    socklen_t peer_len = sizeof(peer);
+
+    if (qemu_strtoi(str, NULL, 10, &fd) < 0 || fd < 0) {
+        error_setg(errp, "fd=%s: not a file descriptor number "
+                   "(fds named by the getfd command are not supported)", str);
+        return -1;
+    }
+    fdflags = fcntl(fd, F_GETFD);
+    if (fdflags < 0) {
+        error_setg(errp, "fd=%s: not an open file descriptor", str);
+        return -1;
+    }
+    /*
+     * Inherited fds have FD_CLOEXEC clear and all of ours have it set: a
+     * number the parent did not pass may be one we opened since (the
+     * main loop's, another chardev's), which must not be taken over.
+     */
+    if (fdflags & FD_CLOEXEC) {
+        error_setg(errp, "fd=%s: not inherited (it is close-on-exec), already in use", str);
+        return -1;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0) {
+        error_setg(errp, "fd=%s: not a socket", str);
+        return -1;
+    }
+    if (type != SOCK_STREAM) {
+        error_setg(errp, "fd=%s: not a stream socket", str);
+        return -1;
+    }
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
+        error_setg_errno(errp, errno, "fd=%s: cannot query the socket", str);
+        return -1;
+    }
+    if (server) {
+        /*
+         * As QEMU does: a bound socket starts listening here, a listening
+         * one keeps listening; a connected one fails.
+         */
+        if (listen(fd, 16) < 0) {
+            error_setg_errno(errp, errno, "fd=%s: cannot listen on it (server=on)", str);
+            return -1;
+        }
+    } else if (listening) {
+        error_setg(errp, "fd=%s: a listening socket needs server=on", str);
+        return -1;
+    } else if (getpeername(fd, (struct sockaddr *)&peer, &peer_len) < 0) {
+        error_setg_errno(errp, errno, "fd=%s: not a connected socket", str);
+        return -1;
+    }
+    /* Ours from now on: a child of ours must not hold the monitor open. */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Listening sockets shared by the monitors, chardevs and incoming migration. */
+/*
+ * Listening sockets shared by the monitors, chardevs and incoming migration,
+ * and sockets inherited from our parent.
+ */
 #ifndef QEMU_SOCKETS_H
 #define QEMU_SOCKETS_H
 
@@ -15,5 +18,14 @@
 int unix_listen_private(const char *path, Error **errp);
 /* A connected Unix stream socket to @path: the fd, or -1 with @errp set. */
 int unix_connect_path(const char *path, Error **errp);
+/*
+ * socket_inherited_fd: take over the stream socket numbered @str that
+ * our parent left open for us (-chardev socket,fd=N). With @server it is
+ * made to listen (it may be listening already); without, it must be
+ * connected; one marked close-on-exec is ours, not inherited, and refused.
+ * It becomes close-on-exec. Returns the fd, or -1 with @errp
+ * set ("fd=N: not a socket", ...) and the fd left alone.
+ */
+int socket_inherited_fd(const char *str, bool server, Error **errp);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * Unit tests for util/qemu-sockets.c: a listening Unix socket is owner-only
  * (0600) whatever the umask, replaces a stale socket file, accepts a
- * client, and refuses paths it cannot use with a clear error.
+ * client, and refuses paths it cannot use with a clear error. An inherited
+ * fd is taken only when it is a stream socket in the state asked for.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -88,6 +89,88 @@ static void test_bad_paths(void)
     error_free(err);
 }
 
+static void assert_inherited_refused(const char *str, bool server, const char *want)
+{
+    Error *err = NULL;
+
+    g_assert_cmpint(socket_inherited_fd(str, server, &err), ==, -1);
+    g_assert_nonnull(err);
+    if (!strstr(error_get_pretty(err), want)) {
+        g_error("fd=%s: error '%s' lacks '%s'", str, error_get_pretty(err), want);
+    }
+    error_free(err);
+}
+
+/* What -chardev socket,fd=N accepts: a listening socket with server=on, a connected one without. */
+static void test_inherited_fd(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/inherited.sock", tmpdir);
+    int lfd = unix_listen_private(path, &error_abort);
+    int bound = socket(AF_UNIX, SOCK_STREAM, 0);
+    int unbound = socket(AF_UNIX, SOCK_STREAM, 0);
+    int dgram = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int sv[2], p[2], c;
+    char *s;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    g_assert_cmpint(pipe(p), ==, 0);
+    g_strlcpy(un.sun_path, path, sizeof(un.sun_path));
+    g_strlcat(un.sun_path, "2", sizeof(un.sun_path));
+    g_assert_cmpint(bind(bound, (struct sockaddr *)&un, sizeof(un)), ==, 0);
+
+    /* Ours (close-on-exec), so not inherited; cleared, it is taken as it is. */
+    s = g_strdup_printf("%d", lfd);
+    assert_inherited_refused(s, true, "not inherited (it is close-on-exec)");
+    fcntl(lfd, F_SETFD, 0);
+    g_assert_cmpint(socket_inherited_fd(s, true, &error_abort), ==, lfd);
+    g_assert_cmpint(fcntl(lfd, F_GETFD) & FD_CLOEXEC, ==, FD_CLOEXEC);
+    c = connect_to(path);
+    g_assert_cmpint(c, >=, 0);
+    close(c);
+    fcntl(lfd, F_SETFD, 0);
+    assert_inherited_refused(s, false, "a listening socket needs server=on");
+    g_free(s);
+
+    /* A bound socket starts listening, as QEMU makes it. */
+    s = g_strdup_printf("%d", bound);
+    g_assert_cmpint(socket_inherited_fd(s, true, &error_abort), ==, bound);
+    c = connect_to(un.sun_path);
+    g_assert_cmpint(c, >=, 0);
+    close(c);
+    g_free(s);
+
+    s = g_strdup_printf("%d", sv[0]);
+    g_assert_cmpint(socket_inherited_fd(s, false, &error_abort), ==, sv[0]);
+    fcntl(sv[0], F_SETFD, 0);
+    assert_inherited_refused(s, true, "cannot listen on it (server=on)");
+    g_free(s);
+
+    s = g_strdup_printf("%d", unbound);
+    assert_inherited_refused(s, false, "not a connected socket");
+    g_free(s);
+    s = g_strdup_printf("%d", dgram);
+    assert_inherited_refused(s, false, "not a stream socket");
+    g_free(s);
+    s = g_strdup_printf("%d", p[0]);
+    assert_inherited_refused(s, true, "not a socket");
+    g_free(s);
+    assert_inherited_refused("1000000", true, "fd=1000000: not an open file descriptor");
+    assert_inherited_refused("monitor", true, "fd=monitor: not a file descriptor number");
+    assert_inherited_refused("-1", false, "not a file descriptor number");
+
+    close(lfd);
+    close(bound);
+    close(unbound);
+    close(dgram);
+    close(sv[0]);
+    close(sv[1]);
+    close(p[0]);
+    close(p[1]);
+    unlink(path);
+    unlink(un.sun_path);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -98,6 +181,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qemu-sockets/unix/owner-only", test_owner_only);
     g_test_add_func("/qemu-sockets/unix/replaces-stale", test_replaces_stale);
     g_test_add_func("/qemu-sockets/unix/bad-paths", test_bad_paths);
+    g_test_add_func("/qemu-sockets/inherited-fd", test_inherited_fd);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);
