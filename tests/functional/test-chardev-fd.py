@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-chardev-fd.py: chardevs on fds the parent opened, the way libvirt
+starts QEMU 7.2.
+
+libvirt opens the QMP socket and the serial log itself and passes them:
+  -chardev socket,id=charmonitor,fd=N,server=on,wait=off
+  -mon chardev=charmonitor,id=monitor,mode=control
+  -add-fd set=0,fd=M,opaque=serial0-source
+  -chardev file,id=charserial0,path=/dev/fdset/0,append=on
+The binary is started with exactly that (fds passed by Popen's pass_fds):
+QMP answers on the inherited listening socket, for one client after
+another, and the guest's READY line lands in the log after what it held.
+A connected socket without server=on is a monitor too.  append=on keeps
+a file's content with and without an fd set (even when the parent did
+not open the fd O_APPEND), and without it the file is truncated.
+Refused with an error naming the problem: an fd that is not open, one
+that is not a socket, fd= with path=, an empty set, an O_RDONLY fd in a
+set opened for writing, and -add-fd of an fd that is not open.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP (a skip is a failure).
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
+from analyzevm import kvm_skip_reason  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
+from qmp import QMP  # noqa: E402
+
+APPEND = 'mode=idle mem=16'
+OLD = b'line written before the VM started\n'
+
+
+def vm_args(*extra, paused=False):
+    return ([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '64M',
+             '-nodefaults', '-no-user-config', '-display', 'none',
+             '-kernel', FIRMWARE, '-append', APPEND]
+            + (['-S'] if paused else []) + list(extra))
+
+
+def monitor_args(fd, server=True):
+    chardev = 'socket,id=charmonitor,fd=%d' % fd
+    if server:
+        chardev += ',server=on,wait=off'
+    return ['-chardev', chardev, '-mon', 'chardev=charmonitor,id=monitor,mode=control']
+
+
+def serial_args(path, append):
+    chardev = 'file,id=charserial0,path=' + path + (',append=on' if append else '')
+    return ['-chardev', chardev, '-serial', 'chardev:charserial0']
+
+
+def start(args, pass_fds=()):
+    return subprocess.Popen(args, pass_fds=pass_fds, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def stop(proc):
+    """SIGTERM, as libvirt stops a VM it gave up on; the stderr seen."""
+    if proc.poll() is not None and proc.stderr.closed:
+        return ''
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError('the VM ignored SIGTERM: %s' % err.decode())
+    return err.decode()
+
+
+def wait_ready(proc, path):
+    """The content of @path once the guest's READY line is in it."""
+    end = time.monotonic() + DEADLINE
+    while True:
+        with open(path, 'rb') as f:
+            data = f.read()
+        if b'READY ' in data and data.endswith(b'\n'):
+            return data
+        if proc.poll() is not None:
+            raise AssertionError('the VM exited: %s' % proc.stderr.read().decode())
+        if time.monotonic() > end:
+            raise AssertionError('no READY from the guest in %s: %r' % (path, data))
+        time.sleep(0.05)
+
+
+def listening_socket(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(1)
+    return s
+
+
+class LineQMP:
+    """QMP over a socket we already hold (the other end of a socketpair)."""
+
+    def __init__(self, sock):
+        sock.settimeout(DEADLINE)
+        self.file = sock.makefile('rwb')
+        greeting = json.loads(self.file.readline())
+        assert 'QMP' in greeting, greeting
+        self.cmd('qmp_capabilities')
+
+    def cmd(self, name):
+        self.file.write((json.dumps({'execute': name}) + '\n').encode())
+        self.file.flush()
+        while True:
+            msg = json.loads(self.file.readline())
+            if 'event' not in msg:
+                assert 'return' in msg, msg
+                return msg['return']
+
+
+class ChardevFd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = kvm_skip_reason()
+        if reason:
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                raise AssertionError('cannot run: ' + reason)
+            print('SKIP test-chardev-fd: ' + reason, file=sys.stderr)
+            raise unittest.SkipTest(reason)
+        cls.tmpdir = tempfile.mkdtemp(prefix='test-chardev-fd-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmpdir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.tmpdir, name)
+
+    def old_file(self, name):
+        path = self.path(name)
+        with open(path, 'wb') as f:
+            f.write(OLD)
+        return path
+
+    def test_libvirt_command_line(self):
+        sock_path = self.path('monitor.sock')
+        lsock = listening_socket(sock_path)
+        log = self.old_file('serial.log')
+        log_fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        mon_fd = lsock.fileno()
+        proc = start(vm_args(*monitor_args(mon_fd),
+                             '-add-fd', 'set=0,fd=%d,opaque=serial0-source' % log_fd,
+                             *serial_args('/dev/fdset/0', append=True)),
+                     pass_fds=(mon_fd, log_fd))
+        # libvirt closes its copies once QEMU runs: the VM holds its own.
+        lsock.close()
+        os.close(log_fd)
+        try:
+            data = wait_ready(proc, log)
+            self.assertTrue(data.startswith(OLD), data)
+            self.assertIn(b'READY ', data[len(OLD):])
+            # One client after another, as with path=.
+            for _ in range(2):
+                q = QMP(sock_path, timeout=DEADLINE)
+                self.assertEqual(q.cmd('query-status')['status'], 'running')
+                q.file.close()
+                q.close()
+            q = QMP(sock_path, timeout=DEADLINE)
+            q.cmd('quit')
+            q.file.close()
+            q.close()
+            proc.communicate(timeout=DEADLINE)
+            self.assertEqual(proc.returncode, 0)
+        finally:
+            stop(proc)
+        # The socket file is libvirt's: the VM did not create it, so it stays.
+        self.assertTrue(os.path.exists(sock_path))
+
+    def test_connected_socket_monitor(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        proc = start(vm_args(*monitor_args(theirs.fileno(), server=False), paused=True),
+                     pass_fds=(theirs.fileno(),))
+        theirs.close()
+        try:
+            q = LineQMP(ours)
+            self.assertEqual(q.cmd('query-status')['status'], 'prelaunch')
+        finally:
+            ours.close()
+            stop(proc)
+
+    def test_append_and_truncate(self):
+        # (fd set or path, open flags of the parent's fd, append=on): whether OLD stays.
+        cases = [(True, os.O_WRONLY, True, True),
+                 (True, os.O_WRONLY, False, False),
+                 (False, None, True, True),
+                 (False, None, False, False)]
+        for i, (fdset, flags, append, kept) in enumerate(cases):
+            with self.subTest(fdset=fdset, append=append):
+                log = self.old_file('append%d.log' % i)
+                fds = ()
+                if fdset:
+                    fd = os.open(log, flags)
+                    fds = (fd,)
+                    args = (['-add-fd', 'set=3,fd=%d' % fd]
+                            + serial_args('/dev/fdset/3', append))
+                else:
+                    args = serial_args(log, append)
+                proc = start(vm_args(*args), pass_fds=fds)
+                for fd in fds:
+                    os.close(fd)
+                try:
+                    data = wait_ready(proc, log)
+                finally:
+                    stop(proc)
+                self.assertEqual(data.startswith(OLD), kept, data)
+                self.assertIn(b'READY ', data)
+
+    def refused(self, args, want, pass_fds=()):
+        r = subprocess.run(vm_args(*args, paused=True), pass_fds=pass_fds,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 1, err)
+        self.assertIn(want, err)
+        return err
+
+    def test_refusals(self):
+        # Not passed, and too high for any fd the binary opens for itself.
+        free = 1000
+        self.refused(monitor_args(free), 'fd=%d: not an open file descriptor' % free)
+        self.refused(['-add-fd', 'set=0,fd=%d' % free] + serial_args('/dev/fdset/0', True),
+                     'fd=%d: not an open file descriptor' % free)
+
+        r, w = os.pipe()
+        try:
+            self.refused(monitor_args(r), 'fd=%d: not a socket' % r, pass_fds=(r,))
+        finally:
+            os.close(r)
+            os.close(w)
+
+        self.refused(['-chardev', 'socket,id=m,fd=5,path=%s' % self.path('x.sock'),
+                      '-mon', 'chardev=m,mode=control'],
+                     'cannot also have path, host or port')
+
+        self.refused(serial_args('/dev/fdset/0', True),
+                     "Could not open '/dev/fdset/0': No such file or directory")
+
+        log = self.old_file('readonly.log')
+        ro = os.open(log, os.O_RDONLY)
+        try:
+            self.refused(['-add-fd', 'set=0,fd=%d' % ro] + serial_args('/dev/fdset/0', True),
+                         "Could not open '/dev/fdset/0': Permission denied", pass_fds=(ro,))
+        finally:
+            os.close(ro)
+        with open(log, 'rb') as f:
+            self.assertEqual(f.read(), OLD)
+
+
+if __name__ == '__main__':
+    prog = unittest.main(exit=False)
+    result = prog.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # Nothing ran (no /dev/kvm): 77 makes meson report SKIP, not OK.
+    sys.exit(77 if result.skipped and not result.testsRun else 0)
