@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <sys/un.h>
 
 typedef enum ChardevKind {
     CHR_NULL,
@@ -74,6 +76,59 @@ Chardev *qemu_chr_find(const char *id)
 const char *qemu_chr_label(Chardev *chr)
 {
     return chr->label;
+}
+
+Chardev *qemu_chr_nth(guint i)
+{
+    return chardevs && i < chardevs->len ? g_ptr_array_index(chardevs, i) : NULL;
+}
+
+bool qemu_chr_frontend_open(Chardev *chr)
+{
+    return chr->has_fe;
+}
+
+/* A socket's address as QEMU names it, fd-passed ones by what the fd is bound to. */
+static char *chr_socket_address(Chardev *chr)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = chr->listen_fd >= 0 ? chr->listen_fd : chr->in_fd;
+
+    if (strncmp(chr->desc, "fd:", 3) || fd < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+        return g_strdup(chr->desc);
+    }
+    if (ss.ss_family == AF_UNIX) {
+        return g_strdup_printf("unix:%s", ((struct sockaddr_un *)&ss)->sun_path);
+    }
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        char host[INET_ADDRSTRLEN];
+
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        return g_strdup_printf("tcp:%s:%u", host, ntohs(in->sin_port));
+    }
+    return g_strdup(chr->desc);
+}
+
+char *qemu_chr_filename(Chardev *chr)
+{
+    g_autofree char *addr = NULL;
+
+    switch (chr->kind) {
+    case CHR_NULL:
+        return g_strdup("null");
+    case CHR_STDIO:
+        return g_strdup("stdio");
+    case CHR_FILE:
+        return g_strdup("file");
+    case CHR_SOCKET:
+        addr = chr_socket_address(chr);
+        return g_strdup_printf("%s%s%s", chr->connected ? "" : "disconnected:", addr,
+                               chr->server ? ",server=on" : "");
+    }
+    g_assert_not_reached();
 }
 
 static Chardev *chr_alloc(const char *label, ChardevKind kind)

@@ -147,3 +147,16 @@ const char *qemu_get_name(void)
 {
     return guest_name;
 }
+
+/* -uuid, for query-uuid; QEMU's all-zero UUID without one. Set while parsing. */
+static char guest_uuid[37] = "00000000-0000-0000-0000-000000000000";
+
+void qemu_set_uuid(const char *uuid)
+{
+    g_strlcpy(guest_uuid, uuid, sizeof(guest_uuid));
+}
+
+const char *qemu_get_uuid(void)
+{
+    return guest_uuid;
+}

@@ -74,6 +74,14 @@ NameInfo *qmp_query_name(Error **errp)
     return info;
 }
 
+UuidInfo *qmp_query_uuid(Error **errp)
+{
+    UuidInfo *info = g_new0(UuidInfo, 1);
+
+    info->UUID = g_strdup(qemu_get_uuid());
+    return info;
+}
+
 KvmInfo *qmp_query_kvm(Error **errp)
 {
     KvmInfo *info = g_new0(KvmInfo, 1);

@@ -31,6 +31,7 @@ typedef struct ProbeType {
     bool abstract;
     bool device;                /* device-list-properties describes it */
     const ProbeProp *props;     /* ended by a NULL name; NULL: none */
+    bool cpu;                   /* and the CPUID features -cpu takes */
 } ProbeType;
 
 static const ProbeProp machine_props[] = {
@@ -71,6 +72,27 @@ static const ProbeProp virtio_net_props[] = {
     { NULL },
 };
 
+static const ProbeProp cpu_props[] = {
+    { "migratable", "bool", "leave out what a destination host could not promise (invtsc)",
+      "true" },
+    { NULL },
+};
+
+static const ProbeProp secret_props[] = {
+    { "data", "str", "the secret itself", NULL },
+    { "file", "str", "a file holding the secret", NULL },
+    { "format", "QCryptoSecretFormat", "raw or base64", "\"raw\"" },
+    { NULL },
+};
+
+static const ProbeProp isa_serial_props[] = {
+    { "chardev", "str", "ID of a chardev to use as a backend", NULL },
+    { "index", "uint32", NULL, "0" },
+    { "iobase", "uint32", NULL, "1016" },
+    { "irq", "uint32", NULL, "4" },
+    { NULL },
+};
+
 static const ProbeType probe_types[] = {
     { "object", NULL, true },
     { "machine", "object", true },
@@ -78,12 +100,15 @@ static const ProbeType probe_types[] = {
     { "none-machine", "machine", false },
     { "cpu", "device", true },
     { "x86_64-cpu", "cpu", true },
-    { "host-x86_64-cpu", "x86_64-cpu" },
+    { "host-x86_64-cpu", "x86_64-cpu", false, false, cpu_props, true },
+    { "max-x86_64-cpu", "x86_64-cpu", false, false, cpu_props, true },
     { "memory-backend", "object", true, false, backend_props_common },
     { "memory-backend-ram", "memory-backend", false, false, backend_props_common },
     { "memory-backend-memfd", "memory-backend", false, false, backend_props_common },
     { "memory-backend-file", "memory-backend", false, false, backend_file_props },
+    { "secret", "object", false, false, secret_props },
     { "device", "object", true },
+    { "isa-serial", "isa-device", false, true, isa_serial_props },
     { "isa-device", "device", true },
     { "isa-debug-exit", "isa-device", false, true, isa_debug_exit_props },
     { "isa-vga", "isa-device", false, true, isa_vga_props },
@@ -166,6 +191,13 @@ static JsonNode *probe_props_node(const ProbeType *t)
         }
         json_array_add_object_element(list, o);
     }
+    for (size_t i = 0; t->cpu && kvm_cpu_feature_name(i); i++) {
+        JsonObject *o = json_object_new();
+
+        json_object_set_string_member(o, "name", kvm_cpu_feature_name(i));
+        json_object_set_string_member(o, "type", "bool");
+        json_array_add_object_element(list, o);
+    }
     return json_array_node(list);
 }
 
@@ -234,17 +266,24 @@ MachineInfoList *qmp_query_machines(Error **errp)
     return head;
 }
 
-CpuDefinitionInfoList *qmp_query_cpu_definitions(Error **errp)
+static CpuDefinitionInfoList *cpu_definition(const char *name, CpuDefinitionInfoList *next)
 {
-    CpuDefinitionInfoList *head = g_new0(CpuDefinitionInfoList, 1);
+    CpuDefinitionInfoList *e = g_new0(CpuDefinitionInfoList, 1);
     CpuDefinitionInfo *d = g_new0(CpuDefinitionInfo, 1);
 
-    d->name = g_strdup("host");
+    d->name = g_strdup(name);
     d->has_migration_safe = true;
     d->migration_safe = false;
-    d->typename = g_strdup("host-x86_64-cpu");
-    head->value = d;
-    return head;
+    d->typename = g_strdup_printf("%s-x86_64-cpu", name);
+    e->value = d;
+    e->next = next;
+    return e;
+}
+
+/* -cpu takes host and max, both KVM's host CPU here. */
+CpuDefinitionInfoList *qmp_query_cpu_definitions(Error **errp)
+{
+    return cpu_definition("host", cpu_definition("max", NULL));
 }
 
 strList *qmp_query_tpm_models(Error **errp)
@@ -266,5 +305,20 @@ SevCapability *qmp_query_sev_capabilities(Error **errp)
 SgxInfo *qmp_query_sgx_capabilities(Error **errp)
 {
     error_setg(errp, "SGX is not available in this QEMU");
+    return NULL;
+}
+
+IOThreadInfoList *qmp_query_iothreads(Error **errp)
+{
+    return NULL;
+}
+
+BlockInfoList *qmp_query_block(Error **errp)
+{
+    return NULL;
+}
+
+BlockDeviceInfoList *qmp_query_named_block_nodes(bool has_flat, bool flat, Error **errp)
+{
     return NULL;
 }

@@ -39,7 +39,7 @@ static const CpuidFeature cpuid_features[] = {
     { "avx512f", 7, 0, R_EBX, 16 },
     { "pdpe1gb", 0x80000001, 0, R_EDX, 26 },
     { "svm", 0x80000001, 0, R_ECX, 2 },
-    { "invtsc", 0x80000007, 0, R_EDX, 8 },
+    { "invtsc", 0x80000007, 0, R_EDX, 8 },    /* CPUID_INVTSC_INDEX */
     { "kvmclock", 0x40000001, 0, R_EAX, 0 },
     { "kvm-pv-eoi", 0x40000001, 0, R_EAX, 6 },
     { "kvm-asyncpf", 0x40000001, 0, R_EAX, 4 },
@@ -50,8 +50,40 @@ static const CpuidFeature cpuid_features[] = {
 static uint32_t cpuid_feature_clear[ARRAY_SIZE(cpuid_features)];
 static uint32_t cpuid_feature_set[ARRAY_SIZE(cpuid_features)];
 
+/*
+ * -cpu host,migratable=on|off (QEMU's property, on by default): on leaves
+ * out what a destination host could not promise, the invariant TSC,
+ * unless asked for by name.
+ */
+static bool cpu_migratable = true;
+#define CPUID_INVTSC_INDEX 11
+
+const char *kvm_cpu_feature_name(size_t i)
+{
+    return i < ARRAY_SIZE(cpuid_features) ? cpuid_features[i].name : NULL;
+}
+
+int kvm_cpu_feature_index(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(cpuid_features); i++) {
+        if (!strcmp(cpuid_features[i].name, name)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+bool kvm_cpu_migratable(void)
+{
+    return cpu_migratable;
+}
+
 bool kvm_cpu_set_feature(const char *name, bool on, Error **errp)
 {
+    if (!strcmp(name, "migratable")) {
+        cpu_migratable = on;
+        return true;
+    }
     for (size_t i = 0; i < ARRAY_SIZE(cpuid_features); i++) {
         if (!strcmp(cpuid_features[i].name, name)) {
             cpuid_feature_clear[i] = !on;
@@ -85,6 +117,28 @@ static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t leaf, 
     return NULL;
 }
 
+/* Whether the vCPUs' CPUID has feature @i: KVM's, then what -cpu changed (as built below). */
+bool kvm_cpu_feature_enabled(size_t i)
+{
+    const CpuidFeature *f = &cpuid_features[i];
+    struct kvm_cpuid_entry2 *e;
+    bool on;
+
+    if (cpuid_feature_set[i]) {
+        return true;
+    }
+    if (cpuid_feature_clear[i] || (i == CPUID_INVTSC_INDEX && cpu_migratable)) {
+        return false;
+    }
+    if (f->leaf == 1 && f->reg == R_ECX && f->bit == 31) {
+        return true;            /* "hypervisor": always set for the guest */
+    }
+    e = kvm_state && kvm_state->supported_cpuid ?
+        cpuid_find(kvm_state->supported_cpuid, f->leaf, f->subleaf) : NULL;
+    on = e && (*cpuid_reg(e, f->reg) >> f->bit & 1);
+    return on;
+}
+
 static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int ncpus)
 {
     size_t sz = sizeof(struct kvm_cpuid2) + s->supported_cpuid->nent * sizeof(struct kvm_cpuid_entry2);
@@ -112,7 +166,8 @@ static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int nc
         if (!e) {
             continue;
         }
-        if (cpuid_feature_clear[i]) {
+        if (cpuid_feature_clear[i] ||
+            (i == CPUID_INVTSC_INDEX && cpu_migratable && !cpuid_feature_set[i])) {
             *cpuid_reg(e, f->reg) &= ~(1u << f->bit);
         }
         if (cpuid_feature_set[i]) {

@@ -36,6 +36,12 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp);
 Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp);
 Chardev *qemu_chr_find(const char *id);
 const char *qemu_chr_label(Chardev *chr);
+/* For query-chardev: the @i'th chardev (NULL past the last), in creation order. */
+Chardev *qemu_chr_nth(guint i);
+/* QEMU's "filename": "file", "null", "stdio", "[disconnected:]unix:P[,server=on]", ... */
+char *qemu_chr_filename(Chardev *chr);
+/* Whether a device (or monitor) reads and writes it. */
+bool qemu_chr_frontend_open(Chardev *chr);
 
 /* Attach @fe; if a peer is already connected the frontend gets OPENED soon. */
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe);

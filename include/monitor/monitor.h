@@ -28,5 +28,8 @@ void monitor_resume(Monitor *mon);
 /* Guest name from -name, for query-name. */
 void qemu_set_name(const char *name);
 const char *qemu_get_name(void);
+/* Guest UUID from -uuid (valid, checked by the caller), for query-uuid. */
+void qemu_set_uuid(const char *uuid);
+const char *qemu_get_uuid(void);
 
 #endif

@@ -187,6 +187,14 @@ int kvm_dirty_log_ring_full(KVMState *s);
 bool kvm_vcpus_create(KVMState *s, int ncpus, Error **errp);
 /* Remove a feature from the guest CPUID ("-cpu host,-arch-capabilities"). */
 bool kvm_cpu_set_feature(const char *name, bool on, Error **errp);
+/* The feature names -cpu host,NAME=on|off takes, in order; NULL past the last. */
+const char *kvm_cpu_feature_name(size_t i);
+/* The index of feature @name for kvm_cpu_feature_enabled(), or -1. */
+int kvm_cpu_feature_index(const char *name);
+/* Whether the vCPUs get feature @i (KVM's CPUID as -cpu changed it). After kvm_init. */
+bool kvm_cpu_feature_enabled(size_t i);
+/* -cpu ...,migratable=: on (the default) leaves out invtsc. */
+bool kvm_cpu_migratable(void);
 /* Puts the boot vCPU in the 32-bit PVH entry state. vCPU paused. */
 bool kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info, Error **errp);
 /* Architectural reset of every vCPU (APs wait for INIT/SIPI). vCPUs paused. */

@@ -111,7 +111,9 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual(machines['microvm']['default-ram-id'], 'microvm.ram')
             self.assertNotIn('default-cpu-type', machines['none'])
             cpus = q.cmd('query-cpu-definitions')
-            self.assertEqual([c['name'] for c in cpus], ['host'])
+            self.assertEqual([c['name'] for c in cpus], ['host', 'max'])
+            cpu_props = {p['name'] for p in q.cmd('qom-list-properties', typename='host-x86_64-cpu')}
+            self.assertTrue({'migratable', 'arch-capabilities', 'invtsc'} <= cpu_props)
             commands = {c['name'] for c in q.cmd('query-commands')}
             schema = q.cmd('query-qmp-schema')
             in_schema = {e['name'] for e in schema if e['meta-type'] == 'command'}
@@ -125,8 +127,8 @@ class ProbeTest(unittest.TestCase):
             self.assertIn('SGX is not available', qmp_error(q, 'query-sgx-capabilities'))
             self.assertIn("Device 'virtio-blk-pci' not found",
                           qmp_error(q, 'device-list-properties', typename='virtio-blk-pci'))
-            self.assertIn("Class 'max-x86_64-cpu' not found",
-                          qmp_error(q, 'qom-list-properties', typename='max-x86_64-cpu'))
+            self.assertIn("Class 'x86_64-cpu-9' not found",
+                          qmp_error(q, 'qom-list-properties', typename='x86_64-cpu-9'))
             opts = {o['option']: {p['name']: p['type'] for p in o['parameters']}
                     for o in q.cmd('query-command-line-options')}
             self.assertEqual(opts['machine']['memory-backend'], 'string')
@@ -154,13 +156,16 @@ class ProbeTest(unittest.TestCase):
                              for p in plist if 'default-value' in p)
             if not given:
                 continue
+            if any(p['name'] == 'chardev' for p in plist):
+                given += ',chardev=c0'      # required: a chardev made for it
             self.assert_device_accepted(dev, given)
 
     def assert_device_accepted(self, dev, given):
         sock = os.path.join(self.tmpdir, 'dev.qmp')
         proc = subprocess.Popen([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '64M',
                                  '-nodefaults', '-no-user-config', '-display', 'none', '-S',
-                                 '-kernel', FIRMWARE, '-device', dev + ',' + given,
+                                 '-kernel', FIRMWARE, '-chardev', 'null,id=c0',
+                                 '-device', dev + ',' + given,
                                  '-qmp', 'unix:%s,server=on,wait=off' % sock],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
