@@ -43,6 +43,26 @@ static const CmdlineParam name_params[] = {
     { "guest", S }, { "process", S }, { "debug-threads", B }, { NULL },
 };
 
+static const CmdlineParam overcommit_params[] = {
+    { "mem-lock", B }, { "cpu-pm", B }, { NULL },
+};
+
+static const CmdlineParam rtc_params[] = {
+    { "base", S }, { "clock", S }, { "driftfix", S }, { NULL },
+};
+
+static const CmdlineParam boot_params[] = {
+    { "strict", B }, { NULL },
+};
+
+static const CmdlineParam msg_params[] = {
+    { "timestamp", B }, { NULL },
+};
+
+static const CmdlineParam audiodev_params[] = {
+    { "id", S }, { "driver", S }, { NULL },
+};
+
 static const CmdlineOption cmdline_options[] = {
     { "machine", machine_params },
     { "accel", accel_params },
@@ -50,6 +70,11 @@ static const CmdlineOption cmdline_options[] = {
     { "smp-opts", smp_params },
     { "mon", mon_params },
     { "name", name_params },
+    { "overcommit", overcommit_params },
+    { "rtc", rtc_params },
+    { "boot-opts", boot_params },
+    { "msg", msg_params },
+    { "audiodev", audiodev_params },
 };
 
 static const CmdlineOption *cmdline_option_find(const char *option)

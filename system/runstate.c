@@ -26,6 +26,18 @@ static GList *vm_change_state_handlers;
 static GList *reset_handlers;
 static bool shutdown_done;
 static int shutdown_status;
+/* -no-shutdown and -no-reboot; set while parsing the command line. */
+static bool no_shutdown, no_reboot;
+
+void qemu_set_no_shutdown(bool on)
+{
+    no_shutdown = on;
+}
+
+void qemu_set_no_reboot(bool on)
+{
+    no_reboot = on;
+}
 
 RunState runstate_get(void)
 {
@@ -143,6 +155,17 @@ static void shutdown_bh(void *opaque)
     if (shutdown_done) {
         return;
     }
+    if (no_shutdown && shutdown_caused_by_guest(cause)) {
+        /*
+         * -no-shutdown, like QEMU: the guest's shutdown stops the VM in
+         * "shutdown" (SHUTDOWN, then STOP); system_reset makes it
+         * runnable again, quit ends it.
+         */
+        qapi_event_send_shutdown(true, cause);
+        vm_stop(RUN_STATE_SHUTDOWN);
+        runstate_set(RUN_STATE_SHUTDOWN);
+        return;
+    }
     shutdown_done = true;
     shutdown_status = 0;
     pause_all_vcpus();
@@ -171,6 +194,7 @@ void qemu_register_reset(QEMUResetHandler *fn, void *opaque)
 void qemu_system_reset(ShutdownCause cause)
 {
     bool was_running = runstate_is_running();
+    RunState st = runstate_get();
 
     assert(bql_locked());
     pause_all_vcpus();
@@ -183,12 +207,23 @@ void qemu_system_reset(ShutdownCause cause)
     }
     if (was_running) {
         resume_all_vcpus();
+    } else if (st == RUN_STATE_SHUTDOWN || st == RUN_STATE_GUEST_PANICKED ||
+               st == RUN_STATE_INTERNAL_ERROR) {
+        /* Reset is what these states wait for: the guest may be continued now. */
+        runstate_set(RUN_STATE_PAUSED);
     }
 }
 
 static void reset_bh(void *opaque)
 {
-    qemu_system_reset((ShutdownCause)GPOINTER_TO_INT(opaque));
+    ShutdownCause cause = GPOINTER_TO_INT(opaque);
+
+    if (no_reboot && shutdown_caused_by_guest(cause)) {
+        /* -no-reboot: the guest's reset is a shutdown. */
+        shutdown_bh(opaque);
+        return;
+    }
+    qemu_system_reset(cause);
 }
 
 void qemu_system_reset_request(ShutdownCause cause)

@@ -5,6 +5,7 @@
  * Config while parsing and created by qemu_init() in its order (vl.c).
  */
 #include "qemu/osdep.h"
+#include <json-glib/json-glib.h>
 #include "qapi/error.h"
 #include "qemu/option.h"
 #include "hw/boards.h"
@@ -12,6 +13,92 @@
 #include "net/net.h"
 #include "system/memory.h"
 #include "vl.h"
+#include "qom-tree.h"
+
+QemuOpts *vl_opts_parse_json_or_keyval(const char *arg, const char *implied_key, Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(QemuOpts) opts = NULL;
+    JsonObject *obj;
+    GList *members;
+
+    if (arg[0] != '{') {
+        return qemu_opts_parse(arg, implied_key, errp);
+    }
+    root = json_from_string(arg, &gerr);
+    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+        error_setg(errp, "JSON parse error: %s", gerr ? gerr->message : "not an object");
+        return NULL;
+    }
+    obj = json_node_get_object(root);
+    opts = qemu_opts_new();
+    members = json_object_get_members(obj);
+    for (GList *l = members; l; l = l->next) {
+        const char *key = l->data;
+        JsonNode *v = json_object_get_member(obj, key);
+        g_autofree char *text = NULL;
+
+        if (!JSON_NODE_HOLDS_VALUE(v)) {
+            error_setg(errp, "Parameter '%s': only strings, numbers and booleans are taken", key);
+            g_list_free(members);
+            return NULL;
+        }
+        switch (json_node_get_value_type(v) == G_TYPE_INT64 ? 'i' :
+                json_node_get_value_type(v) == G_TYPE_BOOLEAN ? 'b' :
+                json_node_get_value_type(v) == G_TYPE_STRING ? 's' : '?') {
+        case 'i':
+            text = g_strdup_printf("%" PRId64, json_node_get_int(v));
+            break;
+        case 'b':
+            text = g_strdup(json_node_get_boolean(v) ? "on" : "off");
+            break;
+        case 's':
+            text = g_strdup(json_node_get_string(v));
+            break;
+        default:
+            error_setg(errp, "Parameter '%s' expects a string, an integer or a boolean", key);
+            g_list_free(members);
+            return NULL;
+        }
+        qemu_opt_set(opts, key, text);
+    }
+    g_list_free(members);
+    return g_steal_pointer(&opts);
+}
+
+/*
+ * -device isa-serial,chardev=ID[,index=0][,iobase=0x3f8][,irq=4]: microvm's
+ * COM1 on that chardev (libvirt's spelling of -serial chardev:ID).
+ */
+static bool parse_isa_serial(Config *cfg, QemuOpts *opts, Error **errp)
+{
+    static const char *const known[] = { "driver", "id", "chardev", "index", "iobase", "irq",
+                                         NULL };
+    const char *chardev = qemu_opt_get(opts, "chardev");
+    uint64_t index, iobase, irq;
+
+    if (!qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_number(opts, "index", 0, &index, errp) ||
+        !qemu_opt_get_number(opts, "iobase", 0x3f8, &iobase, errp) ||
+        !qemu_opt_get_number(opts, "irq", 4, &irq, errp)) {
+        return false;
+    }
+    if (index != 0 || iobase != 0x3f8 || irq != 4) {
+        error_setg(errp, "microvm has one serial port: index 0, iobase 0x3f8, irq 4");
+        return false;
+    }
+    if (!chardev) {
+        error_setg(errp, "Property 'isa-serial.chardev' is required");
+        return false;
+    }
+    if (cfg->serial_spec) {
+        error_setg(errp, "microvm has a single serial port");
+        return false;
+    }
+    cfg->serial_spec = g_strdup_printf("chardev:%s", chardev);
+    return true;
+}
 
 /* Checked now, created after the backends (vl_create_virtio_net_devices). */
 static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts,
@@ -35,18 +122,26 @@ static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts
 bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
 {
     static const char *const known[] = { "driver", "iobase", "iosize", "id", NULL };
-    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "driver", errp);
+    g_autoptr(QemuOpts) opts = vl_opts_parse_json_or_keyval(arg, "driver", errp);
     const char *driver;
 
     if (!opts) {
         return false;
     }
     driver = qemu_opt_get(opts, "driver");
+    if (driver && strcmp(driver, "help") && qemu_opt_get(opts, "id") &&
+        !qom_peripheral_add(qemu_opt_get(opts, "id"), driver, errp)) {
+        return false;
+    }
     if (driver && !strcmp(driver, "help")) {
         printf("Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
                "Display devices:\nname \"isa-vga\", bus ISA\n\n"
+               "Input devices:\nname \"isa-serial\", bus ISA\n\n"
                "Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
         exit(0);
+    }
+    if (driver && !strcmp(driver, "isa-serial")) {
+        return parse_isa_serial(cfg, opts, errp);
     }
     if (driver && !strcmp(driver, "virtio-net-device")) {
         return parse_virtio_net_device(cfg, arg, opts, errp);
@@ -75,15 +170,86 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
     return true;
 }
 
+/*
+ * -object secret,id=ID,(data=STR|file=PATH)[,format=raw|base64]: a secret
+ * by name, as QEMU's, read and checked now. Nothing here takes one yet
+ * (libvirt always passes its master key); they live for the process.
+ * Main thread only.
+ */
+static GHashTable *secrets;
+
+static bool vl_create_secret(QemuOpts *opts, Error **errp)
+{
+    static const char *const known[] = { "qom-type", "id", "data", "file", "format", NULL };
+    const char *id = qemu_opt_get(opts, "id");
+    const char *data = qemu_opt_get(opts, "data");
+    const char *file = qemu_opt_get(opts, "file");
+    const char *format = qemu_opt_get(opts, "format");
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *contents = NULL;
+    gsize len = 0;
+
+    if (!qemu_opts_check_known(opts, known, errp)) {
+        return false;
+    }
+    if (!!data == !!file) {
+        error_setg(errp, "'data' and 'file' are mutually exclusive, and one of them is required");
+        return false;
+    }
+    if (format && strcmp(format, "raw") && strcmp(format, "base64")) {
+        error_setg(errp, "Parameter 'format' does not accept value '%s'", format);
+        return false;
+    }
+    if (file && !g_file_get_contents(file, &contents, &len, &gerr)) {
+        error_setg(errp, "Unable to read %s: %s", file, gerr->message);
+        return false;
+    }
+    if (data) {
+        contents = g_strdup(data);
+        len = strlen(data);
+    }
+    if (format && !strcmp(format, "base64")) {
+        g_autofree guchar *raw = NULL;
+
+        for (gsize i = 0; i < len; i++) {
+            if (!g_ascii_isalnum(contents[i]) && !strchr("+/=\n", contents[i])) {
+                error_setg(errp, "Secret '%s': the data is not base64", id);
+                return false;
+            }
+        }
+        raw = g_base64_decode(contents, &len);
+        g_free(contents);
+        contents = (char *)g_steal_pointer(&raw);
+    }
+    if (!secrets) {
+        secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    }
+    if (g_hash_table_contains(secrets, id)) {
+        error_setg(errp, "attempt to add duplicate property '%s' to object (type 'container')", id);
+        return false;
+    }
+    g_hash_table_insert(secrets, g_strdup(id), g_steal_pointer(&contents));
+    return true;
+}
+
 bool vl_parse_object(Config *cfg, const char *arg, Error **errp)
 {
-    QemuOpts *opts = qemu_opts_parse(arg, "qom-type", errp);
+    QemuOpts *opts = vl_opts_parse_json_or_keyval(arg, "qom-type", errp);
     const char *type;
 
     if (!opts) {
         return false;
     }
     type = qemu_opt_get(opts, "qom-type");
+    if (type && !strcmp(type, "secret")) {
+        bool ok = qemu_opt_get(opts, "id") ? vl_create_secret(opts, errp) : false;
+
+        if (!qemu_opt_get(opts, "id")) {
+            error_setg(errp, "Parameter 'id' is missing");
+        }
+        qemu_opts_del(opts);
+        return ok;
+    }
     if (!type || (strcmp(type, "memory-backend-ram") && strcmp(type, "memory-backend-memfd") &&
                   strcmp(type, "memory-backend-file"))) {
         error_setg(errp, "invalid object type: %s", type ? type : "");

@@ -8,6 +8,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/fdset.h"
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
@@ -25,6 +26,7 @@
 #include "ui/console.h"
 #include "vl.h"
 #include "cmdline-opts.h"
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <glib-unix.h>
 
@@ -34,6 +36,8 @@ typedef enum {
     OPT_NODEFAULTS, OPT_NO_USER_CONFIG, OPT_S, OPT_NAME, OPT_PIDFILE, OPT_DAEMONIZE, OPT_QMP,
     OPT_QMP_PRETTY, OPT_MONITOR, OPT_CHARDEV, OPT_MON, OPT_DEVICE, OPT_INCOMING, OPT_TRACE,
     OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC, OPT_NETDEV,
+    OPT_UUID, OPT_OVERCOMMIT, OPT_RTC, OPT_NO_ACPI, OPT_BOOT, OPT_MSG, OPT_AUDIODEV,
+    OPT_ADD_FD,
 } OptIndex;
 
 typedef struct QemuOption {
@@ -61,7 +65,10 @@ static const QemuOption qemu_options[] = {
     { "trace", true, OPT_TRACE }, { "no-reboot", false, OPT_NO_REBOOT },
     { "no-shutdown", false, OPT_NO_SHUTDOWN }, { "global", true, OPT_GLOBAL },
     { "vga", true, OPT_VGA }, { "net", true, OPT_NET }, { "nic", true, OPT_NIC },
-    { "netdev", true, OPT_NETDEV },
+    { "netdev", true, OPT_NETDEV }, { "uuid", true, OPT_UUID },
+    { "overcommit", true, OPT_OVERCOMMIT }, { "rtc", true, OPT_RTC },
+    { "no-acpi", false, OPT_NO_ACPI }, { "boot", true, OPT_BOOT }, { "msg", true, OPT_MSG },
+    { "audiodev", true, OPT_AUDIODEV }, { "add-fd", true, OPT_ADD_FD },
 };
 
 static void version(void)
@@ -356,6 +363,109 @@ static bool parse_mon(Config *cfg, const char *arg, Error **errp)
     return true;
 }
 
+/* -uuid: the VM's UUID, in the 8-4-4-4-12 hex form; kept for query-uuid. */
+static bool parse_uuid(Config *cfg, const char *arg, Error **errp)
+{
+    if (!g_uuid_string_is_valid(arg)) {
+        error_setg(errp, "Fail to parse UUID string. Wrong format.");
+        return false;
+    }
+    qemu_set_uuid(arg);
+    return true;
+}
+
+/* -overcommit mem-lock=on|off[,cpu-pm=off]: mem-lock=on locks all guest memory in RAM. */
+static bool parse_overcommit(Config *cfg, const char *arg, Error **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, NULL, errp);
+    bool cpu_pm;
+
+    if (!opts || !cmdline_check_params(opts, "overcommit", errp) ||
+        !qemu_opt_get_bool(opts, "mem-lock", cfg->mem_lock, &cfg->mem_lock, errp) ||
+        !qemu_opt_get_bool(opts, "cpu-pm", false, &cpu_pm, errp)) {
+        return false;
+    }
+    if (cpu_pm) {
+        error_setg(errp, "cpu-pm=on is not supported: vCPUs always exit to KVM on HLT/MWAIT");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * -rtc: the guest's clock is the host's, in UTC (kvmclock and the PIT);
+ * anything else asked is refused rather than ignored.
+ */
+static bool parse_rtc(const char *arg, Error **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, NULL, errp);
+    const char *base, *clock, *drift;
+
+    if (!opts || !cmdline_check_params(opts, "rtc", errp)) {
+        return false;
+    }
+    base = qemu_opt_get(opts, "base");
+    clock = qemu_opt_get(opts, "clock");
+    drift = qemu_opt_get(opts, "driftfix");
+    if (base && strcmp(base, "utc")) {
+        error_setg(errp, "rtc base=%s is not supported: the guest clock is the host's UTC", base);
+        return false;
+    }
+    if (clock && strcmp(clock, "host")) {
+        error_setg(errp, "rtc clock=%s is not supported: the guest clock is the host's", clock);
+        return false;
+    }
+    if (drift && strcmp(drift, "none")) {
+        error_setg(errp, "rtc driftfix=%s is not supported", drift);
+        return false;
+    }
+    return true;
+}
+
+/* -boot: the guest boots its -kernel (PVH), so there is no device order to keep strictly. */
+static bool parse_boot(const char *arg, Error **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, NULL, errp);
+    bool strict;
+
+    return opts && cmdline_check_params(opts, "boot-opts", errp) &&
+           qemu_opt_get_bool(opts, "strict", false, &strict, errp);
+}
+
+static bool parse_msg(const char *arg, Error **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, NULL, errp);
+    bool ts;
+
+    if (!opts || !cmdline_check_params(opts, "msg", errp) ||
+        !qemu_opt_get_bool(opts, "timestamp", false, &ts, errp)) {
+        return false;
+    }
+    error_set_timestamps(ts);
+    return true;
+}
+
+/* -audiodev: there is no sound device, so the only backend is none. */
+static bool parse_audiodev(const char *arg, Error **errp)
+{
+    g_autoptr(QemuOpts) opts = vl_opts_parse_json_or_keyval(arg, "driver", errp);
+    const char *driver;
+
+    if (!opts || !cmdline_check_params(opts, "audiodev", errp)) {
+        return false;
+    }
+    driver = qemu_opt_get(opts, "driver");
+    if (!qemu_opt_get(opts, "id")) {
+        error_setg(errp, "Parameter 'id' is missing");
+        return false;
+    }
+    if (!driver || strcmp(driver, "none")) {
+        error_setg(errp, "audiodev driver '%s' is not supported (only none)", driver ? driver : "");
+        return false;
+    }
+    return true;
+}
+
 static bool parse_name(const char *arg, Error **errp)
 {
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "guest", errp);
@@ -475,8 +585,26 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return true;
     case OPT_NO_USER_CONFIG:
     case OPT_NO_REBOOT:
-    case OPT_NO_SHUTDOWN:
+        qemu_set_no_reboot(true);
         return true;
+    case OPT_NO_SHUTDOWN:
+        qemu_set_no_shutdown(true);
+        return true;
+    case OPT_UUID:
+        return parse_uuid(cfg, arg, errp);
+    case OPT_OVERCOMMIT:
+        return parse_overcommit(cfg, arg, errp);
+    case OPT_RTC:
+        return parse_rtc(arg, errp);
+    case OPT_NO_ACPI:
+        /* microvm here builds no ACPI tables: nothing to leave out. */
+        return true;
+    case OPT_BOOT:
+        return parse_boot(arg, errp);
+    case OPT_MSG:
+        return parse_msg(arg, errp);
+    case OPT_AUDIODEV:
+        return parse_audiodev(arg, errp);
     case OPT_S:
         cfg->start_paused = true;
         return true;
@@ -520,6 +648,9 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return trace_parse_option(arg, errp);
     case OPT_GLOBAL:
         return parse_global(arg, errp);
+    case OPT_ADD_FD:
+        /* Now, as QEMU does: the fds must be in their sets before anything opens a file. */
+        return qemu_fdset_add_option(arg, errp);
     }
     return true;
 }
@@ -781,6 +912,10 @@ void qemu_init(int argc, char **argv)
             error_report_err(err);
             exit(1);
         }
+    }
+    if (cfg.mem_lock && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+        error_report("locking memory failed: %s", strerror(errno));
+        exit(1);
     }
 
     /* 5. Migration, monitors, then the run state. */

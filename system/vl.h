@@ -26,6 +26,7 @@ typedef struct Config {
     bool nodefaults;
     bool start_paused;
     bool daemonize;
+    bool mem_lock;              /* -overcommit mem-lock=on: mlockall once RAM exists */
     char *pidfile;
     char *incoming;
     GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
@@ -35,6 +36,13 @@ typedef struct Config {
     GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
 } Config;
 
+/*
+ * vl-devices.c: @arg as QemuOpts, from key=value (with @implied_key for a
+ * leading bare value) or, if it starts with '{', a JSON object of scalars
+ * (libvirt's -object/-device/-audiodev syntax): strings as they are,
+ * numbers in decimal, booleans as on/off.
+ */
+QemuOpts *vl_opts_parse_json_or_keyval(const char *arg, const char *implied_key, Error **errp);
 /* vl-devices.c: -device and -object, parsed into @cfg (nothing created yet). */
 bool vl_parse_device(Config *cfg, const char *arg, Error **errp);
 bool vl_parse_object(Config *cfg, const char *arg, Error **errp);

@@ -177,13 +177,28 @@ void error_free_or_abort(Error **errp)
     *errp = NULL;
 }
 
+/* -msg timestamp=on: set once while parsing the command line. */
+static bool report_timestamps;
+
+void error_set_timestamps(bool on)
+{
+    report_timestamps = on;
+}
+
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    g_autofree char *stamp = NULL;
 
+    if (report_timestamps) {
+        /* QEMU's form: the wall clock in ISO 8601, UTC, to the microsecond. */
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+
+        stamp = g_date_time_format_iso8601(now);
+    }
     g_mutex_lock(&report_lock);
-    fprintf(stderr, "%s: %s%s%s%s\n", error_get_progname(),
-            cur_loc ? cur_loc : "", cur_loc ? ": " : "", kind, msg);
+    fprintf(stderr, "%s%s%s: %s%s%s%s\n", stamp ? stamp : "", stamp ? " " : "",
+            error_get_progname(), cur_loc ? cur_loc : "", cur_loc ? ": " : "", kind, msg);
     fflush(stderr);
     g_mutex_unlock(&report_lock);
 }

@@ -67,6 +67,8 @@ void error_vreport(const char *fmt, va_list ap) G_GNUC_PRINTF(1, 0);
 
 void error_set_progname(const char *argv0);
 const char *error_get_progname(void);
+/* -msg timestamp=on: every report starts with the time (QEMU's form). */
+void error_set_timestamps(bool on);
 /* Location prefix for messages while one option is processed ("-m 2X"). */
 void loc_set_cmdline(const char *opt, const char *arg);
 void loc_clear(void);

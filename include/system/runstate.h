@@ -41,6 +41,13 @@ typedef void QEMUResetHandler(void *opaque);
 void qemu_register_reset(QEMUResetHandler *fn, void *opaque);
 void qemu_system_reset(ShutdownCause cause);
 
+/*
+ * -no-shutdown: a guest's shutdown stops the VM ("shutdown") instead of
+ * ending the process. -no-reboot: a guest's reset shuts down instead.
+ */
+void qemu_set_no_shutdown(bool on);
+void qemu_set_no_reboot(bool on);
+
 /* Set when the main loop should end; the value is the process exit status. */
 bool qemu_shutdown_requested(int *status);
 
