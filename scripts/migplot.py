@@ -31,7 +31,8 @@ import textwrap
 
 DPI = 90
 # Figure sizes in inches; at DPI each gives whole pixels (the test checks them).
-SIZES = {"timeline": (10, 7), "guest": (10, 6), "latency": (9, 5), "summary": (14, 9)}
+SIZES = {"timeline": (10, 7), "guest": (10, 6), "latency": (9, 5), "summary": (14, 9),
+         "snapfile": (14, 5.5)}
 COLORS = {"ours": "tab:blue", "peer": "tab:orange"}
 SYSTEM_PYTHON = "/usr/bin/python3"
 UNLIMITED = 100 << 30           # migscenarios.UNLIMITED: "unlimited" bandwidth
@@ -606,6 +607,11 @@ def draw(doc, outdir):
     plt = _plt()
     os.makedirs(outdir, exist_ok=True)
     files = []
+    if doc["config"].get("kind") == "snapshot-file":
+        import migplot_snapfile
+        return migplot_snapfile.draw(plt, doc, os.path.join(outdir, doc["scenario"] +
+                                                            "-summary.png"),
+                                     _save, _wrap, label(doc, "peer"), SIZES["snapfile"], DPI)
     for name, what, sc, results in scenario_sets(doc):
         labs = [lab for lab in ("ours", "peer") if results.get(lab)]
         for i in range(max((len(results[lab]) for lab in labs), default=0)):

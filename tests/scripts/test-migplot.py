@@ -32,6 +32,8 @@ FIXTURES = {
                                      "postcopy-at-once-run1-guest",
                                      "postcopy-at-once-run1-latency",
                                      "postcopy-at-once-summary"],
+    # snapshot-file (snapbench): per variant, no series; one wide summary
+    "migbench-snapfile-small.json": [("snapshot-file-summary", "snapfile")],
 }
 
 
@@ -56,7 +58,11 @@ def check_fixture(fixture, names, out):
         return ["migplot exited %d: %s" % (run.returncode, run.stderr.decode())]
     errors = []
     written = {os.path.basename(p) for p in run.stdout.decode().splitlines()}
-    want = {n + ".png" for n in names}
+    kinds = {}
+    for n in names:
+        n, kind = n if isinstance(n, tuple) else (n, n.rsplit("-", 1)[1])
+        kinds[n + ".png"] = kind
+    want = set(kinds)
     for name in sorted(written - want):
         errors.append("%s: not expected" % name)
     for name in sorted(want):
@@ -64,8 +70,7 @@ def check_fixture(fixture, names, out):
         if name not in written or not os.path.exists(path):
             errors.append("%s: not written" % name)
             continue
-        kind = name[:-4].rsplit("-", 1)[1]
-        w, h = migplot.SIZES[kind]
+        w, h = migplot.SIZES[kinds[name]]
         expect = (round(w * migplot.DPI), round(h * migplot.DPI))
         got = png_size(path)
         if got != expect:
