@@ -4,7 +4,7 @@
 # and the benchmarks need. Run as root on Debian 12.
 set -eu
 
-PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86 clang libclang-rt-14-dev llvm-14 zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev python3-matplotlib"
+PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86 clang libclang-rt-14-dev llvm-14 zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev python3-matplotlib libvirt-daemon-system libvirt-clients iproute2"
 
 missing=""
 for p in $PACKAGES; do

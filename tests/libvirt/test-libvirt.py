@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-libvirt.py: libvirt drives our binary as it drives QEMU 7.2.
+
+A private libvirtd and virtlogd (lvenv.sh: every directory libvirt uses,
+bind-mounted from a scratch directory in a mount namespace of their own;
+no system service is assumed or touched) probe our binary (virsh
+domcapabilities, and no error in libvirtd's log about it), then run a
+microvm domain booting the verify firmware through start, domstate,
+suspend, resume, qemu-monitor-command --hmp and destroy, reading the
+firmware's PASS lines in the serial file after each step. The same
+domain XML is run with QEMU 7.2 as <emulator> when it is installed,
+which proves the XML.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP, QEMU72_BINARY (default /usr/bin/qemu-system-x86_64).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QEMU = os.environ.get('QTEST_QEMU_BINARY', os.path.join(HERE, '../../build/qemu-system-x86_64'))
+FIRMWARE = os.environ.get('VMTEST_FIRMWARE',
+                          os.path.join(HERE, '../../build/tests/guest/workload.elf'))
+QEMU72 = os.environ.get('QEMU72_BINARY', '/usr/bin/qemu-system-x86_64')
+DEADLINE = float(os.environ.get('VMTEST_DEADLINE', '60'))
+LVENV = os.path.join(HERE, 'lvenv.sh')
+
+DOMAIN_XML = """<domain type='kvm'>
+  <name>{name}</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='microvm'>hvm</type>
+    <kernel>{firmware}</kernel>
+    <cmdline>mode=verify mem=64</cmdline>
+  </os>
+  <cpu mode='host-passthrough'>
+    <feature policy='disable' name='arch-capabilities'/>
+  </cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>{emulator}</emulator>
+    <serial type='file'>
+      <source path='{serial}'/>
+    </serial>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+"""
+
+
+def skip_reason():
+    for tool in ('virsh', 'libvirtd', 'virtlogd', 'unshare'):
+        if not shutil.which(tool) and not os.path.exists('/usr/sbin/' + tool):
+            return '%s is not installed (scripts/install-deps.sh installs libvirt)' % tool
+    if os.geteuid() != 0:
+        return 'a private libvirtd for QEMU domains needs root'
+    if not os.access('/dev/kvm', os.R_OK | os.W_OK):
+        return '/dev/kvm is missing or not accessible'
+    if not os.access(QEMU, os.X_OK) or not os.path.exists(FIRMWARE):
+        return 'the binary or the firmware is not built'
+    return None
+
+
+class LibvirtTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = skip_reason()
+        if reason:
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                raise AssertionError('cannot run: ' + reason)
+            print('SKIP: ' + reason, file=sys.stderr)
+            raise unittest.SkipTest(reason)
+        cls.tmp = tempfile.mkdtemp(prefix='test-libvirt-')
+        cls.lv = os.path.join(cls.tmp, 'lv')
+        subprocess.run([LVENV, 'start', cls.lv], check=True, timeout=DEADLINE)
+        cls.uri = 'qemu:///system?socket=%s/run/libvirt-sock' % cls.lv
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([LVENV, 'stop', cls.lv], timeout=DEADLINE)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def virsh(self, *args, ok=True):
+        r = subprocess.run(['virsh', '-c', self.uri] + list(args), capture_output=True,
+                           timeout=DEADLINE)
+        out = r.stdout.decode() + r.stderr.decode()
+        if ok:
+            self.assertEqual(r.returncode, 0, 'virsh %s: %s' % (' '.join(args), out))
+        return out
+
+    def log_errors_about(self, binary):
+        """libvirtd's error lines that name @binary."""
+        with open(os.path.join(self.lv, 'log', 'libvirtd.log'), errors='replace') as f:
+            return [l for l in f if ' error : ' in l and binary in l]
+
+    def test_domcapabilities(self):
+        caps = self.virsh('domcapabilities', '--emulatorbin', QEMU, '--virttype', 'kvm',
+                          '--machine', 'microvm')
+        self.assertIn('<machine>microvm</machine>', caps)
+        self.assertIn("<mode name='host-passthrough' supported='yes'>", caps)
+        self.assertEqual(self.log_errors_about(QEMU), [])
+
+    def passes(self, serial):
+        try:
+            with open(serial, errors='replace') as f:
+                text = f.read()
+        except FileNotFoundError:
+            return 0
+        self.assertNotIn('FAIL', text)
+        return len(re.findall(r'^PASS ', text, re.M))
+
+    def wait_more_passes(self, serial, than):
+        end = time.monotonic() + DEADLINE
+        while self.passes(serial) <= than:
+            self.assertLess(time.monotonic(), end, 'the firmware printed no new PASS')
+            time.sleep(0.1)
+        return self.passes(serial)
+
+    def run_domain(self, name, emulator):
+        serial = os.path.join(self.tmp, name + '.serial')
+        xml = os.path.join(self.tmp, name + '.xml')
+        with open(xml, 'w') as f:
+            f.write(DOMAIN_XML.format(name=name, firmware=FIRMWARE, emulator=emulator,
+                                      serial=serial))
+        self.virsh('define', xml)
+        try:
+            self.virsh('start', name)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'running')
+            n = self.wait_more_passes(serial, 0)
+            self.virsh('suspend', name)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'paused')
+            n = self.passes(serial)
+            time.sleep(0.5)
+            self.assertEqual(self.passes(serial), n, 'the guest ran while suspended')
+            self.virsh('resume', name)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'running')
+            n = self.wait_more_passes(serial, n)
+            self.assertIn('VM status: running',
+                          self.virsh('qemu-monitor-command', name, '--hmp', 'info status'))
+            self.virsh('destroy', name)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'shut off')
+        finally:
+            self.virsh('destroy', name, ok=False)
+            self.virsh('undefine', name, ok=False)
+        self.assertEqual(self.log_errors_about(emulator), [])
+
+    def test_domain_ours(self):
+        self.run_domain('ours', QEMU)
+
+    def test_domain_qemu72(self):
+        if not os.access(QEMU72, os.X_OK):
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                self.fail('QEMU 7.2 is not installed at %s' % QEMU72)
+            self.skipTest('QEMU 7.2 is not installed at %s' % QEMU72)
+        self.run_domain('qemu72', QEMU72)
+
+
+if __name__ == '__main__':
+    unittest.main()
