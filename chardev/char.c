@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
+#define CHR_MAX_MSGFDS 16
+
 typedef enum ChardevKind {
     CHR_NULL,
     CHR_STDIO,
@@ -48,6 +50,13 @@ struct Chardev {
     GByteArray *outbuf;         /* output not yet taken by the client */
     guint out_watch;
     char *unix_path;            /* unlinked when we created it */
+    /*
+     * File descriptors that came (SCM_RIGHTS) with the last read of a unix
+     * socket: the frontend takes them while it handles those bytes (QMP's
+     * getfd); what it leaves is closed at the next read. Main loop.
+     */
+    int msgfds[CHR_MAX_MSGFDS];
+    int nmsgfds;
 };
 
 static GPtrArray *chardevs;
@@ -60,6 +69,7 @@ static struct termios stdio_saved_tty;
 
 static void chr_watch_input(Chardev *chr);
 static void chr_client_close(Chardev *chr);
+static void chr_close_msgfds(Chardev *chr);
 static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
 
 Chardev *qemu_chr_find(const char *id)
@@ -153,6 +163,62 @@ static void chr_send_event(Chardev *chr, ChardevEvent ev)
 }
 
 
+static void chr_close_msgfds(Chardev *chr)
+{
+    for (int i = 0; i < chr->nmsgfds; i++) {
+        close(chr->msgfds[i]);
+    }
+    chr->nmsgfds = 0;
+}
+
+int qemu_chr_take_msgfd(Chardev *chr)
+{
+    return chr->nmsgfds ? chr->msgfds[--chr->nmsgfds] : -1;
+}
+
+/* read() that keeps the fds a unix socket passes along (close-on-exec, as ours always are). */
+static ssize_t chr_read_with_fds(Chardev *chr, uint8_t *buf, size_t want)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * CHR_MAX_MSGFDS)];
+    } control;
+    struct iovec iov = { .iov_base = buf, .iov_len = want };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+    };
+    ssize_t n;
+
+    if (chr->kind != CHR_SOCKET) {
+        return read(chr->in_fd, buf, want);
+    }
+    n = recvmsg(chr->in_fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+        return n;
+    }
+    chr_close_msgfds(chr);
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        size_t nfds;
+
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfds; i++) {
+            int fd;
+
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (chr->nmsgfds < CHR_MAX_MSGFDS) {
+                chr->msgfds[chr->nmsgfds++] = fd;
+            } else {
+                close(fd);
+            }
+        }
+    }
+    return n;
+}
+
 static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
 {
     Chardev *chr = opaque;
@@ -169,7 +235,7 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
             return G_SOURCE_REMOVE;
         }
     }
-    n = read(chr->in_fd, buf, want);
+    n = chr_read_with_fds(chr, buf, want);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
         return G_SOURCE_CONTINUE;
     }
@@ -353,6 +419,7 @@ static void chr_client_close(Chardev *chr)
     if (chr->in_fd >= 0) {
         close(chr->in_fd);
     }
+    chr_close_msgfds(chr);
     chr->in_fd = chr->out_fd = -1;
     chr->connected = false;
     chr->input_paused = false;

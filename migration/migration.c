@@ -14,6 +14,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "monitor/monitor.h"
 #include "qapi/qapi-commands.h"
 #include "qemu/main-loop.h"
 #include "system/runstate.h"
@@ -480,6 +481,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
                  bool has_detach, bool detach, bool has_resume, bool resume, Error **errp)
 {
     MigrationState *s = &current_migration;
+    g_autofree char *fd_uri = NULL;
+    bool named_fd;
 
     if ((has_blk && blk) || (has_inc && inc)) {
         error_setg(errp, "Block migration is not supported by this build");
@@ -506,7 +509,9 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
         error_setg(errp, "Cannot migrate a VM in state '%s'", RunState_str(runstate_get()));
         return false;
     }
-    if (!mig_channel_check_uri(uri, errp)) {
+    /* fd:NAME (a getfd name, as libvirt's virsh save sends) is taken below, once all is checked. */
+    named_fd = g_str_has_prefix(uri, "fd:") && uri[3] && !g_ascii_isdigit(uri[3]);
+    if (!named_fd && !mig_channel_check_uri(uri, errp)) {
         return false;
     }
     if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:") &&
@@ -522,6 +527,15 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
         migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE) {
         error_setg(errp, "Mapped-ram migration is incompatible with multifd compression");
         return false;
+    }
+    if (named_fd) {
+        /* From here the migration owns the fd (the channel closes it), as in QEMU. */
+        int fd = monitor_fd_take(uri + 3, errp);
+
+        if (fd < 0) {
+            return false;
+        }
+        uri = fd_uri = g_strdup_printf("fd:%d", fd);
     }
     g_free(s->uri);
     s->uri = g_strdup(uri);

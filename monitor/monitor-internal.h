@@ -16,6 +16,9 @@ struct Monitor {
     bool pretty;
     bool connected;
 
+    /* getfd's file descriptors by name (name -> fd); the monitor owns them. Main loop. */
+    GHashTable *fds;
+
     /* QMP session. */
     bool negotiated;            /* capabilities negotiation done */
     QmpSplitter splitter;

@@ -40,6 +40,11 @@ const char *qemu_chr_label(Chardev *chr);
 Chardev *qemu_chr_nth(guint i);
 /* QEMU's "filename": "file", "null", "stdio", "[disconnected:]unix:P[,server=on]", ... */
 char *qemu_chr_filename(Chardev *chr);
+/*
+ * One of the file descriptors that came (SCM_RIGHTS, unix sockets) with
+ * the bytes the frontend is handling now, or -1; the caller owns it.
+ */
+int qemu_chr_take_msgfd(Chardev *chr);
 /* Whether a device (or monitor) reads and writes it. */
 bool qemu_chr_frontend_open(Chardev *chr);
 

@@ -13,6 +13,11 @@
 bool monitor_init(Chardev *chr, bool qmp, bool pretty, Error **errp);
 /* The monitor running the current command (QMP or HMP), or NULL. */
 Monitor *monitor_cur(void);
+/*
+ * The fd the current monitor's client passed with getfd under @fdname,
+ * now the caller's (QEMU's "fd:NAME" URIs). -1 and an error if none.
+ */
+int monitor_fd_take(const char *fdname, Error **errp);
 /* HMP output; no-op for QMP monitors. */
 void monitor_printf(Monitor *mon, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void monitor_puts(Monitor *mon, const char *s);

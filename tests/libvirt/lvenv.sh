@@ -16,18 +16,26 @@ set -eu
 cmd=$1
 dir=$(realpath -m "$2")
 
+# The pid in file $1, or nothing (a daemon removes its file as it exits).
+pid_of() {
+    cat "$1" 2>/dev/null || true
+}
+
 stop() {
     for p in "$dir"/run/libvirtd.pid "$dir"/run/virtlogd.pid; do
-        [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+        pid=$(pid_of "$p")
+        [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
     done
     # libvirtd kills no domain when it exits: do it, then wait for the daemons.
     for p in "$dir"/run/qemu/*.pid; do
-        [ -s "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null || true
+        pid=$(pid_of "$p")
+        [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     done
     for i in $(seq 50); do
         alive=
         for p in "$dir"/run/libvirtd.pid "$dir"/run/virtlogd.pid; do
-            [ -s "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && alive=1
+            pid=$(pid_of "$p")
+            [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1
         done
         [ -z "$alive" ] && return 0
         sleep 0.1

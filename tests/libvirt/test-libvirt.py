@@ -8,8 +8,9 @@ bind-mounted from a scratch directory in a mount namespace of their own;
 no system service is assumed or touched) probe our binary (virsh
 domcapabilities, and no error in libvirtd's log about it), then run a
 microvm domain booting the verify firmware through start, domstate,
-suspend, resume, qemu-monitor-command --hmp and destroy, reading the
-firmware's PASS lines in the serial file after each step. The same
+suspend, resume, qemu-monitor-command --hmp, save, restore and destroy,
+reading the firmware's PASS lines (and no FAIL: the verify firmware
+checks its memory after the restore) in the serial file after each step. The same
 domain XML is run with QEMU 7.2 as <emulator> when it is installed,
 which proves the XML.
 
@@ -148,6 +149,16 @@ class LibvirtTest(unittest.TestCase):
             n = self.wait_more_passes(serial, n)
             self.assertIn('VM status: running',
                           self.virsh('qemu-monitor-command', name, '--hmp', 'info status'))
+            # save: stop, getfd, migrate to fd:NAME through libvirt's helper;
+            # restore: -incoming defer and migrate-incoming from the file.
+            image = os.path.join(self.tmp, name + '.save')
+            self.virsh('save', name, image)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'shut off')
+            self.assertGreater(os.path.getsize(image), 1 << 20)
+            n = self.passes(serial)
+            self.virsh('restore', image)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'running')
+            n = self.wait_more_passes(serial, n)
             self.virsh('destroy', name)
             self.assertEqual(self.virsh('domstate', name).strip(), 'shut off')
         finally:
