@@ -248,6 +248,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_X_LAZY_RESTORE:
     case MIGRATION_CAPABILITY_AUTO_CONVERGE:
     case MIGRATION_CAPABILITY_DIRTY_LIMIT:
+    case MIGRATION_CAPABILITY_RETURN_PATH:
         return true;
     default:
         return false;
@@ -332,12 +333,22 @@ void migrate_caps_set(const bool *new_caps)
     memcpy(caps, new_caps, sizeof(caps));
 }
 
+/*
+ * Only the capabilities this build implements: management software turns
+ * on what it is shown (libvirt enables return-path for every live
+ * migration when listed), so a listed capability must work.
+ */
 MigrationCapabilityStatusList *qmp_query_migrate_capabilities(Error **errp)
 {
     MigrationCapabilityStatusList *head = NULL, **tail = &head;
 
     for (int c = 0; c < MIGRATION_CAPABILITY__MAX; c++) {
-        MigrationCapabilityStatusList *e = g_new0(MigrationCapabilityStatusList, 1);
+        MigrationCapabilityStatusList *e;
+
+        if (!migrate_cap_supported(c) && !caps[c]) {
+            continue;
+        }
+        e = g_new0(MigrationCapabilityStatusList, 1);
 
         e->value = g_new0(MigrationCapabilityStatus, 1);
         e->value->capability = c;

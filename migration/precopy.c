@@ -7,14 +7,18 @@
  * (migration.c's cleanup).
  */
 #include "qemu/osdep.h"
+#include <sys/socket.h>
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
 #include "outgoing.h"
+#include "options.h"
+#include "return-path.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
+#include "savevm-cmd.h"
 #include "status.h"
 #include "trace.h"
 
@@ -46,6 +50,40 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
     return true;
 }
 
+/*
+ * return-path (libvirt turns it on for every live migration): the
+ * destination answers on the same socket whether it loaded the stream,
+ * and the source completes only on its word (SHUT 0); a destination that
+ * failed leaves the source's guest to run again.
+ */
+static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
+{
+    int type;
+    socklen_t len = sizeof(type);
+
+    if (!migrate_cap(MIGRATION_CAPABILITY_RETURN_PATH)) {
+        return true;
+    }
+    if (getsockopt(s->channel.fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+        type != SOCK_STREAM) {
+        error_setg(errp, "return-path needs a socket to the destination (tcp:, unix: or "
+                   "an fd: that is a socket), not '%s'", s->uri);
+        return false;
+    }
+    if (!rp_src_start(s->channel.fd, NULL, errp)) {
+        return false;
+    }
+    qemu_fflush(f);
+    qemu_savevm_send_open_return_path(f);
+    return true;
+}
+
+/* After mig/src was joined: the return path's reader, if it ran. */
+static void precopy_cleanup(MigrationState *s)
+{
+    rp_src_stop();
+}
+
 /* Stop the guest and send everything that is left. BQL taken here. */
 static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
 {
@@ -70,6 +108,12 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         ok = qemu_savevm_state_devices(f, errp);
     }
     t_dev = get_clock_ns();
+    if (ok && migrate_cap(MIGRATION_CAPABILITY_RETURN_PATH)) {
+        /* Its answer can take the destination's whole load: not with the BQL. */
+        bql_unlock();
+        ok = rp_src_wait_shut(errp);
+        bql_lock();
+    }
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
@@ -93,5 +137,7 @@ const MigrationOutMode precopy_mode = {
     .ram_source = &dirty_scan_source,
     .selected = precopy_selected,
     .switchover_ready = precopy_switchover_ready,
+    .stream_start = precopy_stream_start,
     .complete = precopy_complete,
+    .cleanup = precopy_cleanup,
 };

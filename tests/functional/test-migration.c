@@ -27,6 +27,7 @@ typedef struct MigrateCase {
     const char *extra;          /* more arguments for both sides, or NULL */
     bool xbzrle;                /* the xbzrle capability, a 256 MiB cache */
     const char *midway;         /* "stop" or "stop-cont": the user's, during the precopy */
+    bool return_path;           /* the return-path capability (as libvirt sets it) */
 } MigrateCase;
 
 static const MigrateCase cases[] = {
@@ -46,6 +47,8 @@ static const MigrateCase cases[] = {
       false, "stop-cont" },
     { "unix-stop-midway-identical", "unix", "mode=dirty mem=128 rate=300", "256M", false, false,
       NULL, false, "stop" },
+    { "tcp-return-path-verify", "tcp", "mode=verify mem=128", "256M", false, false, NULL, false,
+      NULL, true },
 };
 
 static void assert_status(VM *vm, const char *want)
@@ -89,6 +92,9 @@ static void migrate_stopping_midway(VM *src, const char *uri, const char *midway
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         vm_pump(src, 50);
     }
+    /* Slow enough that a stopped guest's last pass cannot end while we look (~1 s). */
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 8388608}}"));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'stop'}"));
     assert_status(src, "paused");
     vm_pump(src, 300);
@@ -151,6 +157,11 @@ static void test_migrate(gconstpointer data)
     if (c->xbzrle) {
         enable_xbzrle(src, c->hmp);
     }
+    if (c->return_path) {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                                  "{'capabilities': [{'capability': 'return-path', "
+                                  "'state': true}]}}"));
+    }
 
     if (!strcmp(c->transport, "file")) {
         file = g_strdup_printf("%s/%s.mig", vmtest_tmpdir(), c->name);
@@ -193,6 +204,13 @@ static void test_migrate(gconstpointer data)
     {
         g_autofree char *st = vm_status(src);
         g_assert_cmpstr(st, ==, "postmigrate");
+    }
+    if (c->return_path) {
+        /* The source completed on the destination's word: its load was already done. */
+        JsonNode *d = vm_qmp_ok(dst, "{'execute': 'query-migrate'}");
+
+        g_assert_cmpstr(json_get_str(d, "status"), ==, "completed");
+        json_node_unref(d);
     }
     migtest_wait_incoming_done(dst);
     if (c->dst_paused || (c->midway && !strcmp(c->midway, "stop"))) {

@@ -8,8 +8,12 @@
 # mounted in a mount namespace of the daemons' own. virsh talks to it with
 #   virsh -c "qemu:///system?socket=DIR/run/libvirt-sock"
 #
-#   lvenv.sh start DIR [HOSTNAME]   HOSTNAME: a UTS and network namespace
-#                                   of its own too (a migration target)
+#   lvenv.sh start DIR [HOSTNAME]   HOSTNAME: a UTS namespace of its own
+#                                   too, and its own host UUID (a
+#                                   migration target: libvirt refuses to
+#                                   migrate to the host it runs on); the
+#                                   network is the host's, so the source
+#                                   reaches it at 127.0.0.1
 #   lvenv.sh stop DIR
 set -eu
 
@@ -63,11 +67,10 @@ namespaces = [ ]
 CONF
     : > "$dir"/etc/virtlogd.conf
     if [ -n "$host" ]; then
-        # The migration target: its own host name (and host UUID, from the
-        # configuration) and loopback, reached through a socket in DIR.
+        # The migration target: its own host name and host UUID.
         uuid=$(cat /proc/sys/kernel/random/uuid)
         echo "host_uuid = \"$uuid\"" >> "$dir"/etc/libvirtd.conf
-        ns="--uts --net"
+        ns="--uts"
     else
         ns=
     fi
@@ -84,7 +87,6 @@ CONF
         mount --bind "$dir/cache" /var/cache/libvirt
         if [ -n "$host" ]; then
             hostname "$host"
-            ip link set lo up
         fi
         virtlogd -d -f /etc/libvirt/virtlogd.conf -p "$dir/run/virtlogd.pid"
         libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$dir/run/libvirtd.pid"

@@ -8,7 +8,9 @@ bind-mounted from a scratch directory in a mount namespace of their own;
 no system service is assumed or touched) probe our binary (virsh
 domcapabilities, and no error in libvirtd's log about it), then run a
 microvm domain booting the verify firmware through start, domstate,
-suspend, resume, qemu-monitor-command --hmp, save, restore and destroy,
+suspend, resume, qemu-monitor-command --hmp, save, restore, a live
+migration to a second private libvirtd (its own host name and UUID, lvenv.sh)
+and destroy there,
 reading the firmware's PASS lines (and no FAIL: the verify firmware
 checks its memory after the restore) in the serial file after each step. The same
 domain XML is run with QEMU 7.2 as <emulator> when it is installed,
@@ -84,16 +86,21 @@ class LibvirtTest(unittest.TestCase):
             raise unittest.SkipTest(reason)
         cls.tmp = tempfile.mkdtemp(prefix='test-libvirt-')
         cls.lv = os.path.join(cls.tmp, 'lv')
+        cls.lv_dst = os.path.join(cls.tmp, 'lv-dst')
         subprocess.run([LVENV, 'start', cls.lv], check=True, timeout=DEADLINE)
+        # The migration target: another libvirtd with its own host name and UUID.
+        subprocess.run([LVENV, 'start', cls.lv_dst, 'lvdst'], check=True, timeout=DEADLINE)
         cls.uri = 'qemu:///system?socket=%s/run/libvirt-sock' % cls.lv
+        cls.uri_dst = 'qemu+unix:///system?socket=%s/run/libvirt-sock' % cls.lv_dst
 
     @classmethod
     def tearDownClass(cls):
         subprocess.run([LVENV, 'stop', cls.lv], timeout=DEADLINE)
+        subprocess.run([LVENV, 'stop', cls.lv_dst], timeout=DEADLINE)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def virsh(self, *args, ok=True):
-        r = subprocess.run(['virsh', '-c', self.uri] + list(args), capture_output=True,
+    def virsh(self, *args, ok=True, uri=None):
+        r = subprocess.run(['virsh', '-c', uri or self.uri] + list(args), capture_output=True,
                            timeout=DEADLINE)
         out = r.stdout.decode() + r.stderr.decode()
         if ok:
@@ -159,11 +166,18 @@ class LibvirtTest(unittest.TestCase):
             self.virsh('restore', image)
             self.assertEqual(self.virsh('domstate', name).strip(), 'running')
             n = self.wait_more_passes(serial, n)
-            self.virsh('destroy', name)
-            self.assertEqual(self.virsh('domstate', name).strip(), 'shut off')
+            # A live migration to the other libvirtd (the same serial file: one host).
+            self.virsh('migrate', '--live', name, self.uri_dst, '--migrateuri', 'tcp://127.0.0.1')
+            self.assertEqual(self.virsh('domstate', name, uri=self.uri_dst).strip(), 'running')
+            self.assertNotIn('running', self.virsh('domstate', name, ok=False))
+            n = self.wait_more_passes(serial, n)
+            self.virsh('destroy', name, uri=self.uri_dst)
+            self.assertEqual(self.virsh('domstate', name, uri=self.uri_dst, ok=False).strip()[:6],
+                             'error:')
         finally:
             self.virsh('destroy', name, ok=False)
             self.virsh('undefine', name, ok=False)
+            self.virsh('destroy', name, ok=False, uri=self.uri_dst)
         self.assertEqual(self.log_errors_about(emulator), [])
 
     def test_domain_ours(self):
