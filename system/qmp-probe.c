@@ -201,26 +201,30 @@ static JsonNode *probe_props_node(const ProbeType *t)
     return json_array_node(list);
 }
 
-/* QEMU's classes and words for a type that does not exist. */
-JsonNode *qmp_qom_list_properties(JsonObject *args, Error **errp)
+/* The type @args names, or NULL with QEMU's class and words (@what: "Class" or "Device"). */
+static const ProbeType *probe_type_from_args(JsonObject *args, const char *what, Error **errp)
 {
     const char *name = json_object_get_string_member(args, "typename");
     const ProbeType *t = probe_type_find(name);
 
     if (!t) {
-        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Class '%s' not found", name);
-        return NULL;
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "%s '%s' not found", what, name);
     }
-    return probe_props_node(t);
+    return t;
+}
+
+JsonNode *qmp_qom_list_properties(JsonObject *args, Error **errp)
+{
+    const ProbeType *t = probe_type_from_args(args, "Class", errp);
+
+    return t ? probe_props_node(t) : NULL;
 }
 
 JsonNode *qmp_device_list_properties(JsonObject *args, Error **errp)
 {
-    const char *name = json_object_get_string_member(args, "typename");
-    const ProbeType *t = probe_type_find(name);
+    const ProbeType *t = probe_type_from_args(args, "Device", errp);
 
     if (!t) {
-        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found", name);
         return NULL;
     }
     if (!t->device || t->abstract) {

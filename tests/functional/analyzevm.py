@@ -232,6 +232,18 @@ def supports_machine(machine, binary=None):
                for line in p.stdout.decode('utf-8', 'replace').splitlines())
 
 
+def skip_class_without_kvm(test_name):
+    """For a setUpClass: skip the class loudly without KVM, the binary or
+    the firmware, or fail under VMTEST_FAIL_ON_SKIP (CI)."""
+    reason = kvm_skip_reason()
+    if not reason:
+        return
+    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+        raise AssertionError('%s cannot run: %s' % (test_name, reason))
+    print('SKIP %s: %s' % (test_name, reason), file=sys.stderr)
+    raise unittest.SkipTest(reason)
+
+
 def kvm_skip_reason():
     if not os.path.exists('/dev/kvm'):
         return '/dev/kvm is missing'

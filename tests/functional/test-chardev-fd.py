@@ -35,7 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
-from analyzevm import kvm_skip_reason  # noqa: E402
+from analyzevm import skip_class_without_kvm  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from qmp import QMP  # noqa: E402
@@ -128,12 +128,7 @@ class LineQMP:
 class ChardevFd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = kvm_skip_reason()
-        if reason:
-            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
-                raise AssertionError('cannot run: ' + reason)
-            print('SKIP test-chardev-fd: ' + reason, file=sys.stderr)
-            raise unittest.SkipTest(reason)
+        skip_class_without_kvm('test-chardev-fd')
         cls.tmpdir = tempfile.mkdtemp(prefix='test-chardev-fd-')
 
     @classmethod
