@@ -37,6 +37,25 @@ typedef struct Config {
 } Config;
 
 /*
+ * vl-parse.c: the options that take parameters, into @cfg (false with
+ * @errp set for what is refused).
+ */
+bool vl_parse_machine(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_accel(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_cpu(const char *arg, Error **errp);
+bool vl_parse_memory_size(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_smp(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_uuid(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_overcommit(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_rtc(const char *arg, Error **errp);
+bool vl_parse_boot(const char *arg, Error **errp);
+bool vl_parse_msg(const char *arg, Error **errp);
+bool vl_parse_audiodev(const char *arg, Error **errp);
+bool vl_parse_name(const char *arg, Error **errp);
+bool vl_parse_display(Config *cfg, const char *arg, Error **errp);
+bool vl_parse_global(const char *arg, Error **errp);
+
+/*
  * vl-devices.c: @arg as QemuOpts, from key=value (with @implied_key for a
  * leading bare value) or, if it starts with '{', a JSON object of scalars
  * (libvirt's -object/-device/-audiodev syntax): strings as they are,
