@@ -11,7 +11,11 @@ qom-list-types lists has its properties from device-list-properties, and
 each property with a default is taken by -device on a microvm with that
 value (so the list and the parser agree).  -machine none,accel=tcg runs
 without KVM; accel=tcg for a real machine, and guest options with none,
-are refused with an error.
+are refused with an error. libvirt's domain command line (JSON -object and
+-device, a secret, -uuid, -overcommit, -rtc, -boot, -msg, -audiodev) is
+taken and shows in query-uuid, query-chardev and qom-list; every value of
+those options we cannot honour is refused with the reason; getfd without
+an fd, closefd and migrate fd:NAME of unknown names fail cleanly.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
@@ -203,6 +207,84 @@ class ProbeTest(unittest.TestCase):
         self.assertIn('-machine none: -m needs a machine with a guest', err)
         err = self.refused(['-machine', 'none', '-nodefaults', '-device', 'isa-vga'])
         self.assertIn('-machine none: -device needs a machine with a guest', err)
+        # libvirt's other options: what cannot be honoured says why.
+        guest = ['-M', 'microvm', '-nodefaults', '-display', 'none', '-S', '-kernel', FIRMWARE]
+        for args, want in (
+                (['-uuid', 'not-a-uuid'], 'Fail to parse UUID string'),
+                (['-overcommit', 'cpu-pm=on'], 'cpu-pm=on is not supported'),
+                (['-overcommit', 'mem-lock=maybe'], "mem-lock"),
+                (['-rtc', 'base=localtime'], 'rtc base=localtime is not supported'),
+                (['-rtc', 'driftfix=slew'], 'rtc driftfix=slew is not supported'),
+                (['-boot', 'order=c'], "Invalid parameter 'order'"),
+                (['-msg', 'colour=on'], "Invalid parameter 'colour'"),
+                (['-audiodev', '{"id":"a","driver":"pa"}'], "audiodev driver 'pa' is not supported"),
+                (['-audiodev', 'driver=none'], "Parameter 'id' is missing"),
+                (['-object', '{"qom-type":"memory-backend-ram","id":"r","size":'],
+                 'JSON parse error'),
+                (['-object', '{"qom-type":"memory-backend-ram","id":"r","size":[1]}'],
+                 "only strings, numbers and booleans"),
+                (['-object', 'secret,id=s0'], "one of them is required"),
+                (['-object', 'secret,id=s0,file=/nonexistent/key'], 'Unable to read'),
+                (['-device', 'isa-serial,chardev=c0,index=1', '-chardev', 'null,id=c0'],
+                 'microvm has one serial port'),
+                (['-device', 'isa-serial'], "Property 'isa-serial.chardev' is required"),
+                (['-device', 'isa-vga,id=d0', '-device', 'isa-debug-exit,id=d0'],
+                 "Duplicate ID 'd0' for device"),
+                (['-cpu', 'host,migratable=maybe'], "expects 'on' or 'off'")):
+            err = self.refused(guest + args)
+            self.assertIn(want, err, args)
+        # -msg timestamp=on: QEMU's ISO 8601 stamp before every report.
+        err = self.refused(guest + ['-msg', 'timestamp=on', '-rtc', 'base=localtime'])
+        self.assertRegex(err, r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z qemu-system-x86_64: ')
+
+    def test_libvirt_style_options(self):
+        """JSON -object/-device, a secret, -uuid and libvirt's other options, taken."""
+        sock = os.path.join(self.tmpdir, 'lv.qmp')
+        key = os.path.join(self.tmpdir, 'master-key.aes')
+        with open(key, 'wb') as f:
+            f.write(os.urandom(32))
+        uuid = 'df14b064-4be7-4106-95e5-56eb359e72c9'
+        proc = subprocess.Popen(
+            [QEMU, '-name', 'guest=lv,debug-threads=on', '-S',
+             '-object', json.dumps({'qom-type': 'secret', 'id': 'masterKey0', 'format': 'raw',
+                                    'file': key}),
+             '-machine', 'microvm,usb=off,dump-guest-core=off,memory-backend=microvm.ram',
+             '-accel', 'kvm', '-cpu', CPU + ',migratable=on', '-m', '64',
+             '-object', json.dumps({'qom-type': 'memory-backend-ram', 'id': 'microvm.ram',
+                                    'size': 64 << 20}),
+             '-overcommit', 'mem-lock=off', '-smp', '1,sockets=1,cores=1,threads=1',
+             '-uuid', uuid, '-display', 'none', '-no-user-config', '-nodefaults',
+             '-qmp', 'unix:%s,server=on,wait=off' % sock, '-rtc', 'base=utc', '-no-shutdown',
+             '-no-acpi', '-boot', 'strict=on', '-kernel', FIRMWARE, '-append', 'mode=idle mem=8',
+             '-chardev', 'null,id=charserial0',
+             '-device', json.dumps({'driver': 'isa-serial', 'chardev': 'charserial0',
+                                    'id': 'serial0', 'index': 0}),
+             '-audiodev', json.dumps({'id': 'audio1', 'driver': 'none'}),
+             '-msg', 'timestamp=on'],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            q = QMP(sock, timeout=DEADLINE)
+            self.assertEqual(q.cmd('query-uuid'), {'UUID': uuid})
+            chardevs = {c['label']: c for c in q.cmd('query-chardev')}
+            self.assertTrue(chardevs['charserial0']['frontend-open'])
+            self.assertEqual(chardevs['charserial0']['filename'], 'null')
+            peripheral = {p['name']: p['type'] for p in q.cmd('qom-list', path='/machine/peripheral')}
+            self.assertEqual(peripheral.get('serial0'), 'child<isa-serial>')
+            self.assertEqual(q.cmd('qom-get', path='/machine/unattached/device[0]',
+                                   property='migratable'), True)
+            self.assertIn('No file descriptor supplied via SCM_RIGHTS',
+                          qmp_error(q, 'getfd', fdname='migrate'))
+            self.assertIn("File descriptor named 'x' not found", qmp_error(q, 'closefd', fdname='x'))
+            self.assertIn("File descriptor named 'nope' has not been found",
+                          qmp_error(q, 'migrate', uri='fd:nope'))
+            q.cmd('quit')
+            q.file.close()
+            q.close()
+            proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
 
 
 if __name__ == '__main__':
