@@ -68,10 +68,16 @@ static int64_t dl_excess_ns(CPUState *cpu, uint64_t limit, int64_t now)
     int64_t start = __atomic_load_n(&cpu->dl_start_ns, __ATOMIC_RELAXED);
     double allowed_ns = (double)used * 1e9 / ((double)limit * MiB);
 
-    if (!start || allowed_ns <= now - start) {
+    /*
+     * Its count lags its writes by up to DL_HARVEST_NS: pages harvested
+     * just after the budget (re)started may have been written before, and
+     * would make a vCPU that dirties a page now and then (the innocent
+     * one) sleep. That much is credit, not excess.
+     */
+    if (!start || allowed_ns <= now - start + DL_HARVEST_NS) {
         return 0;
     }
-    return (int64_t)allowed_ns - (now - start);
+    return (int64_t)allowed_ns - (now - start) - DL_HARVEST_NS;
 }
 
 void dirtylimit_vcpu_wait(CPUState *cpu)
