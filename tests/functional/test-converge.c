@@ -276,6 +276,23 @@ static void assert_within(double got, double want, double tolerance, const char 
     }
 }
 
+/*
+ * A 200 ms window measures whatever the guest wrote in it, and on these
+ * 2 shared cores the host now and then stalls a vCPU for tens of ms (the
+ * guest catches up after): one window in several reads 30 % low or 15 %
+ * high, rightly. The median of three windows (three sessions for the
+ * dirty bitmap) is what is compared, so one stalled window cannot decide.
+ */
+static double calc_dirty_rate_median3(VM *vm, const char *mode, int calc_ms)
+{
+    double r[3];
+
+    for (int i = 0; i < 3; i++) {
+        r[i] = calc_dirty_rate(vm, mode, calc_ms, 0);
+    }
+    return MAX(MIN(r[0], r[1]), MIN(MAX(r[0], r[1]), r[2]));
+}
+
 /* 100 MB/s (95.4 MiB/s) at random over 768 MiB. */
 #define RATE_APPEND "mode=dirty mem=768 rate=100 pattern=random"
 
@@ -299,7 +316,8 @@ static void test_calc_dirty_rate(void)
     }
     vm = migtest_start_source_extra("1G", RATE_APPEND, RING);
     assert_within(calc_dirty_rate(vm, "dirty-ring", 1000, 0), want, 0.10, "dirty-ring 1 s");
-    assert_within(calc_dirty_rate(vm, "dirty-ring", 200, 0), want, 0.10, "dirty-ring 200 ms");
+    assert_within(calc_dirty_rate_median3(vm, "dirty-ring", 200), want, 0.10,
+                  "dirty-ring 200 ms, median of 3");
     assert_within(calc_dirty_rate(vm, "page-sampling", 3000, 4096), sampled_want, 0.10,
                   "page-sampling 3 s");
     out = vm_hmp(vm, "calc_dirty_rate -r 1");
@@ -318,9 +336,11 @@ static void test_calc_dirty_rate(void)
     vm_kill(vm);
 
     vm = migtest_start_source("1G", RATE_APPEND);
-    assert_within(calc_dirty_rate(vm, "dirty-bitmap", 200, 0), want, 0.10, "dirty-bitmap 200 ms");
-    /* The measurement's bitmap session ended: another one can start (a migration too). */
-    assert_within(calc_dirty_rate(vm, "dirty-bitmap", 200, 0), want, 0.10, "dirty-bitmap again");
+    /* Each measurement's bitmap session ends: the next one can start (a migration too). */
+    assert_within(calc_dirty_rate_median3(vm, "dirty-bitmap", 200), want, 0.10,
+                  "dirty-bitmap 200 ms, median of 3 sessions");
+    assert_within(calc_dirty_rate_median3(vm, "dirty-bitmap", 200), want, 0.10,
+                  "dirty-bitmap again, median of 3 sessions");
     vm_kill(vm);
 }
 
