@@ -561,7 +561,13 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     ram_select_source(s->mode->ram_source);
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
-    return migration_start_thread(s, MIGRATION_STATUS_SETUP, errp);
+    if (!migration_start_thread(s, MIGRATION_STATUS_SETUP, errp)) {
+        if (named_fd) {
+            close(atoi(uri + 3));   /* ours since getfd's table gave it up; no thread took it */
+        }
+        return false;
+    }
+    return true;
 }
 
 bool qmp_migrate_start_postcopy(Error **errp)
