@@ -23,6 +23,7 @@
 
 static GPtrArray *live_vms;
 static char *tmpdir;
+static char *ramdir;
 
 static void vmtest_kill_all(void)
 {
@@ -34,9 +35,15 @@ static void vmtest_kill_all(void)
     }
 }
 
+static void rm_rf(const char *path);
+
 static void vmtest_abort_handler(int sig)
 {
     vmtest_kill_all();
+    /* Dumps in tmpfs hold RAM until removed; the logs in tmpdir stay. */
+    if (ramdir && strcmp(ramdir, tmpdir) && !getenv("VMTEST_KEEP_TMP")) {
+        rm_rf(ramdir);
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -66,6 +73,9 @@ static void vmtest_cleanup(void)
     if (tmpdir && !getenv("VMTEST_KEEP_TMP")) {
         rm_rf(tmpdir);
     }
+    if (ramdir && !getenv("VMTEST_KEEP_TMP")) {
+        rm_rf(ramdir);
+    }
 }
 
 const char *vmtest_tmpdir(void)
@@ -81,6 +91,28 @@ const char *vmtest_tmpdir(void)
         signal(SIGPIPE, SIG_IGN);
     }
     return tmpdir;
+}
+
+/*
+ * Guest RAM dumps go to tmpfs when there is one: writing and reading back
+ * 2 x 512 MiB through the page cache of a virtual disk took most of a
+ * migration test's time, and nothing about a dump needs a disk.
+ */
+const char *vmtest_ramdir(void)
+{
+    if (!ramdir) {
+        vmtest_tmpdir();    /* installs the cleanup */
+        if (g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) && access("/dev/shm", W_OK) == 0) {
+            ramdir = g_build_filename("/dev/shm", "vmtest-ram-XXXXXX", NULL);
+            if (!g_mkdtemp(ramdir)) {
+                g_clear_pointer(&ramdir, g_free);
+            }
+        }
+        if (!ramdir) {
+            ramdir = g_strdup(tmpdir);
+        }
+    }
+    return ramdir;
 }
 
 const char *vmtest_binary(void)

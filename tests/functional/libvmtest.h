@@ -123,5 +123,7 @@ bool json_has(JsonNode *obj, const char *path);
 
 /* A fresh temporary directory removed at exit. */
 const char *vmtest_tmpdir(void);
+/* A directory in memory (tmpfs) for guest RAM dumps, else vmtest_tmpdir(). */
+const char *vmtest_ramdir(void);
 
 #endif

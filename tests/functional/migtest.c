@@ -199,7 +199,7 @@ void migtest_wait_incoming_done(VM *dst)
 
 static char *migtest_pmemsave(VM *vm, const char *tag, uint64_t addr, uint64_t size)
 {
-    char *path = g_strdup_printf("%s/%s-%s-%" PRIx64 ".ram", vmtest_tmpdir(), vm->name, tag, addr);
+    char *path = g_strdup_printf("%s/%s-%s-%" PRIx64 ".ram", vmtest_ramdir(), vm->name, tag, addr);
 
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'pmemsave', 'arguments': {'val': %" PRIu64
                               ", 'size': %" PRIu64 ", 'filename': '%s'}}", addr, size, path));
@@ -208,13 +208,18 @@ static char *migtest_pmemsave(VM *vm, const char *tag, uint64_t addr, uint64_t s
 
 static void assert_files_equal(const char *a, const char *b)
 {
-    g_autofree char *da = NULL, *db = NULL;
-    gsize la, lb;
+    g_autoptr(GMappedFile) ma = g_mapped_file_new(a, FALSE, NULL);
+    g_autoptr(GMappedFile) mb = g_mapped_file_new(b, FALSE, NULL);
+    const char *da, *db;
+    gsize la;
 
-    g_assert_true(g_file_get_contents(a, &da, &la, NULL));
-    g_assert_true(g_file_get_contents(b, &db, &lb, NULL));
-    g_assert_cmpuint(la, ==, lb);
-    if (memcmp(da, db, la)) {
+    g_assert_nonnull(ma);
+    g_assert_nonnull(mb);
+    la = g_mapped_file_get_length(ma);
+    g_assert_cmpuint(la, ==, g_mapped_file_get_length(mb));
+    da = g_mapped_file_get_contents(ma);
+    db = g_mapped_file_get_contents(mb);
+    if (la && memcmp(da, db, la)) {
         gsize off = 0, diffs = 0;
         for (gsize i = 0; i < la; i += 4096) {
             if (memcmp(da + i, db + i, MIN(4096, la - i))) {
