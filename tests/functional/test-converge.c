@@ -370,8 +370,8 @@ static void test_vcpu_dirty_limit(void)
 }
 
 /* CPU 0 computes, CPU 1 writes 300 MB/s at random: only CPU 1 outruns the link. */
-#define SMP_MEM "512M"
-#define SMP_APPEND "mode0=compute mode1=dirty mem=16 mem1=384 rate1=300 pattern=random"
+#define SMP_MEM "256M"
+#define SMP_APPEND "mode0=compute mode1=dirty mem=16 mem1=192 rate1=300 pattern=random"
 
 /* Mean ips of CPU 0's STAT lines among @vm's serial lines [from, to). */
 static double compute_ips(VM *vm, guint from, guint to)
@@ -423,7 +423,7 @@ static void migrate_two_cpus(const char *cap, const char *accel, const char *eve
     JsonNode *info;
 
     src = migtest_start_source_extra(SMP_MEM, SMP_APPEND, extra);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         vm_wait_line(src, "STAT cpu=0 ", 30);
     }
     vm_pump(src, 0);
