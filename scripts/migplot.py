@@ -32,7 +32,7 @@ import textwrap
 DPI = 90
 # Figure sizes in inches; at DPI each gives whole pixels (the test checks them).
 SIZES = {"timeline": (10, 7), "guest": (10, 6), "latency": (9, 5), "summary": (14, 9),
-         "snapfile": (14, 5.5)}
+         "snapfile": (14, 5.5), "libvirt": (12, 5)}
 COLORS = {"ours": "tab:blue", "peer": "tab:orange"}
 SYSTEM_PYTHON = "/usr/bin/python3"
 UNLIMITED = 100 << 30           # migscenarios.UNLIMITED: "unlimited" bandwidth
@@ -612,6 +612,11 @@ def draw(doc, outdir):
         return migplot_snapfile.draw(plt, doc, os.path.join(outdir, doc["scenario"] +
                                                             "-summary.png"),
                                      _save, _wrap, label(doc, "peer"), SIZES["snapfile"], DPI)
+    if doc["config"].get("kind") == "libvirt":
+        import migplot_libvirt
+        return migplot_libvirt.draw(plt, doc, os.path.join(outdir, doc["scenario"] +
+                                                           "-summary.png"),
+                                    _save, _wrap, label, SIZES["libvirt"])
     for name, what, sc, results in scenario_sets(doc):
         labs = [lab for lab in ("ours", "peer") if results.get(lab)]
         for i in range(max((len(results[lab]) for lab in labs), default=0)):

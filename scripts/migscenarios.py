@@ -99,6 +99,13 @@ SCENARIOS = {
         "quick": {"mem": "1G", "append": "mode=dirty mem=512 rate=150 pattern=random",
                   "nonzero_mib": 512},
     },
+    # libvirt driving the binary (issue 20): scripts/libvirtbench.py.
+    "libvirt": {
+        "doc": "virsh save, restore (page cache dropped) and migrate --live of a 1 GiB "
+               "microvm domain, verify firmware on 768 MiB, two private libvirtds (root)",
+        "kind": "libvirt", "mem": "1G", "append": "mode=verify mem=768",
+        "quick": {"mem": "256M", "append": "mode=verify mem=64"},
+    },
     "stall": {
         "doc": "guest write latency while migrating: 1 GiB guest, 768 MiB random at 100 MB/s",
         "mem": "1G", "append": "mode=dirty mem=768 rate=100 pattern=random",

@@ -34,6 +34,8 @@ FIXTURES = {
                                      "postcopy-at-once-summary"],
     # snapshot-file (snapbench): per variant, no series; one wide summary
     "migbench-snapfile-small.json": [("snapshot-file-summary", "snapfile")],
+    # libvirt (libvirtbench): timed virsh operations, no series; one summary
+    "migbench-libvirt-small.json": [("libvirt-summary", "libvirt")],
 }
 
 
