@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* QMP commands owned by the monitor itself. */
+/* QMP commands owned by the monitor itself, and those on the fds its clients pass. */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "chardev/char.h"
+#include "qemu/fdset.h"
 #include "monitor-internal.h"
 
 static void close_fd(gpointer p)
@@ -56,6 +57,62 @@ int monitor_fd_take(const char *fdname, Error **errp)
     }
     g_free(key);
     return GPOINTER_TO_INT(value);
+}
+
+/* add-fd: the fd that came with this command, into an fd set (shared by all monitors). */
+AddfdInfo *qmp_add_fd(bool has_fdset_id, int64_t fdset_id, const char *opaque, Error **errp)
+{
+    Monitor *mon = monitor_cur();
+    int fd = mon && mon->chr ? qemu_chr_take_msgfd(mon->chr) : -1;
+    AddfdInfo *info;
+    int64_t id;
+
+    if (fd < 0) {
+        error_setg(errp, "No file descriptor supplied via SCM_RIGHTS");
+        return NULL;
+    }
+    id = qemu_fdset_take_fd(has_fdset_id, fdset_id, fd, opaque, errp);
+    if (id < 0) {
+        close(fd);
+        return NULL;
+    }
+    info = g_new0(AddfdInfo, 1);
+    info->fdset_id = id;
+    info->fd = fd;
+    return info;
+}
+
+bool qmp_remove_fd(int64_t fdset_id, bool has_fd, int64_t fd, Error **errp)
+{
+    return qemu_fdset_remove_fd(fdset_id, has_fd, fd, errp);
+}
+
+/* Prepends each set, so the list ends up highest id first, as QEMU's does. */
+static void fdset_to_info(int64_t set_id, const QemuFdsetFd *fds, guint nfds, void *opaque)
+{
+    FdsetInfoList **list = opaque, *elt = g_new0(FdsetInfoList, 1);
+    FdsetFdInfoList **tail;
+
+    elt->value = g_new0(FdsetInfo, 1);
+    elt->value->fdset_id = set_id;
+    tail = &elt->value->fds;
+    for (guint i = 0; i < nfds; i++) {
+        *tail = g_new0(FdsetFdInfoList, 1);
+        (*tail)->value = g_new0(FdsetFdInfo, 1);
+        (*tail)->value->fd = fds[i].fd;
+        (*tail)->value->opaque = g_strdup(fds[i].opaque);
+        tail = &(*tail)->next;
+    }
+    elt->next = *list;
+    *list = elt;
+}
+
+FdsetInfoList *qmp_query_fdsets(Error **errp)
+{
+    FdsetInfoList *list = NULL;
+
+    qemu_fdset_foreach(fdset_to_info, &list);
+    return list;
 }
 
 VersionInfo *qmp_query_version(Error **errp)

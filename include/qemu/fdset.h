@@ -28,6 +28,39 @@ bool qemu_fdset_add_fd(int64_t set_id, int fd, const char *opaque, Error **errp)
 /* qemu_fdset_add_option: the argument of -add-fd, "fd=N,set=M[,opaque=STR]". */
 bool qemu_fdset_add_option(const char *arg, Error **errp);
 
+/* One fd of a set, as query-fdsets shows it. */
+typedef struct QemuFdsetFd {
+    int fd;                     /* ours, close-on-exec */
+    char *opaque;               /* the management program's note, or NULL */
+} QemuFdsetFd;
+
+/*
+ * qemu_fdset_take_fd: QMP add-fd. Puts @fd itself, one the monitor
+ * received (so ours, close-on-exec), into set @set_id, or with
+ * !@has_set_id into a new set with the lowest unused id. Returns the
+ * set's id and owns @fd from then on; -1 with @errp set (and @fd still
+ * the caller's) for a negative @set_id or @fd.
+ */
+int64_t qemu_fdset_take_fd(bool has_set_id, int64_t set_id, int fd, const char *opaque,
+                           Error **errp);
+
+/*
+ * qemu_fdset_remove_fd: QMP remove-fd. Closes fd @fd of set @set_id, or
+ * with !@has_fd every fd of it; a set left with no fd and no duplicate
+ * open (see qemu_close()) is forgotten. Only an fd of the set is ever
+ * closed: anything else fails with QEMU's "File descriptor named
+ * 'fdset-id:M, fd:N' not found" (just 'fdset-id:M' without @has_fd).
+ */
+bool qemu_fdset_remove_fd(int64_t set_id, bool has_fd, int64_t fd, Error **errp);
+
+/*
+ * qemu_fdset_foreach: calls @fn for every set by increasing id, with its
+ * fds oldest first (none for a set only kept by an open duplicate). It
+ * runs under the sets' lock: @fn must not call qemu_fdset_* or qemu_open.
+ */
+typedef void QemuFdsetFunc(int64_t set_id, const QemuFdsetFd *fds, guint nfds, void *opaque);
+void qemu_fdset_foreach(QemuFdsetFunc *fn, void *opaque);
+
 /*
  * qemu_open: open(@path, @flags | O_CLOEXEC, @mode), except that
  * "/dev/fdset/M" gives a duplicate of the first fd of set M whose access
@@ -39,6 +72,13 @@ bool qemu_fdset_add_option(const char *arg, Error **errp);
  * Returns the new fd (close-on-exec), or -1 with @errp set and errno.
  */
 int qemu_open(const char *path, int flags, mode_t mode, Error **errp);
+
+/*
+ * qemu_close: close(@fd), for an fd of qemu_open(). A duplicate of a set
+ * keeps the set in use (listed, though its fds were all removed) until
+ * it is closed here.
+ */
+int qemu_close(int fd);
 
 /* qemu_fdsets_clear: close every fd of every set and forget the sets (tests). */
 void qemu_fdsets_clear(void);

@@ -19,6 +19,14 @@ Refused with an error naming the problem: an fd that is not open, one
 that is not a socket, fd= with path=, an empty set, an O_RDONLY fd in a
 set opened for writing, and -add-fd of an fd that is not open.
 
+QMP add-fd, remove-fd and query-fdsets, as libvirt uses them: the fd
+passed with add-fd (SCM_RIGHTS) joins a set (a new one with the lowest
+free id, or the one named), query-fdsets lists -add-fd's set and these
+(highest id first, as QEMU), remove-fd closes only fds of the named set,
+and a set in use by the serial chardev stays listed once emptied. QEMU's
+errors: no fd with add-fd (or a negative set, the fd then closed), an
+unknown set, an unknown fd.
+
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure).
 """
@@ -123,6 +131,51 @@ class LineQMP:
             if 'event' not in msg:
                 assert 'return' in msg, msg
                 return msg['return']
+
+
+def qmp_reply(q):
+    """The next reply on @q (return or error), events set aside."""
+    while True:
+        msg = q._read()
+        if 'event' in msg:
+            q.events.append(msg)
+        else:
+            return msg
+
+
+def qmp_with_fd(q, fd, name, **args):
+    """@name with @fd passed alongside it (SCM_RIGHTS), as libvirt sends add-fd."""
+    req = {'execute': name}
+    if args:
+        req['arguments'] = args
+    socket.send_fds(q.sock, [(json.dumps(req) + '\n').encode()], [fd])
+    return qmp_reply(q)
+
+
+def qmp_raw(q, name, **args):
+    req = {'execute': name}
+    if args:
+        req['arguments'] = args
+    q.file.write((json.dumps(req) + '\n').encode())
+    q.file.flush()
+    return qmp_reply(q)
+
+
+def vm_fd_target(proc, fd):
+    """What fd @fd of the VM is (a path), or None when it is not open."""
+    try:
+        return os.readlink('/proc/%d/fd/%d' % (proc.pid, fd))
+    except FileNotFoundError:
+        return None
+
+
+def vm_fds_on(proc, path):
+    """The VM's fds open on @path."""
+    fds = []
+    for name in os.listdir('/proc/%d/fd' % proc.pid):
+        if vm_fd_target(proc, int(name)) == path:
+            fds.append(int(name))
+    return sorted(fds)
 
 
 class ChardevFd(unittest.TestCase):
@@ -255,6 +308,113 @@ class ChardevFd(unittest.TestCase):
             os.close(ro)
         with open(log, 'rb') as f:
             self.assertEqual(f.read(), OLD)
+
+    def error_desc(self, reply):
+        self.assertIn('error', reply)
+        self.assertEqual(reply['error']['class'], 'GenericError', reply)
+        return reply['error']['desc']
+
+    def test_qmp_fdsets(self):
+        sock_path = self.path('fdsets.sock')
+        log = self.old_file('fdsets.log')
+        log_fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        proc = start(vm_args('-qmp', 'unix:%s,server=on,wait=off' % sock_path,
+                             '-add-fd', 'set=0,fd=%d,opaque=serial0-source' % log_fd,
+                             *serial_args('/dev/fdset/0', append=True), paused=True),
+                     pass_fds=(log_fd,))
+        os.close(log_fd)
+        files = [self.old_file('fdsets%d' % i) for i in range(4)]
+        try:
+            q = QMP(sock_path, timeout=DEADLINE)
+            schema = {e['name'] for e in q.cmd('query-qmp-schema') if e['meta-type'] == 'command'}
+            self.assertTrue({'add-fd', 'remove-fd', 'query-fdsets'} <= schema)
+
+            sets = q.cmd('query-fdsets')
+            self.assertEqual(len(sets), 1, sets)
+            self.assertEqual(sets[0]['fdset-id'], 0)
+            [cmdline] = sets[0]['fds']
+            self.assertEqual(cmdline['opaque'], 'serial0-source')
+            self.assertEqual(vm_fd_target(proc, cmdline['fd']), log)
+
+            self.assertEqual(self.error_desc(qmp_raw(q, 'add-fd', opaque='x')),
+                             'No file descriptor supplied via SCM_RIGHTS')
+
+            # No id: the lowest free one (0 is -add-fd's). The fd listed is the VM's.
+            added = []
+            for i, args in enumerate([{'opaque': 'rdonly:' + files[0]},
+                                      {'fdset-id': 1, 'opaque': 'rdwr:' + files[1]},
+                                      {'fdset-id': 1}]):
+                fd = os.open(files[i], os.O_RDWR if i else os.O_RDONLY)
+                try:
+                    reply = qmp_with_fd(q, fd, 'add-fd', **args)
+                finally:
+                    os.close(fd)
+                info = reply['return']
+                self.assertEqual(info['fdset-id'], 1, reply)
+                self.assertEqual(vm_fd_target(proc, info['fd']), files[i])
+                added.append(info['fd'])
+
+            # A negative set is refused and the fd that came with it closed.
+            fd = os.open(files[3], os.O_RDONLY)
+            try:
+                reply = qmp_with_fd(q, fd, 'add-fd', **{'fdset-id': -1})
+            finally:
+                os.close(fd)
+            self.assertEqual(self.error_desc(reply),
+                             "Parameter 'fdset-id' expects a non-negative value")
+            self.assertEqual(vm_fds_on(proc, files[3]), [])
+
+            want_set1 = {'fdset-id': 1, 'fds': [{'fd': added[0], 'opaque': 'rdonly:' + files[0]},
+                                                {'fd': added[1], 'opaque': 'rdwr:' + files[1]},
+                                                {'fd': added[2]}]}
+            want_set0 = {'fdset-id': 0, 'fds': [cmdline]}
+            self.assertEqual(q.cmd('query-fdsets'), [want_set1, want_set0])
+
+            # Errors: an unknown set, an unknown fd, an fd of another set (left open).
+            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd', **{'fdset-id': 7})),
+                             "File descriptor named 'fdset-id:7' not found")
+            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd', **{'fdset-id': 7, 'fd': 3})),
+                             "File descriptor named 'fdset-id:7, fd:3' not found")
+            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd',
+                                                     **{'fdset-id': 1, 'fd': 9999})),
+                             "File descriptor named 'fdset-id:1, fd:9999' not found")
+            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd',
+                                                     **{'fdset-id': 1, 'fd': cmdline['fd']})),
+                             "File descriptor named 'fdset-id:1, fd:%d' not found"
+                             % cmdline['fd'])
+            self.assertEqual(vm_fd_target(proc, cmdline['fd']), log)
+            self.assertIn('error', qmp_raw(q, 'remove-fd', **{'fdset-id': 'one'}))
+
+            q.cmd('remove-fd', **{'fdset-id': 1, 'fd': added[1]})
+            self.assertEqual(vm_fds_on(proc, files[1]), [])
+            want_set1['fds'].pop(1)
+            self.assertEqual(q.cmd('query-fdsets'), [want_set1, want_set0])
+
+            # The sets are shared by all monitors: the next client sees them too.
+            q.file.close()
+            q.close()
+            q = QMP(sock_path, timeout=DEADLINE)
+            self.assertEqual(q.cmd('query-fdsets'), [want_set1, want_set0])
+
+            # A whole set: its fds closed and the set gone.
+            q.cmd('remove-fd', **{'fdset-id': 1})
+            self.assertEqual(vm_fds_on(proc, files[0]) + vm_fds_on(proc, files[2]), [])
+            self.assertEqual(q.cmd('query-fdsets'), [want_set0])
+            # -add-fd's set, in use by the serial chardev: listed empty.
+            q.cmd('remove-fd', **{'fdset-id': 0, 'fd': cmdline['fd']})
+            self.assertIsNone(vm_fd_target(proc, cmdline['fd']))
+            self.assertEqual(q.cmd('query-fdsets'), [{'fdset-id': 0, 'fds': []}])
+            # The chardev still writes through its duplicate.
+            q.cmd('cont')
+            data = wait_ready(proc, log)
+            self.assertTrue(data.startswith(OLD), data)
+            q.cmd('quit')
+            q.file.close()
+            q.close()
+            proc.communicate(timeout=DEADLINE)
+            self.assertEqual(proc.returncode, 0)
+        finally:
+            stop(proc)
 
 
 if __name__ == '__main__':

@@ -5,6 +5,8 @@
  * set M with exactly the requested access mode (checked for every mix of
  * modes in a set and every request), applies O_APPEND and O_TRUNC as
  * open() would, and fails with QEMU's errors for an unknown set or mode.
+ * add-fd's sets (ids chosen or given), remove-fd (which closes only fds
+ * of the named set) and a set kept while a duplicate of it is open.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -249,6 +251,162 @@ static void test_trunc_pipe(void)
     qemu_fdsets_clear();
 }
 
+/* The sets as "id(opaque,...) ...", "-" for a NULL note, by increasing id. */
+static void describe_set(int64_t set_id, const QemuFdsetFd *fds, guint nfds, void *opaque)
+{
+    GString *out = opaque;
+
+    g_string_append_printf(out, "%s%" PRId64 "(", out->len ? " " : "", set_id);
+    for (guint i = 0; i < nfds; i++) {
+        g_string_append_printf(out, "%s%s", i ? "," : "", fds[i].opaque ?: "-");
+    }
+    g_string_append_c(out, ')');
+}
+
+static char *describe_sets(void)
+{
+    GString *out = g_string_new("");
+
+    qemu_fdset_foreach(describe_set, out);
+    return g_string_free(out, FALSE);
+}
+
+static void assert_sets(const char *want)
+{
+    g_autofree char *got = describe_sets();
+
+    g_assert_cmpstr(got, ==, want);
+}
+
+static bool fd_is_open(int fd)
+{
+    return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* An fd as the monitor receives one: ours, close-on-exec. */
+static int received_fd(const char *name)
+{
+    g_autofree char *path = g_build_filename(tmpdir, name, NULL);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    g_assert_cmpint(fd, >, STDERR_FILENO);
+    return fd;
+}
+
+static void first_fd_of_set2(int64_t set_id, const QemuFdsetFd *fds, guint nfds, void *opaque)
+{
+    if (set_id == 2 && nfds) {
+        *(int *)opaque = fds[0].fd;
+    }
+}
+
+/*
+ * add-fd: without an id a new set takes the lowest free one (filling
+ * gaps left by -add-fd's own numbers), with one the fd joins that set,
+ * and the set owns the very fd it was given; a negative id is refused
+ * with the fd left to the caller.
+ */
+static void test_take_fd(void)
+{
+    int inherited = open_inherited("take-inherited", O_RDWR);
+    int a = received_fd("take-a"), b = received_fd("take-b");
+    int c = received_fd("take-c"), d = received_fd("take-d");
+    int listed = -1, got;
+    Error *err = NULL;
+
+    g_assert_true(qemu_fdset_add_fd(1, inherited, "cmdline", &error_abort));
+    close(inherited);
+    g_assert_cmpint(qemu_fdset_take_fd(false, 0, a, NULL, &error_abort), ==, 0);
+    g_assert_cmpint(qemu_fdset_take_fd(false, 0, b, "b", &error_abort), ==, 2);
+    g_assert_cmpint(qemu_fdset_take_fd(true, 1, c, "c", &error_abort), ==, 1);
+    g_assert_cmpint(qemu_fdset_take_fd(true, INT64_MAX, d, "d", &error_abort), ==, INT64_MAX);
+    assert_sets("0(-) 1(cmdline,c) 2(b) 9223372036854775807(d)");
+
+    g_assert_cmpint(qemu_fdset_take_fd(true, -1, 99, NULL, &err), ==, -1);
+    assert_error(err, "Parameter 'fdset-id' expects a non-negative value");
+    err = NULL;
+    g_assert_cmpint(qemu_fdset_take_fd(false, 0, -1, NULL, &err), ==, -1);
+    assert_error(err, "No file descriptor supplied via SCM_RIGHTS");
+    assert_sets("0(-) 1(cmdline,c) 2(b) 9223372036854775807(d)");
+
+    /* The set lists the fd it was given, and opens duplicates of it. */
+    qemu_fdset_foreach(first_fd_of_set2, &listed);
+    g_assert_cmpint(listed, ==, b);
+    got = qemu_open("/dev/fdset/2", O_RDWR, 0, &error_abort);
+    g_assert_true(same_file(got, b));
+    g_assert_cmpint(qemu_close(got), ==, 0);
+    qemu_fdsets_clear();
+    g_assert_false(fd_is_open(a));
+    g_assert_false(fd_is_open(d));
+}
+
+/*
+ * remove-fd closes only fds of the named set, with QEMU's errors for
+ * anything else; a set without fds is forgotten unless a duplicate of
+ * one of its fds is still open, until qemu_close() of that duplicate.
+ */
+static void test_remove_fd(void)
+{
+    int a = received_fd("rm-a"), b = received_fd("rm-b"), c = received_fd("rm-c");
+    int stranger = received_fd("rm-stranger");
+    g_autofree char *want6 = g_strdup_printf("File descriptor named 'fdset-id:6, fd:%d' not found",
+                                             a);
+    g_autofree char *want4 = g_strdup_printf("File descriptor named 'fdset-id:4, fd:%d' not found",
+                                             stranger);
+    Error *err = NULL;
+    int dup;
+
+    g_assert_cmpint(qemu_fdset_take_fd(true, 4, a, "a", &error_abort), ==, 4);
+    g_assert_cmpint(qemu_fdset_take_fd(true, 4, b, "b", &error_abort), ==, 4);
+    g_assert_cmpint(qemu_fdset_take_fd(true, 5, c, "c", &error_abort), ==, 5);
+
+    g_assert_false(qemu_fdset_remove_fd(6, false, 0, &err));
+    assert_error(err, "File descriptor named 'fdset-id:6' not found");
+    err = NULL;
+    g_assert_false(qemu_fdset_remove_fd(6, true, a, &err));
+    assert_error(err, want6);
+    err = NULL;
+    /* An fd of ours that is in another set, or in none, stays open. */
+    g_assert_false(qemu_fdset_remove_fd(4, true, c, &err));
+    error_free(err);
+    err = NULL;
+    g_assert_false(qemu_fdset_remove_fd(4, true, stranger, &err));
+    assert_error(err, want4);
+    err = NULL;
+    g_assert_false(qemu_fdset_remove_fd(4, true, (int64_t)a + (1ll << 32), &err));
+    error_free(err);
+    err = NULL;
+    g_assert_true(fd_is_open(c));
+    g_assert_true(fd_is_open(stranger));
+    close(stranger);
+
+    g_assert_true(qemu_fdset_remove_fd(4, true, a, &error_abort));
+    g_assert_false(fd_is_open(a));
+    assert_sets("4(b) 5(c)");
+    g_assert_true(qemu_fdset_remove_fd(4, true, b, &error_abort));
+    g_assert_false(fd_is_open(b));
+    assert_sets("5(c)");
+
+    /* In use: the set stays, empty, while the duplicate is open. */
+    dup = qemu_open("/dev/fdset/5", O_RDWR, 0, &error_abort);
+    g_assert_true(qemu_fdset_remove_fd(5, false, 0, &error_abort));
+    g_assert_false(fd_is_open(c));
+    g_assert_true(fd_is_open(dup));
+    assert_sets("5()");
+    /* Removing from the set with no fd left: done for the whole set, not for one fd. */
+    g_assert_true(qemu_fdset_remove_fd(5, false, 0, &error_abort));
+    g_assert_false(qemu_fdset_remove_fd(5, true, c, &err));
+    error_free(err);
+    err = NULL;
+    g_assert_cmpint(qemu_close(dup), ==, 0);
+    assert_sets("");
+    /* qemu_close() of an fd no set gave out is close(). */
+    stranger = received_fd("rm-stranger");
+    g_assert_cmpint(qemu_close(stranger), ==, 0);
+    g_assert_false(fd_is_open(stranger));
+    qemu_fdsets_clear();
+}
+
 /* Outside /dev/fdset/ qemu_open() is open() with close-on-exec. */
 static void test_plain_path(void)
 {
@@ -286,6 +444,8 @@ int main(int argc, char **argv)
     g_test_add_func("/fdset/append-and-trunc", test_append_and_trunc);
     g_test_add_func("/fdset/trunc-pipe", test_trunc_pipe);
     g_test_add_func("/fdset/plain-path", test_plain_path);
+    g_test_add_func("/fdset/take-fd", test_take_fd);
+    g_test_add_func("/fdset/remove-fd", test_remove_fd);
     ret = g_test_run();
     remove_tmpdir();
     g_free(tmpdir);
