@@ -4,6 +4,7 @@
  * mirrors guest RAM ranges one-to-one (a RAMBlock may span several slots).
  */
 #include "qemu/osdep.h"
+#include <cpuid.h>
 #include "qapi/error.h"
 #include "system/kvm.h"
 #include "system/memory.h"
@@ -46,6 +47,22 @@ int kvm_vm_check_extension(KVMState *s, unsigned int cap)
     return ret < 0 ? kvm_check_extension(s, cap) : ret;
 }
 
+/*
+ * KVM leaves the brand string (leaves 0x80000002..4) to userspace, as
+ * zeros; the host CPU model shows the host's, as QEMU's -cpu host does.
+ */
+static void kvm_fill_host_brand(struct kvm_cpuid2 *c)
+{
+    for (uint32_t i = 0; i < c->nent; i++) {
+        struct kvm_cpuid_entry2 *e = &c->entries[i];
+
+        if (e->function >= 0x80000002 && e->function <= 0x80000004 &&
+            !(e->eax | e->ebx | e->ecx | e->edx)) {
+            __cpuid(e->function, e->eax, e->ebx, e->ecx, e->edx);
+        }
+    }
+}
+
 static struct kvm_cpuid2 *kvm_get_supported_cpuid(KVMState *s)
 {
     int nent = 64;
@@ -57,6 +74,7 @@ static struct kvm_cpuid2 *kvm_get_supported_cpuid(KVMState *s)
         c->nent = nent;
         ret = kvm_ioctl(s, KVM_GET_SUPPORTED_CPUID, c);
         if (ret == 0) {
+            kvm_fill_host_brand(c);
             return c;
         }
         g_free(c);

@@ -13,42 +13,15 @@
 #include "system/runstate.h"
 #include "system/cpu-throttle.h"
 #include "kvm-x86.h"
+#include "cpuid-features.h"
 #include "trace.h"
 
 #define SIG_IPI SIGUSR1
 
-enum { R_EAX, R_EBX, R_ECX, R_EDX };
-
-typedef struct CpuidFeature {
-    const char *name;
-    uint32_t leaf, subleaf;
-    int reg;
-    int bit;
-} CpuidFeature;
-
-/* Feature names accepted by -cpu host,[+-]name / name=on|off (QEMU spellings). */
-static const CpuidFeature cpuid_features[] = {
-    { "arch-capabilities", 7, 0, R_EDX, 29 },
-    { "x2apic", 1, 0, R_ECX, 21 },
-    { "tsc-deadline", 1, 0, R_ECX, 24 },
-    { "hypervisor", 1, 0, R_ECX, 31 },
-    { "vmx", 1, 0, R_ECX, 5 },
-    { "avx", 1, 0, R_ECX, 28 },
-    { "xsave", 1, 0, R_ECX, 26 },
-    { "avx2", 7, 0, R_EBX, 5 },
-    { "avx512f", 7, 0, R_EBX, 16 },
-    { "pdpe1gb", 0x80000001, 0, R_EDX, 26 },
-    { "svm", 0x80000001, 0, R_ECX, 2 },
-    { "invtsc", 0x80000007, 0, R_EDX, 8 },    /* CPUID_INVTSC_INDEX */
-    { "kvmclock", 0x40000001, 0, R_EAX, 0 },
-    { "kvm-pv-eoi", 0x40000001, 0, R_EAX, 6 },
-    { "kvm-asyncpf", 0x40000001, 0, R_EAX, 4 },
-    { "kvm-steal-time", 0x40000001, 0, R_EAX, 5 },
-};
-
-/* Features the user removed or added, applied to every vCPU's CPUID. */
-static uint32_t cpuid_feature_clear[ARRAY_SIZE(cpuid_features)];
-static uint32_t cpuid_feature_set[ARRAY_SIZE(cpuid_features)];
+/* Features the user removed or added, applied to every vCPU's CPUID (cpuid-features.h). */
+#define CPUID_FEATURES_MAX 512
+static bool cpuid_feature_clear[CPUID_FEATURES_MAX];
+static bool cpuid_feature_set[CPUID_FEATURES_MAX];
 
 /*
  * -cpu host,migratable=on|off (QEMU's property, on by default): on leaves
@@ -56,21 +29,22 @@ static uint32_t cpuid_feature_set[ARRAY_SIZE(cpuid_features)];
  * unless asked for by name.
  */
 static bool cpu_migratable = true;
-#define CPUID_INVTSC_INDEX 11
+
+static bool is_invtsc(const CpuidFeature *f)
+{
+    return f->leaf == 0x80000007 && f->reg == R_EDX && f->bit == 8;
+}
 
 const char *kvm_cpu_feature_name(size_t i)
 {
-    return i < ARRAY_SIZE(cpuid_features) ? cpuid_features[i].name : NULL;
+    const CpuidFeature *f = cpuid_feature(i);
+
+    return f ? f->name : NULL;
 }
 
 int kvm_cpu_feature_index(const char *name)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(cpuid_features); i++) {
-        if (!strcmp(cpuid_features[i].name, name)) {
-            return i;
-        }
-    }
-    return -1;
+    return cpuid_feature_lookup(name);
 }
 
 bool kvm_cpu_migratable(void)
@@ -84,12 +58,12 @@ bool kvm_cpu_set_feature(const char *name, bool on, Error **errp)
         cpu_migratable = on;
         return true;
     }
-    for (size_t i = 0; i < ARRAY_SIZE(cpuid_features); i++) {
-        if (!strcmp(cpuid_features[i].name, name)) {
-            cpuid_feature_clear[i] = !on;
-            cpuid_feature_set[i] = on;
-            return true;
-        }
+    int i = cpuid_feature_lookup(name);
+
+    if (i >= 0) {
+        cpuid_feature_clear[i] = !on;
+        cpuid_feature_set[i] = on;
+        return true;
     }
     error_setg(errp, "Property 'host-x86_64-cpu.%s' not found", name);
     return false;
@@ -117,17 +91,13 @@ static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t leaf, 
     return NULL;
 }
 
-/* Whether the vCPUs' CPUID has feature @i: KVM's, then what -cpu changed (as built below). */
-bool kvm_cpu_feature_enabled(size_t i)
+/* Whether KVM's host CPU model has feature @i, before any -cpu change. */
+bool kvm_cpu_host_feature(size_t i, bool migratable)
 {
-    const CpuidFeature *f = &cpuid_features[i];
+    const CpuidFeature *f = cpuid_feature(i);
     struct kvm_cpuid_entry2 *e;
-    bool on;
 
-    if (cpuid_feature_set[i]) {
-        return true;
-    }
-    if (cpuid_feature_clear[i] || (i == CPUID_INVTSC_INDEX && cpu_migratable)) {
+    if (is_invtsc(f) && migratable) {
         return false;
     }
     if (f->leaf == 1 && f->reg == R_ECX && f->bit == 31) {
@@ -135,8 +105,66 @@ bool kvm_cpu_feature_enabled(size_t i)
     }
     e = kvm_state && kvm_state->supported_cpuid ?
         cpuid_find(kvm_state->supported_cpuid, f->leaf, f->subleaf) : NULL;
-    on = e && (*cpuid_reg(e, f->reg) >> f->bit & 1);
-    return on;
+    return e && (*cpuid_reg(e, f->reg) >> f->bit & 1);
+}
+
+/* Whether the vCPUs' CPUID has feature @i: KVM's, then what -cpu changed (as built below). */
+bool kvm_cpu_feature_enabled(size_t i)
+{
+    if (cpuid_feature_set[i]) {
+        return true;
+    }
+    if (cpuid_feature_clear[i]) {
+        return false;
+    }
+    return kvm_cpu_host_feature(i, cpu_migratable);
+}
+
+/*
+ * The host CPU's identity as KVM passes it to the guest: vendor (leaf 0),
+ * family, model and stepping (leaf 1, extended fields folded in as the
+ * SDM says) and the brand string (0x80000002..4). Zeros without KVM.
+ */
+void kvm_cpu_host_identity(X86CpuIdentity *id)
+{
+    struct kvm_cpuid2 *c = kvm_state ? kvm_state->supported_cpuid : NULL;
+    struct kvm_cpuid_entry2 *e;
+    uint32_t *w;
+
+    memset(id, 0, sizeof(*id));
+    if (!c) {
+        return;
+    }
+    if ((e = cpuid_find(c, 0, 0))) {
+        memcpy(id->vendor, &e->ebx, 4);
+        memcpy(id->vendor + 4, &e->edx, 4);
+        memcpy(id->vendor + 8, &e->ecx, 4);
+    }
+    if ((e = cpuid_find(c, 1, 0))) {
+        uint32_t fam = (e->eax >> 8) & 0xf, mod = (e->eax >> 4) & 0xf;
+
+        if (fam == 0xf) {
+            fam += (e->eax >> 20) & 0xff;
+        }
+        if (fam >= 6) {
+            mod |= ((e->eax >> 16) & 0xf) << 4;
+        }
+        id->family = fam;
+        id->model = mod;
+        id->stepping = e->eax & 0xf;
+    }
+    w = (uint32_t *)id->model_id;
+    for (uint32_t leaf = 0x80000002; leaf <= 0x80000004; leaf++) {
+        if (!(e = cpuid_find(c, leaf, 0))) {
+            id->model_id[0] = 0;
+            return;
+        }
+        *w++ = e->eax;
+        *w++ = e->ebx;
+        *w++ = e->ecx;
+        *w++ = e->edx;
+    }
+    g_strstrip(id->model_id);
 }
 
 static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int ncpus)
@@ -160,14 +188,14 @@ static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int nc
             break;
         }
     }
-    for (size_t i = 0; i < ARRAY_SIZE(cpuid_features); i++) {
-        const CpuidFeature *f = &cpuid_features[i];
+    for (size_t i = 0; i < cpuid_feature_count(); i++) {
+        const CpuidFeature *f = cpuid_feature(i);
         e = cpuid_find(c, f->leaf, f->subleaf);
         if (!e) {
             continue;
         }
         if (cpuid_feature_clear[i] ||
-            (i == CPUID_INVTSC_INDEX && cpu_migratable && !cpuid_feature_set[i])) {
+            (is_invtsc(f) && cpu_migratable && !cpuid_feature_set[i])) {
             *cpuid_reg(e, f->reg) &= ~(1u << f->bit);
         }
         if (cpuid_feature_set[i]) {

@@ -195,6 +195,17 @@ int kvm_cpu_feature_index(const char *name);
 bool kvm_cpu_feature_enabled(size_t i);
 /* -cpu ...,migratable=: on (the default) leaves out invtsc. */
 bool kvm_cpu_migratable(void);
+/* Whether KVM's host model has feature @i (no -cpu change); migratable drops invtsc. */
+bool kvm_cpu_host_feature(size_t i, bool migratable);
+
+/* What CPUID says the CPU is (query-cpu-model-expansion's static properties). */
+typedef struct X86CpuIdentity {
+    char vendor[13];
+    int family, model, stepping;
+    char model_id[49];
+} X86CpuIdentity;
+/* The host's, as the guest sees it; zeros without KVM. After kvm_init. */
+void kvm_cpu_host_identity(X86CpuIdentity *id);
 /* Puts the boot vCPU in the 32-bit PVH entry state. vCPU paused. */
 bool kvm_cpu_set_pvh_entry(CPUState *cpu, uint32_t entry, uint32_t start_info, Error **errp);
 /* Architectural reset of every vCPU (APs wait for INIT/SIPI). vCPUs paused. */

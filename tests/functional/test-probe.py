@@ -16,6 +16,10 @@ are refused with an error. libvirt's domain command line (JSON -object and
 taken and shows in query-uuid, query-chardev and qom-list; every value of
 those options we cannot honour is refused with the reason; getfd without
 an fd, closefd and migrate fd:NAME of unknown names fail cleanly.
+query-cpu-model-expansion of host (static, then full, as libvirt asks)
+gives the host's identity (/proc/cpuinfo) and exactly the features a vCPU
+started with the same properties has (qom-get), named and valued as QEMU
+7.2's expansion when it is installed; bad models and properties are refused.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
@@ -77,6 +81,33 @@ class Probed:
             time.sleep(0.05)
         os.kill(self.pid, 9)
         raise AssertionError('the probe instance did not quit')
+
+
+QEMU72 = os.environ.get('QEMU72_BINARY', '/usr/bin/qemu-system-x86_64')
+
+
+def qemu72_static_host(tmpdir):
+    """QEMU 7.2's static expansion of host (migratable=off), from a -machine none."""
+    sock = os.path.join(tmpdir, 'q72.qmp')
+    proc = subprocess.Popen([QEMU72, '-S', '-nodefaults', '-display', 'none',
+                             '-machine', 'none,accel=kvm',
+                             '-qmp', 'unix:%s,server=on,wait=off' % sock],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + DEADLINE
+        while not os.path.exists(sock):
+            if time.monotonic() > end or proc.poll() is not None:
+                raise AssertionError('QEMU 7.2 did not start')
+            time.sleep(0.05)
+        q = QMP(sock, timeout=DEADLINE)
+        r = q.cmd('query-cpu-model-expansion', type='static',
+                  model={'name': 'host', 'props': {'migratable': False}})
+        q.close()
+        return r['model']['props']
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def qmp_error(qmp, name, **args):
@@ -182,6 +213,100 @@ class ProbeTest(unittest.TestCase):
         finally:
             if os.path.exists(sock):
                 os.unlink(sock)
+
+    def test_cpu_model_expansion(self):
+        """host expanded as libvirt asks (static, then full); the answers are what
+        a vCPU started with the same properties has (qom-get), the host's
+        identity (/proc/cpuinfo), and QEMU 7.2's for the same features."""
+        p = Probed(self.tmpdir, 'kvm:tcg')
+        try:
+            q = p.qmp
+
+            def expand(kind, name, **props):
+                model = {'name': name}
+                if props:
+                    model['props'] = props
+                r = q.cmd('query-cpu-model-expansion', type=kind, model=model)['model']
+                return r['name'], r['props']
+
+            name, static = expand('static', 'host', migratable=False)
+            self.assertEqual(name, 'base')
+            name, full = expand('full', 'host')
+            self.assertEqual(name, 'host')
+            self.assertTrue(full['migratable'])
+            self.assertNotIn('migratable', static)
+            self.assertFalse(full['invtsc'])        # migratable leaves it out
+            self.assertTrue(full['hypervisor'])
+            # A static expansion expanded again (libvirt's second step) is itself.
+            self.assertEqual(expand('full', 'base', **static), ('base', static))
+            self.assertEqual(expand('full', 'max', avx=True)[1]['avx'], True)
+            self.assertEqual(expand('static', 'base'),
+                             ('base', {k: (False if isinstance(v, bool) else
+                                           0 if isinstance(v, int) else '')
+                                       for k, v in static.items()}))
+            cpuinfo = {}
+            with open('/proc/cpuinfo') as f:
+                for line in f:
+                    k, _, v = line.partition(':')
+                    cpuinfo.setdefault(k.strip(), v.strip())
+            self.assertEqual(static['vendor'], cpuinfo['vendor_id'])
+            self.assertEqual(static['family'], int(cpuinfo['cpu family']))
+            self.assertEqual(static['model'], int(cpuinfo['model']))
+            self.assertEqual(static['stepping'], int(cpuinfo['stepping']))
+            self.assertEqual(static['model-id'], cpuinfo['model name'])
+            for bad, want in (({'name': 'qemu64'}, "The CPU definition 'qemu64' is unknown"),
+                              ({'name': 'host', 'props': {'nope': True}},
+                               "Property 'host-x86_64-cpu.nope' not found"),
+                              ({'name': 'base', 'props': {'migratable': True}},
+                               "Property 'base-x86_64-cpu.migratable' not found"),
+                              ({'name': 'host', 'props': {'avx': 1}},
+                               "Invalid parameter type for 'avx', expected: boolean"),
+                              ({'name': 'host', 'props': {'family': 'six'}},
+                               "Invalid parameter type for 'family', expected: integer"),
+                              ({'name': 'host', 'props': {'stepping': 16}},
+                               "doesn't take value 16"),
+                              ({'name': 'host', 'props': {'vendor': 'Intel'}},
+                               "doesn't take value 'Intel'"),
+                              ({'name': 'host', 'props': [1]},
+                               "Invalid parameter type for 'props', expected: dict")):
+                self.assertIn(want, qmp_error(q, 'query-cpu-model-expansion', type='full',
+                                              model=bad))
+            self.assertIn("Parameter 'type' does not accept value 'partial'",
+                          qmp_error(q, 'query-cpu-model-expansion', type='partial',
+                                    model={'name': 'host'}))
+        finally:
+            p.close()
+        # The vCPU a domain gets with -cpu host,-arch-capabilities has exactly that.
+        sock = os.path.join(self.tmpdir, 'cpu.qmp')
+        proc = subprocess.Popen([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '64M',
+                                 '-nodefaults', '-display', 'none', '-S', '-kernel', FIRMWARE,
+                                 '-qmp', 'unix:%s,server=on,wait=off' % sock],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            q = QMP(sock, timeout=DEADLINE)
+            off = {f.lstrip('-'): False for f in CPU.split(',')[1:] if f.startswith('-')}
+            want = q.cmd('query-cpu-model-expansion', type='full',
+                         model={'name': 'host', 'props': off})['model']['props']
+            for k, v in want.items():
+                if isinstance(v, bool):
+                    self.assertEqual(q.cmd('qom-get', path='/machine/unattached/device[0]',
+                                           property=k), v, k)
+            q.cmd('quit')
+            q.close()
+            proc.wait(timeout=DEADLINE)
+        finally:
+            proc.kill()
+            proc.wait()
+        if os.access(QEMU72, os.X_OK):
+            # QEMU 7.2's static expansion of host, for the features we name.
+            # Every name is one QEMU 7.2 has, with its value, except topoext: QEMU's
+            # host model leaves it out unless asked, our vCPUs get what KVM offers.
+            theirs = qemu72_static_host(self.tmpdir)
+            for k, v in static.items():
+                self.assertIn(k, theirs, '%s: QEMU 7.2 has no such property' % k)
+                if k != 'topoext':
+                    self.assertEqual(theirs[k], v, 'QEMU 7.2 says %s=%r' % (k, theirs[k]))
 
     def test_probe_tcg_has_no_kvm(self):
         p = Probed(self.tmpdir, 'tcg')
