@@ -8,7 +8,8 @@ verify firmware, with our binary and the peer as <emulator> in turn, round
 by round. Each round and binary:
 
   virsh start; the firmware's 2nd PASS line
-  virsh save (timed; the image's size)
+  virsh save (timed; the image's size; from libvirtd's log, the time from
+  its migrate command to the completed event: the binary's part of it)
   sync, page cache dropped; virsh restore (timed), then a new PASS line
   virsh migrate --live to the second libvirtd (timed), then a new PASS line
   virsh destroy there
@@ -88,6 +89,28 @@ class Libvirtds:
         self.virsh(*args, uri=uri)
         return time.monotonic() - t0
 
+    def log_mark(self):
+        """Where libvirtd's log ends now, for stream_seconds()."""
+        return os.path.getsize(os.path.join(self.src, "log", "libvirtd.log"))
+
+    def stream_seconds(self, mark):
+        """From libvirt's migrate command to the migration's completed event,
+        in the log written since @mark: the binary's part of a save."""
+        with open(os.path.join(self.src, "log", "libvirtd.log"), errors="replace") as f:
+            f.seek(mark)
+            text = f.read()
+        start = re.search(r'^(\S+ \S+): .*QEMU_MONITOR_SEND_MSG: .*"execute":"migrate",', text,
+                          re.M)
+        if not start:
+            return None
+        end = re.compile(r'^(\S+ \S+): .*changed state to completed', re.M).search(
+            text, start.end())
+        if not end:
+            return None
+        t = [time.mktime(time.strptime(m.group(1)[:19], "%Y-%m-%d %H:%M:%S")) +
+             float(m.group(1)[19:23]) for m in (start, end)]
+        return t[1] - t[0]
+
     def close(self):
         for d in (self.src, self.dst):
             subprocess.run([LVENV, "stop", d], timeout=60)
@@ -131,8 +154,10 @@ def one_round(lv, sc, name, emulator):
         lv.virsh("start", name)
         n = _wait_passes(serial, 1)
         subprocess.run(["sync"], check=True)
+        mark = lv.log_mark()
         r = {"save-s": lv.timed("save", name, image),
-             "image-MiB": os.path.getsize(image) / 2**20}
+             "image-MiB": os.path.getsize(image) / 2**20,
+             "save-stream-s": lv.stream_seconds(mark)}
         n = _passes(serial)
         snapbench.drop_caches()
         r["restore-s"] = lv.timed("restore", image)
@@ -150,7 +175,7 @@ def one_round(lv, sc, name, emulator):
     return r
 
 
-KEYS = ("save-s", "image-MiB", "restore-s", "migrate-s")
+KEYS = ("save-s", "save-stream-s", "image-MiB", "restore-s", "migrate-s")
 
 
 def run_libvirt(sc, runners, runs, quiet=False):
@@ -170,8 +195,10 @@ def run_libvirt(sc, runners, runs, quiet=False):
                 r = one_round(lv, sc, "bench-" + lab, binary)
                 results[lab].append(r)
                 if not quiet:
-                    print("   save %.2f s (%.0f MiB), restore %.2f s, migrate %.2f s" %
-                          tuple(r[k] for k in KEYS), file=sys.stderr, flush=True)
+                    print("   save %.2f s (stream %s s, %.0f MiB), restore %.2f s, migrate %.2f s"
+                          % (r["save-s"], "%.2f" % r["save-stream-s"]
+                             if r["save-stream-s"] is not None else "?", r["image-MiB"],
+                             r["restore-s"], r["migrate-s"]), file=sys.stderr, flush=True)
     finally:
         lv.close()
     print("\n== libvirt: %s domain (%s), medians of %d (min-max)" % (sc["mem"], sc["append"],
@@ -182,9 +209,13 @@ def run_libvirt(sc, runners, runs, quiet=False):
     for k in KEYS:
         cells, meds = [], []
         for lab in labels:
-            vals = [r[k] for r in results[lab]]
+            vals = [r[k] for r in results[lab] if r.get(k) is not None]
+            if not vals:
+                cells.append("%24s" % "-")
+                meds.append(None)
+                continue
             meds.append(statistics.median(vals))
             cells.append("%24s" % ("%.2f (%.2f-%.2f)" % (meds[-1], min(vals), max(vals))))
-        ratio = "%10.2fx" % (meds[0] / meds[1]) if len(meds) > 1 and meds[1] else ""
+        ratio = "%10.2fx" % (meds[0] / meds[1]) if len(meds) > 1 and meds[0] and meds[1] else ""
         print("%-12s" % k + "".join(cells) + ratio)
     return results
