@@ -39,29 +39,9 @@ QEMU72 = os.environ.get('QEMU72_BINARY', '/usr/bin/qemu-system-x86_64')
 DEADLINE = float(os.environ.get('VMTEST_DEADLINE', '60'))
 LVENV = os.path.join(HERE, 'lvenv.sh')
 
-DOMAIN_XML = """<domain type='kvm'>
-  <name>{name}</name>
-  <memory unit='MiB'>256</memory>
-  <vcpu>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='microvm'>hvm</type>
-    <kernel>{firmware}</kernel>
-    <cmdline>mode=verify mem=64</cmdline>
-  </os>
-  <cpu mode='host-passthrough'>
-    <feature policy='disable' name='arch-capabilities'/>
-  </cpu>
-  <on_poweroff>destroy</on_poweroff>
-  <devices>
-    <emulator>{emulator}</emulator>
-    <serial type='file'>
-      <source path='{serial}'/>
-    </serial>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-"""
+# The domain: libvirtbench's XML (the README's), 256 MiB, the verify firmware on 64.
+sys.path.insert(0, os.path.join(HERE, '../../scripts'))
+from libvirtbench import DOMAIN_XML  # noqa: E402
 
 
 def skip_reason():
@@ -154,7 +134,8 @@ class LibvirtTest(unittest.TestCase):
         serial = os.path.join(self.tmp, name + '.serial')
         xml = os.path.join(self.tmp, name + '.xml')
         with open(xml, 'w') as f:
-            f.write(DOMAIN_XML.format(name=name, firmware=FIRMWARE, emulator=emulator,
+            f.write(DOMAIN_XML.format(name=name, mib=256, firmware=FIRMWARE,
+                                      append='mode=verify mem=64', emulator=emulator,
                                       serial=serial))
         self.virsh('define', xml)
         try:
