@@ -27,7 +27,7 @@ static bool cpu_model_init(CpuModel *m, const char *name, Error **errp)
     bool host = !strcmp(name, "host") || !strcmp(name, "max");
 
     if (!host && strcmp(name, "base")) {
-        error_setg(errp, "The CPU definition '%s' is unknown.", name);
+        error_setg(errp, "CPU model '%s' not found", name);
         return false;
     }
     memset(m, 0, sizeof(*m));

@@ -2,7 +2,9 @@
 /*
  * The named CPUID feature bits (cpuid-features.h), one row per register
  * of a leaf, 32 names per row, NULL where a bit has no name a user can
- * set (reserved, or computed by the CPU such as OSXSAVE). The names are
+ * set (reserved, or computed by the CPU such as OSXSAVE). A name given
+ * twice in a row covers both bits (QEMU 7.2's kvmclock: the old and the
+ * new MSRs), its value read from the first. The names are
  * QEMU's, so that management software built for QEMU finds them;
  * test-probe compares every one, and its value on this host, with QEMU
  * 7.2's static expansion of the host CPU when that binary is installed.
@@ -60,13 +62,13 @@ static const CpuidWord cpuid_words[] = {
         [0] = "clzero", [2] = "xsaveerptr", [9] = "wbnoinvd", [12] = "ibpb", [14] = "ibrs",
         [15] = "amd-stibp", [24] = "amd-ssbd", [25] = "virt-ssbd", [26] = "amd-no-ssb" } },
     { 0x40000001, 0, R_EAX, {
-        "kvmclock", "kvm-nopiodelay", "kvm-mmu", NULL, "kvm-asyncpf", "kvm-steal-time",
+        "kvmclock", "kvm-nopiodelay", "kvm-mmu", "kvmclock", "kvm-asyncpf", "kvm-steal-time",
         "kvm-pv-eoi", "kvm-pv-unhalt", NULL, "kvm-pv-tlb-flush", NULL,
         "kvm-pv-ipi", "kvm-poll-control", "kvm-pv-sched-yield", "kvm-asyncpf-int",
         "kvm-msi-ext-dest-id", [24] = "kvmclock-stable-bit" } },
 };
 
-#define CPUID_FEATURES_MAX (ARRAY_SIZE(cpuid_words) * 32)
+G_STATIC_ASSERT(ARRAY_SIZE(cpuid_words) * 32 <= CPUID_FEATURES_MAX);
 
 /* The rows flattened, built on first use (option parsing, one thread). */
 static CpuidFeature features[CPUID_FEATURES_MAX];
@@ -78,13 +80,26 @@ static void cpuid_features_build(void)
         return;
     }
     for (size_t w = 0; w < ARRAY_SIZE(cpuid_words); w++) {
+        size_t first = nfeatures;
+
         for (int bit = 0; bit < 32; bit++) {
-            if (cpuid_words[w].names[bit]) {
-                features[nfeatures++] = (CpuidFeature) {
-                    .name = cpuid_words[w].names[bit], .leaf = cpuid_words[w].leaf,
-                    .subleaf = cpuid_words[w].subleaf, .reg = cpuid_words[w].reg, .bit = bit,
-                };
+            const char *name = cpuid_words[w].names[bit];
+            size_t i;
+
+            if (!name) {
+                continue;
             }
+            for (i = first; i < nfeatures && strcmp(features[i].name, name); i++) {
+                /* a second bit of a name already in this register? */
+            }
+            if (i < nfeatures) {
+                features[i].alias_mask |= 1u << bit;
+                continue;
+            }
+            features[nfeatures++] = (CpuidFeature) {
+                .name = name, .leaf = cpuid_words[w].leaf, .subleaf = cpuid_words[w].subleaf,
+                .reg = cpuid_words[w].reg, .bit = bit,
+            };
         }
     }
 }

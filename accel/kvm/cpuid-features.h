@@ -16,8 +16,12 @@ typedef struct CpuidFeature {
     const char *name;
     uint32_t leaf, subleaf;
     int reg;                    /* R_EAX .. R_EDX */
-    int bit;
+    int bit;                    /* the bit its value is read from */
+    uint32_t alias_mask;        /* more bits of the register under the same name */
 } CpuidFeature;
+
+/* At most this many named features (32 per register of the table). */
+#define CPUID_FEATURES_MAX 512
 
 /* Feature @i (0 .. cpuid_feature_count() - 1), in table order. */
 const CpuidFeature *cpuid_feature(size_t i);

@@ -19,7 +19,6 @@
 #define SIG_IPI SIGUSR1
 
 /* Features the user removed or added, applied to every vCPU's CPUID (cpuid-features.h). */
-#define CPUID_FEATURES_MAX 512
 static bool cpuid_feature_clear[CPUID_FEATURES_MAX];
 static bool cpuid_feature_set[CPUID_FEATURES_MAX];
 
@@ -79,6 +78,13 @@ static uint32_t *cpuid_reg(struct kvm_cpuid_entry2 *e, int reg)
     }
 }
 
+static const char *cpuid_reg_name(int reg)
+{
+    static const char *const names[] = { "EAX", "EBX", "ECX", "EDX" };
+
+    return names[reg];
+}
+
 static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t leaf, uint32_t subleaf)
 {
     for (uint32_t i = 0; i < c->nent; i++) {
@@ -112,7 +118,7 @@ bool kvm_cpu_host_feature(size_t i, bool migratable)
 bool kvm_cpu_feature_enabled(size_t i)
 {
     if (cpuid_feature_set[i]) {
-        return true;
+        return kvm_cpu_host_feature(i, false);     /* only what KVM can give */
     }
     if (cpuid_feature_clear[i]) {
         return false;
@@ -123,7 +129,8 @@ bool kvm_cpu_feature_enabled(size_t i)
 /*
  * The host CPU's identity as KVM passes it to the guest: vendor (leaf 0),
  * family, model and stepping (leaf 1, extended fields folded in as the
- * SDM says) and the brand string (0x80000002..4). Zeros without KVM.
+ * SDM says) and the brand string (0x80000002..4, unstripped, as QEMU
+ * shows it). Zeros without KVM.
  */
 void kvm_cpu_host_identity(X86CpuIdentity *id)
 {
@@ -164,7 +171,6 @@ void kvm_cpu_host_identity(X86CpuIdentity *id)
         *w++ = e->ecx;
         *w++ = e->edx;
     }
-    g_strstrip(id->model_id);
 }
 
 static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int ncpus)
@@ -190,16 +196,20 @@ static struct kvm_cpuid2 *kvm_cpu_build_cpuid(KVMState *s, CPUState *cpu, int nc
     }
     for (size_t i = 0; i < cpuid_feature_count(); i++) {
         const CpuidFeature *f = cpuid_feature(i);
+        uint32_t mask = 1u << f->bit | f->alias_mask;
+
         e = cpuid_find(c, f->leaf, f->subleaf);
-        if (!e) {
+        if (cpuid_feature_set[i] && !(e && (*cpuid_reg(e, f->reg) >> f->bit & 1))) {
+            /* As QEMU: a feature KVM cannot give is left out, with a word. */
+            if (cpu->cpu_index == 0) {
+                warn_report("host doesn't support requested feature: CPUID.%02XH:%s.%s "
+                            "[bit %d]", f->leaf, cpuid_reg_name(f->reg), f->name, f->bit);
+            }
             continue;
         }
-        if (cpuid_feature_clear[i] ||
-            (is_invtsc(f) && cpu_migratable && !cpuid_feature_set[i])) {
-            *cpuid_reg(e, f->reg) &= ~(1u << f->bit);
-        }
-        if (cpuid_feature_set[i]) {
-            *cpuid_reg(e, f->reg) |= 1u << f->bit;
+        if (e && (cpuid_feature_clear[i] ||
+                  (is_invtsc(f) && cpu_migratable && !cpuid_feature_set[i]))) {
+            *cpuid_reg(e, f->reg) &= ~mask;
         }
     }
     return c;
