@@ -5,6 +5,7 @@
  * noticed at once instead of at the timeout.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +26,8 @@
 static GPtrArray *live_vms;
 static char *tmpdir;
 static char *ramdir;
+/* The RAM dumps that exist now, for the abort handler (no allocation there). */
+static char ram_dumps[8][PATH_MAX];
 
 static void vmtest_kill_all(void)
 {
@@ -40,9 +44,19 @@ static void rm_rf(const char *path);
 static void vmtest_abort_handler(int sig)
 {
     vmtest_kill_all();
-    /* Dumps in tmpfs hold RAM until removed; the logs in tmpdir stay. */
-    if (ramdir && strcmp(ramdir, tmpdir) && !getenv("VMTEST_KEEP_TMP")) {
-        rm_rf(ramdir);
+    /*
+     * Dumps in tmpfs hold RAM until removed; the logs in tmpdir stay. Only
+     * unlink() and rmdir() here: async-signal-safe, unlike rm_rf().
+     */
+    if (!getenv("VMTEST_KEEP_TMP")) {
+        for (size_t i = 0; i < G_N_ELEMENTS(ram_dumps); i++) {
+            if (ram_dumps[i][0]) {
+                unlink(ram_dumps[i]);
+            }
+        }
+        if (ramdir && strcmp(ramdir, tmpdir)) {
+            rmdir(ramdir);
+        }
     }
     signal(sig, SIG_DFL);
     raise(sig);
@@ -113,6 +127,40 @@ const char *vmtest_ramdir(void)
         }
     }
     return ramdir;
+}
+
+/*
+ * A path for a dump of @size bytes: in vmtest_ramdir() if its file system
+ * has room for it and 256 MiB more, else in vmtest_tmpdir(). A small tmpfs
+ * must not turn a RAM comparison into ENOSPC.
+ */
+char *vmtest_ram_dump_path(const char *name, uint64_t size)
+{
+    const char *dir = vmtest_ramdir();
+    struct statvfs sv;
+    char *path;
+
+    if (statvfs(dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize < size + (256 << 20)) {
+        dir = vmtest_tmpdir();
+    }
+    path = g_build_filename(dir, name, NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(ram_dumps); i++) {
+        if (!ram_dumps[i][0] && strlen(path) < sizeof(ram_dumps[i])) {
+            strcpy(ram_dumps[i], path);
+            break;
+        }
+    }
+    return path;
+}
+
+void vmtest_ram_dump_unlink(const char *path)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(ram_dumps); i++) {
+        if (!strcmp(ram_dumps[i], path)) {
+            ram_dumps[i][0] = 0;
+        }
+    }
+    g_unlink(path);
 }
 
 const char *vmtest_binary(void)

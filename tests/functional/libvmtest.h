@@ -11,6 +11,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct VM {
@@ -125,5 +126,8 @@ bool json_has(JsonNode *obj, const char *path);
 const char *vmtest_tmpdir(void);
 /* A directory in memory (tmpfs) for guest RAM dumps, else vmtest_tmpdir(). */
 const char *vmtest_ramdir(void);
+/* Where to dump @size bytes of RAM as @name (tmpfs when it has room); removed at abort. */
+char *vmtest_ram_dump_path(const char *name, uint64_t size);
+void vmtest_ram_dump_unlink(const char *path);
 
 #endif

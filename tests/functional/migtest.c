@@ -199,7 +199,8 @@ void migtest_wait_incoming_done(VM *dst)
 
 static char *migtest_pmemsave(VM *vm, const char *tag, uint64_t addr, uint64_t size)
 {
-    char *path = g_strdup_printf("%s/%s-%s-%" PRIx64 ".ram", vmtest_ramdir(), vm->name, tag, addr);
+    g_autofree char *name = g_strdup_printf("%s-%s-%" PRIx64 ".ram", vm->name, tag, addr);
+    char *path = vmtest_ram_dump_path(name, size);
 
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'pmemsave', 'arguments': {'val': %" PRIu64
                               ", 'size': %" PRIu64 ", 'filename': '%s'}}", addr, size, path));
@@ -228,10 +229,11 @@ static void assert_files_equal(const char *a, const char *b)
                 }
             }
         }
-        g_error("RAM differs: %zu pages, first at offset 0x%zx (%s vs %s)", diffs, off, a, b);
+        g_error("RAM differs: %zu pages, first at offset 0x%zx (%s vs %s; kept with "
+                "VMTEST_KEEP_TMP=1)", diffs, off, a, b);
     }
-    g_unlink(a);
-    g_unlink(b);
+    vmtest_ram_dump_unlink(a);
+    vmtest_ram_dump_unlink(b);
 }
 
 void migtest_assert_ram_identical(VM *src, VM *dst, const char *mem)
