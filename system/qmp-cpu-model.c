@@ -30,6 +30,11 @@ static bool cpu_model_init(CpuModel *m, const char *name, Error **errp)
         error_setg(errp, "CPU model '%s' not found", name);
         return false;
     }
+    if (host && !kvm_state) {
+        /* -machine none,accel=tcg: no vCPU could be either, here. */
+        error_setg(errp, "CPU model '%s' requires KVM", name);
+        return false;
+    }
     memset(m, 0, sizeof(*m));
     m->name = host ? (name[0] == 'h' ? "host" : "max") : "base";
     m->migratable = host;

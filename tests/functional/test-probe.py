@@ -323,6 +323,10 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual(p.qmp.cmd('query-kvm'), {'enabled': False, 'present': True})
             self.assertEqual({m['name'] for m in p.qmp.cmd('query-machines')},
                              {'microvm', 'none'})
+            # No KVM, no host CPU to describe: an error, not an empty identity.
+            self.assertIn("CPU model 'host' requires KVM",
+                          qmp_error(p.qmp, 'query-cpu-model-expansion', type='static',
+                                    model={'name': 'host'}))
         finally:
             p.close()
 
