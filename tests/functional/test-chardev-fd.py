@@ -113,6 +113,15 @@ def listening_socket(path):
     return s
 
 
+
+def quit_and_wait(q, proc):
+    """quit over @q, close it, and wait for @proc: its exit status."""
+    q.cmd('quit')
+    q.file.close()
+    q.close()
+    proc.communicate(timeout=DEADLINE)
+    return proc.returncode
+
 class LineQMP:
     """QMP over a socket we already hold (the other end of a socketpair)."""
 
@@ -221,11 +230,7 @@ class ChardevFd(unittest.TestCase):
                 q.file.close()
                 q.close()
             q = QMP(sock_path, timeout=DEADLINE)
-            q.cmd('quit')
-            q.file.close()
-            q.close()
-            proc.communicate(timeout=DEADLINE)
-            self.assertEqual(proc.returncode, 0)
+            self.assertEqual(quit_and_wait(q, proc), 0)
         finally:
             stop(proc)
         # The socket file is libvirt's: the VM did not create it, so it stays.
@@ -408,11 +413,7 @@ class ChardevFd(unittest.TestCase):
             q.cmd('cont')
             data = wait_ready(proc, log)
             self.assertTrue(data.startswith(OLD), data)
-            q.cmd('quit')
-            q.file.close()
-            q.close()
-            proc.communicate(timeout=DEADLINE)
-            self.assertEqual(proc.returncode, 0)
+            self.assertEqual(quit_and_wait(q, proc), 0)
         finally:
             stop(proc)
 
