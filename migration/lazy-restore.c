@@ -290,6 +290,7 @@ static void *lr_prefetch_thread(void *opaque)
     /* Every page is there: no fault can come any more. */
     for (int i = 0; i < lr.nblocks; i++) {
         uffd_unregister(lr.uffd, lr.blocks[i].rb->host, lr.blocks[i].rb->used_length);
+        __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&lr.resident_ms, (get_clock_ns() - lr.start_ns) / 1000000, __ATOMIC_RELAXED);
     __atomic_store_n(&lr.status, LR_RESIDENT, __ATOMIC_SEQ_CST);
@@ -380,8 +381,10 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
     /* Visible to the fault thread before its first fault can come. */
     __atomic_store_n(&lr.nblocks, lr.nblocks + 1, __ATOMIC_RELEASE);
     lr_add(&lr.pages_total, b->npages);
+    __atomic_store_n(&rb->uffd_missing, 1, __ATOMIC_RELEASE);
     ret = uffd_register_missing(lr.uffd, rb->host, rb->used_length);
     if (ret < 0) {
+        __atomic_store_n(&rb->uffd_missing, 0, __ATOMIC_RELEASE);
         error_setg_errno(errp, -ret, "x-lazy-restore: registering RAM block %s with "
                          "userfaultfd failed (its backend must be anonymous memory or memfd)",
                          rb->idstr);
@@ -432,6 +435,7 @@ void lazy_restore_load_done(bool ok)
     }
     for (int i = 0; i < lr.nblocks; i++) {
         uffd_unregister(lr.uffd, lr.blocks[i].rb->host, lr.blocks[i].rb->used_length);
+        __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
 }

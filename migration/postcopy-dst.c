@@ -235,6 +235,7 @@ static void postcopy_dst_unregister(void)
 {
     for (int i = 0; i < pc_dst.nblocks; i++) {
         uffd_unregister(pc_dst.uffd, pc_dst.blocks[i].rb->host, pc_dst.blocks[i].rb->used_length);
+        __atomic_store_n(&pc_dst.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
 }
 
@@ -255,6 +256,7 @@ bool postcopy_dst_listen(Error **errp)
         return false;
     }
     for (int i = 0; i < pc_dst.nblocks; i++) {
+        __atomic_store_n(&pc_dst.blocks[i].rb->uffd_missing, 1, __ATOMIC_RELEASE);
         ret = uffd_register_missing(pc_dst.uffd, pc_dst.blocks[i].rb->host,
                                     pc_dst.blocks[i].rb->used_length);
         if (ret < 0) {

@@ -28,6 +28,20 @@ GPtrArray *ram_blocks(void)
     return blocks;
 }
 
+bool guest_ram_reads_may_wait(void)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        if (__atomic_load_n(&rb->uffd_missing, __ATOMIC_ACQUIRE)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len)
 {
     assert(QEMU_IS_ALIGNED(offset | len, TARGET_PAGE_SIZE) && offset <= rb->used_length &&

@@ -331,7 +331,9 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
         return false;
     }
     for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
-        if (!virtqueue_check_state(&vdev->vq[i], &qs[i], errp)) {
+        if (!virtqueue_check_state(&vdev->vq[i], &qs[i],
+                                   ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
+                                   errp)) {
             error_prepend(errp, "%s: ", vdev->name);
             return false;
         }

@@ -13,10 +13,10 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "hw/virtio/virtqueue.h"
+#include "virtqueue-int.h"
 #include "system/memory.h"
 #include <linux/virtio_ring.h>
 
-#define DESC_SIZE 16
 
 /* A descriptor as checked: the guest's copy is never read twice. */
 typedef struct VRingDesc {
@@ -25,16 +25,6 @@ typedef struct VRingDesc {
     uint16_t flags;
     uint16_t next;
 } VRingDesc;
-
-static inline uint16_t ring_load16(const uint8_t *p)
-{
-    return GUINT16_FROM_LE(__atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED));
-}
-
-static inline uint16_t ring_load16_acquire(const uint8_t *p)
-{
-    return GUINT16_FROM_LE(__atomic_load_n((const uint16_t *)p, __ATOMIC_ACQUIRE));
-}
 
 /*
  * A full barrier: our stores before it are visible before the driver's
@@ -144,7 +134,7 @@ static char *virtqueue_ring_problem(unsigned int index, const char *what, uint64
  * NULL if a queue of @num entries with these rings is one we can run; else
  * why not. Looks up guest RAM but reads none of it.
  */
-static char *virtqueue_config_problem(const VirtQueue *vq, uint32_t num, uint64_t desc,
+char *virtqueue_config_problem(const VirtQueue *vq, uint32_t num, uint64_t desc,
                                       uint64_t avail, uint64_t used)
 {
     char *why;
@@ -166,7 +156,7 @@ static char *virtqueue_config_problem(const VirtQueue *vq, uint32_t num, uint64_
 }
 
 /* Maps the rings the config names; virtqueue_config_problem() said they fit. */
-static void virtqueue_map(VirtQueue *vq, bool event_idx, bool indirect)
+void virtqueue_map(VirtQueue *vq, bool event_idx, bool indirect)
 {
     const GuestRAMRange *r = guest_ram_lookup(vq->used_addr);
 
@@ -200,68 +190,6 @@ bool virtqueue_enable(VirtQueue *vq, bool event_idx, bool indirect)
     return true;
 }
 
-void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st)
-{
-    *st = (VirtQueueState) {
-        .num = vq->num,
-        .ready = vq->ready,
-        .desc_addr = vq->desc_addr,
-        .avail_addr = vq->avail_addr,
-        .used_addr = vq->used_addr,
-        /*
-         * Chains taken but not returned are offered again on the other side
-         * (in-order devices, which return what they take in order).
-         */
-        .last_avail_idx = vq->last_avail_idx - vq->inuse,
-        .used_idx = vq->used_idx,
-        .signalled_used = vq->signalled_used,
-        .signalled_used_valid = vq->signalled_used_valid,
-    };
-}
-
-bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp)
-{
-    g_autofree char *why = NULL;
-    uint16_t inflight;
-
-    if (!st->ready) {
-        return true;            /* only registers; QueueReady will check them */
-    }
-    why = virtqueue_config_problem(vq, st->num, st->desc_addr, st->avail_addr, st->used_addr);
-    if (why) {
-        error_setg(errp, "%s", why);
-        return false;
-    }
-    /* What we had taken beyond what we had returned cannot exceed the ring. */
-    inflight = st->last_avail_idx - st->used_idx;
-    if (inflight > st->num) {
-        error_setg(errp, "queue %u: avail index %u is %u past used index %u, more than "
-                   "the queue size %u", vq->index, st->last_avail_idx, inflight,
-                   st->used_idx, st->num);
-        return false;
-    }
-    return true;
-}
-
-void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
-                         bool indirect)
-{
-    virtqueue_disable(vq);
-    vq->num = st->num;
-    vq->desc_addr = st->desc_addr;
-    vq->avail_addr = st->avail_addr;
-    vq->used_addr = st->used_addr;
-    if (!st->ready) {
-        return;
-    }
-    vq->last_avail_idx = st->last_avail_idx;
-    vq->used_idx = st->used_idx;
-    vq->signalled_used = st->signalled_used;
-    vq->signalled_used_valid = st->signalled_used_valid;
-    vq->inuse = 0;
-    virtqueue_map(vq, event_idx, indirect);
-}
-
 void virtqueue_disable(VirtQueue *vq)
 {
     vq->ready = false;
@@ -286,7 +214,7 @@ static uint16_t virtqueue_avail_idx(VirtQueue *vq)
  * How many chains the driver offers. The driver can never be more than a
  * queue's worth ahead of us; if it claims to be, its index is garbage.
  */
-static bool virtqueue_num_heads(VirtQueue *vq, unsigned int *heads)
+bool virtqueue_num_heads(VirtQueue *vq, unsigned int *heads)
 {
     uint16_t idx = virtqueue_avail_idx(vq);
     uint16_t n = idx - vq->last_avail_idx;
@@ -333,11 +261,6 @@ static void virtqueue_read_desc(const uint8_t *table, unsigned int i, VRingDesc 
     d->next = GUINT16_FROM_LE(d->next);
 }
 
-/* A chain being walked: counts into the queue's scratch arrays. */
-typedef struct ChainWalk {
-    unsigned int out_num, in_num;
-    size_t out_len, in_len;
-} ChainWalk;
 
 /* Maps one buffer descriptor onto guest RAM and appends it to the walk. */
 static bool virtqueue_map_desc(VirtQueue *vq, ChainWalk *w, const VRingDesc *d,
@@ -418,7 +341,7 @@ static bool virtqueue_walk_table(VirtQueue *vq, ChainWalk *w, const uint8_t *tab
 }
 
 /* The chain at @head: one indirect descriptor naming a table, or a direct chain. */
-static bool virtqueue_walk_chain(VirtQueue *vq, ChainWalk *w, unsigned int head)
+bool virtqueue_walk_chain(VirtQueue *vq, ChainWalk *w, unsigned int head)
 {
     VRingDesc d;
     const uint8_t *table;

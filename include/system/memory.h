@@ -46,7 +46,14 @@ struct RAMBlock {
      * share words).
      */
     unsigned long *vmm_written_bmap;
-
+    /*
+     * Set while the block is registered for userfaultfd missing-page faults
+     * (postcopy, lazy restore): a read of an absent page then waits until a
+     * fault thread places it, which may be never (a failed source or file).
+     * Atomic; the incoming migration sets it before it registers the block
+     * and clears it after it unregisters.
+     */
+    int uffd_missing;
 };
 
 /* One guest-physical mapping of (part of) a RAMBlock. Immutable once mapped. */
@@ -92,6 +99,12 @@ uint64_t ram_blocks_total_bytes(void);
     for (guint rb##_i = 0; rb##_i < ram_blocks()->len; rb##_i++)                \
         if (((rb) = g_ptr_array_index(ram_blocks(), rb##_i))->readonly) {       \
         } else
+
+/*
+ * Whether some block is registered for missing-page faults (uffd_missing):
+ * a read of guest RAM may then wait for a fault thread, possibly forever.
+ */
+bool guest_ram_reads_may_wait(void);
 
 /* Places [offset, offset+size) of @rb at guest-physical @gpa. */
 bool guest_ram_map(RAMBlock *rb, uint64_t offset, hwaddr gpa, uint64_t size, Error **errp);

@@ -9,7 +9,9 @@ parser (the vmdesc at the end of the stream says where every field is), and
 copies of the stream are written with one field of the "virtio-mmio",
 "virtio-net" or "slirp" section changed: a ring outside RAM or misaligned,
 a queue size that is not a power of two or too big, indices further apart
-than the queue, status and feature bits that cannot go together, a queue
+than the queue or apart at all (a saved queue holds no buffer in flight),
+indices or rings that disagree with the rings in the stream's RAM, status
+and feature bits that cannot go together, a queue
 count the device does not have.  Each copy loaded with -incoming file:PATH
 must make the binary exit with status 1 and one error line that names the
 section and the field, without the guest running a single step.  The
@@ -167,6 +169,9 @@ class VirtioState(unittest.TestCase):
         load: status 1, one error line that names the section and holds
         message, and no guest output."""
         copy = self.corrupt(name, [(section, path, index, value)])
+        self.expect_refused_copy(name, copy, section, message)
+
+    def expect_refused_copy(self, name, copy, section, message):
         proc, serial, _ = self.load(copy, name)
         try:
             _, err = proc.communicate(timeout=DEADLINE)
@@ -263,14 +268,55 @@ class VirtioState(unittest.TestCase):
         used = self.value('virtio-mmio', 'vq.used_idx', 1)
         last = (used + 257) & 0xffff
         self.mmio_refused('last-avail', 'vq.last_avail_idx', 1, last,
-                          'queue 1: avail index %d is 257 past used index %d, '
-                          'more than the queue size 256' % (last, used))
+                          'queue 1: last_avail_idx %d is not used_idx %d (257 '
+                          'buffers in flight' % (last, used))
         # Used beyond what was taken: taken - used wraps to 65535.
         taken = self.value('virtio-mmio', 'vq.last_avail_idx', 0)
         used = (taken + 1) & 0xffff
         self.mmio_refused('used-ahead', 'vq.used_idx', 0, used,
-                          'queue 0: avail index %d is 65535 past used index '
-                          '%d' % (taken, used))
+                          'queue 0: last_avail_idx %d is not used_idx %d (65535 '
+                          'buffers in flight' % (taken, used))
+
+    # Found by the hostile round of 2026-12-06: each of the next three
+    # loaded and left a NIC that never moved again.
+
+    def test_one_buffer_in_flight(self):
+        # A saved queue holds no buffer in flight (the source rewinds
+        # them), so one more taken than returned is a changed field, even
+        # within the queue size.
+        taken = self.value('virtio-mmio', 'vq.last_avail_idx', 0)
+        used = self.value('virtio-mmio', 'vq.used_idx', 0)
+        self.assertEqual(taken, used)
+        self.mmio_refused('one-in-flight', 'vq.last_avail_idx', 0,
+                          (taken + 1) & 0xffff,
+                          'queue 0: last_avail_idx %d is not used_idx %d (1 '
+                          'buffers in flight' % ((taken + 1) & 0xffff, used))
+
+    def test_indices_moved_together(self):
+        # Both moved together agree with each other, not with the device
+        # ring the stream's RAM put in guest memory.
+        used1 = self.value('virtio-mmio', 'vq.used_idx', 1)
+        used_addr1 = self.value('virtio-mmio', 'vq.used_addr', 1)
+        for name, delta in (('both-ahead', 1), ('both-behind', -1)):
+            idx = (used1 + delta) & 0xffff
+            copy = self.corrupt(name, [('virtio-mmio', 'vq.last_avail_idx', 1,
+                                        idx),
+                                       ('virtio-mmio', 'vq.used_idx', 1, idx)])
+            self.expect_refused_copy(
+                name, copy, 'virtio-mmio',
+                'queue 1: used_idx %d, but the device ring at 0x%x in guest '
+                'RAM says %d' % (idx, used_addr1, used1))
+
+    def test_used_ring_moved(self):
+        # The receive queue's device ring moved onto its driver ring (in
+        # RAM, aligned): the guest posted buffers there, so the idx found
+        # is ahead of the device's.
+        used = self.value('virtio-mmio', 'vq.used_idx', 0)
+        avail0 = self.value('virtio-mmio', 'vq.avail_addr', 0)
+        self.assertEqual(avail0 % 4, 0, 'the driver ring is not 4-byte aligned')
+        self.mmio_refused('used-on-avail', 'vq.used_addr', 0, avail0,
+                          'queue 0: used_idx %d, but the device ring at '
+                          '0x%x in guest RAM says' % (used, avail0))
 
     def test_status_and_features(self):
         features = self.value('virtio-mmio', 'dev.guest_features')

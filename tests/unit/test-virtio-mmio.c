@@ -603,10 +603,13 @@ static uint8_t *save_source(size_t *len, bool ioeventfd)
     wr(VIRTIO_MMIO_QUEUE_SEL, 1);
     sec = vtest_section_save(len);
     g_assert_cmpuint(*len, ==, SEC_QUEUE0 + 2 * SEC_QUEUE_SIZE);
-    /* The source goes away (its guest RAM stays: it is what the stream carried). */
-    vtest_vm_set_running(true);
+    /*
+     * The source goes away before it runs again: its guest RAM stays, as the
+     * stream carried it at the stop (the load checks the rings in it).
+     */
     virtio_mmio_destroy(f.mmio);
     virtio_device_cleanup(&f.dev.vdev);
+    vtest_vm_set_running(true);
     io_range_table_free(mmio_table);
     mmio_table = io_range_table_new();
     return sec;
@@ -681,7 +684,7 @@ static void test_migrate_hostile(void)
     load_expect_refused(good, len, q0 + SEC_Q_DESC, DESC_GPA + 8, 8, "aligned");
     load_expect_refused(good, len, q0 + SEC_Q_NUM, 12, 2, "power of two");
     load_expect_refused(good, len, q0 + SEC_Q_NUM, 2 * QSIZE, 2, "above the maximum");
-    load_expect_refused(good, len, q0 + SEC_Q_LAST_AVAIL, 100, 2, "past used index");
+    load_expect_refused(good, len, q0 + SEC_Q_LAST_AVAIL, 100, 2, "is not used_idx");
     load_expect_refused(good, len, SEC_NUM_QUEUES, 3, 4, "3 queues in the stream");
     load_expect_refused(good, len, SEC_NUM_QUEUES, 17, 4, "exceeds the maximum 16");
     load_expect_refused(good, len, SEC_STATUS, 0x1f, 1, "invalid status");

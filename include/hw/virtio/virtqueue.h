@@ -127,10 +127,20 @@ typedef struct VirtQueueState {
 void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st);
 /*
  * virtqueue_check_state: would @st (from a stream) be a queue we can run?
- * The checks of virtqueue_enable() plus the indices; reads no guest RAM.
+ * The checks of virtqueue_enable(), no chain in flight (last_avail_idx ==
+ * used_idx), and, unless guest RAM may still be missing (postcopy, lazy
+ * restore), the rings in guest RAM as virtqueue_pop() would find them:
+ * the used ring's idx equal to used_idx, the driver at most a queue ahead,
+ * every offered chain good (@indirect: VIRTIO_RING_F_INDIRECT_DESC
+ * negotiated). Reads guest RAM, writes none.
  */
-bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp);
-/* Applies a checked @st: the queue resumes where the other side stopped. */
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
+                           Error **errp);
+/*
+ * Applies a checked @st: the queue resumes where the other side stopped.
+ * signalled_used is not taken (a wrong one could lose an interrupt): the
+ * next used buffer interrupts.
+ */
 void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
                          bool indirect);
 

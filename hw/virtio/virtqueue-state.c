@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A virtqueue as a migration stream states it (virtqueue.h). A loaded
+ * queue is held to what the device checks when a driver programs it
+ * (virtqueue_enable) and when it takes chains (virtqueue_pop), against the
+ * rings the stream's RAM put in guest memory: a queue that passes runs, one
+ * that would only break at the first kick is refused at load, naming the
+ * field.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "hw/virtio/virtqueue.h"
+#include "system/memory.h"
+#include "virtqueue-int.h"
+
+void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st)
+{
+    *st = (VirtQueueState) {
+        .num = vq->num,
+        .ready = vq->ready,
+        .desc_addr = vq->desc_addr,
+        .avail_addr = vq->avail_addr,
+        .used_addr = vq->used_addr,
+        /*
+         * Chains taken but not returned are offered again on the other side
+         * (in-order devices, which return what they take in order). So a
+         * saved queue always has last_avail_idx == used_idx.
+         */
+        .last_avail_idx = vq->last_avail_idx - vq->inuse,
+        .used_idx = vq->used_idx,
+        .signalled_used = vq->signalled_used,
+        .signalled_used_valid = vq->signalled_used_valid,
+    };
+}
+
+/* A scratch queue's error callback: keeps the first reason. */
+static void virtqueue_state_capture(void *opaque, VirtQueue *vq, const char *msg)
+{
+    char **why = opaque;
+
+    if (!*why) {
+        *why = g_strdup(msg);
+    }
+}
+
+/*
+ * The rings in guest RAM against @st, as the device would find them at its
+ * first kick: the used ring's idx is the used_idx we would go on from (the
+ * device wrote it last, and the stream's RAM carried it), the driver is at
+ * most a queue ahead, and every chain it offers has a head inside the queue
+ * and walks as virtqueue_pop() would walk it. Reads the rings, writes nothing.
+ */
+static bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
+                                  Error **errp)
+{
+    g_autofree VirtQueue *t = g_new0(VirtQueue, 1);
+    g_autofree char *why = NULL;
+    unsigned int heads = 0;
+    uint16_t ram_used;
+
+    /* A scratch copy, so a bad ring breaks nothing of the live device. */
+    virtqueue_init(t, vq->index, vq->num_max, virtqueue_state_capture, &why);
+    t->num = st->num;
+    t->desc_addr = st->desc_addr;
+    t->avail_addr = st->avail_addr;
+    t->used_addr = st->used_addr;
+    virtqueue_map(t, false, indirect);
+    t->last_avail_idx = st->last_avail_idx;
+    t->used_idx = st->used_idx;
+
+    ram_used = ring_load16_acquire(t->used + 2);
+    if (ram_used != st->used_idx) {
+        error_setg(errp, "queue %u: used_idx %u, but the device ring at 0x%" PRIx64 " in "
+                   "guest RAM says %u", vq->index, st->used_idx, st->used_addr, ram_used);
+        return false;
+    }
+    if (!virtqueue_num_heads(t, &heads)) {
+        error_setg(errp, "%s", why);
+        return false;
+    }
+    for (unsigned int k = 0; k < heads; k++) {
+        uint16_t slot = (uint16_t)(st->last_avail_idx + k) & (st->num - 1);
+        unsigned int head = ring_load16(t->avail + 4 + 2 * (size_t)slot);
+        ChainWalk w = { 0 };
+
+        if (head >= st->num) {
+            error_setg(errp, "queue %u: avail ring names head %u, beyond the queue size %u",
+                       vq->index, head, st->num);
+            return false;
+        }
+        if (!virtqueue_walk_chain(t, &w, head)) {
+            error_setg(errp, "%s", why);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
+                           Error **errp)
+{
+    g_autofree char *why = NULL;
+
+    if (!st->ready) {
+        return true;            /* only registers; QueueReady will check them */
+    }
+    why = virtqueue_config_problem(vq, st->num, st->desc_addr, st->avail_addr, st->used_addr);
+    if (why) {
+        error_setg(errp, "%s", why);
+        return false;
+    }
+    /*
+     * virtqueue_get_state() rewinds every chain the device held: what was
+     * taken and what was returned are the same count in a stream of ours.
+     */
+    if (st->last_avail_idx != st->used_idx) {
+        error_setg(errp, "queue %u: last_avail_idx %u is not used_idx %u (%u buffers in "
+                   "flight, where a saved queue has none)", vq->index, st->last_avail_idx,
+                   st->used_idx, (uint16_t)(st->last_avail_idx - st->used_idx));
+        return false;
+    }
+    /*
+     * Under postcopy or a lazy restore the rings' pages may not be here yet,
+     * and a read of one would wait on a fault that only the source or the
+     * file can serve, from this very load or never: there the device's own
+     * checks at the first kick are what remains.
+     */
+    if (guest_ram_reads_may_wait()) {
+        return true;
+    }
+    return virtqueue_check_rings(vq, st, indirect, errp);
+}
+
+void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
+                         bool indirect)
+{
+    virtqueue_disable(vq);
+    vq->num = st->num;
+    vq->desc_addr = st->desc_addr;
+    vq->avail_addr = st->avail_addr;
+    vq->used_addr = st->used_addr;
+    if (!st->ready) {
+        return;
+    }
+    vq->last_avail_idx = st->last_avail_idx;
+    vq->used_idx = st->used_idx;
+    /*
+     * The index of the last interrupt cannot be checked against anything:
+     * a wrong one could make the first interrupt after the load be skipped,
+     * and a driver waiting for it would wait forever. Forgotten, as QEMU
+     * forgets it, it costs at most one interrupt the driver did not need.
+     */
+    vq->signalled_used = st->used_idx;
+    vq->signalled_used_valid = false;
+    vq->inuse = 0;
+    virtqueue_map(vq, event_idx, indirect);
+}
