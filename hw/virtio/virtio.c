@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "hw/virtio/virtio.h"
+#include "system/memory.h"
 #include "system/runstate.h"
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -310,6 +311,7 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp)
 {
     uint64_t unknown = ds->guest_features & ~vdev->host_features;
+    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
 
     if (ds->status & ~VIRTIO_STATUS_KNOWN) {
         error_setg(errp, "%s: invalid status 0x%x", vdev->name, ds->status);
@@ -331,9 +333,26 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
         return false;
     }
     for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
-        if (!virtqueue_check_state(&vdev->vq[i], &qs[i],
-                                   ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
-                                   errp)) {
+        if (!virtqueue_check_state(&vdev->vq[i], &qs[i], errp)) {
+            error_prepend(errp, "%s: ", vdev->name);
+            return false;
+        }
+    }
+    /*
+     * The rings as the device thread will find them. Only a device that
+     * will run reads them: before DRIVER_OK the driver may still be laying
+     * them out, and a device the guest broke on the source (a loop in its
+     * ring, say) must migrate broken, not fail the migration.
+     * Under postcopy or a lazy restore the rings' pages may not be here
+     * yet, and a read would wait on a fault that only the source or the
+     * file can serve, maybe never: there the checks at the first kick
+     * remain.
+     */
+    if (!(ds->status & VIRTIO_CONFIG_S_DRIVER_OK) || ds->broken || guest_ram_reads_may_wait()) {
+        return true;
+    }
+    for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
+        if (!virtqueue_check_rings(&vdev->vq[i], &qs[i], indirect, errp)) {
             error_prepend(errp, "%s: ", vdev->name);
             return false;
         }

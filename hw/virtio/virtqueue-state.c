@@ -50,14 +50,18 @@ static void virtqueue_state_capture(void *opaque, VirtQueue *vq, const char *msg
  * most a queue ahead, and every chain it offers has a head inside the queue
  * and walks as virtqueue_pop() would walk it. Reads the rings, writes nothing.
  */
-static bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
-                                  Error **errp)
+bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
+                           Error **errp)
 {
-    g_autofree VirtQueue *t = g_new0(VirtQueue, 1);
+    g_autofree VirtQueue *t = NULL;
     g_autofree char *why = NULL;
     unsigned int heads = 0;
     uint16_t ram_used;
 
+    if (!st->ready) {
+        return true;
+    }
+    t = g_new0(VirtQueue, 1);
     /* A scratch copy, so a bad ring breaks nothing of the live device. */
     virtqueue_init(t, vq->index, vq->num_max, virtqueue_state_capture, &why);
     t->num = st->num;
@@ -96,8 +100,7 @@ static bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st,
     return true;
 }
 
-bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
-                           Error **errp)
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp)
 {
     g_autofree char *why = NULL;
 
@@ -119,16 +122,7 @@ bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, bool i
                    st->used_idx, (uint16_t)(st->last_avail_idx - st->used_idx));
         return false;
     }
-    /*
-     * Under postcopy or a lazy restore the rings' pages may not be here yet,
-     * and a read of one would wait on a fault that only the source or the
-     * file can serve, from this very load or never: there the device's own
-     * checks at the first kick are what remains.
-     */
-    if (guest_ram_reads_may_wait()) {
-        return true;
-    }
-    return virtqueue_check_rings(vq, st, indirect, errp);
+    return true;
 }
 
 void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,

@@ -16,6 +16,7 @@
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-mmio.h"
 #include "system/ioport.h"
+#include "system/memory.h"
 #include "virtio-test.h"
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
@@ -570,11 +571,13 @@ static void test_warn_once(void)
 #define SEC_ISR         12
 #define SEC_STATUS      16
 #define SEC_FEATURES    17
+#define SEC_BROKEN      29
 #define SEC_NUM_QUEUES  30
 #define SEC_QUEUE0      34
 #define SEC_QUEUE_SIZE  34
 #define SEC_Q_NUM       0
 #define SEC_Q_DESC      3
+#define SEC_Q_USED      19
 #define SEC_Q_LAST_AVAIL 27
 
 static void put_be(uint8_t *p, uint64_t v, int size)
@@ -695,6 +698,49 @@ static void test_migrate_hostile(void)
     load_expect_refused(good, len, SEC_FEATURES, 1ULL << DEV_FEATURE_BIT, 8,
                         "without VIRTIO_F_VERSION_1");
     load_expect_refused(good, len, SEC_ISR, 4, 4, "invalid InterruptStatus");
+    /* Another good place in RAM, whose idx (the two chains offered) is not used_idx. */
+    load_expect_refused(good, len, q0 + SEC_Q_USED, AVAIL_GPA, 8, "queue 0: used_idx 1, "
+                        "but the device ring at 0x11000 in guest RAM says 2");
+}
+
+/* The section with one field changed loads. */
+static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint64_t val,
+                               int size)
+{
+    g_autofree uint8_t *sec = g_memdup2(good, len);
+    Fixture f;
+
+    put_be(sec + off, val, size);
+    fixture_setup(&f, true, false);
+    vtest_vm_set_running(false);
+    g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    vtest_vm_set_running(true);
+    fixture_teardown(&f);
+}
+
+/*
+ * The rings are read only for a device that will run them, and only when
+ * guest RAM is all here: a device the guest broke on the source migrates
+ * broken, one before DRIVER_OK has rings the driver may still be writing,
+ * and under postcopy or lazy restore a read could wait forever.
+ */
+static void test_migrate_rings_not_read(void)
+{
+    size_t len;
+    g_autofree uint8_t *sec = save_source(&len, false);
+    GPtrArray *rbs = ram_blocks();
+
+    /* Each with the device ring moved where the refused case above has it. */
+    put_be(sec + SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8);
+    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1);
+    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1);
+    for (guint i = 0; i < rbs->len; i++) {
+        ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 1;
+    }
+    load_expect_loaded(sec, len, SEC_ISR, 0, 4);
+    for (guint i = 0; i < rbs->len; i++) {
+        ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 0;
+    }
 }
 
 int main(int argc, char **argv)
@@ -718,6 +764,7 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-mmio/hostile/warn-once", test_warn_once);
     g_test_add_func("/virtio-mmio/migrate/round-trip", test_migrate_round_trip);
     g_test_add_func("/virtio-mmio/migrate/hostile", test_migrate_hostile);
+    g_test_add_func("/virtio-mmio/migrate/rings-not-read", test_migrate_rings_not_read);
     ret = g_test_run();
     vtest_cleanup();
     return ret;

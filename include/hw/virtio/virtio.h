@@ -147,7 +147,9 @@ void virtio_device_get_state(VirtIODevice *vdev, VirtIODeviceState *ds, VirtQueu
  * virtio_device_check_state: would @ds and the ops->num_queues entries of
  * @qs (from a stream) be a state this device can run? Known status bits,
  * features it offers (VERSION_1 once FEATURES_OK), DRIVER_OK only with
- * FEATURES_OK, every queue (virtqueue_check_state).
+ * FEATURES_OK, every queue (virtqueue_check_state), and for a running
+ * device (DRIVER_OK, not broken) the rings in guest RAM
+ * (virtqueue_check_rings), unless guest RAM may still be missing.
  */
 bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp);

@@ -127,14 +127,18 @@ typedef struct VirtQueueState {
 void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st);
 /*
  * virtqueue_check_state: would @st (from a stream) be a queue we can run?
- * The checks of virtqueue_enable(), no chain in flight (last_avail_idx ==
- * used_idx), and, unless guest RAM may still be missing (postcopy, lazy
- * restore), the rings in guest RAM as virtqueue_pop() would find them:
- * the used ring's idx equal to used_idx, the driver at most a queue ahead,
- * every offered chain good (@indirect: VIRTIO_RING_F_INDIRECT_DESC
- * negotiated). Reads guest RAM, writes none.
+ * The checks of virtqueue_enable() and no chain in flight (last_avail_idx
+ * == used_idx: the save rewinds them). Reads no guest RAM.
  */
-bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
+bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp);
+/*
+ * virtqueue_check_rings: the rings in guest RAM as virtqueue_pop() would
+ * find them from a checked @st: the used ring's idx equal to used_idx, the
+ * driver at most a queue ahead, every offered chain good (@indirect:
+ * VIRTIO_RING_F_INDIRECT_DESC negotiated). Reads guest RAM (the caller
+ * knows it is all there), writes none.
+ */
+bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
                            Error **errp);
 /*
  * Applies a checked @st: the queue resumes where the other side stopped.
