@@ -152,12 +152,53 @@ static void incoming_record_downtime(int64_t handoff_ns)
     incoming.downtime = d;
 }
 
+bool migration_guest_ram_usable(Error **errp)
+{
+    const char *why;
+
+    if (lazy_restore_failed(&why)) {
+        error_setg(errp, "Guest RAM is incomplete (%s); the guest cannot run, and its "
+                   "memory cannot be read: quit, and restore from an intact file", why);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Main thread: a lazy restore could not read the file once the guest had
+ * its state, so some of its memory will never come. The migration fails
+ * (MIGRATION event) and the VM stops in io-error, as QEMU pauses a guest
+ * whose disk failed a read; cont is refused from then on
+ * (migration_guest_ram_usable).
+ *
+ * Stopping: a vCPU waiting for a missing page sleeps in the kernel's
+ * userfaultfd handler inside KVM_RUN. The pause's kick (SIG_IPI) ends that
+ * wait: KVM waits for userfaultfd interruptibly, KVM_RUN returns EINTR and
+ * the vCPU stops without the page (measured on this kernel, 6.18 with
+ * kvm-pvm; test-lazy-restore checks it). Its fault is retried only if the
+ * guest ever ran again, which it does not. The pages stay missing: placing
+ * zeros would hand the guest wrong memory.
+ */
+static void incoming_lazy_restore_failed(const char *why)
+{
+    /* The load is still finishing: incoming_finish_bh sees the failure itself. */
+    if (migrate_get_state(&incoming.state) != MIGRATION_STATUS_COMPLETED) {
+        return;
+    }
+    error_free(incoming.error);
+    incoming.error = NULL;
+    error_setg(&incoming.error, "%s", why);
+    migrate_set_state(&incoming.state, MIGRATION_STATUS_COMPLETED, MIGRATION_STATUS_FAILED);
+    vm_stop_force_state(RUN_STATE_IO_ERROR);
+}
+
 /* Main thread: the load is over; start the guest or give up. */
 static void incoming_finish_bh(void *opaque)
 {
     bool ok = GPOINTER_TO_INT(opaque);
     bool postcopy = postcopy_dst_listening();
     int64_t handoff_ns;
+    const char *why;
 
     bql_unlock();
     qemu_thread_join(&incoming.thread);
@@ -184,6 +225,11 @@ static void incoming_finish_bh(void *opaque)
         /* RUN started the guest already. */
         incoming_set_state(MIGRATION_STATUS_COMPLETED);
         return;
+    }
+    if (ok && lazy_restore_failed(&why)) {
+        /* The file failed before the guest ran: a failed load like any other. */
+        ok = false;
+        error_setg(&incoming.error, "%s", why);
     }
     if (!ok && incoming.cancelled) {
         incoming_set_state(MIGRATION_STATUS_CANCELLED);
@@ -216,7 +262,7 @@ static void *incoming_thread(void *opaque)
     /* Without the BQL: a BQL holder may be waiting on a page only this thread can place. */
     postcopy_dst_end(ok);
     /* The guest may run before its RAM is all here: the rest comes from the file. */
-    lazy_restore_load_done(ok);
+    lazy_restore_load_done(ok, incoming_lazy_restore_failed);
 
     qemu_bh_schedule_oneshot(incoming_finish_bh, GINT_TO_POINTER(ok));
     return NULL;
@@ -457,7 +503,8 @@ MigrationInfo *migration_incoming_info(MigrationInfo *info)
             info->x_incoming_downtime = g_memdup2(incoming.downtime, sizeof(*incoming.downtime));
         }
     }
-    if (incoming.error && st == MIGRATION_STATUS_POSTCOPY_PAUSED) {
+    if (incoming.error && (st == MIGRATION_STATUS_POSTCOPY_PAUSED ||
+                           st == MIGRATION_STATUS_FAILED)) {
         info->error_desc = g_strdup(error_get_pretty(incoming.error));
     }
     postcopy_dst_fill_info(info);

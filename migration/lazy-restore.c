@@ -47,6 +47,9 @@ static struct {
     uint8_t *fault_buf;         /* the fault thread's */
     uint8_t *prefetch_bufs[LR_PREFETCH_THREADS];    /* one per prefetch thread */
     uint64_t next_chunk;        /* atomic: the prefetch's cursor over every block's chunks */
+    /* Atomic: set by mig/dst once the load succeeded, read by whoever fails first. */
+    LazyRestoreFailFn *on_fail;
+    char *fail_msg;             /* atomic: published once by lr_fail's winner, then read-only */
     int prefetch_done;          /* atomic: prefetch threads that finished */
     int64_t start_ns;
 
@@ -66,17 +69,36 @@ static void lr_add(uint64_t *c, uint64_t n)
     __atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
-/* The file failed us: the guest cannot get its memory. Said once. */
+/* Main loop: tell the restore's owner (lazy_restore_load_done's @on_fail). */
+static void lr_failed_bh(void *opaque)
+{
+    LazyRestoreFailFn *on_fail = __atomic_load_n(&lr.on_fail, __ATOMIC_SEQ_CST);
+
+    /* Not yet set: the load is still finishing, and its end sees the failure. */
+    if (on_fail) {
+        on_fail(__atomic_load_n(&lr.fail_msg, __ATOMIC_ACQUIRE));
+    }
+}
+
+/*
+ * The file failed us: the guest cannot get its memory. Said once; the
+ * pages stay missing (never zero, never stale), and the owner stops the
+ * guest from the main loop (this thread never takes the BQL).
+ */
 static void lr_fail(LazyBlock *b, uint64_t page, int err)
 {
     int faulting = LR_FAULTING;
+    char *msg;
 
-    if (__atomic_compare_exchange_n(&lr.status, &faulting, LR_FAILED, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST)) {
-        error_report("lazy restore: reading page %" PRIu64 " of %s from the file failed: %s; "
-                     "the guest waits for memory that cannot come", page, b->rb->idstr,
-                     g_strerror(err));
+    if (!__atomic_compare_exchange_n(&lr.status, &faulting, LR_FAILED, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST)) {
+        return;
     }
+    msg = g_strdup_printf("lazy restore: reading page %" PRIu64 " of %s from the file "
+                          "failed: %s", page, b->rb->idstr, g_strerror(err));
+    error_report("%s; the guest's memory is incomplete and the guest cannot run", msg);
+    __atomic_store_n(&lr.fail_msg, msg, __ATOMIC_RELEASE);
+    qemu_bh_schedule_oneshot(lr_failed_bh, NULL);
 }
 
 /*
@@ -393,7 +415,7 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
     return true;
 }
 
-void lazy_restore_load_done(bool ok)
+void lazy_restore_load_done(bool ok, LazyRestoreFailFn *on_fail)
 {
     uint64_t one = 1;
     int ret;
@@ -402,6 +424,7 @@ void lazy_restore_load_done(bool ok)
         return;
     }
     if (ok) {
+        __atomic_store_n(&lr.on_fail, on_fail, __ATOMIC_SEQ_CST);
         lr.next_chunk = 0;
         lr.prefetch_done = 0;
         lr.prefetch_workers = LR_PREFETCH_THREADS;
@@ -438,6 +461,21 @@ void lazy_restore_load_done(bool ok)
         __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
+}
+
+bool lazy_restore_failed(const char **why)
+{
+    const char *msg;
+
+    if (__atomic_load_n(&lr.status, __ATOMIC_SEQ_CST) != LR_FAILED) {
+        return false;
+    }
+    /* A failed load, or lr_fail between its CAS and publishing the message. */
+    msg = __atomic_load_n(&lr.fail_msg, __ATOMIC_ACQUIRE);
+    if (why) {
+        *why = msg ? msg : "lazy restore: reading guest RAM from the file failed";
+    }
+    return true;
 }
 
 bool lazy_restore_in_progress(void)

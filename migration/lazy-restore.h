@@ -13,7 +13,10 @@
  *                      then unregisters, and the main loop joins both
  *
  * A page is placed atomically whoever gets there first; the other finds it
- * there (EEXIST) and moves on. Ownership: the blocks are set up by mig/dst
+ * there (EEXIST) and moves on. If the file cannot be read (truncated,
+ * an I/O error), the pages not yet placed stay missing for good: the
+ * owner is told (on_fail) and stops the VM; nothing ever places a zero or
+ * stale page in their stead. Ownership: the blocks are set up by mig/dst
  * before either thread reads them; the resident bitmaps and counters are
  * atomic; the latency histogram is the fault thread's.
  */
@@ -32,10 +35,23 @@
 bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
                             uint64_t pages_offset, Error **errp);
 /*
- * mig/dst, the load is over: @ok, the prefetch starts (and the guest may
- * run); otherwise everything stops (the guest never runs).
+ * Main loop (BQL), once, when reading the file failed after the load:
+ * the guest's memory can never be complete. @why says what failed.
  */
-void lazy_restore_load_done(bool ok);
+typedef void LazyRestoreFailFn(const char *why);
+
+/*
+ * mig/dst, the load is over: @ok, the prefetch starts (and the guest may
+ * run), and a later failure to read the file calls @on_fail; otherwise
+ * everything stops (the guest never runs).
+ */
+void lazy_restore_load_done(bool ok, LazyRestoreFailFn *on_fail);
+/*
+ * Whether reading the file failed (or the load did): the missing pages
+ * stay missing for good. @why (if non-NULL) gets the reason, valid for
+ * the process's life. Any thread.
+ */
+bool lazy_restore_failed(const char **why);
 /* Whether guest RAM is still registered with the restore's userfaultfd (main thread). */
 bool lazy_restore_in_progress(void);
 /* query-migrate on the destination (main thread). */

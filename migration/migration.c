@@ -70,6 +70,10 @@ bool migration_allows_cont(Error **errp)
 {
     int st = migrate_get_state(&current_migration.state);
 
+    if (!migration_guest_ram_usable(errp)) {
+        return false;
+    }
+
     if (!runstate_check(RUN_STATE_FINISH_MIGRATE)) {
         return true;
     }

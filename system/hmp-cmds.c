@@ -5,6 +5,7 @@
 #include "qapi/qapi-commands.h"
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
+#include "migration/misc.h"
 #include "system/cpus.h"
 #include "system/memory.h"
 
@@ -76,7 +77,10 @@ void hmp_quit(Monitor *mon, const HMPArgs *args)
 
 void hmp_system_reset(Monitor *mon, const HMPArgs *args)
 {
-    qmp_system_reset(NULL);
+    Error *err = NULL;
+
+    qmp_system_reset(&err);
+    hmp_handle_error(mon, err);
 }
 
 void hmp_pmemsave(Monitor *mon, const HMPArgs *args)
@@ -126,9 +130,14 @@ void hmp_xp(Monitor *mon, const HMPArgs *args)
     char format;
     int wsize, line_size;
     uint64_t len;
+    Error *err = NULL;
 
     if (!hmp_parse_fmt(fmt, &count, &format, &wsize)) {
         monitor_printf(mon, "invalid format '%s'\n", fmt);
+        return;
+    }
+    if (!migration_guest_ram_usable(&err)) {
+        hmp_handle_error(mon, err);
         return;
     }
     len = count * wsize;

@@ -56,6 +56,10 @@ bool qmp_cont(Error **errp)
 
 bool qmp_system_reset(Error **errp)
 {
+    /* QEMU always resets; ours would write the boot data into missing pages and hang. */
+    if (!migration_guest_ram_usable(errp)) {
+        return false;
+    }
     qemu_system_reset_request(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);
     return true;
 }
@@ -123,6 +127,9 @@ bool qmp_pmemsave(int64_t val, int64_t size, const char *filename, Error **errp)
     }
     if ((uint64_t)val + (uint64_t)size < (uint64_t)val) {
         error_setg(errp, "Invalid parameter 'val': range wraps around");
+        return false;
+    }
+    if (!migration_guest_ram_usable(errp)) {
         return false;
     }
     fd = open(filename, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

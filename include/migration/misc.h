@@ -12,8 +12,18 @@ void migration_init(const char *machine_type);
 bool migration_incoming_start(const char *uri, Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
 void migration_set_autostart(bool autostart);
-/* cont is refused while an outgoing migration owns the VM state. BQL. */
+/*
+ * cont is refused while an outgoing migration owns the VM state, and when
+ * guest RAM is incomplete (migration_guest_ram_usable). BQL.
+ */
 bool migration_allows_cont(Error **errp);
+/*
+ * False (with @errp) when part of guest RAM will never arrive (a lazy
+ * restore could not read its file): running, resetting (which writes the
+ * boot data) or reading guest RAM from the monitor would wait for ever on
+ * a missing page. BQL.
+ */
+bool migration_guest_ram_usable(Error **errp);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);
 /*
