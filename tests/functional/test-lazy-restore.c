@@ -8,7 +8,8 @@
  * info status), query-migrate gives the reason, and cont, system_reset,
  * pmemsave and xp are refused rather than run or read a guest whose memory
  * is missing. The guest never sees a wrong page (no FAIL line) and quit
- * still ends the process cleanly.
+ * still ends the process cleanly. The same with -S, where the guest never
+ * ran and the failure is the prefetch's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +68,7 @@ static void wait_migration_event(VM *vm, const char *status)
  * the restore still faults; NULL if the prefetch had every page before the
  * truncation (the race is lost; the caller tries again).
  */
-static VM *restore_and_truncate(const char *snap, const char *copy)
+static VM *restore_and_truncate(const char *snap, const char *copy, bool paused)
 {
     g_autofree char *contents = NULL;
     g_autofree char *uri = g_strdup_printf("file:%s", copy);
@@ -77,7 +78,7 @@ static VM *restore_and_truncate(const char *snap, const char *copy)
 
     g_assert_true(g_file_get_contents(snap, &contents, &len, NULL));
     g_assert_true(g_file_set_contents(copy, contents, len, NULL));
-    dst = migtest_start_dest_extra(MEM, APPEND, false, uri, LAZY_ARGS);
+    dst = migtest_start_dest_extra(MEM, APPEND, paused, uri, LAZY_ARGS);
     migtest_wait_incoming_done(dst);
     /* The header, bitmaps and device state are behind us; the pages are not. */
     g_assert_cmpint(truncate(copy, 1 << 20), ==, 0);
@@ -90,27 +91,13 @@ static VM *restore_and_truncate(const char *snap, const char *copy)
     return dst;
 }
 
-static void test_file_truncated(void)
+/* The VM's state after the failure: io-error, the reason, nothing runs or reads the guest. */
+static void check_stopped(VM *dst)
 {
-    g_autofree char *snap = g_strdup_printf("%s/lazy.snap", vmtest_tmpdir());
-    g_autofree char *copy = g_strdup_printf("%s/lazy-copy.snap", vmtest_tmpdir());
-    g_autofree char *hmp = NULL;
     g_autofree char *pmem = g_strdup_printf("%s/pmem.out", vmtest_tmpdir());
+    g_autofree char *hmp = NULL;
     JsonNode *r;
-    VM *dst = NULL;
 
-    if (!vmtest_require_kvm()) {
-        return;
-    }
-    snapshot(snap);
-    for (int i = 0; i < 3 && !dst; i++) {
-        dst = restore_and_truncate(snap, copy);
-    }
-    g_assert_nonnull(dst);
-
-    /* Told, and stopped for the reason, where it used to stay "running". */
-    wait_migration_event(dst, "failed");
-    json_node_unref(vm_wait_event(dst, "STOP", 60));
     r = vm_qmp_ok(dst, "{'execute': 'query-status'}");
     g_assert_cmpstr(json_get_str(r, "status"), ==, "io-error");
     g_assert_false(json_node_get_boolean(json_object_get_member(json_node_get_object(r),
@@ -147,13 +134,51 @@ static void test_file_truncated(void)
     json_node_unref(vm_qmp_ok(dst, "{'execute': 'quit'}"));
     g_assert_cmpint(vm_wait_exit(dst, 60), ==, 0);
     vm_free(dst);
+}
+
+/*
+ * @paused: the destination has -S, so the guest never ran and no vCPU
+ * waits on a page; the failure comes from the prefetch alone.
+ */
+static void truncated_under_restore(bool paused)
+{
+    g_autofree char *snap = g_strdup_printf("%s/lazy.snap", vmtest_tmpdir());
+    g_autofree char *copy = g_strdup_printf("%s/lazy-copy.snap", vmtest_tmpdir());
+    VM *dst = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    snapshot(snap);
+    for (int i = 0; i < 3 && !dst; i++) {
+        dst = restore_and_truncate(snap, copy, paused);
+    }
+    g_assert_nonnull(dst);
+    /* Told, and stopped for the reason, where it used to stay "running". */
+    wait_migration_event(dst, "failed");
+    if (!paused) {
+        /* The kick ended the vCPU's wait on a missing page. */
+        json_node_unref(vm_wait_event(dst, "STOP", 60));
+    }
+    check_stopped(dst);
     unlink(copy);
     unlink(snap);
+}
+
+static void test_file_truncated(void)
+{
+    truncated_under_restore(false);
+}
+
+static void test_file_truncated_paused(void)
+{
+    truncated_under_restore(true);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/lazy-restore/file-truncated", test_file_truncated);
+    g_test_add_func("/lazy-restore/file-truncated-paused", test_file_truncated_paused);
     return g_test_run();
 }
