@@ -95,7 +95,8 @@ bool screendump_file_open(ScreendumpFile *f, const char *filename, Error **errp)
     }
     dir = g_path_get_dirname(f->target);
     base = g_path_get_basename(f->target);
-    f->tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+    /* Shortened so that a name near NAME_MAX still leaves room for ours. */
+    f->tmp = g_strdup_printf("%s/.%.200s.XXXXXX", dir, base);
     /* O_CREAT | O_EXCL: the file is ours, and only ours is ever removed. */
     f->fd = g_mkstemp_full(f->tmp, O_WRONLY | O_CLOEXEC, 0666);
     if (f->fd < 0) {

@@ -213,8 +213,17 @@ static void test_screendump_target(void)
         assert_content(small_old, "old content");
         g_assert_cmpuint(count_entries(small), ==, 1);
     }
+    /* A name near NAME_MAX still leaves room for the temporary file's. */
+    {
+        g_autofree char *longname = g_strnfill(250, 'p');
+        g_autofree char *longpath = g_strdup_printf("%s/%s", dir, longname);
+
+        json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                                  "{'filename': '%s'}}", longpath));
+        assert_black_640x480(longpath);
+    }
     /* No temporary file left behind by any of the above. */
-    g_assert_cmpuint(count_entries(dir), ==, 7);
+    g_assert_cmpuint(count_entries(dir), ==, 8);
     vm_kill(vm);
     if (have_small) {
         umount2(small, MNT_DETACH);
