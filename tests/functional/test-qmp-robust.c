@@ -454,6 +454,15 @@ static void test_number_edges(void)
     vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': "
                         "{'calc-time': 9300000000000000}}",
                         "Parameter 'calc-time' expects a value between 1 and 60 seconds");
+    /* The same through HMP (a sanitizer build exits on the overflow). */
+    {
+        g_autofree char *out = vm_hmp(vm, "calc_dirty_rate 9300000000000000");
+
+        g_assert_nonnull(strstr(out, "Parameter 'calc-time' expects a value between 1 and 60"));
+        g_free(out);
+        out = vm_hmp(vm, "calc_dirty_rate 9223372036854775808");
+        g_assert_nonnull(strstr(out, "invalid number"));
+    }
     vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
                         "{'filename': '/dev/null', 'head': 9223372036854775808}}",
                         "Invalid parameter type for 'head', expected: integer");
