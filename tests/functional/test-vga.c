@@ -154,6 +154,7 @@ static void test_screendump_target(void)
     g_autofree char *dir = g_strdup_printf("%s/targets", vmtest_tmpdir());
     g_autofree char *node = g_strdup_printf("%s/full", dir);
     g_autofree char *fifo = g_strdup_printf("%s/fifo", dir);
+    g_autofree char *to_node = g_strdup_printf("%s/to-full", dir);
     g_autofree char *old = g_strdup_printf("%s/old.ppm", dir);
     g_autofree char *real = g_strdup_printf("%s/real.ppm", dir);
     g_autofree char *link = g_strdup_printf("%s/link.ppm", dir);
@@ -185,6 +186,13 @@ static void test_screendump_target(void)
     g_assert_cmpint(lstat(fifo, &st), ==, 0);
     g_assert_true(S_ISFIFO(st.st_mode));
     screendump_expect_error(vm, dir, "it exists and is not a regular file");
+    /* Through a symlink: the node it names is judged, and both stay. */
+    g_assert_cmpint(symlink("full", to_node), ==, 0);
+    screendump_expect_error(vm, to_node, "it exists and is not a regular file");
+    g_assert_cmpint(lstat(to_node, &st), ==, 0);
+    g_assert_true(S_ISLNK(st.st_mode));
+    g_assert_cmpint(stat(to_node, &st), ==, 0);
+    g_assert_true(S_ISCHR(st.st_mode));
 
     /* An existing regular file is replaced, keeping its mode. */
     g_assert_true(g_file_set_contents(old, "old", -1, NULL));
@@ -223,7 +231,7 @@ static void test_screendump_target(void)
         assert_black_640x480(longpath);
     }
     /* No temporary file left behind by any of the above. */
-    g_assert_cmpuint(count_entries(dir), ==, 8);
+    g_assert_cmpuint(count_entries(dir), ==, 9);
     vm_kill(vm);
     if (have_small) {
         umount2(small, MNT_DETACH);
