@@ -113,6 +113,14 @@ static char *nums_with(const char *member, const char *literal)
     return g_string_free(req, FALSE);
 }
 
+/* Runs test-nums with @member = @literal; last_call says what the handler got. */
+static void run_nums(const char *member, const char *literal)
+{
+    g_autofree char *req = nums_with(member, literal);
+
+    g_free(run(req));
+}
+
 static void check_nums_error(const char *member, const char *literal, const char *desc)
 {
     g_autofree char *req = nums_with(member, literal);
@@ -164,13 +172,13 @@ static void test_json_int_edges(void)
     g_assert_cmpstr(r, ==, "-1");
 
     /* uint64 and size: exact, and a negative literal is its two's complement. */
-    g_free(run(nums_with("u64", "18446744073709551615")));
+    run_nums("u64", "18446744073709551615");
     g_assert_cmpstr(last_call, ==, "u64=18446744073709551615");
-    g_free(run(nums_with("u64", "9223372036854775808")));
+    run_nums("u64", "9223372036854775808");
     g_assert_cmpstr(last_call, ==, "u64=9223372036854775808");
-    g_free(run(nums_with("u64", "-1")));
+    run_nums("u64", "-1");
     g_assert_cmpstr(last_call, ==, "u64=18446744073709551615");
-    g_free(run(nums_with("sz", "18446744073709551615")));
+    run_nums("sz", "18446744073709551615");
     check_nums_error("u64", "18446744073709551616",
                      "Invalid parameter type for 'u64', expected: integer");
 
@@ -212,8 +220,8 @@ static void test_json_bad_numbers(void)
     check_nums_error("i64", "- 1", "JSON parse error, stray '-'");
     /* The reply must stay JSON: bytes that are not printable are escaped. */
     check_nums_error("i64", "1\xff\x01", "JSON parse error, stray '1\\xff\\x01'");
-    g_free(run(nums_with("num", "-0.5e-3")));
-    g_free(run(nums_with("i64", "-0")));
+    run_nums("num", "-0.5e-3");
+    run_nums("i64", "-0");
 }
 
 /* The parser's set names exactly the nodes of literals in [2^63, 2^64). */
