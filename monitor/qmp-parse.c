@@ -21,19 +21,22 @@
 #include "monitor/qmp-dispatch.h"
 #include "qmp-text.h"
 
-/* A number of the text, as the scan read it. */
-typedef struct QmpNumber {
-    bool is_int;        /* json-glib makes an int64 node of it */
-    bool is_unsigned;   /* an integer literal in [2^63, 2^64) */
-    int64_t value;      /* the int64 json-glib stores (integers only) */
-} QmpNumber;
+/*
+ * What kind of node json-glib makes of a number of the text. A byte per
+ * number: a request of 64 MiB holds up to 32 M of them.
+ */
+typedef enum QmpNumberKind {
+    QMP_NUMBER_FLOAT,
+    QMP_NUMBER_INT,
+    QMP_NUMBER_UNSIGNED,        /* an integer literal in [2^63, 2^64) */
+} QmpNumberKind;
 
 /* The scan's results; freed by scan_free(). */
 typedef struct QmpScan {
-    int values;         /* top-level values */
-    GString *fixed;     /* the text with overflowing integers as floats, or NULL */
-    GArray *numbers;    /* QmpNumber, in text order */
-    bool any_unsigned;  /* some number is_unsigned */
+    int values;             /* top-level values */
+    GString *fixed;         /* the text with overflowing integers as floats, or NULL */
+    GByteArray *kinds;      /* QmpNumberKind of each number, in text order */
+    GArray *unsigned_values; /* int64 json-glib stores for each QMP_NUMBER_UNSIGNED */
 } QmpScan;
 
 static void scan_free(QmpScan *scan)
@@ -41,7 +44,8 @@ static void scan_free(QmpScan *scan)
     if (scan->fixed) {
         g_string_free(scan->fixed, TRUE);
     }
-    g_array_free(scan->numbers, TRUE);
+    g_byte_array_free(scan->kinds, TRUE);
+    g_array_free(scan->unsigned_values, TRUE);
 }
 
 /*
@@ -89,20 +93,20 @@ static bool json_number_valid(const char *s, size_t len, bool *is_int)
  * json-glib would silently wrap; else its int64 as json-glib stores it,
  * and whether it was above INT64_MAX.
  */
-static bool int_literal_fits(const char *word, size_t len, QmpNumber *n)
+static bool int_literal_fits(const char *word, size_t len, int64_t *value, bool *is_unsigned)
 {
     g_autofree char *s = g_strndup(word, len);
     char *end;
 
     errno = 0;
     if (s[0] == '-') {
-        n->value = g_ascii_strtoll(s, &end, 10);
-        n->is_unsigned = false;
+        *value = g_ascii_strtoll(s, &end, 10);
+        *is_unsigned = false;
     } else {
         uint64_t u = g_ascii_strtoull(s, &end, 10);
 
-        n->value = (int64_t)u;
-        n->is_unsigned = u > INT64_MAX;
+        *value = (int64_t)u;
+        *is_unsigned = u > INT64_MAX;
     }
     return errno != ERANGE;
 }
@@ -123,9 +127,10 @@ static bool float_literal_overflows(const char *word, size_t len)
 static bool scan_number(QmpScan *scan, const char *text, size_t start, size_t end,
                         size_t *copied, Error **errp)
 {
-    QmpNumber n = { 0 };
+    bool is_int, is_unsigned = false;
+    int64_t value;
 
-    if (!json_number_valid(text + start, end - start, &n.is_int)) {
+    if (!json_number_valid(text + start, end - start, &is_int)) {
         g_autoptr(GString) shown = g_string_new(NULL);
 
         /* The reply is JSON: no raw bytes that are not UTF-8 in it. */
@@ -139,12 +144,12 @@ static bool scan_number(QmpScan *scan, const char *text, size_t start, size_t en
         error_setg(errp, "JSON parse error, stray '%s'", shown->str);
         return false;
     }
-    if (!n.is_int && float_literal_overflows(text + start, end - start)) {
+    if (!is_int && float_literal_overflows(text + start, end - start)) {
         error_setg(errp, "JSON parse error, number out of range");
         return false;
     }
-    if (n.is_int && !int_literal_fits(text + start, end - start, &n)) {
-        n = (QmpNumber) { .is_int = false };
+    if (is_int && !int_literal_fits(text + start, end - start, &value, &is_unsigned)) {
+        is_int = is_unsigned = false;
         if (!scan->fixed) {
             scan->fixed = g_string_sized_new(end + 16);
         }
@@ -152,8 +157,12 @@ static bool scan_number(QmpScan *scan, const char *text, size_t start, size_t en
         g_string_append(scan->fixed, ".0");
         *copied = end;
     }
-    scan->any_unsigned |= n.is_unsigned;
-    g_array_append_val(scan->numbers, n);
+    if (is_unsigned) {
+        g_array_append_val(scan->unsigned_values, value);
+    }
+    g_byte_array_append(scan->kinds, (guint8[]) {
+        is_unsigned ? QMP_NUMBER_UNSIGNED : is_int ? QMP_NUMBER_INT : QMP_NUMBER_FLOAT
+    }, 1);
     return true;
 }
 
@@ -168,8 +177,8 @@ static bool scan_text(const char *text, size_t len, QmpScan *scan, Error **errp)
 
     scan->values = 0;
     scan->fixed = NULL;
-    scan->numbers = g_array_new(FALSE, FALSE, sizeof(QmpNumber));
-    scan->any_unsigned = false;
+    scan->kinds = g_byte_array_new();
+    scan->unsigned_values = g_array_new(FALSE, FALSE, sizeof(int64_t));
     while (i < len) {
         char c = text[i];
 
@@ -222,15 +231,16 @@ fail:
 
 /* Pairs the scan's numbers with json-glib's number nodes, in text order. */
 typedef struct QmpNumberMatch {
-    GArray *numbers;            /* the scan's; borrowed */
+    const QmpScan *scan;
     guint next;                 /* the next unpaired number */
-    GHashTable *unsigned_ints;  /* the nodes of is_unsigned numbers (a ref each) */
-    bool out_of_step;           /* json-glib made a number the scan did not see */
+    guint next_unsigned;        /* ... and unsigned value */
+    GHashTable *unsigned_ints;  /* the nodes of unsigned literals (a ref each) */
+    bool out_of_step;           /* json-glib's numbers are not the scan's */
 } QmpNumberMatch;
 
 static void match_node(QmpNumberMatch *m, JsonNode *node)
 {
-    const QmpNumber *n;
+    QmpNumberKind kind;
     GType type;
 
     if (!node || !JSON_NODE_HOLDS_VALUE(node)) {
@@ -240,13 +250,20 @@ static void match_node(QmpNumberMatch *m, JsonNode *node)
     if (type != G_TYPE_INT64 && type != G_TYPE_DOUBLE) {
         return;
     }
-    if (m->next >= m->numbers->len) {
+    if (m->next >= m->scan->kinds->len) {
         m->out_of_step = true;
         return;
     }
-    n = &g_array_index(m->numbers, QmpNumber, m->next++);
-    if (n->is_int != (type == G_TYPE_INT64) ||
-        (n->is_int && n->value != json_node_get_int(node))) {
+    kind = m->scan->kinds->data[m->next++];
+    if ((kind != QMP_NUMBER_FLOAT) != (type == G_TYPE_INT64)) {
+        m->out_of_step = true;
+        return;
+    }
+    if (kind != QMP_NUMBER_UNSIGNED) {
+        return;
+    }
+    if (g_array_index(m->scan->unsigned_values, int64_t, m->next_unsigned++) !=
+        json_node_get_int(node)) {
         m->out_of_step = true;
         return;
     }
@@ -254,9 +271,7 @@ static void match_node(QmpNumberMatch *m, JsonNode *node)
      * A ref: a duplicate member frees the node it replaces, and a later
      * node at the same address must not inherit the bit.
      */
-    if (n->is_unsigned) {
-        g_hash_table_add(m->unsigned_ints, json_node_ref(node));
-    }
+    g_hash_table_add(m->unsigned_ints, json_node_ref(node));
 }
 
 static void match_member(JsonParser *parser, JsonObject *object, const char *name,
@@ -311,8 +326,8 @@ JsonNode *qmp_parse_request(const char *text, size_t len, GHashTable **unsigned_
     }
     parser = json_parser_new_immutable();
     /* Only a request with such a literal needs its nodes found. */
-    if (scan.any_unsigned) {
-        match.numbers = scan.numbers;
+    if (scan.unsigned_values->len) {
+        match.scan = &scan;
         match.unsigned_ints = g_hash_table_new_full(g_direct_hash, g_direct_equal,
                                                     (GDestroyNotify)json_node_unref, NULL);
         g_signal_connect(parser, "object-member", G_CALLBACK(match_member), &match);
@@ -331,7 +346,7 @@ JsonNode *qmp_parse_request(const char *text, size_t len, GHashTable **unsigned_
         error_setg(errp, "JSON parse error, expecting value");
     } else if (match.unsigned_ints) {
         match_node(&match, root);       /* a lone number has no signal */
-        if (match.out_of_step || match.next != scan.numbers->len) {
+        if (match.out_of_step || match.next != scan.kinds->len) {
             /*
              * json-glib made numbers the scan did not list (it skips
              * comments, say): no node may be guessed at.
