@@ -62,14 +62,14 @@ typedef struct QomObject {
  * calls @fn for each until it returns true. The tree is small and
  * changes only while the command line is parsed, so it is walked, not kept.
  */
-typedef bool QomVisit(const QomObject *o, char **parts, void *opaque);
+typedef bool QomVisit(const QomObject *o, const char *const *parts, void *opaque);
 
 static bool qom_visit(QomVisit *fn, void *opaque)
 {
-    char *machine[] = { (char *)"machine", NULL };
-    char *containers[] = { (char *)"machine", (char *)"peripheral", NULL };
+    const char *machine[] = { "machine", NULL };
+    const char *containers[] = { "machine", "peripheral", NULL };
     QomObject o = { QOM_ROOT };
-    char *root[] = { NULL };
+    const char *root[] = { NULL };
 
     if (fn(&o, root, opaque)) {
         return true;
@@ -85,14 +85,14 @@ static bool qom_visit(QomVisit *fn, void *opaque)
     if (fn(&o, containers, opaque)) {
         return true;
     }
-    containers[1] = (char *)"unattached";
+    containers[1] = "unattached";
     o.kind = QOM_UNATTACHED;
     if (fn(&o, containers, opaque)) {
         return true;
     }
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
         g_autofree char *name = g_strdup_printf("device[%u]", i);
-        char *parts[] = { (char *)"machine", (char *)"unattached", name, NULL };
+        const char *parts[] = { "machine", "unattached", name, NULL };
         QomObject cpu = { QOM_CPU, .cpu = i };
 
         if (fn(&cpu, parts, opaque)) {
@@ -101,7 +101,7 @@ static bool qom_visit(QomVisit *fn, void *opaque)
     }
     for (guint i = 0; peripherals && i < peripherals->len; i++) {
         Peripheral *p = g_ptr_array_index(peripherals, i);
-        char *parts[] = { (char *)"machine", (char *)"peripheral", p->id, NULL };
+        const char *parts[] = { "machine", "peripheral", p->id, NULL };
         QomObject dev = { QOM_PERIPHERAL, .dev = p };
 
         if (fn(&dev, parts, opaque)) {
@@ -112,21 +112,31 @@ static bool qom_visit(QomVisit *fn, void *opaque)
 }
 
 typedef struct QomLookup {
-    char **want;                /* the path's components, empty ones dropped */
+    const char *const *want;    /* the path's components, empty ones dropped */
     bool partial;               /* a path without the leading '/' */
     QomObject found;
     int matches;
 } QomLookup;
+
+static guint qom_parts_length(const char *const *parts)
+{
+    guint n = 0;
+
+    while (parts[n]) {
+        n++;
+    }
+    return n;
+}
 
 /*
  * QEMU's two kinds of path: "/a/b" from the root (empty components are
  * skipped: "//" is the root), and a partial "a/b" that names the one
  * object whose path ends that way.
  */
-static bool qom_match(const QomObject *o, char **parts, void *opaque)
+static bool qom_match(const QomObject *o, const char *const *parts, void *opaque)
 {
     QomLookup *l = opaque;
-    guint have = g_strv_length(parts), want = g_strv_length(l->want);
+    guint have = qom_parts_length(parts), want = qom_parts_length(l->want);
 
     if (l->partial ? want > have : want != have) {
         return false;
@@ -153,7 +163,7 @@ static QomObject qom_resolve(const char *path, Error **errp)
         }
     }
     g_ptr_array_add(want, NULL);
-    l.want = (char **)want->pdata;
+    l.want = (const char *const *)want->pdata;
     qom_visit(qom_match, &l);
     /* QEMU: every object ends with "", so an empty partial path is ambiguous. */
     if (l.partial && (l.matches > 1 || !want->pdata[0])) {
