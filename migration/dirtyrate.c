@@ -257,7 +257,7 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
                          DirtyRateMeasureMode mode, Error **errp)
 {
     bool ms_unit = has_calc_time_unit && calc_time_unit == TIME_UNIT_MILLISECOND;
-    int64_t calc_ms = ms_unit ? calc_time : calc_time * 1000;
+    int64_t calc_ms;
     DirtyRateRun *run;
     Error *err = NULL;
     int ret;
@@ -275,6 +275,8 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
                    : "a value between 1 and 60 seconds");
         return false;
     }
+    /* Only now: seconds * 1000 overflowed int64 for a calc-time above 9.2e15. */
+    calc_ms = ms_unit ? calc_time : calc_time * 1000;
     if (has_sample_pages && mode != DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING) {
         error_setg(errp, "Parameter 'sample-pages' is only used in page-sampling mode");
         return false;

@@ -177,7 +177,7 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     uint64_t drained = !compressed ? bytes
                        : MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
                                     TARGET_PAGE_SIZE);
-    double switchover_bpms;
+    double switchover_bpms, threshold;
 
     if (ms < BUFFER_DELAY_MS) {
         return;
@@ -197,7 +197,12 @@ static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile
     /* avail-switchover-bandwidth: what the user says the switchover may use (QEMU 8.2). */
     switchover_bpms = migrate_avail_switchover_bandwidth() ? migrate_avail_switchover_bandwidth() / 1000.0
                       : s->bandwidth_bpms;
-    s->threshold_bytes = (switchover_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
+    /*
+     * avail-switchover-bandwidth may be anything up to UINT64_MAX: the
+     * product can pass 2^64, whose conversion to an integer is undefined.
+     */
+    threshold = (switchover_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
+    s->threshold_bytes = threshold < 0x1p64 ? (uint64_t)threshold : UINT64_MAX;
     s->mbps = bytes * 8.0 / ms / 1000.0;
     s->pages_per_second = (ram_pages_sent() - w->start_pages) * 1000.0 / ms;
     if (switchover_bpms > 0 && bytes > 10000) {

@@ -359,8 +359,9 @@ static bool postcopy_send_rest(MigrationState *s, QEMUFile *f, Error **errp)
             return false;
         }
         /* Read each round: migrate-set-parameters may change it meanwhile. */
-        qemu_file_set_rate_limit(f, migrate_max_postcopy_bandwidth() * POSTCOPY_WINDOW_NS /
-                                    1000000000LL);
+        /* Divided first: bytes/s times the window overflows for a bandwidth past 184 TB/s. */
+        qemu_file_set_rate_limit(f, migrate_max_postcopy_bandwidth() /
+                                    (1000000000LL / POSTCOPY_WINDOW_NS));
         ret = qemu_savevm_state_iterate(f);
         if (ret < 0 || qemu_file_get_error(f)) {
             error_setg(errp, "%s", qemu_file_error_msg(f));

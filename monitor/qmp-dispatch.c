@@ -8,9 +8,10 @@
  * parser recurses per nesting level and crashes on deep input.
  */
 #include "qemu/osdep.h"
-#include <math.h>
 #include "qapi/error.h"
+#include "qapi/qapi-json.h"
 #include "monitor/qmp-dispatch.h"
+#include "qmp-text.h"
 
 #define QMP_CAPABILITIES "qmp_capabilities"
 
@@ -185,13 +186,14 @@ static const char *check_request(JsonObject *req, JsonObject **args,
     return ok ? name : NULL;
 }
 
-JsonNode *qmp_dispatch(JsonNode *request, bool negotiated,
+JsonNode *qmp_dispatch(JsonNode *request, GHashTable *unsigned_ints, bool negotiated,
                        bool *negotiation_done)
 {
     Error *err = NULL;
     JsonObject *req, *args;
     JsonNode *id, *ret;
     const QmpCommand *cmd;
+    GHashTable *old_unsigned;
     const char *name;
     bool is_caps;
 
@@ -229,7 +231,10 @@ JsonNode *qmp_dispatch(JsonNode *request, bool negotiated,
         return error_response_take(err, id);
     }
 
+    /* The generated decoders get only nodes: see qapi_json_set_unsigned_ints(). */
+    old_unsigned = qapi_json_set_unsigned_ints(unsigned_ints);
     ret = cmd->fn(args, &err);
+    qapi_json_set_unsigned_ints(old_unsigned);
     if (!ret) {
         if (!err) {
             /* Marshallers always set an error; be safe anyway. */
@@ -244,209 +249,21 @@ JsonNode *qmp_dispatch(JsonNode *request, bool negotiated,
     return return_response(ret, id);
 }
 
-/* ---- From text to request ----------------------------------------------- */
-
-static bool is_json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Ends a bare token (number, true, garbage).  Careful: strchr() finds NUL. */
-static bool is_delimiter(char c)
-{
-    return is_json_space(c) || (c && strchr("{}[],:\"'", c));
-}
-
-/*
- * A bare integer literal json-glib would silently wrap: outside
- * [INT64_MIN, UINT64_MAX].  (Literals above INT64_MAX wrap to negative
- * int64 values, which the uint64 decoders read back correctly, as QEMU's
- * parser does.)  Such a literal is rewritten as a float, so that integer
- * arguments reject it as QEMU does.
- */
-static bool int_literal_overflows(const char *word, size_t len)
-{
-    g_autofree char *s = g_strndup(word, len);
-    const char *digits = s[0] == '-' ? s + 1 : s;
-    char *end;
-
-    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) {
-        return false;
-    }
-    if (strlen(digits) < 19) {
-        return false;       /* fits in int64 whatever the digits */
-    }
-    errno = 0;
-    if (s[0] == '-') {
-        (void)g_ascii_strtoll(s, &end, 10);
-    } else {
-        (void)g_ascii_strtoull(s, &end, 10);
-    }
-    return errno == ERANGE;
-}
-
-/* A float literal too large for a double (json-glib would make it inf). */
-static bool float_literal_overflows(const char *word, size_t len)
-{
-    g_autofree char *s = g_strndup(word, len);
-    double d;
-
-    if (!strchr("-0123456789", s[0]) || !s[strcspn(s, ".eE")]) {
-        return false;
-    }
-    d = g_ascii_strtod(s, NULL);
-    return isinf(d);
-}
-
-/*
- * One pass over the text, tracking strings and nesting like the splitter:
- * counts top-level values, bounds nesting, and returns a rewritten copy
- * in *fixed if some integer literal needs it.
- */
-static bool scan_text(const char *text, size_t len, int *values,
-                      GString **fixed, Error **errp)
-{
-    size_t i = 0, copied = 0;
-    int depth = 0;
-
-    *values = 0;
-    *fixed = NULL;
-    while (i < len) {
-        char c = text[i];
-
-        if (is_json_space(c)) {
-            i++;
-        } else if (c == '"' || c == '\'') {
-            *values += depth == 0;
-            for (i++; i < len && text[i] != c; i++) {
-                if (text[i] == '\\') {
-                    i++;
-                }
-            }
-            i++;
-        } else if (c == '{' || c == '[') {
-            *values += depth == 0;
-            if (++depth > QMP_MAX_NESTING) {
-                error_setg(errp, "JSON parse error, nesting deeper than %d "
-                           "levels", QMP_MAX_NESTING);
-                goto fail;
-            }
-            i++;
-        } else if (c == '}' || c == ']' || c == ',' || c == ':') {
-            /* A stray one at top level is a value for json-glib to reject. */
-            *values += depth == 0;
-            depth -= depth > 0 && (c == '}' || c == ']');
-            i++;
-        } else {
-            size_t start = i;
-
-            *values += depth == 0;
-            while (i < len && !is_delimiter(text[i])) {
-                i++;
-            }
-            if (!strchr("-0123456789", c) || !c) {
-                continue;       /* not a number: json-glib judges it */
-            }
-            if (float_literal_overflows(text + start, i - start)) {
-                error_setg(errp, "JSON parse error, number out of range");
-                goto fail;
-            }
-            if (int_literal_overflows(text + start, i - start)) {
-                if (!*fixed) {
-                    *fixed = g_string_sized_new(len + 16);
-                }
-                g_string_append_len(*fixed, text + copied, i - copied);
-                g_string_append(*fixed, ".0");
-                copied = i;
-            }
-        }
-    }
-    if (*fixed) {
-        g_string_append_len(*fixed, text + copied, len - copied);
-    }
-    return true;
-
-fail:
-    if (*fixed) {
-        g_string_free(*fixed, TRUE);
-        *fixed = NULL;
-    }
-    return false;
-}
-
-/* json-glib says "<data>:1:7: Parse error: unexpected ..."; keep the end. */
-static const char *parse_error_text(const char *msg)
-{
-    const char *p = strstr(msg, "Parse error: ");
-
-    if (p) {
-        return p + strlen("Parse error: ");
-    }
-    if (g_str_has_prefix(msg, "<data>:")) {
-        p = strstr(msg, ": ");
-        if (p) {
-            return p + 2;
-        }
-    }
-    return msg;
-}
-
-JsonNode *qmp_parse_request(const char *text, size_t len, Error **errp)
-{
-    g_autoptr(JsonParser) parser = NULL;
-    GString *fixed;
-    GError *gerr = NULL;
-    JsonNode *root;
-    int values;
-    bool ok;
-
-    if (!scan_text(text, len, &values, &fixed, errp)) {
-        return NULL;
-    }
-    if (values == 0) {
-        return NULL;
-    }
-    if (values > 1) {
-        error_setg(errp, "JSON parse error, more than one value in a request");
-        if (fixed) {
-            g_string_free(fixed, TRUE);
-        }
-        return NULL;
-    }
-    parser = json_parser_new_immutable();
-    if (fixed) {
-        ok = json_parser_load_from_data(parser, fixed->str, fixed->len, &gerr);
-        g_string_free(fixed, TRUE);
-    } else {
-        ok = json_parser_load_from_data(parser, text, len, &gerr);
-    }
-    if (!ok) {
-        error_setg(errp, "JSON parse error, %s",
-                   parse_error_text(gerr->message));
-        g_error_free(gerr);
-        return NULL;
-    }
-    root = json_parser_steal_root(parser);
-    if (!root) {
-        error_setg(errp, "JSON parse error, expecting value");
-    }
-    return root;
-}
-
 JsonNode *qmp_dispatch_line(const char *text, size_t len, bool negotiated,
                             bool *negotiation_done)
 {
+    g_autoptr(GHashTable) unsigned_ints = NULL;
     Error *err = NULL;
     JsonNode *req, *rsp;
 
     if (negotiation_done) {
         *negotiation_done = false;
     }
-    req = qmp_parse_request(text, len, &err);
+    req = qmp_parse_request(text, len, &unsigned_ints, &err);
     if (!req) {
         return err ? error_response_take(err, NULL) : NULL;
     }
-    rsp = qmp_dispatch(req, negotiated, negotiation_done);
+    rsp = qmp_dispatch(req, unsigned_ints, negotiated, negotiation_done);
     json_node_unref(req);
     return rsp;
 }
@@ -549,14 +366,14 @@ static void splitter_char(QmpSplitter *s, char c)
         return;
     }
     if (s->in_word) {
-        if (!is_delimiter(c)) {
+        if (!qmp_is_delimiter(c)) {
             splitter_append(s, c);
             return;
         }
         splitter_emit(s);
     }
     if (s->depth == 0) {
-        if (is_json_space(c)) {
+        if (qmp_is_json_space(c)) {
             return;
         }
         if (c == '{' || c == '[') {

@@ -9,6 +9,25 @@
 #include "qapi/error.h"
 #include "qapi/qapi-json.h"
 
+/*
+ * The current request's unsigned literals (qapi-json.h); set by
+ * qmp_dispatch() around a marshaller, NULL otherwise. Main thread, BQL.
+ */
+static GHashTable *unsigned_ints;
+
+GHashTable *qapi_json_set_unsigned_ints(GHashTable *nodes)
+{
+    GHashTable *old = unsigned_ints;
+
+    unsigned_ints = nodes;
+    return old;
+}
+
+bool qapi_json_is_unsigned_int(JsonNode *node)
+{
+    return unsigned_ints && g_hash_table_contains(unsigned_ints, node);
+}
+
 char *qapi_path_member(const char *path, const char *name)
 {
     return path ? g_strdup_printf("%s.%s", path, name) : g_strdup(name);
@@ -170,7 +189,8 @@ static bool get_int(JsonNode *node, const char *path, int64_t min, int64_t max,
 {
     int64_t v;
 
-    if (!holds(node, G_TYPE_INT64)) {
+    /* A literal above INT64_MAX is no signed integer, as in QEMU. */
+    if (!holds(node, G_TYPE_INT64) || qapi_json_is_unsigned_int(node)) {
         qapi_error_type(errp, path, "integer");
         return false;
     }
@@ -186,7 +206,8 @@ static bool get_int(JsonNode *node, const char *path, int64_t min, int64_t max,
 /*
  * Unsigned integers: like QEMU, a negative JSON integer is taken as its
  * two's complement, which is also how json-glib stores literals between
- * INT64_MAX and UINT64_MAX.  Narrow types then fail the range check.
+ * INT64_MAX and UINT64_MAX: the cast gives both exactly.  Narrow types
+ * then fail the range check.
  */
 static bool get_uint(JsonNode *node, const char *path, uint64_t max,
                      const char *type, uint64_t *out, Error **errp)
@@ -257,6 +278,10 @@ bool qapi_bool_from_json(JsonNode *node, const char *path, bool *out,
 bool qapi_number_from_json(JsonNode *node, const char *path, double *out,
                            Error **errp)
 {
+    if (holds(node, G_TYPE_INT64) && qapi_json_is_unsigned_int(node)) {
+        *out = (double)(uint64_t)json_node_get_int(node);
+        return true;
+    }
     if (holds(node, G_TYPE_INT64)) {
         *out = (double)json_node_get_int(node);
         return true;

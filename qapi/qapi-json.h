@@ -2,7 +2,8 @@
 /*
  * Helpers for the code scripts/qapi-gen.py generates: decoding and encoding
  * of the builtin types, member lookup and QEMU's argument error messages.
- * Private to qapi/: only generated code and the QMP dispatcher use this.
+ * Private to qapi/: only generated code, the QMP dispatcher and the
+ * hand-written decoders of 'any' values use this.
  *
  * Decoders share one shape:
  *     bool qapi_T_from_json(JsonNode *node, const char *path, T *out,
@@ -52,6 +53,24 @@ int qapi_enum_lookup(const char *const *lookup, int count, const char *s);
 bool qapi_enum_from_json(JsonNode *node, const char *path,
                          const char *const *lookup, int count, int *out,
                          Error **errp);
+
+/*
+ * Integer literals in [2^63, 2^64). json-glib (1.6) keeps every JSON
+ * integer as an int64 and stores these wrapped (18446744073709551615 as
+ * -1), so a node alone cannot tell them from negative literals. QEMU keeps
+ * them unsigned: int and intN arguments refuse them ("Invalid parameter
+ * type for 'x', expected: integer"), uint64 and size take them exactly,
+ * number as a double, narrower unsigned types fail their range check.
+ *
+ * The parser lists such nodes (monitor/qmp-parse.c) and qmp_dispatch()
+ * installs the list here for the time a command's marshaller runs: the
+ * generated decoders get nothing but the node, and json-glib's tree has no
+ * room for the bit. A NULL set means no node is unsigned. Main thread,
+ * BQL, as the monitor's current-monitor pointer. Returns the previous set.
+ */
+GHashTable *qapi_json_set_unsigned_ints(GHashTable *nodes);
+/* @node is an integer whose literal was in [2^63, 2^64) (see above). */
+bool qapi_json_is_unsigned_int(JsonNode *node);
 
 /* Builtin decoders; "Parameter 'x' expects uint8_t" for range errors. */
 bool qapi_str_from_json(JsonNode *node, const char *path, char **out,

@@ -12,6 +12,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
+#include "qapi/qapi-json.h"
 #include "system/kvm.h"
 
 typedef struct CpuModel {
@@ -61,7 +62,8 @@ static bool prop_int(JsonNode *v, const char *name, int max, int *out, Error **e
 {
     int64_t n;
 
-    if (!JSON_NODE_HOLDS_VALUE(v) || json_node_get_value_type(v) != G_TYPE_INT64) {
+    if (!JSON_NODE_HOLDS_VALUE(v) || json_node_get_value_type(v) != G_TYPE_INT64 ||
+        qapi_json_is_unsigned_int(v)) {
         return prop_type_error(name, "integer", errp);
     }
     n = json_node_get_int(v);

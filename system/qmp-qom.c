@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qom-list and qom-get over the objects this binary has, at QEMU's paths:
+ * qom-list and qom-get over the objects this binary has, at QEMU's paths
+ * (absolute, or partial as "unattached" for the one path ending so):
+ *   /                               the root
  *   /machine                        the machine
+ *   /machine/unattached             the vCPUs' container
  *   /machine/unattached/device[N]   vCPU N (QEMU's path for it too)
  *   /machine/peripheral             the devices created with an id
  *   /machine/peripheral/ID          one of them
@@ -44,19 +47,9 @@ bool qom_peripheral_add(const char *id, const char *type, Error **errp)
     return true;
 }
 
-static const Peripheral *peripheral_find(const char *id)
-{
-    for (guint i = 0; peripherals && i < peripherals->len; i++) {
-        Peripheral *p = g_ptr_array_index(peripherals, i);
-
-        if (!strcmp(p->id, id)) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-typedef enum { QOM_NONE, QOM_MACHINE, QOM_CPU, QOM_PERIPHERALS, QOM_PERIPHERAL } QomKind;
+typedef enum {
+    QOM_NONE, QOM_ROOT, QOM_MACHINE, QOM_UNATTACHED, QOM_CPU, QOM_PERIPHERALS, QOM_PERIPHERAL
+} QomKind;
 
 typedef struct QomObject {
     QomKind kind;
@@ -64,24 +57,123 @@ typedef struct QomObject {
     const Peripheral *dev;      /* QOM_PERIPHERAL */
 } QomObject;
 
-static QomObject qom_resolve(const char *path)
-{
-    QomObject o = { QOM_NONE };
-    int n, end = 0;
+/*
+ * Every object of the tree, each by its components from the root:
+ * calls @fn for each until it returns true. The tree is small and
+ * changes only while the command line is parsed, so it is walked, not kept.
+ */
+typedef bool QomVisit(const QomObject *o, const char *const *parts, void *opaque);
 
-    if (!strcmp(path, "/machine")) {
-        o.kind = current_machine ? QOM_MACHINE : QOM_NONE;
-    } else if (!strcmp(path, "/machine/peripheral")) {
-        o.kind = QOM_PERIPHERALS;
-    } else if (g_str_has_prefix(path, "/machine/peripheral/")) {
-        o.dev = peripheral_find(path + strlen("/machine/peripheral/"));
-        o.kind = o.dev ? QOM_PERIPHERAL : QOM_NONE;
-    } else if (sscanf(path, "/machine/unattached/device[%d]%n", &n, &end) == 1 &&
-               path[end] == '\0' && n >= 0 && vcpus && n < (int)vcpus->len) {
-        o.kind = QOM_CPU;
-        o.cpu = n;
+static bool qom_visit(QomVisit *fn, void *opaque)
+{
+    const char *machine[] = { "machine", NULL };
+    const char *containers[] = { "machine", "peripheral", NULL };
+    QomObject o = { QOM_ROOT };
+    const char *root[] = { NULL };
+
+    if (fn(&o, root, opaque)) {
+        return true;
     }
-    return o;
+    if (!current_machine) {
+        return false;
+    }
+    o.kind = QOM_MACHINE;
+    if (fn(&o, machine, opaque)) {
+        return true;
+    }
+    o.kind = QOM_PERIPHERALS;
+    if (fn(&o, containers, opaque)) {
+        return true;
+    }
+    containers[1] = "unattached";
+    o.kind = QOM_UNATTACHED;
+    if (fn(&o, containers, opaque)) {
+        return true;
+    }
+    for (guint i = 0; vcpus && i < vcpus->len; i++) {
+        g_autofree char *name = g_strdup_printf("device[%u]", i);
+        const char *parts[] = { "machine", "unattached", name, NULL };
+        QomObject cpu = { QOM_CPU, .cpu = i };
+
+        if (fn(&cpu, parts, opaque)) {
+            return true;
+        }
+    }
+    for (guint i = 0; peripherals && i < peripherals->len; i++) {
+        Peripheral *p = g_ptr_array_index(peripherals, i);
+        const char *parts[] = { "machine", "peripheral", p->id, NULL };
+        QomObject dev = { QOM_PERIPHERAL, .dev = p };
+
+        if (fn(&dev, parts, opaque)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct QomLookup {
+    const char *const *want;    /* the path's components, empty ones dropped */
+    bool partial;               /* a path without the leading '/' */
+    QomObject found;
+    int matches;
+} QomLookup;
+
+static guint qom_parts_length(const char *const *parts)
+{
+    guint n = 0;
+
+    while (parts[n]) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * QEMU's two kinds of path: "/a/b" from the root (empty components are
+ * skipped: "//" is the root), and a partial "a/b" that names the one
+ * object whose path ends that way.
+ */
+static bool qom_match(const QomObject *o, const char *const *parts, void *opaque)
+{
+    QomLookup *l = opaque;
+    guint have = qom_parts_length(parts), want = qom_parts_length(l->want);
+
+    if (l->partial ? want > have : want != have) {
+        return false;
+    }
+    for (guint i = 0; i < want; i++) {
+        if (strcmp(parts[have - want + i], l->want[i])) {
+            return false;
+        }
+    }
+    l->found = *o;
+    /* A partial path must be unique: look on for a second match. */
+    return !l->partial || ++l->matches > 1;
+}
+
+static QomObject qom_resolve(const char *path, Error **errp)
+{
+    g_auto(GStrv) split = g_strsplit(path, "/", -1);
+    g_autoptr(GPtrArray) want = g_ptr_array_new();
+    QomLookup l = { .partial = path[0] != '/', .found = { QOM_NONE } };
+
+    for (guint i = 0; split[i]; i++) {
+        if (split[i][0]) {
+            g_ptr_array_add(want, split[i]);
+        }
+    }
+    g_ptr_array_add(want, NULL);
+    l.want = (const char *const *)want->pdata;
+    qom_visit(qom_match, &l);
+    /* QEMU: every object ends with "", so an empty partial path is ambiguous. */
+    if (l.partial && (l.matches > 1 || !want->pdata[0])) {
+        error_setg(errp, "Path '%s' is ambiguous", path);
+        return (QomObject) { QOM_NONE };
+    }
+    if (l.found.kind == QOM_NONE) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found", path);
+    }
+    return l.found;
 }
 
 static void add_prop(JsonArray *list, const char *name, const char *type)
@@ -100,17 +192,26 @@ static const char *const cpu_bool_props[] = {
 JsonNode *qmp_qom_list(JsonObject *args, Error **errp)
 {
     const char *path = json_object_get_string_member(args, "path");
-    QomObject o = qom_resolve(path);
+    QomObject o = qom_resolve(path, errp);
     JsonArray *list;
     JsonNode *n;
 
     if (o.kind == QOM_NONE) {
-        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found", path);
         return NULL;
     }
     list = json_array_new();
     add_prop(list, "type", "string");
     switch (o.kind) {
+    case QOM_ROOT:
+        add_prop(list, "machine", "child<" MACHINE_TYPE_NAME "-machine>");
+        break;
+    case QOM_UNATTACHED:
+        for (guint i = 0; vcpus && i < vcpus->len; i++) {
+            g_autofree char *name = g_strdup_printf("device[%u]", i);
+
+            add_prop(list, name, "child<host-x86_64-cpu>");
+        }
+        break;
     case QOM_MACHINE:
         add_prop(list, "peripheral", "child<container>");
         add_prop(list, "unattached", "child<container>");
@@ -163,11 +264,10 @@ JsonNode *qmp_qom_get(JsonObject *args, Error **errp)
 {
     const char *path = json_object_get_string_member(args, "path");
     const char *prop = json_object_get_string_member(args, "property");
-    QomObject o = qom_resolve(path);
+    QomObject o = qom_resolve(path, errp);
     int feature;
 
     if (o.kind == QOM_NONE) {
-        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found", path);
         return NULL;
     }
     if (!strcmp(prop, "type")) {

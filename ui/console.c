@@ -28,6 +28,7 @@
 #include "system/runstate.h"
 #include "trace/trace.h"
 #include "ui/console.h"
+#include "screendump-file.h"
 
 #define DISPLAY_REFRESH_MS 33   /* 30 Hz */
 #define DISPLAY_PLACEHOLDER_WIDTH 640
@@ -367,7 +368,7 @@ bool qmp_screendump(const char *filename, const char *device, bool has_head, int
 {
     QemuConsole *con = console_lookup(device, has_head, head, errp);
     pixman_image_t *image;
-    int fd;
+    ScreendumpFile file;
 
     if (!con) {
         return false;
@@ -378,22 +379,14 @@ bool qmp_screendump(const char *filename, const char *device, bool has_head, int
         error_setg(errp, "no surface");
         return false;
     }
-    fd = open(filename, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        error_setg(errp, "failed to open file '%s': %s", filename, strerror(errno));
+    if (!screendump_file_open(&file, filename, errp)) {
         return false;
     }
-    if (!display_ppm_save(fd, image, errp)) {
-        close(fd);
-        unlink(filename);
+    if (!display_ppm_save(file.fd, image, errp)) {
+        screendump_file_abort(&file);
         return false;
     }
-    if (close(fd) < 0) {
-        error_setg_errno(errp, errno, "Unable to write to file");
-        unlink(filename);
-        return false;
-    }
-    return true;
+    return screendump_file_commit(&file, errp);
 }
 
 void hmp_screendump(Monitor *mon, const HMPArgs *args)

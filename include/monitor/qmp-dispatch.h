@@ -49,6 +49,8 @@ const QmpCommand *qmp_find_command(const char *name);
  *
  * @request: the parsed request (borrowed); anything but an object is
  *   rejected with "QMP input must be a JSON object".
+ * @unsigned_ints: what qmp_parse_request() gave with @request (borrowed;
+ *   may be NULL): the integer nodes whose literal was in [2^63, 2^64).
  * @negotiated: false while the monitor is in capabilities-negotiation
  *   mode, where only qmp_capabilities runs (anything else is
  *   CommandNotFound "Expecting capabilities negotiation with
@@ -61,7 +63,7 @@ const QmpCommand *qmp_find_command(const char *name);
  * Returns a new object {"return": ...} or {"error": {"class", "desc"}},
  * with the request's "id" (any JSON value) copied into it.  Never NULL.
  */
-JsonNode *qmp_dispatch(JsonNode *request, bool negotiated,
+JsonNode *qmp_dispatch(JsonNode *request, GHashTable *unsigned_ints, bool negotiated,
                        bool *negotiation_done);
 
 /*
@@ -76,11 +78,16 @@ JsonNode *qmp_dispatch_line(const char *text, size_t len, bool negotiated,
                             bool *negotiation_done);
 
 /*
- * The first half of qmp_dispatch_line(): the request in @text[0..len), or
- * NULL, with *errp set if the text is malformed, without if it is only
- * white space. The same bounds apply.
+ * The first half of qmp_dispatch_line() (monitor/qmp-parse.c): the request
+ * in @text[0..len), or NULL, with *errp set if the text is malformed,
+ * without if it is only white space. The same bounds apply, and numbers
+ * must be JSON numbers (no 0x10, 010, .5). *unsigned_ints gets NULL, or
+ * for a request with integer literals in [2^63, 2^64) the set of their
+ * nodes (a ref each), which json-glib stores as negative int64 values:
+ * pass it to qmp_dispatch(), then g_hash_table_unref() it.
  */
-JsonNode *qmp_parse_request(const char *text, size_t len, Error **errp);
+JsonNode *qmp_parse_request(const char *text, size_t len, GHashTable **unsigned_ints,
+                            Error **errp);
 
 /* {"error": {"class": ..., "desc": ...}} for @err (which is not freed). */
 JsonNode *qmp_error_response(const Error *err);

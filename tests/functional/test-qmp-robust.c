@@ -428,6 +428,57 @@ static void test_slow_reader(void)
     vm_kill(vm);
 }
 
+/*
+ * Numbers as QEMU 7.2 takes them (issue 33): a literal in [2^63, 2^64) is
+ * unsigned, so no int argument takes it (json-glib stores it as a negative
+ * int64, which int arguments took: calc-time 18446744073709551615 was -1),
+ * while uint64 ones take it exactly; what is not a JSON number is refused.
+ */
+static void test_number_edges(void)
+{
+    JsonNode *r;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("numbers", true, ARGS, vmtest_firmware());
+    vm_wait_line(vm, "READY", 60);
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': "
+                        "{'calc-time': 9223372036854775808}}",
+                        "Invalid parameter type for 'calc-time', expected: integer");
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': "
+                        "{'calc-time': 18446744073709551615}}",
+                        "Invalid parameter type for 'calc-time', expected: integer");
+    /* calc-time * 1000 came before the range check: a signed overflow. */
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': "
+                        "{'calc-time': 9300000000000000}}",
+                        "Parameter 'calc-time' expects a value between 1 and 60 seconds");
+    /* The same through HMP (a sanitizer build exits on the overflow). */
+    {
+        g_autofree char *out = vm_hmp(vm, "calc_dirty_rate 9300000000000000");
+
+        g_assert_nonnull(strstr(out, "Parameter 'calc-time' expects a value between 1 and 60"));
+        g_free(out);
+        out = vm_hmp(vm, "calc_dirty_rate 9223372036854775808");
+        g_assert_nonnull(strstr(out, "invalid number"));
+    }
+    vm_qmp_expect_error(vm, "{'execute': 'screendump', 'arguments': "
+                        "{'filename': '/dev/null', 'head': 9223372036854775808}}",
+                        "Invalid parameter type for 'head', expected: integer");
+    vm_qmp_expect_error(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+                        "{'cpu-throttle-initial': 18446744073709551615}}",
+                        "Parameter 'cpu-throttle-initial' expects uint8_t");
+    vm_qmp_expect_error(vm, "{'execute': 'calc-dirty-rate', 'arguments': {'calc-time': 0x10}}",
+                        "JSON parse error, stray '0x10'");
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 18446744073709551615}}"));
+    r = vm_qmp_ok(vm, "{'execute': 'query-migrate-parameters'}");
+    g_assert_cmpuint((uint64_t)json_get_int(r, "max-bandwidth"), ==, UINT64_MAX);
+    json_node_unref(r);
+    vm_kill(vm);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -436,5 +487,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/client-vanishes", test_client_vanishes);
     g_test_add_func("/qmp/other-transports", test_other_transports);
     g_test_add_func("/qmp/slow-reader", test_slow_reader);
+    g_test_add_func("/qmp/number-edges", test_number_edges);
     return g_test_run();
 }

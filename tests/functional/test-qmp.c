@@ -493,6 +493,76 @@ static void test_sockets_owner_only(void)
     vm_kill(vm);
 }
 
+/* qom-list's answer as "name:type name:type ..." in its order. */
+static char *qom_list(VM *vm, const char *path)
+{
+    JsonNode *r = vm_qmp_ok(vm, "{'execute': 'qom-list', 'arguments': {'path': '%s'}}", path);
+    JsonArray *a = json_node_get_array(r);
+    GString *s = g_string_new(NULL);
+
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonObject *o = json_array_get_object_element(a, i);
+
+        g_string_append_printf(s, "%s%s:%s", i ? " " : "",
+                               json_object_get_string_member(o, "name"),
+                               json_object_get_string_member(o, "type"));
+    }
+    json_node_unref(r);
+    return g_string_free(s, FALSE);
+}
+
+/*
+ * Issue 33: qom-list path=/ and path=/machine/unattached answered "Device
+ * ... not found" although /machine listed unattached. QEMU 7.2 (microvm)
+ * lists each child as child<TYPE> after "type", takes "//" and "/machine/"
+ * as "/" and "/machine", and a partial path names the one object whose
+ * path ends so ("unattached"; "" is ambiguous).
+ */
+static void test_qom_tree(void)
+{
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("qom", true, ARGS "-smp 2 -device isa-vga,id=vga0", vmtest_firmware());
+    vm_wait_line(vm, "READY", 60);
+    {
+        g_autofree char *root = qom_list(vm, "/");
+        g_autofree char *root2 = qom_list(vm, "//");
+        g_autofree char *unattached = qom_list(vm, "/machine/unattached");
+        g_autofree char *partial = qom_list(vm, "unattached");
+        g_autofree char *machine = qom_list(vm, "/machine/");
+        g_autofree char *peripheral = qom_list(vm, "peripheral");
+        JsonNode *r;
+
+        g_assert_cmpstr(root, ==, "type:string machine:child<microvm-machine>");
+        g_assert_cmpstr(root2, ==, root);
+        g_assert_cmpstr(unattached, ==, "type:string device[0]:child<host-x86_64-cpu> "
+                        "device[1]:child<host-x86_64-cpu>");
+        g_assert_cmpstr(partial, ==, unattached);
+        g_assert_cmpstr(machine, ==, "type:string peripheral:child<container> "
+                        "unattached:child<container>");
+        g_assert_cmpstr(peripheral, ==, "type:string vga0:child<isa-vga>");
+        r = vm_qmp_ok(vm, "{'execute': 'qom-get', 'arguments': "
+                      "{'path': '/', 'property': 'type'}}");
+        g_assert_cmpstr(json_node_get_string(r), ==, "container");
+        json_node_unref(r);
+        r = vm_qmp_ok(vm, "{'execute': 'qom-get', 'arguments': "
+                      "{'path': 'device[1]', 'property': 'type'}}");
+        g_assert_cmpstr(json_node_get_string(r), ==, "host-x86_64-cpu");
+        json_node_unref(r);
+    }
+    vm_qmp_expect_error(vm, "{'execute': 'qom-list', 'arguments': {'path': ''}}",
+                        "Path '' is ambiguous");
+    vm_qmp_expect_error(vm, "{'execute': 'qom-list', 'arguments': {'path': '/nope'}}",
+                        "Device '/nope' not found");
+    vm_qmp_expect_error(vm, "{'execute': 'qom-list', 'arguments': "
+                        "{'path': '/machine/unattached/device[2]'}}",
+                        "Device '/machine/unattached/device[2]' not found");
+    vm_kill(vm);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -504,5 +574,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/events-two-clients", test_events_two_clients);
     g_test_add_func("/qmp/pmemsave-workarea", test_pmemsave_workarea);
     g_test_add_func("/qmp/sockets-owner-only", test_sockets_owner_only);
+    g_test_add_func("/qmp/qom-tree", test_qom_tree);
     return g_test_run();
 }

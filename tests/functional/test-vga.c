@@ -10,6 +10,10 @@
  */
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include "libvmtest.h"
 #include "migtest.h"
 
@@ -91,6 +95,147 @@ static void test_screendump_errors(void)
     g_assert_cmpint(json_get_int(info, "refreshes"), ==, 4);
     json_node_unref(info);
     vm_kill(vm);
+}
+
+static void screendump_expect_error(VM *vm, const char *file, const char *part)
+{
+    g_autofree char *cmd = g_strdup_printf("{'execute': 'screendump', 'arguments': "
+                                           "{'filename': '%s'}}", file);
+
+    vm_qmp_expect_error(vm, cmd, part);
+}
+
+static void assert_content(const char *file, const char *want)
+{
+    g_autofree char *data = NULL;
+
+    g_assert_true(g_file_get_contents(file, &data, NULL, NULL));
+    g_assert_cmpstr(data, ==, want);
+}
+
+static guint count_entries(const char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    guint n = 0;
+
+    g_assert_nonnull(d);
+    while (g_dir_read_name(d)) {
+        n++;
+    }
+    g_dir_close(d);
+    return n;
+}
+
+/*
+ * A small tmpfs in our own mount namespace (the VM spawned after inherits
+ * it), so that a screendump fails for real with ENOSPC. False if we may
+ * not mount (not root): that case is skipped.
+ */
+static bool mount_small_tmpfs(const char *dir)
+{
+    g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+    if (unshare(CLONE_NEWNS) < 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, "size=64k") < 0) {
+        g_test_message("no small tmpfs (%s): the ENOSPC case is skipped", g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A failed screendump loses nothing, and a target that is not a regular
+ * file is refused before it is opened (issue 33: screendump onto /dev/full
+ * as root unlinked the host's /dev/full). The device node here is our own,
+ * made with /dev/full's numbers in the test's directory.
+ */
+static void test_screendump_target(void)
+{
+    g_autofree char *dir = g_strdup_printf("%s/targets", vmtest_tmpdir());
+    g_autofree char *node = g_strdup_printf("%s/full", dir);
+    g_autofree char *fifo = g_strdup_printf("%s/fifo", dir);
+    g_autofree char *to_node = g_strdup_printf("%s/to-full", dir);
+    g_autofree char *old = g_strdup_printf("%s/old.ppm", dir);
+    g_autofree char *real = g_strdup_printf("%s/real.ppm", dir);
+    g_autofree char *link = g_strdup_printf("%s/link.ppm", dir);
+    g_autofree char *dangling = g_strdup_printf("%s/dangling.ppm", dir);
+    g_autofree char *small = g_strdup_printf("%s/small", dir);
+    g_autofree char *small_old = g_strdup_printf("%s/old.ppm", small);
+    bool have_small;
+    struct stat st;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+    if (mknod(node, S_IFCHR | 0666, makedev(1, 7)) < 0) {
+        vmtest_skip("mknod needs CAP_MKNOD");
+        return;
+    }
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    have_small = mount_small_tmpfs(small);
+    vm = start_idle("vga", "-display none -device isa-vga");
+
+    screendump_expect_error(vm, node, "it exists and is not a regular file");
+    g_assert_cmpint(lstat(node, &st), ==, 0);
+    g_assert_true(S_ISCHR(st.st_mode));
+    g_assert_cmpuint(st.st_rdev, ==, makedev(1, 7));
+    /* Never opened: a FIFO without a reader would block the monitor. */
+    screendump_expect_error(vm, fifo, "it exists and is not a regular file");
+    g_assert_cmpint(lstat(fifo, &st), ==, 0);
+    g_assert_true(S_ISFIFO(st.st_mode));
+    screendump_expect_error(vm, dir, "it exists and is not a regular file");
+    /* Through a symlink: the node it names is judged, and both stay. */
+    g_assert_cmpint(symlink("full", to_node), ==, 0);
+    screendump_expect_error(vm, to_node, "it exists and is not a regular file");
+    g_assert_cmpint(lstat(to_node, &st), ==, 0);
+    g_assert_true(S_ISLNK(st.st_mode));
+    g_assert_cmpint(stat(to_node, &st), ==, 0);
+    g_assert_true(S_ISCHR(st.st_mode));
+
+    /* An existing regular file is replaced, keeping its mode. */
+    g_assert_true(g_file_set_contents(old, "old", -1, NULL));
+    g_assert_cmpint(chmod(old, 0640), ==, 0);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                              "{'filename': '%s'}}", old));
+    assert_black_640x480(old);
+    g_assert_cmpint(stat(old, &st), ==, 0);
+    g_assert_cmpuint(st.st_mode & 07777, ==, 0640);
+
+    /* A symlink to a regular file stays one; the file it names is replaced. */
+    g_assert_true(g_file_set_contents(real, "old", -1, NULL));
+    g_assert_cmpint(symlink("real.ppm", link), ==, 0);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                              "{'filename': '%s'}}", link));
+    g_assert_cmpint(lstat(link, &st), ==, 0);
+    g_assert_true(S_ISLNK(st.st_mode));
+    assert_black_640x480(real);
+    g_assert_cmpint(symlink("nowhere.ppm", dangling), ==, 0);
+    screendump_expect_error(vm, dangling, "No such file or directory");
+
+    if (have_small) {
+        /* 900 KiB of PPM into 64 KiB: the write fails, the old file stays whole. */
+        g_assert_true(g_file_set_contents(small_old, "old content", -1, NULL));
+        screendump_expect_error(vm, small_old, "No space left on device");
+        assert_content(small_old, "old content");
+        g_assert_cmpuint(count_entries(small), ==, 1);
+    }
+    /* A name near NAME_MAX still leaves room for the temporary file's. */
+    {
+        g_autofree char *longname = g_strnfill(250, 'p');
+        g_autofree char *longpath = g_strdup_printf("%s/%s", dir, longname);
+
+        json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                                  "{'filename': '%s'}}", longpath));
+        assert_black_640x480(longpath);
+    }
+    /* No temporary file left behind by any of the above. */
+    g_assert_cmpuint(count_entries(dir), ==, 9);
+    vm_kill(vm);
+    if (have_small) {
+        umount2(small, MNT_DETACH);
+    }
 }
 
 typedef struct BadVGA {
@@ -191,6 +336,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/vga/screendump-errors", test_screendump_errors);
+    g_test_add_func("/vga/screendump-target", test_screendump_target);
     g_test_add_func("/vga/bad-options", test_bad_options);
     g_test_add_func("/vga/migrate-vram-and-vbe", test_migrate_vram_and_vbe);
     return g_test_run();

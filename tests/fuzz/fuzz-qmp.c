@@ -48,6 +48,7 @@ static bool may_run(JsonNode *req)
 static void handle_request(void *opaque, const char *text, size_t len, Error *err)
 {
     Session *s = opaque;
+    g_autoptr(GHashTable) unsigned_ints = NULL;
     JsonNode *req = NULL, *rsp;
     g_autofree char *wire = NULL;
     size_t wire_len;
@@ -57,7 +58,7 @@ static void handle_request(void *opaque, const char *text, size_t len, Error *er
         rsp = qmp_error_response(err);
         error_free(err);
     } else {
-        req = qmp_parse_request(text, len, &err);
+        req = qmp_parse_request(text, len, &unsigned_ints, &err);
         if (!req && !err) {
             return;             /* white space */
         }
@@ -65,7 +66,7 @@ static void handle_request(void *opaque, const char *text, size_t len, Error *er
             json_node_unref(req);
             return;
         }
-        rsp = req ? qmp_dispatch(req, s->negotiated, &done) : qmp_error_response(err);
+        rsp = req ? qmp_dispatch(req, unsigned_ints, s->negotiated, &done) : qmp_error_response(err);
         error_free(err);
         if (req) {
             json_node_unref(req);

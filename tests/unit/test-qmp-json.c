@@ -95,6 +95,179 @@ static void test_json_serialize(void)
     json_node_unref(node);
 }
 
+/* ---- Integer literals at the edges of int64 and uint64 ------------------- */
+
+/* test-nums with every member 0 but @member, which is @literal. */
+static char *nums_with(const char *member, const char *literal)
+{
+    static const char *const names[] = {
+        "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "sz", "num",
+    };
+    GString *req = g_string_new("{\"execute\": \"test-nums\", \"arguments\": {");
+
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_string_append_printf(req, "%s\"%s\": %s", i ? ", " : "", names[i],
+                               strcmp(names[i], member) ? "0" : literal);
+    }
+    g_string_append(req, "}}");
+    return g_string_free(req, FALSE);
+}
+
+/* Runs test-nums with @member = @literal; last_call says what the handler got. */
+static void run_nums(const char *member, const char *literal)
+{
+    g_autofree char *req = nums_with(member, literal);
+
+    g_free(run(req));
+}
+
+static void check_nums_error(const char *member, const char *literal, const char *desc)
+{
+    g_autofree char *req = nums_with(member, literal);
+
+    check_error(req, desc);
+}
+
+/* The response's @member, as json-glib prints it. */
+static char *nums_result(const char *member, const char *literal)
+{
+    g_autofree char *req = nums_with(member, literal);
+    g_autofree char *rsp = run(req);
+    JsonNode *node = json_from_string(rsp, NULL);
+    JsonObject *ret;
+    char *text;
+
+    g_assert_nonnull(node);
+    ret = json_object_get_object_member(json_node_get_object(node), "return");
+    g_assert_nonnull(ret);
+    text = qmp_json_to_string(json_object_get_member(ret, member), NULL);
+    json_node_unref(node);
+    return text;
+}
+
+/*
+ * QEMU 7.2 over QMP keeps a literal in [2^63, 2^64) unsigned (issue 33):
+ * calc-dirty-rate calc-time=9223372036854775808 is "Invalid parameter type
+ * for 'calc-time', expected: integer", max-bandwidth takes
+ * 18446744073709551615 and -1 alike (two's complement), a uint8 refuses
+ * both with "expects uint8_t". json-glib stores the literal as a negative
+ * int64, which int types took.
+ */
+static void test_json_int_edges(void)
+{
+    static const char *const int_members[] = { "i8", "i16", "i32", "i64" };
+    g_autofree char *r = NULL;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(int_members); i++) {
+        g_autofree char *desc = g_strdup_printf("Invalid parameter type for '%s', "
+                                                "expected: integer", int_members[i]);
+
+        check_nums_error(int_members[i], "9223372036854775808", desc);
+        check_nums_error(int_members[i], "18446744073709551615", desc);
+        check_nums_error(int_members[i], "18446744073709551616", desc);
+    }
+    g_free(nums_result("i64", "9223372036854775807"));
+    g_free(nums_result("i64", "-9223372036854775808"));
+    r = nums_result("i64", "-1");
+    g_assert_cmpstr(r, ==, "-1");
+
+    /* uint64 and size: exact, and a negative literal is its two's complement. */
+    run_nums("u64", "18446744073709551615");
+    g_assert_cmpstr(last_call, ==, "u64=18446744073709551615");
+    run_nums("u64", "9223372036854775808");
+    g_assert_cmpstr(last_call, ==, "u64=9223372036854775808");
+    run_nums("u64", "-1");
+    g_assert_cmpstr(last_call, ==, "u64=18446744073709551615");
+    run_nums("sz", "18446744073709551615");
+    check_nums_error("u64", "18446744073709551616",
+                     "Invalid parameter type for 'u64', expected: integer");
+
+    /* Narrower unsigned types: out of range either way. */
+    check_nums_error("u8", "18446744073709551615", "Parameter 'u8' expects uint8_t");
+    check_nums_error("u8", "-1", "Parameter 'u8' expects uint8_t");
+    check_nums_error("u32", "4294967296", "Parameter 'u32' expects uint32_t");
+    check_nums_error("u32", "9223372036854775808", "Parameter 'u32' expects uint32_t");
+
+    /* number: the unsigned value as a double, not -1.0. */
+    g_free(r);
+    r = nums_result("num", "18446744073709551615");
+    g_assert_cmpfloat(g_ascii_strtod(r, NULL), ==, 18446744073709551615.0);
+    g_free(r);
+    r = nums_result("num", "-1");
+    g_assert_cmpfloat(g_ascii_strtod(r, NULL), ==, -1.0);
+
+    /*
+     * A duplicate member frees the node it replaces; the -1 that follows
+     * must not inherit the unsigned bit if it lands at the same address.
+     */
+    g_free(r);
+    r = run("{\"execute\": \"test-nums\", \"arguments\": {\"i8\": 0, \"i16\": 0, "
+            "\"i32\": 0, \"i64\": 18446744073709551615, \"i64\": -1, \"u8\": 0, "
+            "\"u16\": 0, \"u32\": 0, \"u64\": 0, \"sz\": 0, \"num\": 0}}");
+    g_assert_nonnull(strstr(r, "\"i64\":-1,"));
+}
+
+/* What QEMU's lexer refuses and json-glib would take. */
+static void test_json_bad_numbers(void)
+{
+    static const char *const bad[] = { "0x10", "010", ".5", "1.", "+1", "00", "-", "1e+" };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *desc = g_strdup_printf("JSON parse error, stray '%s'", bad[i]);
+
+        check_nums_error("i64", bad[i], desc);
+    }
+    check_nums_error("i64", "- 1", "JSON parse error, stray '-'");
+    /* The reply must stay JSON: bytes that are not printable are escaped. */
+    check_nums_error("i64", "1\xff\x01", "JSON parse error, stray '1\\xff\\x01'");
+    run_nums("num", "-0.5e-3");
+    run_nums("i64", "-0");
+}
+
+/* The parser's set names exactly the nodes of literals in [2^63, 2^64). */
+static void test_json_unsigned_nodes(void)
+{
+    static const char text[] = "{\"a\": [1, 18446744073709551615, [-1, 9223372036854775808]], "
+                               "\"b\": 9223372036854775807, \"c\": 1.5, \"d\": -1}";
+    g_autoptr(GHashTable) set = NULL;
+    Error *err = NULL;
+    JsonNode *root = qmp_parse_request(text, strlen(text), &set, &err);
+    JsonObject *o;
+    JsonArray *a, *inner;
+
+    g_assert_null(err);
+    g_assert_nonnull(set);
+    o = json_node_get_object(root);
+    a = json_object_get_array_member(o, "a");
+    inner = json_array_get_array_element(a, 2);
+    g_assert_cmpuint(g_hash_table_size(set), ==, 2);
+    g_assert_true(g_hash_table_contains(set, json_array_get_element(a, 1)));
+    g_assert_true(g_hash_table_contains(set, json_array_get_element(inner, 1)));
+    g_assert_false(g_hash_table_contains(set, json_array_get_element(inner, 0)));
+    g_assert_false(g_hash_table_contains(set, json_object_get_member(o, "d")));
+    json_node_unref(root);
+    g_clear_pointer(&set, g_hash_table_unref);
+
+    /* A lone number at the top level has no signal; it is still found. */
+    root = qmp_parse_request("18446744073709551615", 20, &set, &err);
+    g_assert_nonnull(set);
+    g_assert_true(g_hash_table_contains(set, root));
+    json_node_unref(root);
+    g_clear_pointer(&set, g_hash_table_unref);
+
+    /* Without such a literal there is no set to free. */
+    root = qmp_parse_request("{\"a\": -1}", 9, &set, &err);
+    g_assert_null(set);
+    json_node_unref(root);
+
+    /* json-glib skips comments the scan does not know: refused, not guessed. */
+    root = qmp_parse_request("{\"a\": /* 5 */ 18446744073709551615}", 35, &set, &err);
+    g_assert_null(root);
+    g_assert_null(set);
+    g_assert_cmpstr(error_get_pretty(err), ==, "JSON parse error, numbers not understood");
+    error_free(err);
+}
+
 /* ---- The splitter -------------------------------------------------------- */
 
 typedef struct SplitLog {
@@ -242,6 +415,9 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/json/malformed", test_json_malformed);
     g_test_add_func("/qmp/json/nesting", test_json_nesting);
     g_test_add_func("/qmp/json/serialize", test_json_serialize);
+    g_test_add_func("/qmp/json/int-edges", test_json_int_edges);
+    g_test_add_func("/qmp/json/bad-numbers", test_json_bad_numbers);
+    g_test_add_func("/qmp/json/unsigned-nodes", test_json_unsigned_nodes);
     g_test_add_func("/qmp/splitter/stream", test_splitter);
     g_test_add_func("/qmp/splitter/limits", test_splitter_limits);
     g_test_add_func("/qmp/splitter/reset", test_splitter_reset);
