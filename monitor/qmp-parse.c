@@ -13,6 +13,11 @@
  * is parsed, come in the same order. Matching the two lists names the
  * nodes whose literal was in [2^63, 2^64): the one bit the tree lacks,
  * handed to the decoders with the request (qapi-json.h).
+ *
+ * The rest of json-glib's scanner must agree with the scan too, or the
+ * bound on nesting is void: comments and $hex integers are refused as
+ * QEMU refuses them, and single-quoted strings are handed to json-glib
+ * double-quoted (see scan_sq_string).
  */
 #include "qemu/osdep.h"
 #include <math.h>
@@ -167,6 +172,64 @@ static bool scan_number(QmpScan *scan, const char *text, size_t start, size_t en
 }
 
 /*
+ * json-glib's scanner (1.6) skips comments (slash-star and slash-slash)
+ * and takes $ff as an integer; QEMU's lexer refuses both, in these words.
+ * Refused outside strings wherever they appear, also inside a bare token
+ * ("true" ends where json-glib sees a comment begin): a quote inside a
+ * comment would otherwise look like a string to this scan, the brackets
+ * after it would not be counted, and json-glib, which recurses once per
+ * bracket, would overflow the stack; and a $ number would escape the
+ * listing of numbers.
+ */
+static void scan_refuse_stray(char c, Error **errp)
+{
+    error_setg(errp, "JSON parse error, stray '%c'", c);
+}
+
+/*
+ * A single-quoted string, from its opening quote at @i; returns the index
+ * past its closing quote (or @len). QEMU's lexer takes the escapes of a
+ * double-quoted string in it, and \' for a quote; json-glib takes no
+ * escape at all and ends the string at the first quote, so 'a\'[[[' would
+ * be a string to one and brackets to the other. The string is therefore
+ * rewritten as the double-quoted string QEMU means ('a\'"' is "a'\"")
+ * and json-glib never sees a single quote: both agree with this scan on
+ * where every string ends. Unterminated, it stays unterminated.
+ */
+static size_t scan_sq_string(QmpScan *scan, const char *text, size_t len, size_t i,
+                             size_t *copied)
+{
+    GString *out;
+
+    if (!scan->fixed) {
+        scan->fixed = g_string_sized_new(len + 16);
+    }
+    out = scan->fixed;
+    g_string_append_len(out, text + *copied, i - *copied);
+    g_string_append_c(out, '"');
+    for (i++; i < len && text[i] != '\''; i++) {
+        if (text[i] == '\\' && i + 1 < len) {
+            if (text[++i] != '\'') {
+                g_string_append_c(out, '\\');
+            }
+            g_string_append_c(out, text[i]);
+        } else if (text[i] == '\\') {
+            g_string_append_c(out, '\\');   /* at the end: json-glib refuses it */
+        } else if (text[i] == '"') {
+            g_string_append(out, "\\\"");
+        } else {
+            g_string_append_c(out, text[i]);
+        }
+    }
+    if (i < len) {
+        g_string_append_c(out, '"');
+        i++;
+    }
+    *copied = i;
+    return i;
+}
+
+/*
  * One pass over the text, tracking strings and nesting like the splitter:
  * counts top-level values, bounds nesting, and checks and lists numbers.
  */
@@ -184,7 +247,7 @@ static bool scan_text(const char *text, size_t len, QmpScan *scan, Error **errp)
 
         if (qmp_is_json_space(c)) {
             i++;
-        } else if (c == '"' || c == '\'') {
+        } else if (c == '"') {
             scan->values += depth == 0;
             for (i++; i < len && text[i] != c; i++) {
                 if (text[i] == '\\') {
@@ -192,6 +255,12 @@ static bool scan_text(const char *text, size_t len, QmpScan *scan, Error **errp)
                 }
             }
             i++;
+        } else if (c == '\'') {
+            scan->values += depth == 0;
+            i = scan_sq_string(scan, text, len, i, &copied);
+        } else if (c == '/' || c == '$') {
+            scan_refuse_stray(c, errp);
+            goto fail;
         } else if (c == '{' || c == '[') {
             scan->values += depth == 0;
             if (++depth > QMP_MAX_NESTING) {
@@ -210,6 +279,10 @@ static bool scan_text(const char *text, size_t len, QmpScan *scan, Error **errp)
 
             scan->values += depth == 0;
             while (i < len && !qmp_is_delimiter(text[i])) {
+                if (text[i] == '/' || text[i] == '$') {
+                    scan_refuse_stray(text[i], errp);
+                    goto fail;
+                }
                 i++;
             }
             /* Anything else is not a number: json-glib judges it. */

@@ -479,6 +479,54 @@ static void test_number_edges(void)
     vm_kill(vm);
 }
 
+/*
+ * What json-glib's scanner takes and QEMU's lexer refuses: a comment
+ * with a quote in it hid a million brackets from the nesting bound and
+ * json-glib overflowed the VMM's stack, before capabilities negotiation;
+ * '\' did the same; $ff was an integer the unsigned pairing never saw.
+ */
+static void test_json_glib_forms(void)
+{
+    g_autofree char *path = vmtest_sock_path("qmp");
+    g_autofree char *open = g_strnfill(1000000, '[');
+    g_autofree char *close = g_strnfill(1000000, ']');
+    g_autofree char *req = NULL;
+    g_autofree char *desc = NULL;
+    const char *cls;
+    QConn *c;
+    JsonNode *r;
+    VM *vm;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("json-glib-forms", true, ARGS "-qmp unix:%s,server=on,wait=off",
+                  vmtest_firmware(), path);
+    vm_wait_line(vm, "READY", 60);
+    c = qc_connect_unix(vm, path);
+    qc_check_greeting(c);
+    req = g_strdup_printf("{\"execute\": \"qmp_capabilities\", \"a\": /*\"*/ %s%s /*\"*/}\n",
+                          open, close);
+    qc_send_str(c, req);
+    r = qc_reply(c);
+    desc = vm_qmp_error_desc(r, &cls);
+    g_assert_cmpstr(desc, ==, "JSON parse error, stray '/'");
+    json_node_unref(r);
+    qc_cmd_ok(c, "{'execute': 'qmp_capabilities'}");
+
+    g_free(req);
+    req = g_strdup_printf("{\"execute\": \"query-status\", \"arguments\": "
+                          "{\"a\": '\\', \"b\": %s%s, \"c\": '}}", open, close);
+    expect_errors(c, req, strlen(req), 1, "Parameter 'a' is unexpected");
+    expect_errors(c, LIT("{\"execute\": \"calc-dirty-rate\", "
+                         "\"arguments\": {\"calc-time\": $ffffffffffffffff}}"),
+                  1, "JSON parse error, stray '$'");
+    expect_errors(c, LIT("{\"execute\": \"query-status\", // x\n}"), 1,
+                  "JSON parse error, stray '/'");
+    qc_close(c);
+    vm_kill(vm);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -488,5 +536,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/other-transports", test_other_transports);
     g_test_add_func("/qmp/slow-reader", test_slow_reader);
     g_test_add_func("/qmp/number-edges", test_number_edges);
+    g_test_add_func("/qmp/json-glib-forms", test_json_glib_forms);
     return g_test_run();
 }

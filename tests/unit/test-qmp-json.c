@@ -260,12 +260,58 @@ static void test_json_unsigned_nodes(void)
     g_assert_null(set);
     json_node_unref(root);
 
-    /* json-glib skips comments the scan does not know: refused, not guessed. */
+    /* json-glib would skip the comment: refused by the scan, as QEMU does. */
     root = qmp_parse_request("{\"a\": /* 5 */ 18446744073709551615}", 35, &set, &err);
     g_assert_null(root);
     g_assert_null(set);
-    g_assert_cmpstr(error_get_pretty(err), ==, "JSON parse error, numbers not understood");
+    g_assert_cmpstr(error_get_pretty(err), ==, "JSON parse error, stray '/'");
     error_free(err);
+}
+
+/*
+ * json-glib's scanner takes comments and $hex integers, which QEMU's lexer
+ * refuses. Where the scan and json-glib part, a quote can hide brackets
+ * from the nesting bound: a million of them overflowed the stack in
+ * json-glib.
+ */
+static void test_json_scanner_forms(void)
+{
+    g_autofree char *open = repeat("[", 1000000);
+    g_autofree char *close = repeat("]", 1000000);
+    g_autofree char *req = NULL;
+
+    req = g_strdup_printf("{\"execute\": \"test-echo\", \"arguments\": "
+                          "{\"value\": /*\"*/ %s%s /*\"*/}}", open, close);
+    check_error(req, "JSON parse error, stray '/'");
+    g_free(req);
+    req = g_strdup_printf("{\"execute\": \"test-echo\", \"arguments\": "
+                          "{\"value\": [true/*\"*/%s%s/*\"*/]}}", open, close);
+    check_error(req, "JSON parse error, stray '/'");
+    check_error("{\"execute\": \"test-echo\", \"arguments\": {\"value\": // x\n1}}",
+                "JSON parse error, stray '/'");
+    check_nums_error("i64", "$ffffffffffffffff", "JSON parse error, stray '$'");
+    check_nums_error("u64", "1$ff", "JSON parse error, stray '$'");
+}
+
+/* '\' is a whole string to json-glib, an open one to QEMU (QEMU's escapes). */
+static void test_json_single_quotes(void)
+{
+    g_autofree char *open = repeat("[", 1000000);
+    g_autofree char *close = repeat("]", 1000000);
+    g_autofree char *req = NULL;
+
+    req = g_strdup_printf("{\"execute\": \"test-echo\", \"arguments\": "
+                          "{\"value\": '\\', \"x\": %s%s, \"y\": '}}", open, close);
+    g_free(last_call);
+    last_call = run(req);
+    g_assert_true(g_str_has_prefix(last_call, "{\"return\":\"', \\\"x\\\": [[[["));
+    /* QEMU's escapes, and a double quote inside. */
+    check_return("{'execute': 'test-echo', 'arguments': {'value': 'a\\'\"\\\\\\u0041\\n'}}",
+                 "\"a'\\\"\\\\A\\n\"");
+    check_return("{'execute': 'test-echo', 'arguments': {'value': ['', '\"', 1]}}",
+                 "[\"\", \"\\\"\", 1]");
+    check_error("{'execute': 'test-echo', 'arguments': {'value': 'a\\'}}",
+                "JSON parse error, *");
 }
 
 /* ---- The splitter -------------------------------------------------------- */
@@ -418,6 +464,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/json/int-edges", test_json_int_edges);
     g_test_add_func("/qmp/json/bad-numbers", test_json_bad_numbers);
     g_test_add_func("/qmp/json/unsigned-nodes", test_json_unsigned_nodes);
+    g_test_add_func("/qmp/json/scanner-forms", test_json_scanner_forms);
+    g_test_add_func("/qmp/json/single-quotes", test_json_single_quotes);
     g_test_add_func("/qmp/splitter/stream", test_splitter);
     g_test_add_func("/qmp/splitter/limits", test_splitter_limits);
     g_test_add_func("/qmp/splitter/reset", test_splitter_reset);
