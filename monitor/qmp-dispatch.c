@@ -306,6 +306,14 @@ static void splitter_emit(QmpSplitter *s)
     g_string_free(text, TRUE);
 }
 
+/* The value being collected is refused: report it, skip the rest of it. */
+static void splitter_refuse(QmpSplitter *s, Error *err)
+{
+    s->skipping = true;
+    g_string_truncate(s->buf, 0);
+    s->fn(s->opaque, NULL, 0, err);
+}
+
 static void splitter_append(QmpSplitter *s, char c)
 {
     Error *err = NULL;
@@ -322,9 +330,7 @@ static void splitter_append(QmpSplitter *s, char c)
                    QMP_MAX_REQUEST_SIZE);
     }
     if (err) {
-        s->skipping = true;
-        g_string_truncate(s->buf, 0);
-        s->fn(s->opaque, NULL, 0, err);
+        splitter_refuse(s, err);
     }
 }
 
@@ -362,6 +368,25 @@ static void splitter_char(QmpSplitter *s, char c)
             if (s->depth == 0) {
                 splitter_emit(s);
             }
+        }
+        return;
+    }
+    if ((c == '/' || c == '$') && !s->skipping) {
+        Error *err = NULL;
+
+        /*
+         * A comment or a $hex number, which json-glib takes and QEMU
+         * refuses (qmp-parse.c): refused here too, because a quote inside
+         * a comment would start a string for this splitter, and the
+         * brackets after it would go uncounted and unbounded. Alone at the
+         * top level it is an error of its own, as in QEMU; within a value
+         * the value is skipped, to its end or its line's.
+         */
+        error_setg(&err, "JSON parse error, stray '%c'", c);
+        if (s->depth == 0 && !s->in_word) {
+            s->fn(s->opaque, NULL, 0, err);
+        } else {
+            splitter_refuse(s, err);
         }
         return;
     }

@@ -124,7 +124,7 @@ typedef struct QmpSplitter {
     char quote;         /* '"' or '\'' inside a string, else 0 */
     bool escape;        /* previous char was a backslash inside a string */
     bool in_word;       /* inside a bare top-level token (number, true...) */
-    bool skipping;      /* dropping an oversized request */
+    bool skipping;      /* dropping a refused request (too big, too deep, a comment) */
     bool stop;          /* reset during a feed: drop the rest of it */
 } QmpSplitter;
 

@@ -429,6 +429,30 @@ static void test_splitter_limits(void)
     g_ptr_array_unref(log.texts);
 }
 
+/*
+ * A comment or $ is refused where it appears: a quote inside a comment
+ * must not start a string that hides the brackets after it.
+ */
+static void test_splitter_comments(void)
+{
+    g_autofree char *open = repeat("[", 100000);
+    g_autofree char *input = g_strconcat("{\"a\": /*\"*/ ", open, " /*\"*/}\n",
+                                         "{\"b\":2} / {\"c\":3}\n",
+                                         "{\"d\": $ff}{\"e\":5}", NULL);
+    SplitLog log;
+
+    split(input, strlen(input), 4096, &log);
+    g_assert_cmpint(log.errors, ==, 3);
+    g_assert_cmpuint(log.texts->len, ==, 6);
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 0), ==, "<error>");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 1), ==, "{\"b\":2}");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 2), ==, "<error>");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 3), ==, "{\"c\":3}");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 4), ==, "<error>");
+    g_assert_cmpstr(g_ptr_array_index(log.texts, 5), ==, "{\"e\":5}");
+    g_ptr_array_unref(log.texts);
+}
+
 /* A callback that resets the splitter, as a monitor does when a client quits. */
 static void reset_cb(void *opaque, const char *text, size_t len, Error *err)
 {
@@ -468,6 +492,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/json/single-quotes", test_json_single_quotes);
     g_test_add_func("/qmp/splitter/stream", test_splitter);
     g_test_add_func("/qmp/splitter/limits", test_splitter_limits);
+    g_test_add_func("/qmp/splitter/comments", test_splitter_comments);
     g_test_add_func("/qmp/splitter/reset", test_splitter_reset);
     ret = g_test_run();
     g_ptr_array_unref(events);
