@@ -7,7 +7,9 @@
 #define UI_SCREENDUMP_FILE_H
 
 typedef struct ScreendumpFile {
-    char *target;   /* the regular file or new path the dump replaces */
+    char *filename; /* as the client gave it, for messages */
+    int dirfd;      /* O_PATH on the target's directory, or -1; all names are in it */
+    char *base;     /* the regular file or new name the dump replaces */
     char *tmp;      /* our exclusively created file; NULL once renamed or removed */
     int fd;         /* open on tmp, or -1 */
 } ScreendumpFile;
@@ -15,8 +17,9 @@ typedef struct ScreendumpFile {
 /*
  * screendump_file_open: check @filename and create the file to write.
  *
- * Refuses a target that exists and is not a regular file without opening
- * it. Returns false with @errp set, and nothing created, on failure.
+ * Refuses a target that exists and is not a regular file (a symlink
+ * included) without opening it. Returns false with @errp set, and
+ * nothing created, on failure.
  */
 bool screendump_file_open(ScreendumpFile *f, const char *filename, Error **errp);
 

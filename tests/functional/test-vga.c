@@ -143,6 +143,15 @@ static bool mount_small_tmpfs(const char *dir)
     return true;
 }
 
+/* fs.protected_symlinks: a link in a sticky world-writable directory is followed only for its owner. */
+static bool protected_symlinks(void)
+{
+    g_autofree char *v = NULL;
+
+    return g_file_get_contents("/proc/sys/fs/protected_symlinks", &v, NULL, NULL) &&
+           v[0] == '1';
+}
+
 /*
  * A failed screendump loses nothing, and a target that is not a regular
  * file is refused before it is opened (issue 33: screendump onto /dev/full
@@ -159,6 +168,14 @@ static void test_screendump_target(void)
     g_autofree char *real = g_strdup_printf("%s/real.ppm", dir);
     g_autofree char *link = g_strdup_printf("%s/link.ppm", dir);
     g_autofree char *dangling = g_strdup_printf("%s/dangling.ppm", dir);
+    g_autofree char *dirlink = g_strdup_printf("%s/dirlink", dir);
+    g_autofree char *sticky = g_strdup_printf("%s/sticky", dir);
+    g_autofree char *sticky_ours = g_strdup_printf("%s/ours.ppm", sticky);
+    g_autofree char *secret = g_strdup_printf("%s/secret", dir);
+    g_autofree char *planted = g_strdup_printf("%s/vm1.ppm", sticky);
+    g_autofree char *theirs = g_strdup_printf("%s/theirs.ppm", sticky);
+    g_autofree char *planted_dir = g_strdup_printf("%s/up", sticky);
+    g_autofree char *planted_dir_file = g_strdup_printf("%s/up/secret", sticky);
     g_autofree char *small = g_strdup_printf("%s/small", dir);
     g_autofree char *small_old = g_strdup_printf("%s/old.ppm", small);
     bool have_small;
@@ -186,9 +203,9 @@ static void test_screendump_target(void)
     g_assert_cmpint(lstat(fifo, &st), ==, 0);
     g_assert_true(S_ISFIFO(st.st_mode));
     screendump_expect_error(vm, dir, "it exists and is not a regular file");
-    /* Through a symlink: the node it names is judged, and both stay. */
+    /* A symlink is refused whatever it names, and both stay. */
     g_assert_cmpint(symlink("full", to_node), ==, 0);
-    screendump_expect_error(vm, to_node, "it exists and is not a regular file");
+    screendump_expect_error(vm, to_node, "it is a symbolic link");
     g_assert_cmpint(lstat(to_node, &st), ==, 0);
     g_assert_true(S_ISLNK(st.st_mode));
     g_assert_cmpint(stat(to_node, &st), ==, 0);
@@ -203,16 +220,54 @@ static void test_screendump_target(void)
     g_assert_cmpint(stat(old, &st), ==, 0);
     g_assert_cmpuint(st.st_mode & 07777, ==, 0640);
 
-    /* A symlink to a regular file stays one; the file it names is replaced. */
+    /*
+     * A symlink to a regular file too: renaming over what it names meant
+     * resolving it in userspace, where fs.protected_symlinks does not
+     * look. The file it names is left alone, and so is the link.
+     */
     g_assert_true(g_file_set_contents(real, "old", -1, NULL));
     g_assert_cmpint(symlink("real.ppm", link), ==, 0);
-    json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
-                              "{'filename': '%s'}}", link));
+    screendump_expect_error(vm, link, "it is a symbolic link");
     g_assert_cmpint(lstat(link, &st), ==, 0);
     g_assert_true(S_ISLNK(st.st_mode));
-    assert_black_640x480(real);
+    assert_content(real, "old");
     g_assert_cmpint(symlink("nowhere.ppm", dangling), ==, 0);
-    screendump_expect_error(vm, dangling, "No such file or directory");
+    screendump_expect_error(vm, dangling, "it is a symbolic link");
+    g_assert_false(g_file_test(dangling, G_FILE_TEST_EXISTS));
+    /* A directory on the way may be a link: the kernel's walk follows it. */
+    g_assert_cmpint(symlink("sticky", dirlink), ==, 0);
+    g_assert_cmpint(g_mkdir(sticky, 0755), ==, 0);
+    g_assert_cmpint(chmod(sticky, 01777), ==, 0);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'screendump', 'arguments': "
+                              "{'filename': '%s/ours.ppm'}}", dirlink));
+    assert_black_640x480(sticky_ours);
+
+    /*
+     * The attack: in a sticky world-writable directory another user
+     * plants vm1.ppm -> a file of ours (standing for /etc/shadow). The
+     * link is refused and the file keeps its content; so is a regular
+     * file of that user's, which would have received our image.
+     */
+    g_assert_true(g_file_set_contents(secret, "secret", -1, NULL));
+    g_assert_cmpint(chmod(secret, 0600), ==, 0);
+    g_assert_cmpint(symlink("../secret", planted), ==, 0);
+    g_assert_cmpint(lchown(planted, 65534, 65534), ==, 0);
+    screendump_expect_error(vm, planted, "it is a symbolic link");
+    assert_content(secret, "secret");
+    g_assert_cmpint(lstat(planted, &st), ==, 0);
+    g_assert_true(S_ISLNK(st.st_mode));
+    g_assert_true(g_file_set_contents(theirs, "theirs", -1, NULL));
+    g_assert_cmpint(chown(theirs, 65534, 65534), ==, 0);
+    screendump_expect_error(vm, theirs, "it belongs to another user in a sticky directory");
+    assert_content(theirs, "theirs");
+    /* Nor through a directory link of theirs, where the kernel refuses to follow. */
+    if (protected_symlinks()) {
+        g_assert_cmpint(symlink("..", planted_dir), ==, 0);
+        g_assert_cmpint(lchown(planted_dir, 65534, 65534), ==, 0);
+        screendump_expect_error(vm, planted_dir_file, "Permission denied");
+        assert_content(secret, "secret");
+    }
+    g_assert_cmpuint(count_entries(sticky), ==, 3 + protected_symlinks());
 
     if (have_small) {
         /* 900 KiB of PPM into 64 KiB: the write fails, the old file stays whole. */
@@ -231,7 +286,7 @@ static void test_screendump_target(void)
         assert_black_640x480(longpath);
     }
     /* No temporary file left behind by any of the above. */
-    g_assert_cmpuint(count_entries(dir), ==, 9);
+    g_assert_cmpuint(count_entries(dir), ==, 12);
     vm_kill(vm);
     if (have_small) {
         umount2(small, MNT_DETACH);
