@@ -143,7 +143,10 @@ static bool mount_small_tmpfs(const char *dir)
     return true;
 }
 
-/* fs.protected_symlinks: a link in a sticky world-writable directory is followed only for its owner. */
+/*
+ * fs.protected_symlinks: a link in a sticky world-writable directory is
+ * followed only for its owner (or the directory's).
+ */
 static bool protected_symlinks(void)
 {
     g_autofree char *v = NULL;
