@@ -85,7 +85,9 @@ static bool screendump_split(const char *filename, char **dir, char **base, Erro
 /* Creates our file beside the target: O_EXCL, so that it is ours alone. */
 static bool screendump_create_tmp(ScreendumpFile *f, Error **errp)
 {
-    for (int tries = 0; tries < 100; tries++) {
+    int err = EEXIST;
+
+    for (int tries = 0; tries < 100 && err == EEXIST; tries++) {
         /* Shortened so that a name near NAME_MAX still leaves room for ours. */
         f->tmp = g_strdup_printf(".%.200s.%08x", f->base, g_random_int());
         f->fd = openat(f->dirfd, f->tmp,
@@ -93,12 +95,10 @@ static bool screendump_create_tmp(ScreendumpFile *f, Error **errp)
         if (f->fd >= 0) {
             return true;
         }
+        err = errno;
         g_clear_pointer(&f->tmp, g_free);
-        if (errno != EEXIST) {
-            break;
-        }
     }
-    error_setg(errp, "failed to open file '%s': %s", f->filename, strerror(errno));
+    error_setg(errp, "failed to open file '%s': %s", f->filename, strerror(err));
     return false;
 }
 
@@ -149,7 +149,7 @@ bool screendump_file_open(ScreendumpFile *f, const char *filename, Error **errp)
 
 bool screendump_file_commit(ScreendumpFile *f, Error **errp)
 {
-    struct stat st;
+    struct stat st, dst;
     int fd = f->fd;
 
     f->fd = -1;
@@ -166,7 +166,8 @@ bool screendump_file_commit(ScreendumpFile *f, Error **errp)
      * never writes through a link.
      */
     if (fstatat(f->dirfd, f->base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !screendump_may_replace(f->filename, &st, NULL, errp)) {
+        !screendump_may_replace(f->filename, &st,
+                                fstat(f->dirfd, &dst) == 0 ? &dst : NULL, errp)) {
         screendump_file_abort(f);
         return false;
     }
