@@ -98,6 +98,11 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
                           "failed: %s", page, b->rb->idstr, g_strerror(err));
     error_report("%s; the guest's memory is incomplete and the guest cannot run", msg);
     __atomic_store_n(&lr.fail_msg, msg, __ATOMIC_RELEASE);
+    /*
+     * Before the BH: a BQL holder joining a device thread that waits on a
+     * missing page must learn it now, or the BH never runs.
+     */
+    guest_ram_set_lost();
     qemu_bh_schedule_oneshot(lr_failed_bh, NULL);
 }
 

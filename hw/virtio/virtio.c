@@ -5,7 +5,10 @@
  * DRIVER_OK, the VM runs and the device is not broken; every change of
  * those three goes through virtio_device_update_running() under the BQL,
  * which joins the thread before it returns, so a BQL holder that saw the
- * device stopped owns the queues.
+ * device stopped owns the queues. One exception: once guest RAM is lost
+ * (guest_ram_lost) a thread that may wait on a missing page is not joined
+ * but left behind (thread_abandoned); the device is broken, the guest
+ * cannot run again, and nothing the thread may use is freed.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -109,9 +112,8 @@ static void virtio_notifier_drain(int fd)
     }
 }
 
-static void *virtio_device_thread_fn(void *opaque)
+static void *virtio_device_thread_body(VirtIODevice *vdev)
 {
-    VirtIODevice *vdev = opaque;
     unsigned int nq = vdev->ops->num_queues;
     g_autofree struct pollfd *fds = g_new0(struct pollfd, nq + 1);
 
@@ -151,6 +153,54 @@ static void *virtio_device_thread_fn(void *opaque)
     }
 }
 
+static void *virtio_device_thread_fn(void *opaque)
+{
+    VirtIODevice *vdev = opaque;
+    uint64_t one = 1;
+
+    virtio_device_thread_body(vdev);
+    /* The last access to the device: whoever stops it may join now. */
+    while (write(vdev->exit_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+    return NULL;
+}
+
+/* Whether the device thread said it returns, waiting at most @timeout_ms (-1: forever). */
+static bool virtio_device_thread_exited(VirtIODevice *vdev, int lost_fd, int timeout_ms)
+{
+    struct pollfd fds[2] = {
+        { .fd = vdev->exit_fd, .events = POLLIN },
+        { .fd = lost_fd, .events = POLLIN },    /* poll() skips a negative fd */
+    };
+
+    while (poll(fds, 2, timeout_ms) < 0 && errno == EINTR) {
+    }
+    return fds[0].revents & POLLIN;
+}
+
+/*
+ * Joins the device thread, unless it may wait forever on guest RAM: then
+ * returns false, the thread told to return but not joined. The thread reads
+ * and writes guest RAM without the BQL; under a lazy restore a page it
+ * touches may be missing, and once the file failed (guest_ram_lost) the
+ * fault is never answered and no signal ends the wait. A join there would
+ * hold the BQL forever: no monitor, no STOP event, no quit. So the wait
+ * for the thread also watches for the loss, which may come while we wait.
+ */
+static bool virtio_device_thread_join(VirtIODevice *vdev)
+{
+    int lost_fd = guest_ram_lost_fd();
+
+    if (!virtio_device_thread_exited(vdev, lost_fd, -1) &&
+        /* A thread that was not waiting on a page returns at once. */
+        !virtio_device_thread_exited(vdev, -1, 100)) {
+        return false;
+    }
+    qemu_thread_join(&vdev->thread);
+    virtio_notifier_drain(vdev->exit_fd);
+    return true;
+}
+
 static void virtio_device_thread_stop(VirtIODevice *vdev)
 {
     uint64_t one = 1;
@@ -160,7 +210,20 @@ static void virtio_device_thread_stop(VirtIODevice *vdev)
     }
     while (write(vdev->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
     }
-    qemu_thread_join(&vdev->thread);
+    if (!virtio_device_thread_join(vdev)) {
+        /*
+         * Left behind: the guest cannot run again (its memory is
+         * incomplete), so the device never needs the thread. ops->stop
+         * is not called: the thread may be inside the device's code, and
+         * stop's flush would touch guest RAM under the BQL. The stop_fd
+         * stays written: if the page ever came, the thread would return.
+         */
+        vdev->thread_running = false;
+        vdev->thread_abandoned = true;
+        virtio_error(vdev, "the device thread waits on guest RAM that will never come; "
+                     "left behind");
+        return;
+    }
     virtio_notifier_drain(vdev->stop_fd);
     vdev->thread_running = false;
     if (vdev->ops->stop) {
@@ -192,7 +255,7 @@ static void virtio_device_thread_start(VirtIODevice *vdev)
 void virtio_device_update_running(VirtIODevice *vdev)
 {
     bool want = vdev->vm_running && (vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-                !virtio_device_is_broken(vdev);
+                !virtio_device_is_broken(vdev) && !vdev->thread_abandoned;
 
     if (want && !vdev->thread_running) {
         virtio_device_thread_start(vdev);
@@ -400,13 +463,14 @@ bool virtio_device_init(VirtIODevice *vdev, const VirtIODeviceOps *ops, Error **
         vdev->notifier_fd[i] = -1;
     }
     vdev->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    for (unsigned int i = 0; i < nq && vdev->stop_fd >= 0; i++) {
+    vdev->exit_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    for (unsigned int i = 0; i < nq && vdev->stop_fd >= 0 && vdev->exit_fd >= 0; i++) {
         vdev->notifier_fd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (vdev->notifier_fd[i] < 0) {
             break;
         }
     }
-    if (vdev->stop_fd < 0 || (nq && vdev->notifier_fd[nq - 1] < 0)) {
+    if (vdev->stop_fd < 0 || vdev->exit_fd < 0 || (nq && vdev->notifier_fd[nq - 1] < 0)) {
         error_setg_errno(errp, errno, "%s: cannot create eventfds", ops->name);
         virtio_device_cleanup(vdev);
         return false;
@@ -423,6 +487,18 @@ void virtio_device_cleanup(VirtIODevice *vdev)
     }
     __atomic_store_n(&vdev->status, 0, __ATOMIC_RELEASE);
     virtio_device_thread_stop(vdev);
+    if (vdev->thread_abandoned) {
+        if (!virtio_device_thread_exited(vdev, -1, 0)) {
+            /*
+             * Still waiting on a page that will never come: the queues,
+             * fds and the device around them stay for it, until the
+             * process ends (only then does the wait end).
+             */
+            return;
+        }
+        qemu_thread_join(&vdev->thread);
+        vdev->thread_abandoned = false;
+    }
     if (vdev->vm_change) {
         qemu_del_vm_change_state_handler(vdev->vm_change);
     }
@@ -433,6 +509,9 @@ void virtio_device_cleanup(VirtIODevice *vdev)
     }
     if (vdev->stop_fd >= 0) {
         close(vdev->stop_fd);
+    }
+    if (vdev->exit_fd >= 0) {
+        close(vdev->exit_fd);
     }
     g_free(vdev->notifier_fd);
     g_free(vdev->vq);

@@ -17,7 +17,11 @@
 #include "hw/virtio/virtio-mmio.h"
 #include "system/ioport.h"
 #include "system/memory.h"
+#include "qemu/thread.h"
+#include "qemu/userfaultfd.h"
 #include "virtio-test.h"
+#include <poll.h>
+#include <sys/mman.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
 #include <linux/virtio_ring.h>
@@ -29,6 +33,7 @@
 #define AVAIL_GPA 0x11000
 #define USED_GPA  0x12000
 #define BUF_GPA   0x20000
+#define MISSING_GPA 0x40000     /* a page a userfaultfd never answers */
 #define DEV_FEATURE_BIT 5       /* the echo device's one feature */
 
 /* ---- The echo device: copies each chain's readable bytes into its writable ones ---- */
@@ -743,6 +748,75 @@ static void test_migrate_rings_not_read(void)
     }
 }
 
+static unsigned int lost_stop_done;    /* atomic */
+
+static void *lost_stopper(void *opaque)
+{
+    vtest_vm_set_running(false);
+    __atomic_store_n(&lost_stop_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/*
+ * Guest RAM lost (a lazy restore whose file failed) while the device
+ * thread waits on a missing page of it, as virtio-net's does when a frame
+ * comes for a buffer the restore never brought: the VM stop under the BQL
+ * must not join that thread, which would wait forever. The device is left
+ * broken, its thread behind; cleanup leaves it what it may still use, and
+ * joins it once it did return. Runs last: the loss is for the process.
+ */
+static void test_lost_ram_thread_left_behind(void)
+{
+    int uffd = uffd_create(0);
+    struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+    QemuThread stopper;
+    Fixture f;
+
+    if (uffd < 0) {
+        g_test_skip("userfaultfd is not usable here");
+        return;
+    }
+    fixture_setup(&f, false, false);
+    driver_init(&f, false);
+    g_assert_cmpint(madvise(vtest_gpa(MISSING_GPA), 4096, MADV_DONTNEED), ==, 0);
+    g_assert_cmpint(uffd_register_missing(uffd, vtest_gpa(MISSING_GPA), 4096), ==, 0);
+    vtest_put_desc(&f.q, 0, MISSING_GPA, 8, VRING_DESC_F_NEXT, 1);
+    vtest_put_desc(&f.q, 1, BUF_GPA + 0x100, 0x100, VRING_DESC_F_WRITE, 0);
+    vtest_publish(&f.q, 0);
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    /* The thread's read of the chain's buffer is a fault that nobody answers. */
+    g_assert_cmpint(poll(&pfd, 1, 5000), ==, 1);
+    guest_ram_set_lost();
+    /* In a thread of its own, so that a stop that hangs fails the test instead. */
+    qemu_thread_create(&stopper, "lost-stopper", lost_stopper, NULL);
+    g_assert_true(vtest_wait_uint(&lost_stop_done, 1));
+    qemu_thread_join(&stopper);
+    g_assert_false(f.dev.vdev.thread_running);
+    g_assert_true(f.dev.vdev.thread_abandoned);
+    assert_needs_reset(&f);
+    /* stop's flush would touch guest RAM under the BQL, maybe beside the thread. */
+    g_assert_cmpuint(f.dev.stops, ==, 0);
+    /* Never restarted. */
+    vtest_vm_set_running(true);
+    g_assert_false(f.dev.vdev.thread_running);
+    vtest_vm_set_running(false);
+    /* Cleanup does not wait either, and frees nothing the thread holds. */
+    virtio_device_cleanup(&f.dev.vdev);
+    g_assert_true(f.dev.vdev.thread_abandoned);
+    g_assert_nonnull(f.dev.vdev.vq);
+    g_assert_cmpuint(vtest_used_idx(&f.q), ==, 0);
+    /*
+     * Here only, the page comes after all (the range unregistered wakes the
+     * thread, which reads zeros): the thread returns, and cleanup joins it.
+     */
+    g_assert_cmpint(uffd_unregister(uffd, vtest_gpa(MISSING_GPA), 4096), ==, 0);
+    pfd = (struct pollfd) { .fd = f.dev.vdev.exit_fd, .events = POLLIN };
+    g_assert_cmpint(poll(&pfd, 1, 5000), ==, 1);
+    vtest_vm_set_running(true);
+    close(uffd);
+    fixture_teardown(&f);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -765,6 +839,8 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-mmio/migrate/round-trip", test_migrate_round_trip);
     g_test_add_func("/virtio-mmio/migrate/hostile", test_migrate_hostile);
     g_test_add_func("/virtio-mmio/migrate/rings-not-read", test_migrate_rings_not_read);
+    g_test_add_func("/virtio-mmio/lost-ram/thread-left-behind",
+                    test_lost_ram_thread_left_behind);
     ret = g_test_run();
     vtest_cleanup();
     return ret;

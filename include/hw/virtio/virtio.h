@@ -104,6 +104,13 @@ struct VirtIODevice {
     QemuThread thread;
     bool thread_running;
     int stop_fd;                /* eventfd: tells the thread to return */
+    int exit_fd;                /* eventfd: the thread writes it as it returns */
+    /*
+     * Stopped without a join: guest RAM was lost while the thread ran, and
+     * it may wait on a missing page forever. It is never restarted, and
+     * what it may still use is never freed (virtio_device_thread_stop).
+     */
+    bool thread_abandoned;
     bool vm_running;            /* as the last VM change state said */
     VMChangeStateEntry *vm_change;
 };
