@@ -126,9 +126,11 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
         memset(buf, 0, (p - first) << TARGET_PAGE_BITS);
         bytes = (last + 1 - p) << TARGET_PAGE_BITS;
+        errno = 0;
         if (!qemu_pread_full(lr.fd, buf + ((p - first) << TARGET_PAGE_BITS), bytes,
                           b->pages_offset + (p << TARGET_PAGE_BITS))) {
-            lr_fail(b, p, errno);
+            /* A short read (the file ends early, ENODATA from pread_full) is an I/O error. */
+            lr_fail(b, p, errno && errno != ENODATA ? errno : EIO);
             return -1;
         }
         for (uint64_t z = find_next_zero_bit(b->present, last, p); z < last;

@@ -109,6 +109,9 @@ static void check_stopped(VM *dst)
     g_assert_cmpstr(json_get_str(r, "status"), ==, "failed");
     g_assert_cmpstr(json_get_str(r, "x-lazy-restore.status"), ==, "failed");
     g_assert_nonnull(strstr(json_get_str(r, "error-desc"), "lazy restore: reading page "));
+    /* The file ends early: a short read, which is an I/O error (not "Success"). */
+    g_assert_nonnull(strstr(json_get_str(r, "error-desc"), "from the file failed: "
+                            "Input/output error"));
     json_node_unref(r);
     g_assert_nonnull(strstr(dst->stderr_text->str, "the guest's memory is incomplete and "
                             "the guest cannot run"));
