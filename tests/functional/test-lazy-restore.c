@@ -11,6 +11,7 @@
  * still ends the process cleanly. The same with -S, where the guest never
  * ran and the failure is the prefetch's.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,8 +92,41 @@ static VM *restore_and_truncate(const char *snap, const char *copy, bool paused)
     return dst;
 }
 
+/*
+ * Whether @vm still holds what a lazy restore had: one of its threads
+ * (mig/lr-fault, mig/lr-pfN) or a descriptor of @file.
+ */
+static bool holds_restore(VM *vm, const char *file)
+{
+    g_autofree char *tasks = g_strdup_printf("/proc/%d/task", (int)vm->pid);
+    g_autofree char *fds = g_strdup_printf("/proc/%d/fd", (int)vm->pid);
+    bool held = false;
+    struct dirent *e;
+    DIR *d = opendir(tasks);
+
+    g_assert_nonnull(d);
+    while (!held && (e = readdir(d))) {
+        g_autofree char *path = g_strdup_printf("%s/%s/comm", tasks, e->d_name);
+        g_autofree char *comm = NULL;
+
+        held = e->d_name[0] != '.' && g_file_get_contents(path, &comm, NULL, NULL) &&
+               g_str_has_prefix(comm, "mig/lr-");
+    }
+    closedir(d);
+    d = opendir(fds);
+    g_assert_nonnull(d);
+    while (!held && (e = readdir(d))) {
+        g_autofree char *path = g_strdup_printf("%s/%s", fds, e->d_name);
+        g_autofree char *target = g_file_read_link(path, NULL);
+
+        held = target && !strcmp(target, file);
+    }
+    closedir(d);
+    return held;
+}
+
 /* The VM's state after the failure: io-error, the reason, nothing runs or reads the guest. */
-static void check_stopped(VM *dst)
+static void check_stopped(VM *dst, const char *copy)
 {
     g_autofree char *pmem = g_strdup_printf("%s/pmem.out", vmtest_tmpdir());
     g_autofree char *hmp = NULL;
@@ -113,12 +147,23 @@ static void check_stopped(VM *dst)
     g_assert_nonnull(strstr(json_get_str(r, "error-desc"), "from the file failed: "
                             "Input/output error"));
     json_node_unref(r);
+    /*
+     * The failed restore gives back its threads and the file (the
+     * userfaultfd stays: waiters on its pages must not get zeros).
+     */
+    for (int i = 0; i < 100 && holds_restore(dst, copy); i++) {
+        g_usleep(100000);
+    }
+    g_assert_false(holds_restore(dst, copy));
     g_assert_nonnull(strstr(dst->stderr_text->str, "the guest's memory is incomplete and "
                             "the guest cannot run"));
 
     /* Nothing may run the guest on, or read, memory that will never come. */
     vm_qmp_expect_error(dst, "{'execute': 'cont'}", RAM_INCOMPLETE);
     vm_qmp_expect_error(dst, "{'execute': 'system_reset'}", RAM_INCOMPLETE);
+    g_free(hmp);
+    hmp = g_strdup_printf("{'execute': 'migrate', 'arguments': {'uri': 'file:%s.out'}}", copy);
+    vm_qmp_expect_error(dst, hmp, RAM_INCOMPLETE);
     r = vm_qmp(dst, "{'execute': 'pmemsave', 'arguments': {'val': 0, 'size': 536870912, "
                "'filename': '%s'}}", pmem);
     g_assert_true(json_has(r, "error"));
@@ -163,7 +208,7 @@ static void truncated_under_restore(bool paused)
         /* The kick ended the vCPU's wait on a missing page. */
         json_node_unref(vm_wait_event(dst, "STOP", 60));
     }
-    check_stopped(dst);
+    check_stopped(dst, copy);
     unlink(copy);
     unlink(snap);
 }
