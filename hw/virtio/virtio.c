@@ -226,7 +226,12 @@ static void virtio_device_thread_stop(VirtIODevice *vdev)
     }
     virtio_notifier_drain(vdev->stop_fd);
     vdev->thread_running = false;
-    if (vdev->ops->stop) {
+    /*
+     * stop may read and write guest RAM under the BQL (virtio-net flushes
+     * its frames into the rings); once RAM is lost that could wait for
+     * ever. Skipped: the guest never runs again to see what it would do.
+     */
+    if (vdev->ops->stop && !guest_ram_lost()) {
         vdev->ops->stop(vdev);
     }
 }
