@@ -379,7 +379,6 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp)
 {
     uint64_t unknown = ds->guest_features & ~vdev->host_features;
-    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
 
     if (ds->status & ~VIRTIO_STATUS_KNOWN) {
         error_setg(errp, "%s: invalid status 0x%x", vdev->name, ds->status);
@@ -406,26 +405,42 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
             return false;
         }
     }
-    /*
-     * The rings as the device thread will find them. Only a device that
-     * will run reads them: before DRIVER_OK the driver may still be laying
-     * them out, and a device the guest broke on the source (a loop in its
-     * ring, say) must migrate broken, not fail the migration.
-     * Under postcopy or a lazy restore the rings' pages may not be here
-     * yet, and a read would wait on a fault that only the source or the
-     * file can serve, maybe never: there the checks at the first kick
-     * remain.
-     */
+    return true;
+}
+
+/*
+ * The rings as the device thread will find them, after the state is set.
+ * What they hold the guest wrote (the used ring's idx too: the guest can
+ * write it), so a disagreement is not a reason to refuse the migration: a
+ * guest could block every migration of itself by writing used->idx or
+ * posting a looping chain it never kicks. The device is loaded broken
+ * instead (NEEDS_RESET), as the source would have broken it at the next
+ * kick, with the one warning naming the device and the field; the guest's
+ * problem stays the guest's.
+ * Only a device that will run reads them: before DRIVER_OK the driver may
+ * still be laying them out, and a device broken on the source is broken
+ * already. Under postcopy or a lazy restore the rings' pages may not be
+ * here yet, and a read would wait with the BQL on a fault that only the
+ * source or the file can serve, maybe never: there the checks at the
+ * first kick remain.
+ */
+static void virtio_device_check_rings(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                                      const VirtQueueState *qs)
+{
+    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+
     if (!(ds->status & VIRTIO_CONFIG_S_DRIVER_OK) || ds->broken || guest_ram_reads_may_wait()) {
-        return true;
+        return;
     }
     for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
-        if (!virtqueue_check_rings(&vdev->vq[i], &qs[i], indirect, errp)) {
-            error_prepend(errp, "%s: ", vdev->name);
-            return false;
+        g_autoptr(Error) err = NULL;
+
+        if (!virtqueue_check_rings(&vdev->vq[i], &qs[i], indirect, &err)) {
+            virtio_error(vdev, "at load, the rings in guest RAM disagree: %s",
+                         error_get_pretty(err));
+            return;
         }
     }
-    return true;
 }
 
 void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
@@ -448,6 +463,8 @@ void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
         __atomic_store_n(&vdev->broken_warned, 1, __ATOMIC_SEQ_CST);
         virtio_error(vdev, "broken on the migration source");
     }
+    /* Before the status: no config interrupt now; the driver reads NEEDS_RESET. */
+    virtio_device_check_rings(vdev, ds, qs);
     __atomic_store_n(&vdev->status, ds->status, __ATOMIC_RELEASE);
     virtio_device_update_running(vdev);
 }

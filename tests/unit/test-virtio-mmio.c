@@ -703,14 +703,14 @@ static void test_migrate_hostile(void)
     load_expect_refused(good, len, SEC_FEATURES, 1ULL << DEV_FEATURE_BIT, 8,
                         "without VIRTIO_F_VERSION_1");
     load_expect_refused(good, len, SEC_ISR, 4, 4, "invalid InterruptStatus");
-    /* Another good place in RAM, whose idx (the two chains offered) is not used_idx. */
-    load_expect_refused(good, len, q0 + SEC_Q_USED, AVAIL_GPA, 8, "queue 0: used_idx 1, "
-                        "but the device ring at 0x11000 in guest RAM says 2");
 }
 
-/* The section with one field changed loads. */
+/*
+ * The section with one field changed loads; @broken: with the device
+ * broken (NEEDS_RESET), its thread not started when the VM runs.
+ */
 static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint64_t val,
-                               int size)
+                               int size, bool broken)
 {
     g_autofree uint8_t *sec = g_memdup2(good, len);
     Fixture f;
@@ -719,8 +719,47 @@ static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint
     fixture_setup(&f, true, false);
     vtest_vm_set_running(false);
     g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    g_assert_cmpint(virtio_device_is_broken(&f.dev.vdev), ==, broken);
     vtest_vm_set_running(true);
+    if (broken) {
+        g_assert_false(f.dev.vdev.thread_running);
+        assert_needs_reset(&f);
+        g_assert_cmpuint(f.dev.notifies, ==, 0);
+    }
     fixture_teardown(&f);
+}
+
+/*
+ * The rings in guest RAM are the guest's to write: where they disagree with
+ * the stream the device loads broken, as the first kick would have broken
+ * it on the source, instead of the guest blocking its own migration.
+ */
+static void test_migrate_guest_rings(void)
+{
+    size_t len;
+    g_autofree uint8_t *good = save_source(&len, false);
+    VirtIOTestQueue q = { .index = 0, .num = QSIZE, .desc = DESC_GPA, .avail = AVAIL_GPA,
+                          .used = USED_GPA };
+    uint16_t used_idx;
+
+    /* The guest wrote the device ring's idx. */
+    memcpy(&used_idx, vtest_gpa(USED_GPA + 2), 2);
+    memcpy(vtest_gpa(USED_GPA + 2), &(uint16_t){ 7 }, 2);
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    memcpy(vtest_gpa(USED_GPA + 2), &used_idx, 2);
+    /* The guest offered a looping chain and never kicked (descriptors 2 -> 3 -> 2). */
+    vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_NEXT, 2);
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_WRITE, 0);
+    /*
+     * The device ring moved in the stream to another good place in RAM,
+     * whose idx (the two chains offered) is not used_idx: the stream is
+     * consistent in itself, and to the destination this is the guest's
+     * write above.
+     */
+    load_expect_loaded(good, len, SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8, true);
+    /* Put back, the rings agree again and the device runs. */
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, false);
 }
 
 /*
@@ -735,14 +774,15 @@ static void test_migrate_rings_not_read(void)
     g_autofree uint8_t *sec = save_source(&len, false);
     GPtrArray *rbs = ram_blocks();
 
-    /* Each with the device ring moved where the refused case above has it. */
+    /* Each with the device ring moved where test_migrate_guest_rings breaks the device. */
     put_be(sec + SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8);
-    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1);
-    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1);
+    /* Broken on the source: broken here, without a second warning. */
+    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1, true);
+    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 1;
     }
-    load_expect_loaded(sec, len, SEC_ISR, 0, 4);
+    load_expect_loaded(sec, len, SEC_ISR, 0, 4, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 0;
     }
@@ -852,6 +892,7 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-mmio/hostile/warn-once", test_warn_once);
     g_test_add_func("/virtio-mmio/migrate/round-trip", test_migrate_round_trip);
     g_test_add_func("/virtio-mmio/migrate/hostile", test_migrate_hostile);
+    g_test_add_func("/virtio-mmio/migrate/guest-rings", test_migrate_guest_rings);
     g_test_add_func("/virtio-mmio/migrate/rings-not-read", test_migrate_rings_not_read);
     g_test_add_func("/virtio-mmio/lost-ram/thread-left-behind",
                     test_lost_ram_thread_left_behind);

@@ -154,13 +154,18 @@ void virtio_device_get_state(VirtIODevice *vdev, VirtIODeviceState *ds, VirtQueu
  * virtio_device_check_state: would @ds and the ops->num_queues entries of
  * @qs (from a stream) be a state this device can run? Known status bits,
  * features it offers (VERSION_1 once FEATURES_OK), DRIVER_OK only with
- * FEATURES_OK, every queue (virtqueue_check_state), and for a running
- * device (DRIVER_OK, not broken) the rings in guest RAM
- * (virtqueue_check_rings), unless guest RAM may still be missing.
+ * FEATURES_OK, every queue (virtqueue_check_state). Only what the stream
+ * alone says: reads no guest RAM.
  */
 bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp);
-/* Applies a checked state; the thread starts when the VM runs. */
+/*
+ * Applies a checked state; the thread starts when the VM runs. For a
+ * running device (DRIVER_OK, not broken), unless guest RAM may still be
+ * missing, the rings in guest RAM are read (virtqueue_check_rings): the
+ * guest wrote them, so if they disagree the device is loaded broken
+ * (NEEDS_RESET, one warning naming the device and the field), not refused.
+ */
 void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                              const VirtQueueState *qs);
 
