@@ -359,6 +359,7 @@ static bool lr_chunk(uint64_t c, LazyBlock **bp, uint64_t *first)
 /* Every block in order, 2 MiB at a time, the threads taking turns; the last one out ends it. */
 static void *lr_prefetch_thread(void *opaque)
 {
+    int faulting = LR_FAULTING;
     uint8_t *buf = opaque;
     LazyBlock *b;
     uint64_t first;
@@ -395,7 +396,15 @@ static void *lr_prefetch_thread(void *opaque)
         __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&lr.resident_ms, (get_clock_ns() - lr.start_ns) / 1000000, __ATOMIC_RELAXED);
-    __atomic_store_n(&lr.status, LR_RESIDENT, __ATOMIC_SEQ_CST);
+    /*
+     * A fault's read may have failed since the check above: lr_fail's
+     * outcome stands (the VM is stopping), and its release runs instead.
+     */
+    if (!__atomic_compare_exchange_n(&lr.status, &faulting, LR_RESIDENT, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        lr_failed_out();
+        return NULL;
+    }
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
     return NULL;
 }
