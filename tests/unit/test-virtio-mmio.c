@@ -826,9 +826,15 @@ static void test_lost_ram_thread_left_behind(void)
     wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
     /* The thread's read of the chain's buffer is a fault that nobody answers. */
     g_assert_cmpint(poll(&pfd, 1, 5000), ==, 1);
-    guest_ram_set_lost();
-    /* In a thread of its own, so that a stop that hangs fails the test instead. */
+    /*
+     * The stop, in a thread of its own so that one that hangs fails the
+     * test instead. While the page may still come it waits for the thread;
+     * the loss, coming while it waits, releases it.
+     */
     qemu_thread_create(&stopper, "lost-stopper", lost_stopper, NULL);
+    g_usleep(100000);
+    g_assert_cmpuint(__atomic_load_n(&lost_stop_done, __ATOMIC_SEQ_CST), ==, 0);
+    guest_ram_set_lost();
     g_assert_true(vtest_wait_uint(&lost_stop_done, 1));
     qemu_thread_join(&stopper);
     g_assert_false(f.dev.vdev.thread_running);
