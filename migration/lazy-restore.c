@@ -34,7 +34,7 @@ typedef struct LazyBlock {
 } LazyBlock;
 
 static struct {
-    /* Set up by mig/dst before the threads read them (add_block), freed by the finish BH. */
+    /* Set up by mig/dst before the threads read them (add_block), freed by a finish BH. */
     LazyBlock *blocks;
     int nblocks;
     int uffd;
