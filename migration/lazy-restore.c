@@ -34,7 +34,7 @@ typedef struct LazyBlock {
 } LazyBlock;
 
 static struct {
-    /* Set up by mig/dst before the threads read them (add_block), freed by the finish BH. */
+    /* Set up by mig/dst before the threads read them (add_block), freed by a finish BH. */
     LazyBlock *blocks;
     int nblocks;
     int uffd;
@@ -51,6 +51,11 @@ static struct {
     LazyRestoreFailFn *on_fail;
     char *fail_msg;             /* atomic: published once by lr_fail's winner, then read-only */
     int prefetch_done;          /* atomic: prefetch threads that finished */
+    /*
+     * Atomic: threads out after a failure, the fault thread's exit and the
+     * last prefetch thread's; the one that makes it 2 schedules lr_failed_bh_release.
+     */
+    int failed_out;
     int64_t start_ns;
 
     /* Atomic: any thread reads them for query-migrate. */
@@ -98,7 +103,18 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
                           "failed: %s", page, b->rb->idstr, g_strerror(err));
     error_report("%s; the guest's memory is incomplete and the guest cannot run", msg);
     __atomic_store_n(&lr.fail_msg, msg, __ATOMIC_RELEASE);
+    /*
+     * Before the BH: a BQL holder joining a device thread that waits on a
+     * missing page must learn it now, or the BH never runs.
+     */
+    guest_ram_set_lost();
     qemu_bh_schedule_oneshot(lr_failed_bh, NULL);
+    /* The fault thread has nothing to serve any more: it ends (lr_failed_out). */
+    if (lr.stop_fd >= 0) {
+        uint64_t one = 1;
+
+        (void)!write(lr.stop_fd, &one, sizeof(one));
+    }
 }
 
 /*
@@ -121,9 +137,11 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
         memset(buf, 0, (p - first) << TARGET_PAGE_BITS);
         bytes = (last + 1 - p) << TARGET_PAGE_BITS;
+        errno = 0;
         if (!qemu_pread_full(lr.fd, buf + ((p - first) << TARGET_PAGE_BITS), bytes,
                           b->pages_offset + (p << TARGET_PAGE_BITS))) {
-            lr_fail(b, p, errno);
+            /* A short read (the file ends early, ENODATA from pread_full) is an I/O error. */
+            lr_fail(b, p, errno && errno != ENODATA ? errno : EIO);
             return -1;
         }
         for (uint64_t z = find_next_zero_bit(b->present, last, p); z < last;
@@ -168,6 +186,57 @@ static LazyBlock *lr_find(uint64_t addr, uint64_t *page)
     return NULL;
 }
 
+/* Main loop: what a failed restore can give back (lr_failed_out). */
+static void lr_failed_bh_release(void *opaque)
+{
+    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+        if (lr.prefetch_created[i]) {
+            qemu_thread_join(&lr.prefetch_threads[i]);
+            lr.prefetch_created[i] = false;
+        }
+    }
+    if (lr.fault_running) {
+        qemu_thread_join(&lr.fault_thread);
+        lr.fault_running = false;
+    }
+    /*
+     * The userfaultfd stays open and registered, for the life of the
+     * process: vCPUs and device threads may wait on its missing pages, and
+     * closing it or unregistering would wake them onto zero pages, memory
+     * the guest never had. guest_ram_reads_may_wait() stays true with it.
+     * The rest nobody uses any more: both threads have returned.
+     */
+    for (int i = 0; i < lr.nblocks; i++) {
+        g_free(lr.blocks[i].present);
+        g_free(lr.blocks[i].resident);
+    }
+    g_clear_pointer(&lr.blocks, g_free);
+    lr.nblocks = 0;
+    close(lr.fd);
+    close(lr.stop_fd);
+    lr.fd = lr.stop_fd = -1;
+    munmap(lr.fault_buf, LR_FAULT_PAGES * TARGET_PAGE_SIZE);
+    lr.fault_buf = NULL;
+    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
+        munmap(lr.prefetch_bufs[i], LR_PREFETCH_PAGES * TARGET_PAGE_SIZE);
+        lr.prefetch_bufs[i] = NULL;
+    }
+}
+
+/*
+ * The fault thread as it returns, or the last prefetch thread out after a
+ * failure: once both are out of a failed restore, release what it held.
+ * The fault thread counts even when it returned for another reason (a read
+ * of the userfaultfd failed), so the count still reaches 2.
+ */
+static void lr_failed_out(void)
+{
+    if (__atomic_add_fetch(&lr.failed_out, 1, __ATOMIC_ACQ_REL) == 2 &&
+        __atomic_load_n(&lr.status, __ATOMIC_SEQ_CST) == LR_FAILED) {
+        qemu_bh_schedule_oneshot(lr_failed_bh_release, NULL);
+    }
+}
+
 static void *lr_fault_thread(void *opaque)
 {
     uint8_t *buf = lr.fault_buf;
@@ -182,6 +251,10 @@ static void *lr_fault_thread(void *opaque)
         }
         if (n < 0) {
             error_report("lazy restore: reading userfaultfd failed: %s", g_strerror(-n));
+            break;
+        }
+        /* Failed: no fault will be served; the waiters stay waiting (lr_fail). */
+        if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
             break;
         }
         for (int i = 0; i < n; i++) {
@@ -199,6 +272,7 @@ static void *lr_fault_thread(void *opaque)
             }
         }
     }
+    lr_failed_out();
     return NULL;
 }
 
@@ -285,6 +359,7 @@ static bool lr_chunk(uint64_t c, LazyBlock **bp, uint64_t *first)
 /* Every block in order, 2 MiB at a time, the threads taking turns; the last one out ends it. */
 static void *lr_prefetch_thread(void *opaque)
 {
+    int faulting = LR_FAULTING;
     uint8_t *buf = opaque;
     LazyBlock *b;
     uint64_t first;
@@ -294,7 +369,7 @@ static void *lr_prefetch_thread(void *opaque)
         int64_t bytes;
 
         if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
-            return NULL;
+            break;
         }
         /* Faults placed all of it already: nothing to read. */
         if (lr_all_resident(b, first, n)) {
@@ -302,11 +377,17 @@ static void *lr_prefetch_thread(void *opaque)
         }
         bytes = lr_place(b, first, n, buf);
         if (bytes < 0) {
-            return NULL;
+            break;
         }
         lr_add(&lr.bytes_prefetched, bytes);
     }
+    /* Every worker counts, failed or not: the last one out ends it either way. */
     if (__atomic_add_fetch(&lr.prefetch_done, 1, __ATOMIC_ACQ_REL) < lr.prefetch_workers) {
+        return NULL;
+    }
+    if (__atomic_load_n(&lr.status, __ATOMIC_SEQ_CST) == LR_FAILED) {
+        /* Pages are missing and stay so: the registration stays too. */
+        lr_failed_out();
         return NULL;
     }
     /* Every page is there: no fault can come any more. */
@@ -315,7 +396,15 @@ static void *lr_prefetch_thread(void *opaque)
         __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&lr.resident_ms, (get_clock_ns() - lr.start_ns) / 1000000, __ATOMIC_RELAXED);
-    __atomic_store_n(&lr.status, LR_RESIDENT, __ATOMIC_SEQ_CST);
+    /*
+     * A fault's read may have failed since the check above: lr_fail's
+     * outcome stands (the VM is stopping), and its release runs instead.
+     */
+    if (!__atomic_compare_exchange_n(&lr.status, &faulting, LR_RESIDENT, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        lr_failed_out();
+        return NULL;
+    }
     qemu_bh_schedule_oneshot(lr_finish_bh, NULL);
     return NULL;
 }
@@ -328,6 +417,7 @@ static bool lr_start(int fd, Error **errp)
     lr.start_ns = get_clock_ns();
     lr.pages_total = lr.pages_resident = lr.faults = lr.pages_fault_read = 0;
     lr.bytes_prefetched = lr.resident_ms = 0;
+    lr.failed_out = 0;
     memset(&lr.lat, 0, sizeof(lr.lat));
     lr.blocks = g_new0(LazyBlock, ram_blocks()->len);
     lr.uffd = uffd_create(0);
@@ -480,7 +570,11 @@ bool lazy_restore_failed(const char **why)
 
 bool lazy_restore_in_progress(void)
 {
-    /* Until the finish BH released it, the userfaultfd may still hold guest RAM. */
+    /*
+     * Until a finish BH released the threads, the userfaultfd may still hold
+     * guest RAM. After a failure it holds it for good, and
+     * lazy_restore_failed() says so from the start.
+     */
     return lr.blocks != NULL;
 }
 

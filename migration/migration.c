@@ -508,6 +508,10 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
         error_setg(errp, "Guest is waiting for an incoming migration");
         return false;
     }
+    /* A failed lazy restore: some pages will never come, and a read of one waits forever. */
+    if (!migration_guest_ram_usable(errp)) {
+        return false;
+    }
     if (lazy_restore_in_progress()) {
         /* Its RAM is registered with the restore's userfaultfd: a snapshot could not protect it. */
         error_setg(errp, "Guest RAM is still arriving from a lazy restore (x-lazy-restore); "

@@ -7,6 +7,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/memory.h"
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
@@ -40,6 +41,51 @@ bool guest_ram_reads_may_wait(void)
         }
     }
     return false;
+}
+
+static int ram_lost;              /* atomic: guest_ram_set_lost() was called */
+static int ram_lost_fd = -1;      /* atomic: created once, by whoever asks first */
+
+int guest_ram_lost_fd(void)
+{
+    int fd = __atomic_load_n(&ram_lost_fd, __ATOMIC_ACQUIRE);
+    int expected = -1;
+
+    if (fd >= 0) {
+        return fd;
+    }
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    if (!__atomic_compare_exchange_n(&ram_lost_fd, &expected, fd, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        close(fd);              /* another thread's won */
+        return expected;
+    }
+    /* Lost before anyone asked for the fd: it must say so too. */
+    if (__atomic_load_n(&ram_lost, __ATOMIC_SEQ_CST)) {
+        guest_ram_set_lost();
+    }
+    return fd;
+}
+
+void guest_ram_set_lost(void)
+{
+    uint64_t one = 1;
+    int fd;
+
+    __atomic_store_n(&ram_lost, 1, __ATOMIC_SEQ_CST);
+    fd = guest_ram_lost_fd();
+    /* A counter of 1 (or more) stays readable; only an overflow could fail, never reached. */
+    if (fd >= 0) {
+        (void)!write(fd, &one, sizeof(one));
+    }
+}
+
+bool guest_ram_lost(void)
+{
+    return __atomic_load_n(&ram_lost, __ATOMIC_SEQ_CST);
 }
 
 int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len)

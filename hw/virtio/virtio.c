@@ -5,7 +5,10 @@
  * DRIVER_OK, the VM runs and the device is not broken; every change of
  * those three goes through virtio_device_update_running() under the BQL,
  * which joins the thread before it returns, so a BQL holder that saw the
- * device stopped owns the queues.
+ * device stopped owns the queues. One exception: once guest RAM is lost
+ * (guest_ram_lost) a thread that may wait on a missing page is not joined
+ * but left behind (thread_abandoned); the device is broken, the guest
+ * cannot run again, and nothing the thread may use is freed.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -109,9 +112,8 @@ static void virtio_notifier_drain(int fd)
     }
 }
 
-static void *virtio_device_thread_fn(void *opaque)
+static void *virtio_device_thread_body(VirtIODevice *vdev)
 {
-    VirtIODevice *vdev = opaque;
     unsigned int nq = vdev->ops->num_queues;
     g_autofree struct pollfd *fds = g_new0(struct pollfd, nq + 1);
 
@@ -151,6 +153,54 @@ static void *virtio_device_thread_fn(void *opaque)
     }
 }
 
+static void *virtio_device_thread_fn(void *opaque)
+{
+    VirtIODevice *vdev = opaque;
+    uint64_t one = 1;
+
+    virtio_device_thread_body(vdev);
+    /* The last access to the device: whoever stops it may join now. */
+    while (write(vdev->exit_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+    return NULL;
+}
+
+/* Whether the device thread said it returns, waiting at most @timeout_ms (-1: forever). */
+static bool virtio_device_thread_exited(VirtIODevice *vdev, int lost_fd, int timeout_ms)
+{
+    struct pollfd fds[2] = {
+        { .fd = vdev->exit_fd, .events = POLLIN },
+        { .fd = lost_fd, .events = POLLIN },    /* poll() skips a negative fd */
+    };
+
+    while (poll(fds, 2, timeout_ms) < 0 && errno == EINTR) {
+    }
+    return fds[0].revents & POLLIN;
+}
+
+/*
+ * Joins the device thread, unless it may wait forever on guest RAM: then
+ * returns false, the thread told to return but not joined. The thread reads
+ * and writes guest RAM without the BQL; under a lazy restore a page it
+ * touches may be missing, and once the file failed (guest_ram_lost) the
+ * fault is never answered and no signal ends the wait. A join there would
+ * hold the BQL forever: no monitor, no STOP event, no quit. So the wait
+ * for the thread also watches for the loss, which may come while we wait.
+ */
+static bool virtio_device_thread_join(VirtIODevice *vdev)
+{
+    int lost_fd = guest_ram_lost_fd();
+
+    if (!virtio_device_thread_exited(vdev, lost_fd, -1) &&
+        /* A thread that was not waiting on a page returns at once. */
+        !virtio_device_thread_exited(vdev, -1, 100)) {
+        return false;
+    }
+    qemu_thread_join(&vdev->thread);
+    virtio_notifier_drain(vdev->exit_fd);
+    return true;
+}
+
 static void virtio_device_thread_stop(VirtIODevice *vdev)
 {
     uint64_t one = 1;
@@ -160,10 +210,28 @@ static void virtio_device_thread_stop(VirtIODevice *vdev)
     }
     while (write(vdev->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
     }
-    qemu_thread_join(&vdev->thread);
+    if (!virtio_device_thread_join(vdev)) {
+        /*
+         * Left behind: the guest cannot run again (its memory is
+         * incomplete), so the device never needs the thread. ops->stop
+         * is not called: the thread may be inside the device's code, and
+         * stop's flush would touch guest RAM under the BQL. The stop_fd
+         * stays written: if the page ever came, the thread would return.
+         */
+        vdev->thread_running = false;
+        vdev->thread_abandoned = true;
+        virtio_error(vdev, "the device thread waits on guest RAM that will never come; "
+                     "left behind");
+        return;
+    }
     virtio_notifier_drain(vdev->stop_fd);
     vdev->thread_running = false;
-    if (vdev->ops->stop) {
+    /*
+     * stop may read and write guest RAM under the BQL (virtio-net flushes
+     * its frames into the rings); once RAM is lost that could wait for
+     * ever. Skipped: the guest never runs again to see what it would do.
+     */
+    if (vdev->ops->stop && !guest_ram_lost()) {
         vdev->ops->stop(vdev);
     }
 }
@@ -192,7 +260,7 @@ static void virtio_device_thread_start(VirtIODevice *vdev)
 void virtio_device_update_running(VirtIODevice *vdev)
 {
     bool want = vdev->vm_running && (vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-                !virtio_device_is_broken(vdev);
+                !virtio_device_is_broken(vdev) && !vdev->thread_abandoned;
 
     if (want && !vdev->thread_running) {
         virtio_device_thread_start(vdev);
@@ -311,7 +379,6 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp)
 {
     uint64_t unknown = ds->guest_features & ~vdev->host_features;
-    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
 
     if (ds->status & ~VIRTIO_STATUS_KNOWN) {
         error_setg(errp, "%s: invalid status 0x%x", vdev->name, ds->status);
@@ -338,26 +405,42 @@ bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
             return false;
         }
     }
-    /*
-     * The rings as the device thread will find them. Only a device that
-     * will run reads them: before DRIVER_OK the driver may still be laying
-     * them out, and a device the guest broke on the source (a loop in its
-     * ring, say) must migrate broken, not fail the migration.
-     * Under postcopy or a lazy restore the rings' pages may not be here
-     * yet, and a read would wait on a fault that only the source or the
-     * file can serve, maybe never: there the checks at the first kick
-     * remain.
-     */
+    return true;
+}
+
+/*
+ * The rings as the device thread will find them, after the state is set.
+ * What they hold the guest wrote (the used ring's idx too: the guest can
+ * write it), so a disagreement is not a reason to refuse the migration: a
+ * guest could block every migration of itself by writing used->idx or
+ * posting a looping chain it never kicks. The device is loaded broken
+ * instead (NEEDS_RESET), as the source would have broken it at the next
+ * kick, with the one warning naming the device and the field; the guest's
+ * problem stays the guest's.
+ * Only a device that will run reads them: before DRIVER_OK the driver may
+ * still be laying them out, and a device broken on the source is broken
+ * already. Under postcopy or a lazy restore the rings' pages may not be
+ * here yet, and a read would wait with the BQL on a fault that only the
+ * source or the file can serve, maybe never: there the checks at the
+ * first kick remain.
+ */
+static void virtio_device_check_rings(VirtIODevice *vdev, const VirtIODeviceState *ds,
+                                      const VirtQueueState *qs)
+{
+    bool indirect = ds->guest_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+
     if (!(ds->status & VIRTIO_CONFIG_S_DRIVER_OK) || ds->broken || guest_ram_reads_may_wait()) {
-        return true;
+        return;
     }
     for (unsigned int i = 0; i < vdev->ops->num_queues; i++) {
-        if (!virtqueue_check_rings(&vdev->vq[i], &qs[i], indirect, errp)) {
-            error_prepend(errp, "%s: ", vdev->name);
-            return false;
+        g_autoptr(Error) err = NULL;
+
+        if (!virtqueue_check_rings(&vdev->vq[i], &qs[i], indirect, &err)) {
+            virtio_error(vdev, "at load, the rings in guest RAM disagree: %s",
+                         error_get_pretty(err));
+            return;
         }
     }
-    return true;
 }
 
 void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
@@ -380,6 +463,8 @@ void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
         __atomic_store_n(&vdev->broken_warned, 1, __ATOMIC_SEQ_CST);
         virtio_error(vdev, "broken on the migration source");
     }
+    /* Before the status: no config interrupt now; the driver reads NEEDS_RESET. */
+    virtio_device_check_rings(vdev, ds, qs);
     __atomic_store_n(&vdev->status, ds->status, __ATOMIC_RELEASE);
     virtio_device_update_running(vdev);
 }
@@ -400,13 +485,14 @@ bool virtio_device_init(VirtIODevice *vdev, const VirtIODeviceOps *ops, Error **
         vdev->notifier_fd[i] = -1;
     }
     vdev->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    for (unsigned int i = 0; i < nq && vdev->stop_fd >= 0; i++) {
+    vdev->exit_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    for (unsigned int i = 0; i < nq && vdev->stop_fd >= 0 && vdev->exit_fd >= 0; i++) {
         vdev->notifier_fd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (vdev->notifier_fd[i] < 0) {
             break;
         }
     }
-    if (vdev->stop_fd < 0 || (nq && vdev->notifier_fd[nq - 1] < 0)) {
+    if (vdev->stop_fd < 0 || vdev->exit_fd < 0 || (nq && vdev->notifier_fd[nq - 1] < 0)) {
         error_setg_errno(errp, errno, "%s: cannot create eventfds", ops->name);
         virtio_device_cleanup(vdev);
         return false;
@@ -423,6 +509,18 @@ void virtio_device_cleanup(VirtIODevice *vdev)
     }
     __atomic_store_n(&vdev->status, 0, __ATOMIC_RELEASE);
     virtio_device_thread_stop(vdev);
+    if (vdev->thread_abandoned) {
+        if (!virtio_device_thread_exited(vdev, -1, 0)) {
+            /*
+             * Still waiting on a page that will never come: the queues,
+             * fds and the device around them stay for it, until the
+             * process ends (only then does the wait end).
+             */
+            return;
+        }
+        qemu_thread_join(&vdev->thread);
+        vdev->thread_abandoned = false;
+    }
     if (vdev->vm_change) {
         qemu_del_vm_change_state_handler(vdev->vm_change);
     }
@@ -433,6 +531,9 @@ void virtio_device_cleanup(VirtIODevice *vdev)
     }
     if (vdev->stop_fd >= 0) {
         close(vdev->stop_fd);
+    }
+    if (vdev->exit_fd >= 0) {
+        close(vdev->exit_fd);
     }
     g_free(vdev->notifier_fd);
     g_free(vdev->vq);

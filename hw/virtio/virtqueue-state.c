@@ -2,10 +2,10 @@
 /*
  * A virtqueue as a migration stream states it (virtqueue.h). A loaded
  * queue is held to what the device checks when a driver programs it
- * (virtqueue_enable) and when it takes chains (virtqueue_pop), against the
- * rings the stream's RAM put in guest memory: a queue that passes runs, one
- * that would only break at the first kick is refused at load, naming the
- * field.
+ * (virtqueue_enable): what comes from the stream alone and is wrong is
+ * refused at load, naming the field (virtqueue_check_state). The rings in
+ * guest RAM are the guest's to write, so what they say against the stream
+ * (virtqueue_check_rings) only breaks the device, as the first kick would.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -49,6 +49,8 @@ static void virtqueue_state_capture(void *opaque, VirtQueue *vq, const char *msg
  * device wrote it last, and the stream's RAM carried it), the driver is at
  * most a queue ahead, and every chain it offers has a head inside the queue
  * and walks as virtqueue_pop() would walk it. Reads the rings, writes nothing.
+ * The guest may have written any of it: the caller breaks the device on a
+ * false return, it does not refuse the stream.
  */
 bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
                            Error **errp)

@@ -106,6 +106,20 @@ uint64_t ram_blocks_total_bytes(void);
  */
 bool guest_ram_reads_may_wait(void);
 
+/*
+ * Guest RAM that will never come: a lazy restore whose file failed leaves
+ * pages missing for good, and a thread that waits on one of them waits
+ * until the process ends (no signal ends a userfaultfd wait). Once said,
+ * said for the life of the process. Any thread; guest_ram_set_lost() takes
+ * no lock, so a thread that must not take the BQL may call it.
+ * guest_ram_lost_fd() is an eventfd that becomes readable then and stays
+ * readable (nobody reads it), for a poll() next to another fd; -1 if it
+ * could not be created (the caller then cannot be told).
+ */
+void guest_ram_set_lost(void);
+bool guest_ram_lost(void);
+int guest_ram_lost_fd(void);
+
 /* Places [offset, offset+size) of @rb at guest-physical @gpa. */
 bool guest_ram_map(RAMBlock *rb, uint64_t offset, hwaddr gpa, uint64_t size, Error **errp);
 /* The mappings, sorted by guest-physical address. */

@@ -17,7 +17,11 @@
 #include "hw/virtio/virtio-mmio.h"
 #include "system/ioport.h"
 #include "system/memory.h"
+#include "qemu/thread.h"
+#include "qemu/userfaultfd.h"
 #include "virtio-test.h"
+#include <poll.h>
+#include <sys/mman.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
 #include <linux/virtio_ring.h>
@@ -29,6 +33,7 @@
 #define AVAIL_GPA 0x11000
 #define USED_GPA  0x12000
 #define BUF_GPA   0x20000
+#define MISSING_GPA 0x40000     /* a page a userfaultfd never answers */
 #define DEV_FEATURE_BIT 5       /* the echo device's one feature */
 
 /* ---- The echo device: copies each chain's readable bytes into its writable ones ---- */
@@ -698,14 +703,14 @@ static void test_migrate_hostile(void)
     load_expect_refused(good, len, SEC_FEATURES, 1ULL << DEV_FEATURE_BIT, 8,
                         "without VIRTIO_F_VERSION_1");
     load_expect_refused(good, len, SEC_ISR, 4, 4, "invalid InterruptStatus");
-    /* Another good place in RAM, whose idx (the two chains offered) is not used_idx. */
-    load_expect_refused(good, len, q0 + SEC_Q_USED, AVAIL_GPA, 8, "queue 0: used_idx 1, "
-                        "but the device ring at 0x11000 in guest RAM says 2");
 }
 
-/* The section with one field changed loads. */
+/*
+ * The section with one field changed loads; @broken: with the device
+ * broken (NEEDS_RESET), its thread not started when the VM runs.
+ */
 static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint64_t val,
-                               int size)
+                               int size, bool broken)
 {
     g_autofree uint8_t *sec = g_memdup2(good, len);
     Fixture f;
@@ -714,8 +719,47 @@ static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint
     fixture_setup(&f, true, false);
     vtest_vm_set_running(false);
     g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    g_assert_cmpint(virtio_device_is_broken(&f.dev.vdev), ==, broken);
     vtest_vm_set_running(true);
+    if (broken) {
+        g_assert_false(f.dev.vdev.thread_running);
+        assert_needs_reset(&f);
+        g_assert_cmpuint(f.dev.notifies, ==, 0);
+    }
     fixture_teardown(&f);
+}
+
+/*
+ * The rings in guest RAM are the guest's to write: where they disagree with
+ * the stream the device loads broken, as the first kick would have broken
+ * it on the source, instead of the guest blocking its own migration.
+ */
+static void test_migrate_guest_rings(void)
+{
+    size_t len;
+    g_autofree uint8_t *good = save_source(&len, false);
+    VirtIOTestQueue q = { .index = 0, .num = QSIZE, .desc = DESC_GPA, .avail = AVAIL_GPA,
+                          .used = USED_GPA };
+    uint16_t used_idx;
+
+    /* The guest wrote the device ring's idx. */
+    memcpy(&used_idx, vtest_gpa(USED_GPA + 2), 2);
+    memcpy(vtest_gpa(USED_GPA + 2), &(uint16_t){ 7 }, 2);
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    memcpy(vtest_gpa(USED_GPA + 2), &used_idx, 2);
+    /* The guest offered a looping chain and never kicked (descriptors 2 -> 3 -> 2). */
+    vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_NEXT, 2);
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_WRITE, 0);
+    /*
+     * The device ring moved in the stream to another good place in RAM,
+     * whose idx (the two chains offered) is not used_idx: the stream is
+     * consistent in itself, and to the destination this is the guest's
+     * write above.
+     */
+    load_expect_loaded(good, len, SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8, true);
+    /* Put back, the rings agree again and the device runs. */
+    load_expect_loaded(good, len, SEC_ISR, 0, 4, false);
 }
 
 /*
@@ -730,17 +774,107 @@ static void test_migrate_rings_not_read(void)
     g_autofree uint8_t *sec = save_source(&len, false);
     GPtrArray *rbs = ram_blocks();
 
-    /* Each with the device ring moved where the refused case above has it. */
+    /* Each with the device ring moved where test_migrate_guest_rings breaks the device. */
     put_be(sec + SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8);
-    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1);
-    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1);
+    /* Broken on the source: broken here, without a second warning. */
+    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1, true);
+    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 1;
     }
-    load_expect_loaded(sec, len, SEC_ISR, 0, 4);
+    load_expect_loaded(sec, len, SEC_ISR, 0, 4, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 0;
     }
+}
+
+static unsigned int lost_stop_done;    /* atomic */
+
+static void *lost_stopper(void *opaque)
+{
+    vtest_vm_set_running(false);
+    __atomic_store_n(&lost_stop_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/*
+ * Guest RAM lost (a lazy restore whose file failed) while the device
+ * thread waits on a missing page of it, as virtio-net's does when a frame
+ * comes for a buffer the restore never brought: the VM stop under the BQL
+ * must not join that thread, which would wait forever. The device is left
+ * broken, its thread behind; cleanup leaves it what it may still use, and
+ * joins it once it did return. Runs last: the loss is for the process.
+ */
+static void test_lost_ram_thread_left_behind(void)
+{
+    int uffd = uffd_create(0);
+    struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+    QemuThread stopper;
+    Fixture f;
+
+    if (uffd < 0) {
+        g_test_skip("userfaultfd is not usable here");
+        return;
+    }
+    fixture_setup(&f, false, false);
+    driver_init(&f, false);
+    g_assert_cmpint(madvise(vtest_gpa(MISSING_GPA), 4096, MADV_DONTNEED), ==, 0);
+    g_assert_cmpint(uffd_register_missing(uffd, vtest_gpa(MISSING_GPA), 4096), ==, 0);
+    vtest_put_desc(&f.q, 0, MISSING_GPA, 8, VRING_DESC_F_NEXT, 1);
+    vtest_put_desc(&f.q, 1, BUF_GPA + 0x100, 0x100, VRING_DESC_F_WRITE, 0);
+    vtest_publish(&f.q, 0);
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    /* The thread's read of the chain's buffer is a fault that nobody answers. */
+    g_assert_cmpint(poll(&pfd, 1, 5000), ==, 1);
+    /*
+     * The stop, in a thread of its own so that one that hangs fails the
+     * test instead. While the page may still come it waits for the thread;
+     * the loss, coming while it waits, releases it.
+     */
+    qemu_thread_create(&stopper, "lost-stopper", lost_stopper, NULL);
+    g_usleep(100000);
+    g_assert_cmpuint(__atomic_load_n(&lost_stop_done, __ATOMIC_SEQ_CST), ==, 0);
+    guest_ram_set_lost();
+    g_assert_true(vtest_wait_uint(&lost_stop_done, 1));
+    qemu_thread_join(&stopper);
+    g_assert_false(f.dev.vdev.thread_running);
+    g_assert_true(f.dev.vdev.thread_abandoned);
+    assert_needs_reset(&f);
+    /* stop's flush would touch guest RAM under the BQL, maybe beside the thread. */
+    g_assert_cmpuint(f.dev.stops, ==, 0);
+    /* Never restarted. */
+    vtest_vm_set_running(true);
+    g_assert_false(f.dev.vdev.thread_running);
+    vtest_vm_set_running(false);
+    /* Cleanup does not wait either, and frees nothing the thread holds. */
+    virtio_device_cleanup(&f.dev.vdev);
+    g_assert_true(f.dev.vdev.thread_abandoned);
+    g_assert_nonnull(f.dev.vdev.vq);
+    g_assert_cmpuint(vtest_used_idx(&f.q), ==, 0);
+    /*
+     * Here only, the page comes after all (the range unregistered wakes the
+     * thread, which reads zeros): the thread returns, and cleanup joins it.
+     */
+    g_assert_cmpint(uffd_unregister(uffd, vtest_gpa(MISSING_GPA), 4096), ==, 0);
+    pfd = (struct pollfd) { .fd = f.dev.vdev.exit_fd, .events = POLLIN };
+    g_assert_cmpint(poll(&pfd, 1, 5000), ==, 1);
+    vtest_vm_set_running(true);
+    close(uffd);
+    fixture_teardown(&f);
+
+    /*
+     * A thread that was not waiting returns and is joined; stop is still
+     * skipped (virtio-net's would write frames into guest RAM, with the BQL).
+     */
+    fixture_setup(&f, false, false);
+    driver_init(&f, false);
+    vtest_vm_set_running(false);
+    g_assert_false(f.dev.vdev.thread_running);
+    g_assert_false(f.dev.vdev.thread_abandoned);
+    g_assert_false(virtio_device_is_broken(&f.dev.vdev));
+    g_assert_cmpuint(f.dev.stops, ==, 0);
+    vtest_vm_set_running(true);
+    fixture_teardown(&f);
 }
 
 int main(int argc, char **argv)
@@ -764,7 +898,10 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-mmio/hostile/warn-once", test_warn_once);
     g_test_add_func("/virtio-mmio/migrate/round-trip", test_migrate_round_trip);
     g_test_add_func("/virtio-mmio/migrate/hostile", test_migrate_hostile);
+    g_test_add_func("/virtio-mmio/migrate/guest-rings", test_migrate_guest_rings);
     g_test_add_func("/virtio-mmio/migrate/rings-not-read", test_migrate_rings_not_read);
+    g_test_add_func("/virtio-mmio/lost-ram/thread-left-behind",
+                    test_lost_ram_thread_left_behind);
     ret = g_test_run();
     vtest_cleanup();
     return ret;

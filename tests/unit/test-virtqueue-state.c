@@ -3,8 +3,11 @@
  * Unit tests for hw/virtio/virtqueue-state.c over real guest RAM
  * (system/memory.c): a queue a fake driver used is saved, and copies of its
  * state, or of the rings the stream's RAM would carry, are changed one
- * field at a time. Each bad one must be refused by virtqueue_check_state()
- * with the field in the message, leave guest RAM and the live queue as they
+ * field at a time. A bad stream field must be refused by
+ * virtqueue_check_state() with the field in the message; a ring the guest
+ * wrote must pass that (the stream is fine) and be found by
+ * virtqueue_check_rings(), whose caller breaks the device rather than
+ * refusing the stream. Either leaves guest RAM and the live queue as they
  * were, and the good one must resume where the source stopped.
  */
 #include "qemu/osdep.h"
@@ -128,26 +131,44 @@ static VirtQueue *dest_queue(unsigned int *errors)
 }
 
 /*
- * @st is refused (virtqueue_check_state, then virtqueue_check_rings as the
- * device core calls them) with @needle in the message; RAM and the live
- * queue untouched.
+ * A stream field of @st is wrong: virtqueue_check_state refuses it with
+ * @needle in the message (@rings false), or the stream is consistent and
+ * the rings in RAM disagree (@rings true): virtqueue_check_state takes it
+ * and virtqueue_check_rings, which breaks the device at load, finds it.
+ * RAM and the live queue untouched either way.
  */
-static void expect_refused(const VirtQueueState *st, bool indirect, const char *needle)
+static void expect_found(const VirtQueueState *st, bool indirect, bool rings,
+                         const char *needle)
 {
     g_autofree uint8_t *before = g_memdup2(gpa_ptr(0), RAM_SIZE);
     unsigned int errors;
     g_autofree VirtQueue *vq = dest_queue(&errors);
     Error *err = NULL;
 
-    g_assert_false(virtqueue_check_state(vq, st, &err) &&
-                   virtqueue_check_rings(vq, st, indirect, &err));
-    g_test_message("refused: %s", error_get_pretty(err));
+    if (rings) {
+        g_assert_true(virtqueue_check_state(vq, st, ERRP_ABORT));
+        g_assert_false(virtqueue_check_rings(vq, st, indirect, &err));
+    } else {
+        g_assert_false(virtqueue_check_state(vq, st, &err));
+    }
+    g_test_message("%s: %s", rings ? "rings disagree" : "refused", error_get_pretty(err));
     g_assert_nonnull(strstr(error_get_pretty(err), needle));
     error_free(err);
     g_assert_cmpmem(before, RAM_SIZE, gpa_ptr(0), RAM_SIZE);
     g_assert_false(vq->ready);
     g_assert_false(virtqueue_is_broken(vq));
     g_assert_cmpuint(errors, ==, 0);
+}
+
+static void expect_refused(const VirtQueueState *st, const char *needle)
+{
+    expect_found(st, false, false, needle);
+}
+
+/* What the guest wrote: the device is loaded broken (virtio_device_set_state). */
+static void expect_rings_disagree(const VirtQueueState *st, bool indirect, const char *needle)
+{
+    expect_found(st, indirect, true, needle);
 }
 
 static void test_round_trip(void)
@@ -189,28 +210,37 @@ static void test_in_flight(void)
 
     /* One more taken than returned: a stream of ours rewinds those. */
     st.last_avail_idx++;
-    expect_refused(&st, false, "queue 0: last_avail_idx 3 is not used_idx 2 (1 buffers "
+    expect_refused(&st, "queue 0: last_avail_idx 3 is not used_idx 2 (1 buffers "
                    "in flight");
     st.last_avail_idx -= 2;
-    expect_refused(&st, false, "queue 0: last_avail_idx 1 is not used_idx 2 (65535");
+    expect_refused(&st, "queue 0: last_avail_idx 1 is not used_idx 2 (65535");
 }
 
 static void test_used_idx_against_ram(void)
 {
     VirtQueueState st = source_state();
 
-    /* Both moved together: consistent with each other, not with the ring. */
+    /* The guest wrote the device ring's idx: the stream is not wrong, the device breaks. */
+    put16(USED_GPA + 2, 9);
+    expect_rings_disagree(&st, false, "queue 0: used_idx 2, but the device ring at 0x12000 "
+                          "in guest RAM says 9");
+    /*
+     * Both indices moved together in the stream: consistent with each
+     * other, so the stream alone cannot tell; to the destination it is the
+     * same as the guest writing the ring.
+     */
+    st = source_state();
     st.last_avail_idx = st.used_idx = 3;
-    expect_refused(&st, false, "queue 0: used_idx 3, but the device ring at 0x12000 in "
-                   "guest RAM says 2");
+    expect_rings_disagree(&st, false, "queue 0: used_idx 3, but the device ring at 0x12000 in "
+                          "guest RAM says 2");
     st = source_state();
     st.last_avail_idx = st.used_idx = 0;
-    expect_refused(&st, false, "used_idx 0, but the device ring");
+    expect_rings_disagree(&st, false, "used_idx 0, but the device ring");
     /* The device ring moved to another good place in RAM (the driver ring's idx is 4). */
     st = source_state();
     st.used_addr = AVAIL_GPA;
-    expect_refused(&st, false, "used_idx 2, but the device ring at 0x11000 in guest "
-                   "RAM says 4");
+    expect_rings_disagree(&st, false, "used_idx 2, but the device ring at 0x11000 in guest "
+                          "RAM says 4");
 }
 
 static void test_avail_against_ram(void)
@@ -219,17 +249,17 @@ static void test_avail_against_ram(void)
 
     /* The driver ring's idx more than a queue ahead of where the device stands. */
     put16(AVAIL_GPA + 2, 2 + QSIZE + 1);
-    expect_refused(&st, false, "queue 0: avail idx 19 is 17 ahead of 2, more than the "
-                   "queue size 16");
+    expect_rings_disagree(&st, false, "queue 0: avail idx 19 is 17 ahead of 2, more than the "
+                          "queue size 16");
     /* Behind: wraps to 65535 ahead. */
     st = source_state();
     put16(AVAIL_GPA + 2, 1);
-    expect_refused(&st, false, "avail idx 1 is 65535 ahead of 2");
+    expect_rings_disagree(&st, false, "avail idx 1 is 65535 ahead of 2");
     /* An offered slot names a head beyond the queue. */
     st = source_state();
     put16(AVAIL_GPA + 4 + 2 * 3, QSIZE);
-    expect_refused(&st, false, "queue 0: avail ring names head 16, beyond the queue "
-                   "size 16");
+    expect_rings_disagree(&st, false, "queue 0: avail ring names head 16, beyond the queue "
+                          "size 16");
 }
 
 static void test_offered_chains(void)
@@ -238,20 +268,20 @@ static void test_offered_chains(void)
 
     /* Each offered chain walks as the device would walk it at the first kick. */
     put_desc(6, BUF_GPA, 0x10, VRING_DESC_F_NEXT, QSIZE);
-    expect_refused(&st, false, "queue 0: descriptor 6 has next 16, beyond 16");
+    expect_rings_disagree(&st, false, "queue 0: descriptor 6 has next 16, beyond 16");
     st = source_state();
     put_desc(7, RAM_SIZE - 8, 0x40, VRING_DESC_F_WRITE, 0);
-    expect_refused(&st, false, "queue 0: descriptor 7 buffer 0x1ffff8+0x40 is outside "
-                   "guest RAM");
+    expect_rings_disagree(&st, false, "queue 0: descriptor 7 buffer 0x1ffff8+0x40 is outside "
+                          "guest RAM");
     st = source_state();
     put_desc(5, BUF_GPA, 0x10, VRING_DESC_F_NEXT, 4);       /* 4 -> 5 -> 4 ... */
-    expect_refused(&st, false, "descriptor chain from 4 is longer than 16 (a loop)");
+    expect_rings_disagree(&st, false, "descriptor chain from 4 is longer than 16 (a loop)");
     st = source_state();
     put_desc(4, BUF_GPA, 0x18, VRING_DESC_F_INDIRECT, 0);
-    expect_refused(&st, false, "queue 0: descriptor 4 is indirect, but "
-                   "VIRTIO_RING_F_INDIRECT_DESC was not negotiated");
+    expect_rings_disagree(&st, false, "queue 0: descriptor 4 is indirect, but "
+                          "VIRTIO_RING_F_INDIRECT_DESC was not negotiated");
     /* With the feature, the table itself is walked. */
-    expect_refused(&st, true, "queue 0: indirect table of descriptor 4 has bad length");
+    expect_rings_disagree(&st, true, "queue 0: indirect table of descriptor 4 has bad length");
 }
 
 int main(int argc, char **argv)

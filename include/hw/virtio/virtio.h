@@ -104,6 +104,13 @@ struct VirtIODevice {
     QemuThread thread;
     bool thread_running;
     int stop_fd;                /* eventfd: tells the thread to return */
+    int exit_fd;                /* eventfd: the thread writes it as it returns */
+    /*
+     * Stopped without a join: guest RAM was lost while the thread ran, and
+     * it may wait on a missing page forever. It is never restarted, and
+     * what it may still use is never freed (virtio_device_thread_stop).
+     */
+    bool thread_abandoned;
     bool vm_running;            /* as the last VM change state said */
     VMChangeStateEntry *vm_change;
 };
@@ -147,13 +154,18 @@ void virtio_device_get_state(VirtIODevice *vdev, VirtIODeviceState *ds, VirtQueu
  * virtio_device_check_state: would @ds and the ops->num_queues entries of
  * @qs (from a stream) be a state this device can run? Known status bits,
  * features it offers (VERSION_1 once FEATURES_OK), DRIVER_OK only with
- * FEATURES_OK, every queue (virtqueue_check_state), and for a running
- * device (DRIVER_OK, not broken) the rings in guest RAM
- * (virtqueue_check_rings), unless guest RAM may still be missing.
+ * FEATURES_OK, every queue (virtqueue_check_state). Only what the stream
+ * alone says: reads no guest RAM.
  */
 bool virtio_device_check_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                                const VirtQueueState *qs, Error **errp);
-/* Applies a checked state; the thread starts when the VM runs. */
+/*
+ * Applies a checked state; the thread starts when the VM runs. For a
+ * running device (DRIVER_OK, not broken), unless guest RAM may still be
+ * missing, the rings in guest RAM are read (virtqueue_check_rings): the
+ * guest wrote them, so if they disagree the device is loaded broken
+ * (NEEDS_RESET, one warning naming the device and the field), not refused.
+ */
 void virtio_device_set_state(VirtIODevice *vdev, const VirtIODeviceState *ds,
                              const VirtQueueState *qs);
 

@@ -136,7 +136,8 @@ bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error 
  * find them from a checked @st: the used ring's idx equal to used_idx, the
  * driver at most a queue ahead, every offered chain good (@indirect:
  * VIRTIO_RING_F_INDIRECT_DESC negotiated). Reads guest RAM (the caller
- * knows it is all there), writes none.
+ * knows it is all there), writes none. The guest writes all of it: false
+ * means the device breaks (as at the first kick), not that @st is wrong.
  */
 bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool indirect,
                            Error **errp);
