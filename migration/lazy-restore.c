@@ -10,6 +10,7 @@
 #include "system/memory.h"
 #include "latency-hist.h"
 #include "lazy-restore.h"
+#include "mapped-ram-integrity.h"
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -31,6 +32,8 @@ typedef struct LazyBlock {
     uint64_t pages_offset;
     unsigned long *present;     /* read-only: set = the page is in the file */
     unsigned long *resident;    /* atomic: set = placed */
+    uint32_t index;             /* the block's place in the block list */
+    uint64_t *region_hash;      /* read-only: the integrity record's, or NULL */
 } LazyBlock;
 
 static struct {
@@ -73,9 +76,16 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
 
     if (__atomic_compare_exchange_n(&lr.status, &faulting, LR_FAILED, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST)) {
-        error_report("lazy restore: reading page %" PRIu64 " of %s from the file failed: %s; "
-                     "the guest waits for memory that cannot come", page, b->rb->idstr,
-                     g_strerror(err));
+        if (err == EBADMSG) {
+            error_report("lazy restore: the file is corrupted: pages %" PRIu64 "-%" PRIu64
+                         " of %s do not match its integrity record; they are not placed, and "
+                         "the guest waits for memory that cannot come", page,
+                         MIN(page + MRI_REGION_PAGES, b->npages) - 1, b->rb->idstr);
+        } else {
+            error_report("lazy restore: reading page %" PRIu64 " of %s from the file failed: "
+                         "%s; the guest waits for memory that cannot come", page,
+                         b->rb->idstr, g_strerror(err));
+        }
     }
 }
 
@@ -110,6 +120,15 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
         memset(buf + ((last + 1 - first) << TARGET_PAGE_BITS), 0,
                (end - last - 1) << TARGET_PAGE_BITS);
+    }
+    /* Callers place whole regions (64 KiB aligned, or the block's end): each checked first. */
+    for (uint64_t g = first; b->region_hash && g < end; g += MRI_REGION_PAGES) {
+        if (!mri_check_region(b->index, g / MRI_REGION_PAGES, b->present, b->npages,
+                              buf + ((g - first) << TARGET_PAGE_BITS),
+                              b->region_hash[g / MRI_REGION_PAGES])) {
+            lr_fail(b, g, EBADMSG);
+            return -1;
+        }
     }
     placed = uffd_place_pages(lr.uffd, host, p < end ? buf : NULL, n, TARGET_PAGE_SIZE);
     if (placed < 0) {
@@ -200,6 +219,7 @@ static void lr_finish_bh(void *opaque)
     for (int i = 0; i < lr.nblocks; i++) {
         g_free(lr.blocks[i].present);
         g_free(lr.blocks[i].resident);
+        g_free(lr.blocks[i].region_hash);
     }
     g_clear_pointer(&lr.blocks, g_free);
     lr.nblocks = 0;
@@ -352,7 +372,8 @@ static bool lr_start(int fd, Error **errp)
 }
 
 bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
-                            uint64_t pages_offset, Error **errp)
+                            uint64_t pages_offset, uint32_t index,
+                            const uint64_t *region_hash, Error **errp)
 {
     LazyBlock *b;
     int ret;
@@ -372,6 +393,9 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
     b->pages_offset = pages_offset;
     b->present = present;
     b->resident = bitmap_new(b->npages);
+    b->index = index;
+    b->region_hash = region_hash ? g_memdup2(region_hash, mri_nregions(rb->used_length) *
+                                             sizeof(uint64_t)) : NULL;
     /* Pages are placed 4 KiB at a time: no huge page may fill the rest with zeros first. */
     if (madvise(rb->host, rb->used_length, MADV_NOHUGEPAGE) < 0 && errno != EINVAL) {
         error_setg_errno(errp, errno, "x-lazy-restore: MADV_NOHUGEPAGE on %s failed", rb->idstr);

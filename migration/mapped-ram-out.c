@@ -7,10 +7,12 @@
 #include "qemu/cutils.h"
 #include "qemu/thread.h"
 #include "qemu/tsan.h"
+#include "qemu/xxh64.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "channel.h"
 #include "mapped-ram.h"
+#include "mapped-ram-integrity.h"
 #include "mapped-ram-out.h"
 #include "options.h"
 #include "trace.h"
@@ -29,6 +31,7 @@ typedef struct MrJob {
     int64_t off;
     const uint8_t *data;
     size_t len;                 /* 0: the writer stops */
+    uint64_t *phash;            /* x-mapped-ram-integrity: the pages' hashes, else NULL */
     MrToken *tok;
 } MrJob;
 
@@ -45,6 +48,13 @@ typedef struct MrBlock {
     uint64_t bitmap_offset;
     uint64_t pages_offset;
     unsigned long *bmap;        /* mig/src: set = the page is in the file */
+    /*
+     * x-mapped-ram-integrity, else NULL: each page's mri_page_hash as last
+     * written. Entry i belongs to the writer of i's region (mig/src without
+     * writers), which writes in order, so it always matches the page's last
+     * write; mig/src reads it after the drain.
+     */
+    uint64_t *phash;
 } MrBlock;
 
 struct MappedRamOut {
@@ -54,6 +64,7 @@ struct MappedRamOut {
     int page_fd;                /* no writer threads: mig/src writes here */
     bool own_page_fd;           /* page_fd is ours (O_DIRECT), not the stream's */
     int64_t stream_start;
+    bool integrity;             /* x-mapped-ram-integrity when the migration started */
     MrBlock *blocks;
     int nblocks;
     MrBlock *last;              /* lookup cache */
@@ -109,6 +120,15 @@ static void mr_token_put(MrToken *t)
 
 static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
 {
+    /*
+     * Hashed as it is written: a precopy page the guest changes meanwhile
+     * may land with other bytes than it was hashed with, but that change
+     * dirtied it, so it is written (and hashed) again with the guest
+     * stopped.
+     */
+    for (size_t i = 0; j->phash && i < j->len / TARGET_PAGE_SIZE; i++) {
+        j->phash[i] = mri_page_hash(j->data + i * TARGET_PAGE_SIZE);
+    }
     if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
         mr_set_error(m, errno, j->off);
     }
@@ -145,6 +165,7 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
         .off = b ? b->pages_offset + m->pend_first * TARGET_PAGE_SIZE : 0,
         .data = m->pend_data,
         .len = m->pend_n * TARGET_PAGE_SIZE,
+        .phash = b && b->phash ? b->phash + m->pend_first : NULL,
     };
     MrWriter *w;
     MrJob *jp;
@@ -292,6 +313,7 @@ static void mr_put_block(MappedRamOut *m, QEMUFile *f, RAMBlock *rb)
     b->bitmap_offset = h.bitmap_offset;
     b->pages_offset = h.pages_offset;
     b->bmap = bitmap_new(b->npages);
+    b->phash = m->integrity ? g_new0(uint64_t, b->npages) : NULL;
     trace_mapped_ram_block(rb->idstr, h.bitmap_offset, h.pages_offset, next);
 }
 
@@ -372,6 +394,7 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
     uint64_t offset;
 
     m->page_fd = -1;
+    m->integrity = migrate_mapped_ram_integrity();
     m->map = (RAMPageMap) { .put_block = mr_map_put_block, .put_page = mr_map_put_page,
                             .release_after = mr_map_release_after, .opaque = m };
     g_mutex_init(&m->inflight_lock);
@@ -439,10 +462,91 @@ static bool mr_sync(int fd, const char *path, Error **errp)
     return true;
 }
 
+/* Block @i's region hashes, from its bitmap and its pages' last hashes. */
+static void mr_integrity_block(MappedRamIntegrity *r, uint32_t i, const MrBlock *b)
+{
+    MriBlock *rb;
+
+    mri_set_block(r, i, b->rb->idstr, b->rb->used_length, b->bitmap_offset, b->pages_offset);
+    rb = &r->blocks[i];
+    for (uint64_t g = 0; g < rb->nregions; g++) {
+        uint64_t first = g * MRI_REGION_PAGES, hash[MRI_REGION_PAGES] = { 0 };
+        uint32_t present = 0;
+
+        for (uint64_t k = 0; k < MRI_REGION_PAGES && first + k < b->npages; k++) {
+            if (test_bit(first + k, b->bmap)) {
+                present |= 1u << k;
+                hash[k] = b->phash[first + k];
+            }
+        }
+        rb->region_hash[g] = mri_region_hash(i, g, present, hash);
+    }
+}
+
+typedef struct MrStreamHash {
+    int fd;
+    Xxh64State st;
+    uint8_t *buf;
+    int err;                    /* the first read's errno */
+} MrStreamHash;
+
+static void mr_hash_range(uint64_t start, uint64_t end, void *opaque)
+{
+    MrStreamHash *h = opaque;
+
+    while (start < end && !h->err) {
+        size_t n = MIN(end - start, MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
+
+        if (!qemu_pread_full(h->fd, h->buf, n, start)) {
+            h->err = errno ? errno : EIO;
+            return;
+        }
+        xxh64_update(&h->st, h->buf, n);
+        start += n;
+    }
+}
+
+/*
+ * x-mapped-ram-integrity: the record for a stream ending at @end, its
+ * bytes read back from the file (synced: what a restore will read).
+ * NULL with @errp set.
+ */
+static char *mr_integrity_record(MappedRamOut *m, int64_t end, size_t *len, Error **errp)
+{
+    g_autoptr(MappedRamIntegrity) r = mri_new(m->nblocks);
+    /* The stream's own descriptor may be write-only. */
+    MrStreamHash h = { .fd = open(m->path, O_RDONLY | O_CLOEXEC) };
+
+    r->stream_start = m->stream_start;
+    r->stream_end = end;
+    for (int i = 0; i < m->nblocks; i++) {
+        mr_integrity_block(r, i, &m->blocks[i]);
+    }
+    if (h.fd < 0) {
+        error_setg_errno(errp, errno, "mapped-ram: cannot open '%s' to read its stream back",
+                         m->path);
+        return NULL;
+    }
+    xxh64_init(&h.st, 0);
+    h.buf = g_malloc(MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
+    mri_stream_ranges(r, mr_hash_range, &h);
+    g_free(h.buf);
+    close(h.fd);
+    if (h.err) {
+        error_setg_errno(errp, h.err, "reading back the stream of %s for its integrity "
+                         "record failed", m->path);
+        return NULL;
+    }
+    r->stream_hash = xxh64_digest(&h.st);
+    return mri_encode(r, len);
+}
+
 bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
 {
     int main_fd = qemu_file_fd(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
+    g_autofree char *record = NULL;
+    size_t record_len = 0;
     char hex[17];
     int64_t t0 = get_clock_ns(), pos;
     int err;
@@ -480,6 +584,18 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
         return false;
     }
     pos = qemu_file_tell(f);
+    if (pos >= 0 && m->integrity) {
+        record = mr_integrity_record(m, pos, &record_len, errp);
+        if (!record) {
+            return false;
+        }
+        if (!qemu_pwrite_full(main_fd, record, record_len, pos)) {
+            error_setg_errno(errp, errno, "writing the integrity record of %s failed",
+                             m->path);
+            return false;
+        }
+        pos += record_len;
+    }
     memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
     snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)m->stream_start);
     memcpy(trailer + 8, hex, 16);
@@ -519,6 +635,7 @@ void mapped_ram_out_close(void)
     g_free(m->tok);
     for (int i = 0; i < m->nblocks; i++) {
         g_free(m->blocks[i].bmap);
+        g_free(m->blocks[i].phash);
     }
     g_free(m->blocks);
     g_free(m->writers);
