@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Fuzz target: the mapped-ram integrity record's decoder
+ * (migration/mapped-ram-integrity.c). The input is 16 hex digits, the file
+ * offset where the rest begins, then the file's tail before the completion
+ * trailer: the record's hex text and its footer. A record that decodes
+ * must encode back to the same bytes, and its stream ranges must lie in
+ * order inside the stream. Seeds: the record of a paused guest's snapshot
+ * and records encoded by scripts/migstream/integrity.py (an independent
+ * implementation), written by scripts/fuzz-corpus.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "migration/mapped-ram-integrity.h"
+#include "fuzz.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    return 0;
+}
+
+typedef struct Ranges {
+    const MappedRamIntegrity *r;
+    uint64_t at;
+} Ranges;
+
+static void check_range(uint64_t start, uint64_t end, void *opaque)
+{
+    Ranges *c = opaque;
+
+    assert(start >= c->at && start < end && end <= c->r->stream_end);
+    c->at = end;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char digits[17];
+    guint64 pos;
+    uint64_t hex_len, end;
+    const uint8_t *tail = data + 16;
+    size_t len = size - 16;
+    MappedRamIntegrity *r;
+    Error *err = NULL;
+
+    if (size < 16 + MRI_FOOTER_SIZE) {
+        return 0;
+    }
+    memcpy(digits, data, 16);
+    digits[16] = '\0';
+    if (!g_ascii_string_to_unsigned(digits, 16, 0, 1ULL << 60, &pos, NULL)) {
+        return 0;
+    }
+    end = pos + len;
+    /* Only the tail is here: the record must fit in it (in a file: after the stream's start). */
+    if (!mri_parse_footer(tail + len - MRI_FOOTER_SIZE, pos, end, &hex_len, &err)) {
+        assert(!err);
+        return 0;
+    }
+    if (!hex_len) {
+        assert(err);
+        error_free(err);
+        return 0;
+    }
+    assert(!err && hex_len <= len - MRI_FOOTER_SIZE);
+    r = mri_decode((const char *)tail + len - MRI_FOOTER_SIZE - hex_len, hex_len,
+                   end - MRI_FOOTER_SIZE - hex_len, &err);
+    if (!r) {
+        assert(err);
+        error_free(err);
+        return 0;
+    }
+    {
+        Ranges c = { .r = r, .at = r->stream_start };
+        size_t n;
+        char *again = mri_encode(r, &n);
+
+        assert(n == hex_len + MRI_FOOTER_SIZE);
+        assert(!memcmp(again, tail + len - n, n));
+        g_free(again);
+        mri_stream_ranges(r, check_range, &c);
+    }
+    mri_free(r);
+    return 0;
+}
