@@ -4,6 +4,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/pagehash.h"
 #include "qemu/xxh64.h"
 #include "mapped-ram-integrity.h"
 
@@ -13,7 +14,7 @@
 
 uint64_t mri_page_hash(const uint8_t *page)
 {
-    return xxh64(page, TARGET_PAGE_SIZE, 0);
+    return pagehash(page, TARGET_PAGE_SIZE);
 }
 
 uint64_t mri_region_hash(uint32_t block, uint64_t region, uint32_t present,

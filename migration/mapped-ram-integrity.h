@@ -24,8 +24,8 @@
  * sections and vmdesc. A region hash (64 KiB, lazy restore's fault unit)
  * binds the content to its place: XXH64 of the block's index, the
  * region's index, which of its pages are present and each present page's
- * XXH64, in order; so a page moved, swapped, zeroed or flipped in its
- * bitmap changes it. Pure encoding and checks, no I/O: unit tested and
+ * pagehash (qemu/pagehash.h), in order; so a page moved, swapped, zeroed
+ * or flipped in its bitmap changes it. Pure encoding and checks, no I/O: unit tested and
  * fuzzed (tests/unit/test-mapped-ram-integrity.c,
  * tests/fuzz/fuzz-mapped-integrity.c).
  */
@@ -62,7 +62,7 @@ typedef struct MappedRamIntegrity {
     uint32_t next_block;        /* the loader's cursor over the block list */
 } MappedRamIntegrity;
 
-/* The hash of one page's content. */
+/* The hash of one page's content (qemu/pagehash.h). */
 uint64_t mri_page_hash(const uint8_t *page);
 /*
  * Region @region of block number @block: bit i of @present says page i of
