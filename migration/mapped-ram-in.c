@@ -162,7 +162,25 @@ typedef struct MrLoad {
     uint64_t next_chunk;        /* atomic: the next 2 MiB a reader takes */
     int err;                    /* atomic: the first read's errno; EBADMSG: a region's hash */
     uint64_t err_page;
+    /*
+     * With a record: the chunks read (set by the readers, in any order) and
+     * the checker ("mig/mr-v") that follows them in order, so that hashing
+     * overlaps the reads instead of adding to them. done_lock/done_cond
+     * only wake it; the bits are atomic.
+     */
+    unsigned long *done;
+    GMutex done_lock;
+    GCond done_cond;
 } MrLoad;
+
+static void mr_load_wake(MrLoad *l)
+{
+    if (l->done) {
+        g_mutex_lock(&l->done_lock);
+        g_cond_broadcast(&l->done_cond);
+        g_mutex_unlock(&l->done_lock);
+    }
+}
 
 static void mr_load_fail(MrLoad *l, uint64_t page, int err)
 {
@@ -172,6 +190,7 @@ static void mr_load_fail(MrLoad *l, uint64_t page, int err)
                                     __ATOMIC_SEQ_CST)) {
         l->err_page = page;
     }
+    mr_load_wake(l);
 }
 
 /* The regions of chunk @c, read into guest RAM, against the integrity record. */
@@ -219,11 +238,31 @@ static void *mr_reader(void *opaque)
             bitmap_set_atomic(l->rb->vmm_written_bmap, p, q - p);
             p = q;
         }
-        /* A chunk is whole regions (2 MiB = 32 x 64 KiB): checked once all of it is read. */
-        if (!mr_check_chunk(l, c)) {
+        if (l->done) {
+            /* A chunk is whole regions (2 MiB = 32 x 64 KiB): checked once all of it is read. */
+            set_bit_atomic(c, l->done);
+            mr_load_wake(l);
+        }
+    }
+}
+
+/* mig/mr-v: every chunk in order, as soon as it is read; stops at the first failure. */
+static void *mr_checker(void *opaque)
+{
+    MrLoad *l = opaque;
+    uint64_t nchunks = DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES);
+
+    for (uint64_t c = 0; c < nchunks; c++) {
+        g_mutex_lock(&l->done_lock);
+        while (!test_bit_atomic(c, l->done) && !__atomic_load_n(&l->err, __ATOMIC_ACQUIRE)) {
+            g_cond_wait(&l->done_cond, &l->done_lock);
+        }
+        g_mutex_unlock(&l->done_lock);
+        if (__atomic_load_n(&l->err, __ATOMIC_ACQUIRE) || !mr_check_chunk(l, c)) {
             return NULL;
         }
     }
+    return NULL;
 }
 
 static bool mr_load_pages(MrLoad *l, Error **errp)
@@ -238,9 +277,21 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
      */
     int dfd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
     int started = 0;
+    QemuThread checker;
+    bool checking = false;
 
     if (dfd >= 0) {
         l->fd = dfd;
+    }
+    if (l->region_hash) {
+        l->done = bitmap_new(DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES));
+        g_mutex_init(&l->done_lock);
+        g_cond_init(&l->done_cond);
+        if (qemu_thread_create(&checker, "mig/mr-v", mr_checker, l) < 0) {
+            mr_load_fail(l, 0, EAGAIN);
+        } else {
+            checking = true;
+        }
     }
 
     for (int i = 1; i < n; i++) {
@@ -254,6 +305,14 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
     mr_reader(l);
     for (int i = 1; i <= started; i++) {
         qemu_thread_join(&th[i]);
+    }
+    if (checking) {
+        qemu_thread_join(&checker);
+    }
+    if (l->done) {
+        g_mutex_clear(&l->done_lock);
+        g_cond_clear(&l->done_cond);
+        g_free(l->done);
     }
     g_free(th);
     if (dfd >= 0) {

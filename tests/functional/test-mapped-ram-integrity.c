@@ -120,6 +120,23 @@ static void expect_refused(const char *file, bool lazy, bool integrity, const ch
     vm_free(dst);
 }
 
+/* The same with 2 multifd readers (and the checker behind them): -incoming defer, then the file. */
+static void expect_refused_readers(const char *file, const char *msg)
+{
+    VM *dst = vm_spawn("dst", true, MIGTEST_BASE_ARGS "-m %s -kernel %s -append '%s' "
+                       "-incoming defer", MEM, vmtest_firmware(), APPEND);
+
+    qmp_void(dst, "{'execute': 'migrate-set-capabilities', 'arguments': {'capabilities': ["
+             "{'capability': 'multifd', 'state': true}]}}");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate-incoming', 'arguments': "
+                              "{'uri': 'file:%s'}}", file));
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    if (!strstr(dst->stderr_text->str, msg)) {
+        g_error("expected '%s' in: %s", msg, dst->stderr_text->str);
+    }
+    vm_free(dst);
+}
+
 /* Lazy: the load succeeds, the damaged region is never placed and the restore fails. */
 static void expect_lazy_unplaced(const char *file, const char *msg)
 {
@@ -201,6 +218,16 @@ static void test_restore(void)
         g_assert_cmpuint(vm_count_lines(dst, "FAIL"), ==, 0);
         vm_kill(dst);
     }
+    /* Eager with 2 readers, checked behind them. */
+    dst = migtest_start_dest_extra(MEM, APPEND, false, NULL,
+                                   "-global migration.x-mapped-ram-integrity=on");
+    qmp_void(dst, "{'execute': 'migrate-set-capabilities', 'arguments': {'capabilities': ["
+             "{'capability': 'multifd', 'state': true}]}}");
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate-incoming', 'arguments': "
+                              "{'uri': '%s'}}", uri));
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, APPEND, pass);
+    vm_kill(dst);
 
     src = migtest_start_source(MEM, APPEND);
     qmp_void(src, "{'execute': 'stop'}");
@@ -256,6 +283,7 @@ static void test_corrupt(void)
     byte = good[pages + p * 4096 + 123] ^ 0x10;
     write_patched(bad, good, len, pages + p * 4096 + 123, &byte, 1);
     expect_refused(bad, false, false, "do not match its integrity record");
+    expect_refused_readers(bad, "do not match its integrity record");
     expect_lazy_unplaced(bad, "do not match its integrity record");
 
     /* A present page's content copied over another valid page of another region. */
