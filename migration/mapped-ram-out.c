@@ -31,7 +31,6 @@ typedef struct MrJob {
     int64_t off;
     const uint8_t *data;
     size_t len;                 /* 0: the writer stops */
-    uint64_t *phash;            /* x-mapped-ram-integrity: the pages' hashes, else NULL */
     MrToken *tok;
 } MrJob;
 
@@ -50,9 +49,9 @@ typedef struct MrBlock {
     unsigned long *bmap;        /* mig/src: set = the page is in the file */
     /*
      * x-mapped-ram-integrity, else NULL: each page's mri_page_hash as last
-     * written. Entry i belongs to the writer of i's region (mig/src without
-     * writers), which writes in order, so it always matches the page's last
-     * write; mig/src reads it after the drain.
+     * dispatched (mig/src's). A page's writes are in dispatch order (one
+     * writer per region, in order), so at the finish each entry is the
+     * hash of the page's last write.
      */
     uint64_t *phash;
 } MrBlock;
@@ -120,15 +119,6 @@ static void mr_token_put(MrToken *t)
 
 static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
 {
-    /*
-     * Hashed as it is written: a precopy page the guest changes meanwhile
-     * may land with other bytes than it was hashed with, but that change
-     * dirtied it, so it is written (and hashed) again with the guest
-     * stopped.
-     */
-    for (size_t i = 0; j->phash && i < j->len / TARGET_PAGE_SIZE; i++) {
-        j->phash[i] = mri_page_hash(j->data + i * TARGET_PAGE_SIZE);
-    }
     if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
         mr_set_error(m, errno, j->off);
     }
@@ -165,13 +155,23 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
         .off = b ? b->pages_offset + m->pend_first * TARGET_PAGE_SIZE : 0,
         .data = m->pend_data,
         .len = m->pend_n * TARGET_PAGE_SIZE,
-        .phash = b && b->phash ? b->phash + m->pend_first : NULL,
     };
     MrWriter *w;
     MrJob *jp;
 
     if (!b || !m->pend_n) {
         return;
+    }
+    /*
+     * Hashed here, while the writers write what came before: the hashing
+     * overlaps the I/O instead of adding to it (with the record on there
+     * is always a writer thread). A precopy page the guest changes before
+     * its write lands with other bytes than it was hashed with, but that
+     * change dirtied it: it is dispatched (and hashed) again, and its
+     * writes keep their order.
+     */
+    for (uint64_t i = 0; b->phash && i < m->pend_n; i++) {
+        b->phash[m->pend_first + i] = mri_page_hash(m->pend_data + i * TARGET_PAGE_SIZE);
     }
     m->pend_b = NULL;
     m->pend_n = 0;
@@ -392,6 +392,7 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
 {
     MappedRamOut *m = g_new0(MappedRamOut, 1);
     uint64_t offset;
+    int nwriters;
 
     m->page_fd = -1;
     m->integrity = migrate_mapped_ram_integrity();
@@ -411,7 +412,9 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
                          m->path);
         return false;
     }
-    if (!migrate_multifd()) {
+    /* With the record, mig/src hashes: one writer thread writes meanwhile. */
+    nwriters = migrate_multifd() ? migrate_multifd_channels() : m->integrity;
+    if (!nwriters) {
         if (!migrate_direct_io()) {
             m->page_fd = qemu_file_fd(f);
             return true;
@@ -419,8 +422,8 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
         m->own_page_fd = true;
         return mr_open_fd(m, &m->page_fd, errp);
     }
-    m->writers = g_new0(MrWriter, migrate_multifd_channels());
-    for (int i = 0; i < migrate_multifd_channels(); i++) {
+    m->writers = g_new0(MrWriter, nwriters);
+    for (int i = 0; i < nwriters; i++) {
         MrWriter *w = &m->writers[i];
         g_autofree char *name = g_strdup_printf("mig/mr-w%d", i);
         int ret;
