@@ -399,6 +399,10 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
     /* Pages are placed 4 KiB at a time: no huge page may fill the rest with zeros first. */
     if (madvise(rb->host, rb->used_length, MADV_NOHUGEPAGE) < 0 && errno != EINVAL) {
         error_setg_errno(errp, errno, "x-lazy-restore: MADV_NOHUGEPAGE on %s failed", rb->idstr);
+        /* Not counted in nblocks yet: the finish would not free them. */
+        g_clear_pointer(&b->present, g_free);
+        g_clear_pointer(&b->resident, g_free);
+        g_clear_pointer(&b->region_hash, g_free);
         return false;
     }
     /* Visible to the fault thread before its first fault can come. */
