@@ -6,7 +6,6 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "qemu/thread.h"
-#include "qemu/xxh64.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "lazy-restore.h"
@@ -29,29 +28,6 @@ static int64_t mr_file_size(QEMUFile *f)
     return st.st_size;
 }
 
-typedef struct MrStreamHash {
-    int fd;
-    Xxh64State st;
-    uint8_t *buf;
-    int err;                    /* the first read's errno */
-} MrStreamHash;
-
-static void mr_hash_range(uint64_t start, uint64_t end, void *opaque)
-{
-    MrStreamHash *h = opaque;
-
-    while (start < end && !h->err) {
-        size_t n = MIN(end - start, MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
-
-        if (!qemu_pread_full(h->fd, h->buf, n, start)) {
-            h->err = errno ? errno : EIO;
-            return;
-        }
-        xxh64_update(&h->st, h->buf, n);
-        start += n;
-    }
-}
-
 /*
  * The integrity record before the trailer at @end, if any (*@integ NULL
  * without one), its stream hash checked: before a byte of device state is
@@ -63,8 +39,8 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
     g_autoptr(MappedRamIntegrity) r = NULL;
     g_autofree char *hex = NULL;
     uint8_t footer[MRI_FOOTER_SIZE];
-    MrStreamHash h = { .fd = fd };
-    uint64_t hex_len;
+    uint64_t hex_len, hash;
+    int ret;
 
     *integ = NULL;
     if (end < stream_start + MRI_FOOTER_SIZE ||
@@ -101,15 +77,12 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
                    "0x%" PRIx64 ", not 0x%" PRIx64, r->stream_start, stream_start);
         return false;
     }
-    xxh64_init(&h.st, 0);
-    h.buf = g_malloc(MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
-    mri_stream_ranges(r, mr_hash_range, &h);
-    g_free(h.buf);
-    if (h.err) {
-        error_setg_errno(errp, h.err, "reading the mapped-ram stream to check it failed");
+    ret = mri_stream_hash(r, fd, &hash);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading the mapped-ram stream to check it failed");
         return false;
     }
-    if (xxh64_digest(&h.st) != r->stream_hash) {
+    if (hash != r->stream_hash) {
         error_setg(errp, "the mapped-ram file is corrupted: its device state, block list or "
                    "block headers do not match its integrity record");
         return false;

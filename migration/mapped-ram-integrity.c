@@ -4,12 +4,14 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/pagehash.h"
 #include "qemu/xxh64.h"
 #include "mapped-ram-integrity.h"
 
 #define MRI_HDR_BYTES (4 + 4 + 8 + 8 + 8 + 4)
 #define MRI_BLOCK_BYTES (1 + 8 + 8 + 8)      /* without its name and hashes */
+#define MRI_READ_CHUNK (1024 * 1024)            /* the stream hash reads this much at a time */
 #define MRI_SEED_REGION 0x4d52414d52454731ULL   /* distinct seeds: a page is never a region */
 
 uint64_t mri_page_hash(const uint8_t *page)
@@ -309,6 +311,43 @@ MappedRamIntegrity *mri_decode(const char *hex, size_t len, uint64_t pos, Error 
         return NULL;
     }
     return g_steal_pointer(&r);
+}
+
+typedef struct MriStreamHash {
+    int fd;
+    Xxh64State st;
+    uint8_t *buf;
+    int err;                    /* the first read's errno */
+} MriStreamHash;
+
+static void mri_hash_range(uint64_t start, uint64_t end, void *opaque)
+{
+    MriStreamHash *h = opaque;
+
+    while (start < end && !h->err) {
+        size_t n = MIN(end - start, MRI_READ_CHUNK);
+
+        if (!qemu_pread_full(h->fd, h->buf, n, start)) {
+            h->err = errno ? errno : EIO;
+            return;
+        }
+        xxh64_update(&h->st, h->buf, n);
+        start += n;
+    }
+}
+
+int mri_stream_hash(const MappedRamIntegrity *r, int fd, uint64_t *hash)
+{
+    MriStreamHash h = { .fd = fd, .buf = g_malloc(MRI_READ_CHUNK) };
+
+    xxh64_init(&h.st, 0);
+    mri_stream_ranges(r, mri_hash_range, &h);
+    g_free(h.buf);
+    if (h.err) {
+        return -h.err;
+    }
+    *hash = xxh64_digest(&h.st);
+    return 0;
 }
 
 void mri_stream_ranges(const MappedRamIntegrity *r,

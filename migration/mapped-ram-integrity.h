@@ -25,9 +25,9 @@
  * binds the content to its place: XXH64 of the block's index, the
  * region's index, which of its pages are present and each present page's
  * pagehash (qemu/pagehash.h), in order; so a page moved, swapped, zeroed
- * or flipped in its bitmap changes it. Pure encoding and checks, no I/O: unit tested and
- * fuzzed (tests/unit/test-mapped-ram-integrity.c,
- * tests/fuzz/fuzz-mapped-integrity.c).
+ * or flipped in its bitmap changes it. Encoding and checks, no I/O but
+ * the stream hash's preads: unit tested and fuzzed
+ * (tests/unit/test-mapped-ram-integrity.c, tests/fuzz/fuzz-mapped-integrity.c).
  */
 #ifndef MIGRATION_MAPPED_RAM_INTEGRITY_H
 #define MIGRATION_MAPPED_RAM_INTEGRITY_H
@@ -111,6 +111,11 @@ MappedRamIntegrity *mri_decode(const char *hex, size_t len, uint64_t pos, Error 
  */
 void mri_stream_ranges(const MappedRamIntegrity *r,
                        void (*fn)(uint64_t start, uint64_t end, void *opaque), void *opaque);
+/*
+ * The stream hash of the file @fd for @r's ranges (its only I/O: pread).
+ * 0, or -errno when a read fails.
+ */
+int mri_stream_hash(const MappedRamIntegrity *r, int fd, uint64_t *hash);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MappedRamIntegrity, mri_free)
 

@@ -7,7 +7,6 @@
 #include "qemu/cutils.h"
 #include "qemu/thread.h"
 #include "qemu/tsan.h"
-#include "qemu/xxh64.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "channel.h"
@@ -486,29 +485,6 @@ static void mr_integrity_block(MappedRamIntegrity *r, uint32_t i, const MrBlock 
     }
 }
 
-typedef struct MrStreamHash {
-    int fd;
-    Xxh64State st;
-    uint8_t *buf;
-    int err;                    /* the first read's errno */
-} MrStreamHash;
-
-static void mr_hash_range(uint64_t start, uint64_t end, void *opaque)
-{
-    MrStreamHash *h = opaque;
-
-    while (start < end && !h->err) {
-        size_t n = MIN(end - start, MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
-
-        if (!qemu_pread_full(h->fd, h->buf, n, start)) {
-            h->err = errno ? errno : EIO;
-            return;
-        }
-        xxh64_update(&h->st, h->buf, n);
-        start += n;
-    }
-}
-
 /*
  * x-mapped-ram-integrity: the record for a stream ending at @end, its
  * bytes read back from the file (synced: what a restore will read).
@@ -518,29 +494,25 @@ static char *mr_integrity_record(MappedRamOut *m, int64_t end, size_t *len, Erro
 {
     g_autoptr(MappedRamIntegrity) r = mri_new(m->nblocks);
     /* The stream's own descriptor may be write-only. */
-    MrStreamHash h = { .fd = open(m->path, O_RDONLY | O_CLOEXEC) };
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC), ret;
 
     r->stream_start = m->stream_start;
     r->stream_end = end;
     for (int i = 0; i < m->nblocks; i++) {
         mr_integrity_block(r, i, &m->blocks[i]);
     }
-    if (h.fd < 0) {
+    if (fd < 0) {
         error_setg_errno(errp, errno, "mapped-ram: cannot open '%s' to read its stream back",
                          m->path);
         return NULL;
     }
-    xxh64_init(&h.st, 0);
-    h.buf = g_malloc(MAPPED_RAM_FILE_OFFSET_ALIGNMENT);
-    mri_stream_ranges(r, mr_hash_range, &h);
-    g_free(h.buf);
-    close(h.fd);
-    if (h.err) {
-        error_setg_errno(errp, h.err, "reading back the stream of %s for its integrity "
+    ret = mri_stream_hash(r, fd, &r->stream_hash);
+    close(fd);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading back the stream of %s for its integrity "
                          "record failed", m->path);
         return NULL;
     }
-    r->stream_hash = xxh64_digest(&h.st);
     return mri_encode(r, len);
 }
 

@@ -8,6 +8,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/pagehash.h"
 #include "qemu/xxh64.h"
 #include "migration/mapped-ram-integrity.h"
@@ -364,6 +365,34 @@ static void test_stream_ranges(void)
     g_assert_cmpstr(s->str, ==, "0-100 138000-138100 201000-600000 ");
 }
 
+/* The stream hash over a real file: the ranges' bytes only; a failed read is an errno. */
+static void test_stream_hash(void)
+{
+    g_autoptr(MappedRamIntegrity) r = sample();
+    g_autofree char *path = g_strdup_printf("%s/mri-XXXXXX", g_get_tmp_dir());
+    g_autofree uint8_t *file = g_malloc(POS);
+    int fd = g_mkstemp(path);
+    Xxh64State st;
+    uint64_t h;
+
+    for (size_t i = 0; i < POS; i++) {
+        file[i] = i * 13 + (i >> 11);
+    }
+    g_assert_true(qemu_pwrite_full(fd, file, POS, 0));
+    xxh64_init(&st, 0);
+    xxh64_update(&st, file, 0x100);
+    xxh64_update(&st, file + 0x138000, 0x100);
+    xxh64_update(&st, file + 0x201000, POS - 0x201000);
+    g_assert_cmpint(mri_stream_hash(r, fd, &h), ==, 0);
+    g_assert_cmphex(h, ==, xxh64_digest(&st));
+    /* Cut short: the last range cannot be read. */
+    g_assert_cmpint(ftruncate(fd, POS - 1), ==, 0);
+    g_assert_cmpint(mri_stream_hash(r, fd, &h), <, 0);
+    close(fd);
+    unlink(path);
+    g_assert_cmpint(mri_stream_hash(r, -1, &h), ==, -EBADF);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -375,5 +404,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mapped-ram-integrity/hostile-text", test_hostile_text);
     g_test_add_func("/mapped-ram-integrity/region-binding", test_region_binding);
     g_test_add_func("/mapped-ram-integrity/stream-ranges", test_stream_ranges);
+    g_test_add_func("/mapped-ram-integrity/stream-hash", test_stream_hash);
     return g_test_run();
 }
