@@ -2,8 +2,8 @@
 /*
  * The integrity record of mapped-ram files (x-mapped-ram-integrity): set
  * by QMP, HMP and -global; a precopy file whose pages were written several
- * times and a background snapshot restored eagerly and lazily, RAM
- * identical; a corrupted page, a page moved to another valid place, a
+ * times, a running guest's background snapshot, and a paused one's restored
+ * eagerly and lazily (RAM identical); a corrupted page, a page moved to another valid place, a
  * flipped bitmap bit, a damaged device section and a damaged record
  * refused before the guest runs (eager) or before the region is placed
  * (lazy); a file without a record refused when integrity was asked for.
@@ -227,6 +227,18 @@ static void test_restore(void)
                               "{'uri': '%s'}}", uri));
     migtest_wait_incoming_done(dst);
     migtest_assert_guest_continues(dst, APPEND, pass);
+    vm_kill(dst);
+
+    /* A running guest's background snapshot: pages written while it dirties them. */
+    src = migtest_start_source(MEM, APPEND);
+    pass = migtest_last_pass(src);
+    save(src, file, true, 0, true);
+    vm_kill(src);
+    dst = migtest_start_dest_extra(MEM, APPEND, false, uri,
+                                   "-global migration.x-mapped-ram-integrity=on");
+    migtest_wait_incoming_done(dst);
+    migtest_assert_guest_continues(dst, APPEND, pass);
+    g_assert_cmpuint(vm_count_lines(dst, "FAIL"), ==, 0);
     vm_kill(dst);
 
     src = migtest_start_source(MEM, APPEND);
