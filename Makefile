@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Forwards to meson/ninja in build/; configures with defaults on first use.
 BUILD := build
-.PHONY: all check check-unit check-functional check-fuzz fuzz demo bench clean distclean
+.PHONY: all check check-unit check-functional check-fuzz fuzz sweep demo bench clean distclean
 FUZZ_SECONDS ?= 60
+SWEEP_MUTANTS ?= 10000
+SWEEP_SEED ?= 1
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -25,6 +27,10 @@ check-fuzz: all
 # Every fuzz target for FUZZ_SECONDS each (libFuzzer with ./configure --enable-fuzzing).
 fuzz: all
 	./scripts/fuzz-run --build $(BUILD) --seconds $(FUZZ_SECONDS) --all
+
+# Mutants of a mapped-ram file with the integrity record, each restored (not in make check).
+sweep: all
+	./scripts/mapped-ram-sweep --mutants $(SWEEP_MUTANTS) --seed $(SWEEP_SEED) --quiet
 
 demo: all
 	./scripts/demo

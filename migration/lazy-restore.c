@@ -10,6 +10,7 @@
 #include "system/memory.h"
 #include "latency-hist.h"
 #include "lazy-restore.h"
+#include "mapped-ram-integrity.h"
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -31,6 +32,8 @@ typedef struct LazyBlock {
     uint64_t pages_offset;
     unsigned long *present;     /* read-only: set = the page is in the file */
     unsigned long *resident;    /* atomic: set = placed */
+    uint32_t index;             /* the block's place in the block list */
+    uint64_t *region_hash;      /* read-only: the integrity record's, or NULL */
 } LazyBlock;
 
 static struct {
@@ -99,8 +102,14 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
                                      __ATOMIC_SEQ_CST)) {
         return;
     }
-    msg = g_strdup_printf("lazy restore: reading page %" PRIu64 " of %s from the file "
-                          "failed: %s", page, b->rb->idstr, g_strerror(err));
+    if (err == EBADMSG) {
+        msg = g_strdup_printf("lazy restore: the file is corrupted: pages %" PRIu64 "-%" PRIu64
+                              " of %s do not match its integrity record; they are not placed",
+                              page, MIN(page + MRI_REGION_PAGES, b->npages) - 1, b->rb->idstr);
+    } else {
+        msg = g_strdup_printf("lazy restore: reading page %" PRIu64 " of %s from the file "
+                              "failed: %s", page, b->rb->idstr, g_strerror(err));
+    }
     error_report("%s; the guest's memory is incomplete and the guest cannot run", msg);
     __atomic_store_n(&lr.fail_msg, msg, __ATOMIC_RELEASE);
     /*
@@ -150,6 +159,15 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
         memset(buf + ((last + 1 - first) << TARGET_PAGE_BITS), 0,
                (end - last - 1) << TARGET_PAGE_BITS);
+    }
+    /* Callers place whole regions (64 KiB aligned, or the block's end): each checked first. */
+    for (uint64_t g = first; b->region_hash && g < end; g += MRI_REGION_PAGES) {
+        if (!mri_check_region(b->index, g / MRI_REGION_PAGES, b->present, b->npages,
+                              buf + ((g - first) << TARGET_PAGE_BITS),
+                              b->region_hash[g / MRI_REGION_PAGES])) {
+            lr_fail(b, g, EBADMSG);
+            return -1;
+        }
     }
     placed = uffd_place_pages(lr.uffd, host, p < end ? buf : NULL, n, TARGET_PAGE_SIZE);
     if (placed < 0) {
@@ -296,6 +314,7 @@ static void lr_finish_bh(void *opaque)
     for (int i = 0; i < lr.nblocks; i++) {
         g_free(lr.blocks[i].present);
         g_free(lr.blocks[i].resident);
+        g_free(lr.blocks[i].region_hash);
     }
     g_clear_pointer(&lr.blocks, g_free);
     lr.nblocks = 0;
@@ -465,7 +484,8 @@ static bool lr_start(int fd, Error **errp)
 }
 
 bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
-                            uint64_t pages_offset, Error **errp)
+                            uint64_t pages_offset, uint32_t index,
+                            const uint64_t *region_hash, Error **errp)
 {
     LazyBlock *b;
     int ret;
@@ -485,9 +505,16 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
     b->pages_offset = pages_offset;
     b->present = present;
     b->resident = bitmap_new(b->npages);
+    b->index = index;
+    b->region_hash = region_hash ? g_memdup2(region_hash, mri_nregions(rb->used_length) *
+                                             sizeof(uint64_t)) : NULL;
     /* Pages are placed 4 KiB at a time: no huge page may fill the rest with zeros first. */
     if (madvise(rb->host, rb->used_length, MADV_NOHUGEPAGE) < 0 && errno != EINVAL) {
         error_setg_errno(errp, errno, "x-lazy-restore: MADV_NOHUGEPAGE on %s failed", rb->idstr);
+        /* Not counted in nblocks yet: the finish would not free them. */
+        g_clear_pointer(&b->present, g_free);
+        g_clear_pointer(&b->resident, g_free);
+        g_clear_pointer(&b->region_hash, g_free);
         return false;
     }
     /* Visible to the fault thread before its first fault can come. */

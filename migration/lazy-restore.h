@@ -30,10 +30,14 @@
 /*
  * mig/dst, the block's RAM just discarded: from now on its pages come from
  * @fd (dup'ed), the present ones at @pages_offset + page x page size.
- * Takes @present. False with @errp set.
+ * Takes @present. @region_hash (copied), if not NULL: the integrity
+ * record's hashes of block number @index; every 64 KiB region is checked
+ * against it before it is placed, and one that does not match is never
+ * placed. False with @errp set.
  */
 bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
-                            uint64_t pages_offset, Error **errp);
+                            uint64_t pages_offset, uint32_t index,
+                            const uint64_t *region_hash, Error **errp);
 /*
  * Main loop (BQL), once, when reading the file failed after the load:
  * the guest's memory can never be complete. @why says what failed.

@@ -21,10 +21,17 @@
 
 /* The load in progress (mig/dst): what the stream's configuration said. */
 static bool stream_mapped_ram;
+/* ...and its integrity record (mapped-ram-integrity.h), or NULL; freed when the load ends. */
+static MappedRamIntegrity *stream_integrity;
 
 bool loadvm_stream_mapped_ram(void)
 {
     return stream_mapped_ram;
+}
+
+MappedRamIntegrity *loadvm_stream_integrity(void)
+{
+    return stream_integrity;
 }
 
 /*
@@ -144,7 +151,8 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
         }
     }
     /* Before a byte of RAM is read: a file whose writer did not finish is refused. */
-    return !stream_mapped_ram || mapped_ram_in_check_file(f, stream_start, errp);
+    return !stream_mapped_ram ||
+           mapped_ram_in_check_file(f, stream_start, &stream_integrity, errp);
 }
 
 /* The footer must name @section_id, the id the stream gave the section. */
@@ -504,7 +512,13 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     case LOADVM_END_ERROR:
         break;
     }
+    if (ok && stream_integrity && stream_integrity->next_block != stream_integrity->nblocks) {
+        error_setg(errp, "the mapped-ram file is corrupted: its stream has %u RAM blocks, its "
+                   "integrity record %u", stream_integrity->next_block, stream_integrity->nblocks);
+        ok = false;
+    }
 out:
+    g_clear_pointer(&stream_integrity, mri_free);
     FOREACH_SE(i, se) {
         if (se->ops && se->ops->load_cleanup) {
             se->ops->load_cleanup(se->opaque);

@@ -11,6 +11,7 @@
 #include "lazy-restore.h"
 #include "mapped-ram.h"
 #include "mapped-ram-in.h"
+#include "mapped-ram-integrity.h"
 #include "options.h"
 #include "trace.h"
 #include <sys/stat.h>
@@ -27,7 +28,71 @@ static int64_t mr_file_size(QEMUFile *f)
     return st.st_size;
 }
 
-bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
+/*
+ * The integrity record before the trailer at @end, if any (*@integ NULL
+ * without one), its stream hash checked: before a byte of device state is
+ * believed. False with @errp set.
+ */
+static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
+                              MappedRamIntegrity **integ, Error **errp)
+{
+    g_autoptr(MappedRamIntegrity) r = NULL;
+    g_autofree char *hex = NULL;
+    uint8_t footer[MRI_FOOTER_SIZE];
+    uint64_t hex_len, hash;
+    int ret;
+
+    *integ = NULL;
+    if (end < stream_start + MRI_FOOTER_SIZE ||
+        !qemu_pread_full(fd, footer, sizeof(footer), end - MRI_FOOTER_SIZE) ||
+        !mri_parse_footer(footer, stream_start, end, &hex_len, errp)) {
+        if (migrate_mapped_ram_integrity()) {
+            error_setg(errp, "the mapped-ram file has no integrity record, and "
+                       "x-mapped-ram-integrity is on (it was written without it, or its record "
+                       "was damaged)");
+            return false;
+        }
+        return true;
+    }
+    if (!hex_len) {
+        return false;
+    }
+    /* Bounded by the file's size, but that may still be more than we can have. */
+    hex = g_try_malloc(hex_len);
+    if (!hex) {
+        error_setg(errp, "the mapped-ram file's integrity record (%" PRIu64 " bytes) does "
+                   "not fit in memory", hex_len);
+        return false;
+    }
+    if (!qemu_pread_full(fd, hex, hex_len, end - MRI_FOOTER_SIZE - hex_len)) {
+        error_setg_errno(errp, errno, "reading the mapped-ram file's integrity record failed");
+        return false;
+    }
+    r = mri_decode(hex, hex_len, end - MRI_FOOTER_SIZE - hex_len, errp);
+    if (!r) {
+        return false;
+    }
+    if (r->stream_start != (uint64_t)stream_start) {
+        error_setg(errp, "the mapped-ram file's integrity record belongs to a stream at "
+                   "0x%" PRIx64 ", not 0x%" PRIx64, r->stream_start, stream_start);
+        return false;
+    }
+    ret = mri_stream_hash(r, fd, &hash);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading the mapped-ram stream to check it failed");
+        return false;
+    }
+    if (hash != r->stream_hash) {
+        error_setg(errp, "the mapped-ram file is corrupted: its device state, block list or "
+                   "block headers do not match its integrity record");
+        return false;
+    }
+    *integ = g_steal_pointer(&r);
+    return true;
+}
+
+bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
+                              Error **errp)
 {
     int64_t size = mr_file_size(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
@@ -54,7 +119,8 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp)
                    "at offset %" PRId64 " (it says '%s')", stream_start, hex);
         return false;
     }
-    return true;
+    return mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
+                             integ, errp);
 }
 
 /* What the eager readers share: one block. */
@@ -64,10 +130,59 @@ typedef struct MrLoad {
     const unsigned long *present;
     uint64_t npages;
     uint64_t pages_offset;
+    uint32_t index;             /* the block's place in the block list */
+    const uint64_t *region_hash;    /* the integrity record's, or NULL */
     uint64_t next_chunk;        /* atomic: the next 2 MiB a reader takes */
-    int err;                    /* atomic: the first read's errno */
+    int err;                    /* atomic: the first read's errno; EBADMSG: a region's hash */
     uint64_t err_page;
+    /*
+     * With a record: the chunks read (set by the readers, in any order) and
+     * the checker ("mig/mr-v") that follows them in order, so that hashing
+     * overlaps the reads instead of adding to them. done_lock/done_cond
+     * only wake it; the bits are atomic.
+     */
+    unsigned long *done;
+    GMutex done_lock;
+    GCond done_cond;
 } MrLoad;
+
+static void mr_load_wake(MrLoad *l)
+{
+    if (l->done) {
+        g_mutex_lock(&l->done_lock);
+        g_cond_broadcast(&l->done_cond);
+        g_mutex_unlock(&l->done_lock);
+    }
+}
+
+static void mr_load_fail(MrLoad *l, uint64_t page, int err)
+{
+    int none = 0;
+
+    if (__atomic_compare_exchange_n(&l->err, &none, err, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+        l->err_page = page;
+    }
+    mr_load_wake(l);
+}
+
+/* The regions of chunk @c, read into guest RAM, against the integrity record. */
+static bool mr_check_chunk(MrLoad *l, uint64_t c)
+{
+    uint64_t end = MIN((c + 1) * MR_CHUNK_PAGES, l->npages);
+
+    for (uint64_t first = c * MR_CHUNK_PAGES; l->region_hash && first < end;
+         first += MRI_REGION_PAGES) {
+        uint64_t g = first / MRI_REGION_PAGES;
+
+        if (!mri_check_region(l->index, g, l->present, l->npages,
+                              l->rb->host + (first << TARGET_PAGE_BITS), l->region_hash[g])) {
+            mr_load_fail(l, first, EBADMSG);
+            return false;
+        }
+    }
+    return true;
+}
 
 static void *mr_reader(void *opaque)
 {
@@ -90,17 +205,37 @@ static void *mr_reader(void *opaque)
             if (!qemu_pread_full(l->fd, l->rb->host + (p << TARGET_PAGE_BITS),
                               (q - p) << TARGET_PAGE_BITS,
                               l->pages_offset + (p << TARGET_PAGE_BITS))) {
-                int none = 0;
-
-                l->err_page = p;
-                __atomic_compare_exchange_n(&l->err, &none, errno, false, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST);
+                mr_load_fail(l, p, errno);
                 return NULL;
             }
             bitmap_set_atomic(l->rb->vmm_written_bmap, p, q - p);
             p = q;
         }
+        if (l->done) {
+            /* A chunk is whole regions (2 MiB = 32 x 64 KiB): checked once all of it is read. */
+            set_bit_atomic(c, l->done);
+            mr_load_wake(l);
+        }
     }
+}
+
+/* mig/mr-v: every chunk in order, as soon as it is read; stops at the first failure. */
+static void *mr_checker(void *opaque)
+{
+    MrLoad *l = opaque;
+    uint64_t nchunks = DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES);
+
+    for (uint64_t c = 0; c < nchunks; c++) {
+        g_mutex_lock(&l->done_lock);
+        while (!test_bit_atomic(c, l->done) && !__atomic_load_n(&l->err, __ATOMIC_ACQUIRE)) {
+            g_cond_wait(&l->done_cond, &l->done_lock);
+        }
+        g_mutex_unlock(&l->done_lock);
+        if (__atomic_load_n(&l->err, __ATOMIC_ACQUIRE) || !mr_check_chunk(l, c)) {
+            return NULL;
+        }
+    }
+    return NULL;
 }
 
 static bool mr_load_pages(MrLoad *l, Error **errp)
@@ -115,9 +250,21 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
      */
     int dfd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
     int started = 0;
+    QemuThread checker;
+    bool checking = false;
 
     if (dfd >= 0) {
         l->fd = dfd;
+    }
+    if (l->region_hash) {
+        l->done = bitmap_new(DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES));
+        g_mutex_init(&l->done_lock);
+        g_cond_init(&l->done_cond);
+        if (qemu_thread_create(&checker, "mig/mr-v", mr_checker, l) < 0) {
+            mr_load_fail(l, 0, EAGAIN);
+        } else {
+            checking = true;
+        }
     }
 
     for (int i = 1; i < n; i++) {
@@ -132,9 +279,23 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
     for (int i = 1; i <= started; i++) {
         qemu_thread_join(&th[i]);
     }
+    if (checking) {
+        qemu_thread_join(&checker);
+    }
+    if (l->done) {
+        g_mutex_clear(&l->done_lock);
+        g_cond_clear(&l->done_cond);
+        g_free(l->done);
+    }
     g_free(th);
     if (dfd >= 0) {
         close(dfd);
+    }
+    if (l->err == EBADMSG) {
+        error_setg(errp, "the mapped-ram file is corrupted: pages %" PRIu64 "-%" PRIu64
+                   " of block %s do not match its integrity record", l->err_page,
+                   MIN(l->err_page + MRI_REGION_PAGES, l->npages) - 1, l->rb->idstr);
+        return false;
     }
     if (l->err) {
         error_setg(errp, "reading page %" PRIu64 " of block %s from the mapped-ram file failed: "
@@ -158,8 +319,36 @@ static bool mr_check_bitmap(const unsigned long *present, uint64_t npages, const
     return true;
 }
 
-bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp)
+/* The stream's next block must be the record's next, with the same header. */
+static const MriBlock *mr_integrity_block(MappedRamIntegrity *integ, RAMBlock *rb,
+                                          const MappedRamHeader *h, uint32_t *index,
+                                          Error **errp)
 {
+    const MriBlock *b;
+
+    if (integ->next_block >= integ->nblocks) {
+        error_setg(errp, "the mapped-ram file is corrupted: block %s is not in its integrity "
+                   "record (%u blocks)", rb->idstr, integ->nblocks);
+        return NULL;
+    }
+    *index = integ->next_block++;
+    b = &integ->blocks[*index];
+    if (strcmp(b->name, rb->idstr) || b->used_length != rb->used_length ||
+        b->bitmap_offset != h->bitmap_offset || b->pages_offset != h->pages_offset) {
+        error_setg(errp, "the mapped-ram file is corrupted: block %s (bitmap at 0x%" PRIx64
+                   ", pages at 0x%" PRIx64 ") is not its integrity record's block %u, %s "
+                   "(0x%" PRIx64 ", 0x%" PRIx64 ")", rb->idstr, h->bitmap_offset,
+                   h->pages_offset, *index, b->name, b->bitmap_offset, b->pages_offset);
+        return NULL;
+    }
+    return b;
+}
+
+bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp)
+{
+    MappedRamIntegrity *integ = opaque;
+    const MriBlock *ib = NULL;
+    uint32_t index = 0;
     int64_t size = mr_file_size(f), pos = qemu_file_tell(f), t0 = get_clock_ns();
     uint64_t npages = rb->used_length >> TARGET_PAGE_BITS, next;
     uint8_t hdr[MAPPED_RAM_HDR_SIZE];
@@ -181,6 +370,12 @@ bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp)
     if (!mapped_ram_parse_header(hdr, rb->idstr, pos, rb->used_length, size, &h, &next, errp)) {
         return false;
     }
+    if (integ) {
+        ib = mr_integrity_block(integ, rb, &h, &index, errp);
+        if (!ib) {
+            return false;
+        }
+    }
     present = bitmap_new(npages);
     if (!qemu_pread_full(qemu_file_fd(f), present, mapped_ram_bitmap_size(rb->used_length),
                       h.bitmap_offset)) {
@@ -198,13 +393,15 @@ bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp)
         goto fail;
     }
     if (lazy) {
-        if (!lazy_restore_add_block(rb, qemu_file_fd(f), present, h.pages_offset, errp)) {
+        if (!lazy_restore_add_block(rb, qemu_file_fd(f), present, h.pages_offset, index,
+                                    ib ? ib->region_hash : NULL, errp)) {
             goto fail;
         }
         present = NULL;         /* the lazy restore owns it now */
     } else {
         MrLoad l = { .rb = rb, .fd = qemu_file_fd(f), .present = present, .npages = npages,
-                     .pages_offset = h.pages_offset };
+                     .pages_offset = h.pages_offset, .index = index,
+                     .region_hash = ib ? ib->region_hash : NULL };
 
         if (!mr_load_pages(&l, errp)) {
             goto fail;

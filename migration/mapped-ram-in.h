@@ -14,19 +14,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "qemu/typedefs.h"
+#include "mapped-ram-integrity.h"
 
 /*
  * The stream's configuration named mapped-ram: @f must be a file whose
  * stream began at @stream_start (< 0: not a file) and that ends with the
- * completion trailer of that stream. False with @errp naming what is wrong.
+ * completion trailer of that stream. With an integrity record before the
+ * trailer, its stream hash is checked and the record returned in @integ
+ * (NULL without one; refused without one with x-mapped-ram-integrity on).
+ * False with @errp naming what is wrong.
  */
-bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, Error **errp);
+bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
+                              Error **errp);
 /*
  * After @rb's entry in the block list: reads its header and bitmap, then
  * its pages (or hands them to the lazy restore), and moves @f past its
- * region. False with @errp set; guest RAM may then be half-loaded, and the
- * guest never runs.
+ * region. @opaque: the file's MappedRamIntegrity or NULL; with one, the
+ * block must be the record's next, and each region is checked against it
+ * before the guest can see it. False with @errp set; guest RAM may then be
+ * half-loaded, and the guest never runs.
  */
-bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, Error **errp);
+bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp);
 
 #endif

@@ -11,6 +11,7 @@
 #include "migration/qemu-file.h"
 #include "channel.h"
 #include "mapped-ram.h"
+#include "mapped-ram-integrity.h"
 #include "mapped-ram-out.h"
 #include "options.h"
 #include "trace.h"
@@ -45,6 +46,13 @@ typedef struct MrBlock {
     uint64_t bitmap_offset;
     uint64_t pages_offset;
     unsigned long *bmap;        /* mig/src: set = the page is in the file */
+    /*
+     * x-mapped-ram-integrity, else NULL: each page's mri_page_hash as last
+     * dispatched (mig/src's). A page's writes are in dispatch order (one
+     * writer per region, in order), so at the finish each entry is the
+     * hash of the page's last write.
+     */
+    uint64_t *phash;
 } MrBlock;
 
 struct MappedRamOut {
@@ -54,6 +62,7 @@ struct MappedRamOut {
     int page_fd;                /* no writer threads: mig/src writes here */
     bool own_page_fd;           /* page_fd is ours (O_DIRECT), not the stream's */
     int64_t stream_start;
+    bool integrity;             /* x-mapped-ram-integrity when the migration started */
     MrBlock *blocks;
     int nblocks;
     MrBlock *last;              /* lookup cache */
@@ -151,6 +160,17 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
 
     if (!b || !m->pend_n) {
         return;
+    }
+    /*
+     * Hashed here, while the writers write what came before: the hashing
+     * overlaps the I/O instead of adding to it (with the record on there
+     * is always a writer thread). A precopy page the guest changes before
+     * its write lands with other bytes than it was hashed with, but that
+     * change dirtied it: it is dispatched (and hashed) again, and its
+     * writes keep their order.
+     */
+    for (uint64_t i = 0; b->phash && i < m->pend_n; i++) {
+        b->phash[m->pend_first + i] = mri_page_hash(m->pend_data + i * TARGET_PAGE_SIZE);
     }
     m->pend_b = NULL;
     m->pend_n = 0;
@@ -292,6 +312,7 @@ static void mr_put_block(MappedRamOut *m, QEMUFile *f, RAMBlock *rb)
     b->bitmap_offset = h.bitmap_offset;
     b->pages_offset = h.pages_offset;
     b->bmap = bitmap_new(b->npages);
+    b->phash = m->integrity ? g_new0(uint64_t, b->npages) : NULL;
     trace_mapped_ram_block(rb->idstr, h.bitmap_offset, h.pages_offset, next);
 }
 
@@ -370,8 +391,10 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
 {
     MappedRamOut *m = g_new0(MappedRamOut, 1);
     uint64_t offset;
+    int nwriters;
 
     m->page_fd = -1;
+    m->integrity = migrate_mapped_ram_integrity();
     m->map = (RAMPageMap) { .put_block = mr_map_put_block, .put_page = mr_map_put_page,
                             .release_after = mr_map_release_after, .opaque = m };
     g_mutex_init(&m->inflight_lock);
@@ -388,7 +411,9 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
                          m->path);
         return false;
     }
-    if (!migrate_multifd()) {
+    /* With the record, mig/src hashes: one writer thread writes meanwhile. */
+    nwriters = migrate_multifd() ? migrate_multifd_channels() : m->integrity;
+    if (!nwriters) {
         if (!migrate_direct_io()) {
             m->page_fd = qemu_file_fd(f);
             return true;
@@ -396,8 +421,8 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
         m->own_page_fd = true;
         return mr_open_fd(m, &m->page_fd, errp);
     }
-    m->writers = g_new0(MrWriter, migrate_multifd_channels());
-    for (int i = 0; i < migrate_multifd_channels(); i++) {
+    m->writers = g_new0(MrWriter, nwriters);
+    for (int i = 0; i < nwriters; i++) {
         MrWriter *w = &m->writers[i];
         g_autofree char *name = g_strdup_printf("mig/mr-w%d", i);
         int ret;
@@ -439,10 +464,64 @@ static bool mr_sync(int fd, const char *path, Error **errp)
     return true;
 }
 
+/* Block @i's region hashes, from its bitmap and its pages' last hashes. */
+static void mr_integrity_block(MappedRamIntegrity *r, uint32_t i, const MrBlock *b)
+{
+    MriBlock *rb;
+
+    mri_set_block(r, i, b->rb->idstr, b->rb->used_length, b->bitmap_offset, b->pages_offset);
+    rb = &r->blocks[i];
+    for (uint64_t g = 0; g < rb->nregions; g++) {
+        uint64_t first = g * MRI_REGION_PAGES, hash[MRI_REGION_PAGES] = { 0 };
+        uint32_t present = 0;
+
+        for (uint64_t k = 0; k < MRI_REGION_PAGES && first + k < b->npages; k++) {
+            if (test_bit(first + k, b->bmap)) {
+                present |= 1u << k;
+                hash[k] = b->phash[first + k];
+            }
+        }
+        rb->region_hash[g] = mri_region_hash(i, g, present, hash);
+    }
+}
+
+/*
+ * x-mapped-ram-integrity: the record for a stream ending at @end, its
+ * bytes read back from the file (synced: what a restore will read).
+ * NULL with @errp set.
+ */
+static char *mr_integrity_record(MappedRamOut *m, int64_t end, size_t *len, Error **errp)
+{
+    g_autoptr(MappedRamIntegrity) r = mri_new(m->nblocks);
+    /* The stream's own descriptor may be write-only. */
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC), ret;
+
+    r->stream_start = m->stream_start;
+    r->stream_end = end;
+    for (int i = 0; i < m->nblocks; i++) {
+        mr_integrity_block(r, i, &m->blocks[i]);
+    }
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "mapped-ram: cannot open '%s' to read its stream back",
+                         m->path);
+        return NULL;
+    }
+    ret = mri_stream_hash(r, fd, &r->stream_hash);
+    close(fd);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading back the stream of %s for its integrity "
+                         "record failed", m->path);
+        return NULL;
+    }
+    return mri_encode(r, len);
+}
+
 bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
 {
     int main_fd = qemu_file_fd(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
+    g_autofree char *record = NULL;
+    size_t record_len = 0;
     char hex[17];
     int64_t t0 = get_clock_ns(), pos;
     int err;
@@ -480,6 +559,18 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
         return false;
     }
     pos = qemu_file_tell(f);
+    if (pos >= 0 && m->integrity) {
+        record = mr_integrity_record(m, pos, &record_len, errp);
+        if (!record) {
+            return false;
+        }
+        if (!qemu_pwrite_full(main_fd, record, record_len, pos)) {
+            error_setg_errno(errp, errno, "writing the integrity record of %s failed",
+                             m->path);
+            return false;
+        }
+        pos += record_len;
+    }
     memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
     snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)m->stream_start);
     memcpy(trailer + 8, hex, 16);
@@ -519,6 +610,7 @@ void mapped_ram_out_close(void)
     g_free(m->tok);
     for (int i = 0; i < m->nblocks; i++) {
         g_free(m->blocks[i].bmap);
+        g_free(m->blocks[i].phash);
     }
     g_free(m->blocks);
     g_free(m->writers);

@@ -5,10 +5,12 @@
  * go through the QEMUFile as always; each page goes to its fixed offset
  * with pwrite, from mig/src itself or, with multifd, from multifd-channels
  * writer threads ("mig/mr-w%d"), each on its own descriptor (O_DIRECT with
- * direct-io). A page always goes to the writer of its 2 MiB region, and a
- * writer writes in order, so a page sent twice (precopy) lands with its
- * last content. Contiguous pages are coalesced into one write of up to a
- * region.
+ * direct-io); with x-mapped-ram-integrity one writer thread even without
+ * multifd, while mig/src hashes each page it hands over (the integrity
+ * record, mapped-ram-integrity.h). A page always goes to the writer of its
+ * 2 MiB region, and a writer writes in order, so a page sent twice
+ * (precopy) lands with its last content. Contiguous pages are coalesced
+ * into one write of up to a region.
  *
  * Ownership: everything here is mig/src's, except the jobs' queues (their
  * own locks), the in-flight count (inflight_lock) and the first error

@@ -251,6 +251,7 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "x-background-snapshot-buffer-size: %" PRIu64 " bytes\n",
                    p->x_background_snapshot_buffer_size);
     monitor_printf(mon, "direct-io: %s\n", onoff(p->direct_io));
+    monitor_printf(mon, "x-mapped-ram-integrity: %s\n", onoff(p->x_mapped_ram_integrity));
     monitor_printf(mon, "avail-switchover-bandwidth: %" PRIu64 " bytes/second\n",
                    p->avail_switchover_bandwidth);
     monitor_printf(mon, "x-vcpu-dirty-limit-period: %" PRIu64 " ms\n",
@@ -410,6 +411,7 @@ static const HmpParam hmp_params[] = {
     HPARAM("x-clear-bitmap-shift", x_clear_bitmap_shift, HP_U8),
     HPARAM("x-background-snapshot-buffer-size", x_background_snapshot_buffer_size, HP_SIZE),
     HPARAM("direct-io", direct_io, HP_BOOL),
+    HPARAM("x-mapped-ram-integrity", x_mapped_ram_integrity, HP_BOOL),
     HPARAM("avail-switchover-bandwidth", avail_switchover_bandwidth, HP_SIZE),
     HPARAM("x-vcpu-dirty-limit-period", x_vcpu_dirty_limit_period, HP_U64),
     HPARAM("vcpu-dirty-limit", vcpu_dirty_limit, HP_U64),

@@ -76,6 +76,7 @@ void migration_options_init(void)
     params->has_x_background_snapshot_buffer_size = true;
     params->x_background_snapshot_buffer_size = DEFAULT_BG_SNAPSHOT_BUFFER_SIZE;
     params->has_direct_io = true;
+    params->has_x_mapped_ram_integrity = true;
     params->has_avail_switchover_bandwidth = true;
     params->has_x_vcpu_dirty_limit_period = true;
     params->x_vcpu_dirty_limit_period = 1000;
@@ -191,6 +192,11 @@ bool migrate_lazy_restore(void)
 bool migrate_direct_io(void)
 {
     return params->direct_io;
+}
+
+bool migrate_mapped_ram_integrity(void)
+{
+    return params->x_mapped_ram_integrity;
 }
 
 bool migrate_multifd(void)
@@ -461,6 +467,7 @@ void migrate_params_apply(const MigrationParameters *p)
     APPLY(p, x_clear_bitmap_shift);
     APPLY(p, x_background_snapshot_buffer_size);
     APPLY(p, direct_io);
+    APPLY(p, x_mapped_ram_integrity);
     if (p->has_avail_switchover_bandwidth) {
         __atomic_store_n(&params->avail_switchover_bandwidth, p->avail_switchover_bandwidth,
                          __ATOMIC_RELAXED);
@@ -497,6 +504,18 @@ bool migration_set_global_property(const char *name, const char *value, Error **
             return false;
         }
         return qmp_migrate_set_capabilities(&l, errp);
+    }
+    /* Ours, as a bool property: -global migration.x-mapped-ram-integrity=on. */
+    if (!strcmp(name, "x-mapped-ram-integrity")) {
+        if (!strcmp(value, "on") || !strcmp(value, "true")) {
+            p.x_mapped_ram_integrity = true;
+        } else if (strcmp(value, "off") && strcmp(value, "false")) {
+            error_setg(errp, "Property 'migration.%s' expects on or off", name);
+            return false;
+        }
+        p.has_x_mapped_ram_integrity = true;
+        migrate_params_apply(&p);
+        return true;
     }
     /* QEMU's -global migration.x-clear-bitmap-shift=N. */
     if (strcmp(name, "x-clear-bitmap-shift") && strcmp(name, "clear-bitmap-shift")) {

@@ -34,6 +34,8 @@ bool migrate_mapped_ram(void);
 bool migrate_lazy_restore(void);
 /* direct-io: mapped-ram pages written with O_DIRECT. */
 bool migrate_direct_io(void);
+/* x-mapped-ram-integrity: write the integrity record; refuse a file without one. */
+bool migrate_mapped_ram_integrity(void);
 bool migrate_postcopy_preempt(void);
 int migrate_multifd_channels(void);
 MultiFDCompression migrate_multifd_compression(void);

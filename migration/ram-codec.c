@@ -170,7 +170,7 @@ static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, E
             error_setg(errp, "ram: block list exceeds the announced total 0x%" PRIx64, total);
             return false;
         }
-        if (r->map_block && !r->map_block(f, rb, errp)) {
+        if (r->map_block && !r->map_block(f, rb, r->map_opaque, errp)) {
             return false;
         }
         seen += len;

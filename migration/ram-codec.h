@@ -122,9 +122,10 @@ typedef struct RAMPageReader {
     /*
      * mapped-ram stream: after each block list entry comes the block's
      * header, and its pages are in the file, not in records (set by ram.c
-     * from the stream's configuration). NULL: records.
+     * from the stream's configuration), with @map_opaque. NULL: records.
      */
-    bool (*map_block)(QEMUFile *f, RAMBlock *rb, Error **errp);
+    bool (*map_block)(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp);
+    void *map_opaque;
 } RAMPageReader;
 
 #define RAM_STAGE_PAGES 32

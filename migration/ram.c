@@ -292,6 +292,7 @@ static int ram_load(QEMUFile *f, void *opaque, int version_id, Error **errp)
     }
     /* The stream's configuration said whether its pages are in the file. */
     ram_reader.map_block = loadvm_stream_mapped_ram() ? mapped_ram_in_block : NULL;
+    ram_reader.map_opaque = loadvm_stream_integrity();
     return ram_load_records(&ram_reader, f, errp);
 }
 

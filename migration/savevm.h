@@ -35,6 +35,9 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp);
  * named the mapped-ram capability (its pages are in the file).
  */
 bool loadvm_stream_mapped_ram(void);
+/* Same thread and time: the mapped-ram file's integrity record, or NULL. */
+typedef struct MappedRamIntegrity MappedRamIntegrity;
+MappedRamIntegrity *loadvm_stream_integrity(void);
 /*
  * After qemu_loadvm_state() returned: get_clock_ns() of the stream's first
  * SECTION_END and of the first SECTION_FULL after it (0 where none came).

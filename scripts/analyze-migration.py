@@ -44,6 +44,7 @@ from migstream.reader import (
     PROG, Reader, Section, StreamError, locate_vmdesc, oneline, q, read_mapped_ram_trailer, text,
     validate_vmdesc)
 from migstream.ram import RamParser
+from migstream import integrity
 
 
 class Analyzer(RamParser):
@@ -77,6 +78,7 @@ class Analyzer(RamParser):
         self.trailer = None              # read_mapped_ram_trailer()
         self.stream_start = 0            # file offset of the QEVM header
         self.mapped_problem = None       # StreamError: bad or no trailer
+        self.integrity = None            # integrity.read_record(): dict, str (damaged), None
 
         self.ram_section = None
         self.ram_total = None
@@ -108,9 +110,10 @@ class Analyzer(RamParser):
     # -- the vmdesc --------------------------------------------------------
 
     def load_vmdesc(self):
-        found, self.vmdesc_problem = locate_vmdesc(
-            self.f, self.size,
-            self.trailer['offset'] if self.trailer is not None else None)
+        end = self.trailer['offset'] if self.trailer is not None else None
+        if isinstance(self.integrity, dict):
+            end = self.integrity['offset']
+        found, self.vmdesc_problem = locate_vmdesc(self.f, self.size, end)
         if found is None:
             return
         self.vmdesc_offset, self.vmdesc_raw, self.vmdesc = found
@@ -271,7 +274,15 @@ class Analyzer(RamParser):
                 'not this one at 0x%x' % (t['stream_start'],
                                           self.stream_start), t['offset'])
         else:
-            self.r.size = t['offset']
+            # x-mapped-ram-integrity: the record lies between the stream and the trailer.
+            self.integrity = integrity.read_record(self.f, t['offset'])
+            if isinstance(self.integrity, dict):
+                self.r.size = self.integrity['offset']
+            else:
+                self.r.size = t['offset']
+                if self.integrity is not None:
+                    self.warn('the mapped-ram integrity record is damaged: %s'
+                              % self.integrity)
 
     def parse_config_subsection(self, conf):
         r = self.r
@@ -629,9 +640,22 @@ class Analyzer(RamParser):
         return {'complete': good,
                 'stream_start': self.stream_start,
                 'trailer_offset': self.trailer['offset'] if good else None,
+                'integrity': self.integrity_doc(),
                 'blocks': blocks,
                 'pages_present': sum(b['pages_present'] for b in blocks),
                 'pages_zero': sum(b['pages_zero'] for b in blocks)}
+
+    def integrity_doc(self):
+        """The record's place and size ("damaged" with why), or None without one."""
+        r = self.integrity
+        if r is None:
+            return None
+        if not isinstance(r, dict):
+            return {'damaged': r}
+        return {'offset': r['offset'],
+                'regions': sum(len(b['region_hashes']) for b in r['blocks']),
+                'region_pages': integrity.REGION_PAGES,
+                'blocks': [b['name'] for b in r['blocks']]}
 
     def state_doc(self):
         d = {'configuration': None, 'devices': self.state}

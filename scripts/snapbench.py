@@ -87,6 +87,9 @@ def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
                 src.qmp.cmd("migrate-set-parameters", **{"multifd-channels": channels})
             if direct_io:
                 src.qmp.cmd("migrate-set-parameters", **{"direct-io": True})
+            # migbench --set (x-mapped-ram-integrity=on measures the integrity record).
+            if sc.get("ours_params"):
+                src.qmp.cmd("migrate-set-parameters", **sc["ours_params"])
         _caps(src, caps)
         if os.path.exists(path):
             os.unlink(path)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Big-endian loads and stores at unaligned addresses (wire formats). */
+/* Big- and little-endian loads and stores at unaligned addresses (wire and file formats). */
 #ifndef QEMU_BSWAP_H
 #define QEMU_BSWAP_H
 
@@ -33,6 +33,34 @@ static inline uint64_t ldq_be_p(const void *p)
 
     memcpy(&v, p, sizeof(v));
     return GUINT64_FROM_BE(v);
+}
+
+static inline void stl_le_p(void *p, uint32_t v)
+{
+    v = GUINT32_TO_LE(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline void stq_le_p(void *p, uint64_t v)
+{
+    v = GUINT64_TO_LE(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline uint32_t ldl_le_p(const void *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return GUINT32_FROM_LE(v);
+}
+
+static inline uint64_t ldq_le_p(const void *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return GUINT64_FROM_LE(v);
 }
 
 #endif

@@ -43,7 +43,7 @@ class MappedRamStreams(StreamCase):
     # -- shared streams (made once, used by several tests) ------------------
 
     @classmethod
-    def mapped_ram_stream(cls, key, background=False, offset=0):
+    def mapped_ram_stream(cls, key, background=False, offset=0, integrity=False):
         """A mapped-ram snapshot (file: URI) of a 64 MiB guest running the
         verify workload, at offset in the file; for precopy also the paused
         source's pmemsave.  None if the binary has no mapped-ram."""
@@ -71,8 +71,10 @@ class MappedRamStreams(StreamCase):
                 with open(stream, 'wb') as f:     # what lies before it
                     f.write(b'not a stream' * (offset // 12 + 1))
             uri = 'file:' + stream + (',offset=%d' % offset if offset else '')
-            info = vm.migrate(stream, params={'max-bandwidth': 1 << 40},
-                              uri=uri)
+            params = {'max-bandwidth': 1 << 40}
+            if integrity:
+                params['x-mapped-ram-integrity'] = True
+            info = vm.migrate(stream, params=params, uri=uri)
             if not background:
                 status = vm.qmp.cmd('query-status').get('status')
                 if status != 'postmigrate':
@@ -90,8 +92,8 @@ class MappedRamStreams(StreamCase):
 
     # -- checks ------------------------------------------------------------
 
-    def mapped_ram_fixture(self, key, background=False, offset=0):
-        fx = self.mapped_ram_stream(key, background, offset)
+    def mapped_ram_fixture(self, key, background=False, offset=0, integrity=False):
+        fx = self.mapped_ram_stream(key, background, offset, integrity)
         if fx is None:
             self.skipTest('%s has no mapped-ram capability' % QEMU)
         return fx
@@ -168,6 +170,25 @@ class MappedRamStreams(StreamCase):
         s2 = self.summary_of(fx['stream'])
         self.assertEqual(s2['ram'], ram)
         self.assertEqual(s2['mapped_ram'], s['mapped_ram'])
+
+    def test_mapped_ram_integrity(self):
+        """A file with the integrity record (x-mapped-ram-integrity) reads as
+        one without it, the record described and no trailing bytes."""
+        fx = self.mapped_ram_fixture('mrint', integrity=True)
+        s = self.summary_of(fx['stream'])
+        self.check_complete(s, 'microvm')
+        self.check_mapped_ram(s, fx)
+        self.assertEqual(s['warnings'], [])
+        integ = s['mapped_ram']['integrity']
+        size = os.path.getsize(fx['stream'])
+        with open(fx['stream'], 'rb') as f:
+            f.seek(size - 48)
+            footer = f.read(24)
+        self.assertEqual(footer[:8], b'MRAMINTG')
+        self.assertEqual(integ['offset'], size - 48 - int(footer[8:], 16))
+        self.assertEqual(integ['regions'], fx['mem'] // (64 * 1024))
+        self.assertIsNone(self.summary_of(
+            self.mapped_ram_fixture('mr')['stream'])['mapped_ram']['integrity'])
 
     def test_mapped_ram_background(self):
         fx = self.mapped_ram_fixture('mrbg', background=True)

@@ -8,8 +8,11 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/bitmap.h"
 #include "qemu/bswap.h"
+#include "qemu/xxh64.h"
 #include "migration/mapped-ram.h"
+#include "migration/mapped-ram-integrity.h"
 #include "migration/mapped-ram-out.h"
 #include "migration/channel.h"
 #include "migration/options.h"
@@ -44,6 +47,13 @@ bool migrate_direct_io(void)
 bool migrate_mapped_ram(void)
 {
     return true;
+}
+
+static bool fake_integrity;
+
+bool migrate_mapped_ram_integrity(void)
+{
+    return fake_integrity;
 }
 
 bool mig_channel_file_path(const char *uri, char **path, uint64_t *offset, Error **errp)
@@ -288,6 +298,95 @@ static void test_write_error(gconstpointer data)
     fake_ram_free(ram);
 }
 
+static void hash_range(uint64_t start, uint64_t end, void *opaque)
+{
+    Xxh64State *st = ((void **)opaque)[0];
+    const uint8_t *file = ((void **)opaque)[1];
+
+    xxh64_update(st, file + start, end - start);
+}
+
+/*
+ * x-mapped-ram-integrity: pages put up to four times each from different
+ * buffers (precopy's re-sends), some made zero again, by N writers; the
+ * record must describe what the file holds at the end, region by region,
+ * and the stream around the regions.
+ */
+static void test_integrity(gconstpointer data)
+{
+    int channels = GPOINTER_TO_INT(data);
+    FakeRAM *ram = fake_ram_new(blocks);
+    RAMBlock *rb = fake_block(ram, 0), *ex = fake_block(ram, 1);
+    uint64_t npages = block_pages(rb);
+    g_autofree uint8_t *bufs = g_malloc(4 * npages * TARGET_PAGE_SIZE);
+    g_autofree int *last = g_new(int, npages);
+    g_autofree uint8_t *file = NULL;
+    g_autoptr(MappedRamIntegrity) r = NULL;
+    GRand *rng = g_rand_new_with_seed(33 + channels);
+    const unsigned long *bmap;
+    uint64_t hex_len, pos;
+    Xxh64State st;
+    MappedRamHeader h;
+    gsize len;
+    Out o = { 0 };
+
+    fake_integrity = true;
+    out_open(&o, channels, NULL);
+    for (uint64_t p = 0; p < npages; p++) {
+        last[p] = -1;
+    }
+    for (int round = 0; round < 4; round++) {
+        for (uint64_t p = 0; p < npages; p++) {
+            uint8_t *b = bufs + (round * npages + p) * TARGET_PAGE_SIZE;
+
+            if (round && g_rand_int_range(rng, 0, 3)) {
+                continue;
+            }
+            fill_page(b, round << 24 | p);
+            if (g_rand_int_range(rng, 0, 8) == 0) {
+                ram_put_page(&o.w, o.f, rb, p, NULL);
+                last[p] = -1;
+            } else {
+                ram_put_page(&o.w, o.f, rb, p, b);
+                last[p] = round;
+            }
+        }
+    }
+    g_assert_true(out_finish(&o, &error_abort));
+    fake_integrity = false;
+
+    g_assert_true(g_file_get_contents(o.path, (char **)&file, &len, NULL));
+    g_assert_true(mri_parse_footer(file + len - MAPPED_RAM_TRAILER_SIZE - MRI_FOOTER_SIZE, 0,
+                                   len - MAPPED_RAM_TRAILER_SIZE, &hex_len, &error_abort));
+    pos = len - MAPPED_RAM_TRAILER_SIZE - MRI_FOOTER_SIZE - hex_len;
+    r = mri_decode((const char *)file + pos, hex_len, pos, &error_abort);
+    g_assert_cmpuint(r->nblocks, ==, 2);
+    xxh64_init(&st, 0);
+    mri_stream_ranges(r, hash_range, (void *[]) { &st, file });
+    g_assert_cmphex(xxh64_digest(&st), ==, r->stream_hash);
+    file_block(file, len, rb, &h, &bmap);
+    g_assert_cmpuint(r->blocks[0].pages_offset, ==, h.pages_offset);
+    for (uint64_t p = 0; p < npages; p++) {
+        g_assert_cmpint(test_bit(p, bmap), ==, last[p] >= 0);
+        if (last[p] >= 0) {
+            g_assert_cmpmem(file + h.pages_offset + p * TARGET_PAGE_SIZE, TARGET_PAGE_SIZE,
+                            bufs + (last[p] * npages + p) * TARGET_PAGE_SIZE, TARGET_PAGE_SIZE);
+        }
+    }
+    for (uint64_t g = 0; g < r->blocks[0].nregions; g++) {
+        g_assert_true(mri_check_region(0, g, bmap, npages,
+                                       file + h.pages_offset + g * MRI_REGION_PAGES *
+                                       TARGET_PAGE_SIZE, r->blocks[0].region_hash[g]));
+    }
+    /* A block nothing was put in: one region, every page absent. */
+    file_block(file, len, ex, &h, &bmap);
+    g_assert_true(mri_check_region(1, 0, bmap, block_pages(ex), file + h.pages_offset,
+                                   r->blocks[1].region_hash[0]));
+    g_rand_free(rng);
+    out_free(&o);
+    fake_ram_free(ram);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -295,10 +394,12 @@ int main(int argc, char **argv)
         g_autofree char *a = g_strdup_printf("/mapped-ram-out/layout/%d-writers", ch);
         g_autofree char *b = g_strdup_printf("/mapped-ram-out/rewrite-order/%d-writers", ch);
         g_autofree char *c = g_strdup_printf("/mapped-ram-out/write-error/%d-writers", ch);
+        g_autofree char *d = g_strdup_printf("/mapped-ram-out/integrity/%d-writers", ch);
 
         g_test_add_data_func(a, GINT_TO_POINTER(ch), test_layout);
         g_test_add_data_func(b, GINT_TO_POINTER(ch), test_rewrite_order);
         g_test_add_data_func(c, GINT_TO_POINTER(ch), test_write_error);
+        g_test_add_data_func(d, GINT_TO_POINTER(ch), test_integrity);
     }
     int ret = g_test_run();
 
