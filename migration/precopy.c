@@ -105,7 +105,7 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     if (!ok) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
     } else {
-        ok = qemu_savevm_state_devices(f, errp);
+        ok = qemu_savevm_state_devices(f, NULL, errp);
     }
     t_dev = get_clock_ns();
     if (ok && migrate_cap(MIGRATION_CAPABILITY_RETURN_PATH)) {
