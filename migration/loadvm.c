@@ -319,9 +319,10 @@ static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
 /*
  * The vmdesc after a whole device state and EOF. Damaged, the load still
  * stands where the source cannot take its guest back on our word: it has
- * stopped for good (a file, exec:, no return path). A source with a
- * return path, whose own write of that vmdesc failed and which resumes
- * its guest on SHUT 1, must hear a refusal.
+ * stopped for good (a file, exec:, no return path), or it waits for our
+ * confirmation and decides (PING CONFIRM_OFFER, postcopy.h). Only a
+ * source with QEMU's plain return path, whose own write of that vmdesc
+ * failed and which resumes its guest on SHUT 1, must hear a refusal.
  */
 static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
 {
@@ -330,7 +331,7 @@ static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
     if (loadvm_skip_vmdesc(f, &err)) {
         return true;
     }
-    if (rp_dst_is_open()) {
+    if (rp_dst_is_open() && !rp_dst_confirming()) {
         error_propagate(errp, err);
         return false;
     }

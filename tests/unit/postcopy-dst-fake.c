@@ -100,3 +100,8 @@ bool rp_dst_is_open(void)
 {
     return false;
 }
+
+bool rp_dst_confirming(void)
+{
+    return false;
+}
