@@ -208,13 +208,15 @@ static void incoming_finish_bh(void *opaque)
          * would make two. Kept whole and paused, for 'cont' once someone
          * knows the source's guest is not running.
          */
+        Error *why = incoming.error;
+
         runstate_set(RUN_STATE_PAUSED);
-        error_prepend(&incoming.error, "the guest loaded whole but stays paused, as the "
-                      "source did not confirm the switchover (");
-        error_append_hint(&incoming.error, "run 'cont' here only if the source's guest is "
-                          "not running\n");
-        error_report("%s); run 'cont' here only if the source's guest is not running",
-                     error_get_pretty(incoming.error));
+        incoming.error = NULL;
+        error_setg(&incoming.error, "the guest loaded whole but stays paused: the source did "
+                   "not confirm the switchover (%s); run 'cont' here only if the source's "
+                   "guest is not running", error_get_pretty(why));
+        error_free(why);
+        error_report("%s", error_get_pretty(incoming.error));
         incoming_set_state(MIGRATION_STATUS_FAILED);
         return;
     }
