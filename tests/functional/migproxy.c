@@ -23,6 +23,12 @@ struct MigProxy {
     GThread *thread;
     /* The thread's; the pairs: [i][0] the source side, [i][1] the destination side. */
     int fds[MAX_PAIRS][2];
+    /*
+     * The thread's: what is still to be written to fds[i][k]. Writes never
+     * block the thread: one side that stops reading (a multifd channel
+     * waiting for the stream) must not stall every other connection.
+     */
+    GByteArray *out[MAX_PAIRS][2];
     /* The thread's, in armed mode: source bytes not let through yet, per pair. */
     GByteArray *held[MAX_PAIRS];
     bool holding[MAX_PAIRS];    /* the stream reached its "cpu" section: hold all */
@@ -67,11 +73,75 @@ int migproxy_tcp_connect(int port)
     return fd;
 }
 
+/* Up to this much waits for a side that does not read; then its other side is not read. */
+#define OUT_LIMIT (64 << 20)
+
+/* Writes what fds[i][k] takes now; false on an error of the connection. */
+static bool proxy_flush(MigProxy *p, int i, int k)
+{
+    GByteArray *o = p->out[i][k];
+
+    while (o && o->len) {
+        ssize_t w = send(p->fds[i][k], o->data, o->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return true;
+        }
+        if (w <= 0) {
+            return false;
+        }
+        g_byte_array_remove_range(o, 0, w);
+    }
+    return true;
+}
+
+/* Queues @n bytes for fds[i][k] and writes what it takes now. */
+static bool proxy_write(MigProxy *p, int i, int k, const uint8_t *buf, size_t n)
+{
+    if (!p->out[i][k]) {
+        p->out[i][k] = g_byte_array_new();
+    }
+    g_byte_array_append(p->out[i][k], buf, n);
+    return proxy_flush(p, i, k);
+}
+
+/*
+ * Before a close: what was read from one side reaches the other, as a
+ * link that breaks after delivering it would (a peer that neither reads
+ * nor fails within 2 s gets the rest dropped).
+ */
+static void proxy_drain(MigProxy *p, int i, int k)
+{
+    gint64 end = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
+
+    while (p->out[i][k] && p->out[i][k]->len && g_get_monotonic_time() < end) {
+        struct pollfd pfd = { .fd = p->fds[i][k], .events = POLLOUT };
+
+        if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+            return;
+        }
+        if (!proxy_flush(p, i, k)) {
+            return;
+        }
+    }
+}
+
 static void proxy_close_pair(MigProxy *p, int i)
 {
     for (int k = 0; k < 2; k++) {
+        proxy_drain(p, i, k);
+    }
+    for (int k = 0; k < 2; k++) {
         shutdown(p->fds[i][k], SHUT_RDWR);
         close(p->fds[i][k]);
+        if (p->out[i][k]) {
+            g_byte_array_unref(p->out[i][k]);
+        }
+        p->out[i][k] = p->out[p->npairs - 1][k];
+        p->out[p->npairs - 1][k] = NULL;
     }
     if (p->held[i]) {
         g_byte_array_unref(p->held[i]);
@@ -90,23 +160,10 @@ static void proxy_close_pair(MigProxy *p, int i)
     p->kind[p->npairs] = 0;
 }
 
-static bool proxy_write(int fd, const uint8_t *buf, size_t n)
-{
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, buf + off, n - off);
-
-        if (w <= 0) {
-            return false;
-        }
-        off += w;
-    }
-    return true;
-}
-
 /* Lets the first @n held bytes of pair @i through. */
 static bool proxy_release(MigProxy *p, int i, size_t n)
 {
-    bool ok = proxy_write(p->fds[i][1], p->held[i]->data, n);
+    bool ok = proxy_write(p, i, 1, p->held[i]->data, n);
 
     g_byte_array_remove_range(p->held[i], 0, n);
     return ok;
@@ -256,15 +313,7 @@ static bool proxy_pump(MigProxy *p, int i, int from)
     if (from == 0 && (p->held[i] || __atomic_load_n(&p->end, __ATOMIC_RELAXED))) {
         return proxy_pump_armed(p, i, (const uint8_t *)buf, n);
     }
-    for (ssize_t off = 0; off < n;) {
-        ssize_t w = write(p->fds[i][!from], buf + off, n - off);
-
-        if (w <= 0) {
-            return false;
-        }
-        off += w;
-    }
-    return true;
+    return proxy_write(p, i, !from, (const uint8_t *)buf, n);
 }
 
 static gpointer proxy_thread(gpointer opaque)
@@ -280,8 +329,15 @@ static gpointer proxy_thread(gpointer opaque)
         char req;
 
         for (int i = 0; i < p->npairs; i++) {
-            pfd[n++] = (struct pollfd) { .fd = p->fds[i][0], .events = POLLIN };
-            pfd[n++] = (struct pollfd) { .fd = p->fds[i][1], .events = POLLIN };
+            for (int k = 0; k < 2; k++) {
+                GByteArray *to_other = p->out[i][!k], *to_me = p->out[i][k];
+                short ev = (to_other && to_other->len > OUT_LIMIT) ? 0 : POLLIN;
+
+                if (to_me && to_me->len) {
+                    ev |= POLLOUT;
+                }
+                pfd[n++] = (struct pollfd) { .fd = p->fds[i][k], .events = ev };
+            }
         }
         if (poll(pfd, n, -1) < 0) {
             g_assert_cmpint(errno, ==, EINTR);
@@ -316,9 +372,10 @@ static gpointer proxy_thread(gpointer opaque)
         for (int i = p->npairs - 1; i >= 0; i--) {
             for (int from = 0; from < 2; from++) {
                 int cuts = p->end_cuts;
+                short rev = pfd[2 + 2 * i + from].revents;
 
-                if ((pfd[2 + 2 * i + from].revents & (POLLIN | POLLHUP | POLLERR)) &&
-                    !proxy_pump(p, i, from)) {
+                if (((rev & POLLOUT) && !proxy_flush(p, i, from)) ||
+                    ((rev & (POLLIN | POLLHUP | POLLERR)) && !proxy_pump(p, i, from))) {
                     if (cuts == p->end_cuts) {
                         proxy_close_pair(p, i);
                     }
