@@ -21,7 +21,9 @@
 #include "multifd.h"
 #include "multifd-recv.h"
 #include "options.h"
+#include "postcopy.h"
 #include "postcopy-dst.h"
+#include "postcopy-rp-dst.h"
 #include "savevm.h"
 #include "savevm-cmd.h"
 #include "status.h"
@@ -44,6 +46,11 @@ typedef struct MigrationIncomingState {
     int64_t start_ns;
     int64_t total_ms;
     int64_t loaded_ns;          /* mig/dst: get_clock_ns() when the load returned */
+    /*
+     * mig/dst (the finish bottom half reads it once joined): the load
+     * succeeded, but the source's go did not come (its reason is @error).
+     */
+    bool unconfirmed;
     XIncomingDowntimeInfo *downtime;    /* a completed precopy's switchover here */
 } MigrationIncomingState;
 
@@ -241,6 +248,24 @@ static void incoming_finish_bh(void *opaque)
         error_report("load of migration failed: %s", error_get_pretty(incoming.error));
         qemu_system_exit_now(1);
     }
+    if (incoming.unconfirmed) {
+        /*
+         * The source may have taken its guest back: running this one too
+         * would make two. Kept whole and paused, for 'cont' once someone
+         * knows the source's guest is not running.
+         */
+        Error *why = incoming.error;
+
+        runstate_set(RUN_STATE_PAUSED);
+        incoming.error = NULL;
+        error_setg(&incoming.error, "the guest loaded whole but stays paused: the source did "
+                   "not confirm the switchover (%s); run 'cont' here only if the source's "
+                   "guest is not running", error_get_pretty(why));
+        error_free(why);
+        error_report("%s", error_get_pretty(incoming.error));
+        incoming_set_state(MIGRATION_STATUS_FAILED);
+        return;
+    }
     /* QEMU's order: an observer of COMPLETED may use the guest at once. */
     incoming_start_guest();
     incoming_record_downtime(handoff_ns);
@@ -259,8 +284,17 @@ static void *incoming_thread(void *opaque)
         error_free(incoming.error);
         incoming.error = channel_err;
     }
+    if (ok && rp_dst_confirming() && qemu_loadvm_vmdesc_damage()) {
+        /* Before SHUT: the source says so too when it commits. */
+        rp_dst_send_be32(MIG_RP_MSG_PONG, MIG_PONG_VMDESC_DAMAGED);
+    }
     /* Without the BQL: a BQL holder may be waiting on a page only this thread can place. */
     postcopy_dst_end(ok);
+    /* Our source said it decides: it commits on our SHUT 0 and then says go. */
+    if (ok && rp_dst_confirming() &&
+        !loadvm_wait_go(incoming.from_src, MIGRATION_CONFIRM_TIMEOUT_MS, &incoming.error)) {
+        incoming.unconfirmed = true;
+    }
     /* The guest may run before its RAM is all here: the rest comes from the file. */
     lazy_restore_load_done(ok, incoming_lazy_restore_failed);
 

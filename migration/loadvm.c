@@ -14,6 +14,7 @@
 #include "mapped-ram-in.h"
 #include "postcopy.h"
 #include "postcopy-dst.h"
+#include "postcopy-rp-dst.h"
 #include "savevm.h"
 #include "savevm-int.h"
 #include "savevm-cmd.h"
@@ -287,6 +288,17 @@ static bool loadvm_section_part_end(QEMUFile *f, GHashTable *ids, Error **errp)
 }
 
 /*
+ * The load in progress (mig/dst; read after it returned): why the vmdesc
+ * after the EOF did not arrive whole, NULL if it did.
+ */
+static char *vmdesc_damage;
+
+const char *qemu_loadvm_vmdesc_damage(void)
+{
+    return vmdesc_damage;
+}
+
+/*
  * After EOF: the vmdesc, which we read and discard. QEMU treats it as
  * optional; our sources always write it, so it is also what tells a
  * complete stream from one cut right after the EOF byte.
@@ -309,6 +321,32 @@ static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
         error_setg(errp, "reading the vmdesc failed: %s", qemu_file_error_msg(f));
         return false;
     }
+    return true;
+}
+
+/*
+ * The vmdesc after a whole device state and EOF. Damaged, the load still
+ * stands where the source cannot take its guest back on our word: it has
+ * stopped for good (a file, exec:, no return path), or it waits for our
+ * confirmation and decides (PING CONFIRM_OFFER, postcopy.h). Only a
+ * source with QEMU's plain return path, whose own write of that vmdesc
+ * failed and which resumes its guest on SHUT 1, must hear a refusal.
+ */
+static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
+{
+    Error *err = NULL;
+
+    if (loadvm_skip_vmdesc(f, &err)) {
+        return true;
+    }
+    if (rp_dst_is_open() && !rp_dst_confirming()) {
+        error_propagate(errp, err);
+        return false;
+    }
+    vmdesc_damage = g_strdup(error_get_pretty(err));
+    warn_report("the device state loaded whole; the stream's trailing description is "
+                "damaged: %s", vmdesc_damage);
+    error_free(err);
     return true;
 }
 
@@ -450,7 +488,7 @@ static LoadVMEnd loadvm_main(QEMUFile *f, GHashTable *ids, bool in_package, Erro
                 return LOADVM_END_ERROR;
             }
             /* A postcopy stream ends at EOF: QEMU sends no vmdesc after it. */
-            if (!postcopy_dst_listening() && !loadvm_skip_vmdesc(f, errp)) {
+            if (!postcopy_dst_listening() && !loadvm_vmdesc(f, errp)) {
                 return LOADVM_END_ERROR;
             }
             return LOADVM_END_EOF;
@@ -499,6 +537,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     }
     stream_mapped_ram = false;
     switchover_end_ns = switchover_devices_ns = 0;
+    g_clear_pointer(&vmdesc_damage, g_free);
     if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
     }

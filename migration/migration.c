@@ -637,6 +637,7 @@ bool qmp_migrate_set_capabilities(const MigrationCapabilityStatusList *capabilit
 {
     const bool *caps = migrate_caps();
     bool new_caps[MIGRATION_CAPABILITY__MAX];
+    bool return_path_named = false;
 
     if (migration_is_running()) {
         error_setg(errp, "There's a migration process in progress");
@@ -645,6 +646,7 @@ bool qmp_migrate_set_capabilities(const MigrationCapabilityStatusList *capabilit
     memcpy(new_caps, caps, sizeof(new_caps));
     for (const MigrationCapabilityStatusList *l = capabilities; l; l = l->next) {
         new_caps[l->value->capability] = l->value->state;
+        return_path_named |= l->value->capability == MIGRATION_CAPABILITY_RETURN_PATH;
     }
     if (!migrate_caps_check_compat(new_caps, errp)) {
         return false;
@@ -658,7 +660,7 @@ bool qmp_migrate_set_capabilities(const MigrationCapabilityStatusList *capabilit
     if (!migrate_caps_check_supported(caps, new_caps, errp)) {
         return false;
     }
-    migrate_caps_set(new_caps);
+    migrate_caps_set(new_caps, return_path_named);
     return true;
 }
 

@@ -16,6 +16,11 @@
 
 /* Written by the main thread (BQL), read by any thread: single words. */
 static bool caps[MIGRATION_CAPABILITY__MAX];
+/*
+ * migrate-set-capabilities named return-path (on or off): the user's word
+ * then stands; until then a tcp: or unix: migration opens it anyway.
+ */
+static bool return_path_user_set;
 /* max-bandwidth was set explicitly (a background snapshot then honours it). */
 static bool max_bandwidth_user_set;
 static MigrationParameters *params;
@@ -334,9 +339,19 @@ bool migrate_caps_check_supported(const bool *old_caps, const bool *new_caps, Er
     return true;
 }
 
-void migrate_caps_set(const bool *new_caps)
+void migrate_caps_set(const bool *new_caps, bool return_path_named)
 {
     memcpy(caps, new_caps, sizeof(caps));
+    return_path_user_set |= return_path_named;
+}
+
+bool migrate_return_path_for(const char *uri, bool *user_set)
+{
+    *user_set = return_path_user_set;
+    if (return_path_user_set) {
+        return caps[MIGRATION_CAPABILITY_RETURN_PATH];
+    }
+    return g_str_has_prefix(uri, "tcp:") || g_str_has_prefix(uri, "unix:");
 }
 
 /*

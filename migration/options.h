@@ -69,7 +69,16 @@ const bool *migrate_caps(void);
 bool migrate_caps_check_compat(const bool *new_caps, Error **errp);
 /* Capabilities turned on that this build does not implement. */
 bool migrate_caps_check_supported(const bool *old_caps, const bool *new_caps, Error **errp);
-void migrate_caps_set(const bool *new_caps);
+/* @return_path_named: the request named return-path (the user's word now stands). */
+void migrate_caps_set(const bool *new_caps, bool return_path_named);
+/*
+ * Whether a precopy migration to @uri opens the return path: as the user
+ * set return-path (*@user_set true), or, until they did, for tcp: and unix:
+ * (the transports that can carry the destination's answer back).
+ * query-migrate-capabilities shows only the user's setting (false until
+ * set), as QEMU and libvirt expect.
+ */
+bool migrate_return_path_for(const char *uri, bool *user_set);
 /* QEMU's range checks of migrate-set-parameters. */
 bool migrate_params_check(const MigrationParameters *p, Error **errp);
 /* Stores the parameters @p has. Checked first; running-migration rules are the caller's. */

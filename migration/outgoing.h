@@ -83,6 +83,8 @@ typedef struct MigrationState {
      * mig/src; the cleanup bottom half reads it once the thread is joined.
      */
     bool guest_moved;
+    /* mig/src: precopy opened the return path (stream_start) and waits for SHUT. */
+    bool return_path;
     /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
     bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */

@@ -70,6 +70,11 @@ bool postcopy_dst_ping(uint32_t value, Error **errp)
         error_setg(errp, "CMD_PING (0x%x) received with no return path", value);
         return false;
     }
+    if (value == MIG_PING_CONFIRM_OFFER && postcopy_dst_phase() == PC_DST_NONE) {
+        /* Our source: it will send a go once it committed; accept, so that it does. */
+        rp_dst_set_confirming();
+        value = MIG_PONG_CONFIRM_ACCEPT;
+    }
     rp_dst_send_be32(MIG_RP_MSG_PONG, value);
     return true;
 }

@@ -17,6 +17,11 @@ typedef struct DstReturnPath {
     int fd;                     /* lock: a dup of the incoming socket; -1 if none */
     bool broken;                /* lock: a write failed */
     RAMBlock *last_block;       /* lock: block of the last page request */
+    /*
+     * lock: the source offered our switchover confirmation and we took it:
+     * the guest runs here only on its go. Outlives the close (SHUT).
+     */
+    bool confirming;
 } DstReturnPath;
 
 static DstReturnPath rpd = { .fd = -1 };
@@ -74,6 +79,7 @@ bool rp_dst_open(QEMUFile *f)
     rpd.fd = fd;
     rpd.broken = fd < 0;
     rpd.last_block = NULL;
+    rpd.confirming = false;
     tsan_g_mutex_unlock(&rpd.lock);
     return fd >= 0;
 }
@@ -86,6 +92,23 @@ bool rp_dst_is_open(void)
     open = rpd.fd >= 0;
     tsan_g_mutex_unlock(&rpd.lock);
     return open;
+}
+
+void rp_dst_set_confirming(void)
+{
+    tsan_g_mutex_lock(&rpd.lock);
+    rpd.confirming = true;
+    tsan_g_mutex_unlock(&rpd.lock);
+}
+
+bool rp_dst_confirming(void)
+{
+    bool on;
+
+    tsan_g_mutex_lock(&rpd.lock);
+    on = rpd.confirming;
+    tsan_g_mutex_unlock(&rpd.lock);
+    return on;
 }
 
 void rp_dst_close(void)

@@ -18,6 +18,13 @@
 bool rp_dst_open(QEMUFile *f);
 bool rp_dst_is_open(void);
 void rp_dst_close(void);
+/*
+ * mig/dst: the source offered the switchover confirmation (PING
+ * CONFIRM_OFFER, postcopy.h) and we accepted it: after SHUT 0 the guest
+ * waits for the source's go. Stays set after the close; a new open clears it.
+ */
+void rp_dst_set_confirming(void);
+bool rp_dst_confirming(void);
 
 /* One message of @len (<= RP_MSG_MAX_LEN) bytes; false if the path is gone. */
 bool rp_dst_send(uint16_t type, const uint8_t *data, uint16_t len);

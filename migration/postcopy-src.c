@@ -394,7 +394,7 @@ static bool postcopy_finish(MigrationState *s, QEMUFile *f, Error **errp)
         ok = false;
     }
     /* The destination says when every page is in place (or why not). */
-    ok = ok && rp_src_wait_shut(errp);
+    ok = ok && rp_src_wait_shut(-1, errp);
     if (ok) {
         bql_lock();
         runstate_set(RUN_STATE_POSTMIGRATE);

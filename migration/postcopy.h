@@ -20,6 +20,16 @@
  *   PONG       be32 the PING's value
  *   REQ_PAGES_ID  be64 offset, be32 bytes, u8 n, n bytes of block name
  *   REQ_PAGES  be64 offset, be32 bytes (the block of the previous request)
+ *
+ * Our switchover confirmation (docs/devel/migration.md, "Who runs the
+ * guest"), carried in QEMU's own records so that a QEMU peer on either end
+ * only ever sees a PING it answers or a PONG it ignores:
+ *   PING CONFIRM_OFFER  (source, after OPEN_RETURN_PATH) "I will send a go"
+ *   PONG CONFIRM_ACCEPT (our destination's answer; QEMU's echoes the offer)
+ *   PONG VMDESC_DAMAGED (destination, before SHUT 0) the device state loaded
+ *                       whole but the trailing vmdesc did not arrive whole
+ *   PING GO             (source, after the stream, once it got SHUT 0 and
+ *                       committed) the destination may run the guest
  */
 #ifndef MIGRATION_POSTCOPY_H
 #define MIGRATION_POSTCOPY_H
@@ -58,5 +68,17 @@ enum {
 #define MAX_VM_CMD_PACKAGED_SIZE (1U << 24)
 /* A return-path message's body is never longer (QEMU's). */
 #define RP_MSG_MAX_LEN 512
+
+/* The confirmation's PING and PONG values: no QEMU sends these (its PINGs count from 1). */
+#define MIG_PING_CONFIRM_OFFER  0x51434f31u    /* "QCO1" */
+#define MIG_PONG_CONFIRM_ACCEPT 0x51434131u    /* "QCA1" */
+#define MIG_PONG_VMDESC_DAMAGED 0x51435644u    /* "QCVD" */
+#define MIG_PING_GO             0x5143474fu    /* "QCGO" */
+/*
+ * How long either end waits for the other's word once the stream ended
+ * (the source for SHUT, our destination for the go): generous, as the
+ * destination may still be reading what the sockets held.
+ */
+#define MIGRATION_CONFIRM_TIMEOUT_MS 60000
 
 #endif

@@ -13,6 +13,7 @@
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
 #include "outgoing.h"
+#include "postcopy.h"
 #include "options.h"
 #include "return-path.h"
 #include "ram.h"
@@ -51,21 +52,29 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
 }
 
 /*
- * return-path (libvirt turns it on for every live migration): the
- * destination answers on the same socket whether it loaded the stream,
- * and the source completes only on its word (SHUT 0); a destination that
- * failed leaves the source's guest to run again.
+ * return-path: the destination answers on the same socket whether it
+ * loaded the stream, and the source completes only on its word (SHUT 0);
+ * a destination that failed, or went quiet, leaves the guest to run here
+ * again. On by default for tcp: and unix: (migrate_return_path_for);
+ * a QEMU destination opens it on OPEN_RETURN_PATH whatever its own
+ * capability says. The PING offers our switchover confirmation: our
+ * destination accepts it and then runs the guest only on our go.
  */
 static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 {
+    bool user_set;
     int type;
     socklen_t len = sizeof(type);
 
-    if (!migrate_cap(MIGRATION_CAPABILITY_RETURN_PATH)) {
+    s->return_path = false;
+    if (!migrate_return_path_for(s->uri, &user_set)) {
         return true;
     }
     if (getsockopt(s->channel.fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
         type != SOCK_STREAM) {
+        if (!user_set) {
+            return true;    /* tcp: or unix: through a command: nothing can answer */
+        }
         error_setg(errp, "return-path needs a socket to the destination (tcp:, unix: or "
                    "an fd: that is a socket), not '%s'", s->uri);
         return false;
@@ -73,8 +82,10 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     if (!rp_src_start(s->channel.fd, NULL, errp)) {
         return false;
     }
+    s->return_path = true;
     qemu_fflush(f);
     qemu_savevm_send_open_return_path(f);
+    qemu_savevm_send_ping(f, MIG_PING_CONFIRM_OFFER);
     return true;
 }
 
@@ -84,11 +95,60 @@ static void precopy_cleanup(MigrationState *s)
     rp_src_stop();
 }
 
+/*
+ * The stream went out whole up to its EOF: decide whether the guest moved.
+ * With a return path, only on the destination's SHUT 0 (and, if it
+ * accepted our confirmation, once the go to run it was written: a go that
+ * cannot be sent leaves the loaded guest paused there, so it runs here
+ * again). Without one nobody can tell; the EOF having gone out is taken as
+ * the end, and a vmdesc that failed after it only gets a warning, since
+ * the destination runs a guest whose device state arrived whole. BQL held
+ * on entry and return.
+ */
+static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, Error **errp)
+{
+    if (s->return_path) {
+        bool ok;
+
+        /* Its answer can take the rest of the destination's load: not with the BQL. */
+        bql_unlock();
+        ok = rp_src_wait_shut(MIGRATION_CONFIRM_TIMEOUT_MS, errp);
+        bql_lock();
+        if (!ok) {
+            error_prepend(errp, "the destination did not confirm the load: ");
+            return false;
+        }
+        if (rp_src_peer_confirms()) {
+            qemu_savevm_send_ping(f, MIG_PING_GO);
+            qemu_fflush(f);
+            if (qemu_file_get_error(f)) {
+                error_setg(errp, "the destination loaded the stream, but the go to run its "
+                           "guest could not be sent (%s): it keeps that guest paused, and "
+                           "the guest runs here again", qemu_file_error_msg(f));
+                return false;
+            }
+        }
+        if (rp_src_peer_vmdesc_damaged()) {
+            warn_report("the destination loaded the device state whole, but says the "
+                        "stream's trailing description (vmdesc) arrived damaged");
+        }
+    }
+    if (vmdesc_err) {
+        warn_report("the device state and EOF went out whole, but the stream's trailing "
+                    "description (vmdesc) did not: %s; %s", error_get_pretty(vmdesc_err),
+                    s->return_path ? "the destination confirmed the load"
+                                   : "without a return path the destination's outcome is "
+                                     "unknown");
+    }
+    return true;
+}
+
 /* Stop the guest and send everything that is left. BQL taken here. */
 static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
 {
+    g_autoptr(Error) vmdesc_err = NULL;
     int64_t t_stop, t_ram, t_dev;
-    bool ok;
+    bool ok, state_whole;
 
     s->downtime_phases_valid = false;
     bql_lock();
@@ -105,15 +165,14 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     if (!ok) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
     } else {
-        ok = qemu_savevm_state_devices(f, errp);
+        ok = qemu_savevm_state_devices(f, &state_whole, &vmdesc_err);
+        if (!ok && !state_whole) {
+            error_propagate(errp, g_steal_pointer(&vmdesc_err));
+        }
+        ok = ok || state_whole;
     }
     t_dev = get_clock_ns();
-    if (ok && migrate_cap(MIGRATION_CAPABILITY_RETURN_PATH)) {
-        /* Its answer can take the destination's whole load: not with the BQL. */
-        bql_unlock();
-        ok = rp_src_wait_shut(errp);
-        bql_lock();
-    }
+    ok = ok && precopy_confirm(s, f, vmdesc_err, errp);
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;

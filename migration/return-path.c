@@ -39,6 +39,8 @@ typedef struct ReturnPath {
     bool ended;                 /* the thread is done reading */
     bool got_shut;
     uint32_t shut_value;
+    bool peer_confirms;         /* our destination accepted the confirmation (PONG) */
+    bool peer_vmdesc_damaged;   /* it says the trailing vmdesc did not arrive whole */
     bool got_resume_ack;
     GHashTable *bitmaps;        /* recovery: RAMBlock -> the pages the destination has */
     Error *error;               /* why it ended, if not by SHUT or stop */
@@ -180,6 +182,11 @@ static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, R
             break;
         }
         if (type == MIG_RP_MSG_PONG) {
+            /* Any other value (QEMU echoing our offer, say) is only an answer. */
+            tsan_g_mutex_lock(&rp.lock);
+            rp.peer_confirms |= ldl_be_p(buf) == MIG_PONG_CONFIRM_ACCEPT;
+            rp.peer_vmdesc_damaged |= ldl_be_p(buf) == MIG_PONG_VMDESC_DAMAGED;
+            tsan_g_mutex_unlock(&rp.lock);
             return true;
         }
         tsan_g_mutex_lock(&rp.lock);
@@ -283,6 +290,7 @@ bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
     }
     rp.urgent = urgent;
     rp.ended = rp.got_shut = rp.got_resume_ack = false;
+    rp.peer_confirms = rp.peer_vmdesc_damaged = false;
     if (!rp.bitmaps) {
         rp.bitmaps = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     }
@@ -355,16 +363,20 @@ void rp_src_wait(int64_t deadline_ns)
     tsan_g_mutex_unlock(&rp.lock);
 }
 
-bool rp_src_wait_shut(Error **errp)
+bool rp_src_wait_shut(int64_t timeout_ms, Error **errp)
 {
+    gint64 end = timeout_ms < 0 ? G_MAXINT64 : g_get_monotonic_time() + timeout_ms * 1000;
     bool ok;
 
     tsan_g_mutex_lock(&rp.lock);
-    while (!rp.ended) {
-        tsan_g_cond_wait(&rp.cond, &rp.lock);
+    while (!rp.ended && g_get_monotonic_time() < end) {
+        tsan_g_cond_wait_until(&rp.cond, &rp.lock, end);
     }
     ok = rp.got_shut && rp.shut_value == 0;
-    if (!rp.got_shut) {
+    if (!rp.ended) {
+        error_setg(errp, "the destination did not say within %" PRId64 " s whether it loaded "
+                   "the stream", timeout_ms / 1000);
+    } else if (!rp.got_shut) {
         error_setg(errp, "%s before it said the load ended",
                    rp.error ? error_get_pretty(rp.error) : "the return path ended");
     } else if (rp.shut_value) {
@@ -373,6 +385,26 @@ bool rp_src_wait_shut(Error **errp)
     }
     tsan_g_mutex_unlock(&rp.lock);
     return ok;
+}
+
+bool rp_src_peer_confirms(void)
+{
+    bool on;
+
+    tsan_g_mutex_lock(&rp.lock);
+    on = rp.peer_confirms;
+    tsan_g_mutex_unlock(&rp.lock);
+    return on;
+}
+
+bool rp_src_peer_vmdesc_damaged(void)
+{
+    bool damaged;
+
+    tsan_g_mutex_lock(&rp.lock);
+    damaged = rp.peer_vmdesc_damaged;
+    tsan_g_mutex_unlock(&rp.lock);
+    return damaged;
 }
 
 /* lock held: why the return path ended, for a wait that it cut short. */

@@ -43,10 +43,19 @@ bool rp_src_has_request(void);
  */
 void rp_src_wait(int64_t deadline_ns);
 /*
- * mig/src, after the end of the stream: wait for the destination's SHUT.
- * True if it said the load succeeded; otherwise false with @errp set.
+ * mig/src, after the end of the stream: wait for the destination's SHUT,
+ * at most @timeout_ms (< 0: for ever). True if it said the load
+ * succeeded; otherwise false with @errp set.
  */
-bool rp_src_wait_shut(Error **errp);
+bool rp_src_wait_shut(int64_t timeout_ms, Error **errp);
+/*
+ * The destination accepted our switchover confirmation (it waits for the
+ * go before it runs the guest). Any thread; settled once SHUT arrived,
+ * since the PONG comes before it.
+ */
+bool rp_src_peer_confirms(void);
+/* The destination said the stream's trailing vmdesc did not arrive whole. */
+bool rp_src_peer_vmdesc_damaged(void);
 /*
  * The return path failed or the destination went away (any thread): true
  * with @errp set to why (a copy), once the thread saw it.

@@ -5,12 +5,14 @@
  * destination's postcopy side (postcopy-dst.h) acts on it.
  */
 #include "qemu/osdep.h"
+#include <poll.h>
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "migration/qemu-file.h"
 #include "postcopy.h"
 #include "postcopy-dst.h"
 #include "savevm-cmd.h"
+#include "savevm-int.h"
 
 /* ---- writers ---- */
 
@@ -220,4 +222,55 @@ LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, b
         error_setg(errp, "%s is not supported here", cmd_names[cmd]);
         return LOADVM_CMD_ERROR;
     }
+}
+
+/*
+ * After a confirmed load, the source's go: PING GO, the record's exact 9
+ * bytes. Whatever comes before it is the rest of a vmdesc that arrived
+ * damaged (its length then told us wrong); at most a vmdesc's worth is
+ * skipped, and nothing else is taken for a go.
+ */
+bool loadvm_wait_go(QEMUFile *f, int64_t timeout_ms, Error **errp)
+{
+    uint8_t want[9] = { QEMU_VM_COMMAND, 0, MIG_CMD_PING, 0, 4 };
+    uint8_t win[9] = { 0 };
+    int64_t end = g_get_monotonic_time() + timeout_ms * 1000;
+    size_t seen = 0;
+
+    stl_be_p(want + 5, MIG_PING_GO);
+    while (seen < VMDESC_MAX_LEN + sizeof(want)) {
+        if (!qemu_file_input_buffered(f)) {
+            struct pollfd pfd = { .fd = qemu_file_fd(f), .events = POLLIN };
+            int64_t left = (end - g_get_monotonic_time()) / 1000;
+            int r;
+
+            if (left <= 0) {
+                error_setg(errp, "no go from the source within %" PRId64 " s", timeout_ms / 1000);
+                return false;
+            }
+            r = poll(&pfd, 1, MIN(left, INT_MAX));
+            if (r < 0 && errno == EINTR) {
+                continue;
+            }
+            if (r < 0) {
+                error_setg_errno(errp, errno, "waiting for the source's go");
+                return false;
+            }
+            if (r == 0) {
+                continue;
+            }
+        }
+        memmove(win, win + 1, sizeof(win) - 1);
+        win[sizeof(win) - 1] = qemu_get_byte(f);
+        if (qemu_file_get_error(f)) {
+            error_setg(errp, "the stream ended without the source's go: %s",
+                       qemu_file_error_msg(f));
+            return false;
+        }
+        if (++seen >= sizeof(want) && !memcmp(win, want, sizeof(want))) {
+            return true;
+        }
+    }
+    error_setg(errp, "the source sent something else than its go after the stream");
+    return false;
 }

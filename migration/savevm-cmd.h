@@ -44,4 +44,12 @@ void qemu_savevm_send_packaged_header(QEMUFile *f, uint32_t len);
 LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, bool in_package,
                                       Error **errp);
 
+/*
+ * loadvm_wait_go: mig/dst, the load succeeded and SHUT 0 went back: wait
+ * at most @timeout_ms for the source's go (PING GO, postcopy.h) on @f.
+ * False with @errp set if it did not come: the connection ended, the
+ * time ran out, or something else came.
+ */
+bool loadvm_wait_go(QEMUFile *f, int64_t timeout_ms, Error **errp);
+
 #endif

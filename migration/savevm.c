@@ -204,13 +204,16 @@ static bool savevm_put_device_sections(QEMUFile *f, JsonBuilder *vmdesc, Error *
     return true;
 }
 
-bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
+bool qemu_savevm_state_devices(QEMUFile *f, bool *state_whole, Error **errp)
 {
     g_autoptr(JsonBuilder) vmdesc = json_builder_new();
     g_autoptr(JsonGenerator) gen = NULL;
     g_autofree char *json = NULL;
     gsize len;
 
+    if (state_whole) {
+        *state_whole = false;
+    }
     json_builder_begin_object(vmdesc);
     json_builder_set_member_name(vmdesc, "page_size");
     json_builder_add_int_value(vmdesc, TARGET_PAGE_SIZE);
@@ -222,7 +225,20 @@ bool qemu_savevm_state_devices(QEMUFile *f, Error **errp)
     json_builder_end_array(vmdesc);
     json_builder_end_object(vmdesc);
 
+    /*
+     * The device state and EOF are flushed on their own, so that a failure
+     * in the vmdesc alone is told apart: the destination may then have
+     * loaded everything (docs/devel/migration.md, "Who runs the guest").
+     */
     qemu_put_byte(f, QEMU_VM_EOF);
+    qemu_fflush(f);
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (state_whole) {
+        *state_whole = true;
+    }
     gen = json_generator_new();
     json_generator_set_root(gen, json_builder_get_root(vmdesc));
     json = json_generator_to_data(gen, &len);

@@ -19,8 +19,12 @@ int qemu_savevm_state_setup(QEMUFile *f, Error **errp);
 int qemu_savevm_state_iterate(QEMUFile *f);
 /* END sections (VM stopped). 0 or -errno. */
 int qemu_savevm_state_complete_live(QEMUFile *f);
-/* FULL device sections, EOF and the vmdesc. VM stopped, BQL held. */
-bool qemu_savevm_state_devices(QEMUFile *f, Error **errp);
+/*
+ * FULL device sections, EOF and the vmdesc. VM stopped, BQL held. On
+ * failure, *@state_whole (if not NULL) says whether everything up to the
+ * EOF went out and only the vmdesc failed.
+ */
+bool qemu_savevm_state_devices(QEMUFile *f, bool *state_whole, Error **errp);
 /* Postcopy's package: the FULL device sections only (no EOF, no vmdesc). BQL held. */
 bool qemu_savevm_state_devices_postcopy(QEMUFile *f, Error **errp);
 /* Postcopy's end: the END sections and EOF, flushed. 0 or -errno. */
@@ -43,5 +47,10 @@ MappedRamIntegrity *loadvm_stream_integrity(void);
  * SECTION_END and of the first SECTION_FULL after it (0 where none came).
  */
 void qemu_loadvm_switchover_times(int64_t *end_ns, int64_t *devices_ns);
+/*
+ * After a successful qemu_loadvm_state: why the trailing vmdesc did not
+ * arrive whole (the load stood without it, with a warning), or NULL.
+ */
+const char *qemu_loadvm_vmdesc_damage(void);
 
 #endif

@@ -180,7 +180,7 @@ static bool snapshot_freeze(MigrationState *s, Error **errp)
 
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_PAUSED);
-    ok = qemu_savevm_state_devices(snap.devices, errp) && snapshot_protect_all(errp);
+    ok = qemu_savevm_state_devices(snap.devices, NULL, errp) && snapshot_protect_all(errp);
     if (s->vm_was_running) {
         vm_start();
     }

@@ -328,3 +328,59 @@ void migtest_migrate_again_ok(VM *src, const char *mem, const char *append)
     migtest_assert_guest_continues(dst, append, 0);
     vm_kill(dst);
 }
+
+/* The destination's run state once it left inmigrate, or NULL if it exited. */
+static char *migtest_dest_settled(VM *dst)
+{
+    gint64 end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+
+    for (;;) {
+        JsonNode *r;
+        char *st;
+
+        vm_pump(dst, 50);
+        if (dst->exited) {
+            return NULL;
+        }
+        r = vm_try_qmp(dst, "{'execute': 'query-status'}");
+        if (!r) {
+            return NULL;
+        }
+        st = g_strdup(json_get_str(r, "return.status"));
+        json_node_unref(r);
+        if (strcmp(st, "inmigrate")) {
+            return st;
+        }
+        g_free(st);
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+    }
+}
+
+bool migtest_assert_one_runs(VM *src, VM *dst, const char *status)
+{
+    g_autofree char *src_st = vm_status(src);
+    g_autofree char *dst_st = migtest_dest_settled(dst);
+
+    g_test_message("source: migration %s, guest %s; destination: %s", status, src_st,
+                   dst_st ? dst_st : "exited");
+    if (!strcmp(status, "completed")) {
+        g_assert_cmpstr(src_st, ==, "postmigrate");
+        g_assert_cmpstr(dst_st, ==, "running");
+        return true;
+    }
+    g_assert_cmpstr(status, ==, "failed");
+    g_assert_cmpstr(src_st, ==, "running");
+    if (!dst_st) {
+        g_assert_cmpint(vm_wait_exit(dst, 10), ==, 1);
+        return false;
+    }
+    g_assert_cmpstr(dst_st, !=, "running");
+    /* Nothing starts it later on its own. */
+    vm_pump(dst, 1000);
+    if (!dst->exited) {
+        g_autofree char *again = vm_status(dst);
+
+        g_assert_cmpstr(again, !=, "running");
+    }
+    return !dst->exited;
+}

@@ -58,6 +58,15 @@ void migtest_assert_source_alive(VM *src);
 void migtest_migrate_expect(VM *src, const char *uri, const char *status, const char *desc_part);
 /* After a failure: a migration of @src to a fresh destination completes and the guest goes on. */
 void migtest_migrate_again_ok(VM *src, const char *mem, const char *append);
+/*
+ * A migration ended on the source in @status ("completed" or "failed"):
+ * its guest runs in exactly one place, never in none and never in both.
+ * Completed: the source in postmigrate and the destination running.
+ * Failed: the source running, the destination gone (status 1) or alive
+ * and not running (paused, waiting for a 'cont' someone decides on).
+ * Returns whether the destination is still alive.
+ */
+bool migtest_assert_one_runs(VM *src, VM *dst, const char *status);
 /* Size string ("256M", "3328M") to bytes. */
 uint64_t migtest_mem_bytes(const char *mem);
 

@@ -266,18 +266,21 @@ static size_t vmdesc_offset(const uint8_t *d, size_t len)
 }
 
 /*
- * A snapshot file cut anywhere never restores, also when only its vmdesc
- * (the record our sources always end with) is missing; the whole file
- * restores and the guest goes on verifying.
+ * A snapshot file cut before its EOF never restores. One whose device
+ * state and EOF are whole but whose vmdesc (the record our sources always
+ * end with) is missing or cut restores with a warning: its source stopped
+ * for good, and the guest is whole (QEMU does not need the vmdesc either).
+ * The whole file restores and the guest goes on verifying.
  */
 static void test_partial_snapshot(void)
 {
     g_autofree char *file = g_strdup_printf("%s/whole.snap", vmtest_tmpdir());
     g_autofree char *cut = g_strdup_printf("%s/cut.snap", vmtest_tmpdir());
     g_autofree char *incoming = g_strdup_printf("file:%s", file);
+    g_autofree char *cut_incoming = g_strdup_printf("file:%s", cut);
     g_autofree gchar *data = NULL;
     gsize len;
-    size_t cuts[3];
+    size_t cuts[4];
     int pass;
     VM *src, *dst;
 
@@ -293,14 +296,25 @@ static void test_partial_snapshot(void)
 
     g_assert_true(g_file_get_contents(file, &data, &len, NULL));
     cuts[0] = len / 2;
-    cuts[1] = vmdesc_offset((const uint8_t *)data, len);   /* ends with the EOF byte */
-    cuts[2] = len - 1;
-    for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++) {
+    cuts[1] = vmdesc_offset((const uint8_t *)data, len) - 1;    /* without the EOF byte */
+    cuts[2] = cuts[1] + 1;                                      /* ends with the EOF byte */
+    cuts[3] = len - 1;                                          /* the vmdesc cut short */
+    for (size_t i = 0; i < 2; i++) {
         g_assert_true(g_file_set_contents(cut, data, cuts[i], NULL));
-        assert_restore_refused(cut, i == 1 ? "without its vmdesc" : "load of migration failed");
+        assert_restore_refused(cut, "load of migration failed");
+    }
+    for (size_t i = 2; i < G_N_ELEMENTS(cuts); i++) {
+        g_assert_true(g_file_set_contents(cut, data, cuts[i], NULL));
+        dst = migtest_start_dest(MEM, APPEND, false, cut_incoming);
+        migtest_wait_incoming_done(dst);
+        g_assert_nonnull(strstr(dst->stderr_text->str, "warning: the device state loaded "
+                                "whole; the stream's trailing description is damaged: "));
+        migtest_assert_guest_continues(dst, APPEND, pass);
+        vm_kill(dst);
     }
     dst = migtest_start_dest(MEM, APPEND, false, incoming);
     migtest_wait_incoming_done(dst);
+    g_assert_null(strstr(dst->stderr_text->str, "trailing description"));
     migtest_assert_guest_continues(dst, APPEND, pass);
     vm_kill(dst);
     unlink(cut);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "libvmtest.h"
 #include "migtest.h"
+#include "migproxy.h"
 
 #define MEM "256M"
 #define APPEND "mode=verify mem=128"
@@ -239,6 +240,105 @@ static void test_uri_refused(void)
     vm_kill(dst);
 }
 
+/*
+ * A connection cut near the end of a multifd migration with the defaults
+ * (no return-path set by the user): the guest must end up running in
+ * exactly one place. The cut points are found in the stream as it passes
+ * (migproxy_cut_near_end), so every run cuts at the same place.
+ */
+typedef struct NearEndCut {
+    const char *name;
+    MigProxyEnd where;
+    const char *dest_says;      /* in the destination's stderr */
+    bool return_path_off;       /* the user set return-path off on the source */
+} NearEndCut;
+
+static const NearEndCut near_end_cuts[] = {
+    /* The device state and EOF loaded; only the go is missing: paused there. */
+    { "cut-in-vmdesc", MIGPROXY_END_IN_VMDESC, "did not confirm the switchover" },
+    { "cut-in-cpu-section", MIGPROXY_END_IN_CPU, "load of migration failed" },
+    { "cut-in-channel", MIGPROXY_END_IN_CHANNEL, "load of migration failed" },
+    /*
+     * No return path: the source completes once it wrote the stream; the
+     * destination runs the whole device state and warns of the vmdesc.
+     */
+    { "cut-in-vmdesc-return-path-off", MIGPROXY_END_IN_VMDESC,
+      "warning: the device state loaded whole; the stream's trailing description is damaged",
+      true },
+};
+
+static void test_near_end_cut(gconstpointer data)
+{
+    const NearEndCut *c = data;
+    g_autofree char *uri = NULL;
+    g_autofree char *desc = NULL;
+    MigProxy *proxy;
+    JsonNode *info;
+    VM *src, *dst;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = start_source();
+    if (c->return_path_off) {
+        json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-capabilities', 'arguments': "
+                                  "{'capabilities': [{'capability': 'return-path', "
+                                  "'state': false}]}}"));
+    }
+    uri = migtest_uri("tcp");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "zstd");
+    proxy = migproxy_new(uri);
+    migproxy_cut_near_end(proxy, c->where);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'max-bandwidth': 4294967296, 'downtime-limit': 30000}}"));
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}",
+                              migproxy_uri(proxy)));
+    info = vm_wait_migration(src, "completed|failed", 300);
+    if (migproxy_end_cuts(proxy) != 1) {
+        g_printerr("no cut; source: %s %s\ndestination: %s\n", json_get_str(info, "status"),
+                   json_has(info, "error-desc") ? json_get_str(info, "error-desc") : "",
+                   dst->stderr_text->str);
+    }
+    g_assert_cmpint(migproxy_end_cuts(proxy), ==, 1);
+    desc = g_strdup(json_has(info, "error-desc") ? json_get_str(info, "error-desc") : "");
+    g_test_message("source: %s (%s)", json_get_str(info, "status"), desc);
+    if (migtest_assert_one_runs(src, dst, json_get_str(info, "status")) &&
+        !c->return_path_off) {
+        /* Paused whole, and it says why; cont (the user's call) runs it. */
+        JsonNode *d = vm_qmp_ok(dst, "{'execute': 'query-migrate'}");
+
+        g_assert_cmpstr(json_get_str(d, "status"), ==, "failed");
+        g_assert_nonnull(strstr(json_get_str(d, "error-desc"),
+                                "run 'cont' here only if the source's guest is not running"));
+        json_node_unref(d);
+        json_node_unref(vm_qmp_ok(dst, "{'execute': 'cont'}"));
+        migtest_assert_guest_continues(dst, APPEND, 0);
+    }
+    vm_pump(dst, 100);
+    if (!strstr(dst->stderr_text->str, c->dest_says)) {
+        g_printerr("destination said: %s\n", dst->stderr_text->str);
+    }
+    g_assert_nonnull(strstr(dst->stderr_text->str, c->dest_says));
+    if (c->return_path_off) {
+        g_assert_cmpstr(json_get_str(info, "status"), ==, "completed");
+        migtest_assert_guest_continues(dst, APPEND, 0);
+        json_node_unref(info);
+        vm_kill(dst);
+        migproxy_free(proxy);
+        vm_kill(src);
+        return;
+    }
+    /* The source resumed: it says why. */
+    g_assert_nonnull(strstr(desc, "the destination did not confirm the load"));
+    json_node_unref(info);
+    vm_kill(dst);
+    migproxy_free(proxy);
+    migtest_assert_source_alive(src);
+    migrate_again_ok(src);
+    vm_kill(src);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -246,6 +346,11 @@ int main(int argc, char **argv)
         g_autofree char *path = g_strdup_printf("/migration-multifd-fail/%s",
                                                 mismatches[i].name);
         g_test_add_data_func(path, &mismatches[i], test_mismatch);
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(near_end_cuts); i++) {
+        g_autofree char *path = g_strdup_printf("/migration-multifd-fail/%s",
+                                                near_end_cuts[i].name);
+        g_test_add_data_func(path, &near_end_cuts[i], test_near_end_cut);
     }
     g_test_add_func("/migration-multifd-fail/dest-dies", test_dest_dies);
     g_test_add_func("/migration-multifd-fail/cancel-active", test_cancel_active);

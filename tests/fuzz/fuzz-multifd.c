@@ -57,7 +57,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_machine_start((*argv)[0]);
     memcpy(caps, migrate_caps(), sizeof(caps));
     caps[MIGRATION_CAPABILITY_MULTIFD] = true;
-    migrate_caps_set(caps);
+    migrate_caps_set(caps, false);
     /* The main thread keeps the BQL, as the main loop holds it when it cleans up. */
     return 0;
 }

@@ -9,7 +9,10 @@
  * Two checks for scripts/fuzz-run, chosen by the environment:
  * FUZZ_EXPECT_LOAD=1 makes a refused input abort (every seed must load
  * whole); FUZZ_TRUNCATE_STEP=N turns each input into all its prefixes at
- * multiples of N bytes, each of which must be refused, then the whole.
+ * multiples of N bytes, each of which must be refused, then the whole;
+ * only a prefix that holds the whole device state and EOF and cuts the
+ * trailing vmdesc loads (with the loader's warning), as the stream's
+ * source has stopped for good.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -52,10 +55,14 @@ static bool load_one(const uint8_t *data, size_t size)
 /* Every prefix at a multiple of truncate_step must be refused; the whole must load. */
 static void check_truncations(const uint8_t *data, size_t size)
 {
-    size_t n = 0;
+    size_t n = 0, tail = 0;
 
     for (size_t cut = 0; cut < size; cut += truncate_step, n++) {
         if (load_one(data, cut)) {
+            if (qemu_loadvm_vmdesc_damage()) {
+                tail++;
+                continue;
+            }
             fprintf(stderr, "fuzz-stream: the first %zu of %zu bytes loaded as a whole stream\n",
                     cut, size);
             abort();
@@ -66,7 +73,8 @@ static void check_truncations(const uint8_t *data, size_t size)
         abort();
     }
     fprintf(stderr, "fuzz-stream: %zu truncations (every %zu bytes) of a %zu-byte stream "
-            "refused, the whole loaded\n", n, truncate_step, size);
+            "refused, %zu in the vmdesc loaded with a warning, the whole loaded\n", n - tail,
+            truncate_step, size, tail);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

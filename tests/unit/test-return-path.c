@@ -90,7 +90,7 @@ static void assert_ended_with(int fd, const char *msg, bool failed)
     Error *err = NULL;
 
     close(fd);
-    g_assert_false(rp_src_wait_shut(&err));
+    g_assert_false(rp_src_wait_shut(-1, &err));
     g_assert_nonnull(err);
     if (!strstr(error_get_pretty(err), msg)) {
         g_printerr("error '%s' lacks '%s'\n", error_get_pretty(err), msg);
@@ -114,7 +114,7 @@ static void test_requests_in_order(void)
     put_req(fd, "extra", 7 * 4096, 4096);
     put_be32_msg(fd, MIG_RP_MSG_PONG, 3);
     put_be32_msg(fd, MIG_RP_MSG_SHUT, 0);
-    g_assert_true(rp_src_wait_shut(&err));
+    g_assert_true(rp_src_wait_shut(-1, &err));
     g_assert_null(err);
     g_assert_cmpuint(rp_src_requests(), ==, 3);
     g_assert_true(rp_src_pop_request(&rb, &page, &t) && rb == &blocks[0] && page == 5);
@@ -123,6 +123,41 @@ static void test_requests_in_order(void)
     g_assert_true(rp_src_pop_request(&rb, &page, &t) && rb == &blocks[1] && page == 7);
     g_assert_false(rp_src_pop_request(&rb, &page, &t));
     g_assert_false(rp_src_failed(NULL));
+    close(fd);
+    rp_src_stop();
+}
+
+/*
+ * Our destination's PONGs: it accepted the confirmation, and it says the
+ * vmdesc arrived damaged; a QEMU destination's echo of the offer is only
+ * an answer. A destination that stays quiet is given up on at the timeout.
+ */
+static void test_confirmation(void)
+{
+    int fd = start();
+    Error *err = NULL;
+
+    put_be32_msg(fd, MIG_RP_MSG_PONG, MIG_PING_CONFIRM_OFFER);
+    g_assert_false(rp_src_wait_shut(200, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "did not say within"));
+    g_clear_pointer(&err, error_free);
+    g_assert_false(rp_src_peer_confirms());
+    g_assert_false(rp_src_failed(NULL));
+    put_be32_msg(fd, MIG_RP_MSG_PONG, MIG_PONG_CONFIRM_ACCEPT);
+    put_be32_msg(fd, MIG_RP_MSG_PONG, MIG_PONG_VMDESC_DAMAGED);
+    put_be32_msg(fd, MIG_RP_MSG_SHUT, 0);
+    g_assert_true(rp_src_wait_shut(-1, &err));
+    g_assert_true(rp_src_peer_confirms());
+    g_assert_true(rp_src_peer_vmdesc_damaged());
+    close(fd);
+    rp_src_stop();
+
+    /* A new migration starts without them. */
+    fd = start();
+    put_be32_msg(fd, MIG_RP_MSG_SHUT, 0);
+    g_assert_true(rp_src_wait_shut(-1, &err));
+    g_assert_false(rp_src_peer_confirms());
+    g_assert_false(rp_src_peer_vmdesc_damaged());
     close(fd);
     rp_src_stop();
 }
@@ -256,6 +291,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/return-path/requests-in-order", test_requests_in_order);
     g_test_add_func("/return-path/shut-with-error", test_shut_with_error);
+    g_test_add_func("/return-path/confirmation", test_confirmation);
     g_test_add_func("/return-path/bitmap-and-resume-ack", test_bitmap_and_resume_ack);
     g_test_add_func("/return-path/hostile", test_hostile);
     return g_test_run();
