@@ -23,7 +23,7 @@
 #include <math.h>
 #include "qapi/error.h"
 #include "qapi/qapi-json.h"
-#include "monitor/qmp-dispatch.h"
+#include "monitor/qmp-parse.h"
 #include "qmp-text.h"
 
 /*

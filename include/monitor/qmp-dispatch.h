@@ -17,6 +17,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include "qemu/typedefs.h"
+#include "monitor/qmp-parse.h"
 
 /*
  * One row of the generated command table.  @fn is the generated
@@ -36,8 +37,6 @@ extern const size_t qmp_commands_count;
 /* The SchemaInfo list of query-qmp-schema, as JSON text. */
 extern const char qapi_introspect_json[];
 
-/* QEMU's bound on JSON nesting in QMP input. */
-#define QMP_MAX_NESTING 1024
 /* Largest request accepted (QEMU's token size limit). */
 #define QMP_MAX_REQUEST_SIZE (64 * 1024 * 1024)
 
@@ -77,17 +76,6 @@ JsonNode *qmp_dispatch(JsonNode *request, GHashTable *unsigned_ints, bool negoti
 JsonNode *qmp_dispatch_line(const char *text, size_t len, bool negotiated,
                             bool *negotiation_done);
 
-/*
- * The first half of qmp_dispatch_line() (monitor/qmp-parse.c): the request
- * in @text[0..len), or NULL, with *errp set if the text is malformed,
- * without if it is only white space. The same bounds apply, and numbers
- * must be JSON numbers (no 0x10, 010, .5). *unsigned_ints gets NULL, or
- * for a request with integer literals in [2^63, 2^64) the set of their
- * nodes (a ref each), which json-glib stores as negative int64 values:
- * pass it to qmp_dispatch(), then g_hash_table_unref() it.
- */
-JsonNode *qmp_parse_request(const char *text, size_t len, GHashTable **unsigned_ints,
-                            Error **errp);
 
 /* {"error": {"class": ..., "desc": ...}} for @err (which is not freed). */
 JsonNode *qmp_error_response(const Error *err);
