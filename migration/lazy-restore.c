@@ -227,6 +227,7 @@ static void lr_failed_bh_release(void *opaque)
     for (int i = 0; i < lr.nblocks; i++) {
         g_free(lr.blocks[i].present);
         g_free(lr.blocks[i].resident);
+        g_free(lr.blocks[i].region_hash);
     }
     g_clear_pointer(&lr.blocks, g_free);
     lr.nblocks = 0;
