@@ -17,6 +17,13 @@
 #include <sys/stat.h>
 
 #define MR_CHUNK_PAGES 512      /* a reader takes 2 MiB of a block at a time */
+/*
+ * MrLoad.err, not an errno: a region does not match the integrity record
+ * (a real EBADMSG from pread, a filesystem's checksum error, is an I/O
+ * error); or the checker thread could not be created.
+ */
+#define MR_ERR_MISMATCH (-1)
+#define MR_ERR_NO_CHECKER (-2)
 
 static int64_t mr_file_size(QEMUFile *f)
 {
@@ -133,7 +140,7 @@ typedef struct MrLoad {
     uint32_t index;             /* the block's place in the block list */
     const uint64_t *region_hash;    /* the integrity record's, or NULL */
     uint64_t next_chunk;        /* atomic: the next 2 MiB a reader takes */
-    int err;                    /* atomic: the first read's errno; EBADMSG: a region's hash */
+    int err;                    /* atomic: the first read's errno, or MR_ERR_* */
     uint64_t err_page;
     /*
      * With a record: the chunks read (set by the readers, in any order) and
@@ -177,7 +184,7 @@ static bool mr_check_chunk(MrLoad *l, uint64_t c)
 
         if (!mri_check_region(l->index, g, l->present, l->npages,
                               l->rb->host + (first << TARGET_PAGE_BITS), l->region_hash[g])) {
-            mr_load_fail(l, first, EBADMSG);
+            mr_load_fail(l, first, MR_ERR_MISMATCH);
             return false;
         }
     }
@@ -261,7 +268,7 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
         g_mutex_init(&l->done_lock);
         g_cond_init(&l->done_cond);
         if (qemu_thread_create(&checker, "mig/mr-v", mr_checker, l) < 0) {
-            mr_load_fail(l, 0, EAGAIN);
+            mr_load_fail(l, 0, MR_ERR_NO_CHECKER);
         } else {
             checking = true;
         }
@@ -291,7 +298,12 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
     if (dfd >= 0) {
         close(dfd);
     }
-    if (l->err == EBADMSG) {
+    if (l->err == MR_ERR_NO_CHECKER) {
+        error_setg(errp, "mapped-ram: cannot create thread mig/mr-v to check block %s "
+                   "against the integrity record", l->rb->idstr);
+        return false;
+    }
+    if (l->err == MR_ERR_MISMATCH) {
         error_setg(errp, "the mapped-ram file is corrupted: pages %" PRIu64 "-%" PRIu64
                    " of block %s do not match its integrity record", l->err_page,
                    MIN(l->err_page + MRI_REGION_PAGES, l->npages) - 1, l->rb->idstr);
