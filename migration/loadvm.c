@@ -24,6 +24,11 @@
 static bool stream_mapped_ram;
 /* ...and its integrity record (mapped-ram-integrity.h), or NULL; freed when the load ends. */
 static MappedRamIntegrity *stream_integrity;
+/*
+ * ...and where its stream must end, right after the vmdesc: the record's
+ * start, or the trailer's without one (mapped_ram_in_check_file).
+ */
+static int64_t stream_mapped_ram_end;
 
 bool loadvm_stream_mapped_ram(void)
 {
@@ -153,7 +158,8 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
     }
     /* Before a byte of RAM is read: a file whose writer did not finish is refused. */
     return !stream_mapped_ram ||
-           mapped_ram_in_check_file(f, stream_start, &stream_integrity, errp);
+           mapped_ram_in_check_file(f, stream_start, &stream_integrity,
+                                    &stream_mapped_ram_end, errp);
 }
 
 /* The footer must name @section_id, the id the stream gave the section. */
@@ -335,7 +341,31 @@ static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
 static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
 {
     Error *err = NULL;
+    int64_t pos;
 
+    if (stream_mapped_ram) {
+        /*
+         * A mapped-ram file is ours, whole (its trailer says so): its
+         * stream must end exactly where its integrity record, or without
+         * one its trailer, begins. Otherwise a damaged record footer
+         * would make the file read as one without a record, and load
+         * unverified: the bytes left over are what refuses it.
+         */
+        if (!loadvm_skip_vmdesc(f, errp)) {
+            error_prepend(errp, "the mapped-ram file is corrupted: ");
+            return false;
+        }
+        pos = qemu_file_tell(f);
+        if (pos != stream_mapped_ram_end) {
+            error_setg(errp, "the mapped-ram file is corrupted: its stream ends at 0x%" PRIx64
+                       " but %s begins at 0x%" PRIx64 " (a damaged integrity record, or "
+                       "bytes this QEMU did not write)", pos,
+                       stream_integrity ? "its integrity record" : "its trailer",
+                       stream_mapped_ram_end);
+            return false;
+        }
+        return true;
+    }
     if (loadvm_skip_vmdesc(f, &err)) {
         return true;
     }

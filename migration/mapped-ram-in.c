@@ -50,8 +50,13 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
     int ret;
 
     *integ = NULL;
+    if (end >= stream_start + MRI_FOOTER_SIZE &&
+        !qemu_pread_full(fd, footer, sizeof(footer), end - MRI_FOOTER_SIZE)) {
+        /* An I/O error is not "no record": it says nothing about the file. */
+        error_setg_errno(errp, errno, "reading the mapped-ram file's integrity footer failed");
+        return false;
+    }
     if (end < stream_start + MRI_FOOTER_SIZE ||
-        !qemu_pread_full(fd, footer, sizeof(footer), end - MRI_FOOTER_SIZE) ||
         !mri_parse_footer(footer, stream_start, end, &hex_len, errp)) {
         if (migrate_mapped_ram_integrity()) {
             error_setg(errp, "the mapped-ram file has no integrity record, and "
@@ -99,7 +104,7 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
 }
 
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
-                              Error **errp)
+                              int64_t *stream_end, Error **errp)
 {
     int64_t size = mr_file_size(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
@@ -126,8 +131,12 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
                    "at offset %" PRId64 " (it says '%s')", stream_start, hex);
         return false;
     }
-    return mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
-                             integ, errp);
+    if (!mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
+                           integ, errp)) {
+        return false;
+    }
+    *stream_end = *integ ? (int64_t)(*integ)->stream_end : size - MAPPED_RAM_TRAILER_SIZE;
+    return true;
 }
 
 /* What the eager readers share: one block. */
