@@ -35,6 +35,18 @@ static int64_t mr_file_size(QEMUFile *f)
     return st.st_size;
 }
 
+/* The footer's record length, against what this machine's RAM blocks could need. */
+static bool mr_check_hex_len(uint64_t hex_len, Error **errp)
+{
+    GPtrArray *blocks = ram_blocks();
+    g_autofree uint64_t *len = g_new(uint64_t, blocks->len);
+
+    for (guint i = 0; i < blocks->len; i++) {
+        len[i] = ((RAMBlock *)g_ptr_array_index(blocks, i))->used_length;
+    }
+    return mri_check_hex_len(hex_len, len, blocks->len, errp);
+}
+
 /*
  * The integrity record before the trailer at @end, if any (*@integ NULL
  * without one), its stream hash checked: before a byte of device state is
@@ -66,10 +78,9 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
         }
         return true;
     }
-    if (!hex_len) {
+    if (!hex_len || !mr_check_hex_len(hex_len, errp)) {
         return false;
     }
-    /* Bounded by the file's size, but that may still be more than we can have. */
     hex = g_try_malloc(hex_len);
     if (!hex) {
         error_setg(errp, "the mapped-ram file's integrity record (%" PRIu64 " bytes) does "

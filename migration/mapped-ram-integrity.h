@@ -99,6 +99,17 @@ char *mri_encode(const MappedRamIntegrity *r, size_t *len);
 bool mri_parse_footer(const uint8_t buf[MRI_FOOTER_SIZE], uint64_t stream_start, uint64_t end,
                       uint64_t *hex_len, Error **errp);
 /*
+ * The most hex digits a record can have for a machine whose RAM blocks
+ * have @used_length[0..@nblocks) (names at their longest), and whether the
+ * footer's @hex_len stays within it: the length comes from the file, so it
+ * is bounded by what our blocks could need before a byte is allocated for
+ * it (the file's size is no bound: a sparse file costs nothing). False
+ * with @errp set.
+ */
+uint64_t mri_max_hex_len(const uint64_t *used_length, uint32_t nblocks);
+bool mri_check_hex_len(uint64_t hex_len, const uint64_t *used_length, uint32_t nblocks,
+                       Error **errp);
+/*
  * mri_decode: HEX (@len bytes), read from file position @pos. Hostile
  * input: its hash is checked first, then every count, length and offset
  * (the blocks' regions in order, apart, inside the stream). NULL with
