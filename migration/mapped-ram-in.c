@@ -52,7 +52,7 @@ static bool mr_check_hex_len(uint64_t hex_len, Error **errp)
  * without one), its stream hash checked: before a byte of device state is
  * believed. False with @errp set.
  */
-static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
+static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end, bool has_record,
                               MappedRamIntegrity **integ, Error **errp)
 {
     g_autoptr(MappedRamIntegrity) r = NULL;
@@ -70,6 +70,11 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
     }
     if (end < stream_start + MRI_FOOTER_SIZE ||
         !mri_parse_footer(footer, stream_start, end, &hex_len, errp)) {
+        if (has_record) {
+            error_setg(errp, "the mapped-ram file is corrupted: its trailer says an integrity "
+                       "record precedes it, but there is no record's footer");
+            return false;
+        }
         if (migrate_mapped_ram_integrity()) {
             error_setg(errp, "the mapped-ram file has no integrity record, and "
                        "x-mapped-ram-integrity is on (it was written without it, or its record "
@@ -129,7 +134,8 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
     }
     if (size < stream_start + MAPPED_RAM_TRAILER_SIZE ||
         !qemu_pread_full(qemu_file_fd(f), trailer, sizeof(trailer), size - sizeof(trailer)) ||
-        memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8)) {
+        (memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8) &&
+         memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8))) {
         error_setg(errp, "the mapped-ram file is incomplete: its completion marker is missing "
                    "(the migration or snapshot that wrote it failed or did not finish)");
         return false;
@@ -142,8 +148,10 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
                    "at offset %" PRId64 " (it says '%s')", stream_start, hex);
         return false;
     }
+    /* MRAMDONE: a record is still read if there is one (files written before MRAMDONR). */
     if (!mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
-                           integ, errp)) {
+                           !memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8), integ,
+                           errp)) {
         return false;
     }
     *stream_end = *integ ? (int64_t)(*integ)->stream_end : size - MAPPED_RAM_TRAILER_SIZE;

@@ -5,7 +5,9 @@
  * the vmdesc and before the completion trailer; a file without it is QEMU
  * 9.0's layout plus our trailer, byte for byte.
  *
- *   ... vmdesc | HEX | "MRAMINTG" 16 hex digits: HEX's length | "MRAMDONE" ...
+ *   ... vmdesc | HEX | "MRAMINTG" 16 hex digits: HEX's length | "MRAMDONR" ...
+ *
+ * (the trailer's magic says a record precedes it: mapped-ram.h).
  *
  * HEX is the record in lowercase hex (so the file's tail keeps no NUL and
  * no '{', as analyze-migration.py's vmdesc search needs). The record,
