@@ -10,6 +10,7 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
+#include "qemu/xxh64.h"
 #include "qapi/qapi-types.h"
 #include "mapped-ram-in.h"
 #include "postcopy.h"
@@ -29,6 +30,15 @@ static MappedRamIntegrity *stream_integrity;
  * start, or the trailer's without one (mapped_ram_in_check_file).
  */
 static int64_t stream_mapped_ram_end;
+/*
+ * ...and, with a record, the XXH64 of every stream byte the loader
+ * consumed (qemu_file_hash_consumed): the record's stream hash was checked
+ * on one read of the file, before the load; the bytes loaded come from a
+ * second read, and a file rewritten in between (shared storage) must not
+ * load state that was not checked. Compared after the vmdesc, before the
+ * load can succeed and so before the guest can run.
+ */
+static Xxh64State stream_consumed;
 
 bool loadvm_stream_mapped_ram(void)
 {
@@ -364,6 +374,13 @@ static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
                        stream_mapped_ram_end);
             return false;
         }
+        if (stream_integrity &&
+            xxh64_digest(&stream_consumed) != stream_integrity->stream_hash) {
+            error_setg(errp, "the mapped-ram file changed while it was loaded: the device "
+                       "state, block list or block headers loaded do not match its "
+                       "integrity record, which matched them when the load began");
+            return false;
+        }
         return true;
     }
     if (loadvm_skip_vmdesc(f, &err)) {
@@ -568,8 +585,16 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     stream_mapped_ram = false;
     switchover_end_ns = switchover_devices_ns = 0;
     g_clear_pointer(&vmdesc_damage, g_free);
+    if (stream_start >= 0) {
+        /* From the first byte: whether it is mapped-ram is known only after the header. */
+        xxh64_init(&stream_consumed, 0);
+        qemu_file_hash_consumed(f, &stream_consumed);
+    }
     if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
+    }
+    if (!stream_integrity) {
+        qemu_file_hash_consumed(f, NULL);
     }
     switch (loadvm_main(f, ids, false, errp)) {
     case LOADVM_END_EOF:
@@ -587,6 +612,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
         ok = false;
     }
 out:
+    qemu_file_hash_consumed(f, NULL);
     g_clear_pointer(&stream_integrity, mri_free);
     FOREACH_SE(i, se) {
         if (se->ops && se->ops->load_cleanup) {

@@ -449,6 +449,14 @@ bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp)
     }
     g_free(present);
     trace_mapped_ram_load_block(rb->idstr, npages, lazy, (get_clock_ns() - t0) / 1000);
+    if (integ && h.bitmap_offset > (uint64_t)pos + MAPPED_RAM_HDR_SIZE) {
+        /*
+         * The stream hash covers the bytes up to the bitmap; the loader
+         * hashes what it consumes (loadvm.c, stream_consumed): consume
+         * them too, or the two never agree.
+         */
+        qemu_file_skip(f, h.bitmap_offset - pos - MAPPED_RAM_HDR_SIZE);
+    }
     if (!qemu_file_seek(f, next)) {
         error_setg(errp, "mapped-ram: %s", qemu_file_error_msg(f));
         return false;
