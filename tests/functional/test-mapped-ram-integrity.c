@@ -320,6 +320,11 @@ static void expect_tail_damage_refused(const char *bad, const uint8_t *good, siz
     /* A digit of the record. */
     write_page_and_tail(bad, good, len, pages, p, footer - 10, digit, false);
     expect_refused(bad, false, false, "integrity record is damaged");
+    /* A length that fits in the file but not in any record of this machine's blocks. */
+    g_free(longer);
+    longer = g_strdup_printf("%016" PRIx64, (footer - 4096) & ~(uint64_t)1);
+    write_page_and_tail(bad, good, len, pages, p, footer + 8, longer, false);
+    expect_refused(bad, false, false, "more than a record of this machine's");
 }
 
 static void test_corrupt(void)
