@@ -89,6 +89,13 @@ static void lr_failed_bh(void *opaque)
 }
 
 /*
+ * lr_fail's @err for a region that does not match the integrity record:
+ * not an errno, since a real EBADMSG from pread (a filesystem's checksum
+ * error, FUSE) is an I/O error and must read as one.
+ */
+#define LR_ERR_MISMATCH (-1)
+
+/*
  * The file failed us: the guest cannot get its memory. Said once; the
  * pages stay missing (never zero, never stale), and the owner stops the
  * guest from the main loop (this thread never takes the BQL).
@@ -102,7 +109,7 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
                                      __ATOMIC_SEQ_CST)) {
         return;
     }
-    if (err == EBADMSG) {
+    if (err == LR_ERR_MISMATCH) {
         msg = g_strdup_printf("lazy restore: the file is corrupted: pages %" PRIu64 "-%" PRIu64
                               " of %s do not match its integrity record; they are not placed",
                               page, MIN(page + MRI_REGION_PAGES, b->npages) - 1, b->rb->idstr);
@@ -165,7 +172,7 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         if (!mri_check_region(b->index, g / MRI_REGION_PAGES, b->present, b->npages,
                               buf + ((g - first) << TARGET_PAGE_BITS),
                               b->region_hash[g / MRI_REGION_PAGES])) {
-            lr_fail(b, g, EBADMSG);
+            lr_fail(b, g, LR_ERR_MISMATCH);
             return -1;
         }
     }
@@ -227,6 +234,7 @@ static void lr_failed_bh_release(void *opaque)
     for (int i = 0; i < lr.nblocks; i++) {
         g_free(lr.blocks[i].present);
         g_free(lr.blocks[i].resident);
+        g_free(lr.blocks[i].region_hash);
     }
     g_clear_pointer(&lr.blocks, g_free);
     lr.nblocks = 0;

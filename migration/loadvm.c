@@ -10,6 +10,7 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
+#include "qemu/xxh64.h"
 #include "qapi/qapi-types.h"
 #include "mapped-ram-in.h"
 #include "postcopy.h"
@@ -24,6 +25,20 @@
 static bool stream_mapped_ram;
 /* ...and its integrity record (mapped-ram-integrity.h), or NULL; freed when the load ends. */
 static MappedRamIntegrity *stream_integrity;
+/*
+ * ...and where its stream must end, right after the vmdesc: the record's
+ * start, or the trailer's without one (mapped_ram_in_check_file).
+ */
+static int64_t stream_mapped_ram_end;
+/*
+ * ...and, with a record, the XXH64 of every stream byte the loader
+ * consumed (qemu_file_hash_consumed): the record's stream hash was checked
+ * on one read of the file, before the load; the bytes loaded come from a
+ * second read, and a file rewritten in between (shared storage) must not
+ * load state that was not checked. Compared after the vmdesc, before the
+ * load can succeed and so before the guest can run.
+ */
+static Xxh64State stream_consumed;
 
 bool loadvm_stream_mapped_ram(void)
 {
@@ -153,7 +168,8 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
     }
     /* Before a byte of RAM is read: a file whose writer did not finish is refused. */
     return !stream_mapped_ram ||
-           mapped_ram_in_check_file(f, stream_start, &stream_integrity, errp);
+           mapped_ram_in_check_file(f, stream_start, &stream_integrity,
+                                    &stream_mapped_ram_end, errp);
 }
 
 /* The footer must name @section_id, the id the stream gave the section. */
@@ -335,7 +351,38 @@ static bool loadvm_skip_vmdesc(QEMUFile *f, Error **errp)
 static bool loadvm_vmdesc(QEMUFile *f, Error **errp)
 {
     Error *err = NULL;
+    int64_t pos;
 
+    if (stream_mapped_ram) {
+        /*
+         * A mapped-ram file is ours, whole (its trailer says so): its
+         * stream must end exactly where its integrity record, or without
+         * one its trailer, begins. Otherwise a damaged record footer
+         * would make the file read as one without a record, and load
+         * unverified: the bytes left over are what refuses it.
+         */
+        if (!loadvm_skip_vmdesc(f, errp)) {
+            error_prepend(errp, "the mapped-ram file is corrupted: ");
+            return false;
+        }
+        pos = qemu_file_tell(f);
+        if (pos != stream_mapped_ram_end) {
+            error_setg(errp, "the mapped-ram file is corrupted: its stream ends at 0x%" PRIx64
+                       " but %s begins at 0x%" PRIx64 " (a damaged integrity record, or "
+                       "bytes this QEMU did not write)", pos,
+                       stream_integrity ? "its integrity record" : "its trailer",
+                       stream_mapped_ram_end);
+            return false;
+        }
+        if (stream_integrity &&
+            xxh64_digest(&stream_consumed) != stream_integrity->stream_hash) {
+            error_setg(errp, "the mapped-ram file changed while it was loaded: the device "
+                       "state, block list or block headers loaded do not match its "
+                       "integrity record, which matched them when the load began");
+            return false;
+        }
+        return true;
+    }
     if (loadvm_skip_vmdesc(f, &err)) {
         return true;
     }
@@ -538,8 +585,16 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     stream_mapped_ram = false;
     switchover_end_ns = switchover_devices_ns = 0;
     g_clear_pointer(&vmdesc_damage, g_free);
+    if (stream_start >= 0) {
+        /* From the first byte: whether it is mapped-ram is known only after the header. */
+        xxh64_init(&stream_consumed, 0);
+        qemu_file_hash_consumed(f, &stream_consumed);
+    }
     if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
+    }
+    if (!stream_integrity) {
+        qemu_file_hash_consumed(f, NULL);
     }
     switch (loadvm_main(f, ids, false, errp)) {
     case LOADVM_END_EOF:
@@ -557,6 +612,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
         ok = false;
     }
 out:
+    qemu_file_hash_consumed(f, NULL);
     g_clear_pointer(&stream_integrity, mri_free);
     FOREACH_SE(i, se) {
         if (se->ops && se->ops->load_cleanup) {

@@ -17,6 +17,13 @@
 #include <sys/stat.h>
 
 #define MR_CHUNK_PAGES 512      /* a reader takes 2 MiB of a block at a time */
+/*
+ * MrLoad.err, not an errno: a region does not match the integrity record
+ * (a real EBADMSG from pread, a filesystem's checksum error, is an I/O
+ * error); or the checker thread could not be created.
+ */
+#define MR_ERR_MISMATCH (-1)
+#define MR_ERR_NO_CHECKER (-2)
 
 static int64_t mr_file_size(QEMUFile *f)
 {
@@ -28,12 +35,24 @@ static int64_t mr_file_size(QEMUFile *f)
     return st.st_size;
 }
 
+/* The footer's record length, against what this machine's RAM blocks could need. */
+static bool mr_check_hex_len(uint64_t hex_len, Error **errp)
+{
+    GPtrArray *blocks = ram_blocks();
+    g_autofree uint64_t *len = g_new(uint64_t, blocks->len);
+
+    for (guint i = 0; i < blocks->len; i++) {
+        len[i] = ((RAMBlock *)g_ptr_array_index(blocks, i))->used_length;
+    }
+    return mri_check_hex_len(hex_len, len, blocks->len, errp);
+}
+
 /*
  * The integrity record before the trailer at @end, if any (*@integ NULL
  * without one), its stream hash checked: before a byte of device state is
  * believed. False with @errp set.
  */
-static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
+static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end, bool has_record,
                               MappedRamIntegrity **integ, Error **errp)
 {
     g_autoptr(MappedRamIntegrity) r = NULL;
@@ -43,9 +62,19 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
     int ret;
 
     *integ = NULL;
+    if (end >= stream_start + MRI_FOOTER_SIZE &&
+        !qemu_pread_full(fd, footer, sizeof(footer), end - MRI_FOOTER_SIZE)) {
+        /* An I/O error is not "no record": it says nothing about the file. */
+        error_setg_errno(errp, errno, "reading the mapped-ram file's integrity footer failed");
+        return false;
+    }
     if (end < stream_start + MRI_FOOTER_SIZE ||
-        !qemu_pread_full(fd, footer, sizeof(footer), end - MRI_FOOTER_SIZE) ||
         !mri_parse_footer(footer, stream_start, end, &hex_len, errp)) {
+        if (has_record) {
+            error_setg(errp, "the mapped-ram file is corrupted: its trailer says an integrity "
+                       "record precedes it, but there is no record's footer");
+            return false;
+        }
         if (migrate_mapped_ram_integrity()) {
             error_setg(errp, "the mapped-ram file has no integrity record, and "
                        "x-mapped-ram-integrity is on (it was written without it, or its record "
@@ -54,10 +83,9 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
         }
         return true;
     }
-    if (!hex_len) {
+    if (!hex_len || !mr_check_hex_len(hex_len, errp)) {
         return false;
     }
-    /* Bounded by the file's size, but that may still be more than we can have. */
     hex = g_try_malloc(hex_len);
     if (!hex) {
         error_setg(errp, "the mapped-ram file's integrity record (%" PRIu64 " bytes) does "
@@ -92,7 +120,7 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end,
 }
 
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
-                              Error **errp)
+                              int64_t *stream_end, Error **errp)
 {
     int64_t size = mr_file_size(f);
     uint8_t trailer[MAPPED_RAM_TRAILER_SIZE];
@@ -106,7 +134,8 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
     }
     if (size < stream_start + MAPPED_RAM_TRAILER_SIZE ||
         !qemu_pread_full(qemu_file_fd(f), trailer, sizeof(trailer), size - sizeof(trailer)) ||
-        memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8)) {
+        (memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8) &&
+         memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8))) {
         error_setg(errp, "the mapped-ram file is incomplete: its completion marker is missing "
                    "(the migration or snapshot that wrote it failed or did not finish)");
         return false;
@@ -119,8 +148,14 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
                    "at offset %" PRId64 " (it says '%s')", stream_start, hex);
         return false;
     }
-    return mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
-                             integ, errp);
+    /* MRAMDONE: a record is still read if there is one (files written before MRAMDONR). */
+    if (!mr_read_integrity(qemu_file_fd(f), stream_start, size - MAPPED_RAM_TRAILER_SIZE,
+                           !memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8), integ,
+                           errp)) {
+        return false;
+    }
+    *stream_end = *integ ? (int64_t)(*integ)->stream_end : size - MAPPED_RAM_TRAILER_SIZE;
+    return true;
 }
 
 /* What the eager readers share: one block. */
@@ -133,7 +168,7 @@ typedef struct MrLoad {
     uint32_t index;             /* the block's place in the block list */
     const uint64_t *region_hash;    /* the integrity record's, or NULL */
     uint64_t next_chunk;        /* atomic: the next 2 MiB a reader takes */
-    int err;                    /* atomic: the first read's errno; EBADMSG: a region's hash */
+    int err;                    /* atomic: the first read's errno, or MR_ERR_* */
     uint64_t err_page;
     /*
      * With a record: the chunks read (set by the readers, in any order) and
@@ -177,7 +212,7 @@ static bool mr_check_chunk(MrLoad *l, uint64_t c)
 
         if (!mri_check_region(l->index, g, l->present, l->npages,
                               l->rb->host + (first << TARGET_PAGE_BITS), l->region_hash[g])) {
-            mr_load_fail(l, first, EBADMSG);
+            mr_load_fail(l, first, MR_ERR_MISMATCH);
             return false;
         }
     }
@@ -261,7 +296,7 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
         g_mutex_init(&l->done_lock);
         g_cond_init(&l->done_cond);
         if (qemu_thread_create(&checker, "mig/mr-v", mr_checker, l) < 0) {
-            mr_load_fail(l, 0, EAGAIN);
+            mr_load_fail(l, 0, MR_ERR_NO_CHECKER);
         } else {
             checking = true;
         }
@@ -291,7 +326,12 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
     if (dfd >= 0) {
         close(dfd);
     }
-    if (l->err == EBADMSG) {
+    if (l->err == MR_ERR_NO_CHECKER) {
+        error_setg(errp, "mapped-ram: cannot create thread mig/mr-v to check block %s "
+                   "against the integrity record", l->rb->idstr);
+        return false;
+    }
+    if (l->err == MR_ERR_MISMATCH) {
         error_setg(errp, "the mapped-ram file is corrupted: pages %" PRIu64 "-%" PRIu64
                    " of block %s do not match its integrity record", l->err_page,
                    MIN(l->err_page + MRI_REGION_PAGES, l->npages) - 1, l->rb->idstr);
@@ -409,6 +449,14 @@ bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp)
     }
     g_free(present);
     trace_mapped_ram_load_block(rb->idstr, npages, lazy, (get_clock_ns() - t0) / 1000);
+    if (integ && h.bitmap_offset > (uint64_t)pos + MAPPED_RAM_HDR_SIZE) {
+        /*
+         * The stream hash covers the bytes up to the bitmap; the loader
+         * hashes what it consumes (loadvm.c, stream_consumed): consume
+         * them too, or the two never agree.
+         */
+        qemu_file_skip(f, h.bitmap_offset - pos - MAPPED_RAM_HDR_SIZE);
+    }
     if (!qemu_file_seek(f, next)) {
         error_setg(errp, "mapped-ram: %s", qemu_file_error_msg(f));
         return false;

@@ -22,10 +22,13 @@
  * completion trailer of that stream. With an integrity record before the
  * trailer, its stream hash is checked and the record returned in @integ
  * (NULL without one; refused without one with x-mapped-ram-integrity on).
+ * @stream_end: where the stream, its vmdesc last, must end: the record's
+ * start, or the trailer's without one; the loader refuses the file when it
+ * does not (a footer damaged out of recognition is caught there).
  * False with @errp naming what is wrong.
  */
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
-                              Error **errp);
+                              int64_t *stream_end, Error **errp);
 /*
  * After @rb's entry in the block list: reads its header and bitmap, then
  * its pages (or hands them to the lazy restore), and moves @f past its

@@ -158,6 +158,30 @@ bool mri_parse_footer(const uint8_t buf[MRI_FOOTER_SIZE], uint64_t stream_start,
     return true;
 }
 
+uint64_t mri_max_hex_len(const uint64_t *used_length, uint32_t nblocks)
+{
+    uint64_t n = MRI_HDR_BYTES + 8;
+
+    for (uint32_t i = 0; i < nblocks; i++) {
+        n += MRI_BLOCK_BYTES + 255 + 8 * mri_nregions(used_length[i]);
+    }
+    return 2 * n;
+}
+
+bool mri_check_hex_len(uint64_t hex_len, const uint64_t *used_length, uint32_t nblocks,
+                       Error **errp)
+{
+    uint64_t max = mri_max_hex_len(used_length, nblocks);
+
+    if (hex_len > max) {
+        error_setg(errp, "the mapped-ram file's integrity record is damaged: its footer says "
+                   "%" PRIu64 " bytes, more than a record of this machine's %u RAM blocks can "
+                   "have (%" PRIu64 ")", hex_len, nblocks, max);
+        return false;
+    }
+    return true;
+}
+
 /* A cursor over the decoded record: every read is bounds-checked. */
 typedef struct MriIn {
     const uint8_t *p;
@@ -263,7 +287,13 @@ MappedRamIntegrity *mri_decode(const char *hex, size_t len, uint64_t pos, Error 
                    "are too few", len);
         return NULL;
     }
-    bin = g_malloc(n);
+    /* @len comes from the file: never an abort for it (mri_check_hex_len bounds it first). */
+    bin = g_try_malloc(n);
+    if (!bin) {
+        error_setg(errp, "the mapped-ram file's integrity record (%zu bytes) does not fit in "
+                   "memory", n);
+        return NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         int hi = unhex(hex[2 * i]), lo = unhex(hex[2 * i + 1]);
 

@@ -5,7 +5,9 @@
  * the vmdesc and before the completion trailer; a file without it is QEMU
  * 9.0's layout plus our trailer, byte for byte.
  *
- *   ... vmdesc | HEX | "MRAMINTG" 16 hex digits: HEX's length | "MRAMDONE" ...
+ *   ... vmdesc | HEX | "MRAMINTG" 16 hex digits: HEX's length | "MRAMDONR" ...
+ *
+ * (the trailer's magic says a record precedes it: mapped-ram.h).
  *
  * HEX is the record in lowercase hex (so the file's tail keeps no NUL and
  * no '{', as analyze-migration.py's vmdesc search needs). The record,
@@ -98,6 +100,17 @@ char *mri_encode(const MappedRamIntegrity *r, size_t *len);
  */
 bool mri_parse_footer(const uint8_t buf[MRI_FOOTER_SIZE], uint64_t stream_start, uint64_t end,
                       uint64_t *hex_len, Error **errp);
+/*
+ * The most hex digits a record can have for a machine whose RAM blocks
+ * have @used_length[0..@nblocks) (names at their longest), and whether the
+ * footer's @hex_len stays within it: the length comes from the file, so it
+ * is bounded by what our blocks could need before a byte is allocated for
+ * it (the file's size is no bound: a sparse file costs nothing). False
+ * with @errp set.
+ */
+uint64_t mri_max_hex_len(const uint64_t *used_length, uint32_t nblocks);
+bool mri_check_hex_len(uint64_t hex_len, const uint64_t *used_length, uint32_t nblocks,
+                       Error **errp);
 /*
  * mri_decode: HEX (@len bytes), read from file position @pos. Hostile
  * input: its hash is checked first, then every count, length and offset

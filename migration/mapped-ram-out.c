@@ -571,7 +571,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
         }
         pos += record_len;
     }
-    memcpy(trailer, MAPPED_RAM_TRAILER_MAGIC, 8);
+    memcpy(trailer, record ? MAPPED_RAM_TRAILER_MAGIC_RECORD : MAPPED_RAM_TRAILER_MAGIC, 8);
     snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)m->stream_start);
     memcpy(trailer + 8, hex, 16);
     if (pos < 0 || !qemu_pwrite_full(main_fd, trailer, sizeof(trailer), pos) ||

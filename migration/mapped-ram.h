@@ -35,8 +35,15 @@
  * which finds the vmdesc from the file's last NUL byte, still finds it.
  *
  *   "MRAMDONE"   16 lowercase hex digits: the stream's start (file:PATH,offset=N)
+ *
+ * "MRAMDONR" instead when an integrity record (mapped-ram-integrity.h)
+ * lies before the trailer: the record cannot then vanish, its footer
+ * damaged, without the trailer changing too (a reader refuses MRAMDONR
+ * without a record; and with MRAMDONE, a stream that does not end right
+ * before the trailer).
  */
 #define MAPPED_RAM_TRAILER_MAGIC "MRAMDONE"
+#define MAPPED_RAM_TRAILER_MAGIC_RECORD "MRAMDONR"
 #define MAPPED_RAM_TRAILER_SIZE 24
 
 typedef struct MappedRamHeader {

@@ -10,6 +10,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/iov.h"
+#include "qemu/xxh64.h"
 #include "qapi/error.h"
 #include "migration/qemu-file.h"
 #include <poll.h>
@@ -37,6 +38,7 @@ struct QEMUFile {
     size_t rpos;                /* next byte to consume */
     size_t rlen;                /* valid bytes in rbuf */
     bool eof;
+    Xxh64State *consumed_hash;  /* the reader's, or NULL (qemu_file_hash_consumed) */
 
     uint64_t total;             /* bytes put or consumed */
     int last_error;
@@ -387,6 +389,9 @@ void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
         avail = f->rlen - f->rpos;
         l = MIN(len, avail);
         memcpy(p, f->rbuf + f->rpos, l);
+        if (f->consumed_hash) {
+            xxh64_update(f->consumed_hash, p, l);
+        }
         f->rpos += l;
         f->total += l;
         p += l;
@@ -398,7 +403,7 @@ uint8_t qemu_get_byte(QEMUFile *f)
 {
     uint8_t v;
 
-    if (f->rpos < f->rlen && !f->last_error) {
+    if (f->rpos < f->rlen && !f->last_error && !f->consumed_hash) {
         f->total++;
         return f->rbuf[f->rpos++];
     }
@@ -464,6 +469,11 @@ void qemu_file_skip(QEMUFile *f, size_t len)
         qemu_get_buffer(f, tmp, l);
         len -= l;
     }
+}
+
+void qemu_file_hash_consumed(QEMUFile *f, Xxh64State *st)
+{
+    f->consumed_hash = st;
 }
 
 /* ---- common ---- */

@@ -20,8 +20,9 @@ configuration section) has no page records: each block of the ram
 section's block list is followed by a header giving the file offsets of a
 bitmap of the pages present and of the pages themselves, in place; the
 stream goes on after the block's pages.  This project's binary ends such a
-file with a completion trailer ("MRAMDONE" and the stream's start offset
-in 16 hex digits) after the vmdesc; a file without one is incomplete.
+file with a completion trailer ("MRAMDONE", or "MRAMDONR" with an integrity
+record before it, and the stream's start offset in 16 hex digits) after the
+vmdesc; a file without one is incomplete.
 
 Output is one JSON document on stdout; errors go to stderr as
 "analyze-migration.py: error: WHAT at offset 0xPOS" with exit status 1.
@@ -263,7 +264,7 @@ class Analyzer(RamParser):
         if t is None:
             self.mapped_problem = StreamError(
                 'incomplete mapped-ram file: no completion marker (the file '
-                'does not end in "MRAMDONE" and 16 hex digits)', self.size)
+                'does not end in "MRAMDONE" or "MRAMDONR" and 16 hex digits)', self.size)
         elif t['stream_start'] is None:
             self.mapped_problem = StreamError(
                 'incomplete mapped-ram file: no completion marker (garbled '
@@ -283,6 +284,9 @@ class Analyzer(RamParser):
                 if self.integrity is not None:
                     self.warn('the mapped-ram integrity record is damaged: %s'
                               % self.integrity)
+                elif t['record']:
+                    self.warn('the mapped-ram trailer (MRAMDONR) says an integrity '
+                              'record precedes it, but there is none')
 
     def parse_config_subsection(self, conf):
         r = self.r

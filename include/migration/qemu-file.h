@@ -61,6 +61,13 @@ bool qemu_get_counted_string(QEMUFile *f, char *buf);
 int qemu_peek_byte(QEMUFile *f, size_t offset);
 /* Skips @len bytes. */
 void qemu_file_skip(QEMUFile *f, size_t len);
+/*
+ * Input: from now on every byte consumed (got or skipped, not peeked, not
+ * read ahead) is also fed to @st, in order; NULL stops. The caller owns
+ * @st and keeps it alive until it stops.
+ */
+typedef struct Xxh64State Xxh64State;
+void qemu_file_hash_consumed(QEMUFile *f, Xxh64State *st);
 
 int qemu_file_get_error(QEMUFile *f);
 /* Records @err (negative errno) unless an error is already set. */

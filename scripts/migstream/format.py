@@ -56,8 +56,10 @@ MAPPED_RAM_HDR_SIZE = 28
 MAPPED_RAM_BITMAP_WORD = 8
 MAPPED_RAM_ALIGNMENT = 1 << 20    # where the writer puts a block's pages
 # Ours: the completion trailer at the very end of a mapped-ram file,
-# "MRAMDONE" and 16 lowercase hex digits (the stream's start in the file).
+# "MRAMDONE" and 16 lowercase hex digits (the stream's start in the file);
+# "MRAMDONR" when an integrity record lies before it (x-mapped-ram-integrity).
 MAPPED_RAM_TRAILER_MAGIC = b'MRAMDONE'
+MAPPED_RAM_TRAILER_MAGIC_RECORD = b'MRAMDONR'
 MAPPED_RAM_TRAILER_SIZE = 24
 
 DEFAULT_PAGE_SIZE = 4096

@@ -6,7 +6,8 @@ XBZRLE pages, sections."""
 import json
 import struct
 
-from .format import (DEFAULT_PAGE_SIZE, MAPPED_RAM_TRAILER_MAGIC, MAPPED_RAM_TRAILER_SIZE,
+from .format import (DEFAULT_PAGE_SIZE, MAPPED_RAM_TRAILER_MAGIC,
+                     MAPPED_RAM_TRAILER_MAGIC_RECORD, MAPPED_RAM_TRAILER_SIZE,
                      MAX_ARRAY_LEN, MAX_DESC_DEPTH, VMDESC_MAX_PARSE_TRIES, VMDESC_WINDOW)
 
 PROG = 'analyze-migration.py'
@@ -304,18 +305,20 @@ def validate_vmdesc(vmdesc):
 
 
 def read_mapped_ram_trailer(f, size):
-    """The completion trailer a mapped-ram file ends with ("MRAMDONE", 16
-    lowercase hex digits: the stream's start offset).  None if the file does
-    not end in the magic; else a dict with "offset" (of the trailer), "raw"
-    (its 24 bytes) and "stream_start" (None when the digits are garbled or
-    name an offset that cannot hold a stream before the trailer)."""
+    """The completion trailer a mapped-ram file ends with ("MRAMDONE", or
+    "MRAMDONR" with an integrity record before it; 16 lowercase hex digits:
+    the stream's start offset).  None if the file does not end in a magic;
+    else a dict with "offset" (of the trailer), "raw" (its 24 bytes),
+    "record" (True for MRAMDONR) and "stream_start" (None when the digits
+    are garbled or name an offset that cannot hold a stream before the
+    trailer)."""
     if size < MAPPED_RAM_TRAILER_SIZE:
         return None
     off = size - MAPPED_RAM_TRAILER_SIZE
     f.seek(off)
     raw = f.read(MAPPED_RAM_TRAILER_SIZE)
     if len(raw) != MAPPED_RAM_TRAILER_SIZE or \
-            not raw.startswith(MAPPED_RAM_TRAILER_MAGIC):
+            raw[:8] not in (MAPPED_RAM_TRAILER_MAGIC, MAPPED_RAM_TRAILER_MAGIC_RECORD):
         return None
     digits = raw[len(MAPPED_RAM_TRAILER_MAGIC):]
     start = None
@@ -323,7 +326,8 @@ def read_mapped_ram_trailer(f, size):
         start = int(digits, 16)
         if start + 8 > off:             # not even a header before it
             start = None
-    return {'offset': off, 'raw': raw, 'stream_start': start}
+    return {'offset': off, 'raw': raw, 'stream_start': start,
+            'record': raw[:8] == MAPPED_RAM_TRAILER_MAGIC_RECORD}
 
 
 def locate_vmdesc(f, size, also_end=None):

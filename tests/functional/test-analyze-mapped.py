@@ -86,7 +86,7 @@ class MappedRamStreams(StreamCase):
         finally:
             vm.shutdown()
         fx = {'stream': stream, 'pmem': pmem, 'base': base, 'end': end,
-              'info': info, 'mem': mem, 'offset': offset}
+              'info': info, 'mem': mem, 'offset': offset, 'integrity': integrity}
         cls._fixtures[key] = fx
         return fx
 
@@ -109,7 +109,8 @@ class MappedRamStreams(StreamCase):
         self.assertEqual(mr['trailer_offset'], size - 24)
         with open(stream, 'rb') as f:
             f.seek(size - 24)
-            self.assertEqual(f.read(), b'MRAMDONE%016x' % fx['offset'])
+            self.assertEqual(f.read(), b'%s%016x' % (b'MRAMDONR' if fx['integrity'] else
+                                                     b'MRAMDONE', fx['offset']))
         ram = s['ram']
         self.check_each_page_once(ram)
         main = self.main_block(ram, fx['mem'])

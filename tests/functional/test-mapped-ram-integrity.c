@@ -6,7 +6,9 @@
  * eagerly and lazily (RAM identical); a corrupted page, a page moved to another valid place, a
  * flipped bitmap bit, a damaged device section and a damaged record
  * refused before the guest runs (eager) or before the region is placed
- * (lazy); a file without a record refused when integrity was asked for.
+ * (lazy); a file without a record refused when integrity was asked for;
+ * a damaged record footer or record, with a damaged page, refused with the
+ * parameter off (the default).
  */
 #include <stdio.h>
 #include <string.h>
@@ -268,6 +270,63 @@ static void write_patched(const char *path, const uint8_t *good, size_t len, uin
     g_assert_true(g_file_set_contents(path, (const char *)b, len, NULL));
 }
 
+/*
+ * @good with a bit of present page @p's data flipped, @patch written at
+ * @off, and the trailer's magic made MRAMDONE (a file without a record)
+ * when @plain_trailer.
+ */
+static void write_page_and_tail(const char *path, const uint8_t *good, size_t len,
+                                uint64_t pages, uint64_t p, uint64_t off, const char *patch,
+                                bool plain_trailer)
+{
+    g_autofree uint8_t *b = g_memdup2(good, len);
+
+    b[pages + p * 4096 + 123] ^= 0x10;
+    memcpy(b + off, patch, strlen(patch));
+    if (plain_trailer) {
+        memcpy(b + len - 24, "MRAMDONE", 8);
+    }
+    g_assert_true(g_file_set_contents(path, (const char *)b, len, NULL));
+}
+
+/*
+ * The record's footer or bytes damaged, and a page too: refused by a
+ * destination with the parameter off (the default), which must not take
+ * the file for one without a record and load it unverified.
+ */
+static void expect_tail_damage_refused(const char *bad, const uint8_t *good, size_t len,
+                                       uint64_t pages, uint64_t p)
+{
+    uint64_t footer = len - 24 - 24, hex_len;
+    g_autofree char *longer = NULL;
+    char digit[2] = { good[footer - 10] == 'a' ? 'b' : 'a', 0 };
+
+    g_assert_cmpmem(good + footer, 8, "MRAMINTG", 8);
+    g_assert_cmpmem(good + len - 24, 8, "MRAMDONR", 8);
+    hex_len = g_ascii_strtoull((const char *)good + footer + 8, NULL, 16);
+    /* The magic: the trailer still says there is a record. */
+    write_page_and_tail(bad, good, len, pages, p, footer + 7, "H", false);
+    expect_refused(bad, false, false, "there is no record's footer");
+    /* ...and the trailer too: the stream does not end where a trailer begins. */
+    write_page_and_tail(bad, good, len, pages, p, footer + 7, "H", true);
+    expect_refused(bad, false, false, "its stream ends at");
+    expect_refused(bad, true, false, "its stream ends at");
+    /* The length: not hex, or one that points inside the vmdesc. */
+    write_page_and_tail(bad, good, len, pages, p, footer + 8, "z", false);
+    expect_refused(bad, false, false, "integrity record is damaged");
+    longer = g_strdup_printf("%016" PRIx64, hex_len + 2);
+    write_page_and_tail(bad, good, len, pages, p, footer + 8, longer, false);
+    expect_refused(bad, false, false, "integrity record is damaged");
+    /* A digit of the record. */
+    write_page_and_tail(bad, good, len, pages, p, footer - 10, digit, false);
+    expect_refused(bad, false, false, "integrity record is damaged");
+    /* A length that fits in the file but not in any record of this machine's blocks. */
+    g_free(longer);
+    longer = g_strdup_printf("%016" PRIx64, (footer - 4096) & ~(uint64_t)1);
+    write_page_and_tail(bad, good, len, pages, p, footer + 8, longer, false);
+    expect_refused(bad, false, false, "more than a record of this machine's");
+}
+
 static void test_corrupt(void)
 {
     g_autofree char *file = snap_path("good");
@@ -297,6 +356,7 @@ static void test_corrupt(void)
     expect_refused(bad, false, false, "do not match its integrity record");
     expect_refused_readers(bad, "do not match its integrity record");
     expect_lazy_unplaced(bad, "do not match its integrity record");
+    expect_tail_damage_refused(bad, good, len, pages, p);
 
     /* A present page's content copied over another valid page of another region. */
     q = present_page(good, bitmap, (p / 16 + 1) * 16);
@@ -332,6 +392,10 @@ static void test_corrupt(void)
         g_assert_cmpmem(good + len - 48, 8, "MRAMINTG", 8);
         memcpy(cut, good, end);
         memcpy(cut + end, good + len - 24, 24);
+        g_assert_true(g_file_set_contents(bad, (const char *)cut, end + 24, NULL));
+        expect_refused(bad, false, false, "there is no record's footer");
+        /* A file without a record, whole: only the parameter refuses it. */
+        memcpy(cut + end, "MRAMDONE", 8);
         g_assert_true(g_file_set_contents(bad, (const char *)cut, end + 24, NULL));
         expect_refused(bad, false, true, "has no integrity record");
     }

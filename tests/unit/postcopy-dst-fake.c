@@ -91,7 +91,7 @@ bool migrate_mapped_ram(void)
 }
 
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
-                              Error **errp)
+                              int64_t *stream_end, Error **errp)
 {
     return refuse("mapped-ram", errp);
 }

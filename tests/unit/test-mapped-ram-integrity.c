@@ -392,6 +392,47 @@ static void test_stream_hash(void)
     unlink(path);
     g_assert_cmpint(mri_stream_hash(r, -1, &h), ==, -EBADF);
 }
+/*
+ * The footer's length, bounded by what the machine's blocks could need and
+ * not by the file's size: a sparse file with a footer naming nearly all of
+ * its terabyte passes mri_parse_footer, and must be refused before the
+ * reader allocates for it.
+ */
+static void test_hostile_length(void)
+{
+    const uint64_t used[2] = { 56 * TARGET_PAGE_SIZE, TARGET_PAGE_SIZE };
+    const uint64_t end = 1ULL << 40;
+    g_autoptr(MappedRamIntegrity) r = mri_new(2);
+    g_autofree char *name = g_strnfill(255, 'n');
+    g_autofree char *tail = NULL;
+    uint8_t footer[MRI_FOOTER_SIZE + 1];
+    Error *err = NULL;
+    uint64_t hex_len;
+    size_t len;
+
+    /* Names at their longest: the record is exactly the bound. */
+    r->stream_end = POS;
+    mri_set_block(r, 0, name, used[0], 0x100, 0x100000);
+    mri_set_block(r, 1, name, used[1], 0x138100, 0x200000);
+    tail = mri_encode(r, &len);
+    g_assert_cmpuint(len - MRI_FOOTER_SIZE, ==, mri_max_hex_len(used, 2));
+    g_assert_true(mri_check_hex_len(len - MRI_FOOTER_SIZE, used, 2, &error_abort));
+    g_assert_true(mri_check_hex_len(mri_max_hex_len(used, 2), used, 2, &error_abort));
+    g_assert_false(mri_check_hex_len(mri_max_hex_len(used, 2) + 2, used, 2, &err));
+    error_free_or_abort(&err);
+
+    /* Fits in the (sparse) file, so the footer passes; the bound refuses it. */
+    snprintf((char *)footer, sizeof(footer), "%s%016" PRIx64, MRI_FOOTER_MAGIC,
+             end - MRI_FOOTER_SIZE - 64);
+    g_assert_true(mri_parse_footer(footer, 0, end, &hex_len, &error_abort));
+    g_assert_cmpuint(hex_len, ==, end - MRI_FOOTER_SIZE - 64);
+    g_assert_false(mri_check_hex_len(hex_len, used, 2, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "more than a record of this machine's"));
+    error_free_or_abort(&err);
+    /* A machine without RAM blocks: only an empty record fits. */
+    g_assert_false(mri_check_hex_len(len - MRI_FOOTER_SIZE, NULL, 0, &err));
+    error_free_or_abort(&err);
+}
 
 int main(int argc, char **argv)
 {
@@ -402,6 +443,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mapped-ram-integrity/hostile-fields", test_hostile_fields);
     g_test_add_func("/mapped-ram-integrity/hostile-counts", test_hostile_counts);
     g_test_add_func("/mapped-ram-integrity/hostile-text", test_hostile_text);
+    g_test_add_func("/mapped-ram-integrity/hostile-length", test_hostile_length);
     g_test_add_func("/mapped-ram-integrity/region-binding", test_region_binding);
     g_test_add_func("/mapped-ram-integrity/stream-ranges", test_stream_ranges);
     g_test_add_func("/mapped-ram-integrity/stream-hash", test_stream_hash);

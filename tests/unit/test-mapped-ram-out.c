@@ -356,6 +356,8 @@ static void test_integrity(gconstpointer data)
     fake_integrity = false;
 
     g_assert_true(g_file_get_contents(o.path, (char **)&file, &len, NULL));
+    /* The trailer says a record precedes it: the record cannot vanish on its own. */
+    g_assert_cmpmem(file + len - MAPPED_RAM_TRAILER_SIZE, 8, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8);
     g_assert_true(mri_parse_footer(file + len - MAPPED_RAM_TRAILER_SIZE - MRI_FOOTER_SIZE, 0,
                                    len - MAPPED_RAM_TRAILER_SIZE, &hex_len, &error_abort));
     pos = len - MAPPED_RAM_TRAILER_SIZE - MRI_FOOTER_SIZE - hex_len;

@@ -7,6 +7,8 @@
  */
 #include "qemu/osdep.h"
 #include "qemu-file-test-util.h"
+#include "qemu/bswap.h"
+#include "qemu/xxh64.h"
 
 /* Edge values of every put, small enough for any pipe buffer. */
 static Stream *stream_sample(void)
@@ -256,6 +258,40 @@ static void test_read_skip(gconstpointer opaque)
     g_assert_cmpint(qemu_fclose(f), ==, -EIO);
 }
 
+/*
+ * qemu_file_hash_consumed: exactly the bytes consumed while it is on, in
+ * order, whatever consumed them (the fast byte path, buffers, skips); not
+ * peeks, not read-ahead. The mapped-ram loader compares it with the
+ * integrity record's stream hash, so one byte more or less fails a load.
+ */
+static void test_read_hash_consumed(gconstpointer opaque)
+{
+    enum { LEN = 10000 };
+    g_autofree uint8_t *data = g_malloc(LEN);
+    uint8_t buf[100];
+    Xxh64State st;
+    QEMUFile *f;
+
+    for (int i = 0; i < LEN; i++) {
+        data[i] = i ^ (i >> 8);
+    }
+    f = input_over(GPOINTER_TO_INT(opaque), data, LEN);
+    qemu_get_buffer(f, buf, 3);
+    xxh64_init(&st, 0);
+    qemu_file_hash_consumed(f, &st);
+    g_assert_cmpint(qemu_peek_byte(f, 10), ==, data[13]);
+    g_assert_cmpuint(qemu_get_byte(f), ==, data[3]);
+    g_assert_cmpuint(qemu_get_be32(f), ==, ldl_be_p(data + 4));
+    qemu_get_buffer(f, buf, sizeof(buf));
+    qemu_file_skip(f, 9000);
+    g_assert_cmpuint(qemu_get_byte(f), ==, data[9108]);
+    qemu_file_hash_consumed(f, NULL);
+    qemu_get_buffer(f, buf, sizeof(buf));
+    g_assert_cmpint(qemu_file_get_error(f), ==, 0);
+    g_assert_cmphex(xxh64_digest(&st), ==, xxh64(data + 3, 9109 - 3, 0));
+    g_assert_cmpint(qemu_fclose(f), ==, 0);
+}
+
 /* ---- Shutdown from another thread ---- */
 
 typedef struct Reader {
@@ -307,6 +343,7 @@ int main(int argc, char **argv)
     add_chan_tests("/qemu-file/read/truncated", test_read_truncated, MEM_SOCK);
     add_chan_tests("/qemu-file/read/peek", test_read_peek, MEM_SOCK);
     add_chan_tests("/qemu-file/read/skip", test_read_skip, MEM_SOCK);
+    add_chan_tests("/qemu-file/read/hash-consumed", test_read_hash_consumed, MEM_SOCK);
     g_test_add_func("/qemu-file/shutdown/blocked-read", test_shutdown_blocked_read);
     return g_test_run();
 }
