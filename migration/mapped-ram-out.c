@@ -31,6 +31,7 @@ typedef struct MrJob {
     const uint8_t *data;
     size_t len;                 /* 0: the writer stops */
     MrToken *tok;
+    uint64_t *phash;            /* x-mapped-ram-integrity: the run's first page's hash, else NULL */
 } MrJob;
 
 typedef struct MrWriter {
@@ -48,9 +49,10 @@ typedef struct MrBlock {
     unsigned long *bmap;        /* mig/src: set = the page is in the file */
     /*
      * x-mapped-ram-integrity, else NULL: each page's mri_page_hash as last
-     * dispatched (mig/src's). A page's writes are in dispatch order (one
-     * writer per region, in order), so at the finish each entry is the
-     * hash of the page's last write.
+     * written, by the writer that writes it. A page always goes to the
+     * same writer (one per 2 MiB region; runs never cross one) in dispatch
+     * order, so at the finish (after mr_drain) each entry is the hash of
+     * the page's last write.
      */
     uint64_t *phash;
 } MrBlock;
@@ -118,6 +120,16 @@ static void mr_token_put(MrToken *t)
 
 static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
 {
+    /*
+     * Hashed by the writer, just before its write: mig/src (which also
+     * serves a background snapshot's faults) keeps none of the cost. A
+     * precopy page the guest changes between the hash and the write lands
+     * with other bytes than it was hashed with, but that change dirtied
+     * it: it is dispatched (and hashed) again, to this same writer, after.
+     */
+    for (size_t i = 0; j->phash && i < j->len / TARGET_PAGE_SIZE; i++) {
+        j->phash[i] = mri_page_hash(j->data + i * TARGET_PAGE_SIZE);
+    }
     if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
         mr_set_error(m, errno, j->off);
     }
@@ -161,17 +173,7 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
     if (!b || !m->pend_n) {
         return;
     }
-    /*
-     * Hashed here, while the writers write what came before: the hashing
-     * overlaps the I/O instead of adding to it (with the record on there
-     * is always a writer thread). A precopy page the guest changes before
-     * its write lands with other bytes than it was hashed with, but that
-     * change dirtied it: it is dispatched (and hashed) again, and its
-     * writes keep their order.
-     */
-    for (uint64_t i = 0; b->phash && i < m->pend_n; i++) {
-        b->phash[m->pend_first + i] = mri_page_hash(m->pend_data + i * TARGET_PAGE_SIZE);
-    }
+    job.phash = b->phash ? b->phash + m->pend_first : NULL;
     m->pend_b = NULL;
     m->pend_n = 0;
     qemu_file_count_side_bytes(f, job.len);
@@ -411,7 +413,7 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
                          m->path);
         return false;
     }
-    /* With the record, mig/src hashes: one writer thread writes meanwhile. */
+    /* With the record, always a writer thread: it hashes what it writes, off mig/src. */
     nwriters = migrate_multifd() ? migrate_multifd_channels() : m->integrity;
     if (!nwriters) {
         if (!migrate_direct_io()) {
