@@ -565,6 +565,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->resuming = false;
     s->vm_was_running = runstate_is_running();
     s->guest_moved = false;
+    s->rp_use = MIG_RP_NONE;
     __atomic_store_n(&s->start_postcopy, false, __ATOMIC_RELEASE);
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();

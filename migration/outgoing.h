@@ -30,6 +30,13 @@
 typedef struct MigrationOutMode MigrationOutMode;
 typedef struct RAMPageSource RAMPageSource;
 
+typedef enum MigReturnPathUse {
+    MIG_RP_NONE,        /* none: the EOF having gone out is the end */
+    MIG_RP_DEFAULT,     /* ours by default (tcp:, unix:), with the confirmation offer */
+    MIG_RP_ASKED,       /* the user set return-path on, with the offer */
+    MIG_RP_REQUIRED,    /* postcopy-ram needs it; no offer */
+} MigReturnPathUse;
+
 typedef struct MigrationState {
     /* MigrationStatus; changed only by migrate_set_state() (compare-and-swap). */
     int state;
@@ -83,8 +90,12 @@ typedef struct MigrationState {
      * mig/src; the cleanup bottom half reads it once the thread is joined.
      */
     bool guest_moved;
-    /* mig/src: precopy opened the return path (stream_start) and waits for SHUT. */
-    bool return_path;
+    /*
+     * Why the return path is open, which says what the end of a precopy
+     * waits for (precopy.c's precopy_confirm). Set by stream_start (mig/src),
+     * reset when a migration starts.
+     */
+    MigReturnPathUse rp_use;
     /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
     bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */

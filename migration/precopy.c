@@ -53,12 +53,11 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
 
 /*
  * return-path: the destination answers on the same socket whether it
- * loaded the stream, and the source completes only on its word (SHUT 0);
- * a destination that failed, or went quiet, leaves the guest to run here
- * again. On by default for tcp: and unix: (migrate_return_path_for);
- * a QEMU destination opens it on OPEN_RETURN_PATH whatever its own
- * capability says. The PING offers our switchover confirmation: our
- * destination accepts it and then runs the guest only on our go.
+ * loaded the stream (SHUT 0). On by default for tcp: and unix:
+ * (migrate_return_path_for); a QEMU destination opens it on
+ * OPEN_RETURN_PATH whatever its own capability says. The PING offers our
+ * switchover confirmation: our destination accepts it and then runs the
+ * guest only on our go; QEMU's echoes it and runs the guest itself.
  */
 static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 {
@@ -66,7 +65,7 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     int type;
     socklen_t len = sizeof(type);
 
-    s->return_path = false;
+    s->rp_use = MIG_RP_NONE;
     if (!migrate_return_path_for(s->uri, &user_set)) {
         return true;
     }
@@ -82,7 +81,7 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     if (!rp_src_start(s->channel.fd, NULL, errp)) {
         return false;
     }
-    s->return_path = true;
+    s->rp_use = user_set ? MIG_RP_ASKED : MIG_RP_DEFAULT;
     qemu_fflush(f);
     qemu_savevm_send_open_return_path(f);
     qemu_savevm_send_ping(f, MIG_PING_CONFIRM_OFFER);
@@ -96,37 +95,64 @@ static void precopy_cleanup(MigrationState *s)
 }
 
 /*
- * The stream went out whole up to its EOF: decide whether the guest moved.
- * With a return path, only on the destination's SHUT 0 (and, if it
- * accepted our confirmation, once the go to run it was written: a go that
- * cannot be sent leaves the loaded guest paused there, so it runs here
- * again). Without one nobody can tell; the EOF having gone out is taken as
- * the end, and a vmdesc that failed after it only gets a warning, since
- * the destination runs a guest whose device state arrived whole. BQL held
- * on entry and return.
+ * The stream went out whole up to its EOF: decide whether the guest moved
+ * (docs/devel/migration.md, "Who runs the guest"). By who is at the other
+ * end and why the return path is open:
+ *  - our destination (it accepted the offer): only on its SHUT 0, within
+ *    MIGRATION_CONFIRM_TIMEOUT_MS, and once the go to run the guest was
+ *    written; otherwise it keeps the loaded guest paused and ours runs here
+ *    again;
+ *  - another destination (QEMU), return path asked for by the user or
+ *    needed by postcopy-ram: as QEMU's source, on its SHUT 0 however long
+ *    that takes; a return path that fails gives the guest back here;
+ *  - another destination, return path ours by default: as before we had
+ *    one, the EOF having gone out is the end. QEMU's destination runs the
+ *    guest before it sends SHUT, so a SHUT that never comes (a one-way
+ *    relay, a link cut between the two) must not make us run it too;
+ *  - no answer to the offer at all: nobody can tell; the go is sent (our
+ *    destination, behind a relay, waits for it) and the EOF is the end.
+ * Without a return path the EOF is the end too, and a vmdesc that failed
+ * after it only gets a warning, since the destination runs a guest whose
+ * device state arrived whole. BQL held on entry and return.
  */
 static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, Error **errp)
 {
-    if (s->return_path) {
-        bool ok;
+    bool offered = s->rp_use == MIG_RP_DEFAULT || s->rp_use == MIG_RP_ASKED;
+    bool answered = true, ours, wait_shut, confirmed = false;
 
-        /* Its answer can take the rest of the destination's load: not with the BQL. */
+    if (s->rp_use != MIG_RP_NONE && rp_src_running()) {
+        bool ok = true;
+
+        /* The answers can take the rest of the destination's load: not with the BQL. */
         bql_unlock();
-        ok = rp_src_wait_shut(MIGRATION_CONFIRM_TIMEOUT_MS, errp);
+        if (offered) {
+            /* Half the wait: a go sent after it still reaches a destination that waits. */
+            answered = rp_src_wait_offer_answer(MIGRATION_CONFIRM_TIMEOUT_MS / 2);
+        }
+        ours = rp_src_peer_confirms();
+        wait_shut = ours || (answered && s->rp_use != MIG_RP_DEFAULT);
+        if (wait_shut) {
+            ok = rp_src_wait_shut(ours ? MIGRATION_CONFIRM_TIMEOUT_MS : -1, errp);
+        }
         bql_lock();
         if (!ok) {
             error_prepend(errp, "the destination did not confirm the load: ");
             return false;
         }
-        if (rp_src_peer_confirms()) {
+        confirmed = wait_shut;
+        if (ours || !answered) {
             qemu_savevm_send_ping(f, MIG_PING_GO);
             qemu_fflush(f);
-            if (qemu_file_get_error(f)) {
+            if (ours && qemu_file_get_error(f)) {
                 error_setg(errp, "the destination loaded the stream, but the go to run its "
                            "guest could not be sent (%s): it keeps that guest paused, and "
                            "the guest runs here again", qemu_file_error_msg(f));
                 return false;
             }
+        }
+        if (!answered) {
+            warn_report("the destination never answered on the return path: whether it "
+                        "loaded the stream is unknown; the guest no longer runs here");
         }
         if (rp_src_peer_vmdesc_damaged()) {
             warn_report("the destination loaded the device state whole, but says the "
@@ -136,9 +162,8 @@ static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, E
     if (vmdesc_err) {
         warn_report("the device state and EOF went out whole, but the stream's trailing "
                     "description (vmdesc) did not: %s; %s", error_get_pretty(vmdesc_err),
-                    s->return_path ? "the destination confirmed the load"
-                                   : "without a return path the destination's outcome is "
-                                     "unknown");
+                    confirmed ? "the destination confirmed the load"
+                              : "the destination's outcome is unknown");
     }
     return true;
 }
