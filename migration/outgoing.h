@@ -96,6 +96,12 @@ typedef struct MigrationState {
      * reset when a migration starts.
      */
     MigReturnPathUse rp_use;
+    /*
+     * BQL: the point of no return passed (the go written, or the guest
+     * committed to postmigrate): a cancel can no longer give the guest back,
+     * so it is a no-op, and the result stays completed. Reset at start.
+     */
+    bool committed;
     /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
     bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */
@@ -184,6 +190,20 @@ static inline void migration_stop_vm_locked(MigrationState *s, RunState state)
     s->vm_was_running = runstate_is_running();
     global_state_store();
     vm_stop_force_state(state);
+}
+
+/*
+ * migration_commit_locked: the guest now belongs to the destination (its
+ * go was written, or there is nobody to ask and every step that can fail
+ * is behind us). From here a cancel cannot give it back; a stopped guest
+ * waits in postmigrate. BQL held. Called once per migration, last.
+ */
+static inline void migration_commit_locked(MigrationState *s)
+{
+    s->committed = true;
+    if (runstate_check(RUN_STATE_FINISH_MIGRATE)) {
+        runstate_set(RUN_STATE_POSTMIGRATE);
+    }
 }
 
 #endif

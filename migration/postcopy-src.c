@@ -400,7 +400,7 @@ static bool postcopy_finish(MigrationState *s, QEMUFile *f, Error **errp)
     ok = ok && rp_src_wait_shut(-1, errp);
     if (ok) {
         bql_lock();
-        runstate_set(RUN_STATE_POSTMIGRATE);
+        migration_commit_locked(s);
         bql_unlock();
     }
     return ok;

@@ -3,8 +3,8 @@
  * The precopy row of the outgoing modes: send dirty pages while the guest
  * runs, and switch over (stop the guest, send the rest and the devices)
  * once what is left fits in the downtime limit at the measured bandwidth.
- * The source ends in postmigrate; any failure gives the guest back
- * (migration.c's cleanup).
+ * The source ends in postmigrate once committed (migration_commit_locked);
+ * any failure before that gives the guest back (migration.c's cleanup).
  */
 #include "qemu/osdep.h"
 #include <sys/socket.h>
@@ -210,7 +210,7 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         trace_migration_downtime(s->downtime_stop_ns / 1000, s->downtime_sync_ns / 1000,
                                  s->downtime_ram_ns / 1000, s->downtime_dev_ns / 1000,
                                  s->downtime_total_ns / 1000);
-        runstate_set(RUN_STATE_POSTMIGRATE);
+        migration_commit_locked(s);
     }
     bql_unlock();
     return ok;
