@@ -241,6 +241,12 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
             /* A mapped-ram file is complete once its pages are on disk and its trailer written. */
             if (s->mode->complete(s, f, errp) &&
                 (!mapped_ram_out() || mapped_ram_out_finish(mapped_ram_out(), f, errp))) {
+                bql_lock();
+                if (!s->committed) {
+                    /* The trailer says "complete": only now is the file the guest. */
+                    migration_commit_locked(s);
+                }
+                bql_unlock();
                 s->result = MIGRATION_STATUS_COMPLETED;
             }
             return;

@@ -16,6 +16,7 @@
 #include "postcopy.h"
 #include "options.h"
 #include "return-path.h"
+#include "mapped-ram-out.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
@@ -194,7 +195,16 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         if (!ok && !state_whole) {
             error_propagate(errp, g_steal_pointer(&vmdesc_err));
         }
-        ok = ok || state_whole;
+        /*
+         * A whole device state may do without its vmdesc, but a mapped-ram
+         * file's trailer comes after it (mapped_ram_out_finish): on the same
+         * sticky error that would fail later, with nothing to tell the truth.
+         */
+        if (!ok && state_whole && mapped_ram_out()) {
+            error_propagate(errp, g_steal_pointer(&vmdesc_err));
+        } else {
+            ok = ok || state_whole;
+        }
     }
     t_dev = get_clock_ns();
     ok = ok && precopy_confirm(s, f, vmdesc_err, errp);
@@ -210,7 +220,10 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         trace_migration_downtime(s->downtime_stop_ns / 1000, s->downtime_sync_ns / 1000,
                                  s->downtime_ram_ns / 1000, s->downtime_dev_ns / 1000,
                                  s->downtime_total_ns / 1000);
-        migration_commit_locked(s);
+        if (!mapped_ram_out()) {
+            /* The last step that can fail: a mapped-ram file commits once its trailer is out. */
+            migration_commit_locked(s);
+        }
     }
     bql_unlock();
     return ok;
