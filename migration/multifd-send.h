@@ -50,5 +50,7 @@ void multifd_send_shutdown(void);
 void multifd_send_cleanup(void);
 /* Any thread. */
 void multifd_send_stats(MultifdSendStats *st);
+/* Any thread: bytes the channels wrote that the destination has not taken yet (0: none, no multifd). */
+uint64_t multifd_send_unsent_bytes(void);
 
 #endif

@@ -17,6 +17,8 @@
 #include "options.h"
 #include "return-path.h"
 #include "mapped-ram-out.h"
+#include "channel.h"
+#include "multifd-send.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
@@ -95,6 +97,51 @@ static void precopy_cleanup(MigrationState *s)
     rp_src_stop();
 }
 
+/* Bytes written on the main socket and the multifd channels that the destination has not taken. */
+static uint64_t precopy_unsent_bytes(MigrationState *s)
+{
+    return mig_channel_unsent_bytes(s->channel.fd) + multifd_send_unsent_bytes();
+}
+
+/*
+ * mig/src, without the BQL: our destination's SHUT. The timeout is for a
+ * destination that went quiet, not for a slow link: megabytes per socket
+ * may still be in flight when the vmdesc reaches the kernel, so the clock
+ * restarts whenever what is in flight shrank, and runs only once it stops
+ * shrinking (all taken, or the link stalled).
+ */
+static bool precopy_wait_confirmation(MigrationState *s, Error **errp)
+{
+    uint64_t unsent = precopy_unsent_bytes(s);
+    int64_t deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+
+    for (;;) {
+        int64_t left_ms = (deadline - get_clock_ns()) / 1000000;
+        Error *err = NULL;
+        uint64_t now_unsent;
+
+        if (rp_src_wait_shut(MAX(MIN(left_ms, 1000), 0), &err)) {
+            return true;
+        }
+        now_unsent = precopy_unsent_bytes(s);
+        if (rp_src_ended() || (left_ms <= 1000 && now_unsent >= unsent)) {
+            if (!rp_src_ended()) {
+                error_free(err);
+                error_setg(&err, "the destination did not say within %d s of taking the "
+                           "last bytes whether it loaded the stream",
+                           MIGRATION_CONFIRM_TIMEOUT_MS / 1000);
+            }
+            error_propagate(errp, err);
+            return false;
+        }
+        error_free(err);
+        if (now_unsent < unsent) {
+            deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+        }
+        unsent = now_unsent;
+    }
+}
+
 /*
  * The stream went out whole up to its EOF: decide whether the guest moved
  * (docs/devel/migration.md, "Who runs the guest"). By who is at the other
@@ -133,7 +180,7 @@ static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, E
         ours = rp_src_peer_confirms();
         wait_shut = ours || (answered && s->rp_use != MIG_RP_DEFAULT);
         if (wait_shut) {
-            ok = rp_src_wait_shut(ours ? MIGRATION_CONFIRM_TIMEOUT_MS : -1, errp);
+            ok = ours ? precopy_wait_confirmation(s, errp) : rp_src_wait_shut(-1, errp);
         }
         bql_lock();
         if (!ok) {

@@ -420,6 +420,16 @@ bool rp_src_peer_confirms(void)
     return on;
 }
 
+bool rp_src_ended(void)
+{
+    bool ended;
+
+    tsan_g_mutex_lock(&rp.lock);
+    ended = rp.ended;
+    tsan_g_mutex_unlock(&rp.lock);
+    return ended;
+}
+
 bool rp_src_peer_vmdesc_damaged(void)
 {
     bool damaged;

@@ -62,6 +62,8 @@ bool rp_src_wait_offer_answer(int64_t timeout_ms);
  * since the PONG comes before it.
  */
 bool rp_src_peer_confirms(void);
+/* Any thread: the reader is done (SHUT, an error, or stopped). */
+bool rp_src_ended(void);
 /* The destination said the stream's trailing vmdesc did not arrive whole. */
 bool rp_src_peer_vmdesc_damaged(void);
 /*
