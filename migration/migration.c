@@ -241,6 +241,12 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
             /* A mapped-ram file is complete once its pages are on disk and its trailer written. */
             if (s->mode->complete(s, f, errp) &&
                 (!mapped_ram_out() || mapped_ram_out_finish(mapped_ram_out(), f, errp))) {
+                bql_lock();
+                if (!s->committed) {
+                    /* The trailer says "complete": only now is the file the guest. */
+                    migration_commit_locked(s);
+                }
+                bql_unlock();
                 s->result = MIGRATION_STATUS_COMPLETED;
             }
             return;
@@ -403,7 +409,7 @@ static void migration_cleanup_bh(void *opaque)
     mig_channel_reap_later(s->channel.child);
     s->channel.child = 0;
     st = migrate_get_state(&s->state);
-    if (st == MIGRATION_STATUS_CANCELLING) {
+    if (st == MIGRATION_STATUS_CANCELLING && !s->committed) {
         s->result = MIGRATION_STATUS_CANCELLED;
     } else if (s->result == MIGRATION_STATUS_NONE) {
         /* The thread ended without an outcome (cancelled before connecting...). */
@@ -565,6 +571,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->resuming = false;
     s->vm_was_running = runstate_is_running();
     s->guest_moved = false;
+    s->rp_use = MIG_RP_NONE;
+    s->committed = false;
     __atomic_store_n(&s->start_postcopy, false, __ATOMIC_RELEASE);
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();
@@ -615,6 +623,15 @@ bool qmp_migrate_cancel(Error **errp)
         return false;
     }
 
+    if (s->committed && st == MIGRATION_STATUS_DEVICE) {
+        /*
+         * Past the point of no return (the go is out, or the guest is the
+         * destination's): as QEMU's cancel of a completed migration, a
+         * no-op. Turning it into "cancelled" would invite a cont here while
+         * the destination runs the same guest.
+         */
+        return true;
+    }
     if (st != MIGRATION_STATUS_SETUP && st != MIGRATION_STATUS_ACTIVE &&
         st != MIGRATION_STATUS_DEVICE) {
         /* A destination: end a load that may never finish (a stalled source). */

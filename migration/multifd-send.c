@@ -497,6 +497,20 @@ void multifd_send_shutdown(void)
     sender_lock_drop();
 }
 
+uint64_t multifd_send_unsent_bytes(void)
+{
+    uint64_t unsent = 0;
+
+    sender_lock_take();
+    for (int i = 0; sender && i < sender->n; i++) {
+        if (sender->ch[i].fd >= 0) {
+            unsent += mig_channel_unsent_bytes(sender->ch[i].fd);
+        }
+    }
+    sender_lock_drop();
+    return unsent;
+}
+
 void multifd_send_cleanup(void)
 {
     MultifdSender *ms = sender;

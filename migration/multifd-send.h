@@ -50,5 +50,7 @@ void multifd_send_shutdown(void);
 void multifd_send_cleanup(void);
 /* Any thread. */
 void multifd_send_stats(MultifdSendStats *st);
+/* Any thread: bytes the channels wrote that the destination did not take (0 without multifd). */
+uint64_t multifd_send_unsent_bytes(void);
 
 #endif

@@ -30,6 +30,13 @@
 typedef struct MigrationOutMode MigrationOutMode;
 typedef struct RAMPageSource RAMPageSource;
 
+typedef enum MigReturnPathUse {
+    MIG_RP_NONE,        /* none: the EOF having gone out is the end */
+    MIG_RP_DEFAULT,     /* ours by default (tcp:, unix:), with the confirmation offer */
+    MIG_RP_ASKED,       /* the user set return-path on, with the offer */
+    MIG_RP_REQUIRED,    /* postcopy-ram needs it; no offer */
+} MigReturnPathUse;
+
 typedef struct MigrationState {
     /* MigrationStatus; changed only by migrate_set_state() (compare-and-swap). */
     int state;
@@ -83,8 +90,18 @@ typedef struct MigrationState {
      * mig/src; the cleanup bottom half reads it once the thread is joined.
      */
     bool guest_moved;
-    /* mig/src: precopy opened the return path (stream_start) and waits for SHUT. */
-    bool return_path;
+    /*
+     * Why the return path is open, which says what the end of a precopy
+     * waits for (precopy.c's precopy_confirm). Set by stream_start (mig/src),
+     * reset when a migration starts.
+     */
+    MigReturnPathUse rp_use;
+    /*
+     * BQL: the point of no return passed (the go written, or the guest
+     * committed to postmigrate): a cancel can no longer give the guest back,
+     * so it is a no-op, and the result stays completed. Reset at start.
+     */
+    bool committed;
     /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
     bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */
@@ -173,6 +190,20 @@ static inline void migration_stop_vm_locked(MigrationState *s, RunState state)
     s->vm_was_running = runstate_is_running();
     global_state_store();
     vm_stop_force_state(state);
+}
+
+/*
+ * migration_commit_locked: the guest now belongs to the destination (its
+ * go was written, or there is nobody to ask and every step that can fail
+ * is behind us). From here a cancel cannot give it back; a stopped guest
+ * waits in postmigrate. BQL held. Called once per migration, last.
+ */
+static inline void migration_commit_locked(MigrationState *s)
+{
+    s->committed = true;
+    if (runstate_check(RUN_STATE_FINISH_MIGRATE)) {
+        runstate_set(RUN_STATE_POSTMIGRATE);
+    }
 }
 
 #endif

@@ -244,9 +244,12 @@ static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 /* Return path first, then the advise: before any RAM, as QEMU orders them. */
 static bool postcopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 {
+    s->rp_use = MIG_RP_NONE;
     if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
         return false;
     }
+    /* A precopy end (it converged first) waits for SHUT as QEMU's does: no offer was made. */
+    s->rp_use = MIG_RP_REQUIRED;
     /* The stream's first bytes go out first, as the destination expects them. */
     qemu_fflush(f);
     if (migrate_postcopy_preempt() && !postcopy_connect_preempt(s, errp)) {
@@ -397,7 +400,7 @@ static bool postcopy_finish(MigrationState *s, QEMUFile *f, Error **errp)
     ok = ok && rp_src_wait_shut(-1, errp);
     if (ok) {
         bql_lock();
-        runstate_set(RUN_STATE_POSTMIGRATE);
+        migration_commit_locked(s);
         bql_unlock();
     }
     return ok;
@@ -467,9 +470,12 @@ static bool postcopy_resume(MigrationState *s, QEMUFile *f, Error **errp)
                      __ATOMIC_RELAXED);
     __atomic_store_n(&pcs.start_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pcs.end_bytes, 0, __ATOMIC_RELAXED);
+    s->rp_use = MIG_RP_NONE;
     if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
         return false;
     }
+    /* A precopy end (it converged first) waits for SHUT as QEMU's does: no offer was made. */
+    s->rp_use = MIG_RP_REQUIRED;
     for (guint i = 0; i < rbs->len; i++) {
         qemu_savevm_send_recv_bitmap(f, ((RAMBlock *)g_ptr_array_index(rbs, i))->idstr);
     }

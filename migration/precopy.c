@@ -3,8 +3,8 @@
  * The precopy row of the outgoing modes: send dirty pages while the guest
  * runs, and switch over (stop the guest, send the rest and the devices)
  * once what is left fits in the downtime limit at the measured bandwidth.
- * The source ends in postmigrate; any failure gives the guest back
- * (migration.c's cleanup).
+ * The source ends in postmigrate once committed (migration_commit_locked);
+ * any failure before that gives the guest back (migration.c's cleanup).
  */
 #include "qemu/osdep.h"
 #include <sys/socket.h>
@@ -16,6 +16,9 @@
 #include "postcopy.h"
 #include "options.h"
 #include "return-path.h"
+#include "mapped-ram-out.h"
+#include "channel.h"
+#include "multifd-send.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
@@ -53,12 +56,11 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
 
 /*
  * return-path: the destination answers on the same socket whether it
- * loaded the stream, and the source completes only on its word (SHUT 0);
- * a destination that failed, or went quiet, leaves the guest to run here
- * again. On by default for tcp: and unix: (migrate_return_path_for);
- * a QEMU destination opens it on OPEN_RETURN_PATH whatever its own
- * capability says. The PING offers our switchover confirmation: our
- * destination accepts it and then runs the guest only on our go.
+ * loaded the stream (SHUT 0). On by default for tcp: and unix:
+ * (migrate_return_path_for); a QEMU destination opens it on
+ * OPEN_RETURN_PATH whatever its own capability says. The PING offers our
+ * switchover confirmation: our destination accepts it and then runs the
+ * guest only on our go; QEMU's echoes it and runs the guest itself.
  */
 static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 {
@@ -66,7 +68,7 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     int type;
     socklen_t len = sizeof(type);
 
-    s->return_path = false;
+    s->rp_use = MIG_RP_NONE;
     if (!migrate_return_path_for(s->uri, &user_set)) {
         return true;
     }
@@ -82,7 +84,7 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     if (!rp_src_start(s->channel.fd, NULL, errp)) {
         return false;
     }
-    s->return_path = true;
+    s->rp_use = user_set ? MIG_RP_ASKED : MIG_RP_DEFAULT;
     qemu_fflush(f);
     qemu_savevm_send_open_return_path(f);
     qemu_savevm_send_ping(f, MIG_PING_CONFIRM_OFFER);
@@ -95,38 +97,110 @@ static void precopy_cleanup(MigrationState *s)
     rp_src_stop();
 }
 
+/* Bytes written on the main socket and the multifd channels that the destination has not taken. */
+static uint64_t precopy_unsent_bytes(MigrationState *s)
+{
+    return mig_channel_unsent_bytes(s->channel.fd) + multifd_send_unsent_bytes();
+}
+
 /*
- * The stream went out whole up to its EOF: decide whether the guest moved.
- * With a return path, only on the destination's SHUT 0 (and, if it
- * accepted our confirmation, once the go to run it was written: a go that
- * cannot be sent leaves the loaded guest paused there, so it runs here
- * again). Without one nobody can tell; the EOF having gone out is taken as
- * the end, and a vmdesc that failed after it only gets a warning, since
- * the destination runs a guest whose device state arrived whole. BQL held
- * on entry and return.
+ * mig/src, without the BQL: our destination's SHUT. The timeout is for a
+ * destination that went quiet, not for a slow link: megabytes per socket
+ * may still be in flight when the vmdesc reaches the kernel, so the clock
+ * restarts whenever what is in flight shrank, and runs only once it stops
+ * shrinking (all taken, or the link stalled).
+ */
+static bool precopy_wait_confirmation(MigrationState *s, Error **errp)
+{
+    uint64_t unsent = precopy_unsent_bytes(s);
+    int64_t deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+
+    for (;;) {
+        int64_t left_ms = (deadline - get_clock_ns()) / 1000000;
+        Error *err = NULL;
+        uint64_t now_unsent;
+
+        if (rp_src_wait_shut(MAX(MIN(left_ms, 1000), 0), &err)) {
+            return true;
+        }
+        now_unsent = precopy_unsent_bytes(s);
+        if (rp_src_ended() || (left_ms <= 1000 && now_unsent >= unsent)) {
+            if (!rp_src_ended()) {
+                error_free(err);
+                error_setg(&err, "the destination did not say within %d s of taking the "
+                           "last bytes whether it loaded the stream",
+                           MIGRATION_CONFIRM_TIMEOUT_MS / 1000);
+            }
+            error_propagate(errp, err);
+            return false;
+        }
+        error_free(err);
+        if (now_unsent < unsent) {
+            deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+        }
+        unsent = now_unsent;
+    }
+}
+
+/*
+ * The stream went out whole up to its EOF: decide whether the guest moved
+ * (docs/devel/migration.md, "Who runs the guest"). By who is at the other
+ * end and why the return path is open:
+ *  - our destination (it accepted the offer): only on its SHUT 0, within
+ *    MIGRATION_CONFIRM_TIMEOUT_MS, and once the go to run the guest was
+ *    written; otherwise it keeps the loaded guest paused and ours runs here
+ *    again;
+ *  - another destination (QEMU), return path asked for by the user or
+ *    needed by postcopy-ram: as QEMU's source, on its SHUT 0 however long
+ *    that takes; a return path that fails gives the guest back here;
+ *  - another destination, return path ours by default: as before we had
+ *    one, the EOF having gone out is the end. QEMU's destination runs the
+ *    guest before it sends SHUT, so a SHUT that never comes (a one-way
+ *    relay, a link cut between the two) must not make us run it too;
+ *  - no answer to the offer at all: nobody can tell; the go is sent (our
+ *    destination, behind a relay, waits for it) and the EOF is the end.
+ * Without a return path the EOF is the end too, and a vmdesc that failed
+ * after it only gets a warning, since the destination runs a guest whose
+ * device state arrived whole. BQL held on entry and return.
  */
 static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, Error **errp)
 {
-    if (s->return_path) {
-        bool ok;
+    bool offered = s->rp_use == MIG_RP_DEFAULT || s->rp_use == MIG_RP_ASKED;
+    bool answered = true, ours, wait_shut, confirmed = false;
 
-        /* Its answer can take the rest of the destination's load: not with the BQL. */
+    if (s->rp_use != MIG_RP_NONE && rp_src_running()) {
+        bool ok = true;
+
+        /* The answers can take the rest of the destination's load: not with the BQL. */
         bql_unlock();
-        ok = rp_src_wait_shut(MIGRATION_CONFIRM_TIMEOUT_MS, errp);
+        if (offered) {
+            /* Half the wait: a go sent after it still reaches a destination that waits. */
+            answered = rp_src_wait_offer_answer(MIGRATION_CONFIRM_TIMEOUT_MS / 2);
+        }
+        ours = rp_src_peer_confirms();
+        wait_shut = ours || (answered && s->rp_use != MIG_RP_DEFAULT);
+        if (wait_shut) {
+            ok = ours ? precopy_wait_confirmation(s, errp) : rp_src_wait_shut(-1, errp);
+        }
         bql_lock();
         if (!ok) {
             error_prepend(errp, "the destination did not confirm the load: ");
             return false;
         }
-        if (rp_src_peer_confirms()) {
+        confirmed = wait_shut;
+        if (ours || !answered) {
             qemu_savevm_send_ping(f, MIG_PING_GO);
             qemu_fflush(f);
-            if (qemu_file_get_error(f)) {
+            if (ours && qemu_file_get_error(f)) {
                 error_setg(errp, "the destination loaded the stream, but the go to run its "
                            "guest could not be sent (%s): it keeps that guest paused, and "
                            "the guest runs here again", qemu_file_error_msg(f));
                 return false;
             }
+        }
+        if (!answered) {
+            warn_report("the destination never answered on the return path: whether it "
+                        "loaded the stream is unknown; the guest no longer runs here");
         }
         if (rp_src_peer_vmdesc_damaged()) {
             warn_report("the destination loaded the device state whole, but says the "
@@ -136,9 +210,8 @@ static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, E
     if (vmdesc_err) {
         warn_report("the device state and EOF went out whole, but the stream's trailing "
                     "description (vmdesc) did not: %s; %s", error_get_pretty(vmdesc_err),
-                    s->return_path ? "the destination confirmed the load"
-                                   : "without a return path the destination's outcome is "
-                                     "unknown");
+                    confirmed ? "the destination confirmed the load"
+                              : "the destination's outcome is unknown");
     }
     return true;
 }
@@ -169,7 +242,16 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         if (!ok && !state_whole) {
             error_propagate(errp, g_steal_pointer(&vmdesc_err));
         }
-        ok = ok || state_whole;
+        /*
+         * A whole device state may do without its vmdesc, but a mapped-ram
+         * file's trailer comes after it (mapped_ram_out_finish): on the same
+         * sticky error that would fail later, with nothing to tell the truth.
+         */
+        if (!ok && state_whole && mapped_ram_out()) {
+            error_propagate(errp, g_steal_pointer(&vmdesc_err));
+        } else {
+            ok = ok || state_whole;
+        }
     }
     t_dev = get_clock_ns();
     ok = ok && precopy_confirm(s, f, vmdesc_err, errp);
@@ -185,7 +267,10 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         trace_migration_downtime(s->downtime_stop_ns / 1000, s->downtime_sync_ns / 1000,
                                  s->downtime_ram_ns / 1000, s->downtime_dev_ns / 1000,
                                  s->downtime_total_ns / 1000);
-        runstate_set(RUN_STATE_POSTMIGRATE);
+        if (!mapped_ram_out()) {
+            /* The last step that can fail: a mapped-ram file commits once its trailer is out. */
+            migration_commit_locked(s);
+        }
     }
     bql_unlock();
     return ok;

@@ -40,6 +40,7 @@ typedef struct ReturnPath {
     bool got_shut;
     uint32_t shut_value;
     bool peer_confirms;         /* our destination accepted the confirmation (PONG) */
+    bool peer_answered;         /* a PONG answered the offer: accepted, or echoed (QEMU) */
     bool peer_vmdesc_damaged;   /* it says the trailing vmdesc did not arrive whole */
     bool got_resume_ack;
     GHashTable *bitmaps;        /* recovery: RAMBlock -> the pages the destination has */
@@ -185,6 +186,9 @@ static bool rp_handle_message(uint16_t type, const uint8_t *buf, uint16_t len, R
             /* Any other value (QEMU echoing our offer, say) is only an answer. */
             tsan_g_mutex_lock(&rp.lock);
             rp.peer_confirms |= ldl_be_p(buf) == MIG_PONG_CONFIRM_ACCEPT;
+            rp.peer_answered |= ldl_be_p(buf) == MIG_PONG_CONFIRM_ACCEPT ||
+                                ldl_be_p(buf) == MIG_PING_CONFIRM_OFFER;
+            g_cond_broadcast(&rp.cond);
             rp.peer_vmdesc_damaged |= ldl_be_p(buf) == MIG_PONG_VMDESC_DAMAGED;
             tsan_g_mutex_unlock(&rp.lock);
             return true;
@@ -290,7 +294,7 @@ bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
     }
     rp.urgent = urgent;
     rp.ended = rp.got_shut = rp.got_resume_ack = false;
-    rp.peer_confirms = rp.peer_vmdesc_damaged = false;
+    rp.peer_confirms = rp.peer_answered = rp.peer_vmdesc_damaged = false;
     if (!rp.bitmaps) {
         rp.bitmaps = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     }
@@ -387,6 +391,25 @@ bool rp_src_wait_shut(int64_t timeout_ms, Error **errp)
     return ok;
 }
 
+bool rp_src_running(void)
+{
+    return rp.running;
+}
+
+bool rp_src_wait_offer_answer(int64_t timeout_ms)
+{
+    gint64 end = g_get_monotonic_time() + timeout_ms * 1000;
+    bool answered;
+
+    tsan_g_mutex_lock(&rp.lock);
+    while (!rp.ended && !rp.peer_answered && g_get_monotonic_time() < end) {
+        tsan_g_cond_wait_until(&rp.cond, &rp.lock, end);
+    }
+    answered = rp.peer_answered;
+    tsan_g_mutex_unlock(&rp.lock);
+    return answered;
+}
+
 bool rp_src_peer_confirms(void)
 {
     bool on;
@@ -395,6 +418,16 @@ bool rp_src_peer_confirms(void)
     on = rp.peer_confirms;
     tsan_g_mutex_unlock(&rp.lock);
     return on;
+}
+
+bool rp_src_ended(void)
+{
+    bool ended;
+
+    tsan_g_mutex_lock(&rp.lock);
+    ended = rp.ended;
+    tsan_g_mutex_unlock(&rp.lock);
+    return ended;
 }
 
 bool rp_src_peer_vmdesc_damaged(void)

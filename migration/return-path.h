@@ -48,12 +48,22 @@ void rp_src_wait(int64_t deadline_ns);
  * succeeded; otherwise false with @errp set.
  */
 bool rp_src_wait_shut(int64_t timeout_ms, Error **errp);
+/* mig/src (or main, mig/src joined): the reader was started and not yet stopped. */
+bool rp_src_running(void);
+/*
+ * mig/src: wait at most @timeout_ms for the destination's answer to our
+ * confirmation offer (a PONG accepting it, or echoing it as QEMU does).
+ * False if none came: it is gone, or nothing comes back (a one-way relay).
+ */
+bool rp_src_wait_offer_answer(int64_t timeout_ms);
 /*
  * The destination accepted our switchover confirmation (it waits for the
  * go before it runs the guest). Any thread; settled once SHUT arrived,
  * since the PONG comes before it.
  */
 bool rp_src_peer_confirms(void);
+/* Any thread: the reader is done (SHUT, an error, or stopped). */
+bool rp_src_ended(void);
 /* The destination said the stream's trailing vmdesc did not arrive whole. */
 bool rp_src_peer_vmdesc_damaged(void);
 /*

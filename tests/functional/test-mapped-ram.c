@@ -416,6 +416,55 @@ static void test_disk_full(void)
     g_assert_cmpint(umount2(dir, MNT_DETACH), ==, 0);
 }
 
+/* A precopy (not a snapshot) of a new source into mapped-ram @file; returns its info. */
+static JsonNode *precopy_to_file(VM **src, const char *file, const char *want)
+{
+    *src = migtest_start_source(MEM, APPEND);
+    set_caps(*src, CAP_ON("mapped-ram"));
+    json_node_unref(vm_qmp_ok(*src, "{'execute': 'migrate-set-parameters', 'arguments': "
+                              "{'downtime-limit': 30000}}"));
+    json_node_unref(vm_qmp_ok(*src, "{'execute': 'migrate', 'arguments': "
+                              "{'uri': 'file:%s'}}", file));
+    return wait_done(*src, want);
+}
+
+/*
+ * A precopy into a mapped-ram file on a disk that holds its pages but not
+ * what follows them (the page bitmaps, the trailer): the guest is stopped
+ * at the switchover, and the file's finish fails after the device state
+ * went out. It must not have been committed (postmigrate) before that:
+ * failed, and the guest runs here again.
+ */
+static void test_disk_full_at_finish(void)
+{
+    g_autofree char *dir = NULL, *file = NULL, *opts = NULL;
+    struct stat st;
+    JsonNode *info;
+    VM *src;
+
+    if (!vmtest_require_kvm() || !can_mount()) {
+        return;
+    }
+    /* The whole file's size on disk, first. */
+    dir = mount_dir("tmpfs", "size=1g");
+    file = g_strdup_printf("%s/finish.snap", dir);
+    json_node_unref(precopy_to_file(&src, file, "completed"));
+    vm_kill(src);
+    g_assert_cmpint(stat(file, &st), ==, 0);
+    g_assert_cmpint(umount2(dir, MNT_DETACH), ==, 0);
+    /* 16 KiB short: the bitmaps of 512 MiB alone take that much. */
+    opts = g_strdup_printf("size=%" PRIu64 "k", ((uint64_t)st.st_blocks * 512 - 16384) / 1024);
+    g_free(dir);
+    dir = mount_dir("tmpfs", opts);
+    info = precopy_to_file(&src, file, "failed");
+    g_test_message("source: %s", json_get_str(info, "error-desc"));
+    g_assert_nonnull(strstr(json_get_str(info, "error-desc"), "No space left on device"));
+    json_node_unref(info);
+    migtest_assert_source_alive(src);
+    vm_kill(src);
+    g_assert_cmpint(umount2(dir, MNT_DETACH), ==, 0);
+}
+
 /* migrate @uri is refused at once with @msg in its error. */
 static void expect_migrate_refused(VM *vm, const char *uri, const char *msg)
 {
@@ -496,6 +545,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mapped-ram/direct-io", test_direct_io);
     g_test_add_func("/mapped-ram/corrupt-files", test_corrupt_files);
     g_test_add_func("/mapped-ram/disk-full", test_disk_full);
+    g_test_add_func("/mapped-ram/disk-full-at-finish", test_disk_full_at_finish);
     g_test_add_func("/mapped-ram/refused", test_refused);
     return g_test_run();
 }

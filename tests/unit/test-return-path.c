@@ -137,7 +137,13 @@ static void test_confirmation(void)
     int fd = start();
     Error *err = NULL;
 
+    /* No answer yet: the wait ends at its timeout, unanswered. */
+    g_assert_true(rp_src_running());
+    g_assert_false(rp_src_wait_offer_answer(100));
+    /* QEMU echoes the offer: an answer, not an acceptance. */
     put_be32_msg(fd, MIG_RP_MSG_PONG, MIG_PING_CONFIRM_OFFER);
+    g_assert_true(rp_src_wait_offer_answer(60000));
+    g_assert_false(rp_src_peer_confirms());
     g_assert_false(rp_src_wait_shut(200, &err));
     g_assert_nonnull(strstr(error_get_pretty(err), "did not say within"));
     g_clear_pointer(&err, error_free);
@@ -151,6 +157,7 @@ static void test_confirmation(void)
     g_assert_true(rp_src_peer_vmdesc_damaged());
     close(fd);
     rp_src_stop();
+    g_assert_false(rp_src_running());
 
     /* A new migration starts without them. */
     fd = start();
@@ -158,6 +165,8 @@ static void test_confirmation(void)
     g_assert_true(rp_src_wait_shut(-1, &err));
     g_assert_false(rp_src_peer_confirms());
     g_assert_false(rp_src_peer_vmdesc_damaged());
+    /* Ended without an answer: the wait returns at once, unanswered. */
+    g_assert_false(rp_src_wait_offer_answer(60000));
     close(fd);
     rp_src_stop();
 }
