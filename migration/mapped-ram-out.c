@@ -49,8 +49,9 @@ typedef struct MrBlock {
     unsigned long *bmap;        /* mig/src: set = the page is in the file */
     /*
      * x-mapped-ram-integrity, else NULL: each page's mri_page_hash as last
-     * written, by the writer that writes it. A page always goes to the
-     * same writer (one per 2 MiB region; runs never cross one) in dispatch
+     * dispatched, by mig/src (one writer) or by the writer that writes it
+     * (several; mr_dispatch says why). A page always goes to the same
+     * writer (one per 2 MiB region; runs never cross one) in dispatch
      * order, so at the finish (after mr_drain) each entry is the hash of
      * the page's last write.
      */
@@ -118,17 +119,23 @@ static void mr_token_put(MrToken *t)
     }
 }
 
+/*
+ * Hashes a run's pages into its slots. A precopy page the guest changes
+ * between its hash and its write lands with other bytes than it was hashed
+ * with, but that change dirtied it: it is dispatched (and hashed) again,
+ * to the same writer, after.
+ */
+static void mr_hash_pages(uint64_t *phash, const uint8_t *data, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        phash[i] = mri_page_hash(data + i * TARGET_PAGE_SIZE);
+    }
+}
+
 static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
 {
-    /*
-     * Hashed by the writer, just before its write: mig/src (which also
-     * serves a background snapshot's faults) keeps none of the cost. A
-     * precopy page the guest changes between the hash and the write lands
-     * with other bytes than it was hashed with, but that change dirtied
-     * it: it is dispatched (and hashed) again, to this same writer, after.
-     */
-    for (size_t i = 0; j->phash && i < j->len / TARGET_PAGE_SIZE; i++) {
-        j->phash[i] = mri_page_hash(j->data + i * TARGET_PAGE_SIZE);
+    if (j->phash) {
+        mr_hash_pages(j->phash, j->data, j->len / TARGET_PAGE_SIZE);
     }
     if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
         mr_set_error(m, errno, j->off);
@@ -173,7 +180,19 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
     if (!b || !m->pend_n) {
         return;
     }
-    job.phash = b->phash ? b->phash + m->pend_first : NULL;
+    /*
+     * Who hashes: with one writer, mig/src, so that the hash runs beside
+     * that writer's I/O instead of before it (a direct-io snapshot took
+     * 30 % longer when its one writer hashed too); with several, the
+     * writers, in parallel, so that mig/src (which also serves a background
+     * snapshot's faults) is not the one thread every page waits for (9 %
+     * longer with two writers through the page cache). docs/benchmarks.md.
+     */
+    if (b->phash && m->nwriters == 1) {
+        mr_hash_pages(b->phash + m->pend_first, m->pend_data, m->pend_n);
+    } else if (b->phash) {
+        job.phash = b->phash + m->pend_first;
+    }
     m->pend_b = NULL;
     m->pend_n = 0;
     qemu_file_count_side_bytes(f, job.len);
@@ -413,7 +432,7 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
                          m->path);
         return false;
     }
-    /* With the record, always a writer thread: it hashes what it writes, off mig/src. */
+    /* With the record, always a writer thread, so that hashing and writing overlap. */
     nwriters = migrate_multifd() ? migrate_multifd_channels() : m->integrity;
     if (!nwriters) {
         if (!migrate_direct_io()) {
