@@ -573,6 +573,13 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
 {
     g_autoptr(GHashTable) ids = g_hash_table_new(NULL, NULL);
     int64_t stream_start = qemu_file_tell(f);  /* < 0: not a file */
+    /*
+     * Only a file's QEMUFile is ever given the hash, and only it is told to
+     * drop it: a postcopy that recovered on a new channel has freed the
+     * QEMUFile this call began with by the time the call returns (ASan:
+     * the destination died at "out:" below, and the source paused again).
+     */
+    bool hashing = stream_start >= 0;
     SaveStateEntry *se;
     bool ok = false;
 
@@ -585,7 +592,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     stream_mapped_ram = false;
     switchover_end_ns = switchover_devices_ns = 0;
     g_clear_pointer(&vmdesc_damage, g_free);
-    if (stream_start >= 0) {
+    if (hashing) {
         /* From the first byte: whether it is mapped-ram is known only after the header. */
         xxh64_init(&stream_consumed, 0);
         qemu_file_hash_consumed(f, &stream_consumed);
@@ -593,8 +600,9 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
     if (!loadvm_check_header(f, stream_start, errp)) {
         goto out;
     }
-    if (!stream_integrity) {
+    if (hashing && !stream_integrity) {
         qemu_file_hash_consumed(f, NULL);
+        hashing = false;
     }
     switch (loadvm_main(f, ids, false, errp)) {
     case LOADVM_END_EOF:
@@ -612,7 +620,9 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
         ok = false;
     }
 out:
-    qemu_file_hash_consumed(f, NULL);
+    if (hashing) {
+        qemu_file_hash_consumed(f, NULL);
+    }
     g_clear_pointer(&stream_integrity, mri_free);
     FOREACH_SE(i, se) {
         if (se->ops && se->ops->load_cleanup) {
