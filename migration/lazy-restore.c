@@ -212,6 +212,21 @@ static LazyBlock *lr_find(uint64_t addr, uint64_t *page)
 }
 
 /* Main loop: what a failed restore can give back (lr_failed_out). */
+/*
+ * The blocks' bitmaps and hashes, once no thread reads them: one place for
+ * the failure's release and the finish, which had drifted (region_hash).
+ */
+static void lr_free_blocks(void)
+{
+    for (int i = 0; i < lr.nblocks; i++) {
+        g_free(lr.blocks[i].present);
+        g_free(lr.blocks[i].resident);
+        g_free(lr.blocks[i].region_hash);
+    }
+    g_clear_pointer(&lr.blocks, g_free);
+    lr.nblocks = 0;
+}
+
 static void lr_failed_bh_release(void *opaque)
 {
     for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
@@ -231,13 +246,7 @@ static void lr_failed_bh_release(void *opaque)
      * the guest never had. guest_ram_reads_may_wait() stays true with it.
      * The rest nobody uses any more: both threads have returned.
      */
-    for (int i = 0; i < lr.nblocks; i++) {
-        g_free(lr.blocks[i].present);
-        g_free(lr.blocks[i].resident);
-        g_free(lr.blocks[i].region_hash);
-    }
-    g_clear_pointer(&lr.blocks, g_free);
-    lr.nblocks = 0;
+    lr_free_blocks();
     close(lr.fd);
     close(lr.stop_fd);
     lr.fd = lr.stop_fd = -1;
@@ -319,13 +328,7 @@ static void lr_finish_bh(void *opaque)
         qemu_thread_join(&lr.fault_thread);
         lr.fault_running = false;
     }
-    for (int i = 0; i < lr.nblocks; i++) {
-        g_free(lr.blocks[i].present);
-        g_free(lr.blocks[i].resident);
-        g_free(lr.blocks[i].region_hash);
-    }
-    g_clear_pointer(&lr.blocks, g_free);
-    lr.nblocks = 0;
+    lr_free_blocks();
     if (lr.uffd >= 0) {
         close(lr.uffd);
     }
