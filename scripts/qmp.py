@@ -1,8 +1,40 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Minimal QMP client and VM process helper for our scripts (stdlib only).
+"""The one QMP client of our scripts and Python tests (stdlib only), and a
+VM process helper.
 
-Used by the demo, scripts/migbench and scripts/kvm_stat. Works with our
-binary and with QEMU itself.
+Used by the demo, scripts/migbench (and scripts/migbenchlib), kvm_stat,
+migrate-watch, soak, fuzz-corpus, mapped-ram-sweep and the Python tests in
+tests/functional (through analyzevm.py or directly). Works with our binary
+and with QEMU itself.
+
+How to use it:
+
+    q = QMP("/path/qmp.sock")          # or ("host", port), or a connected socket
+    q.cmd("migrate", uri="unix:/tmp/m.sock")   # the return value, or QMPError
+    q.hmp("info status")               # human-monitor-command passthrough
+    q.request("add-fd", {"opaque": "x"}, fds=[fd])   # the raw reply, fds alongside
+    q.close()
+
+Two kinds of failure, kept apart on purpose:
+  - QMPError: the monitor answered, with an error (.cls, .desc; str() is
+    "COMMAND: DESC"). A caller may treat it as "this binary says no".
+  - MonitorGone: the monitor cannot be talked to (nothing listens, it
+    closed, it is silent past a timeout, it sent something that is not
+    QMP). It is a ConnectionError, so an OSError: a test that skips on
+    QMPError ("capability not supported") must not skip when the VM died.
+
+What callers differ in, and choose when they connect:
+  - timeout: how long to retry connecting (0: one attempt), and by default
+    how long to wait for the greeting;
+  - greeting_timeout: a monitor busy with another client accepts the
+    connection but greets only when that client leaves;
+  - reply_timeout: how long to wait for each reply, None (the default)
+    for ever; set_reply_timeout changes it later (migbench bounds its polls
+    once the migration starts);
+  - proc: the VM process: stop retrying as soon as it has exited;
+  - keep_events: events are kept in .events (in arrival order) for callers
+    that read them (STOP/RESUME times); a watcher polling for hours skips
+    them instead, or its memory grows with every event.
 """
 
 import ctypes
@@ -16,6 +48,8 @@ import time
 
 
 PR_SET_PDEATHSIG = 1
+# Between connection attempts while the VM creates its socket.
+CONNECT_POLL_S = 0.002
 
 
 def _die_with_parent():
@@ -24,74 +58,137 @@ def _die_with_parent():
 
 
 class QMPError(Exception):
-    pass
+    """The monitor answered @command with an error reply."""
+
+    def __init__(self, command, error):
+        self.command = command
+        self.cls = error.get("class")
+        self.desc = error.get("desc")
+        super().__init__("%s: %s" % (command, self.desc))
+
+
+class MonitorGone(ConnectionError):
+    """The monitor cannot be talked to; str() is the reason alone (the
+    caller names the monitor)."""
 
 
 class QMP:
-    """One negotiated QMP connection over a unix or tcp socket."""
+    """One negotiated QMP connection (see the module's doc for the options).
 
-    def __init__(self, address, timeout=30.0):
+    Not thread-safe: one thread sends a command and reads its reply; .events
+    is written by that thread only."""
+
+    def __init__(self, address, timeout=30.0, *, greeting_timeout=None,
+                 reply_timeout=None, proc=None, keep_events=True):
+        self.keep_events = keep_events
+        self.events = []
+        if isinstance(address, socket.socket):
+            self.sock = address
+        else:
+            self.sock = self._connect(address, timeout, proc)
+        self.file = self.sock.makefile("rwb")
+        self.sock.settimeout(greeting_timeout if greeting_timeout is not None
+                             else max(timeout, 1.0))
+        try:
+            greeting = self._read()
+        except socket.timeout:
+            self.close()
+            raise MonitorGone("no QMP greeting after %g s (another client "
+                              "holds this monitor?)" % self.sock.gettimeout())
+        except MonitorGone:
+            self.close()
+            raise
+        if "QMP" not in greeting:
+            self.close()
+            raise MonitorGone("not a QMP monitor (greeting %.60r)" % greeting)
+        self.sock.settimeout(reply_timeout)
+        self.cmd("qmp_capabilities")
+
+    @staticmethod
+    def _connect(address, timeout, proc):
+        """A connected socket to @address, retried for @timeout seconds; the
+        last error (its reason) once they are over or @proc has exited."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 if isinstance(address, tuple):
-                    self.sock = socket.create_connection(address, timeout=5)
-                else:
-                    self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    try:
-                        self.sock.connect(address)
-                    except OSError:
-                        self.sock.close()
-                        raise
-                break
-            except OSError:
-                if time.monotonic() > deadline:
+                    return socket.create_connection(address, timeout=5)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.connect(address)
+                except OSError:
+                    sock.close()
                     raise
-                time.sleep(0.002)
-        # A monitor busy with another client accepts the connection but
-        # sends no greeting until that client leaves: do not wait forever.
-        self.sock.settimeout(max(timeout, 1.0))
-        self.file = self.sock.makefile("rwb")
-        self.events = []
-        try:
-            greeting = self._read()
-        except socket.timeout:
-            self.sock.close()
-            raise QMPError("no QMP greeting from %s (monitor busy?)" % (address,))
-        if "QMP" not in greeting:
-            raise QMPError("bad greeting: %r" % greeting)
-        self.sock.settimeout(None)
-        self.cmd("qmp_capabilities")
+                return sock
+            except OSError as e:
+                if proc is not None and proc.poll() is not None:
+                    raise MonitorGone("the VM exited (status %d) before its QMP "
+                                      "socket came up" % proc.returncode) from e
+                if time.monotonic() > deadline:
+                    raise MonitorGone(e.strerror or str(e)) from e
+                time.sleep(CONNECT_POLL_S)
+
+    def set_reply_timeout(self, secs):
+        """Wait at most @secs for each reply from now on (None: forever)."""
+        self.sock.settimeout(secs)
 
     def _read(self):
-        line = self.file.readline()
-        if not line:
-            raise QMPError("QMP connection closed")
-        return json.loads(line)
+        """The next message that is not an event (events kept or skipped)."""
+        while True:
+            try:
+                line = self.file.readline()
+            except socket.timeout:
+                raise
+            except OSError as e:
+                raise MonitorGone(e.strerror or str(e)) from e
+            if not line:
+                raise MonitorGone("connection closed")
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                raise MonitorGone("not JSON: %.60r" % line) from None
+            if "event" not in msg:
+                return msg
+            if self.keep_events:
+                self.events.append(msg)
 
-    def cmd(self, name, **args):
+    def request(self, name, args=None, fds=()):
+        """Send @name with @args (and @fds over SCM_RIGHTS, as libvirt passes
+        add-fd's); the raw reply, "return" or "error"."""
         req = {"execute": name}
         if args:
             req["arguments"] = args
-        self.file.write((json.dumps(req) + "\n").encode())
-        self.file.flush()
-        while True:
-            msg = self._read()
-            if "event" in msg:
-                self.events.append(msg)
-                continue
-            if "error" in msg:
-                raise QMPError("%s: %s" % (name, msg["error"]["desc"]))
-            return msg["return"]
+        data = (json.dumps(req) + "\n").encode()
+        try:
+            if fds:
+                socket.send_fds(self.sock, [data], list(fds))
+            else:
+                self.file.write(data)
+                self.file.flush()
+            return self._read()
+        except socket.timeout:
+            raise MonitorGone("no reply to %s in %g s" % (name, self.sock.gettimeout())) from None
+        except MonitorGone:
+            raise
+        except OSError as e:
+            raise MonitorGone(e.strerror or str(e)) from e
+
+    def cmd(self, name, **args):
+        """@name's return value; QMPError if the monitor refused it."""
+        reply = self.request(name, args)
+        if "error" in reply:
+            raise QMPError(name, reply["error"])
+        return reply.get("return")
 
     def hmp(self, line):
         return self.cmd("human-monitor-command", **{"command-line": line})
 
     def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for f in (self.file, self.sock):
+            try:
+                f.close()
+            except OSError:
+                pass
 
 
 class VM:

@@ -1,15 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What test-analyze.py and test-analyze-mapped.py share: a QMP client and
-a VM running the workload firmware, the checks for skipping without KVM,
-and StreamCase, the base of their test classes (a scratch directory per
-class, a cache of streams made once, and the checks of an analyzer summary
-against the guest)."""
+"""What test-analyze.py and test-analyze-mapped.py share: a QMP connection
+(scripts/qmp.py's client) and a VM running the workload firmware, the
+checks for skipping without KVM, and StreamCase, the base of their test
+classes (a scratch directory per class, a cache of streams made once, and
+the checks of an analyzer summary against the guest)."""
 
-import json
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -18,72 +16,27 @@ import time
 import unittest
 
 from analyzetest import (
-    ANY_ERROR_RE, CPU, DEADLINE, FIRMWARE, MiB, PAGE, QEMU, analyze)
+    ANY_ERROR_RE, CPU, DEADLINE, FIRMWARE, MiB, PAGE, QEMU, SRC_DIR, analyze)
+
+sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
+import qmp  # noqa: E402
+from qmp import MonitorGone, QMPError  # noqa: E402,F401  (re-exported to the tests)
 
 
 # ---------------------------------------------------------------------------
-# A QMP client and a VM, just enough for these tests.
+# A QMP connection (scripts/qmp.py's client) and a VM, just enough for these
+# tests.
 
-class QMPError(Exception):
-    def __init__(self, reply):
-        err = reply.get('error', {})
-        super().__init__('%s: %s' % (err.get('class'), err.get('desc')))
-        self.cls = err.get('class')
+class QMP(qmp.QMP):
+    """A test's connection to the VM @proc started: connecting, the greeting
+    and every reply bounded by DEADLINE, and no waiting on a VM that died."""
 
-
-class QMP:
     def __init__(self, path, proc):
-        end = time.monotonic() + DEADLINE
-        while True:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                self.sock.connect(path)
-                break
-            except OSError:
-                self.sock.close()
-                if proc.poll() is not None:
-                    raise RuntimeError('the VM exited (status %d) before its '
-                                       'QMP socket came up' % proc.returncode)
-                if time.monotonic() > end:
-                    raise RuntimeError('no QMP socket at %s after %ds'
-                                       % (path, DEADLINE))
-                time.sleep(0.05)
-        self.sock.settimeout(DEADLINE)
-        self.file = self.sock.makefile('rwb')
-        self.events = []
-        greeting = self._recv()
-        if 'QMP' not in greeting:
-            raise RuntimeError('bad QMP greeting %r' % greeting)
-        self.cmd('qmp_capabilities')
-
-    def _recv(self):
-        while True:
-            line = self.file.readline()
-            if not line:
-                raise RuntimeError('QMP connection closed')
-            msg = json.loads(line)
-            if 'event' in msg:
-                self.events.append(msg)
-                continue
-            return msg
-
-    def cmd(self, name, **args):
-        msg = {'execute': name}
-        if args:
-            msg['arguments'] = args
-        self.file.write(json.dumps(msg).encode() + b'\n')
-        self.file.flush()
-        reply = self._recv()
-        if 'error' in reply:
-            raise QMPError(reply)
-        return reply.get('return')
-
-    def close(self):
         try:
-            self.file.close()
-            self.sock.close()
-        except OSError:
-            pass
+            super().__init__(path, DEADLINE, reply_timeout=DEADLINE, proc=proc)
+        except MonitorGone as e:
+            # The test names the socket: a test holds several.
+            raise MonitorGone('QMP at %s: %s' % (path, e)) from e
 
 
 class VM:

@@ -31,7 +31,6 @@ Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure).
 """
 
-import json
 import os
 import shutil
 import socket
@@ -122,53 +121,6 @@ def quit_and_wait(q, proc):
     proc.communicate(timeout=DEADLINE)
     return proc.returncode
 
-class LineQMP:
-    """QMP over a socket we already hold (the other end of a socketpair)."""
-
-    def __init__(self, sock):
-        sock.settimeout(DEADLINE)
-        self.file = sock.makefile('rwb')
-        greeting = json.loads(self.file.readline())
-        assert 'QMP' in greeting, greeting
-        self.cmd('qmp_capabilities')
-
-    def cmd(self, name):
-        self.file.write((json.dumps({'execute': name}) + '\n').encode())
-        self.file.flush()
-        while True:
-            msg = json.loads(self.file.readline())
-            if 'event' not in msg:
-                assert 'return' in msg, msg
-                return msg['return']
-
-
-def qmp_reply(q):
-    """The next reply on @q (return or error), events set aside."""
-    while True:
-        msg = q._read()
-        if 'event' in msg:
-            q.events.append(msg)
-        else:
-            return msg
-
-
-def qmp_with_fd(q, fd, name, **args):
-    """@name with @fd passed alongside it (SCM_RIGHTS), as libvirt sends add-fd."""
-    req = {'execute': name}
-    if args:
-        req['arguments'] = args
-    socket.send_fds(q.sock, [(json.dumps(req) + '\n').encode()], [fd])
-    return qmp_reply(q)
-
-
-def qmp_raw(q, name, **args):
-    req = {'execute': name}
-    if args:
-        req['arguments'] = args
-    q.file.write((json.dumps(req) + '\n').encode())
-    q.file.flush()
-    return qmp_reply(q)
-
 
 def vm_fd_target(proc, fd):
     """What fd @fd of the VM is (a path), or None when it is not open."""
@@ -242,7 +194,7 @@ class ChardevFd(unittest.TestCase):
                      pass_fds=(theirs.fileno(),))
         theirs.close()
         try:
-            q = LineQMP(ours)
+            q = QMP(ours, DEADLINE, reply_timeout=DEADLINE)
             self.assertEqual(q.cmd('query-status')['status'], 'prelaunch')
         finally:
             ours.close()
@@ -341,7 +293,7 @@ class ChardevFd(unittest.TestCase):
             self.assertEqual(cmdline['opaque'], 'serial0-source')
             self.assertEqual(vm_fd_target(proc, cmdline['fd']), log)
 
-            self.assertEqual(self.error_desc(qmp_raw(q, 'add-fd', opaque='x')),
+            self.assertEqual(self.error_desc(q.request('add-fd', {'opaque': 'x'})),
                              'No file descriptor supplied via SCM_RIGHTS')
 
             # No id: the lowest free one (0 is -add-fd's). The fd listed is the VM's.
@@ -351,7 +303,7 @@ class ChardevFd(unittest.TestCase):
                                       {'fdset-id': 1}]):
                 fd = os.open(files[i], os.O_RDWR if i else os.O_RDONLY)
                 try:
-                    reply = qmp_with_fd(q, fd, 'add-fd', **args)
+                    reply = q.request('add-fd', args, fds=[fd])
                 finally:
                     os.close(fd)
                 info = reply['return']
@@ -362,7 +314,7 @@ class ChardevFd(unittest.TestCase):
             # A negative set is refused and the fd that came with it closed.
             fd = os.open(files[3], os.O_RDONLY)
             try:
-                reply = qmp_with_fd(q, fd, 'add-fd', **{'fdset-id': -1})
+                reply = q.request('add-fd', {'fdset-id': -1}, fds=[fd])
             finally:
                 os.close(fd)
             self.assertEqual(self.error_desc(reply),
@@ -376,19 +328,19 @@ class ChardevFd(unittest.TestCase):
             self.assertEqual(q.cmd('query-fdsets'), [want_set1, want_set0])
 
             # Errors: an unknown set, an unknown fd, an fd of another set (left open).
-            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd', **{'fdset-id': 7})),
+            self.assertEqual(self.error_desc(q.request('remove-fd', {'fdset-id': 7})),
                              "File descriptor named 'fdset-id:7' not found")
-            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd', **{'fdset-id': 7, 'fd': 3})),
+            self.assertEqual(self.error_desc(q.request('remove-fd', {'fdset-id': 7, 'fd': 3})),
                              "File descriptor named 'fdset-id:7, fd:3' not found")
-            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd',
-                                                     **{'fdset-id': 1, 'fd': 9999})),
+            self.assertEqual(self.error_desc(q.request('remove-fd',
+                                                       {'fdset-id': 1, 'fd': 9999})),
                              "File descriptor named 'fdset-id:1, fd:9999' not found")
-            self.assertEqual(self.error_desc(qmp_raw(q, 'remove-fd',
-                                                     **{'fdset-id': 1, 'fd': cmdline['fd']})),
+            self.assertEqual(self.error_desc(q.request('remove-fd',
+                                                       {'fdset-id': 1, 'fd': cmdline['fd']})),
                              "File descriptor named 'fdset-id:1, fd:%d' not found"
                              % cmdline['fd'])
             self.assertEqual(vm_fd_target(proc, cmdline['fd']), log)
-            self.assertIn('error', qmp_raw(q, 'remove-fd', **{'fdset-id': 'one'}))
+            self.assertIn('error', q.request('remove-fd', {'fdset-id': 'one'}))
 
             q.cmd('remove-fd', **{'fdset-id': 1, 'fd': added[1]})
             self.assertEqual(vm_fds_on(proc, files[1]), [])
