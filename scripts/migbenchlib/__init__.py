@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""scripts/migbench's parts, by concern (scripts/ must be on sys.path: they
+import qmp, migscenarios, netclient, rfbviewer and syncprobe from there).
+
+  launch    the VMs' command lines, free ports, --pin (ARCHITECTURE s. 10)
+  measure   CPU per process and thread, steal time, guest STAT figures,
+            latency histograms, display figures
+  series    one run's time series for --json and --plot
+  precopy   one precopy or postcopy run and its figures
+  snapshot  one snapshot run (background or precopy into a file)
+  report    progress lines, the tables, --json and --plot
+
+scripts/migbench itself keeps the command line and the order of runs.
+Imports go one way, never in a loop: migbench -> precopy, snapshot,
+report, launch; precopy, snapshot -> launch, series, measure; launch -> measure;
+report -> series. measure and series import only qmp from scripts/.
+"""

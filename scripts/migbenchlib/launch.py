@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""How migbench starts and places the VMs: the command line of ours and of
+the peer (QEMU 7.2) for a scenario (memory, -append, tracing, networking,
+display), the free ports they need, and the pinning of ARCHITECTURE
+section 10 for guest-latency figures."""
+import os
+import socket
+import sys
+
+from .measure import threads_with_prefix
+
+
+# The source tree: this file is scripts/migbenchlib/launch.py.
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIRMWARE = os.path.join(TOP, "build", "tests", "guest", "workload.elf")
+
+
+def pin_threads(src, dst, vcpus=("CPU ",)):
+    """ARCHITECTURE section 10's pinning for guest-latency figures: the source's
+    vCPU threads (those whose name starts with one of @vcpus) alone on CPU 1,
+    every other thread of both processes (the destination's vCPUs included)
+    on CPU 0. Threads made later inherit the mask of the thread that makes
+    them (the main thread, the migration thread)."""
+    vcpu_tids = set(threads_with_prefix(src.proc.pid, tuple(vcpus)))
+    if not vcpu_tids:
+        raise RuntimeError("--pin: no 'CPU N/KVM' thread in the source (thread names off?)")
+    for vm in (src, dst):
+        if vm is None:
+            continue
+        for tid in os.listdir("/proc/%d/task" % vm.proc.pid):
+            try:
+                os.sched_setaffinity(int(tid), {1} if vm is src and int(tid) in vcpu_tids else {0})
+            except OSError:
+                pass        # the thread exited meanwhile
+
+
+def vm_args(binary, is_peer, mem, append, extra=(), accel=None):
+    cpu = "host,-arch-capabilities" if is_peer else "host"
+    args = ["-M", "microvm"] + (["-accel", accel] if accel else ["-enable-kvm"]) + ["-cpu", cpu, "-m", mem, "-nodefaults",
+            "-no-user-config", "-nographic", "-serial", "stdio", "-kernel", FIRMWARE,
+            "-append", append]
+    if is_peer:
+        # Names QEMU's threads ("live_migration") so its migration thread can be found.
+        args += ["-name", "bench,debug-threads=on"]
+    return args + list(extra)
+
+
+# Traces this process wrote: with the pid in the name, no two runs of one
+# process (or of two) share a trace file. Process-wide on purpose (not per
+# scenario: the members of a group and their copies per run share DIR).
+_trace_seq = [0]
+
+
+def trace_args(sc, is_peer):
+    """-trace for our source when --trace DIR was given: DIR/SCENARIO-PID-N.trace."""
+    if is_peer or not sc.get("_trace_dir"):
+        return []
+    _trace_seq[0] += 1
+    path = os.path.join(sc["_trace_dir"], "%s-%d-%d.trace" % (sc["_name"], os.getpid(), _trace_seq[0]))
+    print("   trace: %s" % path, file=sys.stderr, flush=True)
+    return ["-trace", "file=" + path]
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def net_args(is_peer, port):
+    """A virtio-net device on user networking, the guest's UDP port 7 at 127.0.0.1:@port.
+    QEMU 7.2's virtio-mmio is legacy unless told, and puts the transport on
+    the command line only without ACPI."""
+    args = ["-netdev", "user,id=n0,hostfwd=udp:127.0.0.1:%d-:7" % port,
+            "-device", "virtio-net-device,netdev=n0"]
+    if is_peer:
+        args = ["-machine", "acpi=off", "-global", "virtio-mmio.force-legacy=false"] + args
+    return args
+
+
+def display_args(disp, is_peer, args, vnc_port=None):
+    """A VGA display: "on" refreshes, "off" only exists. Ours is isa-vga on
+    microvm and refreshes at 30 Hz unless -nographic. QEMU 7.2's isa-vga on
+    microvm never syncs its VRAM's dirty log under KVM (its display would
+    not change), so the peer is -M pc -vga std, and it refreshes only while
+    a display client looks: a VNC display with rfbviewer asking for updates."""
+    if not disp:
+        return args
+    if is_peer:
+        args = list(args)
+        args[args.index("microvm")] = "pc"
+        args += ["-vga", "std"]
+        if disp == "on" and vnc_port:
+            args += ["-vnc", "127.0.0.1:%d" % (vnc_port - 5900)]
+        return args
+    args = args + ["-device", "isa-vga"]
+    if disp == "on":
+        args.remove("-nographic")
+        args += ["-monitor", "none"]
+    return args
+
+
+def free_vnc_port():
+    """A free TCP port of 5900 + N, for QEMU's -vnc :N."""
+    for port in range(5990, 6100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sk:
+            try:
+                sk.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free VNC port in 5990-6099")
