@@ -102,7 +102,11 @@ class QMP:
             self.close()
             raise MonitorGone("not a QMP monitor (greeting %.60r)" % greeting)
         self.sock.settimeout(reply_timeout)
-        self.cmd("qmp_capabilities")
+        try:
+            self.cmd("qmp_capabilities")
+        except (QMPError, MonitorGone):
+            self.close()
+            raise
 
     @staticmethod
     def _connect(address, timeout, proc):
