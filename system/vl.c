@@ -395,6 +395,7 @@ static void create_monitors(Config *cfg)
         g_autofree char *label = g_strdup_printf("compat_monitor%u", i);
         Error *err = NULL;
         Chardev *chr;
+        Monitor *mon;
 
         if (mc->chardev_id) {
             chr = qemu_chr_find(mc->chardev_id);
@@ -413,9 +414,15 @@ static void create_monitors(Config *cfg)
                 continue;
             }
         }
-        if (!monitor_init(chr, mc->qmp, mc->pretty, &err)) {
+        mon = monitor_new(chr, &err);
+        if (!mon) {
             error_report_err(err);
             exit(1);
+        }
+        if (mc->qmp) {
+            monitor_qmp_init(mon, mc->pretty);
+        } else {
+            monitor_hmp_init(mon);
         }
     }
 }
