@@ -12,8 +12,8 @@
 
 struct Monitor {
     Chardev *chr;               /* NULL for the capture monitor of human-monitor-command */
-    bool qmp;
-    bool pretty;
+    bool qmp;                   /* set once by monitor_qmp_init(), before any I/O */
+    bool pretty;                /* QMP only; set with qmp */
     bool connected;
 
     /* getfd's file descriptors by name (name -> fd); the monitor owns them. Main loop. */
@@ -35,8 +35,6 @@ struct Monitor {
 
 typedef struct HMPCommand HMPCommand;
 
-void monitor_qmp_init(Monitor *mon);
-void monitor_hmp_init(Monitor *mon);
 /* Runs one HMP command line on @mon (also used by human-monitor-command). */
 void hmp_handle_command(Monitor *mon, const char *cmdline);
 /*

@@ -3,6 +3,11 @@
  * Monitor core shared by QMP and HMP: creation, the current-monitor
  * pointer, output, and QAPI event broadcast to every negotiated QMP client.
  * Everything here runs with the BQL held.
+ *
+ * This is the bottom of monitor/: it never calls into a flavour (qmp.c,
+ * hmp.c), which sit on top of it.  Whoever creates a monitor (system/'s
+ * command line) makes the generic object with monitor_new() and then gives
+ * it its flavour with monitor_qmp_init() or monitor_hmp_init().
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -79,25 +84,18 @@ void monitor_printf(Monitor *mon, const char *fmt, ...)
     monitor_puts(mon, s);
 }
 
-bool monitor_init(Chardev *chr, bool qmp, bool pretty, Error **errp)
+Monitor *monitor_new(Chardev *chr, Error **errp)
 {
     Monitor *mon;
 
     if (qemu_chr_fe_busy(chr)) {
         error_setg(errp, "chardev '%s' is already in use", qemu_chr_label(chr));
-        return false;
+        return NULL;
     }
     mon = g_new0(Monitor, 1);
     mon->chr = chr;
-    mon->qmp = qmp;
-    mon->pretty = pretty;
     g_ptr_array_add(monitor_list(), mon);
-    if (qmp) {
-        monitor_qmp_init(mon);
-    } else {
-        monitor_hmp_init(mon);
-    }
-    return true;
+    return mon;
 }
 
 static JsonNode *monitor_event_timestamp(void)

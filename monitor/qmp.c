@@ -101,7 +101,7 @@ static void qmp_event(void *opaque, ChardevEvent event)
     }
 }
 
-void monitor_qmp_init(Monitor *mon)
+void monitor_qmp_init(Monitor *mon, bool pretty)
 {
     CharFrontend fe = {
         .can_read = qmp_can_read,
@@ -110,6 +110,9 @@ void monitor_qmp_init(Monitor *mon)
         .opaque = mon,
     };
 
+    /* Set before the handlers: an open chardev may greet the client at once. */
+    mon->qmp = true;
+    mon->pretty = pretty;
     qmp_splitter_init(&mon->splitter, qmp_handle_request, mon);
     qemu_chr_fe_set_handlers(mon->chr, &fe);
 }

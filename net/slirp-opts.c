@@ -9,7 +9,7 @@
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "qemu/option.h"
-#include "net/slirp.h"
+#include "net/slirp-opts.h"
 #include <arpa/inet.h>
 
 const char *const net_slirp_known_options[] = {

@@ -5,7 +5,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "ui/console.h"
+#include "ui/surface.h"
 
 pixman_format_code_t display_pixman_format(uint32_t bpp)
 {

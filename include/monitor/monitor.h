@@ -9,8 +9,23 @@
 #include <stdbool.h>
 #include "qemu/typedefs.h"
 
-/* Attaches a monitor to @chr; @qmp selects QMP, else HMP. */
-bool monitor_init(Chardev *chr, bool qmp, bool pretty, Error **errp);
+/*
+ * Creating a monitor takes two calls, in this order, on the main thread
+ * before the main loop runs:
+ *
+ *   mon = monitor_new(chr, errp);        the generic part: output, events
+ *   monitor_qmp_init(mon, pretty);       or monitor_hmp_init(mon): the
+ *                                        flavour takes the chardev's input
+ *
+ * The split keeps monitor.c below its flavours (it never calls them).  A
+ * monitor left without a flavour reads nothing and is never freed.
+ */
+/* A monitor on @chr; NULL and an error if another frontend holds @chr. */
+Monitor *monitor_new(Chardev *chr, Error **errp);
+/* Makes @mon a QMP monitor (JSON; @pretty: indented replies). */
+void monitor_qmp_init(Monitor *mon, bool pretty);
+/* Makes @mon an HMP monitor (the "(qemu) " prompt). */
+void monitor_hmp_init(Monitor *mon);
 /* The monitor running the current command (QMP or HMP), or NULL. */
 Monitor *monitor_cur(void);
 /*

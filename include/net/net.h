@@ -189,7 +189,7 @@ typedef struct NICInfo {
  */
 NICInfo *net_nic_take(const char *model);
 
-/* For system/vl.c; in command-line order, main thread, BQL held once created. */
+/* For system/control/vl.c; in command-line order, main thread, BQL held once created. */
 
 /*
  * net_client_parse: check one -netdev (@is_nic false) or -nic argument

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Process-level entry points (system/vl.c). */
+/* Process-level entry points (system/control/vl.c). */
 #ifndef SYSTEM_SYSTEM_H
 #define SYSTEM_SYSTEM_H
 

@@ -9,7 +9,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/option.h"
-#include "net/slirp.h"
+#include "net/slirp-opts.h"
 #include <arpa/inet.h>
 
 static NetSlirpConfig *parse_ok(const char *params)

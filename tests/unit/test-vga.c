@@ -7,7 +7,7 @@
  */
 #include "qemu/osdep.h"
 #include "hw/display/vbe.h"
-#include "ui/console.h"
+#include "ui/surface.h"
 
 static void vbe_set(VBEState *s, uint16_t index, uint16_t val)
 {

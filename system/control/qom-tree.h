@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The part of QEMU's object tree that management software reads with
- * qom-list and qom-get (system/qmp-qom.c): the machine, its CPUs and the
+ * qom-list and qom-get (system/control/qmp-qom.c): the machine, its CPUs and the
  * devices the command line created with an id.
  */
 #ifndef SYSTEM_QOM_TREE_H

@@ -12,7 +12,8 @@
 #include "hw/virtio/virtio-net.h"
 #include "net/net.h"
 #include "system/memory.h"
-#include "vl.h"
+#include "vl-config.h"
+#include "vl-devices.h"
 #include "qom-tree.h"
 
 QemuOpts *vl_opts_parse_json_or_keyval(const char *arg, const char *implied_key, Error **errp)
@@ -340,10 +341,3 @@ void vl_create_virtio_net_devices(Config *cfg)
         g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
     }
 }
-
-void vl_virtio_net_conf_destroy(gpointer p)
-{
-    virtio_net_conf_free(p);
-    g_free(p);
-}
-

@@ -24,7 +24,9 @@
 #include "system/system.h"
 #include "trace/trace.h"
 #include "ui/console.h"
-#include "vl.h"
+#include "vl-config.h"
+#include "vl-devices.h"
+#include "vl-parse.h"
 #include "cmdline-opts.h"
 #include <sys/mman.h>
 #include <glib-unix.h>
@@ -395,6 +397,7 @@ static void create_monitors(Config *cfg)
         g_autofree char *label = g_strdup_printf("compat_monitor%u", i);
         Error *err = NULL;
         Chardev *chr;
+        Monitor *mon;
 
         if (mc->chardev_id) {
             chr = qemu_chr_find(mc->chardev_id);
@@ -413,50 +416,25 @@ static void create_monitors(Config *cfg)
                 continue;
             }
         }
-        if (!monitor_init(chr, mc->qmp, mc->pretty, &err)) {
+        mon = monitor_new(chr, &err);
+        if (!mon) {
             error_report_err(err);
             exit(1);
+        }
+        if (mc->qmp) {
+            monitor_qmp_init(mon, mc->pretty);
+        } else {
+            monitor_hmp_init(mon);
         }
     }
 }
 
-static void monitor_config_free(gpointer p)
-{
-    MonitorConfig *mc = p;
-
-    g_free(mc->spec);
-    g_free(mc->chardev_id);
-    g_free(mc);
-}
-
-/* What only init needed; the MachineState copy keeps the machine's strings. */
-static void config_free(Config *cfg)
-{
-    g_free(cfg->serial_spec);
-    g_free(cfg->machine_accel);
-    g_free(cfg->pidfile);
-    g_free(cfg->incoming);
-    g_ptr_array_set_free_func(cfg->chardev_opts, (GDestroyNotify)qemu_opts_del);
-    g_ptr_array_set_free_func(cfg->object_opts, (GDestroyNotify)qemu_opts_del);
-    g_ptr_array_set_free_func(cfg->monitors, monitor_config_free);
-    g_ptr_array_free(cfg->chardev_opts, TRUE);
-    g_ptr_array_free(cfg->object_opts, TRUE);
-    g_ptr_array_free(cfg->monitors, TRUE);
-    g_ptr_array_unref(cfg->netdevs);
-    g_ptr_array_set_free_func(cfg->nic_devices, vl_virtio_net_conf_destroy);
-    g_ptr_array_free(cfg->nic_devices, TRUE);
-}
-
 void qemu_init(int argc, char **argv)
 {
-    Config cfg = { 0 };
+    Config cfg;
     Error *err = NULL;
 
-    cfg.chardev_opts = g_ptr_array_new();
-    cfg.object_opts = g_ptr_array_new();
-    cfg.monitors = g_ptr_array_new();
-    cfg.netdevs = net_pending_new();
-    cfg.nic_devices = g_ptr_array_new();
+    vl_config_init(&cfg);
     error_set_progname(argv[0]);
     migration_options_init();
     signal(SIGPIPE, SIG_IGN);
@@ -556,5 +534,5 @@ void qemu_init(int argc, char **argv)
         vm_start();
     }
     os_setup_post();
-    config_free(&cfg);
+    vl_config_free(&cfg);
 }

@@ -15,7 +15,9 @@
 #include "monitor/monitor.h"
 #include "system/kvm.h"
 #include "system/runstate.h"
-#include "vl.h"
+#include "vl-config.h"
+#include "vl-parse.h"
+#include "vl-devices.h"
 #include "cmdline-opts.h"
 #include <sys/prctl.h>
 
