@@ -21,9 +21,8 @@
 #include "converge.h"
 #include "dirty.h"
 #include "options.h"
-#include "multifd-send.h"
+#include "ram-sink.h"
 #include "ram-source.h"
-#include "ram-xbzrle.h"
 #include "status.h"
 
 #define DIRTY_RATE_PERIOD_NS 1000000000LL
@@ -40,12 +39,13 @@ typedef struct DirtyScan {
     uint64_t dirty_pages_rate;
 
     /*
-     * multifd: a sync happened since the round was last ended, so the
-     * next page claimed must wait for multifd_send_sync(). Deferred to
+     * A sync happened since the sink was last told (its new_round), so
+     * the next page claimed may be a newer copy of one in flight. Told in
      * send_next because a sync may run between sections (pending), where
-     * the stream has no place for the flush record.
+     * the stream has no place for what the sink puts then (multifd's
+     * flush record).
      */
-    bool multifd_round_open;
+    bool round_open;
 } DirtyScan;
 
 static DirtyScan dirty_scan;
@@ -80,7 +80,7 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
     if (ds->dt.syncs > 1) {
         converge_after_sync(ds->dt.last_sync_new, qemu_file_transferred(f));
     }
-    ds->multifd_round_open = true;
+    ds->round_open = true;
     migration_pass_event(ds->dt.syncs, ds->dt.dirty_pages * TARGET_PAGE_SIZE,
                          qemu_file_transferred(f));
     return 0;
@@ -123,53 +123,30 @@ static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b
     const uint8_t *data = detect && (known_zero || buffer_is_zero(host, TARGET_PAGE_SIZE))
                           ? NULL : host;
 
-    if (w->xbzrle) {
-        xbzrle_put_page(w->xbzrle, w, f, b->rb, page, data);
-    } else {
-        ram_put_page(w, f, b->rb, page, data);
-    }
+    ram_put_page(w, f, b->rb, page, data);
 }
 
 /*
- * multifd: claims the dirty word at @page's word and queues its pages to
- * the channels, which read them; pages known to be zero without reading
- * them (dirty.h's data_bmap), and with zero-page-detection legacy every
- * zero page, go in the main stream as ZERO records.
+ * A sink that takes words (multifd): claims the dirty word at @page's word
+ * and hands its pages over at once, with those known to be zero without
+ * reading them (dirty.h's data_bmap) when zero pages are detected at all.
  */
-static void dirty_scan_queue_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
-                                  RAMBlockDirty *b, uint64_t page)
+static void dirty_scan_put_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
+                                RAMBlockDirty *b, uint64_t page)
 {
     uint64_t word = page / BITS_PER_LONG;
     unsigned long bits = dirty_tracker_claim_word(dt, b, word);
-    ZeroPageDetection detect = migrate_zero_page_detection();
     unsigned long zero = dirty_tracker_known_zero(b, word, bits);
 
-    if (detect == ZERO_PAGE_DETECTION_NONE) {
+    if (migrate_zero_page_detection() == ZERO_PAGE_DETECTION_NONE) {
         zero = 0;
     }
-    while (bits) {
-        uint64_t p = word * BITS_PER_LONG + __builtin_ctzl(bits);
-        unsigned long bit = bits & -bits;
-
-        bits &= bits - 1;
-        /*
-         * A page the kernel never populated costs a 9-byte record here;
-         * in a packet it would cost a channel hand-off, a write and a read
-         * per 128 of them, for nothing to look at.
-         */
-        if ((zero & bit) ||
-            (detect == ZERO_PAGE_DETECTION_LEGACY &&
-             buffer_is_zero(b->rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE))) {
-            ram_put_zero_page(w, f, b->rb, p);
-        } else {
-            multifd_send_queue_page(w->multifd, f, b->rb, p);
-        }
-    }
+    w->ops->put_word(w->sink, f, b->rb, word, bits, zero);
 }
 
 /*
  * Finds the next dirty page at or after the cursor (wrapping), claims and
- * sends it (multifd: its whole word). Returns false when nothing is dirty: the counter says so
+ * sends it (a sink that takes words: its whole word). Returns false when nothing is dirty: the counter says so
  * exactly, so no scan is needed to know.
  */
 static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
@@ -177,9 +154,9 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
     DirtyScan *ds = &dirty_scan;
     DirtyTracker *dt = &ds->dt;
 
-    if (w->multifd && ds->multifd_round_open) {
-        ds->multifd_round_open = false;
-        if (!multifd_send_sync(w->multifd, f, false)) {
+    if (ds->round_open) {
+        ds->round_open = false;
+        if (w->ops->new_round && !w->ops->new_round(w->sink, f)) {
             return false;
         }
     }
@@ -191,9 +168,9 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
         RAMBlockDirty *b = &dt->blocks[ds->cur_block];
         uint64_t page = find_next_bit(b->send_bmap, b->npages, ds->cur_page);
 
-        if (page < b->npages && w->multifd) {
+        if (page < b->npages && ram_writer_takes_words(w)) {
             ds->cur_page = (page / BITS_PER_LONG + 1) * BITS_PER_LONG;
-            dirty_scan_queue_word(f, w, dt, b, page);
+            dirty_scan_put_word(f, w, dt, b, page);
             return true;
         }
         if (page < b->npages) {

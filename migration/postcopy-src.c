@@ -64,7 +64,7 @@ typedef struct PostcopySrc {
      */
     MigChannel preempt_ch;
     QEMUFile *preempt;
-    RAMPageWriter preempt_writer;
+    RAMRecordWriter preempt_rec;   /* records on the preempt channel: mig/src-rp */
     /* Written by mig/src, read by query-migrate (single aligned words). */
     uint64_t start_bytes;       /* this connection's stream bytes at the switchover */
     uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
@@ -101,8 +101,8 @@ static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page, int64_t received_n
         return false;
     }
     host = rb->host + (page << TARGET_PAGE_BITS);
-    ram_put_page(&pcs.preempt_writer, pcs.preempt, rb, page,
-                 buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
+    ram_put_record(&pcs.preempt_rec, pcs.preempt, rb, page,
+                   buffer_is_zero(host, TARGET_PAGE_SIZE) ? NULL : host);
     qemu_fflush(pcs.preempt);
     rp_src_request_served(received_ns);
     return true;
@@ -231,7 +231,7 @@ static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
         return false;
     }
     pcs.preempt = qemu_file_new_output(pcs.preempt_ch.fd, "postcopy preempt channel");
-    ram_writer_reset(&pcs.preempt_writer);
+    ram_record_writer_reset(&pcs.preempt_rec);
     ram_put_eos(pcs.preempt);
     qemu_fflush(pcs.preempt);
     if (qemu_file_get_error(pcs.preempt)) {

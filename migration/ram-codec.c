@@ -15,12 +15,12 @@
 
 /* ---- writer ---- */
 
-void ram_writer_reset(RAMPageWriter *w)
+void ram_record_writer_reset(RAMRecordWriter *w)
 {
     memset(w, 0, sizeof(*w));
 }
 
-static void ram_put_page_header(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t offset,
+static void ram_put_page_header(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t offset,
                                 uint64_t flags)
 {
     if (rb == w->last_block) {
@@ -38,20 +38,14 @@ static void count(uint64_t *c)
     __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 }
 
-void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page)
+void ram_put_zero_page(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page)
 {
-    if (w->map) {
-        /* A mapped-ram file has no records: a zero page is a clear bit. */
-        w->map->put_page(w->map->opaque, f, rb, page, NULL);
-        count(&w->zero_pages);
-        return;
-    }
     ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_ZERO);
     qemu_put_byte(f, 0);
     count(&w->zero_pages);
 }
 
-void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+void ram_put_page_copy(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                        const uint8_t *data)
 {
     ram_put_page_header(w, f, rb, page << TARGET_PAGE_BITS, RAM_SAVE_FLAG_PAGE);
@@ -59,7 +53,7 @@ void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t pag
     count(&w->normal_pages);
 }
 
-void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+void ram_put_xbzrle(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                     const uint8_t *enc, size_t len)
 {
     assert(len > 0 && len <= TARGET_PAGE_SIZE);
@@ -70,16 +64,9 @@ void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
     count(&w->xbzrle_pages);
 }
 
-void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
-                  const uint8_t *data)
+void ram_put_record(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                    const uint8_t *data)
 {
-    /* With XBZRLE every page must go through the sender, or its cache goes stale. */
-    assert(!w->xbzrle);
-    if (w->map) {
-        w->map->put_page(w->map->opaque, f, rb, page, data);
-        count(data ? &w->normal_pages : &w->zero_pages);
-        return;
-    }
     if (!data) {
         ram_put_zero_page(w, f, rb, page);
     } else {
@@ -89,7 +76,9 @@ void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
     }
 }
 
-void ram_put_block_list_mapped(RAMPageWriter *w, QEMUFile *f)
+void ram_put_block_list_with(QEMUFile *f, void (*put_block)(void *opaque, QEMUFile *f,
+                                                            RAMBlock *rb),
+                             void *opaque)
 {
     GPtrArray *rbs = ram_blocks();
 
@@ -99,26 +88,11 @@ void ram_put_block_list_mapped(RAMPageWriter *w, QEMUFile *f)
 
         qemu_put_counted_string(f, rb->idstr);
         qemu_put_be64(f, rb->used_length);
-        if (w && w->map) {
-            w->map->put_block(w->map->opaque, f, rb);
+        if (put_block) {
+            put_block(opaque, f, rb);
         }
     }
     ram_put_eos(f);
-}
-
-void ram_put_block_list(QEMUFile *f)
-{
-    ram_put_block_list_mapped(NULL, f);
-}
-
-void ram_writer_release_after(RAMPageWriter *w, QEMUFile *f, void (*fn)(void *arg), void *arg)
-{
-    if (w->map) {
-        w->map->release_after(w->map->opaque, f, fn, arg);
-        return;
-    }
-    qemu_fflush(f);
-    fn(arg);
 }
 
 void ram_put_eos(QEMUFile *f)

@@ -28,11 +28,10 @@
 
 #define RAM_XBZRLE_ENCODING     0x01    /* the one encoding byte of an XBZRLE record */
 
-typedef struct XbzrleSender XbzrleSender;
-
 /*
  * mapped-ram: instead of records, every page goes to its fixed place in
- * the file (mapped-ram-out.c provides these; the pointers are its own).
+ * the file (mapped-ram-out.c provides these; the pointers are its own;
+ * ram-sink-mapped.c makes a sink of them).
  */
 typedef struct RAMPageMap {
     /* The block list: after @rb's entry, its mapped-ram header. */
@@ -44,52 +43,47 @@ typedef struct RAMPageMap {
     void (*release_after)(void *opaque, QEMUFile *f, void (*fn)(void *arg), void *arg);
     void *opaque;
 } RAMPageMap;
-typedef struct MultifdSender MultifdSender;
 
-/* The sending side's codec state. Owned by mig/src; query-migrate reads the counters. */
-typedef struct RAMPageWriter {
+/*
+ * The record writer of one stream (the main one, or postcopy's preempt
+ * channel): owned by the thread that puts records; query-migrate reads
+ * the counters (relaxed atomics).
+ */
+typedef struct RAMRecordWriter {
     RAMBlock *last_block;       /* block of the previous record: CONTINUE */
     uint64_t zero_pages;        /* ZERO records put */
     uint64_t normal_pages;      /* PAGE records put */
     uint64_t xbzrle_pages;      /* XBZRLE records put */
-    /* The xbzrle capability's sender (ram.c sets it at setup), or NULL. */
-    XbzrleSender *xbzrle;
-    /*
-     * The multifd channels (ram.c sets them at setup), or NULL. With
-     * multifd, pages go to the channels and xbzrle is not used, as in QEMU.
-     */
-    MultifdSender *multifd;
-    /* mapped-ram (ram.c sets it at setup), or NULL: pages leave as records. */
-    const RAMPageMap *map;
-} RAMPageWriter;
+} RAMRecordWriter;
 
-/* Forget the previous block, the counters and any XBZRLE sender: a new stream starts. */
-void ram_writer_reset(RAMPageWriter *w);
+/* Forget the previous block and the counters: a new stream starts. */
+void ram_record_writer_reset(RAMRecordWriter *w);
 /*
- * ram_put_page: a record for page @page of @rb with the content at @data,
- * or a ZERO record if @data is NULL. @data is referenced, not copied: it
- * must stay valid and unchanged until the next qemu_fflush(). A writer
- * with an XBZRLE sender sends through xbzrle_put_page() instead.
+ * A PAGE record for page @page of @rb with the content at @data, or a
+ * ZERO record if @data is NULL. @data is referenced, not copied: it must
+ * stay valid and unchanged until the next qemu_fflush().
  */
-void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
-                  const uint8_t *data);
+void ram_put_record(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                    const uint8_t *data);
 /* The record kinds the XBZRLE sender (ram-xbzrle.c) puts: a ZERO record ... */
-void ram_put_zero_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page);
+void ram_put_zero_page(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page);
 /* ... a PAGE record whose content is copied into the stream at once ... */
-void ram_put_page_copy(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+void ram_put_page_copy(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                        const uint8_t *data);
 /* ... and an XBZRLE record carrying the delta @enc[0..len), copied. */
-void ram_put_xbzrle(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+void ram_put_xbzrle(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                     const uint8_t *enc, size_t len);
-/* MEM_SIZE: the total and every RAMBlock's name and length, then EOS. */
-void ram_put_block_list(QEMUFile *f);
-/* The same, each block followed by its mapped-ram header when @w has a map. */
-void ram_put_block_list_mapped(RAMPageWriter *w, QEMUFile *f);
 /*
- * @fn(@arg) once the memory of every page put through @w so far may change:
- * at once after a flush of the stream, or, with a map, once it was written.
+ * MEM_SIZE: the total and every RAMBlock's name and length, each followed
+ * by @put_block's part if it is not NULL, then EOS.
  */
-void ram_writer_release_after(RAMPageWriter *w, QEMUFile *f, void (*fn)(void *arg), void *arg);
+void ram_put_block_list_with(QEMUFile *f, void (*put_block)(void *opaque, QEMUFile *f,
+                                                            RAMBlock *rb),
+                             void *opaque);
+static inline void ram_put_block_list(QEMUFile *f)
+{
+    ram_put_block_list_with(f, NULL, NULL);
+}
 void ram_put_eos(QEMUFile *f);
 /* MULTIFD_FLUSH: the destination places every multifd page sent so far before it reads on. */
 void ram_put_multifd_flush(QEMUFile *f);

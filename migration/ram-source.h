@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "qapi/qapi-types.h"
 #include "ram-codec.h"
+#include "ram-sink.h"
 
 typedef struct RAMPageSource {
     const char *name;

@@ -65,7 +65,7 @@ static void count(uint64_t *c)
     __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 }
 
-void xbzrle_put_page(XbzrleSender *x, RAMPageWriter *w, QEMUFile *f, RAMBlock *rb,
+void xbzrle_put_page(XbzrleSender *x, RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb,
                      uint64_t page, const uint8_t *data)
 {
     uintptr_t key = (uintptr_t)(rb->host + (page << TARGET_PAGE_BITS));

@@ -27,6 +27,8 @@
 #include "qapi/qapi-types.h"
 #include "ram-codec.h"
 
+typedef struct XbzrleSender XbzrleSender;
+
 /*
  * @cache_size: bytes, a power of two of at least a page (the parameter's
  * check). NULL with @errp set if the host cannot allocate it.
@@ -38,10 +40,10 @@ void xbzrle_sender_free(XbzrleSender *x);
 
 /*
  * Sends page @page of @rb, whose content is @data (NULL: a zero page), as
- * described above: what the page source calls instead of ram_put_page()
- * when the writer has a sender.
+ * described above, as records through @w: what the records sink
+ * (ram-sink-records.c) does with each page when XBZRLE is its encoder.
  */
-void xbzrle_put_page(XbzrleSender *x, RAMPageWriter *w, QEMUFile *f, RAMBlock *rb,
+void xbzrle_put_page(XbzrleSender *x, RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb,
                      uint64_t page, const uint8_t *data);
 
 /* query-migrate's xbzrle-cache. */

@@ -13,12 +13,10 @@
 #include "ram.h"
 #include "options.h"
 #include "mapped-ram-in.h"
-#include "mapped-ram-out.h"
 #include "multifd-recv.h"
-#include "multifd-send.h"
 #include "ram-codec.h"
+#include "ram-sink.h"
 #include "ram-source.h"
-#include "ram-xbzrle.h"
 #include "savevm.h"
 #include "trace.h"
 
@@ -31,18 +29,12 @@ typedef struct RAMState {
     /* mig/src between save_setup and save_cleanup. */
     QEMUFile *f;
     /*
-     * mig/src; query-migrate reads its counters. The XBZRLE sender is made
-     * at setup and freed at the next setup (both with the BQL, as
-     * query-migrate), so its counters outlive the migration.
+     * The page sink (ram-sink.h): opened at setup and freed at the next
+     * setup (both mig/src with the BQL, as query-migrate), so its counters
+     * outlive the migration. Pages go through it in mig/src.
      */
     RAMPageWriter writer;
-    /*
-     * mig/src: the XBZRLE sender, out of the writer's reach once postcopy
-     * began; freed like it, its counters still shown.
-     */
-    XbzrleSender *xbzrle_parked;
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
-    bool uses_multifd;          /* mig/src at setup; query-migrate reads it */
 } RAMState;
 
 static RAMState ram_state = { .src = &dirty_scan_source };
@@ -55,46 +47,34 @@ void ram_select_source(const RAMPageSource *src)
     ram_state.src = src;
 }
 
+static RAMSinkCounts ram_sink_counts(RAMState *rs)
+{
+    RAMSinkCounts c = { 0 };
+
+    if (rs->writer.sink) {
+        rs->writer.ops->counts(rs->writer.sink, &c);
+    }
+    return c;
+}
+
 uint64_t ram_pages_sent(void)
 {
-    MultifdSendStats m;
-
-    multifd_send_stats(&m);
-    return __atomic_load_n(&ram_state.writer.zero_pages, __ATOMIC_RELAXED) +
-           __atomic_load_n(&ram_state.writer.normal_pages, __ATOMIC_RELAXED) +
-           m.zero_pages + m.normal_pages;
+    return ram_sink_counts(&ram_state).pages;
 }
 
 uint64_t ram_data_pages_sent(void)
 {
-    MultifdSendStats m;
-
-    multifd_send_stats(&m);
-    return __atomic_load_n(&ram_state.writer.normal_pages, __ATOMIC_RELAXED) +
-           __atomic_load_n(&ram_state.writer.xbzrle_pages, __ATOMIC_RELAXED) + m.normal_pages;
+    return ram_sink_counts(&ram_state).data_pages;
 }
 
 void ram_fill_info(MigrationInfo *info)
 {
     RAMState *rs = &ram_state;
-    MigrationStats *ram = info->ram;
-    uint64_t normal = __atomic_load_n(&rs->writer.normal_pages, __ATOMIC_RELAXED);
-    MultifdSendStats m;
 
-    /* The channels' counters belong to the last migration that used them. */
-    multifd_send_stats(&m);
-    if (!rs->uses_multifd) {
-        m = (MultifdSendStats) { 0 };
-    }
-    normal += m.normal_pages;
-    ram->total = ram_blocks_total_bytes();
-    ram->duplicate = __atomic_load_n(&rs->writer.zero_pages, __ATOMIC_RELAXED) + m.zero_pages;
-    ram->multifd_bytes = m.bytes;
-    ram->normal = normal;
-    ram->normal_bytes = normal * TARGET_PAGE_SIZE;
-    ram->page_size = TARGET_PAGE_SIZE;
-    if (rs->writer.xbzrle || rs->xbzrle_parked) {
-        info->xbzrle_cache = xbzrle_sender_stats(rs->writer.xbzrle ?: rs->xbzrle_parked);
+    info->ram->total = ram_blocks_total_bytes();
+    info->ram->page_size = TARGET_PAGE_SIZE;
+    if (rs->writer.sink) {
+        rs->writer.ops->fill_info(rs->writer.sink, info);
     }
     rs->src->fill_info(info);
     if (info->x_dirty_log) {
@@ -126,29 +106,20 @@ static uint64_t ram_xbzrle_cache_size(void)
 static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     RAMState *rs = opaque;
+    RAMSinkConfig cfg = {
+        .xbzrle_cache_size = migrate_xbzrle() ? ram_xbzrle_cache_size() : 0,
+    };
 
-    /* The last migration's sender stayed for its counters. */
-    xbzrle_sender_free(rs->writer.xbzrle ?: rs->xbzrle_parked);
-    rs->xbzrle_parked = NULL;
-    ram_writer_reset(&rs->writer);
-    rs->writer.multifd = multifd_sender();
-    rs->uses_multifd = rs->writer.multifd != NULL;
-    if (mapped_ram_out()) {
-        /* Pages go to their place in the file (by mapped-ram's own writers with multifd). */
-        rs->writer.map = mapped_ram_out_map(mapped_ram_out());
-    }
-    if (migrate_xbzrle() && !rs->writer.multifd) {
-        rs->writer.xbzrle = xbzrle_sender_new(ram_xbzrle_cache_size(), errp);
-        if (!rs->writer.xbzrle) {
-            return -ENOMEM;
-        }
+    /* The last migration's sink stayed for its counters: freed here. */
+    if (!ram_sink_open(&rs->writer, f, &cfg, errp)) {
+        return -ENOMEM;
     }
     rs->scan_ns = 0;
     rs->f = f;
     if (!rs->src->setup(f, errp)) {
         return -EIO;
     }
-    ram_put_block_list_mapped(&rs->writer, f);
+    ram_put_block_list_sink(&rs->writer, f);
     return qemu_file_get_error(f);
 }
 
@@ -199,9 +170,9 @@ static int ram_save_complete(QEMUFile *f, void *opaque)
             break;
         }
     }
-    /* Every page in the channels must be placed before the device state loads. */
-    if (rs->writer.multifd && !qemu_file_get_error(f)) {
-        multifd_send_sync(rs->writer.multifd, f, true);
+    /* Every page the sink holds must be placed before the device state loads. */
+    if (rs->writer.ops->drain && !qemu_file_get_error(f)) {
+        rs->writer.ops->drain(rs->writer.sink, f);
     }
     ram_put_eos(f);
     qemu_fflush(f);
@@ -228,10 +199,8 @@ static void ram_save_cleanup(void *opaque)
     RAMState *rs = opaque;
 
     rs->src->cleanup();
-    rs->writer.multifd = NULL;
-    rs->writer.map = NULL;
-    if (rs->writer.xbzrle || rs->xbzrle_parked) {
-        xbzrle_sender_drop_cache(rs->writer.xbzrle ?: rs->xbzrle_parked);
+    if (rs->writer.sink) {
+        rs->writer.ops->close(rs->writer.sink);
     }
     rs->f = NULL;
 }
@@ -240,9 +209,8 @@ void ram_save_enter_postcopy(void)
 {
     RAMState *rs = &ram_state;
 
-    if (rs->writer.xbzrle) {
-        rs->xbzrle_parked = rs->writer.xbzrle;
-        rs->writer.xbzrle = NULL;
+    if (rs->writer.sink && rs->writer.ops->enter_postcopy) {
+        rs->writer.ops->enter_postcopy(rs->writer.sink);
     }
 }
 
@@ -254,7 +222,10 @@ int ram_save_resume_prepare(QEMUFile *f, Error **errp)
         error_setg(errp, "the %s page source cannot resume", rs->src->name);
         return -ENOTSUP;
     }
-    rs->writer.last_block = NULL;
+    /* A new connection: its records cannot continue the old one's block. */
+    if (rs->writer.ops->restart) {
+        rs->writer.ops->restart(rs->writer.sink);
+    }
     rs->f = f;
     return rs->src->resume(f, errp) ? 0 : -EIO;
 }

@@ -14,6 +14,7 @@
 #include "migration/mapped-ram.h"
 #include "migration/mapped-ram-integrity.h"
 #include "migration/mapped-ram-out.h"
+#include "migration/ram-sink.h"
 #include "migration/channel.h"
 #include "migration/options.h"
 #include "trace/trace.h"
@@ -100,10 +101,10 @@ static void out_open(Out *o, int channels, const char *path)
     g_assert_true(mapped_ram_out_open(uri, o->f, &error_abort));
     o->m = mapped_ram_out();
     g_assert_nonnull(o->m);
-    ram_writer_reset(&o->w);
-    o->w.map = mapped_ram_out_map(o->m);
+    o->w.ops = &ram_mapped_sink;
+    o->w.sink = ram_mapped_sink.open(o->f, &(RAMSinkConfig) { 0 }, &error_abort);
     qemu_put_be32(o->f, 0x5145564d);   /* something before the block list */
-    ram_put_block_list_mapped(&o->w, o->f);
+    ram_put_block_list_sink(&o->w, o->f);
 }
 
 static bool out_finish(Out *o, Error **errp)
@@ -113,6 +114,7 @@ static bool out_finish(Out *o, Error **errp)
     ram_put_eos(o->f);
     ok = mapped_ram_out_finish(o->m, o->f, errp);
     mapped_ram_out_close();
+    ram_sink_free(&o->w);
     g_assert_null(mapped_ram_out());
     qemu_fclose(o->f);
     return ok;

@@ -95,7 +95,7 @@ static void test_writer_exact(gconstpointer data)
     RAMBlock *rb = fake_block(ram, PC_RAM);
     QEMUFile *f = qemu_file_new_buffer_output();
     g_autoptr(GByteArray) want = g_byte_array_new();
-    RAMPageWriter w;
+    RAMRecordWriter w;
 
     g_byte_array_append(want, x->bytes, x->len);
     if (x->kind == RAM_SAVE_FLAG_EOS) {
@@ -105,8 +105,8 @@ static void test_writer_exact(gconstpointer data)
             fill_pattern(page_ptr(rb, x->page), 7);
             g_byte_array_append(want, page_ptr(rb, x->page), TARGET_PAGE_SIZE);
         }
-        ram_writer_reset(&w);
-        ram_put_page(&w, f, rb, x->page,
+        ram_record_writer_reset(&w);
+        ram_put_record(&w, f, rb, x->page,
                      x->kind == RAM_SAVE_FLAG_PAGE ? page_ptr(rb, x->page) : NULL);
         g_assert_cmpuint(w.normal_pages, ==, x->kind == RAM_SAVE_FLAG_PAGE);
         g_assert_cmpuint(w.zero_pages, ==, x->kind == RAM_SAVE_FLAG_ZERO);
@@ -146,15 +146,15 @@ static void test_writer_steps(gconstpointer data)
     QEMUFile *f = qemu_file_new_buffer_output();
     g_autoptr(GByteArray) want = g_byte_array_new();
     uint64_t normal = 0, zero = 0;
-    RAMPageWriter w;
+    RAMRecordWriter w;
 
-    ram_writer_reset(&w);
+    ram_record_writer_reset(&w);
     for (const WriterStep *st = data; st->block != STEP_END; st++) {
         RAMBlock *rb;
         uint8_t *p;
 
         if (st->block == STEP_RESET) {
-            ram_writer_reset(&w);
+            ram_record_writer_reset(&w);
             g_assert_null(w.last_block);
             g_assert_cmpuint(w.normal_pages, ==, 0);
             g_assert_cmpuint(w.zero_pages, ==, 0);
@@ -167,7 +167,7 @@ static void test_writer_steps(gconstpointer data)
         if (st->data) {
             fill_pattern(p, st->block * 16 + st->page + 1);
         }
-        ram_put_page(&w, f, rb, st->page, st->data ? p : NULL);
+        ram_put_record(&w, f, rb, st->page, st->data ? p : NULL);
         put_header(want, st->page * TARGET_PAGE_SIZE,
                    (st->data ? RAM_SAVE_FLAG_PAGE : RAM_SAVE_FLAG_ZERO) |
                    (st->named ? 0 : RAM_SAVE_FLAG_CONTINUE), st->named ? rb->idstr : NULL);
@@ -259,7 +259,7 @@ static void test_roundtrip(gconstpointer data)
     g_autoptr(GByteArray) stream = NULL;
     unsigned long *sent_data[G_N_ELEMENTS(pc_blocks) - 1];
     uint64_t zero = 0, normal = 0;
-    RAMPageWriter w;
+    RAMRecordWriter w;
     RAMPageReader r = { 0 };
     Error *err = NULL;
     int loaded;
@@ -275,7 +275,7 @@ static void test_roundtrip(gconstpointer data)
         }
     }
 
-    ram_writer_reset(&w);
+    ram_record_writer_reset(&w);
     ram_put_block_list(f);
     for (int round = 0; round < RT_ROUNDS; round++) {
         guint n = round ? g_rand_int_range(rand, 1, refs->len / 2) : refs->len;
@@ -294,10 +294,10 @@ static void test_roundtrip(gconstpointer data)
 
             mutate_page(rand, p);
             if (is_zero(p)) {
-                ram_put_page(&w, f, rb, ref->page, NULL);
+                ram_put_record(&w, f, rb, ref->page, NULL);
                 zero++;
             } else {
-                ram_put_page(&w, f, rb, ref->page, p);
+                ram_put_record(&w, f, rb, ref->page, p);
                 set_bit(ref->page, sent_data[ref->block]);
                 normal++;
             }
@@ -348,15 +348,15 @@ static void test_roundtrip_long_name(void)
     RAMBlock *rb = fake_block(src, 1);
     QEMUFile *f = qemu_file_new_buffer_output();
     g_autoptr(GByteArray) stream = NULL;
-    RAMPageWriter w;
+    RAMRecordWriter w;
 
     fill_pattern(page_ptr(rb, 1), 5);
     fill_pattern(page_ptr(rb, 0), 6);
-    ram_writer_reset(&w);
+    ram_record_writer_reset(&w);
     ram_put_block_list(f);
-    ram_put_page(&w, f, rb, 1, page_ptr(rb, 1));
-    ram_put_page(&w, f, fake_block(src, 0), 3, NULL);
-    ram_put_page(&w, f, rb, 0, page_ptr(rb, 0));
+    ram_put_record(&w, f, rb, 1, page_ptr(rb, 1));
+    ram_put_record(&w, f, fake_block(src, 0), 3, NULL);
+    ram_put_record(&w, f, rb, 0, page_ptr(rb, 0));
     ram_put_eos(f);
     stream = take_output(f);
 

@@ -13,19 +13,25 @@
 #include "ram-codec-test-util.h"
 #include "migration/ram-xbzrle.h"
 
-/* As the precopy page source sends a page: through the sender when there is one. */
-static void send_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+/* The records sink's parts: the record writer and its encoder. */
+typedef struct XWriter {
+    RAMRecordWriter rec;
+    XbzrleSender *xbzrle;
+} XWriter;
+
+/* As the records sink sends a page: through the encoder when there is one. */
+static void send_page(XWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
                       const uint8_t *data)
 {
     if (w->xbzrle) {
-        xbzrle_put_page(w->xbzrle, w, f, rb, page, data);
+        xbzrle_put_page(w->xbzrle, &w->rec, f, rb, page, data);
     } else {
-        ram_put_page(w, f, rb, page, data);
+        ram_put_record(&w->rec, f, rb, page, data);
     }
 }
 
 /* Puts every page of @src's blocks (zero pages as ZERO) and EOS; returns the bytes. */
-static GByteArray *send_round(RAMPageWriter *w, FakeRAM *src, bool with_list)
+static GByteArray *send_round(XWriter *w, FakeRAM *src, bool with_list)
 {
     QEMUFile *f = qemu_file_new_buffer_output();
     GByteArray *s = g_byte_array_new();
@@ -102,10 +108,10 @@ static void test_rounds_stay_identical(void)
     FakeRAM *dst = fake_ram_new(pc_blocks);
     GRand *r = g_rand_new_with_seed(0xb21e);
     XBZRLECacheStats *st;          /* flat: g_free() frees it */
-    RAMPageWriter w;
+    XWriter w;
     RAMPageReader rd = { 0 };
 
-    ram_writer_reset(&w);
+    memset(&w, 0, sizeof(w));
     ram_reader_reset(&rd);
     /* 8 slots for 22 pages: evictions happen. */
     w.xbzrle = xbzrle_sender_new(8 * TARGET_PAGE_SIZE, &error_abort);
@@ -132,7 +138,7 @@ static void test_rounds_stay_identical(void)
     g_assert_cmpint(st->bytes, >, 0);
     g_assert_cmpuint(st->cache_size, ==, 8 * TARGET_PAGE_SIZE);
     g_assert_cmpfloat(st->encoding_rate, >, 1.0);
-    g_assert_cmpint(w.xbzrle_pages, ==, st->pages);
+    g_assert_cmpint(w.rec.xbzrle_pages, ==, st->pages);
     g_free(st);
     xbzrle_sender_free(w.xbzrle);
     g_rand_free(r);
@@ -147,21 +153,21 @@ static void test_first_round_caches(void)
     g_autoptr(GByteArray) s1 = NULL, s2 = NULL, s3 = NULL;
     XBZRLECacheStats *st;          /* flat: g_free() frees it */
     RAMBlock *rb = fake_block(src, PC_RAM);
-    RAMPageWriter w;
+    XWriter w;
 
-    ram_writer_reset(&w);
+    memset(&w, 0, sizeof(w));
     w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort);
     memset(page_ptr(rb, 3), 7, TARGET_PAGE_SIZE);
     s1 = send_round(&w, src, true);
-    g_assert_cmpuint(w.normal_pages, ==, 1);
-    g_assert_cmpuint(w.xbzrle_pages, ==, 0);
+    g_assert_cmpuint(w.rec.normal_pages, ==, 1);
+    g_assert_cmpuint(w.rec.xbzrle_pages, ==, 0);
     page_ptr(rb, 3)[200] = 8;
     s2 = send_round(&w, src, false);
-    g_assert_cmpuint(w.normal_pages, ==, 1);
-    g_assert_cmpuint(w.xbzrle_pages, ==, 1);
+    g_assert_cmpuint(w.rec.normal_pages, ==, 1);
+    g_assert_cmpuint(w.rec.xbzrle_pages, ==, 1);
     /* Unchanged since: nothing at all for it. */
     s3 = send_round(&w, src, false);
-    g_assert_cmpuint(w.normal_pages + w.xbzrle_pages, ==, 2);
+    g_assert_cmpuint(w.rec.normal_pages + w.rec.xbzrle_pages, ==, 2);
     st = xbzrle_sender_stats(w.xbzrle);
     g_assert_cmpint(st->cache_miss, ==, 1);
     g_assert_cmpint(st->pages, ==, 1);
@@ -177,7 +183,7 @@ static void test_first_round_caches(void)
  * flush) carries for page @page of @rb put now (as ZERO if it is zero), with @after run between
  * the put and the flush, as the guest may write then.
  */
-static GByteArray *put_then_write(RAMPageWriter *w, RAMBlock *rb, uint64_t page,
+static GByteArray *put_then_write(XWriter *w, RAMBlock *rb, uint64_t page,
                                   void (*after)(uint8_t *p))
 {
     int fd = memfd_create("stream", MFD_CLOEXEC);
@@ -209,7 +215,7 @@ static void guest_idle(uint8_t *p)
 typedef struct Pair {
     FakeRAM *src, *dst;
     RAMBlock *rb;               /* the source's pc.ram */
-    RAMPageWriter w;
+    XWriter w;
     RAMPageReader rd;
 } Pair;
 
@@ -219,7 +225,7 @@ static void pair_start(Pair *p)
     p->src = fake_ram_new(pc_blocks);
     p->dst = fake_ram_new(pc_blocks);
     p->rb = fake_block(p->src, PC_RAM);
-    ram_writer_reset(&p->w);
+    memset(&p->w, 0, sizeof(p->w));
     memset(&p->rd, 0, sizeof(p->rd));
     ram_reader_reset(&p->rd);
     p->w.xbzrle = xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort);

@@ -351,6 +351,7 @@ static void fake_freeze(void)
 static void check_stream(QEMUFile *out, const RAMPageWriter *w)
 {
     uint64_t total = 0;
+    RAMSinkCounts c;
     const uint8_t *data;
     size_t len;
     QEMUFile *in;
@@ -361,7 +362,8 @@ static void check_stream(QEMUFile *out, const RAMPageWriter *w)
         total += ram.blocks[i].npages;
     }
     /* Every page exactly once: a page sent twice would count twice. */
-    g_assert_cmpuint(w->zero_pages + w->normal_pages, ==, total);
+    w->ops->counts(w->sink, &c);
+    g_assert_cmpuint(c.pages, ==, total);
     data = qemu_file_buffer_data(out, &len);
     in = qemu_file_new_buffer_input(data, len);
     ram_reader_reset(&r);
@@ -392,6 +394,7 @@ static void run_snapshot(const Scenario *sc, int round)
     int saver_delay_us = g_rand_int_range(pace, 0, 3) * 150;
     QemuThread vcpu[NVCPUS], fault;
     RAMPageWriter w;
+    RAMSinkCounts c;
     QEMUFile *out = qemu_file_new_buffer_output();
     Error *err = NULL;
     uint64_t faults = 0;
@@ -399,7 +402,7 @@ static void run_snapshot(const Scenario *sc, int round)
 
     round_seed = SEED + round * 7919;
     fake_ram_new(sc);
-    ram_writer_reset(&w);
+    ram_writer_init_records(&w, NULL);
     /* ram.c's save_setup: the source's setup, then the block list. */
     g_assert_true(snapshot_ram_source.setup(out, &error_abort));
     ram_put_block_list(out);
@@ -433,12 +436,13 @@ static void run_snapshot(const Scenario *sc, int round)
         qemu_thread_join(&vcpu[v]);
         faults += uf.vcpu_faults[v];
     }
+    w.ops->counts(w.sink, &c);
     g_test_message("%s round %d (seed 0x%x, saver pause %d us): %d steps, %" PRIu64 " vCPU "
                    "faults; fault thread: %" PRIu64 " saved, %" PRIu64 " waited, %" PRIu64
-                   " ignored; %" PRIu64 " zero + %" PRIu64 " normal pages", sc->name, round,
+                   " ignored; %" PRIu64 " pages, %" PRIu64 " of them with data", sc->name, round,
                    round_seed, saver_delay_us, steps, faults, uf.outcomes[SNAP_FAULT_SAVED],
                    uf.outcomes[SNAP_FAULT_WAITED], uf.outcomes[SNAP_FAULT_IGNORED],
-                   w.zero_pages, w.normal_pages);
+                   c.pages, c.data_pages);
     if (sc->unprotect_fail_at) {
         g_assert_cmpint(qemu_file_get_error(out), ==, -EIO);
         g_assert_nonnull(strstr(qemu_file_error_msg(out), "write-unprotecting guest RAM failed"));
@@ -453,6 +457,7 @@ static void run_snapshot(const Scenario *sc, int round)
     }
     /* The stats survive the cleanup; everything else is freed (LeakSanitizer). */
     snapshot_ram_source.cleanup();
+    ram_sink_free(&w);
     qemu_fclose(out);
     fake_ram_free();
     error_free(err);
@@ -496,7 +501,7 @@ static void test_end_rule(void)
     round_seed = SEED;
     fake_ram_new(&sc);
     end_rule_out = qemu_file_new_buffer_output();
-    ram_writer_reset(&end_rule_writer);
+    ram_writer_init_records(&end_rule_writer, NULL);
     g_assert_true(snapshot_ram_source.setup(end_rule_out, &error_abort));
     ram_put_block_list(end_rule_out);
     g_assert_true(snapshot_ram_prepare(&error_abort));
@@ -524,6 +529,7 @@ static void test_end_rule(void)
     g_assert_cmpint(qemu_file_get_error(end_rule_out), ==, 0);
     check_stream(end_rule_out, &end_rule_writer);
     snapshot_ram_source.cleanup();
+    ram_sink_free(&end_rule_writer);
     qemu_fclose(end_rule_out);
     fake_ram_free();
 }

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to migration/: a page sink is where the "ram" section's pages go
+ * once a page source (ram-source.h) picked them. Each way a page can leave
+ * is one row of RAMSinkOps and one file:
+ *
+ *   ram_records_sink   records on the main stream, XBZRLE as its optional
+ *                      encoder (ram-sink-records.c)
+ *   ram_multifd_sink   packets on the multifd channels; single pages and
+ *                      known-zero pages as records (ram-sink-multifd.c)
+ *   ram_mapped_sink    each page at its offset in a mapped-ram file
+ *                      (ram-sink-mapped.c)
+ *
+ * One is chosen when the "ram" section is set up (ram_sink_open(), from
+ * the transports the migration connected), and the sources, ram.c and the
+ * modes call it through RAMPageWriter without knowing which it is. A sink
+ * instance outlives its migration (query-migrate shows its counters after
+ * the end) until the next setup frees it.
+ *
+ * A new transport (RDMA-like, say) is one file that fills a RAMSinkOps
+ * and one row in ram-sink.c's table.
+ */
+#ifndef MIGRATION_RAM_SINK_H
+#define MIGRATION_RAM_SINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "qapi/qapi-types.h"
+#include "qemu/typedefs.h"
+#include "migration/qemu-file.h"
+#include "ram-codec.h"
+
+typedef struct XbzrleSender XbzrleSender;
+
+/* Pages a sink put so far, for the bandwidth and pages-per-second figures. */
+typedef struct RAMSinkCounts {
+    uint64_t pages;             /* every page, zero ones included */
+    uint64_t data_pages;        /* pages whose content was sent (whole, compressed or delta) */
+} RAMSinkCounts;
+
+/* What the "ram" section's setup knows when it opens a sink. */
+typedef struct RAMSinkConfig {
+    uint64_t xbzrle_cache_size; /* XBZRLE's cache for the records sink; 0: no XBZRLE */
+} RAMSinkConfig;
+
+typedef struct RAMSinkOps {
+    const char *name;
+
+    /*
+     * mig/src, "ram" save_setup, BQL held: a new instance over the
+     * transport this migration connected. NULL with @errp set.
+     */
+    void *(*open)(QEMUFile *f, const RAMSinkConfig *cfg, Error **errp);
+    /* ---- mig/src; @sink is the instance open() returned ---- */
+    /*
+     * After the block list entry of @rb (the mapped-ram header). NULL: the
+     * entry is name and length only.
+     */
+    void (*put_block)(void *sink, QEMUFile *f, RAMBlock *rb);
+    /*
+     * Page @page of @rb with content @data (NULL: a zero page). @data is
+     * referenced: it stays valid and unchanged until release_after's @fn
+     * ran. Always a single page the caller claimed: a postcopy request or
+     * a snapshot run goes here even when the sink batches words.
+     */
+    void (*put_page)(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                     const uint8_t *data);
+    /*
+     * The pages @bits of bitmap word @word of @rb, claimed at once by the
+     * dirty scan; @zero: those of them known to be zero without a read.
+     * NULL: the sink wants single pages, and the scan claims one at a time.
+     */
+    void (*put_word)(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word, unsigned long bits,
+                     unsigned long zero);
+    /*
+     * Whether put_word may be used now (a sink whose channels are gone
+     * after a failure takes single pages again). NULL: whenever put_word
+     * is there.
+     */
+    bool (*takes_words)(void *sink);
+    /*
+     * The dirty bitmaps were synced: a page claimed from now on may be a
+     * newer copy of one still in flight, which must not land before it.
+     * Called before the next page is put. False (error set on @f) if the
+     * sink failed. NULL: pages land in the order they are put.
+     */
+    bool (*new_round)(void *sink, QEMUFile *f);
+    /*
+     * Completion, before the device state: everything put so far is
+     * placed at the destination before it reads on. False with the error
+     * set on @f. NULL: records need nothing.
+     */
+    bool (*drain)(void *sink, QEMUFile *f);
+    /*
+     * @fn(@arg) once the memory of every page put so far may change. NULL:
+     * at once after a flush of @f (the records referenced it).
+     */
+    void (*release_after)(void *sink, QEMUFile *f, void (*fn)(void *arg), void *arg);
+    /*
+     * Postcopy recovery: the stream goes on over a new connection, which
+     * knows nothing the old one said (the block of the last record). NULL:
+     * nothing to forget.
+     */
+    void (*restart)(void *sink);
+    /* Postcopy begins: stop using what the destination cannot follow now (XBZRLE). NULL: nothing. */
+    void (*enter_postcopy)(void *sink);
+    /* save_cleanup (main thread, after mig/src): let go of the transport; counters stay. */
+    void (*close)(void *sink);
+
+    /* ---- main thread, BQL held, or mig/src; counters are relaxed atomics ---- */
+    void (*counts)(void *sink, RAMSinkCounts *c);
+    /* query-migrate: this sink's part of info->ram (which exists) and its own blocks. */
+    void (*fill_info)(void *sink, MigrationInfo *info);
+    /* The next setup, or never: frees the instance. */
+    void (*free)(void *sink);
+} RAMSinkOps;
+
+extern const RAMSinkOps ram_records_sink;
+extern const RAMSinkOps ram_multifd_sink;
+extern const RAMSinkOps ram_mapped_sink;
+
+/* What the page sources and the modes hold: a sink row and its instance. */
+typedef struct RAMPageWriter {
+    const RAMSinkOps *ops;
+    void *sink;
+} RAMPageWriter;
+
+/*
+ * mig/src, "ram" save_setup: the sink of the transport this migration
+ * connected (ram-sink.c's table), opened on @f. False with @errp set.
+ */
+bool ram_sink_open(RAMPageWriter *w, QEMUFile *f, const RAMSinkConfig *cfg, Error **errp);
+/* Frees @w's instance (if any) and clears @w. */
+static inline void ram_sink_free(RAMPageWriter *w)
+{
+    if (w->sink) {
+        w->ops->free(w->sink);
+    }
+    w->ops = NULL;
+    w->sink = NULL;
+}
+
+/* A records sink with @enc (or NULL) as its encoder; the sink owns @enc. */
+void *ram_records_sink_new(XbzrleSender *enc);
+
+/* @w sends records on whatever stream it is given (tests, and streams of their own). */
+static inline void ram_writer_init_records(RAMPageWriter *w, XbzrleSender *enc)
+{
+    w->ops = &ram_records_sink;
+    w->sink = ram_records_sink_new(enc);
+}
+
+/* Whether the dirty scan claims whole words for @w's put_word, or single pages. */
+static inline bool ram_writer_takes_words(RAMPageWriter *w)
+{
+    return w->ops->put_word && (!w->ops->takes_words || w->ops->takes_words(w->sink));
+}
+
+static inline void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                                const uint8_t *data)
+{
+    w->ops->put_page(w->sink, f, rb, page, data);
+}
+
+/* The block list (MEM_SIZE), with the sink's part after each block, then EOS. */
+static inline void ram_put_block_list_sink(RAMPageWriter *w, QEMUFile *f)
+{
+    ram_put_block_list_with(f, w->ops->put_block, w->sink);
+}
+
+/* @fn(@arg) once the memory of every page put through @w so far may change. */
+static inline void ram_writer_release_after(RAMPageWriter *w, QEMUFile *f,
+                                            void (*fn)(void *arg), void *arg)
+{
+    if (w->ops->release_after) {
+        w->ops->release_after(w->sink, f, fn, arg);
+        return;
+    }
+    qemu_fflush(f);
+    fn(arg);
+}
+
+#endif
