@@ -25,6 +25,7 @@
 #include "postcopy-dst.h"
 #include "postcopy-rp-dst.h"
 #include "savevm.h"
+#include "loadvm-cmd.h"
 #include "savevm-cmd.h"
 #include "status.h"
 #include "trace.h"

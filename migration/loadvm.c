@@ -16,8 +16,10 @@
 #include "postcopy.h"
 #include "postcopy-dst.h"
 #include "postcopy-rp-dst.h"
+#include "ram.h"
 #include "savevm.h"
 #include "savevm-int.h"
+#include "loadvm-cmd.h"
 #include "savevm-cmd.h"
 #include "trace.h"
 
@@ -39,16 +41,6 @@ static int64_t stream_mapped_ram_end;
  * load can succeed and so before the guest can run.
  */
 static Xxh64State stream_consumed;
-
-bool loadvm_stream_mapped_ram(void)
-{
-    return stream_mapped_ram;
-}
-
-MappedRamIntegrity *loadvm_stream_integrity(void)
-{
-    return stream_integrity;
-}
 
 /*
  * The load in progress (mig/dst; read by the main thread after joining it):
@@ -166,10 +158,17 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
             return false;
         }
     }
+    if (!stream_mapped_ram) {
+        return true;
+    }
     /* Before a byte of RAM is read: a file whose writer did not finish is refused. */
-    return !stream_mapped_ram ||
-           mapped_ram_in_check_file(f, stream_start, &stream_integrity,
-                                    &stream_mapped_ram_end, errp);
+    if (!mapped_ram_in_check_file(f, stream_start, &stream_integrity, &stream_mapped_ram_end,
+                                  errp)) {
+        return false;
+    }
+    /* The "ram" section finds its pages in the file, checked against the record if any. */
+    ram_load_set_mapped(stream_integrity);
+    return true;
 }
 
 /* The footer must name @section_id, the id the stream gave the section. */

@@ -17,7 +17,6 @@
 #include "ram-codec.h"
 #include "ram-sink.h"
 #include "ram-source.h"
-#include "savevm.h"
 #include "trace.h"
 
 /* An iterate call gives the migration thread back control this often. */
@@ -241,6 +240,12 @@ void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t first, unsigned n,
     ram_reader.place = place;
 }
 
+void ram_load_set_mapped(MappedRamIntegrity *integrity)
+{
+    ram_reader.map_block = mapped_ram_in_block;
+    ram_reader.map_opaque = integrity;
+}
+
 static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     ram_reader_reset(&ram_reader);
@@ -261,9 +266,6 @@ static int ram_load(QEMUFile *f, void *opaque, int version_id, Error **errp)
         error_setg(errp, "ram: unsupported section version %d", version_id);
         return -EINVAL;
     }
-    /* The stream's configuration said whether its pages are in the file. */
-    ram_reader.map_block = loadvm_stream_mapped_ram() ? mapped_ram_in_block : NULL;
-    ram_reader.map_opaque = loadvm_stream_integrity();
     return ram_load_records(&ram_reader, f, errp);
 }
 

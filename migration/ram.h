@@ -25,6 +25,14 @@ uint64_t ram_pages_sent(void);
  */
 uint64_t ram_data_pages_sent(void);
 /*
+ * mig/dst, loadvm once the stream's configuration named mapped-ram and the
+ * file checked out: the pages are in the file, not in records, and are
+ * checked against @integrity (NULL: no record; it must outlive the load).
+ * Until the next load's setup.
+ */
+typedef struct MappedRamIntegrity MappedRamIntegrity;
+void ram_load_set_mapped(MappedRamIntegrity *integrity);
+/*
  * Postcopy destination, mig/dst at LISTEN: from now on pages go through
  * @place (ram-codec.h) instead of being written into guest memory.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Private to migration/: the stream's COMMAND records (postcopy.h has the
- * layouts), written by the outgoing postcopy row and read by the loader.
+ * layouts), as the outgoing modes write them; loadvm-cmd.h reads them.
  */
 #ifndef MIGRATION_SAVEVM_CMD_H
 #define MIGRATION_SAVEVM_CMD_H
@@ -11,13 +11,6 @@
 #include "qemu/typedefs.h"
 
 #define QEMU_VM_COMMAND 0x08
-
-/* What the loader does after a command. */
-typedef enum LoadVMCmdResult {
-    LOADVM_CMD_ERROR = -1,
-    LOADVM_CMD_CONTINUE = 0,
-    LOADVM_CMD_QUIT = 1,        /* RUN: the end of a package */
-} LoadVMCmdResult;
 
 void qemu_savevm_send_open_return_path(QEMUFile *f);
 void qemu_savevm_send_ping(QEMUFile *f, uint32_t value);
@@ -34,22 +27,5 @@ void qemu_savevm_send_recv_bitmap(QEMUFile *f, const char *block);
 void qemu_savevm_send_postcopy_resume(QEMUFile *f);
 /* PACKAGED: the header; the caller puts the @len bytes of the blob after it. */
 void qemu_savevm_send_packaged_header(QEMUFile *f, uint32_t len);
-
-/*
- * loadvm_handle_command: the body of a COMMAND record other than PACKAGED
- * (whose blob savevm.c loads), hostile input: lengths, order and content
- * are checked before anything acts on them. @in_package: read from
- * inside a PACKAGED blob.
- */
-LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, bool in_package,
-                                      Error **errp);
-
-/*
- * loadvm_wait_go: mig/dst, the load succeeded and SHUT 0 went back: wait
- * at most @timeout_ms for the source's go (PING GO, postcopy.h) on @f.
- * False with @errp set if it did not come: the connection ended, the
- * time ran out, or something else came.
- */
-bool loadvm_wait_go(QEMUFile *f, int64_t timeout_ms, Error **errp);
 
 #endif

@@ -14,7 +14,6 @@
 #include "options.h"
 #include "savevm.h"
 #include "savevm-int.h"
-#include "savevm-cmd.h"
 #include "trace.h"
 
 /* Registered during init (main thread), read-only afterwards. */

@@ -35,14 +35,6 @@ void qemu_savevm_state_cleanup(void);
 /* Loads a whole stream; true only at EOF with every device section seen. */
 bool qemu_loadvm_state(QEMUFile *f, Error **errp);
 /*
- * Incoming thread, during qemu_loadvm_state(): the stream's configuration
- * named the mapped-ram capability (its pages are in the file).
- */
-bool loadvm_stream_mapped_ram(void);
-/* Same thread and time: the mapped-ram file's integrity record, or NULL. */
-typedef struct MappedRamIntegrity MappedRamIntegrity;
-MappedRamIntegrity *loadvm_stream_integrity(void);
-/*
  * After qemu_loadvm_state() returned: get_clock_ns() of the stream's first
  * SECTION_END and of the first SECTION_FULL after it (0 where none came).
  */

@@ -12,6 +12,7 @@
 #include "migration/mapped-ram-in.h"
 #include "migration/options.h"
 #include "migration/postcopy-rp-dst.h"
+#include "migration/ram.h"
 
 int postcopy_fake_calls;
 
@@ -94,6 +95,12 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
                               int64_t *stream_end, Error **errp)
 {
     return refuse("mapped-ram", errp);
+}
+
+/* ...so the "ram" section is never told its pages are in a file. */
+void ram_load_set_mapped(MappedRamIntegrity *integrity)
+{
+    g_assert_not_reached();
 }
 
 /* ...so no integrity record is ever read. */
