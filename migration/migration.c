@@ -237,9 +237,9 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
     while (migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
         int ret;
 
-        if (s->mode->switchover_ready(s, all_sent)) {
+        if (s->mode->switchover_ready(s, s->mode_state, all_sent)) {
             /* A mapped-ram file is complete once its pages are on disk and its trailer written. */
-            if (s->mode->complete(s, f, errp) &&
+            if (s->mode->complete(s, s->mode_state, f, errp) &&
                 (!mapped_ram_out() || mapped_ram_out_finish(mapped_ram_out(), f, errp))) {
                 bql_lock();
                 if (!s->committed) {
@@ -294,7 +294,7 @@ static bool migration_setup_sections(MigrationState *s, QEMUFile *f, Error **err
     int ret;
 
     qemu_savevm_state_header(f);
-    if (s->mode->stream_start && !s->mode->stream_start(s, f, errp)) {
+    if (s->mode->stream_start && !s->mode->stream_start(s, s->mode_state, f, errp)) {
         return false;
     }
     bql_lock();
@@ -309,6 +309,18 @@ static bool migration_setup_sections(MigrationState *s, QEMUFile *f, Error **err
     s->setup_ms = (get_clock_ns() - s->start_ns) / 1000000;
     migrate_set_state(&s->state, MIGRATION_STATUS_SETUP, MIGRATION_STATUS_ACTIVE);
     return true;
+}
+
+/* A completed migration's downtime phases, if its mode has them (the caller frees). */
+static XDowntimeInfo *migration_downtime_info(const MigrationState *s)
+{
+    return s->mode->downtime_info ? s->mode->downtime_info(s, s->mode_state) : NULL;
+}
+
+/* The guest may run on the destination now: it must never run here again. */
+static bool migration_guest_moved(const MigrationState *s)
+{
+    return s->mode->guest_moved && s->mode->guest_moved(s->mode_state);
 }
 
 static void *migration_thread(void *opaque)
@@ -326,11 +338,11 @@ static void *migration_thread(void *opaque)
                              multifd_send_setup(s->uri, &err));
 
     if (connected && s->resuming) {
-        if (s->mode->resume(s, f, &err)) {
+        if (s->mode->resume(s, s->mode_state, f, &err)) {
             s->result = MIGRATION_STATUS_COMPLETED;
         }
     } else if (connected && migration_setup_sections(s, f, &err) &&
-               (!s->mode->setup || s->mode->setup(s, f, &err))) {
+               (!s->mode->setup || s->mode->setup(s, s->mode_state, f, &err))) {
         migration_iterate(s, f, &err);
     }
     if (err) {
@@ -341,7 +353,7 @@ static void *migration_thread(void *opaque)
              */
             error_prepend(&err, "the destination closed the connection: ");
         }
-        if (s->guest_moved) {
+        if (migration_guest_moved(s)) {
             error_prepend(&err, "postcopy failed after the switchover; the guest runs on the "
                           "destination with part of its memory still here, so this side stays "
                           "paused (postcopy-paused): ");
@@ -362,25 +374,6 @@ static void *migration_thread(void *opaque)
 }
 
 /* The switchover's phases of a completed precopy, or NULL. */
-static XDowntimeInfo *migration_downtime_info(const MigrationState *s)
-{
-    XDowntimeInfo *d;
-
-    if (!s->downtime_phases_valid) {
-        return NULL;
-    }
-    d = g_new0(XDowntimeInfo, 1);
-    d->stop_vcpus = s->downtime_stop_ns / 1000;
-    d->final_sync = s->downtime_sync_ns / 1000;
-    d->last_ram = s->downtime_ram_ns / 1000;
-    d->device_state = s->downtime_dev_ns / 1000;
-    d->total = s->downtime_total_ns / 1000;
-    d->expected = s->downtime_expected_us;
-    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
-                                                d->device_state);
-    return d;
-}
-
 /* Main thread, BQL: join the thread, release everything, settle the state. */
 static void migration_cleanup_bh(void *opaque)
 {
@@ -392,7 +385,7 @@ static void migration_cleanup_bh(void *opaque)
     qemu_thread_join(&s->thread);
     bql_lock();
     if (s->mode->cleanup) {
-        s->mode->cleanup(s);
+        s->mode->cleanup(s, s->mode_state);
     }
     /* Its writers may still read the page source's buffers: they stop first. */
     mapped_ram_out_close();
@@ -415,7 +408,7 @@ static void migration_cleanup_bh(void *opaque)
         /* The thread ended without an outcome (cancelled before connecting...). */
         s->result = MIGRATION_STATUS_FAILED;
     }
-    if (s->guest_moved && s->result != MIGRATION_STATUS_COMPLETED) {
+    if (migration_guest_moved(s) && s->result != MIGRATION_STATUS_COMPLETED) {
         /* Never both sides running: this one waits, stopped, for a recovery. */
         s->result = MIGRATION_STATUS_POSTCOPY_PAUSED;
         error_report("%s", error_get_pretty(s->error));
@@ -562,7 +555,6 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->channel = (MigChannel) { .fd = -1 };
     s->start_ns = get_clock_ns();
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
-    s->downtime_phases_valid = false;
     s->bandwidth_bpms = s->unlimited_bpms = 0;
     s->sync_cost_ns = 0;
     s->mbps = 0;
@@ -570,14 +562,14 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->precopy_bytes = s->downtime_bytes = s->transferred_final = s->transferred_before = 0;
     s->resuming = false;
     s->vm_was_running = runstate_is_running();
-    s->guest_moved = false;
     s->rp_use = MIG_RP_NONE;
     s->committed = false;
-    __atomic_store_n(&s->start_postcopy, false, __ATOMIC_RELEASE);
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();
+    g_free(s->mode_state);
+    s->mode_state = s->mode->state_size ? g_malloc0(s->mode->state_size) : NULL;
     if (s->mode->init) {
-        s->mode->init(s);
+        s->mode->init(s, s->mode_state);
     }
     ram_select_source(s->mode->ram_source);
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
@@ -606,7 +598,9 @@ bool qmp_migrate_start_postcopy(Error **errp)
         return false;
     }
     /* A migration that already switched over, or ended: nothing to do, as in QEMU. */
-    __atomic_store_n(&s->start_postcopy, true, __ATOMIC_RELEASE);
+    if (s->mode->start_postcopy) {
+        s->mode->start_postcopy(s, s->mode_state);
+    }
     migration_rate_limit_changed(s);
     return true;
 }
@@ -760,7 +754,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
     }
     converge_fill_info(info);
     if (s->mode->fill_info) {
-        s->mode->fill_info(s, info);
+        s->mode->fill_info(s, s->mode_state, info);
     }
     return info;
 }

@@ -77,19 +77,12 @@ typedef struct MigrationState {
     uint64_t downtime_bytes;
     bool vm_was_running;        /* at the switchover (precopy) or the freeze (snapshot) */
     /*
-     * Precopy's switchover phases, ns (XDowntimeInfo): written by mig/src
-     * before the state turns completed, read after.
+     * The mode's own state (mode->state_size bytes, zeroed): allocated by
+     * qmp_migrate (BQL) before mig/src starts and freed by the next one, so
+     * query-migrate can read it after the end. Each mode's struct says
+     * which thread writes each field.
      */
-    bool downtime_phases_valid;
-    int64_t downtime_stop_ns, downtime_sync_ns, downtime_ram_ns, downtime_dev_ns;
-    int64_t downtime_total_ns;
-    int64_t downtime_expected_us;   /* predicted when the switchover was decided */
-    /*
-     * Postcopy: the guest may run on the destination now, so it must never
-     * run here again; a failure pauses instead (postcopy-paused). Set by
-     * mig/src; the cleanup bottom half reads it once the thread is joined.
-     */
-    bool guest_moved;
+    void *mode_state;
     /*
      * Why the return path is open, which says what the end of a precopy
      * waits for (precopy.c's precopy_confirm). Set by stream_start (mig/src),
@@ -102,8 +95,6 @@ typedef struct MigrationState {
      * so it is a no-op, and the result stays completed. Reset at start.
      */
     bool committed;
-    /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
-    bool start_postcopy;
     /* mig/src; the cleanup bottom half reads it once the thread is joined. */
     int result;                 /* MigrationStatus the thread reached */
 
@@ -123,24 +114,41 @@ struct MigrationOutMode {
      * local file at disk speed by default, as QEMU's does).
      */
     bool bandwidth_only_if_set;
+    /* Bytes of this mode's own state (MigrationState.mode_state), 0 for none. */
+    size_t state_size;
 
     /* ---- main thread, BQL held ---- */
     /* migrate: whether the capabilities ask for this mode (first row that says yes wins). */
     bool (*selected)(void);
-    /* migrate, the row was chosen: forget the last run's statistics. NULL = none. */
-    void (*init)(MigrationState *s);
+    /*
+     * migrate, the row was chosen and @ms (its state) zeroed: forget the
+     * last run's statistics. NULL = none. Every hook below gets @ms.
+     */
+    void (*init)(MigrationState *s, void *ms);
     /*
      * migrate-set-capabilities: checks that only this mode can make, such
      * as probing the kernel. NULL = none.
      */
     bool (*check_caps)(const bool *old_caps, const bool *new_caps, Error **errp);
     /* query-migrate: adds this mode's own statistics. NULL = none. */
-    void (*fill_info)(const MigrationState *s, MigrationInfo *info);
+    void (*fill_info)(const MigrationState *s, void *ms, MigrationInfo *info);
+    /*
+     * A completed migration's downtime phases (x-downtime, and the
+     * MIGRATION event's detail), or NULL if the mode has none (new, the
+     * caller's to free). NULL = none.
+     */
+    XDowntimeInfo *(*downtime_info)(const MigrationState *s, void *ms);
+    /*
+     * migrate-start-postcopy (migration.c checked the capability and that
+     * a migration started): switch over to postcopy at the next chance.
+     * mig/src reads what this sets. NULL = the mode ignores it.
+     */
+    void (*start_postcopy)(MigrationState *s, void *ms);
     /*
      * After mig/src was joined, whatever the outcome, before the sections'
      * save_cleanup: undo what setup did. NULL = nothing.
      */
-    void (*cleanup)(MigrationState *s);
+    void (*cleanup)(MigrationState *s, void *ms);
 
     /* ---- mig/src, BQL not held (a hook takes it itself if it must) ---- */
     /*
@@ -148,26 +156,44 @@ struct MigrationOutMode {
      * destination must hear first (postcopy: the return path, the advise).
      * NULL = nothing.
      */
-    bool (*stream_start)(MigrationState *s, QEMUFile *f, Error **errp);
+    bool (*stream_start)(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
     /*
      * After the setup sections were written (state active): what the mode
      * does before the first iteration. NULL = nothing.
      */
-    bool (*setup)(MigrationState *s, QEMUFile *f, Error **errp);
+    bool (*setup)(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
     /*
      * Before each iteration: switch over now? @all_sent: the last iteration
      * found nothing left to send.
      */
-    bool (*switchover_ready)(MigrationState *s, bool all_sent);
+    bool (*switchover_ready)(MigrationState *s, void *ms, bool all_sent);
     /* Send what is left and end the stream. True on success. */
-    bool (*complete)(MigrationState *s, QEMUFile *f, Error **errp);
+    bool (*complete)(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
+    /*
+     * mig/src, and the cleanup bottom half once it joined mig/src: the
+     * guest may run on the destination now (postcopy after the switch),
+     * so it must never run here again, and a failure pauses instead
+     * (postcopy-paused). NULL = never.
+     */
+    bool (*guest_moved)(void *ms);
     /*
      * migrate resume=true after a pause (postcopy-recover): go on over the
      * new connection @f, whose stream has no header or setup sections, to
      * the end. True on success. NULL: the mode cannot resume.
      */
-    bool (*resume)(MigrationState *s, QEMUFile *f, Error **errp);
+    bool (*resume)(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
 };
+
+/*
+ * The precopy row's state: the switchover's phases, ns (XDowntimeInfo).
+ * Written by mig/src before the state turns completed, read after. Here
+ * because postcopy's row reuses precopy's hooks with its own copy.
+ */
+typedef struct PrecopyState {
+    bool phases_valid;
+    int64_t stop_ns, sync_ns, ram_ns, dev_ns, total_ns;
+    int64_t expected_us;        /* predicted when the switchover was decided */
+} PrecopyState;
 
 extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;

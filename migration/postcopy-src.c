@@ -15,7 +15,7 @@
  *
  * Once the package went out the guest may be running on the destination:
  * from then on nothing resumes it here; a failure leaves this side in
- * postcopy-paused (migration.c's cleanup, told by guest_moved).
+ * postcopy-paused (migration.c's cleanup, told by the guest_moved hook).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -73,6 +73,20 @@ typedef struct PostcopySrc {
 } PostcopySrc;
 
 static PostcopySrc pcs;
+
+/* The postcopy row's state (MigrationState.mode_state). */
+typedef struct PostcopyOutState {
+    /* Precopy's hooks run with it before the switch (it may converge first). */
+    PrecopyState pre;
+    /* migrate-start-postcopy was asked (BQL writes, mig/src reads; atomic). */
+    bool start_postcopy;
+    /*
+     * The guest may run on the destination now (set by mig/src at the
+     * switch; the cleanup bottom half reads it after joining mig/src,
+     * query-migrate with the BQL).
+     */
+    bool guest_moved;
+} PostcopyOutState;
 
 /* ---- the page source: requests first, then the dirty scan ---- */
 
@@ -185,7 +199,7 @@ static bool postcopy_selected(void)
     return migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM);
 }
 
-static void postcopy_init(MigrationState *s)
+static void postcopy_init(MigrationState *s, void *ms)
 {
     memset(&pcs, 0, sizeof(pcs));
     pcs.preempt_ch.fd = -1;
@@ -242,7 +256,7 @@ static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 }
 
 /* Return path first, then the advise: before any RAM, as QEMU orders them. */
-static bool postcopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
+static bool postcopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     s->rp_use = MIG_RP_NONE;
     if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
@@ -260,12 +274,36 @@ static bool postcopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
     return true;
 }
 
-static bool postcopy_switchover_ready(MigrationState *s, bool all_sent)
+static bool postcopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
-    if (__atomic_load_n(&s->start_postcopy, __ATOMIC_ACQUIRE)) {
+    PostcopyOutState *ps = ms;
+
+    if (__atomic_load_n(&ps->start_postcopy, __ATOMIC_ACQUIRE)) {
         return true;
     }
-    return precopy_mode.switchover_ready(s, all_sent);
+    return precopy_mode.switchover_ready(s, &ps->pre, all_sent);
+}
+
+static void postcopy_start_postcopy(MigrationState *s, void *ms)
+{
+    PostcopyOutState *ps = ms;
+
+    __atomic_store_n(&ps->start_postcopy, true, __ATOMIC_RELEASE);
+}
+
+static bool postcopy_guest_moved(void *ms)
+{
+    PostcopyOutState *ps = ms;
+
+    return ps->guest_moved;
+}
+
+static XDowntimeInfo *postcopy_downtime_info(const MigrationState *s, void *ms)
+{
+    PostcopyOutState *ps = ms;
+
+    /* Only a precopy switchover (it converged first) has the phases. */
+    return precopy_mode.downtime_info(s, &ps->pre);
 }
 
 static void discard_flush(DiscardBatch *d)
@@ -295,7 +333,7 @@ static void discard_add_run(void *opaque, RAMBlock *rb, uint64_t first, uint64_t
  * guest counts as moved from the moment the package starts out: a write
  * that fails may still have reached the destination whole.
  */
-static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
+static bool postcopy_switch(MigrationState *s, PostcopyOutState *ps, QEMUFile *f, Error **errp)
 {
     DiscardBatch d = { .f = f };
     QEMUFile *pkg;
@@ -333,7 +371,7 @@ static bool postcopy_switch(MigrationState *s, QEMUFile *f, Error **errp)
         }
     }
     if (ok && !qemu_file_get_error(f)) {
-        s->guest_moved = true;
+        ps->guest_moved = true;
         trace_migration_postcopy_package(len, d.pages);
         qemu_savevm_send_packaged_header(f, len);
         qemu_put_buffer(f, blob, len);
@@ -424,13 +462,14 @@ static void postcopy_drain_stream(MigrationState *s, QEMUFile *f)
     }
 }
 
-static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
+static bool postcopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
+    PostcopyOutState *ps = ms;
     bool ok;
 
-    if (!__atomic_load_n(&s->start_postcopy, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_load_n(&ps->start_postcopy, __ATOMIC_ACQUIRE)) {
         /* It converged first: an ordinary precopy switchover. */
-        return precopy_mode.complete(s, f, errp);
+        return precopy_mode.complete(s, &ps->pre, f, errp);
     }
     postcopy_drain_stream(s, f);
     bql_lock();
@@ -444,7 +483,7 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
         return false;
     }
     s->precopy_bytes = qemu_file_transferred(f);
-    ok = postcopy_switch(s, f, errp);
+    ok = postcopy_switch(s, ps, f, errp);
     s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     bql_unlock();
@@ -460,7 +499,7 @@ static bool postcopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
  * preempt channel) again, each block's received bitmap, RESUME and its
  * acknowledgement; then on as after the switchover.
  */
-static bool postcopy_resume(MigrationState *s, QEMUFile *f, Error **errp)
+static bool postcopy_resume(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     GPtrArray *rbs = ram_blocks();
     bool ok;
@@ -502,18 +541,19 @@ static bool postcopy_resume(MigrationState *s, QEMUFile *f, Error **errp)
     return ok;
 }
 
-static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
+static void postcopy_fill_info(const MigrationState *s, void *ms, MigrationInfo *info)
 {
+    PostcopyOutState *ps = ms;
     uint64_t start = __atomic_load_n(&pcs.start_bytes, __ATOMIC_RELAXED);
     uint64_t end = __atomic_load_n(&pcs.end_bytes, __ATOMIC_RELAXED);
 
     info->ram->postcopy_requests = rp_src_requests();
-    if (s->guest_moved) {
+    if (ps->guest_moved) {
         info->x_postcopy = rp_src_info();
         info->x_postcopy->pages_discarded = __atomic_load_n(&pcs.pages_discarded,
                                                              __ATOMIC_RELAXED);
     }
-    if (s->guest_moved) {
+    if (ps->guest_moved) {
         uint64_t now = end ? end : s->to_dst ? info->ram->transferred - s->transferred_before : 0;
 
         info->ram->postcopy_bytes = __atomic_load_n(&pcs.bytes_before, __ATOMIC_RELAXED) +
@@ -521,7 +561,7 @@ static void postcopy_fill_info(const MigrationState *s, MigrationInfo *info)
     }
 }
 
-static void postcopy_cleanup(MigrationState *s)
+static void postcopy_cleanup(MigrationState *s, void *ms)
 {
     /* mig/src-rp may be blocked writing to a destination that went away. */
     if (pcs.preempt) {
@@ -537,6 +577,7 @@ static void postcopy_cleanup(MigrationState *s)
 const MigrationOutMode postcopy_mode = {
     .name = "postcopy",
     .ram_source = &postcopy_ram_source,
+    .state_size = sizeof(PostcopyOutState),
     .selected = postcopy_selected,
     .init = postcopy_init,
     .check_caps = postcopy_check_caps,
@@ -545,5 +586,8 @@ const MigrationOutMode postcopy_mode = {
     .stream_start = postcopy_stream_start,
     .switchover_ready = postcopy_switchover_ready,
     .complete = postcopy_complete,
+    .guest_moved = postcopy_guest_moved,
+    .downtime_info = postcopy_downtime_info,
+    .start_postcopy = postcopy_start_postcopy,
     .resume = postcopy_resume,
 };

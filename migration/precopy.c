@@ -32,8 +32,9 @@ static bool precopy_selected(void)
 }
 
 /* Switch over when the estimate fits; a fresh sync must then agree. */
-static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
+static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
+    PrecopyState *ps = ms;
     uint64_t pending = qemu_savevm_pending(false);
     int64_t t0;
 
@@ -50,7 +51,7 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
         return false;
     }
     /* The prediction this switchover is judged against (x-downtime.expected). */
-    s->downtime_expected_us = migration_expected_downtime_ms(s, pending) * 1000;
+    ps->expected_us = migration_expected_downtime_ms(s, pending) * 1000;
     return true;
 }
 
@@ -62,7 +63,7 @@ static bool precopy_switchover_ready(MigrationState *s, bool all_sent)
  * switchover confirmation: our destination accepts it and then runs the
  * guest only on our go; QEMU's echoes it and runs the guest itself.
  */
-static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
+static bool precopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     bool user_set;
     int type;
@@ -92,7 +93,7 @@ static bool precopy_stream_start(MigrationState *s, QEMUFile *f, Error **errp)
 }
 
 /* After mig/src was joined: the return path's reader, if it ran. */
-static void precopy_cleanup(MigrationState *s)
+static void precopy_cleanup(MigrationState *s, void *ms)
 {
     rp_src_stop();
 }
@@ -217,13 +218,14 @@ static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, E
 }
 
 /* Stop the guest and send everything that is left. BQL taken here. */
-static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
+static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
+    PrecopyState *ps = ms;
     g_autoptr(Error) vmdesc_err = NULL;
     int64_t t_stop, t_ram, t_dev;
     bool ok, state_whole;
 
-    s->downtime_phases_valid = false;
+    ps->phases_valid = false;
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
@@ -258,15 +260,14 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
-        s->downtime_stop_ns = t_stop - s->downtime_start_ns;
-        s->downtime_sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_stop);
-        s->downtime_ram_ns = t_ram - t_stop - s->downtime_sync_ns;
-        s->downtime_dev_ns = t_dev - t_ram;
-        s->downtime_total_ns = t_dev - s->downtime_start_ns;
-        s->downtime_phases_valid = true;
-        trace_migration_downtime(s->downtime_stop_ns / 1000, s->downtime_sync_ns / 1000,
-                                 s->downtime_ram_ns / 1000, s->downtime_dev_ns / 1000,
-                                 s->downtime_total_ns / 1000);
+        ps->stop_ns = t_stop - s->downtime_start_ns;
+        ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_stop);
+        ps->ram_ns = t_ram - t_stop - ps->sync_ns;
+        ps->dev_ns = t_dev - t_ram;
+        ps->total_ns = t_dev - s->downtime_start_ns;
+        ps->phases_valid = true;
+        trace_migration_downtime(ps->stop_ns / 1000, ps->sync_ns / 1000, ps->ram_ns / 1000,
+                                 ps->dev_ns / 1000, ps->total_ns / 1000);
         if (!mapped_ram_out()) {
             /* The last step that can fail: a mapped-ram file commits once its trailer is out. */
             migration_commit_locked(s);
@@ -276,9 +277,32 @@ static bool precopy_complete(MigrationState *s, QEMUFile *f, Error **errp)
     return ok;
 }
 
+/* x-downtime: the phases of a switchover that completed. */
+static XDowntimeInfo *precopy_downtime_info(const MigrationState *s, void *ms)
+{
+    PrecopyState *ps = ms;
+    XDowntimeInfo *d;
+
+    if (!ps->phases_valid) {
+        return NULL;
+    }
+    d = g_new0(XDowntimeInfo, 1);
+    d->stop_vcpus = ps->stop_ns / 1000;
+    d->final_sync = ps->sync_ns / 1000;
+    d->last_ram = ps->ram_ns / 1000;
+    d->device_state = ps->dev_ns / 1000;
+    d->total = ps->total_ns / 1000;
+    d->expected = ps->expected_us;
+    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
+                                                d->device_state);
+    return d;
+}
+
 const MigrationOutMode precopy_mode = {
     .name = "precopy",
     .ram_source = &dirty_scan_source,
+    .state_size = sizeof(PrecopyState),
+    .downtime_info = precopy_downtime_info,
     .selected = precopy_selected,
     .switchover_ready = precopy_switchover_ready,
     .stream_start = precopy_stream_start,

@@ -30,6 +30,7 @@
 #include "snapshot-fault.h"
 #include "snapshot-ram.h"
 
+/* The row's state (MigrationState.mode_state). */
 typedef struct SnapshotState {
     /*
      * mig/src while the snapshot runs; the cleanup hook (main thread) after
@@ -44,17 +45,17 @@ typedef struct SnapshotState {
     uint64_t populate_ns;
 } SnapshotState;
 
-static SnapshotState snap = { .uffd = -1 };
 
 static bool snapshot_selected(void)
 {
     return migrate_background_snapshot();
 }
 
-static void snapshot_init(MigrationState *s)
+static void snapshot_init(MigrationState *s, void *ms)
 {
-    snap.protection = NULL;
-    snap.protect_ns = snap.populate_ns = 0;
+    SnapshotState *ss = ms;
+
+    ss->uffd = -1;
     snapshot_fault_reset_stats();
 }
 
@@ -98,7 +99,7 @@ static bool snapshot_check_caps(const bool *old_caps, const bool *new_caps, Erro
  * first and enable the feature only as a backstop for pages that lose their
  * mapping between populate and protect.
  */
-static void snapshot_populate_all(void)
+static void snapshot_populate_all(SnapshotState *ss)
 {
     int64_t t0 = get_clock_ns();
     RAMBlock *rb;
@@ -111,31 +112,31 @@ static void snapshot_populate_all(void)
             (void)*(volatile uint8_t *)(rb->host + off);
         }
     }
-    snap.populate_ns = get_clock_ns() - t0;
+    ss->populate_ns = get_clock_ns() - t0;
 }
 
 /*
  * Stops mig/uffd, then unprotects (which wakes any vCPU waiting on a
- * fault) and unregisters all RAM. Whoever calls it owns snap.uffd.
+ * fault) and unregisters all RAM. Whoever calls it owns ss->uffd.
  */
-static void snapshot_unprotect_all(void)
+static void snapshot_unprotect_all(SnapshotState *ss)
 {
     RAMBlock *rb;
 
     snapshot_fault_stop();
-    if (snap.uffd < 0) {
+    if (ss->uffd < 0) {
         return;
     }
     RAMBLOCK_FOREACH_WRITABLE(rb) {
-        uffd_change_protection(snap.uffd, rb->host, rb->used_length, false);
-        uffd_unregister(snap.uffd, rb->host, rb->used_length);
+        uffd_change_protection(ss->uffd, rb->host, rb->used_length, false);
+        uffd_unregister(ss->uffd, rb->host, rb->used_length);
     }
-    close(snap.uffd);
-    snap.uffd = -1;
+    close(ss->uffd);
+    ss->uffd = -1;
 }
 
 /* Registers and write-protects all writable RAM, then serves faults. VM stopped. */
-static bool snapshot_protect_all(Error **errp)
+static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
 {
     bool unpopulated = uffd_query_features() & UFFD_FEATURE_WP_UNPOPULATED;
     int64_t t0;
@@ -148,8 +149,8 @@ static bool snapshot_protect_all(Error **errp)
         error_setg_errno(errp, -fd, "cannot create a userfaultfd");
         return false;
     }
-    snap.uffd = fd;
-    snap.protection = unpopulated ? "populate+wp-unpopulated" : "populate";
+    ss->uffd = fd;
+    ss->protection = unpopulated ? "populate+wp-unpopulated" : "populate";
     t0 = get_clock_ns();
     RAMBLOCK_FOREACH_WRITABLE(rb) {
         int ret = uffd_register_wp(fd, rb->host, rb->used_length);
@@ -159,28 +160,28 @@ static bool snapshot_protect_all(Error **errp)
         }
         if (ret < 0) {
             error_setg_errno(errp, -ret, "write-protecting '%s' failed", rb->idstr);
-            snapshot_unprotect_all();
+            snapshot_unprotect_all(ss);
             return false;
         }
     }
-    snap.protect_ns = get_clock_ns() - t0;
+    ss->protect_ns = get_clock_ns() - t0;
     /* Faults can come the moment the VM runs again: serve them from now on. */
     snapshot_ram_start(fd);
     if (!snapshot_fault_start(fd, errp)) {
-        snapshot_unprotect_all();
+        snapshot_unprotect_all(ss);
         return false;
     }
     return true;
 }
 
 /* Stop, save devices into a buffer, protect RAM, resume. BQL taken here. */
-static bool snapshot_freeze(MigrationState *s, Error **errp)
+static bool snapshot_freeze(MigrationState *s, SnapshotState *ss, Error **errp)
 {
     bool ok;
 
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_PAUSED);
-    ok = qemu_savevm_state_devices(snap.devices, NULL, errp) && snapshot_protect_all(errp);
+    ok = qemu_savevm_state_devices(ss->devices, NULL, errp) && snapshot_protect_all(ss, errp);
     if (s->vm_was_running) {
         vm_start();
     }
@@ -189,26 +190,29 @@ static bool snapshot_freeze(MigrationState *s, Error **errp)
     return ok;
 }
 
-static bool snapshot_setup(MigrationState *s, QEMUFile *f, Error **errp)
+static bool snapshot_setup(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
-    snap.devices = qemu_file_new_buffer_output();
-    snapshot_populate_all();
-    return snapshot_ram_prepare(errp) && snapshot_freeze(s, errp);
+    SnapshotState *ss = ms;
+
+    ss->devices = qemu_file_new_buffer_output();
+    snapshot_populate_all(ss);
+    return snapshot_ram_prepare(errp) && snapshot_freeze(s, ss, errp);
 }
 
-static bool snapshot_switchover_ready(MigrationState *s, bool all_sent)
+static bool snapshot_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
     return all_sent;    /* every page is in the stream */
 }
 
 /* RAM is complete: now the device state captured at the start, EOF, vmdesc. */
-static bool snapshot_complete(MigrationState *s, QEMUFile *f, Error **errp)
+static bool snapshot_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
+    SnapshotState *ss = ms;
     const uint8_t *data;
     size_t len;
 
-    snapshot_unprotect_all();
-    data = qemu_file_buffer_data(snap.devices, &len);
+    snapshot_unprotect_all(ss);
+    data = qemu_file_buffer_data(ss->devices, &len);
     qemu_put_buffer(f, data, len);
     qemu_fflush(f);
     if (qemu_file_get_error(f)) {
@@ -220,22 +224,25 @@ static bool snapshot_complete(MigrationState *s, QEMUFile *f, Error **errp)
 }
 
 /* A snapshot that did not finish still has guest RAM write-protected. */
-static void snapshot_cleanup(MigrationState *s)
+static void snapshot_cleanup(MigrationState *s, void *ms)
 {
-    snapshot_unprotect_all();
-    if (snap.devices) {
-        qemu_fclose(snap.devices);
-        snap.devices = NULL;
+    SnapshotState *ss = ms;
+
+    snapshot_unprotect_all(ss);
+    if (ss->devices) {
+        qemu_fclose(ss->devices);
+        ss->devices = NULL;
     }
 }
 
-static void snapshot_fill_info(const MigrationState *s, MigrationInfo *info)
+static void snapshot_fill_info(const MigrationState *s, void *ms, MigrationInfo *info)
 {
+    SnapshotState *ss = ms;
     XBackgroundSnapshotInfo *x = snapshot_info_get(info);
 
-    x->protection = g_strdup(snap.protection ? snap.protection : "none");
-    x->protect_time_us = snap.protect_ns / 1000;
-    x->populate_time_us = snap.populate_ns / 1000;
+    x->protection = g_strdup(ss->protection ? ss->protection : "none");
+    x->protect_time_us = ss->protect_ns / 1000;
+    x->populate_time_us = ss->populate_ns / 1000;
     snapshot_fault_fill_info(x);
 }
 
@@ -243,6 +250,7 @@ const MigrationOutMode snapshot_mode = {
     .name = "background-snapshot",
     .ram_source = &snapshot_ram_source,
     .bandwidth_only_if_set = true,
+    .state_size = sizeof(SnapshotState),
     .selected = snapshot_selected,
     .init = snapshot_init,
     .check_caps = snapshot_check_caps,
