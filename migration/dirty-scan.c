@@ -20,6 +20,7 @@
 #include "migration/qemu-file.h"
 #include "converge.h"
 #include "dirty.h"
+#include "dirty-scan.h"
 #include "options.h"
 #include "ram-sink.h"
 #include "ram-source.h"
@@ -27,28 +28,6 @@
 
 #define DIRTY_RATE_PERIOD_NS 1000000000LL
 
-typedef struct DirtyScan {
-    DirtyTracker dt;
-    bool tracking;              /* dt initialised (setup to cleanup) */
-    int cur_block;              /* the cursor: next page to look at */
-    uint64_t cur_page;
-
-    /* dirty-pages-rate: pages merged per second over periods of >= 1 s. */
-    int64_t rate_start_ns;
-    uint64_t rate_start_pages;
-    uint64_t dirty_pages_rate;
-
-    /*
-     * A sync happened since the sink was last told (its new_round), so
-     * the next page claimed may be a newer copy of one in flight. Told in
-     * send_next because a sync may run between sections (pending), where
-     * the stream has no place for what the sink puts then (multifd's
-     * flush record).
-     */
-    bool round_open;
-} DirtyScan;
-
-static DirtyScan dirty_scan;
 
 static void dirty_scan_update_rate(DirtyScan *ds)
 {
@@ -86,9 +65,9 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
     return 0;
 }
 
-static bool dirty_scan_setup(QEMUFile *f, Error **errp)
+static bool dirty_scan_setup(void *src, QEMUFile *f, Error **errp)
 {
-    DirtyScan *ds = &dirty_scan;
+    DirtyScan *ds = src;
 
     memset(ds, 0, sizeof(*ds));
     if (!dirty_tracker_init(&ds->dt, kvm_state, migrate_clear_bitmap_shift(), errp)) {
@@ -108,9 +87,9 @@ static bool dirty_scan_setup(QEMUFile *f, Error **errp)
 }
 
 /* VM stopped: this sync is exact, and nothing dirties pages after it. */
-static int dirty_scan_final_sync(QEMUFile *f)
+static int dirty_scan_final_sync(void *src, QEMUFile *f)
 {
-    return dirty_scan_sync(&dirty_scan, f, "final");
+    return dirty_scan_sync(src, f, "final");
 }
 
 static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b,
@@ -149,9 +128,9 @@ static void dirty_scan_put_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
  * sends it (a sink that takes words: its whole word). Returns false when nothing is dirty: the counter says so
  * exactly, so no scan is needed to know.
  */
-static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
+static bool dirty_scan_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
 {
-    DirtyScan *ds = &dirty_scan;
+    DirtyScan *ds = src;
     DirtyTracker *dt = &ds->dt;
 
     if (ds->round_open) {
@@ -189,9 +168,9 @@ static bool dirty_scan_send_next(QEMUFile *f, RAMPageWriter *w)
     return false;
 }
 
-static uint64_t dirty_scan_pending(QEMUFile *f, bool exact)
+static uint64_t dirty_scan_pending(void *src, QEMUFile *f, bool exact)
 {
-    DirtyScan *ds = &dirty_scan;
+    DirtyScan *ds = src;
 
     /* get-log and clear-log syncs need no vCPU kick, so no BQL either. */
     if (exact) {
@@ -210,25 +189,28 @@ static RAMBlockDirty *dirty_scan_block(DirtyScan *ds, RAMBlock *rb)
     return NULL;
 }
 
-static void dirty_scan_send_page_now(QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page)
+static void dirty_scan_send_page_now(void *src, QEMUFile *f, RAMPageWriter *w, RAMBlock *rb,
+                                     uint64_t page)
 {
-    RAMBlockDirty *b = dirty_scan_block(&dirty_scan, rb);
+    DirtyScan *ds = src;
+    RAMBlockDirty *b = dirty_scan_block(ds, rb);
 
     /* A block that is not tracked is not migrated (read-only): nothing to send. */
     if (!b || page >= b->npages) {
         return;
     }
     /* Not dirty any more: sent before, but the destination lacks it (a zero page it skipped). */
-    dirty_tracker_claim_page(&dirty_scan.dt, b, page);
+    dirty_tracker_claim_page(&ds->dt, b, page);
     dirty_scan_send_page(f, w, b, page);
 }
 
-static void dirty_scan_skip_pages(RAMBlock *rb, const unsigned long *present)
+static void dirty_scan_skip_pages(void *src, RAMBlock *rb, const unsigned long *present)
 {
-    RAMBlockDirty *b = dirty_scan_block(&dirty_scan, rb);
+    DirtyScan *ds = src;
+    RAMBlockDirty *b = dirty_scan_block(ds, rb);
 
     if (b) {
-        dirty_tracker_skip_pages(&dirty_scan.dt, b, present);
+        dirty_tracker_skip_pages(&ds->dt, b, present);
     }
 }
 
@@ -257,11 +239,13 @@ static uint64_t dirty_scan_good_pages(const RAMBlockDirty *b, uint64_t a, uint64
  * (never sent) and across short gaps of good pages, which are marked to
  * send again.
  */
-static void dirty_scan_foreach_stale(void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
+static void dirty_scan_foreach_stale(void *src,
+                                     void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
                                                 uint64_t npages),
                                      void *opaque)
 {
-    DirtyTracker *dt = &dirty_scan.dt;
+    DirtyScan *ds = src;
+    DirtyTracker *dt = &ds->dt;
 
     for (int i = 0; i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
@@ -298,9 +282,9 @@ static void dirty_scan_foreach_stale(void (*fn)(void *opaque, RAMBlock *rb, uint
     }
 }
 
-static void dirty_scan_cleanup(void)
+static void dirty_scan_cleanup(void *src)
 {
-    DirtyScan *ds = &dirty_scan;
+    DirtyScan *ds = src;
 
     if (ds->tracking) {
         dirty_tracker_cleanup(&ds->dt);
@@ -329,9 +313,9 @@ static XDirtyLogInfo *dirty_scan_log_info(const DirtyTracker *dt)
     return x;
 }
 
-static void dirty_scan_fill_info(MigrationInfo *info)
+static void dirty_scan_fill_info(void *src, MigrationInfo *info)
 {
-    DirtyScan *ds = &dirty_scan;
+    DirtyScan *ds = src;
 
     info->ram->remaining = ds->dt.dirty_pages * TARGET_PAGE_SIZE;
     info->ram->dirty_sync_count = ds->dt.syncs;

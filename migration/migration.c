@@ -571,7 +571,6 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     if (s->mode->init) {
         s->mode->init(s, s->mode_state);
     }
-    ram_select_source(s->mode->ram_source);
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
     if (!migration_start_thread(s, MIGRATION_STATUS_SETUP, errp)) {

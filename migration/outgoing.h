@@ -8,7 +8,7 @@
  * loop; failure and cancel take the same exit. What differs between ways of
  * sending RAM is a row of hooks, chosen once when `migrate` starts:
  *
- *   row                   page source           switchover when
+ *   row                   page source (init)    switchover when
  *   precopy_mode          dirty_scan_source     pending <= bandwidth x downtime-limit
  *   snapshot_mode         snapshot_ram_source   every page is in the stream
  *   postcopy_mode         postcopy_ram_source   migrate-start-postcopy (or as precopy)
@@ -25,6 +25,7 @@
 #include "qemu/thread.h"
 #include "system/runstate.h"
 #include "channel.h"
+#include "dirty-scan.h"
 #include "global-state.h"
 
 typedef struct MigrationOutMode MigrationOutMode;
@@ -107,8 +108,6 @@ typedef struct MigrationState {
 
 struct MigrationOutMode {
     const char *name;
-    /* Where pages come from; the "ram" section uses it for this migration. */
-    const RAMPageSource *ram_source;
     /*
      * max-bandwidth applies only once the user set it (a snapshot writes a
      * local file at disk speed by default, as QEMU's does).
@@ -121,8 +120,10 @@ struct MigrationOutMode {
     /* migrate: whether the capabilities ask for this mode (first row that says yes wins). */
     bool (*selected)(void);
     /*
-     * migrate, the row was chosen and @ms (its state) zeroed: forget the
-     * last run's statistics. NULL = none. Every hook below gets @ms.
+     * migrate, the row was chosen and @ms (its state) zeroed: pick the
+     * page source for the "ram" section (ram_select_source(), with the
+     * source's state inside @ms) and forget the last run's statistics.
+     * Every hook below gets @ms.
      */
     void (*init)(MigrationState *s, void *ms);
     /*
@@ -185,11 +186,15 @@ struct MigrationOutMode {
 };
 
 /*
- * The precopy row's state: the switchover's phases, ns (XDowntimeInfo).
- * Written by mig/src before the state turns completed, read after. Here
- * because postcopy's row reuses precopy's hooks with its own copy.
+ * The precopy row's state. Here because postcopy's row reuses precopy's
+ * hooks with its own copy.
  */
 typedef struct PrecopyState {
+    DirtyScan scan;             /* the page source's (dirty-scan.h) */
+    /*
+     * The switchover's phases, ns (XDowntimeInfo): written by mig/src
+     * before the state turns completed, read after.
+     */
     bool phases_valid;
     int64_t stop_ns, sync_ns, ram_ns, dev_ns, total_ns;
     int64_t expected_us;        /* predicted when the switchover was decided */

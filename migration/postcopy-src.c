@@ -88,17 +88,25 @@ typedef struct PostcopyOutState {
     bool guest_moved;
 } PostcopyOutState;
 
-/* ---- the page source: requests first, then the dirty scan ---- */
+/*
+ * ---- the page source: requests first, then the dirty scan ----
+ * Its state is the row's (@src is a PostcopyOutState), the dirty scan's
+ * inside it.
+ */
 
-static bool postcopy_ram_setup(QEMUFile *f, Error **errp)
+static bool postcopy_ram_setup(void *src, QEMUFile *f, Error **errp)
 {
-    return dirty_scan_source.setup(f, errp);
+    PostcopyOutState *ps = src;
+
+    return dirty_scan_source.setup(&ps->pre.scan, f, errp);
 }
 
-static int postcopy_ram_final_sync(QEMUFile *f)
+static int postcopy_ram_final_sync(void *src, QEMUFile *f)
 {
+    PostcopyOutState *ps = src;
+
     /* After the switchover the set of pages to send is final already. */
-    return pcs.in_postcopy ? 0 : dirty_scan_source.final_sync(f);
+    return pcs.in_postcopy ? 0 : dirty_scan_source.final_sync(&ps->pre.scan, f);
 }
 
 /*
@@ -122,44 +130,50 @@ static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page, int64_t received_n
     return true;
 }
 
-static bool postcopy_ram_send_next(QEMUFile *f, RAMPageWriter *w)
+static bool postcopy_ram_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
 {
+    PostcopyOutState *ps = src;
     int64_t received;
     RAMBlock *rb;
     uint64_t page;
 
     if (pcs.in_postcopy && rp_src_pop_request(&rb, &page, &received)) {
-        dirty_scan_source.send_page(f, w, rb, page);
+        dirty_scan_source.send_page(&ps->pre.scan, f, w, rb, page);
         /* A vCPU waits for it: out now, not when the buffer fills. */
         qemu_fflush(f);
         rp_src_request_served(received);
         return true;
     }
-    return dirty_scan_source.send_next(f, w);
+    return dirty_scan_source.send_next(&ps->pre.scan, f, w);
 }
 
-static uint64_t postcopy_ram_pending(QEMUFile *f, bool exact)
+static uint64_t postcopy_ram_pending(void *src, QEMUFile *f, bool exact)
 {
-    return dirty_scan_source.pending(f, exact && !pcs.in_postcopy);
+    PostcopyOutState *ps = src;
+
+    return dirty_scan_source.pending(&ps->pre.scan, f, exact && !pcs.in_postcopy);
 }
 
-static bool postcopy_ram_has_urgent(void)
+static bool postcopy_ram_has_urgent(void *src)
 {
     return pcs.in_postcopy && rp_src_has_request();
 }
 
-static void postcopy_ram_cleanup(void)
+static void postcopy_ram_cleanup(void *src)
 {
+    PostcopyOutState *ps = src;
+
     __atomic_store_n(&pcs.in_postcopy, false, __ATOMIC_RELEASE);
-    dirty_scan_source.cleanup();
+    dirty_scan_source.cleanup(&ps->pre.scan);
 }
 
 /* Recovery: every page again, less what the destination says it has. */
-static bool postcopy_ram_resume(QEMUFile *f, Error **errp)
+static bool postcopy_ram_resume(void *src, QEMUFile *f, Error **errp)
 {
+    PostcopyOutState *ps = src;
     GPtrArray *rbs = ram_blocks();
 
-    if (!dirty_scan_source.setup(f, errp)) {
+    if (!dirty_scan_source.setup(&ps->pre.scan, f, errp)) {
         return false;
     }
     for (guint i = 0; i < rbs->len; i++) {
@@ -169,15 +183,17 @@ static bool postcopy_ram_resume(QEMUFile *f, Error **errp)
         if (!present) {
             return false;
         }
-        dirty_scan_source.skip_pages(rb, present);
+        dirty_scan_source.skip_pages(&ps->pre.scan, rb, present);
     }
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     return true;
 }
 
-static void postcopy_ram_fill_info(MigrationInfo *info)
+static void postcopy_ram_fill_info(void *src, MigrationInfo *info)
 {
-    dirty_scan_source.fill_info(info);
+    PostcopyOutState *ps = src;
+
+    dirty_scan_source.fill_info(&ps->pre.scan, info);
 }
 
 const RAMPageSource postcopy_ram_source = {
@@ -201,6 +217,7 @@ static bool postcopy_selected(void)
 
 static void postcopy_init(MigrationState *s, void *ms)
 {
+    ram_select_source(&postcopy_ram_source, ms);
     memset(&pcs, 0, sizeof(pcs));
     pcs.preempt_ch.fd = -1;
     rp_src_reset_stats();
@@ -343,7 +360,7 @@ static bool postcopy_switch(MigrationState *s, PostcopyOutState *ps, QEMUFile *f
 
     int64_t t0 = get_clock_ns(), t1, t2;
 
-    if (dirty_scan_source.final_sync(f) < 0) {
+    if (dirty_scan_source.final_sync(&ps->pre.scan, f) < 0) {
         error_setg(errp, "%s", qemu_file_error_msg(f));
         return false;
     }
@@ -351,7 +368,7 @@ static bool postcopy_switch(MigrationState *s, PostcopyOutState *ps, QEMUFile *f
     ram_save_enter_postcopy();
     t1 = get_clock_ns();
     /* Pages sent and changed since; one never sent is not there (ADVISE discarded all). */
-    dirty_scan_source.foreach_stale(discard_add_run, &d);
+    dirty_scan_source.foreach_stale(&ps->pre.scan, discard_add_run, &d);
     discard_flush(&d);
     __atomic_store_n(&pcs.pages_discarded, d.pages, __ATOMIC_RELAXED);
     t2 = get_clock_ns();
@@ -576,7 +593,6 @@ static void postcopy_cleanup(MigrationState *s, void *ms)
 
 const MigrationOutMode postcopy_mode = {
     .name = "postcopy",
-    .ram_source = &postcopy_ram_source,
     .state_size = sizeof(PostcopyOutState),
     .selected = postcopy_selected,
     .init = postcopy_init,

@@ -31,6 +31,13 @@ static bool precopy_selected(void)
     return true;    /* the default: the last row */
 }
 
+static void precopy_init(MigrationState *s, void *ms)
+{
+    PrecopyState *ps = ms;
+
+    ram_select_source(&dirty_scan_source, &ps->scan);
+}
+
 /* Switch over when the estimate fits; a fresh sync must then agree. */
 static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
@@ -300,10 +307,10 @@ static XDowntimeInfo *precopy_downtime_info(const MigrationState *s, void *ms)
 
 const MigrationOutMode precopy_mode = {
     .name = "precopy",
-    .ram_source = &dirty_scan_source,
     .state_size = sizeof(PrecopyState),
     .downtime_info = precopy_downtime_info,
     .selected = precopy_selected,
+    .init = precopy_init,
     .switchover_ready = precopy_switchover_ready,
     .stream_start = precopy_stream_start,
     .complete = precopy_complete,

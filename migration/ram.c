@@ -23,8 +23,13 @@
 #define RAM_ITERATE_MAX_NS (50 * 1000 * 1000)
 
 typedef struct RAMState {
-    /* Set by ram_select_source() (BQL) before mig/src starts; read-only while it runs. */
+    /*
+     * Set by ram_select_source() (the mode's init, BQL) before mig/src
+     * starts; read-only while it runs. @src_state is the mode's, and
+     * outlives the migration until the next one selects again.
+     */
     const RAMPageSource *src;
+    void *src_state;
     /* mig/src between save_setup and save_cleanup. */
     QEMUFile *f;
     /*
@@ -36,14 +41,15 @@ typedef struct RAMState {
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
 } RAMState;
 
-static RAMState ram_state = { .src = &dirty_scan_source };
+static RAMState ram_state;
 
 /* Destination side; owned by the incoming thread. */
 static RAMPageReader ram_reader;
 
-void ram_select_source(const RAMPageSource *src)
+void ram_select_source(const RAMPageSource *src, void *src_state)
 {
     ram_state.src = src;
+    ram_state.src_state = src_state;
 }
 
 static RAMSinkCounts ram_sink_counts(RAMState *rs)
@@ -75,7 +81,9 @@ void ram_fill_info(MigrationInfo *info)
     if (rs->writer.sink) {
         rs->writer.ops->fill_info(rs->writer.sink, info);
     }
-    rs->src->fill_info(info);
+    if (rs->src) {
+        rs->src->fill_info(rs->src_state, info);
+    }
     if (info->x_dirty_log) {
         /* Measured here, around the source's sends, not per page. */
         info->x_dirty_log->scan_time_us_total = __atomic_load_n(&rs->scan_ns, __ATOMIC_RELAXED) /
@@ -115,7 +123,7 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     }
     rs->scan_ns = 0;
     rs->f = f;
-    if (!rs->src->setup(f, errp)) {
+    if (!rs->src->setup(rs->src_state, f, errp)) {
         return -EIO;
     }
     ram_put_block_list_sink(&rs->writer, f);
@@ -130,8 +138,9 @@ static int ram_save_iterate(QEMUFile *f, void *opaque)
     int done = 0;
 
     /* Past the rate limit only what must not wait goes (postcopy's page requests). */
-    while (!qemu_file_rate_limit(f) || (rs->src->has_urgent && rs->src->has_urgent())) {
-        if (!rs->src->send_next(f, &rs->writer)) {
+    while (!qemu_file_rate_limit(f) ||
+           (rs->src->has_urgent && rs->src->has_urgent(rs->src_state))) {
+        if (!rs->src->send_next(rs->src_state, f, &rs->writer)) {
             done = 1;
             break;
         }
@@ -160,11 +169,11 @@ static int ram_save_complete(QEMUFile *f, void *opaque)
     int64_t t0 = get_clock_ns();
 
     ram_final_sync_ns = 0;
-    if (rs->src->final_sync && rs->src->final_sync(f) < 0) {
+    if (rs->src->final_sync && rs->src->final_sync(rs->src_state, f) < 0) {
         return qemu_file_get_error(f) ?: -EIO;
     }
     ram_final_sync_ns = get_clock_ns() - t0;
-    while (rs->src->send_next(f, &rs->writer)) {
+    while (rs->src->send_next(rs->src_state, f, &rs->writer)) {
         if (qemu_file_get_error(f)) {
             break;
         }
@@ -183,21 +192,21 @@ static uint64_t ram_pending_estimate(void *opaque)
 {
     RAMState *rs = opaque;
 
-    return rs->src->pending(rs->f, false);
+    return rs->src->pending(rs->src_state, rs->f, false);
 }
 
 static uint64_t ram_pending_exact(void *opaque)
 {
     RAMState *rs = opaque;
 
-    return rs->src->pending(rs->f, true);
+    return rs->src->pending(rs->src_state, rs->f, true);
 }
 
 static void ram_save_cleanup(void *opaque)
 {
     RAMState *rs = opaque;
 
-    rs->src->cleanup();
+    rs->src->cleanup(rs->src_state);
     if (rs->writer.sink) {
         rs->writer.ops->close(rs->writer.sink);
     }
@@ -226,7 +235,7 @@ int ram_save_resume_prepare(QEMUFile *f, Error **errp)
         rs->writer.ops->restart(rs->writer.sink);
     }
     rs->f = f;
-    return rs->src->resume(f, errp) ? 0 : -EIO;
+    return rs->src->resume(rs->src_state, f, errp) ? 0 : -EIO;
 }
 
 void ram_load_postcopy_resumed(void)

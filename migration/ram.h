@@ -14,8 +14,12 @@
 typedef struct RAMPageSource RAMPageSource;
 
 void ram_mig_init(void);
-/* The page source of the next migration. qmp_migrate, BQL, before mig/src starts. */
-void ram_select_source(const RAMPageSource *src);
+/*
+ * The page source of the next migration and its state (the mode owns it;
+ * it must stay valid until the next call). The mode's init, BQL, before
+ * mig/src starts.
+ */
+void ram_select_source(const RAMPageSource *src, void *src_state);
 /* Pages put into the stream by the current (or last) migration. Any thread. */
 uint64_t ram_pages_sent(void);
 /*

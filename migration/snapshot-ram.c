@@ -411,7 +411,7 @@ void snapshot_ram_stopping(void)
 
 /* ---- the page source, mig/src ---- */
 
-static bool snapshot_ram_setup(QEMUFile *f, Error **errp)
+static bool snapshot_ram_setup(void *src, QEMUFile *f, Error **errp)
 {
     GPtrArray *rbs = ram_blocks();
 
@@ -575,7 +575,7 @@ static SnapBlock *snap_next_linear(uint64_t *r)
  * Writes what the fault thread saved, then saves the next region of the
  * linear scan. Returns false when every page is in the stream.
  */
-static bool snapshot_ram_send_next(QEMUFile *f, RAMPageWriter *w)
+static bool snapshot_ram_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
 {
     int err = __atomic_load_n(&sr.error, __ATOMIC_SEQ_CST);
     SnapRun *linear;
@@ -641,13 +641,13 @@ static bool snapshot_ram_send_next(QEMUFile *f, RAMPageWriter *w)
     return true;
 }
 
-static uint64_t snapshot_ram_pending(QEMUFile *f, bool exact)
+static uint64_t snapshot_ram_pending(void *src, QEMUFile *f, bool exact)
 {
     return __atomic_load_n(&sr.unsaved_pages, __ATOMIC_SEQ_CST) * TARGET_PAGE_SIZE;
 }
 
 /* Main thread after mig/src was joined and the fault thread stopped (snapshot_mode). */
-static void snapshot_ram_cleanup(void)
+static void snapshot_ram_cleanup(void *src)
 {
     g_clear_pointer(&sr.free_runs, g_async_queue_unref);
     g_clear_pointer(&sr.free_small, g_async_queue_unref);
@@ -669,11 +669,11 @@ static void snapshot_ram_cleanup(void)
     sr.uffd = -1;
 }
 
-static void snapshot_ram_fill_info(MigrationInfo *info)
+static void snapshot_ram_fill_info(void *src, MigrationInfo *info)
 {
     XBackgroundSnapshotInfo *x = snapshot_info_get(info);
 
-    info->ram->remaining = snapshot_ram_pending(NULL, false);
+    info->ram->remaining = snapshot_ram_pending(src, NULL, false);
     x->buffer_size = (uint64_t)sr.pool_runs * RUN_BYTES;
     x->buffer_peak = (uint64_t)__atomic_load_n(&sr.peak_runs, __ATOMIC_RELAXED) * RUN_BYTES;
     x->small_faults = __atomic_load_n(&sr.small_faults, __ATOMIC_RELAXED);

@@ -25,6 +25,7 @@
 #include "migration/qemu-file.h"
 #include "options.h"
 #include "outgoing.h"
+#include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
 #include "snapshot-fault.h"
@@ -56,6 +57,8 @@ static void snapshot_init(MigrationState *s, void *ms)
     SnapshotState *ss = ms;
 
     ss->uffd = -1;
+    /* snapshot-ram.c keeps its state to itself (its fault path shares it). */
+    ram_select_source(&snapshot_ram_source, NULL);
     snapshot_fault_reset_stats();
 }
 
@@ -248,7 +251,6 @@ static void snapshot_fill_info(const MigrationState *s, void *ms, MigrationInfo 
 
 const MigrationOutMode snapshot_mode = {
     .name = "background-snapshot",
-    .ram_source = &snapshot_ram_source,
     .bandwidth_only_if_set = true,
     .state_size = sizeof(SnapshotState),
     .selected = snapshot_selected,

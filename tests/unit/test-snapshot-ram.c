@@ -404,10 +404,10 @@ static void run_snapshot(const Scenario *sc, int round)
     fake_ram_new(sc);
     ram_writer_init_records(&w, NULL);
     /* ram.c's save_setup: the source's setup, then the block list. */
-    g_assert_true(snapshot_ram_source.setup(out, &error_abort));
+    g_assert_true(snapshot_ram_source.setup(NULL, out, &error_abort));
     ram_put_block_list(out);
     g_assert_true(snapshot_ram_prepare(&error_abort));
-    g_assert_cmpuint(snapshot_ram_source.pending(out, false), ==,
+    g_assert_cmpuint(snapshot_ram_source.pending(NULL, out, false), ==,
                      ram_blocks_total_bytes());
     fake_freeze();
     is_saver = true;
@@ -416,7 +416,7 @@ static void run_snapshot(const Scenario *sc, int round)
         qemu_thread_create(&vcpu[v], "fake/vcpu", fake_vcpu, GINT_TO_POINTER(v));
     }
     /* The "ram" section's loop, slowed now and then so that faults overtake the scan. */
-    while (!qemu_file_get_error(out) && snapshot_ram_source.send_next(out, &w)) {
+    while (!qemu_file_get_error(out) && snapshot_ram_source.send_next(NULL, out, &w)) {
         if (++steps == sc->cancel_after) {
             break;
         }
@@ -451,12 +451,12 @@ static void run_snapshot(const Scenario *sc, int round)
         g_assert_cmpint(qemu_file_get_error(out), ==, 0);
     } else {
         g_assert_cmpint(qemu_file_get_error(out), ==, 0);
-        g_assert_cmpuint(snapshot_ram_source.pending(out, false), ==, 0);
+        g_assert_cmpuint(snapshot_ram_source.pending(NULL, out, false), ==, 0);
         g_assert_cmpuint(faults, >, 0);
         check_stream(out, &w);
     }
     /* The stats survive the cleanup; everything else is freed (LeakSanitizer). */
-    snapshot_ram_source.cleanup();
+    snapshot_ram_source.cleanup(NULL);
     ram_sink_free(&w);
     qemu_fclose(out);
     fake_ram_free();
@@ -489,7 +489,7 @@ static bool end_rule_saver_went_on;
 
 static void end_rule_saver_step(void)
 {
-    end_rule_saver_went_on = snapshot_ram_source.send_next(end_rule_out, &end_rule_writer);
+    end_rule_saver_went_on = snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer);
 }
 
 static void test_end_rule(void)
@@ -502,16 +502,16 @@ static void test_end_rule(void)
     fake_ram_new(&sc);
     end_rule_out = qemu_file_new_buffer_output();
     ram_writer_init_records(&end_rule_writer, NULL);
-    g_assert_true(snapshot_ram_source.setup(end_rule_out, &error_abort));
+    g_assert_true(snapshot_ram_source.setup(NULL, end_rule_out, &error_abort));
     ram_put_block_list(end_rule_out);
     g_assert_true(snapshot_ram_prepare(&error_abort));
     fake_freeze();
     /* The saver takes every region but the hot block's second. */
-    while (steps < 3 && snapshot_ram_source.send_next(end_rule_out, &end_rule_writer)) {
+    while (steps < 3 && snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer)) {
         steps++;
     }
     g_assert_cmpint(steps, ==, 3);
-    g_assert_cmpuint(snapshot_ram_source.pending(end_rule_out, false), ==,
+    g_assert_cmpuint(snapshot_ram_source.pending(NULL, end_rule_out, false), ==,
                      REGION_PAGES * TARGET_PAGE_SIZE);
     /* A vCPU writes that region; the saver steps between the fault's copy and its queueing. */
     fault_trace_hook = end_rule_saver_step;
@@ -520,15 +520,15 @@ static void test_end_rule(void)
                     ==, SNAP_FAULT_SAVED);
     fault_trace_hook = NULL;
     g_assert_true(end_rule_saver_went_on);
-    g_assert_cmpuint(snapshot_ram_source.pending(end_rule_out, false), ==, 0);
+    g_assert_cmpuint(snapshot_ram_source.pending(NULL, end_rule_out, false), ==, 0);
     /* Now the copy is queued: the next steps write it, then the snapshot ends. */
-    while (snapshot_ram_source.send_next(end_rule_out, &end_rule_writer)) {
+    while (snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer)) {
         g_assert_cmpint(++steps, <, 10);
     }
     ram_put_eos(end_rule_out);
     g_assert_cmpint(qemu_file_get_error(end_rule_out), ==, 0);
     check_stream(end_rule_out, &end_rule_writer);
-    snapshot_ram_source.cleanup();
+    snapshot_ram_source.cleanup(NULL);
     ram_sink_free(&end_rule_writer);
     qemu_fclose(end_rule_out);
     fake_ram_free();
