@@ -42,6 +42,8 @@ static void mapped_sink_put_page(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t
     RAMMappedSink *s = sink;
     uint64_t *c = data ? &s->data_pages : &s->zero_pages;
 
+    /* Not after close: the writers are gone (see ram-sink.h's life of an instance). */
+    assert(s->map.put_page);
     s->map.put_page(s->map.opaque, f, rb, page, data);
     __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 }

@@ -4,8 +4,8 @@
  * packets on the channels (multifd-send.h), which read the pages later;
  * a round ends after every dirty sync, so no page's older copy can land
  * after its newer one. Pages that need no channel go as records on the
- * main stream: single pages (postcopy's requests) and pages known to be
- * zero. Everything is mig/src's; query-migrate reads the counters.
+ * main stream: single pages put outside the dirty scan's words and pages
+ * known to be zero. Everything is mig/src's; query-migrate reads the counters.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -67,9 +67,10 @@ static void multifd_sink_put_word(void *sink, QEMUFile *f, RAMBlock *rb, uint64_
 }
 
 /*
- * After close (a postcopy failure's cleanup joined the channels, and a
- * recovery resumes on the main stream alone) pages go one at a time as
- * records, and there is no round to end.
+ * Defensive: after close (the channels were joined) nothing may use them.
+ * No mode uses a closed sink today (postcopy, the one that resumes, does
+ * not take multifd); should one, pages would go one at a time as records
+ * with no round to end, as the records sink sends them.
  */
 static bool multifd_sink_takes_words(void *sink)
 {

@@ -40,11 +40,12 @@ bool ram_sink_open(RAMPageWriter *w, QEMUFile *f, const RAMSinkConfig *cfg, Erro
         if (ram_sink_rows[i].connected && !ram_sink_rows[i].connected()) {
             continue;
         }
+        w->ops = ops;
         w->sink = ops->open(f, cfg, errp);
         if (!w->sink) {
+            w->ops = NULL;
             return false;
         }
-        w->ops = ops;
         return true;
     }
     g_assert_not_reached();

@@ -32,9 +32,13 @@
 
 typedef struct XbzrleSender XbzrleSender;
 
-/* Pages a sink put so far, for the bandwidth and pages-per-second figures. */
+/*
+ * Pages a sink put so far, for the bandwidth and pages-per-second figures.
+ * @pages leaves out XBZRLE deltas (as it always did), so with XBZRLE
+ * @data_pages may exceed it.
+ */
 typedef struct RAMSinkCounts {
-    uint64_t pages;             /* every page, zero ones included */
+    uint64_t pages;             /* zero pages and pages sent whole or compressed */
     uint64_t data_pages;        /* pages whose content was sent (whole, compressed or delta) */
 } RAMSinkCounts;
 
@@ -43,6 +47,14 @@ typedef struct RAMSinkConfig {
     uint64_t xbzrle_cache_size; /* XBZRLE's cache for the records sink; 0: no XBZRLE */
 } RAMSinkConfig;
 
+/*
+ * Life of an instance: open -> put_* / new_round / drain / release_after
+ * (mig/src) -> close (main thread, after mig/src) -> free (the next setup).
+ * After close only counts, fill_info and free may be called (and, should a
+ * resumable mode ever use the sink again after a failure, restart and the
+ * put hooks of a sink that still has a transport). open, put_page, close,
+ * counts, fill_info and free are mandatory; every other hook may be NULL.
+ */
 typedef struct RAMSinkOps {
     const char *name;
 
@@ -67,28 +79,33 @@ typedef struct RAMSinkOps {
                      const uint8_t *data);
     /*
      * The pages @bits of bitmap word @word of @rb, claimed at once by the
-     * dirty scan; @zero: those of them known to be zero without a read.
-     * NULL: the sink wants single pages, and the scan claims one at a time.
+     * dirty scan; @zero: those of them known to be zero without a read
+     * (already 0 when zero-page-detection is none; detecting zero pages by
+     * reading them, as legacy detection does, is the sink's job). NULL: the
+     * sink wants single pages, and the scan claims one at a time.
      */
     void (*put_word)(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word, unsigned long bits,
                      unsigned long zero);
     /*
-     * Whether put_word may be used now (a sink whose channels are gone
-     * after a failure takes single pages again). NULL: whenever put_word
-     * is there.
+     * Whether put_word may be used now (defensive: a sink whose channels
+     * were closed takes single pages again). NULL: whenever put_word is
+     * there.
      */
     bool (*takes_words)(void *sink);
     /*
      * The dirty bitmaps were synced: a page claimed from now on may be a
      * newer copy of one still in flight, which must not land before it.
-     * Called before the next page is put. False (error set on @f) if the
-     * sink failed. NULL: pages land in the order they are put.
+     * The dirty scan calls it before it puts the next page it claimed
+     * (single pages put otherwise, postcopy's requests and the snapshot's,
+     * never overlap a copy in flight). False (error set on @f) if the sink
+     * failed. NULL: pages land in the order they are put.
      */
     bool (*new_round)(void *sink, QEMUFile *f);
     /*
      * Completion, before the device state: everything put so far is
      * placed at the destination before it reads on. False with the error
-     * set on @f. NULL: records need nothing.
+     * set on @f. NULL: nothing to wait for (records are in the stream; a
+     * mapped-ram file's writers are waited for by mapped_ram_out_finish).
      */
     bool (*drain)(void *sink, QEMUFile *f);
     /*
@@ -104,7 +121,8 @@ typedef struct RAMSinkOps {
     void (*restart)(void *sink);
     /* Postcopy begins: stop using what the destination cannot follow now (XBZRLE). NULL: nothing. */
     void (*enter_postcopy)(void *sink);
-    /* save_cleanup (main thread, after mig/src): let go of the transport; counters stay. */
+    /* ---- main thread, after mig/src was joined ---- */
+    /* save_cleanup: let go of the transport; the counters stay. */
     void (*close)(void *sink);
 
     /* ---- main thread, BQL held, or mig/src; counters are relaxed atomics ---- */

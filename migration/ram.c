@@ -231,7 +231,7 @@ int ram_save_resume_prepare(QEMUFile *f, Error **errp)
         return -ENOTSUP;
     }
     /* A new connection: its records cannot continue the old one's block. */
-    if (rs->writer.ops->restart) {
+    if (rs->writer.sink && rs->writer.ops->restart) {
         rs->writer.ops->restart(rs->writer.sink);
     }
     rs->f = f;

@@ -20,12 +20,17 @@ void ram_mig_init(void);
  * mig/src starts.
  */
 void ram_select_source(const RAMPageSource *src, void *src_state);
-/* Pages put into the stream by the current (or last) migration. Any thread. */
+/*
+ * Pages put into the stream by the current (or last) migration: zero
+ * pages and pages sent whole or compressed (not XBZRLE deltas). mig/src,
+ * or with the BQL: the next setup frees the sink that counts them.
+ */
 uint64_t ram_pages_sent(void);
 /*
  * Of those, the pages that carried data (whole, as a delta or compressed;
  * not zero pages). Each one is a page less to send, whatever it cost on
- * the wire: the rate that drains the remaining bytes. Any thread.
+ * the wire: the rate that drains the remaining bytes. mig/src, or with the
+ * BQL.
  */
 uint64_t ram_data_pages_sent(void);
 /*

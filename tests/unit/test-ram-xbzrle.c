@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include <sys/mman.h>
 #include "ram-codec-test-util.h"
+#include "migration/ram-sink.h"
 #include "migration/ram-xbzrle.h"
 
 /* The records sink's parts: the record writer and its encoder. */
@@ -342,6 +343,54 @@ static void test_hostile_records(void)
     expect_refused(0x01, 200, good, sizeof(good), "reading an XBZRLE delta failed");
 }
 
+/*
+ * The records sink with XBZRLE as its encoder (ram-sink-records.c): a
+ * changed page goes as a delta; once postcopy began (the encoder parked)
+ * it goes whole; after close the counters and xbzrle-cache still show.
+ */
+static void test_records_sink_parks_encoder(void)
+{
+    FakeRAM *src = fake_ram_new(pc_blocks);
+    RAMBlock *rb = fake_block(src, PC_RAM);
+    RAMPageWriter w;
+    RAMSinkCounts c;
+    MigrationInfo *info = g_new0(MigrationInfo, 1);
+    QEMUFile *f = qemu_file_new_buffer_output();
+
+    ram_writer_init_records(&w, xbzrle_sender_new(64 * TARGET_PAGE_SIZE, &error_abort));
+    memset(page_ptr(rb, 5), 9, TARGET_PAGE_SIZE);
+    ram_put_page(&w, f, rb, 5, page_ptr(rb, 5));       /* whole, and cached */
+    page_ptr(rb, 5)[100] = 1;
+    ram_put_page(&w, f, rb, 5, page_ptr(rb, 5));       /* a delta */
+    w.ops->counts(w.sink, &c);
+    g_assert_cmpuint(c.pages, ==, 1);
+    g_assert_cmpuint(c.data_pages, ==, 2);
+    g_assert_nonnull(w.ops->enter_postcopy);
+    w.ops->enter_postcopy(w.sink);
+    page_ptr(rb, 5)[100] = 2;
+    ram_put_page(&w, f, rb, 5, page_ptr(rb, 5));       /* whole: the encoder is parked */
+    ram_put_page(&w, f, rb, 6, NULL);
+    w.ops->counts(w.sink, &c);
+    g_assert_cmpuint(c.pages, ==, 3);
+    g_assert_cmpuint(c.data_pages, ==, 3);
+    w.ops->close(w.sink);
+    info->ram = g_new0(MigrationStats, 1);
+    w.ops->fill_info(w.sink, info);
+    g_assert_cmpuint(info->ram->normal, ==, 2);
+    g_assert_cmpuint(info->ram->duplicate, ==, 1);
+    g_assert_cmpuint(info->ram->normal_bytes, ==, 2 * TARGET_PAGE_SIZE);
+    g_assert_nonnull(info->xbzrle_cache);
+    g_assert_cmpint(info->xbzrle_cache->pages, ==, 1);
+    g_assert_cmpint(info->xbzrle_cache->cache_miss, ==, 1);
+    g_free(info->xbzrle_cache);     /* flat structs */
+    g_free(info->ram);
+    g_free(info);
+    ram_sink_free(&w);
+    g_assert_null(w.sink);
+    qemu_fclose(f);
+    fake_ram_free(src);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -350,5 +399,6 @@ int main(int argc, char **argv)
     g_test_add_func("/ram-xbzrle/write-after-put", test_write_after_put);
     g_test_add_func("/ram-xbzrle/zero-page-drops-cached-copy", test_zero_page_drops_cached_copy);
     g_test_add_func("/ram-xbzrle/hostile-records", test_hostile_records);
+    g_test_add_func("/ram-xbzrle/records-sink-parks-encoder", test_records_sink_parks_encoder);
     return g_test_run();
 }
