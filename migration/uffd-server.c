@@ -209,30 +209,35 @@ bool uffd_server_start(UffdServer *s, const char *name, int uffd, const UffdServ
     s->stopping = false;
     s->wake_pending = false;
     s->run_abandoned = 0;
-    __atomic_store_n(&s->kick_fd, kick, __ATOMIC_SEQ_CST);
+    s->kick_fd = kick;
+    __atomic_store_n(&s->live, true, __ATOMIC_SEQ_CST);
     ret = qemu_thread_create(&s->thread, name, uffd_server_thread, s);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "cannot create the %s fault thread", ops->what);
-        __atomic_store_n(&s->kick_fd, -1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&s->live, false, __ATOMIC_SEQ_CST);
         close(kick);
+        s->kick_fd = -1;
         return false;
     }
     s->running = true;
     return true;
 }
 
-/* Flag first, then the eventfd (steps 3 and 5). */
+/*
+ * Flag first, then the eventfd (steps 3 and 5). Not live (never started,
+ * or stopped): nobody to tell. The owner orders start and stop before and
+ * after every other thread's kicks, so the eventfd is open here.
+ */
 static void uffd_server_kick(UffdServer *s, bool *flag)
 {
-    int fd = __atomic_load_n(&s->kick_fd, __ATOMIC_SEQ_CST);
     uint64_t one = 1;
 
-    if (fd < 0) {
+    if (!__atomic_load_n(&s->live, __ATOMIC_SEQ_CST)) {
         return;
     }
     __atomic_store_n(flag, true, __ATOMIC_SEQ_CST);
     /* An eventfd write of 1 only fails on counter overflow, which needs 2^64 kicks. */
-    (void)!write(fd, &one, sizeof(one));
+    (void)!write(s->kick_fd, &one, sizeof(one));
 }
 
 void uffd_server_ask_stop(UffdServer *s)
@@ -247,16 +252,15 @@ void uffd_server_wake(UffdServer *s)
 
 uint64_t uffd_server_stop(UffdServer *s)
 {
-    int kick = s->kick_fd;
-
     if (!s->running) {
         return 0;
     }
     uffd_server_ask_stop(s);
     qemu_thread_join(&s->thread);
     s->running = false;
-    __atomic_store_n(&s->kick_fd, -1, __ATOMIC_SEQ_CST);
-    close(kick);
+    __atomic_store_n(&s->live, false, __ATOMIC_SEQ_CST);
+    close(s->kick_fd);
+    s->kick_fd = -1;
     return s->run_abandoned;
 }
 

@@ -33,7 +33,12 @@
  *   (a device, a vCPU in an MMIO exit) may be waiting on the very page that
  *   only this thread can bring in, and the guest would hang.
  * - A hook may call uffd_server_ask_stop() and uffd_server_wake() on its
- *   own server; never uffd_server_stop() (it would join itself).
+ *   own server; never uffd_server_stop() (it would join itself). Other
+ *   threads may call those two as well, as long as the owner's order puts
+ *   them after the start and before the stop (before a start and after a
+ *   stop they do nothing).
+ * - While the server runs nobody else reads @uffd: a second reader would
+ *   take messages that then reach no hook.
  * - Faults: each fault message the thread reads is handed to ops->fault
  *   exactly once, unless stop was asked first (below). The answer is
  *   counted; a SERVED fault's wait (from the read to the hook's return) is
@@ -116,8 +121,8 @@ typedef struct UffdServerStats {
 
 /*
  * One server. Zeroed, it is stopped. The owner's thread (whoever starts
- * and stops it) owns thread, running and uffd; kick_fd and stopping are
- * also read by any thread that asks it to stop or wake.
+ * and stops it) owns thread, running, uffd and kick_fd; live, kick_fd and
+ * the flags are also read by any thread that asks it to stop or wake.
  */
 typedef struct UffdServer {
     const UffdServerOps *ops;   /* set by start, read-only while running */
@@ -125,7 +130,8 @@ typedef struct UffdServer {
     QemuThread thread;
     bool running;               /* the owner: started and not joined yet */
     int uffd;                   /* the owner's: never closed here */
-    int kick_fd;                /* eventfd: stop or wake asked (atomic; -1 outside a run) */
+    int kick_fd;                /* eventfd: stop or wake asked; open while live */
+    bool live;                  /* atomic: set by start before the thread, cleared by stop */
     bool stopping;              /* atomic: set by ask_stop, never cleared during a run */
     bool wake_pending;          /* atomic: set by wake, cleared by the thread */
     uint64_t run_abandoned;     /* the thread's; its owner reads it after the join */

@@ -475,7 +475,14 @@ static void t_wait_for(bool *flag, const char *what)
 static void test_stop_idle(void)
 {
     g_autoptr(GRand) r = g_rand_new_with_seed(SEED);
+    UffdServer never = { 0 };
     int64_t elapsed;
+
+    /* Never started: asking it anything is a no-op. */
+    uffd_server_wake(&never);
+    uffd_server_ask_stop(&never);
+    g_assert_cmpuint(uffd_server_stop(&never), ==, 0);
+    g_assert_false(uffd_server_running(&never));
 
     for (int i = 0; i < 20; i++) {
         TServer *t = t_start();
