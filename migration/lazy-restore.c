@@ -11,7 +11,7 @@
 #include "latency-hist.h"
 #include "lazy-restore.h"
 #include "mapped-ram-integrity.h"
-#include <sys/eventfd.h>
+#include "uffd-server.h"
 #include <sys/mman.h>
 
 #define LR_FAULT_PAGES 16       /* a fault reads 64 KiB around its page */
@@ -36,15 +36,19 @@ typedef struct LazyBlock {
     uint64_t *region_hash;      /* read-only: the integrity record's, or NULL */
 } LazyBlock;
 
-static struct {
+typedef struct LazyRestore {
     /* Set up by mig/dst before the threads read them (add_block), freed by a finish BH. */
     LazyBlock *blocks;
     int nblocks;
     int uffd;
     int fd;                     /* the file, our own descriptor */
-    int stop_fd;                /* eventfd: the fault thread ends */
-    QemuThread fault_thread, prefetch_threads[LR_PREFETCH_THREADS];
-    bool fault_running;         /* mig/dst sets, the finish BH clears */
+    /*
+     * "mig/lr-fault": started by mig/dst (lr_start), stopped by a finish
+     * BH or a failed load, asked to stop by lr_fail. Its SERVED count and
+     * latency histogram are the faults query-migrate shows.
+     */
+    UffdServer faults;
+    QemuThread prefetch_threads[LR_PREFETCH_THREADS];
     bool prefetch_created[LR_PREFETCH_THREADS];     /* set by mig/dst before creating, BH clears */
     int prefetch_workers;       /* atomic: who takes chunks, the last one out ends it */
     uint8_t *fault_buf;         /* the fault thread's */
@@ -65,12 +69,12 @@ static struct {
     int status;
     uint64_t pages_total;
     uint64_t pages_resident;
-    uint64_t faults;
     uint64_t pages_fault_read;
     uint64_t bytes_prefetched;
     uint64_t resident_ms;
-    LatencyHist lat;            /* the fault thread records */
-} lr = { .uffd = -1, .fd = -1, .stop_fd = -1 };
+} LazyRestore;
+
+static LazyRestore lr = { .uffd = -1, .fd = -1 };
 
 static void lr_add(uint64_t *c, uint64_t n)
 {
@@ -126,11 +130,7 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
     guest_ram_set_lost();
     qemu_bh_schedule_oneshot(lr_failed_bh, NULL);
     /* The fault thread has nothing to serve any more: it ends (lr_failed_out). */
-    if (lr.stop_fd >= 0) {
-        uint64_t one = 1;
-
-        (void)!write(lr.stop_fd, &one, sizeof(one));
-    }
+    uffd_server_ask_stop(&lr.faults);
 }
 
 /*
@@ -235,10 +235,8 @@ static void lr_failed_bh_release(void *opaque)
             lr.prefetch_created[i] = false;
         }
     }
-    if (lr.fault_running) {
-        qemu_thread_join(&lr.fault_thread);
-        lr.fault_running = false;
-    }
+    /* Out already (lr_fault_end): this joins it. */
+    uffd_server_stop(&lr.faults);
     /*
      * The userfaultfd stays open and registered, for the life of the
      * process: vCPUs and device threads may wait on its missing pages, and
@@ -248,8 +246,7 @@ static void lr_failed_bh_release(void *opaque)
      */
     lr_free_blocks();
     close(lr.fd);
-    close(lr.stop_fd);
-    lr.fd = lr.stop_fd = -1;
+    lr.fd = -1;
     munmap(lr.fault_buf, LR_FAULT_PAGES * TARGET_PAGE_SIZE);
     lr.fault_buf = NULL;
     for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
@@ -272,62 +269,57 @@ static void lr_failed_out(void)
     }
 }
 
-static void *lr_fault_thread(void *opaque)
+/*
+ * mig/lr-fault, the row's fault hook: reads the fault's 64 KiB
+ * neighbourhood from the file and places it (lr_place). After a failure
+ * no fault is served: the waiters stay waiting (lr_fail).
+ */
+static UffdFaultOutcome lr_fault(void *opaque, const UffdFault *f)
 {
-    uint8_t *buf = lr.fault_buf;
-    uint64_t addrs[64];
+    LazyRestore *l = opaque;
+    uint64_t page, first, n;
+    LazyBlock *b;
 
-    for (;;) {
-        int n = uffd_wait_missing_faults(lr.uffd, lr.stop_fd, addrs, NULL, ARRAY_SIZE(addrs));
-        int64_t t_read = get_clock_ns();
-
-        if (n == -ECANCELED) {
-            break;
-        }
-        if (n < 0) {
-            error_report("lazy restore: reading userfaultfd failed: %s", g_strerror(-n));
-            break;
-        }
-        /* Failed: no fault will be served; the waiters stay waiting (lr_fail). */
-        if (__atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
-            break;
-        }
-        for (int i = 0; i < n; i++) {
-            uint64_t page, first;
-            LazyBlock *b = lr_find(addrs[i], &page);
-
-            if (!b || __atomic_load_n(&lr.status, __ATOMIC_RELAXED) == LR_FAILED) {
-                continue;
-            }
-            first = page & ~(uint64_t)(LR_FAULT_PAGES - 1);
-            if (lr_place(b, first, MIN(LR_FAULT_PAGES, b->npages - first), buf) >= 0) {
-                lr_add(&lr.faults, 1);
-                lr_add(&lr.pages_fault_read, MIN(LR_FAULT_PAGES, b->npages - first));
-                latency_hist_record_ns(&lr.lat, get_clock_ns() - t_read);
-            }
-        }
+    /* A write-protect fault is not ours: nothing here protects pages. */
+    if (f->flags & UFFD_PAGEFAULT_FLAG_WP ||
+        __atomic_load_n(&l->status, __ATOMIC_RELAXED) == LR_FAILED) {
+        return UFFD_FAULT_IGNORED;
     }
-    lr_failed_out();
-    return NULL;
+    b = lr_find(f->addr, &page);
+    if (!b) {
+        return UFFD_FAULT_IGNORED;
+    }
+    first = page & ~(uint64_t)(LR_FAULT_PAGES - 1);
+    n = MIN(LR_FAULT_PAGES, b->npages - first);
+    if (lr_place(b, first, n, l->fault_buf) < 0) {
+        return UFFD_FAULT_FAILED;
+    }
+    lr_add(&l->pages_fault_read, n);
+    return UFFD_FAULT_SERVED;
 }
+
+/* mig/lr-fault's last act, however it ended (a stop, a failed read): lr_failed_out counts it. */
+static void lr_fault_end(void *opaque, int err)
+{
+    lr_failed_out();
+}
+
+static const UffdServerOps lr_fault_ops = {
+    .what = "lazy restore",
+    .fault = lr_fault,
+    .end = lr_fault_end,
+};
 
 /* Main loop: the threads are done; release everything. */
 static void lr_finish_bh(void *opaque)
 {
-    uint64_t one = 1;
-
     for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
         if (lr.prefetch_created[i]) {
             qemu_thread_join(&lr.prefetch_threads[i]);
             lr.prefetch_created[i] = false;
         }
     }
-    if (lr.fault_running) {
-        /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
-        (void)!write(lr.stop_fd, &one, sizeof(one));
-        qemu_thread_join(&lr.fault_thread);
-        lr.fault_running = false;
-    }
+    uffd_server_stop(&lr.faults);
     lr_free_blocks();
     if (lr.uffd >= 0) {
         close(lr.uffd);
@@ -335,10 +327,7 @@ static void lr_finish_bh(void *opaque)
     if (lr.fd >= 0) {
         close(lr.fd);
     }
-    if (lr.stop_fd >= 0) {
-        close(lr.stop_fd);
-    }
-    lr.uffd = lr.fd = lr.stop_fd = -1;
+    lr.uffd = lr.fd = -1;
     if (lr.fault_buf) {
         munmap(lr.fault_buf, LR_FAULT_PAGES * TARGET_PAGE_SIZE);
         lr.fault_buf = NULL;
@@ -442,13 +431,11 @@ static void *lr_prefetch_thread(void *opaque)
 /* The first block: the userfaultfd, the file descriptor and the fault thread. */
 static bool lr_start(int fd, Error **errp)
 {
-    int ret;
-
     lr.start_ns = get_clock_ns();
-    lr.pages_total = lr.pages_resident = lr.faults = lr.pages_fault_read = 0;
+    lr.pages_total = lr.pages_resident = lr.pages_fault_read = 0;
     lr.bytes_prefetched = lr.resident_ms = 0;
     lr.failed_out = 0;
-    memset(&lr.lat, 0, sizeof(lr.lat));
+    uffd_server_reset_stats(&lr.faults);
     lr.blocks = g_new0(LazyBlock, ram_blocks()->len);
     lr.uffd = uffd_create(0);
     if (lr.uffd < 0) {
@@ -468,8 +455,7 @@ static bool lr_start(int fd, Error **errp)
             lr.fd = dup(fd);
         }
     }
-    lr.stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (lr.fd < 0 || lr.stop_fd < 0) {
+    if (lr.fd < 0) {
         error_setg_errno(errp, errno, "x-lazy-restore: cannot set up");
         return false;
     }
@@ -484,12 +470,9 @@ static bool lr_start(int fd, Error **errp)
         error_setg(errp, "x-lazy-restore: cannot allocate its read buffers");
         return false;
     }
-    ret = qemu_thread_create(&lr.fault_thread, "mig/lr-fault", lr_fault_thread, NULL);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "cannot create the lazy restore fault thread");
+    if (!uffd_server_start(&lr.faults, "mig/lr-fault", lr.uffd, &lr_fault_ops, &lr, errp)) {
         return false;
     }
-    lr.fault_running = true;
     __atomic_store_n(&lr.status, LR_FAULTING, __ATOMIC_SEQ_CST);
     return true;
 }
@@ -545,7 +528,6 @@ bool lazy_restore_add_block(RAMBlock *rb, int fd, unsigned long *present,
 
 void lazy_restore_load_done(bool ok, LazyRestoreFailFn *on_fail)
 {
-    uint64_t one = 1;
     int ret;
 
     if (!lr.blocks) {
@@ -579,11 +561,7 @@ void lazy_restore_load_done(bool ok, LazyRestoreFailFn *on_fail)
     }
     /* The guest never runs: stop serving, and let nothing wait on this memory. */
     __atomic_store_n(&lr.status, LR_FAILED, __ATOMIC_SEQ_CST);
-    if (lr.fault_running) {
-        (void)!write(lr.stop_fd, &one, sizeof(one));
-        qemu_thread_join(&lr.fault_thread);
-        lr.fault_running = false;
-    }
+    uffd_server_stop(&lr.faults);
     for (int i = 0; i < lr.nblocks; i++) {
         uffd_unregister(lr.uffd, lr.blocks[i].rb->host, lr.blocks[i].rb->used_length);
         __atomic_store_n(&lr.blocks[i].rb->uffd_missing, 0, __ATOMIC_RELEASE);
@@ -620,22 +598,25 @@ void lazy_restore_fill_info(MigrationInfo *info)
 {
     static const char *const names[] = { "none", "faulting", "resident", "failed" };
     int st = __atomic_load_n(&lr.status, __ATOMIC_SEQ_CST);
+    const LatencyHist *lat = uffd_server_latency(&lr.faults);
+    UffdServerStats fst;
     XLazyRestoreInfo *x;
 
     if (st == LR_NONE) {
         return;
     }
+    uffd_server_get_stats(&lr.faults, &fst);
     x = g_new0(XLazyRestoreInfo, 1);
     x->status = g_strdup(names[st]);
     x->pages_total = __atomic_load_n(&lr.pages_total, __ATOMIC_RELAXED);
     x->pages_resident = __atomic_load_n(&lr.pages_resident, __ATOMIC_RELAXED);
-    x->faults = __atomic_load_n(&lr.faults, __ATOMIC_RELAXED);
+    x->faults = fst.served;
     x->pages_fault_read = __atomic_load_n(&lr.pages_fault_read, __ATOMIC_RELAXED);
     x->bytes_prefetched = __atomic_load_n(&lr.bytes_prefetched, __ATOMIC_RELAXED);
     x->time_to_resident_ms = __atomic_load_n(&lr.resident_ms, __ATOMIC_RELAXED);
-    x->fault_latency_histogram = latency_hist_buckets(&lr.lat);
-    x->fault_latency_p50_us = latency_hist_percentile_us(&lr.lat, 50);
-    x->fault_latency_p99_us = latency_hist_percentile_us(&lr.lat, 99);
-    x->fault_latency_max_us = __atomic_load_n(&lr.lat.max_us, __ATOMIC_RELAXED);
+    x->fault_latency_histogram = latency_hist_buckets(lat);
+    x->fault_latency_p50_us = latency_hist_percentile_us(lat, 50);
+    x->fault_latency_p99_us = latency_hist_percentile_us(lat, 99);
+    x->fault_latency_max_us = __atomic_load_n(&lat->max_us, __ATOMIC_RELAXED);
     info->x_lazy_restore = x;
 }

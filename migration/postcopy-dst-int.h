@@ -10,6 +10,7 @@
 #include "qemu/thread.h"
 #include "latency-hist.h"
 #include "postcopy-dst.h"
+#include "uffd-server.h"
 
 #define DISCARD_BATCH 1024
 
@@ -37,9 +38,12 @@ typedef struct PostcopyDst {
     PostcopyDstBlock *blocks;
     int nblocks;
     int uffd;
-    int stop_fd;                /* eventfd: mig/pc-fault ends */
-    QemuThread fault_thread;
-    bool fault_thread_running;
+    /*
+     * "mig/pc-fault", started at ADVISE and stopped at the end by mig/dst:
+     * its row turns missing faults into page requests; its DEFERRED count
+     * is the requests query-migrate shows.
+     */
+    UffdServer faults;
 
     /*
      * postcopy-preempt: the channel (set by the main thread) and the thread
@@ -59,7 +63,6 @@ typedef struct PostcopyDst {
     char *pause_reason;         /* lat_lock: why the stream broke, for query-migrate */
 
     /* Counters: single aligned words, read by query-migrate. */
-    uint64_t requests;          /* mig/pc-fault */
     uint64_t pages_placed;      /* mig/dst, after LISTEN */
     uint64_t pages_discarded;   /* mig/dst, DISCARD commands */
     uint64_t discard_ns;        /* mig/dst: time in them, for the trace */
@@ -93,8 +96,8 @@ PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb);
 /* RAMPageReader.place: @n pages from @first of @rb (NULL @data: zero pages). */
 bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
                         Error **errp);
-/* "mig/pc-fault": missing-page faults into page requests. */
-void *postcopy_dst_fault_thread(void *opaque);
+/* The row of "mig/pc-fault" (opaque: &pc_dst): missing-page faults into page requests. */
+extern const UffdServerOps postcopy_dst_fault_ops;
 /* preempt_lock held: start "mig/pc-preempt" once ADVISE and the channel are there. */
 void postcopy_dst_maybe_start_preempt(void);
 /* End the preempt thread and close its channel. */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The postcopy destination's page side: the fault thread "mig/pc-fault"
- * that turns missing-page faults into requests, atomic placement of runs
- * of pages (mig/dst and the preempt channel's "mig/pc-preempt"), and the
- * request latency (fault read to page placed). No thread here takes the
- * BQL: a BQL holder may wait on a page only these threads bring in.
+ * The postcopy destination's page side: the row of the fault server
+ * "mig/pc-fault" (uffd-server.h), which turns missing-page faults into
+ * requests; atomic placement of runs of pages (mig/dst and the preempt
+ * channel's "mig/pc-preempt"); and the request latency (fault read to
+ * page placed). No thread here takes the BQL: a BQL holder may wait on a
+ * page only these threads bring in.
  */
 #include "qemu/osdep.h"
 #include "qemu/tsan.h"
@@ -143,13 +144,22 @@ void postcopy_dst_stop_preempt(void)
     tsan_g_mutex_unlock(&pc_dst.preempt_lock);
 }
 
-/* mig/pc-fault: one missing-page fault at @addr, of thread @tid (0 if unknown). */
-static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_read)
+/*
+ * mig/pc-fault, the row's fault hook: one missing-page fault becomes a
+ * request to the source (DEFERRED: the placement, in mig/dst or
+ * mig/pc-preempt, wakes the vCPU and records the request's latency).
+ */
+static UffdFaultOutcome postcopy_dst_fault(void *opaque, const UffdFault *f)
 {
-    uint64_t page_addr = addr & ~(uint64_t)(TARGET_PAGE_SIZE - 1);
+    PostcopyDst *pd = opaque;
+    uint64_t page_addr = f->addr & ~(uint64_t)(TARGET_PAGE_SIZE - 1);
 
-    for (int i = 0; i < pc_dst.nblocks; i++) {
-        PostcopyDstBlock *b = &pc_dst.blocks[i];
+    /* A write-protect fault is not ours: nothing here protects pages. */
+    if (f->flags & UFFD_PAGEFAULT_FLAG_WP) {
+        return UFFD_FAULT_IGNORED;
+    }
+    for (int i = 0; i < pd->nblocks; i++) {
+        PostcopyDstBlock *b = &pd->blocks[i];
         uint64_t host = (uintptr_t)b->rb->host;
         uint64_t page;
 
@@ -157,8 +167,8 @@ static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_rea
             continue;
         }
         page = (page_addr - host) >> TARGET_PAGE_BITS;
-        if (tid && postcopy_blocktime_on()) {
-            postcopy_blocktime_fault(tid, page_addr, t_read);
+        if (f->tid && postcopy_blocktime_on()) {
+            postcopy_blocktime_fault(f->tid, page_addr, f->t_read);
             /* Placed before the fault was read: that placement could not end the wait. */
             if (test_bit_atomic(page, b->received)) {
                 postcopy_blocktime_placed(page_addr);
@@ -166,43 +176,24 @@ static void postcopy_dst_handle_fault(uint64_t addr, uint32_t tid, int64_t t_rea
         }
         /* Placed meanwhile (the placement woke the thread), or already asked for. */
         if (test_bit_atomic(page, b->received) || test_and_set_bit_atomic(page, b->requested)) {
-            return;
+            return UFFD_FAULT_IGNORED;
         }
-        tsan_g_mutex_lock(&pc_dst.lat_lock);
-        g_hash_table_insert(pc_dst.pending, (gpointer)(uintptr_t)page_addr,
-                            GSIZE_TO_POINTER((gsize)t_read));
-        tsan_g_mutex_unlock(&pc_dst.lat_lock);
-        count(&pc_dst.requests, 1);
+        tsan_g_mutex_lock(&pd->lat_lock);
+        g_hash_table_insert(pd->pending, (gpointer)(uintptr_t)page_addr,
+                            GSIZE_TO_POINTER((gsize)f->t_read));
+        tsan_g_mutex_unlock(&pd->lat_lock);
         rp_dst_request_page(b->rb, page << TARGET_PAGE_BITS);
-        return;
+        return UFFD_FAULT_DEFERRED;
     }
     /* Only registered ranges fault here: nothing else can reach this. */
-    error_report("postcopy: a fault at 0x%" PRIx64 " outside guest RAM", addr);
+    error_report("postcopy: a fault at 0x%" PRIx64 " outside guest RAM", f->addr);
+    return UFFD_FAULT_FAILED;
 }
 
-void *postcopy_dst_fault_thread(void *opaque)
-{
-    uint64_t addrs[64];
-    uint32_t tids[64];
-
-    for (;;) {
-        int n = uffd_wait_missing_faults(pc_dst.uffd, pc_dst.stop_fd, addrs, tids,
-                                         ARRAY_SIZE(addrs));
-        int64_t t_read = get_clock_ns();
-
-        if (n == -ECANCELED) {
-            break;
-        }
-        if (n < 0) {
-            error_report("postcopy: reading userfaultfd failed: %s", g_strerror(-n));
-            break;
-        }
-        for (int i = 0; i < n; i++) {
-            postcopy_dst_handle_fault(addrs[i], tids[i], t_read);
-        }
-    }
-    return NULL;
-}
+const UffdServerOps postcopy_dst_fault_ops = {
+    .what = "postcopy",
+    .fault = postcopy_dst_fault,
+};
 
 /* mig/dst: ask again for every page a vCPU still waits on; the source forgot them. */
 void postcopy_dst_rerequest(void)

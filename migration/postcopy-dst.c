@@ -25,16 +25,14 @@
 #include "ram.h"
 #include "ram-codec.h"
 #include "trace.h"
-#include <poll.h>
-#include <sys/eventfd.h>
 
 
-PostcopyDst pc_dst = { .uffd = -1, .stop_fd = -1 };
+PostcopyDst pc_dst = { .uffd = -1 };
 
 
 void postcopy_dst_reset(const PostcopyDstOps *ops)
 {
-    assert(!pc_dst.fault_thread_running);
+    assert(!uffd_server_running(&pc_dst.faults));
     pc_dst.ops = ops;
     postcopy_dst_set_phase(PC_DST_NONE);
     for (int i = 0; i < pc_dst.nblocks; i++) {
@@ -45,7 +43,8 @@ void postcopy_dst_reset(const PostcopyDstOps *ops)
     pc_dst.nblocks = 0;
     g_clear_pointer(&pc_dst.pending, g_hash_table_destroy);
     memset(&pc_dst.lat, 0, sizeof(pc_dst.lat));
-    pc_dst.requests = pc_dst.pages_placed = pc_dst.pages_discarded = 0;
+    uffd_server_reset_stats(&pc_dst.faults);
+    pc_dst.pages_placed = pc_dst.pages_discarded = 0;
     pc_dst.disc_n = 0;
     pc_dst.discard_ns = 0;
     g_clear_pointer(&pc_dst.pause_reason, g_free);
@@ -290,8 +289,6 @@ bool postcopy_dst_listen(Error **errp)
  */
 static bool postcopy_dst_prepare(Error **errp)
 {
-    int ret;
-
     /* Blocktime tells vCPUs apart by the faulting thread. */
     pc_dst.uffd = uffd_create(migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)
                           ? UFFD_FEATURE_THREAD_ID : 0);
@@ -300,18 +297,8 @@ static bool postcopy_dst_prepare(Error **errp)
         pc_dst.uffd = -1;
         return false;
     }
-    pc_dst.stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (pc_dst.stop_fd < 0) {
-        error_setg_errno(errp, errno, "eventfd failed");
-        return false;
-    }
-    ret = qemu_thread_create(&pc_dst.fault_thread, "mig/pc-fault", postcopy_dst_fault_thread, NULL);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "cannot create the postcopy fault thread");
-        return false;
-    }
-    pc_dst.fault_thread_running = true;
-    return true;
+    return uffd_server_start(&pc_dst.faults, "mig/pc-fault", pc_dst.uffd, &postcopy_dst_fault_ops,
+                             &pc_dst, errp);
 }
 
 /* ---- recovery ---- */
@@ -416,20 +403,13 @@ bool postcopy_dst_listening(void)
 
 void postcopy_dst_end(bool ok)
 {
-    uint64_t one = 1;
-
     if (!ok && postcopy_dst_listening()) {
         /* The guest runs on pages it has and waits for the rest: nothing to release. */
         return;
     }
     /* No placement may come after the unregistration below. */
     postcopy_dst_stop_preempt();
-    if (pc_dst.fault_thread_running) {
-        /* An eventfd write of 1 only fails on counter overflow, which one writer cannot reach. */
-        (void)!write(pc_dst.stop_fd, &one, sizeof(one));
-        qemu_thread_join(&pc_dst.fault_thread);
-        pc_dst.fault_thread_running = false;
-    }
+    uffd_server_stop(&pc_dst.faults);
     if (pc_dst.uffd >= 0) {
         /* Wakes any thread still waiting: a page never sent is the zero page it is here. */
         postcopy_dst_unregister();
@@ -439,10 +419,6 @@ void postcopy_dst_end(bool ok)
         for (int i = 0; i < pc_dst.nblocks; i++) {
             madvise(pc_dst.blocks[i].rb->host, pc_dst.blocks[i].rb->used_length, MADV_HUGEPAGE);
         }
-    }
-    if (pc_dst.stop_fd >= 0) {
-        close(pc_dst.stop_fd);
-        pc_dst.stop_fd = -1;
     }
     if (rp_dst_is_open()) {
         rp_dst_send_be32(MIG_RP_MSG_SHUT, ok ? 0 : 1);
@@ -478,12 +454,14 @@ static uint64List *postcopy_dst_latency_dist(const LatencyHist *h)
 void postcopy_dst_fill_info(MigrationInfo *info)
 {
     XPostcopyInfo *x;
+    UffdServerStats st;
 
     if (postcopy_dst_phase() < PC_DST_LISTENING) {
         return;
     }
     x = g_new0(XPostcopyInfo, 1);
-    x->page_requests = __atomic_load_n(&pc_dst.requests, __ATOMIC_RELAXED);
+    uffd_server_get_stats(&pc_dst.faults, &st);
+    x->page_requests = st.deferred;
     x->pages_placed = __atomic_load_n(&pc_dst.pages_placed, __ATOMIC_RELAXED);
     x->pages_discarded = __atomic_load_n(&pc_dst.pages_discarded, __ATOMIC_RELAXED);
     tsan_g_mutex_lock(&pc_dst.lat_lock);

@@ -2,7 +2,6 @@
 /* userfaultfd helpers: write-protect (background snapshot), missing pages (postcopy). */
 #include "qemu/osdep.h"
 #include "qemu/userfaultfd.h"
-#include <poll.h>
 #include <sys/syscall.h>
 
 static int uffd_open_raw(void)
@@ -91,12 +90,7 @@ int uffd_change_protection(int fd, void *start, uint64_t len, bool wp)
     }
 }
 
-/*
- * Reads pending fault addresses; @wp: write-protect faults, else
- * missing-page ones. @tids (may be NULL): the faulting threads, with
- * UFFD_FEATURE_THREAD_ID (else 0).
- */
-static int uffd_read_faults(int fd, uint64_t *addrs, uint32_t *tids, int max, bool wp)
+int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max)
 {
     struct uffd_msg msgs[64];
     int n = 0;
@@ -112,9 +106,8 @@ static int uffd_read_faults(int fd, uint64_t *addrs, uint32_t *tids, int max, bo
             return errno == EAGAIN ? 0 : -errno;
         }
         for (size_t i = 0; i < r / sizeof(msgs[0]); i++) {
-            bool is_wp = msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
-
-            if (msgs[i].event == UFFD_EVENT_PAGEFAULT && is_wp == wp) {
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT &&
+                !(msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
                 if (tids) {
                     tids[n] = msgs[i].arg.pagefault.feat.ptid;
                 }
@@ -123,32 +116,6 @@ static int uffd_read_faults(int fd, uint64_t *addrs, uint32_t *tids, int max, bo
         }
         return n;
     }
-}
-
-int uffd_read_wp_faults(int fd, uint64_t *addrs, int max)
-{
-    return uffd_read_faults(fd, addrs, NULL, max, true);
-}
-
-int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max)
-{
-    return uffd_read_faults(fd, addrs, tids, max, false);
-}
-
-int uffd_wait_missing_faults(int fd, int stop_fd, uint64_t *addrs, uint32_t *tids, int max)
-{
-    struct pollfd pfd[2] = {
-        { .fd = fd, .events = POLLIN },
-        { .fd = stop_fd, .events = POLLIN },
-    };
-
-    if (RETRY_ON_EINTR(poll(pfd, 2, -1)) < 0) {
-        return -errno;
-    }
-    if (pfd[1].revents & POLLIN) {
-        return -ECANCELED;
-    }
-    return uffd_read_missing_faults(fd, addrs, tids, max);
 }
 
 int uffd_register_missing(int fd, void *start, uint64_t len)

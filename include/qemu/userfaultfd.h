@@ -26,11 +26,6 @@ int uffd_register_wp(int fd, void *start, uint64_t len);
 int uffd_unregister(int fd, void *start, uint64_t len);
 /* Protect (@wp) or unprotect and wake waiters (!@wp) a range. */
 int uffd_change_protection(int fd, void *start, uint64_t len, bool wp);
-/*
- * Reads up to @max pending write-fault addresses into @addrs without
- * blocking. Returns how many (0 if none), or -errno.
- */
-int uffd_read_wp_faults(int fd, uint64_t *addrs, int max);
 
 
 /*
@@ -57,14 +52,11 @@ int uffd_place_pages(int fd, void *dst, const void *src, uint64_t npages, uint64
 /* Wakes the threads waiting on [start, start+len) (after a @dontwake placement). */
 int uffd_wake(int fd, void *start, uint64_t len);
 /*
- * Like uffd_read_wp_faults, for missing-page faults; @tids (may be NULL)
- * gets each faulting thread's id when the fd has UFFD_FEATURE_THREAD_ID.
+ * Reads up to @max pending missing-page fault addresses into @addrs
+ * without blocking; @tids (may be NULL) gets each faulting thread's id
+ * when the fd has UFFD_FEATURE_THREAD_ID. Returns how many (0 if none),
+ * or -errno. The fault threads read with migration/uffd-server.c.
  */
 int uffd_read_missing_faults(int fd, uint64_t *addrs, uint32_t *tids, int max);
-/*
- * A fault thread's wait: blocks until @fd has missing faults (read as
- * above, 0 if they went away) or @stop_fd is readable (-ECANCELED).
- */
-int uffd_wait_missing_faults(int fd, int stop_fd, uint64_t *addrs, uint32_t *tids, int max);
 
 #endif
