@@ -46,6 +46,7 @@ typedef struct WorkerThread {
     bool quit;                  /* lock: stop asks the thread to return */
 } WorkerThread;
 
+/* For one on the heap or the stack; a zeroed one in static storage is ready as is (GMutex). */
 void worker_thread_init(WorkerThread *w);
 void worker_thread_destroy(WorkerThread *w);
 /*
