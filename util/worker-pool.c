@@ -51,7 +51,7 @@ struct WorkerPool {
 
     GMutex lock;
     GCond idle_cond;            /* p->lock: a worker went idle or ready, a failure, stopping */
-    bool stopping;              /* p->lock: written by stop; read by all */
+    bool stopping;              /* p->lock (and atomic): written by stop; read by all */
     bool joined;                /* stop's own: the joins are done */
     int nrunning;               /* p->lock */
     int failed;                 /* atomic, written under p->lock: the first -errno, 0 = none */
@@ -294,6 +294,11 @@ bool worker_pool_failed(WorkerPool *p)
     return __atomic_load_n(&p->failed, __ATOMIC_ACQUIRE) != 0;
 }
 
+bool worker_pool_stopping(WorkerPool *p)
+{
+    return __atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE);
+}
+
 int worker_pool_error(WorkerPool *p, Error **errp)
 {
     int ret;
@@ -311,7 +316,7 @@ int worker_pool_stop(WorkerPool *p, Error **errp)
 {
     /* 1: no job is queued from now on (rule 2); 2: wake the idle ones. */
     wp_lock(p);
-    p->stopping = true;
+    __atomic_store_n(&p->stopping, true, __ATOMIC_RELEASE);
     for (int i = 0; i < p->n; i++) {
         g_cond_signal(&p->w[i].cond);
     }

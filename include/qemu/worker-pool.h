@@ -12,6 +12,7 @@
  *   i = worker_pool_submit_idle(p, k, job) to the first idle worker from k
  *   worker_pool_wait_idle(p)               every queue empty, no job running
  *   worker_pool_failed(p)                  cheap poll: a job or init failed
+ *   worker_pool_stopping(p)                cheap poll: a long job should end
  *   ret = worker_pool_stop(p, errp)        THE way to end: request, wake, join
  *   worker_pool_free(p)
  *
@@ -44,6 +45,14 @@
  *     returns no thread of the pool exists and every job submitted before
  *     was handed to run or discard exactly once. Call it from one thread;
  *     a second call returns the same result.
+ *
+ * The two shapes of user: workers fed jobs (mapped-ram's writers, each
+ * with its own file descriptor; a multifd sender, whose channels each do
+ * their handshake in ops->init and are picked by the producer with
+ * worker_pool_submit_idle, synced with worker_pool_wait_idle, and woken
+ * out of a blocked send by ops->wake shutting the sockets down), and
+ * workers given one long job (a multifd receiver's per-channel loop, which
+ * polls worker_pool_stopping; run_each's functions).
  */
 #ifndef QEMU_WORKER_POOL_H
 #define QEMU_WORKER_POOL_H
@@ -82,6 +91,11 @@ int worker_pool_submit_idle(WorkerPool *p, int first, void *job);
 int worker_pool_wait_idle(WorkerPool *p);
 /* Any thread, lock-free: a job or an init has failed. */
 bool worker_pool_failed(WorkerPool *p);
+/*
+ * Any thread, lock-free: stop was requested. A job that lasts (a channel's
+ * receive loop) polls it; ops->wake gets it out of a blocking call first.
+ */
+bool worker_pool_stopping(WorkerPool *p);
 /* The first failure: 0, or its -errno with a copy of its error in @errp. */
 int worker_pool_error(WorkerPool *p, Error **errp);
 /* Request stop, wake, join (see the contract). 0, or the first failure as worker_pool_error. */

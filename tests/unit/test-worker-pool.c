@@ -30,6 +30,7 @@ typedef struct TJob {
     int by;                     /* index it was handed to */
     pthread_t thread;           /* the thread that handled it */
     int failed_at_submit;       /* the pool had failed when it was submitted */
+    bool saw_stopping;          /* the blocked job, once woken: stop was requested */
     bool refused;               /* submit_idle refused it: never handed over */
 } TJob;
 
@@ -84,8 +85,9 @@ static int t_run(void *opaque, int index, void *job, Error **errp)
     if (o->pipe[0] >= 0 && j->fail == -EPIPE) {
         char c;
 
-        /* Blocked outside the pool until ops->wake writes. */
+        /* Blocked outside the pool until ops->wake writes; a long job polls stopping. */
         g_assert_cmpint(read(o->pipe[0], &c, 1), ==, 1);
+        j->saw_stopping = worker_pool_stopping(o->p);
         return 0;
     }
     while (j->fail_second && !worker_pool_failed(o->p)) {
@@ -262,6 +264,7 @@ static void test_wake_blocked(void)
     /* The worker is in read(): only ops->wake gets it out. */
     g_assert_cmpint(worker_pool_stop(o->p, &error_abort), ==, 0);
     g_assert_cmpint(o->wakes, ==, 1);
+    g_assert_true(j.saw_stopping);
     close(o->pipe[0]);
     close(o->pipe[1]);
     t_owner_free(o);
