@@ -527,7 +527,7 @@ static void test_run_each(void)
 typedef struct TSingle {
     WorkerThread w;
     int loops;                  /* w.lock */
-    int timeouts;               /* w.lock */
+    int threads;                /* w.lock: thread functions entered */
     int64_t period_us;
 } TSingle;
 
@@ -536,6 +536,7 @@ static void *t_single_fn(void *opaque)
     TSingle *s = opaque;
 
     g_mutex_lock(&s->w.lock);
+    s->threads++;
     while (!worker_thread_wait(&s->w, s->period_us)) {
         s->loops++;
     }
@@ -565,6 +566,7 @@ static void test_worker_thread(void)
     t0 = g_get_monotonic_time();
     g_assert_true(worker_thread_stop(&s.w));
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
+    g_assert_cmpint(s.threads, ==, 1);
     g_assert_false(worker_thread_running(&s.w));
     g_assert_false(worker_thread_stop(&s.w));
     /* The timeout wakes it too; and it can be started again. */
