@@ -88,9 +88,9 @@ static bool dr_wait(const DirtyRateRun *run, int64_t ns)
         if (left <= 0) {
             return true;
         }
-        g_mutex_lock(&w->lock);
+        worker_thread_lock(w);
         quit = worker_thread_wait(w, MIN(left, DR_HARVEST_NS) / 1000);
-        g_mutex_unlock(&w->lock);
+        worker_thread_unlock(w);
         if (quit) {
             return false;
         }

@@ -34,7 +34,7 @@ static void *cpu_throttle_thread_fn(void *opaque)
 {
     CpuThrottle *t = opaque;
 
-    g_mutex_lock(&t->w.lock);
+    worker_thread_lock(&t->w);
     for (;;) {
         int pct = __atomic_load_n(&t->pct, __ATOMIC_RELAXED);
         int64_t period_us;
@@ -54,7 +54,7 @@ static void *cpu_throttle_thread_fn(void *opaque)
             break;
         }
     }
-    g_mutex_unlock(&t->w.lock);
+    worker_thread_unlock(&t->w);
     return NULL;
 }
 
@@ -64,21 +64,21 @@ void cpu_throttle_set(int pct)
 
     pct = MAX(CPU_THROTTLE_PCT_MIN, MIN(pct, CPU_THROTTLE_PCT_MAX));
     trace_cpu_throttle_set(pct);
-    g_mutex_lock(&t->w.lock);
+    worker_thread_lock(&t->w);
     __atomic_store_n(&t->pct, pct, __ATOMIC_RELAXED);
     worker_thread_start_locked(&t->w, "cpu-throttle", cpu_throttle_thread_fn, t);
     worker_thread_wake(&t->w);
-    g_mutex_unlock(&t->w.lock);
+    worker_thread_unlock(&t->w);
 }
 
 void cpu_throttle_stop(void)
 {
     CpuThrottle *t = &throttle;
 
-    g_mutex_lock(&t->w.lock);
+    worker_thread_lock(&t->w);
     __atomic_store_n(&t->pct, 0, __ATOMIC_RELAXED);
     worker_thread_stop_locked(&t->w);
-    g_mutex_unlock(&t->w.lock);
+    worker_thread_unlock(&t->w);
 }
 
 bool cpu_throttle_active(void)

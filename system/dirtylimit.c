@@ -151,14 +151,14 @@ static void *dirtylimit_thread_fn(void *opaque)
         last_pages[i] = __atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED);
         last_sleep_ns[i] = __atomic_load_n(&cpu->dl_sleep_ns, __ATOMIC_RELAXED);
     }
-    g_mutex_lock(&d->w.lock);
+    worker_thread_lock(&d->w);
     for (;;) {
         int64_t now, period_ns = __atomic_load_n(&d->period_ms, __ATOMIC_RELAXED) * 1000000LL;
 
         if (worker_thread_wait(&d->w, DL_HARVEST_NS / 1000)) {
             break;
         }
-        g_mutex_unlock(&d->w.lock);
+        worker_thread_unlock(&d->w);
         /* A failed reset is the migration's error to report; counts just lag. */
         kvm_dirty_ring_harvest(kvm_state);
         now = get_clock_ns();
@@ -170,7 +170,7 @@ static void *dirtylimit_thread_fn(void *opaque)
                 cpu_kick_run(cpu);
             }
         }
-        g_mutex_lock(&d->w.lock);
+        worker_thread_lock(&d->w);
         if (now - period_start >= period_ns) {
             uint64_t longest = 0;
 
@@ -190,7 +190,7 @@ static void *dirtylimit_thread_fn(void *opaque)
             period_start = now;
         }
     }
-    g_mutex_unlock(&d->w.lock);
+    worker_thread_unlock(&d->w);
     return NULL;
 }
 
@@ -246,7 +246,7 @@ bool dirtylimit_set(int cpu_index, uint64_t mbps, bool own_log, Error **errp)
         error_setg(errp, "dirty-rate must be at least 1 MB/s");
         return false;
     }
-    g_mutex_lock(&dl.w.lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; i < vcpus->len; i++) {
         if (cpu_index == -1 || (guint)cpu_index == i) {
             dl_set_one(g_ptr_array_index(vcpus, i), mbps);
@@ -260,24 +260,24 @@ bool dirtylimit_set(int cpu_index, uint64_t mbps, bool own_log, Error **errp)
             }
         }
         dl_update_locked(&dl, false, NULL);
-        g_mutex_unlock(&dl.w.lock);
+        worker_thread_unlock(&dl.w);
         return false;
     }
-    g_mutex_unlock(&dl.w.lock);
+    worker_thread_unlock(&dl.w);
     trace_dirtylimit_set(cpu_index, mbps);
     return true;
 }
 
 void dirtylimit_cancel(int cpu_index)
 {
-    g_mutex_lock(&dl.w.lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
         if (cpu_index == -1 || (guint)cpu_index == i) {
             dl_set_one(g_ptr_array_index(vcpus, i), 0);
         }
     }
     dl_update_locked(&dl, false, NULL);
-    g_mutex_unlock(&dl.w.lock);
+    worker_thread_unlock(&dl.w);
     trace_dirtylimit_set(cpu_index, 0);
 }
 
@@ -302,11 +302,11 @@ uint64_t dirtylimit_vcpu_current_rate(int cpu_index)
 {
     uint64_t rate = 0;
 
-    g_mutex_lock(&dl.w.lock);
+    worker_thread_lock(&dl.w);
     if (cpu_index >= 0 && cpu_index < DL_MAX_VCPUS) {
         rate = dl.rate[cpu_index];
     }
-    g_mutex_unlock(&dl.w.lock);
+    worker_thread_unlock(&dl.w);
     return rate;
 }
 
@@ -321,9 +321,9 @@ uint64_t dirtylimit_throttle_time_per_round_us(void)
 {
     uint64_t us;
 
-    g_mutex_lock(&dl.w.lock);
+    worker_thread_lock(&dl.w);
     us = dl.round_sleep_us;
-    g_mutex_unlock(&dl.w.lock);
+    worker_thread_unlock(&dl.w);
     return us;
 }
 
@@ -331,14 +331,14 @@ uint64_t dirtylimit_ring_full_time_us(void)
 {
     uint64_t ring = kvm_dirty_ring_bytes(kvm_state), sum = 0, n = 0;
 
-    g_mutex_lock(&dl.w.lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; vcpus && i < vcpus->len && i < DL_MAX_VCPUS; i++) {
         if (dl_limit(g_ptr_array_index(vcpus, i))) {
             sum += dl.rate[i];
             n++;
         }
     }
-    g_mutex_unlock(&dl.w.lock);
+    worker_thread_unlock(&dl.w);
     /* The ring's bytes at the average limited vCPU's rate (sum / n MB/s). */
     return n && sum ? ring * n * 1000000 / (sum * MiB) : 0;
 }

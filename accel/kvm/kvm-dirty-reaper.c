@@ -41,16 +41,16 @@ static void *kvm_dirty_reaper_run(void *opaque)
     KVMState *s = r->s;
     uint32_t fill = MAX(1, s->opts.dirty_ring_size / REAPER_FILL_DIVISOR);
 
-    g_mutex_lock(&r->w.lock);
+    worker_thread_lock(&r->w);
     while (!worker_thread_wait(&r->w, REAPER_PERIOD_US)) {
-        g_mutex_unlock(&r->w.lock);
+        worker_thread_unlock(&r->w);
         /* A failed reset is remembered by the rings: the next sync reports it. */
         if (kvm_dirty_ring_filling(s, fill)) {
             kvm_dirty_ring_reap(s);
         }
-        g_mutex_lock(&r->w.lock);
+        worker_thread_lock(&r->w);
     }
-    g_mutex_unlock(&r->w.lock);
+    worker_thread_unlock(&r->w);
     return NULL;
 }
 
@@ -59,12 +59,12 @@ void kvm_dirty_reaper_start(KVMState *s)
     KVMDirtyReaper *r = &reaper;
     int ret;
 
-    g_mutex_lock(&r->w.lock);
+    worker_thread_lock(&r->w);
     if (!r->w.running) {
         r->s = s;
     }
     ret = worker_thread_start_locked(&r->w, "kvm-reaper", kvm_dirty_reaper_run, r);
-    g_mutex_unlock(&r->w.lock);
+    worker_thread_unlock(&r->w);
     if (ret < 0) {
         /* Not fatal: full rings are still harvested by their vCPU. */
         warn_report("cannot create the dirty-ring reaper thread: %s", g_strerror(-ret));

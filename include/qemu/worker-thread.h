@@ -8,8 +8,9 @@
  *
  *   worker_thread_init(&s->w);
  *   worker_thread_start(&s->w, "kvm-reaper", fn, s);    no-op if running
- *   ...in fn, with s->w.lock held:
+ *   ...in fn: worker_thread_lock(&s->w);
  *       while (!worker_thread_wait(&s->w, PERIOD_US)) { work; }
+ *       worker_thread_unlock(&s->w);
  *   worker_thread_stop(&s->w);           request stop, wake, join
  *
  * Contract:
@@ -37,6 +38,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include "qemu/thread.h"
+#include "qemu/tsan.h"
 
 typedef struct WorkerThread {
     QemuThread thread;          /* valid while running */
@@ -71,5 +73,16 @@ bool worker_thread_should_quit(WorkerThread *w);
  */
 void worker_thread_wake(WorkerThread *w);
 bool worker_thread_running(WorkerThread *w);
+
+/* w->lock, told to ThreadSanitizer (tsan.h): what the owner guards with it too. */
+static inline void worker_thread_lock(WorkerThread *w)
+{
+    tsan_g_mutex_lock(&w->lock);
+}
+
+static inline void worker_thread_unlock(WorkerThread *w)
+{
+    tsan_g_mutex_unlock(&w->lock);
+}
 
 #endif

@@ -79,8 +79,8 @@ static int t_run(void *opaque, int index, void *job, Error **errp)
     t_record(o, index, j);
     __atomic_add_fetch(&j->ran, 1, __ATOMIC_SEQ_CST);
     if (o->hold) {
-        g_mutex_lock(&o->lock);
-        g_mutex_unlock(&o->lock);
+        tsan_g_mutex_lock(&o->lock);
+        tsan_g_mutex_unlock(&o->lock);
     }
     if (o->pipe[0] >= 0 && j->fail == -EPIPE) {
         char c;
@@ -284,7 +284,7 @@ static void test_error(void)
     }
     /* Hold the workers so that every job is queued before the failing one runs. */
     o->hold = true;
-    g_mutex_lock(&o->lock);
+    tsan_g_mutex_lock(&o->lock);
     for (int k = 0; k < NJOBS; k++) {
         /*
          * Worker 0 fails at job 4; its job 8 would fail too, but is
@@ -300,7 +300,7 @@ static void test_error(void)
            !__atomic_load_n(&jobs[1].ran, __ATOMIC_SEQ_CST)) {
         g_usleep(1000);
     }
-    g_mutex_unlock(&o->lock);
+    tsan_g_mutex_unlock(&o->lock);
     /* Returns at the first failure; the second may come before or after. */
     g_assert_cmpint(worker_pool_wait_idle(o->p), ==, -ENOSPC);
     g_assert_true(worker_pool_failed(o->p));
@@ -363,7 +363,7 @@ static void test_submit_idle(void)
     }
     /* With every worker held in a job, each idle pick is a different worker. */
     o->hold = true;
-    g_mutex_lock(&o->lock);
+    tsan_g_mutex_lock(&o->lock);
     for (int k = 0; k < N; k++) {
         int i;
 
@@ -374,7 +374,7 @@ static void test_submit_idle(void)
         g_assert_false(used[i]);
         used[i] = true;
     }
-    g_mutex_unlock(&o->lock);
+    tsan_g_mutex_unlock(&o->lock);
     /* One idle again: the next pick waits for it, then takes it. */
     jobs[N] = (TJob) { .worker = -1, .seq = N };
     g_assert_cmpint(worker_pool_submit_idle(o->p, 0, &jobs[N]), >=, 0);
@@ -535,12 +535,12 @@ static void *t_single_fn(void *opaque)
 {
     TSingle *s = opaque;
 
-    g_mutex_lock(&s->w.lock);
+    worker_thread_lock(&s->w);
     s->threads++;
     while (!worker_thread_wait(&s->w, s->period_us)) {
         s->loops++;
     }
-    g_mutex_unlock(&s->w.lock);
+    worker_thread_unlock(&s->w);
     return NULL;
 }
 
@@ -556,11 +556,11 @@ static void test_worker_thread(void)
     /* Running: a second start creates nothing. */
     g_assert_cmpint(worker_thread_start(&s.w, "t-single", t_single_fn, &s), ==, 0);
     /* Woken, not quitting: another loop. */
-    while (!s.loops) {
-        g_mutex_lock(&s.w.lock);
+    for (bool looped = false; !looped; g_usleep(1000)) {
+        worker_thread_lock(&s.w);
         worker_thread_wake(&s.w);
-        g_mutex_unlock(&s.w.lock);
-        g_usleep(1000);
+        looped = s.loops > 0;
+        worker_thread_unlock(&s.w);
     }
     /* Stop ends an hour-long sleep at once. */
     t0 = g_get_monotonic_time();
@@ -576,19 +576,19 @@ static void test_worker_thread(void)
     for (;;) {
         int loops;
 
-        g_mutex_lock(&s.w.lock);
+        worker_thread_lock(&s.w);
         loops = s.loops;
-        g_mutex_unlock(&s.w.lock);
+        worker_thread_unlock(&s.w);
         if (loops >= 3) {
             break;
         }
         g_usleep(1000);
     }
     /* Stop with the lock held, as dirtylimit does: dropped while joining. */
-    g_mutex_lock(&s.w.lock);
+    worker_thread_lock(&s.w);
     g_assert_true(worker_thread_stop_locked(&s.w));
     g_assert_true(worker_thread_should_quit(&s.w));
-    g_mutex_unlock(&s.w.lock);
+    worker_thread_unlock(&s.w);
     worker_thread_destroy(&s.w);
 }
 
