@@ -26,7 +26,7 @@ typedef struct MrToken {
     void *opaque;
 } MrToken;
 
-/* One run of pages for a writer: the pool hands it to mr_pool_run or, once failed, mr_pool_discard. */
+/* One run of pages: the pool hands it to mr_pool_run or, once failed, to mr_pool_discard. */
 typedef struct MrJob {
     int64_t off;
     const uint8_t *data;
