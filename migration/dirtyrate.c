@@ -14,13 +14,13 @@
  *                  in calc-time (each page once)
  *
  * Rates are MB/s with QEMU's MB (2^20 bytes). The main thread starts and
- * queries; dr_lock guards the published result.
+ * queries; DirtyRateState.lock guards the published result.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "qemu/bitmap.h"
-#include "qemu/thread.h"
+#include "qemu/worker-thread.h"
 #include "system/cpus.h"
 #include "system/kvm.h"
 #include "system/kvm-dirty-client.h"
@@ -31,7 +31,11 @@
 #define DR_DEFAULT_SAMPLES  512
 #define DR_MAX_SAMPLES      4096
 
+typedef struct DirtyRateState DirtyRateState;
+
+/* One measurement: built by the command, owned and freed by the thread. */
 typedef struct DirtyRateRun {
+    DirtyRateState *dr;
     DirtyRateMeasureMode mode;
     int64_t calc_ms;
     uint64_t sample_pages;
@@ -39,31 +43,57 @@ typedef struct DirtyRateRun {
     KVMDirtyClient *client;     /* dirty-bitmap: started by the command, stopped by the thread */
 } DirtyRateRun;
 
-static GMutex dr_lock;
-static QemuThread dr_thread;
-static bool dr_thread_started;  /* main thread */
-/* dr_lock: the result query-dirty-rate reports. */
-static DirtyRateInfo dr_info = { .status = DIRTY_RATE_STATUS_UNSTARTED,
-                                 .sample_pages = DR_DEFAULT_SAMPLES };
-static int64_t dr_calc_ms;      /* dr_lock */
-static int64_t dr_vcpu_rate[256];   /* dr_lock: -1 = not measured */
-static guint dr_nvcpus;         /* dr_lock */
+/*
+ * The measurer: one per process (calc-dirty-rate measures one thing at a
+ * time). The commands run in the main thread; the "dirtyrate" thread
+ * measures and publishes.
+ */
+struct DirtyRateState {
+    /*
+     * w.lock: running, quit. calc-dirty-rate starts the thread, and joins
+     * the previous one first (its measurement has ended: status checked);
+     * the thread reads quit in dr_wait.
+     */
+    WorkerThread w;
+    GMutex lock;
+    /*
+     * lock: the result query-dirty-rate reports. calc-dirty-rate writes it
+     * to MEASURING before the thread starts; the thread writes the result
+     * once, at its end; query-dirty-rate reads.
+     */
+    DirtyRateInfo info;
+    int64_t calc_ms;
+    int64_t vcpu_rate[256];     /* -1 = not measured */
+    guint nvcpus;
+};
+
+static DirtyRateState dirtyrate = {
+    .info = { .status = DIRTY_RATE_STATUS_UNSTARTED, .sample_pages = DR_DEFAULT_SAMPLES },
+};
 
 /*
- * Sleeps @ns in steps, harvesting the rings in dirty-ring mode. The process
- * may exit meanwhile: the thread is not joined at exit, as vCPUs are not.
+ * Sleeps @ns in steps, harvesting the rings in dirty-ring mode; false if
+ * asked to quit meanwhile. The process may exit meanwhile: the thread is
+ * not joined at exit, as vCPUs are not.
  */
 static bool dr_wait(const DirtyRateRun *run, int64_t ns)
 {
+    WorkerThread *w = &run->dr->w;
     int64_t deadline = get_clock_ns() + ns;
 
     for (;;) {
         int64_t left = deadline - get_clock_ns();
+        bool quit;
 
         if (left <= 0) {
             return true;
         }
-        g_usleep(MIN(left, DR_HARVEST_NS) / 1000);
+        worker_thread_lock(w);
+        quit = worker_thread_wait(w, MIN(left, DR_HARVEST_NS) / 1000);
+        worker_thread_unlock(w);
+        if (quit) {
+            return false;
+        }
         if (run->mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING) {
             kvm_dirty_ring_harvest(kvm_state);
         }
@@ -213,6 +243,7 @@ out:
 static void *dirtyrate_thread_fn(void *opaque)
 {
     DirtyRateRun *run = opaque;
+    DirtyRateState *dr = run->dr;
     int64_t vcpu_rate[256];
     guint n = MIN(vcpus ? vcpus->len : 0, G_N_ELEMENTS(vcpu_rate));
     int64_t rate;
@@ -231,24 +262,24 @@ static void *dirtyrate_thread_fn(void *opaque)
     if (run->ring_ref) {
         kvm_dirty_ring_count_stop(kvm_state);
     }
-    g_mutex_lock(&dr_lock);
-    dr_info.status = DIRTY_RATE_STATUS_MEASURED;
-    dr_info.has_dirty_rate = rate >= 0;
-    dr_info.dirty_rate = rate;
-    dr_nvcpus = run->mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING && rate >= 0 ? n : 0;
-    memcpy(dr_vcpu_rate, vcpu_rate, dr_nvcpus * sizeof(vcpu_rate[0]));
-    g_mutex_unlock(&dr_lock);
+    g_mutex_lock(&dr->lock);
+    dr->info.status = DIRTY_RATE_STATUS_MEASURED;
+    dr->info.has_dirty_rate = rate >= 0;
+    dr->info.dirty_rate = rate;
+    dr->nvcpus = run->mode == DIRTY_RATE_MEASURE_MODE_DIRTY_RING && rate >= 0 ? n : 0;
+    memcpy(dr->vcpu_rate, vcpu_rate, dr->nvcpus * sizeof(vcpu_rate[0]));
+    g_mutex_unlock(&dr->lock);
     g_free(run);
     return NULL;
 }
 
-static DirtyRateStatus dr_status(void)
+static DirtyRateStatus dr_status(DirtyRateState *dr)
 {
     DirtyRateStatus st;
 
-    g_mutex_lock(&dr_lock);
-    st = dr_info.status;
-    g_mutex_unlock(&dr_lock);
+    g_mutex_lock(&dr->lock);
+    st = dr->info.status;
+    g_mutex_unlock(&dr->lock);
     return st;
 }
 
@@ -256,6 +287,7 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
                          bool has_sample_pages, int64_t sample_pages, bool has_mode,
                          DirtyRateMeasureMode mode, Error **errp)
 {
+    DirtyRateState *dr = &dirtyrate;
     bool ms_unit = has_calc_time_unit && calc_time_unit == TIME_UNIT_MILLISECOND;
     int64_t calc_ms;
     DirtyRateRun *run;
@@ -265,7 +297,7 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
     if (!has_mode) {
         mode = DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING;
     }
-    if (dr_status() == DIRTY_RATE_STATUS_MEASURING) {
+    if (dr_status(dr) == DIRTY_RATE_STATUS_MEASURING) {
         error_setg(errp, "the dirty rate is already being measured");
         return false;
     }
@@ -293,6 +325,7 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
         return false;
     }
     run = g_new0(DirtyRateRun, 1);
+    run->dr = dr;
     run->mode = mode;
     run->calc_ms = calc_ms;
     run->sample_pages = has_sample_pages ? sample_pages : DR_DEFAULT_SAMPLES;
@@ -307,21 +340,19 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
         g_free(run);
         return false;
     }
-    if (dr_thread_started) {
-        qemu_thread_join(&dr_thread);
-    }
-    g_mutex_lock(&dr_lock);
-    dr_info.status = DIRTY_RATE_STATUS_MEASURING;
-    dr_info.has_dirty_rate = false;
-    dr_info.start_time = g_get_monotonic_time() / G_USEC_PER_SEC;
-    dr_info.calc_time_unit = ms_unit ? TIME_UNIT_MILLISECOND : TIME_UNIT_SECOND;
-    dr_info.sample_pages = mode == DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING ? run->sample_pages : 0;
-    dr_info.mode = mode;
-    dr_calc_ms = calc_ms;
-    dr_nvcpus = 0;
-    g_mutex_unlock(&dr_lock);
-    ret = qemu_thread_create(&dr_thread, "dirtyrate", dirtyrate_thread_fn, run);
-    dr_thread_started = ret == 0;
+    /* The last measurement has published its result (status): its thread is ending. */
+    worker_thread_stop(&dr->w);
+    g_mutex_lock(&dr->lock);
+    dr->info.status = DIRTY_RATE_STATUS_MEASURING;
+    dr->info.has_dirty_rate = false;
+    dr->info.start_time = g_get_monotonic_time() / G_USEC_PER_SEC;
+    dr->info.calc_time_unit = ms_unit ? TIME_UNIT_MILLISECOND : TIME_UNIT_SECOND;
+    dr->info.sample_pages = mode == DIRTY_RATE_MEASURE_MODE_PAGE_SAMPLING ? run->sample_pages : 0;
+    dr->info.mode = mode;
+    dr->calc_ms = calc_ms;
+    dr->nvcpus = 0;
+    g_mutex_unlock(&dr->lock);
+    ret = worker_thread_start(&dr->w, "dirtyrate", dirtyrate_thread_fn, run);
     if (ret) {
         /* Nothing measures: give back what the measurement held. */
         if (run->ring_ref) {
@@ -329,9 +360,9 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
         }
         kvm_dirty_client_stop(run->client);
         g_free(run);
-        g_mutex_lock(&dr_lock);
-        dr_info.status = DIRTY_RATE_STATUS_UNSTARTED;
-        g_mutex_unlock(&dr_lock);
+        g_mutex_lock(&dr->lock);
+        dr->info.status = DIRTY_RATE_STATUS_UNSTARTED;
+        g_mutex_unlock(&dr->lock);
         error_setg_errno(errp, -ret, "calc-dirty-rate: cannot create the measuring thread");
         return false;
     }
@@ -341,25 +372,26 @@ bool qmp_calc_dirty_rate(int64_t calc_time, bool has_calc_time_unit, TimeUnit ca
 DirtyRateInfo *qmp_query_dirty_rate(bool has_calc_time_unit, TimeUnit calc_time_unit,
                                     Error **errp)
 {
+    DirtyRateState *dr = &dirtyrate;
     DirtyRateInfo *info;
     DirtyRateVcpuList **tail;
 
-    g_mutex_lock(&dr_lock);
-    info = g_memdup2(&dr_info, sizeof(dr_info));
+    g_mutex_lock(&dr->lock);
+    info = g_memdup2(&dr->info, sizeof(dr->info));
     info->vcpu_dirty_rate = NULL;
     info->calc_time_unit = has_calc_time_unit ? calc_time_unit : TIME_UNIT_SECOND;
-    info->calc_time = info->calc_time_unit == TIME_UNIT_MILLISECOND ? dr_calc_ms
-                                                                    : dr_calc_ms / 1000;
+    info->calc_time = info->calc_time_unit == TIME_UNIT_MILLISECOND ? dr->calc_ms
+                                                                    : dr->calc_ms / 1000;
     tail = &info->vcpu_dirty_rate;
-    for (guint i = 0; i < dr_nvcpus; i++) {
+    for (guint i = 0; i < dr->nvcpus; i++) {
         DirtyRateVcpuList *e = g_new0(DirtyRateVcpuList, 1);
 
         e->value = g_new0(DirtyRateVcpu, 1);
         e->value->id = i;
-        e->value->dirty_rate = dr_vcpu_rate[i];
+        e->value->dirty_rate = dr->vcpu_rate[i];
         *tail = e;
         tail = &e->next;
     }
-    g_mutex_unlock(&dr_lock);
+    g_mutex_unlock(&dr->lock);
     return info;
 }

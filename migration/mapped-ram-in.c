@@ -5,7 +5,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
-#include "qemu/thread.h"
+#include "qemu/worker-pool.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "lazy-restore.h"
@@ -254,8 +254,16 @@ static void *mr_reader(void *opaque)
     }
 }
 
+/* WorkerEachFn: reader @index ("mig/mr-r<index>", 0: the loading thread). */
+static int mr_reader_each(void *opaque, int index, Error **errp)
+{
+    /* Failures go to l->err: the other readers and the checker poll it to stop early. */
+    mr_reader(opaque);
+    return 0;
+}
+
 /* mig/mr-v: every chunk in order, as soon as it is read; stops at the first failure. */
-static void *mr_checker(void *opaque)
+static int mr_checker(void *opaque, int index, void *job, Error **errp)
 {
     MrLoad *l = opaque;
     uint64_t nchunks = DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES);
@@ -267,16 +275,20 @@ static void *mr_checker(void *opaque)
         }
         g_mutex_unlock(&l->done_lock);
         if (__atomic_load_n(&l->err, __ATOMIC_ACQUIRE) || !mr_check_chunk(l, c)) {
-            return NULL;
+            return 0;
         }
     }
-    return NULL;
+    return 0;
 }
+
+/* The checker is a pool of one, so that its stop is the pool's: it runs its job, then ends. */
+static const WorkerPoolOps mr_checker_ops = {
+    .run = mr_checker,
+};
 
 static bool mr_load_pages(MrLoad *l, Error **errp)
 {
     int n = migrate_multifd() ? migrate_multifd_channels() : 1;
-    QemuThread *th = g_new0(QemuThread, n);
     g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", l->fd);
     /*
      * O_DIRECT where the filesystem has it: pages go from the disk into
@@ -284,9 +296,7 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
      * are page aligned).
      */
     int dfd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
-    int started = 0;
-    QemuThread checker;
-    bool checking = false;
+    WorkerPool *checker = NULL;
 
     if (dfd >= 0) {
         l->fd = dfd;
@@ -295,34 +305,26 @@ static bool mr_load_pages(MrLoad *l, Error **errp)
         l->done = bitmap_new(DIV_ROUND_UP(l->npages, MR_CHUNK_PAGES));
         g_mutex_init(&l->done_lock);
         g_cond_init(&l->done_cond);
-        if (qemu_thread_create(&checker, "mig/mr-v", mr_checker, l) < 0) {
+        checker = worker_pool_new("mig/mr-v", 1, &mr_checker_ops, l);
+        if (worker_pool_start(checker, 0, NULL) < 0) {
             mr_load_fail(l, 0, MR_ERR_NO_CHECKER);
         } else {
-            checking = true;
+            worker_pool_submit(checker, 0, l);
         }
     }
-
-    for (int i = 1; i < n; i++) {
-        g_autofree char *name = g_strdup_printf("mig/mr-r%d", i);
-
-        if (qemu_thread_create(&th[i], name, mr_reader, l) < 0) {
-            break;              /* fewer readers, same result */
-        }
-        started++;
-    }
-    mr_reader(l);
-    for (int i = 1; i <= started; i++) {
-        qemu_thread_join(&th[i]);
-    }
-    if (checking) {
-        qemu_thread_join(&checker);
-    }
+    /*
+     * Reader 0 is this thread. A reader whose thread cannot be created
+     * runs here too: the chunks go to whoever asks, so the result is the
+     * same with fewer threads.
+     */
+    worker_pool_run_each("mig/mr-r%d", n, mr_reader_each, l, NULL);
+    /* Every chunk is read or the load failed: either way the checker ends. */
+    worker_pool_free(checker);
     if (l->done) {
         g_mutex_clear(&l->done_lock);
         g_cond_clear(&l->done_cond);
         g_free(l->done);
     }
-    g_free(th);
     if (dfd >= 0) {
         close(dfd);
     }

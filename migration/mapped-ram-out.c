@@ -5,7 +5,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
-#include "qemu/thread.h"
+#include "qemu/worker-pool.h"
 #include "qemu/tsan.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
@@ -26,20 +26,14 @@ typedef struct MrToken {
     void *opaque;
 } MrToken;
 
+/* One run of pages: the pool hands it to mr_pool_run or, once failed, to mr_pool_discard. */
 typedef struct MrJob {
     int64_t off;
     const uint8_t *data;
-    size_t len;                 /* 0: the writer stops */
+    size_t len;
     MrToken *tok;
     uint64_t *phash;            /* x-mapped-ram-integrity: the run's first page's hash, else NULL */
 } MrJob;
-
-typedef struct MrWriter {
-    QemuThread thread;
-    GAsyncQueue *jobs;
-    int fd;
-    struct MappedRamOut *m;
-} MrWriter;
 
 typedef struct MrBlock {
     RAMBlock *rb;
@@ -74,29 +68,24 @@ struct MappedRamOut {
     const uint8_t *pend_data;
     MrToken *tok;               /* the open token: jobs dispatched now join it */
 
-    MrWriter *writers;
-    int nwriters;
+    /*
+     * The writers "mig/mr-w<i>", one per slot, each with its own
+     * descriptor fds[i] (set before it starts, closed after the stop).
+     * Without writer threads the slots have none and mig/src writes each
+     * job itself, to page_fd, through the same hooks. The pool keeps the
+     * first write error: later jobs are discarded, and the owner reads it.
+     */
+    WorkerPool *pool;
+    int *fds;                   /* nfds slots, -1 until opened */
+    int nfds;
+    int nwriters;               /* writer threads started */
 
     GMutex inflight_lock;
     GCond inflight_cond;
     uint64_t inflight;          /* inflight_lock: page bytes queued, not yet written */
-
-    int err;                    /* atomic: the first write's errno */
-    int64_t err_off;            /* atomic: where it failed, written by the first failure */
 };
 
 static MappedRamOut *mr_current;    /* mig/src sets it at open, the main thread clears it */
-
-static void mr_set_error(MappedRamOut *m, int err, int64_t off)
-{
-    int none = 0;
-
-    /* The first failure names the offset; the message may read it a moment late. */
-    if (__atomic_compare_exchange_n(&m->err, &none, err, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST)) {
-        __atomic_store_n(&m->err_off, off, __ATOMIC_RELEASE);
-    }
-}
 
 static MrToken *mr_token_new(void)
 {
@@ -132,37 +121,60 @@ static void mr_hash_pages(uint64_t *phash, const uint8_t *data, uint64_t n)
     }
 }
 
-static void mr_write_job(MappedRamOut *m, int fd, MrJob *j)
+/* Written or not: the job's bytes leave the in-flight count and it drops its token. */
+static void mr_job_done(MappedRamOut *m, MrJob *j)
 {
+    tsan_g_mutex_lock(&m->inflight_lock);
+    m->inflight -= j->len;
+    g_cond_signal(&m->inflight_cond);
+    tsan_g_mutex_unlock(&m->inflight_lock);
+    mr_token_put(j->tok);
+    g_free(j);
+}
+
+/* Writer @index (or mig/src without writer threads): one run of pages. */
+static int mr_pool_run(void *opaque, int index, void *job, Error **errp)
+{
+    MappedRamOut *m = opaque;
+    MrJob *j = job;
+    int fd = m->nwriters ? m->fds[index] : m->page_fd, ret = 0;
+
     if (j->phash) {
         mr_hash_pages(j->phash, j->data, j->len / TARGET_PAGE_SIZE);
     }
-    if (!__atomic_load_n(&m->err, __ATOMIC_ACQUIRE) && !qemu_pwrite_full(fd, j->data, j->len, j->off)) {
-        mr_set_error(m, errno, j->off);
+    if (!qemu_pwrite_full(fd, j->data, j->len, j->off)) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "writing the pages of %s at offset %" PRId64 " failed",
+                         m->path, j->off);
     }
+    mr_job_done(m, j);
+    return ret;
 }
 
-static void *mr_writer_thread(void *opaque)
+/* After the first failure: nothing more is written, but the token still waits for the job. */
+static void mr_pool_discard(void *opaque, int index, void *job)
 {
-    MrWriter *w = opaque;
-    MappedRamOut *m = w->m;
+    mr_job_done(opaque, job);
+}
 
-    for (;;) {
-        MrJob *j = g_async_queue_pop(w->jobs);
+static const WorkerPoolOps mr_pool_ops = {
+    .run = mr_pool_run,
+    .discard = mr_pool_discard,
+};
 
-        TSAN_ACQUIRE(j);
-        if (!j->len) {
-            g_free(j);
-            return NULL;
-        }
-        mr_write_job(m, w->fd, j);
-        tsan_g_mutex_lock(&m->inflight_lock);
-        m->inflight -= j->len;
-        g_cond_signal(&m->inflight_cond);
-        tsan_g_mutex_unlock(&m->inflight_lock);
-        mr_token_put(j->tok);
-        g_free(j);
+/* mig/src: the first write failure, onto @f. */
+static bool mr_check_failed(MappedRamOut *m, QEMUFile *f)
+{
+    Error *err = NULL;
+    int ret;
+
+    if (!worker_pool_failed(m->pool)) {
+        return false;
     }
+    ret = worker_pool_error(m->pool, &err);
+    qemu_file_set_error_msg(f, ret, "%s", error_get_pretty(err));
+    error_free(err);
+    return true;
 }
 
 /* mig/src: the coalesced run goes to its region's writer (or is written now). */
@@ -174,8 +186,7 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
         .data = m->pend_data,
         .len = m->pend_n * TARGET_PAGE_SIZE,
     };
-    MrWriter *w;
-    MrJob *jp;
+    int w = 0;
 
     if (!b || !m->pend_n) {
         return;
@@ -196,11 +207,10 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
     m->pend_b = NULL;
     m->pend_n = 0;
     qemu_file_count_side_bytes(f, job.len);
-    if (!m->nwriters) {
-        mr_write_job(m, m->page_fd, &job);
-        return;
+    if (m->nwriters) {
+        w = (m->pend_first / MR_REGION_PAGES + (b - m->blocks)) % m->nwriters;
     }
-    w = &m->writers[(m->pend_first / MR_REGION_PAGES + (b - m->blocks)) % m->nwriters];
+    /* Without writer threads the job is written here, in submit, at once. */
     tsan_g_mutex_lock(&m->inflight_lock);
     while (m->inflight >= MR_INFLIGHT_MAX) {
         tsan_g_cond_wait(&m->inflight_cond, &m->inflight_lock);
@@ -209,9 +219,7 @@ static void mr_dispatch(MappedRamOut *m, QEMUFile *f)
     tsan_g_mutex_unlock(&m->inflight_lock);
     __atomic_add_fetch(&m->tok->refs, 1, __ATOMIC_RELAXED);
     job.tok = m->tok;
-    jp = g_memdup2(&job, sizeof(job));
-    TSAN_RELEASE(jp);
-    g_async_queue_push(w->jobs, jp);
+    worker_pool_submit(m->pool, w, g_memdup2(&job, sizeof(job)));
 }
 
 static MrBlock *mr_block(MappedRamOut *m, RAMBlock *rb)
@@ -231,12 +239,8 @@ static void mr_put_page(MappedRamOut *m, QEMUFile *f, RAMBlock *rb, uint64_t pag
                              const uint8_t *data)
 {
     MrBlock *b = mr_block(m, rb);
-    int err = __atomic_load_n(&m->err, __ATOMIC_ACQUIRE);
 
-    if (err) {
-        qemu_file_set_error_msg(f, -err, "writing the pages of %s at offset %" PRId64
-                                " failed: %s", m->path,
-                                __atomic_load_n(&m->err_off, __ATOMIC_ACQUIRE), g_strerror(err));
+    if (mr_check_failed(m, f)) {
         return;
     }
     if (!b || page >= b->npages) {
@@ -434,6 +438,7 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
     }
     /* With the record, always a writer thread, so that hashing and writing overlap. */
     nwriters = migrate_multifd() ? migrate_multifd_channels() : m->integrity;
+    m->pool = worker_pool_new("mig/mr-w%d", nwriters, &mr_pool_ops, m);
     if (!nwriters) {
         if (!migrate_direct_io()) {
             m->page_fd = qemu_file_fd(f);
@@ -442,23 +447,20 @@ bool mapped_ram_out_open(const char *uri, QEMUFile *f, Error **errp)
         m->own_page_fd = true;
         return mr_open_fd(m, &m->page_fd, errp);
     }
-    m->writers = g_new0(MrWriter, nwriters);
+    m->fds = g_new(int, nwriters);
+    m->nfds = nwriters;
     for (int i = 0; i < nwriters; i++) {
-        MrWriter *w = &m->writers[i];
-        g_autofree char *name = g_strdup_printf("mig/mr-w%d", i);
+        m->fds[i] = -1;
+    }
+    for (int i = 0; i < nwriters; i++) {
         int ret;
 
-        w->m = m;
-        w->jobs = g_async_queue_new();
-        if (!mr_open_fd(m, &w->fd, errp)) {
-            g_async_queue_unref(w->jobs);
+        if (!mr_open_fd(m, &m->fds[i], errp)) {
             return false;
         }
-        ret = qemu_thread_create(&w->thread, name, mr_writer_thread, w);
+        ret = worker_pool_start(m->pool, i, NULL);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "cannot create a mapped-ram writer thread");
-            close(w->fd);
-            g_async_queue_unref(w->jobs);
             return false;
         }
         m->nwriters++;
@@ -545,13 +547,9 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     size_t record_len = 0;
     char hex[17];
     int64_t t0 = get_clock_ns(), pos;
-    int err;
 
     mr_drain(m, f);
-    err = __atomic_load_n(&m->err, __ATOMIC_ACQUIRE);
-    if (err) {
-        error_setg(errp, "writing the pages of %s at offset %" PRId64 " failed: %s", m->path,
-                   __atomic_load_n(&m->err_off, __ATOMIC_ACQUIRE), g_strerror(err));
+    if (worker_pool_error(m->pool, errp)) {
         return false;
     }
     qemu_fflush(f);
@@ -571,7 +569,7 @@ bool mapped_ram_out_finish(MappedRamOut *m, QEMUFile *f, Error **errp)
     }
     /* The trailer says "complete": everything before it must be on the disk first. */
     for (int i = 0; i < m->nwriters; i++) {
-        if (!mr_sync(m->writers[i].fd, m->path, errp)) {
+        if (!mr_sync(m->fds[i], m->path, errp)) {
             return false;
         }
     }
@@ -613,16 +611,12 @@ void mapped_ram_out_close(void)
         return;
     }
     mr_current = NULL;
-    for (int i = 0; i < m->nwriters; i++) {
-        MrJob *stop = g_new0(MrJob, 1);
-
-        TSAN_RELEASE(stop);
-        g_async_queue_push(m->writers[i].jobs, stop);
-    }
-    for (int i = 0; i < m->nwriters; i++) {
-        qemu_thread_join(&m->writers[i].thread);
-        close(m->writers[i].fd);
-        g_async_queue_unref(m->writers[i].jobs);
+    /* The writers finish what was queued (the tokens' callbacks run), then end. */
+    worker_pool_free(m->pool);
+    for (int i = 0; i < m->nfds; i++) {
+        if (m->fds[i] >= 0) {
+            close(m->fds[i]);
+        }
     }
     if (m->own_page_fd && m->page_fd >= 0) {
         close(m->page_fd);
@@ -634,7 +628,7 @@ void mapped_ram_out_close(void)
         g_free(m->blocks[i].phash);
     }
     g_free(m->blocks);
-    g_free(m->writers);
+    g_free(m->fds);
     g_free(m->path);
     g_mutex_clear(&m->inflight_lock);
     g_cond_clear(&m->inflight_cond);

@@ -42,9 +42,9 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
-#include "qemu/thread.h"
 #include "qemu/tsan.h"
 #include "qemu/userfaultfd.h"
+#include "qemu/worker-pool.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "options.h"
@@ -437,41 +437,28 @@ static bool snapshot_ram_setup(void *src, QEMUFile *f, Error **errp)
 
 #define POPULATE_THREADS 2
 
-static void *snap_populate_part(void *opaque)
+/* WorkerEachFn: first touch of part @part of the buffer; never fails (memset if it must). */
+static int snap_populate_part(void *opaque, int part, Error **errp)
 {
-    uintptr_t part = (uintptr_t)opaque;
-    size_t len = QEMU_ALIGN_UP(sr.pool_len / POPULATE_THREADS, RUN_BYTES);
+    SnapRam *s = opaque;
+    size_t len = QEMU_ALIGN_UP(s->pool_len / POPULATE_THREADS, RUN_BYTES);
     size_t off = part * len;
 
-    len = off < sr.pool_len ? MIN(len, sr.pool_len - off) : 0;
-    if (len && madvise(sr.pool + off, len, 23 /* MADV_POPULATE_WRITE */) < 0) {
-        memset(sr.pool + off, 0, len);
+    len = off < s->pool_len ? MIN(len, s->pool_len - off) : 0;
+    if (len && madvise(s->pool + off, len, 23 /* MADV_POPULATE_WRITE */) < 0) {
+        memset(s->pool + off, 0, len);
     }
-    return NULL;
+    return 0;
 }
 
 /*
  * First touch of the whole pool, in POPULATE_THREADS threads: here it is
- * the nested host backing fresh memory, which takes seconds per GiB.
+ * the nested host backing fresh memory, which takes seconds per GiB. Part
+ * 0 is this thread's, and so is a part whose thread cannot be created.
  */
-static void snap_populate_pool(void)
+static void snap_populate_pool(SnapRam *s)
 {
-    QemuThread th[POPULATE_THREADS];
-    bool started[POPULATE_THREADS] = { false };
-
-    for (uintptr_t i = 1; i < POPULATE_THREADS; i++) {
-        started[i] = qemu_thread_create(&th[i], "mig/populate", snap_populate_part,
-                                        (void *)i) == 0;
-        if (!started[i]) {
-            snap_populate_part((void *)i);
-        }
-    }
-    snap_populate_part((void *)0);
-    for (int i = 1; i < POPULATE_THREADS; i++) {
-        if (started[i]) {
-            qemu_thread_join(&th[i]);
-        }
-    }
+    worker_pool_run_each("mig/populate", POPULATE_THREADS, snap_populate_part, s, NULL);
 }
 
 bool snapshot_ram_prepare(Error **errp)
@@ -494,7 +481,7 @@ bool snapshot_ram_prepare(Error **errp)
      * on it in the middle of a fault.
      */
     madvise(sr.pool, sr.pool_len, MADV_HUGEPAGE);
-    snap_populate_pool();
+    snap_populate_pool(&sr);
     sr.runs = g_new0(SnapRun, n + LINEAR_RUNS);
     sr.small_runs = g_new0(SnapRun, SMALL_RUNS);
     sr.free_runs = g_async_queue_new();

@@ -8,25 +8,36 @@
  * waits for, and cpu_kick() (pause, run_on_cpu) ends its sleep early.
  */
 #include "qemu/osdep.h"
-#include "qemu/thread.h"
+#include "qemu/worker-thread.h"
 #include "system/cpus.h"
 #include "system/cpu-throttle.h"
 #include "system/dirtylimit.h"
 #include "trace.h"
 
-static GMutex throttle_lock;
-static GCond throttle_cond;
-static QemuThread throttle_thread;
-static bool throttle_thread_running;   /* throttle_lock */
-static int throttle_pct;                /* atomic; 0 = off */
-static uint64_t throttle_slept_ns;      /* atomic */
+/*
+ * auto-converge's throttle: one per process (one set of vCPUs).
+ * migration/converge.c sets and stops it, for one migration at a time, so
+ * the thread's start and stop never race.
+ */
+typedef struct CpuThrottle {
+    /* w.lock: running, quit; cpu_throttle_set/stop write, the thread reads. */
+    WorkerThread w;
+    /* Atomic; 0 = off. cpu_throttle_set/stop write; the thread and every vCPU read. */
+    int pct;
+    /* Atomic: each vCPU adds its throttle sleeps; query-migrate reads. */
+    uint64_t slept_ns;
+} CpuThrottle;
+
+static CpuThrottle throttle;
 
 static void *cpu_throttle_thread_fn(void *opaque)
 {
-    g_mutex_lock(&throttle_lock);
+    CpuThrottle *t = opaque;
+
+    worker_thread_lock(&t->w);
     for (;;) {
-        int pct = __atomic_load_n(&throttle_pct, __ATOMIC_RELAXED);
-        int64_t period_ns, deadline;
+        int pct = __atomic_load_n(&t->pct, __ATOMIC_RELAXED);
+        int64_t period_us;
 
         if (!pct) {
             break;
@@ -37,45 +48,37 @@ static void *cpu_throttle_thread_fn(void *opaque)
             __atomic_store_n(&cpu->throttle_due, 1, __ATOMIC_RELEASE);
             cpu_kick_run(cpu);
         }
-        period_ns = CPU_THROTTLE_TIMESLICE_NS * 100 / (100 - pct);
-        deadline = g_get_monotonic_time() + period_ns / 1000;
-        while (__atomic_load_n(&throttle_pct, __ATOMIC_RELAXED) &&
-               g_cond_wait_until(&throttle_cond, &throttle_lock, deadline)) {
-            /* Woken by a new percentage: the next period uses it. */
+        period_us = CPU_THROTTLE_TIMESLICE_NS * 100 / (100 - pct) / 1000;
+        /* Woken by a new percentage (or at the period's end): the next period uses it. */
+        if (worker_thread_wait(&t->w, period_us)) {
             break;
         }
     }
-    g_mutex_unlock(&throttle_lock);
+    worker_thread_unlock(&t->w);
     return NULL;
 }
 
 void cpu_throttle_set(int pct)
 {
+    CpuThrottle *t = &throttle;
+
     pct = MAX(CPU_THROTTLE_PCT_MIN, MIN(pct, CPU_THROTTLE_PCT_MAX));
     trace_cpu_throttle_set(pct);
-    g_mutex_lock(&throttle_lock);
-    __atomic_store_n(&throttle_pct, pct, __ATOMIC_RELAXED);
-    if (!throttle_thread_running) {
-        throttle_thread_running =
-            qemu_thread_create(&throttle_thread, "cpu-throttle", cpu_throttle_thread_fn, NULL) == 0;
-    }
-    g_cond_broadcast(&throttle_cond);
-    g_mutex_unlock(&throttle_lock);
+    worker_thread_lock(&t->w);
+    __atomic_store_n(&t->pct, pct, __ATOMIC_RELAXED);
+    worker_thread_start_locked(&t->w, "cpu-throttle", cpu_throttle_thread_fn, t);
+    worker_thread_wake(&t->w);
+    worker_thread_unlock(&t->w);
 }
 
 void cpu_throttle_stop(void)
 {
-    bool join;
+    CpuThrottle *t = &throttle;
 
-    g_mutex_lock(&throttle_lock);
-    __atomic_store_n(&throttle_pct, 0, __ATOMIC_RELAXED);
-    g_cond_broadcast(&throttle_cond);
-    join = throttle_thread_running;
-    throttle_thread_running = false;
-    g_mutex_unlock(&throttle_lock);
-    if (join) {
-        qemu_thread_join(&throttle_thread);
-    }
+    worker_thread_lock(&t->w);
+    __atomic_store_n(&t->pct, 0, __ATOMIC_RELAXED);
+    worker_thread_stop_locked(&t->w);
+    worker_thread_unlock(&t->w);
 }
 
 bool cpu_throttle_active(void)
@@ -85,12 +88,12 @@ bool cpu_throttle_active(void)
 
 int cpu_throttle_get_percentage(void)
 {
-    return __atomic_load_n(&throttle_pct, __ATOMIC_RELAXED);
+    return __atomic_load_n(&throttle.pct, __ATOMIC_RELAXED);
 }
 
 uint64_t cpu_throttle_sleep_ns(void)
 {
-    return __atomic_load_n(&throttle_slept_ns, __ATOMIC_RELAXED);
+    return __atomic_load_n(&throttle.slept_ns, __ATOMIC_RELAXED);
 }
 
 void cpu_throttle_vcpu_wait(CPUState *cpu)
@@ -103,7 +106,7 @@ void cpu_throttle_vcpu_wait(CPUState *cpu)
             int64_t ns = CPU_THROTTLE_TIMESLICE_NS * pct / (100 - pct);
             int64_t slept = cpu_sleep_unless_kicked(cpu, ns);
 
-            __atomic_add_fetch(&throttle_slept_ns, slept, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&throttle.slept_ns, slept, __ATOMIC_RELAXED);
             trace_cpu_throttle_vcpu_sleep(cpu->cpu_index, pct, slept / 1000);
         }
     }

@@ -12,12 +12,12 @@
  * vCPU's count lags its writes by at most that), kicks vCPUs over budget
  * and, once per period, computes every vCPU's current rate.
  *
- * Locks: dl_lock guards the thread's life, the log reference and the
+ * Locks: dl.w.lock guards the thread's life, the log reference and the
  * published rates; per-vCPU limits and counters are atomics.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/thread.h"
+#include "qemu/worker-thread.h"
 #include "system/cpus.h"
 #include "system/dirtylimit.h"
 #include "system/kvm.h"
@@ -28,16 +28,33 @@
 #define DL_MAX_SLEEP_NS 1000000000LL    /* one sleep; the next exit sleeps on */
 #define DL_MAX_VCPUS    256
 
-static GMutex dl_lock;
-static GCond dl_cond;
-static QemuThread dl_thread;
-static bool dl_thread_running;          /* dl_lock */
-static bool dl_quit;                    /* dl_lock */
-static bool dl_log_ref;                 /* dl_lock: we hold a ring counting reference */
-static uint64_t dl_period_ms = DIRTYLIMIT_DEFAULT_PERIOD_MS;   /* atomic */
-/* dl_lock: per-vCPU MB/s over the last period, and the longest sleep in it. */
-static uint64_t dl_rate[DL_MAX_VCPUS];
-static uint64_t dl_round_sleep_us;
+/*
+ * dirty-limit's state: one per process (one set of vCPUs, one dirty log).
+ * w.lock is both the thread's and the state's: it guards the thread's life
+ * and what the thread publishes, so the thread publishes a period's rates
+ * in the same critical section in which it checks quit.
+ */
+typedef struct DirtyLimit {
+    /*
+     * w.lock: running and quit. Written by dirtylimit_set/cancel (the QMP
+     * commands, main thread; migration/converge.c, mig/src), which hold
+     * w.lock across the start or stop; read by the thread.
+     */
+    WorkerThread w;
+    /* w.lock: we hold a ring counting reference. dirtylimit_set/cancel write and read. */
+    bool log_ref;
+    /* Atomic: dirtylimit_set_period_ms (converge.c) writes; the thread reads each step. */
+    uint64_t period_ms;
+    /*
+     * w.lock: per-vCPU MB/s over the last period, and the longest sleep in
+     * it. The thread writes them (the start resets them); the query
+     * functions below (query-migrate, query-vcpu-dirty-limit) read.
+     */
+    uint64_t rate[DL_MAX_VCPUS];
+    uint64_t round_sleep_us;
+} DirtyLimit;
+
+static DirtyLimit dl = { .period_ms = DIRTYLIMIT_DEFAULT_PERIOD_MS };
 
 static CPUState *dl_cpu(int index)
 {
@@ -123,6 +140,7 @@ static bool dl_any_limit(void)
 
 static void *dirtylimit_thread_fn(void *opaque)
 {
+    DirtyLimit *d = opaque;
     uint64_t last_pages[DL_MAX_VCPUS] = { 0 }, last_sleep_ns[DL_MAX_VCPUS] = { 0 };
     int64_t period_start = get_clock_ns();
     guint n = MIN(vcpus ? vcpus->len : 0, DL_MAX_VCPUS);
@@ -133,15 +151,14 @@ static void *dirtylimit_thread_fn(void *opaque)
         last_pages[i] = __atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED);
         last_sleep_ns[i] = __atomic_load_n(&cpu->dl_sleep_ns, __ATOMIC_RELAXED);
     }
-    g_mutex_lock(&dl_lock);
-    while (!dl_quit) {
-        int64_t now, period_ns = __atomic_load_n(&dl_period_ms, __ATOMIC_RELAXED) * 1000000LL;
+    worker_thread_lock(&d->w);
+    for (;;) {
+        int64_t now, period_ns = __atomic_load_n(&d->period_ms, __ATOMIC_RELAXED) * 1000000LL;
 
-        g_cond_wait_until(&dl_cond, &dl_lock, g_get_monotonic_time() + DL_HARVEST_NS / 1000);
-        if (dl_quit) {
+        if (worker_thread_wait(&d->w, DL_HARVEST_NS / 1000)) {
             break;
         }
-        g_mutex_unlock(&dl_lock);
+        worker_thread_unlock(&d->w);
         /* A failed reset is the migration's error to report; counts just lag. */
         kvm_dirty_ring_harvest(kvm_state);
         now = get_clock_ns();
@@ -153,7 +170,7 @@ static void *dirtylimit_thread_fn(void *opaque)
                 cpu_kick_run(cpu);
             }
         }
-        g_mutex_lock(&dl_lock);
+        worker_thread_lock(&d->w);
         if (now - period_start >= period_ns) {
             uint64_t longest = 0;
 
@@ -162,53 +179,47 @@ static void *dirtylimit_thread_fn(void *opaque)
                 uint64_t pages = __atomic_load_n(&cpu->dirty_pages, __ATOMIC_RELAXED);
                 uint64_t slept = __atomic_load_n(&cpu->dl_sleep_ns, __ATOMIC_RELAXED);
 
-                dl_rate[i] = (pages - last_pages[i]) * 4096 * 1000 / MiB /
+                d->rate[i] = (pages - last_pages[i]) * 4096 * 1000 / MiB /
                              MAX(1, (now - period_start) / 1000000);
                 longest = MAX(longest, (slept - last_sleep_ns[i]) / 1000);
                 last_pages[i] = pages;
                 last_sleep_ns[i] = slept;
-                trace_dirtylimit_vcpu_rate(i, dl_limit(cpu), dl_rate[i]);
+                trace_dirtylimit_vcpu_rate(i, dl_limit(cpu), d->rate[i]);
             }
-            dl_round_sleep_us = longest;
+            d->round_sleep_us = longest;
             period_start = now;
         }
     }
-    g_mutex_unlock(&dl_lock);
+    worker_thread_unlock(&d->w);
     return NULL;
 }
 
 /*
- * dl_lock held. Starts or ends the thread and the log reference to match
+ * d->w.lock held. Starts or ends the thread and the log reference to match
  * the limits. False (@errp set) if the slots could not be made to log.
  */
-static bool dl_update_locked(bool own_log, Error **errp)
+static bool dl_update_locked(DirtyLimit *d, bool own_log, Error **errp)
 {
     bool want = dl_any_limit();
 
-    if (want && own_log && !dl_log_ref) {
-        dl_log_ref = kvm_dirty_ring_count_start(kvm_state, errp);
-        if (!dl_log_ref) {
+    if (want && own_log && !d->log_ref) {
+        d->log_ref = kvm_dirty_ring_count_start(kvm_state, errp);
+        if (!d->log_ref) {
             return false;
         }
     }
-    if (want && !dl_thread_running) {
-        dl_quit = false;
-        memset(dl_rate, 0, sizeof(dl_rate));
-        dl_round_sleep_us = 0;
-        dl_thread_running =
-            qemu_thread_create(&dl_thread, "dirtylimit", dirtylimit_thread_fn, NULL) == 0;
+    if (want && !d->w.running) {
+        memset(d->rate, 0, sizeof(d->rate));
+        d->round_sleep_us = 0;
+        worker_thread_start_locked(&d->w, "dirtylimit", dirtylimit_thread_fn, d);
     }
-    if (!want && dl_thread_running) {
-        dl_quit = true;
-        g_cond_broadcast(&dl_cond);
-        g_mutex_unlock(&dl_lock);
-        qemu_thread_join(&dl_thread);
-        g_mutex_lock(&dl_lock);
-        dl_thread_running = false;
+    if (!want) {
+        /* Drops the lock while joining: the thread takes it to see quit. */
+        worker_thread_stop_locked(&d->w);
     }
-    if (!want && dl_log_ref) {
+    if (!want && d->log_ref) {
         kvm_dirty_ring_count_stop(kvm_state);
-        dl_log_ref = false;
+        d->log_ref = false;
     }
     return true;
 }
@@ -235,38 +246,38 @@ bool dirtylimit_set(int cpu_index, uint64_t mbps, bool own_log, Error **errp)
         error_setg(errp, "dirty-rate must be at least 1 MB/s");
         return false;
     }
-    g_mutex_lock(&dl_lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; i < vcpus->len; i++) {
         if (cpu_index == -1 || (guint)cpu_index == i) {
             dl_set_one(g_ptr_array_index(vcpus, i), mbps);
         }
     }
-    if (!dl_update_locked(own_log, errp)) {
+    if (!dl_update_locked(&dl, own_log, errp)) {
         /* Without logging no ring fills: a limit would never act. Take it back. */
         for (guint i = 0; i < vcpus->len; i++) {
             if (cpu_index == -1 || (guint)cpu_index == i) {
                 dl_set_one(g_ptr_array_index(vcpus, i), 0);
             }
         }
-        dl_update_locked(false, NULL);
-        g_mutex_unlock(&dl_lock);
+        dl_update_locked(&dl, false, NULL);
+        worker_thread_unlock(&dl.w);
         return false;
     }
-    g_mutex_unlock(&dl_lock);
+    worker_thread_unlock(&dl.w);
     trace_dirtylimit_set(cpu_index, mbps);
     return true;
 }
 
 void dirtylimit_cancel(int cpu_index)
 {
-    g_mutex_lock(&dl_lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
         if (cpu_index == -1 || (guint)cpu_index == i) {
             dl_set_one(g_ptr_array_index(vcpus, i), 0);
         }
     }
-    dl_update_locked(false, NULL);
-    g_mutex_unlock(&dl_lock);
+    dl_update_locked(&dl, false, NULL);
+    worker_thread_unlock(&dl.w);
     trace_dirtylimit_set(cpu_index, 0);
 }
 
@@ -284,18 +295,18 @@ bool dirtylimit_vcpu_limited(int cpu_index)
 
 void dirtylimit_set_period_ms(uint64_t ms)
 {
-    __atomic_store_n(&dl_period_ms, MAX(1, ms), __ATOMIC_RELAXED);
+    __atomic_store_n(&dl.period_ms, MAX(1, ms), __ATOMIC_RELAXED);
 }
 
 uint64_t dirtylimit_vcpu_current_rate(int cpu_index)
 {
     uint64_t rate = 0;
 
-    g_mutex_lock(&dl_lock);
+    worker_thread_lock(&dl.w);
     if (cpu_index >= 0 && cpu_index < DL_MAX_VCPUS) {
-        rate = dl_rate[cpu_index];
+        rate = dl.rate[cpu_index];
     }
-    g_mutex_unlock(&dl_lock);
+    worker_thread_unlock(&dl.w);
     return rate;
 }
 
@@ -310,9 +321,9 @@ uint64_t dirtylimit_throttle_time_per_round_us(void)
 {
     uint64_t us;
 
-    g_mutex_lock(&dl_lock);
-    us = dl_round_sleep_us;
-    g_mutex_unlock(&dl_lock);
+    worker_thread_lock(&dl.w);
+    us = dl.round_sleep_us;
+    worker_thread_unlock(&dl.w);
     return us;
 }
 
@@ -320,14 +331,14 @@ uint64_t dirtylimit_ring_full_time_us(void)
 {
     uint64_t ring = kvm_dirty_ring_bytes(kvm_state), sum = 0, n = 0;
 
-    g_mutex_lock(&dl_lock);
+    worker_thread_lock(&dl.w);
     for (guint i = 0; vcpus && i < vcpus->len && i < DL_MAX_VCPUS; i++) {
         if (dl_limit(g_ptr_array_index(vcpus, i))) {
-            sum += dl_rate[i];
+            sum += dl.rate[i];
             n++;
         }
     }
-    g_mutex_unlock(&dl_lock);
+    worker_thread_unlock(&dl.w);
     /* The ring's bytes at the average limited vCPU's rate (sum / n MB/s). */
     return n && sum ? ring * n * 1000000 / (sum * MiB) : 0;
 }

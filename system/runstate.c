@@ -20,43 +20,71 @@ typedef struct ResetEntry {
     void *opaque;
 } ResetEntry;
 
-/* All protected by the BQL. */
-static RunState current_run_state = RUN_STATE_PRELAUNCH;
-static GList *vm_change_state_handlers;
-static GList *reset_handlers;
-static bool shutdown_done;
-static int shutdown_status;
-/* -no-shutdown and -no-reboot; set while parsing the command line. */
-static bool no_shutdown, no_reboot;
+/*
+ * The machine's run state: one per process. Every field is the BQL's: the
+ * functions below assert it or are called with it (the bottom halves run
+ * in the main loop, which holds it).
+ */
+typedef struct RunStateCtl {
+    /* BQL: vm_start, vm_stop, runstate_set write; everyone with the BQL reads. */
+    RunState state;
+    /* BQL: devices add and remove (machine init, hot-unplug); vm_state_notify reads. */
+    GList *change_handlers;
+    /* BQL: qemu_register_reset appends; qemu_system_reset reads. */
+    GList *reset_handlers;
+    /* BQL: shutdown_bh writes once; main() reads after the main loop returned. */
+    bool shutdown_done;
+    int shutdown_status;
+    /* -no-shutdown and -no-reboot: vl.c writes while parsing; the bottom halves read. */
+    bool no_shutdown, no_reboot;
+} RunStateCtl;
+
+static RunStateCtl rs = { .state = RUN_STATE_PRELAUNCH };
+
+/* What a request's bottom half gets: the state, and the request's argument. */
+typedef struct RunStateRequest {
+    RunStateCtl *rs;
+    int arg;                    /* a RunState or a ShutdownCause */
+} RunStateRequest;
+
+/* Any thread: runs @fn(@arg) in the main loop, with the BQL. */
+static void rs_request(RunStateCtl *r, void (*fn)(void *), int arg)
+{
+    RunStateRequest *req = g_new(RunStateRequest, 1);
+
+    req->rs = r;
+    req->arg = arg;
+    qemu_bh_schedule_oneshot(fn, req);
+}
 
 void qemu_set_no_shutdown(bool on)
 {
-    no_shutdown = on;
+    rs.no_shutdown = on;
 }
 
 void qemu_set_no_reboot(bool on)
 {
-    no_reboot = on;
+    rs.no_reboot = on;
 }
 
 RunState runstate_get(void)
 {
-    return current_run_state;
+    return rs.state;
 }
 
 bool runstate_check(RunState state)
 {
-    return current_run_state == state;
+    return rs.state == state;
 }
 
 void runstate_set(RunState state)
 {
-    current_run_state = state;
+    rs.state = state;
 }
 
 bool runstate_is_running(void)
 {
-    return current_run_state == RUN_STATE_RUNNING;
+    return rs.state == RUN_STATE_RUNNING;
 }
 
 VMChangeStateEntry *qemu_add_vm_change_state_handler(VMChangeStateHandler *cb, void *opaque)
@@ -65,13 +93,13 @@ VMChangeStateEntry *qemu_add_vm_change_state_handler(VMChangeStateHandler *cb, v
 
     e->cb = cb;
     e->opaque = opaque;
-    vm_change_state_handlers = g_list_append(vm_change_state_handlers, e);
+    rs.change_handlers = g_list_append(rs.change_handlers, e);
     return e;
 }
 
 void qemu_del_vm_change_state_handler(VMChangeStateEntry *e)
 {
-    vm_change_state_handlers = g_list_remove(vm_change_state_handlers, e);
+    rs.change_handlers = g_list_remove(rs.change_handlers, e);
     g_free(e);
 }
 
@@ -80,16 +108,16 @@ static bool shutdown_caused_by_guest(ShutdownCause cause)
     return cause >= SHUTDOWN_CAUSE_GUEST_SHUTDOWN && cause != SHUTDOWN_CAUSE_SUBSYSTEM_RESET;
 }
 
-static void vm_state_notify(bool running, RunState state)
+static void vm_state_notify(RunStateCtl *r, bool running, RunState state)
 {
     /* Starting: notify in order; stopping: in reverse, like device teardown. */
     if (running) {
-        for (GList *l = vm_change_state_handlers; l; l = l->next) {
+        for (GList *l = r->change_handlers; l; l = l->next) {
             VMChangeStateEntry *e = l->data;
             e->cb(e->opaque, running, state);
         }
     } else {
-        for (GList *l = g_list_last(vm_change_state_handlers); l; l = l->prev) {
+        for (GList *l = g_list_last(r->change_handlers); l; l = l->prev) {
             VMChangeStateEntry *e = l->data;
             e->cb(e->opaque, running, state);
         }
@@ -103,7 +131,7 @@ void vm_start(void)
         return;
     }
     runstate_set(RUN_STATE_RUNNING);
-    vm_state_notify(true, RUN_STATE_RUNNING);
+    vm_state_notify(&rs, true, RUN_STATE_RUNNING);
     resume_all_vcpus();
     qapi_event_send_resume();
 }
@@ -114,7 +142,7 @@ static int do_vm_stop(RunState state, bool send_stop)
     if (runstate_is_running()) {
         pause_all_vcpus();
         runstate_set(state);
-        vm_state_notify(false, state);
+        vm_state_notify(&rs, false, state);
         if (send_stop) {
             qapi_event_send_stop();
         }
@@ -140,22 +168,24 @@ int vm_stop_force_state(RunState state)
 
 static void vmstop_bh(void *opaque)
 {
-    vm_stop((RunState)GPOINTER_TO_INT(opaque));
+    RunStateRequest *req = opaque;
+    RunState state = req->arg;
+
+    g_free(req);
+    vm_stop(state);
 }
 
 void qemu_system_vmstop_request(RunState state)
 {
-    qemu_bh_schedule_oneshot(vmstop_bh, GINT_TO_POINTER(state));
+    rs_request(&rs, vmstop_bh, state);
 }
 
-static void shutdown_bh(void *opaque)
+static void do_shutdown(RunStateCtl *r, ShutdownCause cause)
 {
-    ShutdownCause cause = GPOINTER_TO_INT(opaque);
-
-    if (shutdown_done) {
+    if (r->shutdown_done) {
         return;
     }
-    if (no_shutdown && shutdown_caused_by_guest(cause)) {
+    if (r->no_shutdown && shutdown_caused_by_guest(cause)) {
         /*
          * -no-shutdown, like QEMU: the guest's shutdown stops the VM in
          * "shutdown" (SHUTDOWN, then STOP); system_reset makes it
@@ -166,20 +196,30 @@ static void shutdown_bh(void *opaque)
         runstate_set(RUN_STATE_SHUTDOWN);
         return;
     }
-    shutdown_done = true;
-    shutdown_status = 0;
+    r->shutdown_done = true;
+    r->shutdown_status = 0;
     pause_all_vcpus();
     if (runstate_is_running()) {
-        vm_state_notify(false, RUN_STATE_SHUTDOWN);
+        vm_state_notify(r, false, RUN_STATE_SHUTDOWN);
     }
     runstate_set(RUN_STATE_SHUTDOWN);
     qapi_event_send_shutdown(shutdown_caused_by_guest(cause), cause);
     qemu_main_loop_quit();
 }
 
+static void shutdown_bh(void *opaque)
+{
+    RunStateRequest *req = opaque;
+    RunStateCtl *r = req->rs;
+    ShutdownCause cause = req->arg;
+
+    g_free(req);
+    do_shutdown(r, cause);
+}
+
 void qemu_system_shutdown_request(ShutdownCause cause)
 {
-    qemu_bh_schedule_oneshot(shutdown_bh, GINT_TO_POINTER(cause));
+    rs_request(&rs, shutdown_bh, cause);
 }
 
 void qemu_register_reset(QEMUResetHandler *fn, void *opaque)
@@ -188,7 +228,7 @@ void qemu_register_reset(QEMUResetHandler *fn, void *opaque)
 
     e->fn = fn;
     e->opaque = opaque;
-    reset_handlers = g_list_append(reset_handlers, e);
+    rs.reset_handlers = g_list_append(rs.reset_handlers, e);
 }
 
 void qemu_system_reset(ShutdownCause cause)
@@ -198,7 +238,7 @@ void qemu_system_reset(ShutdownCause cause)
 
     assert(bql_locked());
     pause_all_vcpus();
-    for (GList *l = reset_handlers; l; l = l->next) {
+    for (GList *l = rs.reset_handlers; l; l = l->next) {
         ResetEntry *e = l->data;
         e->fn(e->opaque);
     }
@@ -216,11 +256,14 @@ void qemu_system_reset(ShutdownCause cause)
 
 static void reset_bh(void *opaque)
 {
-    ShutdownCause cause = GPOINTER_TO_INT(opaque);
+    RunStateRequest *req = opaque;
+    RunStateCtl *r = req->rs;
+    ShutdownCause cause = req->arg;
 
-    if (no_reboot && shutdown_caused_by_guest(cause)) {
+    g_free(req);
+    if (r->no_reboot && shutdown_caused_by_guest(cause)) {
         /* -no-reboot: the guest's reset is a shutdown. */
-        shutdown_bh(opaque);
+        do_shutdown(r, cause);
         return;
     }
     qemu_system_reset(cause);
@@ -228,7 +271,7 @@ static void reset_bh(void *opaque)
 
 void qemu_system_reset_request(ShutdownCause cause)
 {
-    qemu_bh_schedule_oneshot(reset_bh, GINT_TO_POINTER(cause));
+    rs_request(&rs, reset_bh, cause);
 }
 
 void qemu_system_exit_now(int status)
@@ -241,7 +284,7 @@ void qemu_system_exit_now(int status)
 bool qemu_shutdown_requested(int *status)
 {
     if (status) {
-        *status = shutdown_status;
+        *status = rs.shutdown_status;
     }
-    return shutdown_done;
+    return rs.shutdown_done;
 }

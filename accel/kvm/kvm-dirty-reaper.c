@@ -14,7 +14,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/thread.h"
+#include "qemu/worker-thread.h"
 #include "system/kvm.h"
 #include "kvm-dirty-ring.h"
 
@@ -22,49 +22,49 @@
 #define REAPER_PERIOD_US 5000
 #define REAPER_FILL_DIVISOR 4
 
-/* reaper_lock: the thread's life. Started and stopped under kvm-dirty-clients.c's log_lock. */
-static GMutex reaper_lock;
-static GCond reaper_cond;
-static bool reaper_running;     /* reaper_lock */
-static bool reaper_quit;        /* reaper_lock */
-static QemuThread reaper_thread;
+/*
+ * The reaper: one per process, as there is one KVM dirty log. Started and
+ * stopped under kvm-dirty-clients.c's log_lock, which serialises its life.
+ */
+typedef struct KVMDirtyReaper {
+    /* w.lock: running, quit. The thread is its reader; start/stop (log_lock) write. */
+    WorkerThread w;
+    /* Written by start before the thread exists; read-only by the thread. */
+    KVMState *s;
+} KVMDirtyReaper;
+
+static KVMDirtyReaper reaper;
 
 static void *kvm_dirty_reaper_run(void *opaque)
 {
-    KVMState *s = opaque;
+    KVMDirtyReaper *r = opaque;
+    KVMState *s = r->s;
     uint32_t fill = MAX(1, s->opts.dirty_ring_size / REAPER_FILL_DIVISOR);
 
-    g_mutex_lock(&reaper_lock);
-    while (!reaper_quit) {
-        g_cond_wait_until(&reaper_cond, &reaper_lock,
-                          g_get_monotonic_time() + REAPER_PERIOD_US);
-        if (reaper_quit) {
-            break;
-        }
-        g_mutex_unlock(&reaper_lock);
+    worker_thread_lock(&r->w);
+    while (!worker_thread_wait(&r->w, REAPER_PERIOD_US)) {
+        worker_thread_unlock(&r->w);
         /* A failed reset is remembered by the rings: the next sync reports it. */
         if (kvm_dirty_ring_filling(s, fill)) {
             kvm_dirty_ring_reap(s);
         }
-        g_mutex_lock(&reaper_lock);
+        worker_thread_lock(&r->w);
     }
-    g_mutex_unlock(&reaper_lock);
+    worker_thread_unlock(&r->w);
     return NULL;
 }
 
 void kvm_dirty_reaper_start(KVMState *s)
 {
+    KVMDirtyReaper *r = &reaper;
     int ret;
 
-    g_mutex_lock(&reaper_lock);
-    if (reaper_running) {
-        g_mutex_unlock(&reaper_lock);
-        return;
+    worker_thread_lock(&r->w);
+    if (!r->w.running) {
+        r->s = s;
     }
-    reaper_quit = false;
-    ret = qemu_thread_create(&reaper_thread, "kvm-reaper", kvm_dirty_reaper_run, s);
-    reaper_running = ret == 0;
-    g_mutex_unlock(&reaper_lock);
+    ret = worker_thread_start_locked(&r->w, "kvm-reaper", kvm_dirty_reaper_run, r);
+    worker_thread_unlock(&r->w);
     if (ret < 0) {
         /* Not fatal: full rings are still harvested by their vCPU. */
         warn_report("cannot create the dirty-ring reaper thread: %s", g_strerror(-ret));
@@ -73,16 +73,5 @@ void kvm_dirty_reaper_start(KVMState *s)
 
 void kvm_dirty_reaper_stop(void)
 {
-    g_mutex_lock(&reaper_lock);
-    if (!reaper_running) {
-        g_mutex_unlock(&reaper_lock);
-        return;
-    }
-    reaper_quit = true;
-    g_cond_signal(&reaper_cond);
-    g_mutex_unlock(&reaper_lock);
-    qemu_thread_join(&reaper_thread);
-    g_mutex_lock(&reaper_lock);
-    reaper_running = false;
-    g_mutex_unlock(&reaper_lock);
+    worker_thread_stop(&reaper.w);
 }
