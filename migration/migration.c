@@ -29,14 +29,11 @@
 #include "multifd-send.h"
 #include "options.h"
 #include "outgoing.h"
+#include "pacing.h"
 #include "ram.h"
 #include "savevm.h"
 #include "status.h"
 
-#define BUFFER_DELAY_MS 100         /* rate-limit and bandwidth window */
-#define XFER_LIMIT_RATIO (1000 / BUFFER_DELAY_MS)
-/* Switchover estimate before any busy window was measured, if unlimited. */
-#define DEFAULT_BANDWIDTH_BPMS (1024.0 * 1024)
 
 /* The ways of sending RAM; qmp_migrate picks the first row its capabilities select. */
 static const MigrationOutMode *const outgoing_modes[] = {
@@ -46,11 +43,6 @@ static const MigrationOutMode *const outgoing_modes[] = {
 };
 
 static MigrationState current_migration = { .state = MIGRATION_STATUS_NONE };
-
-/* Wakes mig/src from its pacing sleep: cancel, or max-bandwidth changed. */
-static GMutex rate_lock;
-static GCond rate_cond;
-static bool rate_kick;              /* rate_lock */
 
 static void migration_cleanup_bh(void *opaque);
 
@@ -103,127 +95,10 @@ static void migration_fail(MigrationState *s, Error *err)
     s->result = MIGRATION_STATUS_FAILED;
 }
 
-/* max-bandwidth changed or cancel: apply the limit and end the pacing sleep. */
-static void migration_rate_limit_changed(MigrationState *s)
-{
-    g_mutex_lock(&s->file_lock);
-    if (s->to_dst && migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
-        qemu_file_set_rate_limit(s->to_dst, migrate_max_bandwidth() / XFER_LIMIT_RATIO);
-    }
-    g_mutex_unlock(&s->file_lock);
-    g_mutex_lock(&rate_lock);
-    rate_kick = true;
-    g_cond_broadcast(&rate_cond);
-    g_mutex_unlock(&rate_lock);
-}
-
-/* Sleeps until @deadline_ns unless cancel or a bandwidth change wakes us; returns ns slept. */
-static int64_t migration_rate_wait(int64_t deadline_ns)
-{
-    int64_t t0 = get_clock_ns();
-
-    g_mutex_lock(&rate_lock);
-    while (!rate_kick && get_clock_ns() < deadline_ns) {
-        gint64 end = g_get_monotonic_time() + (deadline_ns - get_clock_ns()) / 1000;
-        g_cond_wait_until(&rate_cond, &rate_lock, end);
-    }
-    rate_kick = false;
-    g_mutex_unlock(&rate_lock);
-    return get_clock_ns() - t0;
-}
-
-typedef struct RateWindow {
-    int64_t start_ns;
-    uint64_t start_bytes;
-    uint64_t start_pages;
-    uint64_t start_data_pages;
-    int64_t waited_ns;          /* slept in it for max-bandwidth */
-    bool busy;                  /* the sender never ran out of pages in it */
-} RateWindow;
-
-/*
- * What a switchover now would take: the final sync, then @remaining bytes
- * sent without max-bandwidth's limit (QEMU divides by the limited rate,
- * which overstates a throttled migration's downtime many times). The
- * user's avail-switchover-bandwidth wins. 0 before the link was measured.
- */
-double migration_expected_downtime_ms(const MigrationState *s, uint64_t remaining)
-{
-    double switchover_bpms = migrate_avail_switchover_bandwidth()
-                             ? migrate_avail_switchover_bandwidth() / 1000.0 : s->bandwidth_bpms;
-    double rate = migrate_avail_switchover_bandwidth() || !s->unlimited_bpms
-                  ? switchover_bpms : MAX(s->unlimited_bpms, switchover_bpms);
-
-    return rate > 0 ? s->sync_cost_ns / 1e6 + remaining / rate : 0;
-}
-
-/* Once per >= 100 ms window: bandwidth, switchover threshold, rates. */
-static void migration_update_counters(MigrationState *s, RateWindow *w, QEMUFile *f)
-{
-    int64_t now = get_clock_ns();
-    double ms = (now - w->start_ns) / 1e6;
-    uint64_t bytes = qemu_file_transferred(f) - w->start_bytes;
-    uint64_t remaining = qemu_savevm_pending(false);
-    /*
-     * multifd-compression drains the remaining bytes faster than they fill
-     * the link: the switchover threshold needs the faster rate, or a
-     * compressible guest would look as if it never converged. Not for
-     * XBZRLE: measured, the page rate put its switchover later in a round
-     * and the downtime past its limit (108 ms for 100), where the byte
-     * rate met the issue's targets.
-     */
-    bool compressed = migrate_multifd() &&
-                      migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE;
-    uint64_t drained = !compressed ? bytes
-                       : MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
-                                    TARGET_PAGE_SIZE);
-    double switchover_bpms, threshold;
-
-    if (ms < BUFFER_DELAY_MS) {
-        return;
-    }
-    /* An idle window says nothing about the link: keep the last estimate. */
-    if (w->busy) {
-        double sending_ms = ms - w->waited_ns / 1e6;
-
-        s->bandwidth_bpms = drained / ms;
-        /* Too short a time sending (a tiny max-bandwidth) tells nothing. */
-        if (sending_ms >= BUFFER_DELAY_MS / 10) {
-            /* In the remaining count's unit: pages (a zero page is 4 KiB of it). */
-            s->unlimited_bpms = (ram_pages_sent() - w->start_pages) * TARGET_PAGE_SIZE /
-                                sending_ms;
-        }
-    }
-    /* avail-switchover-bandwidth: what the user says the switchover may use (QEMU 8.2). */
-    switchover_bpms = migrate_avail_switchover_bandwidth() ? migrate_avail_switchover_bandwidth() / 1000.0
-                      : s->bandwidth_bpms;
-    /*
-     * avail-switchover-bandwidth may be anything up to UINT64_MAX: the
-     * product can pass 2^64, whose conversion to an integer is undefined.
-     */
-    threshold = (switchover_bpms ?: DEFAULT_BANDWIDTH_BPMS) * migrate_downtime_limit();
-    s->threshold_bytes = threshold < 0x1p64 ? (uint64_t)threshold : UINT64_MAX;
-    s->mbps = bytes * 8.0 / ms / 1000.0;
-    s->pages_per_second = (ram_pages_sent() - w->start_pages) * 1000.0 / ms;
-    if (switchover_bpms > 0 && bytes > 10000) {
-        s->expected_downtime_ms = migration_expected_downtime_ms(s, remaining);
-    }
-    converge_tick(s->bandwidth_bpms);
-    w->start_ns = now;
-    w->start_bytes = qemu_file_transferred(f);
-    w->start_pages = ram_pages_sent();
-    w->start_data_pages = ram_data_pages_sent();
-    w->waited_ns = 0;
-    w->busy = true;
-    qemu_file_reset_rate_window(f);
-}
-
 /* Iterate, paced to max-bandwidth, until the mode switches over (or we fail or cancel). */
 static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
 {
-    RateWindow w = { .start_ns = get_clock_ns(), .start_bytes = qemu_file_transferred(f),
-                     .start_pages = ram_pages_sent(), .start_data_pages = ram_data_pages_sent(),
-                     .busy = true };
+    RateWindow w;
     bool all_sent = false;
 
     /*
@@ -234,6 +109,7 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
     s->threshold_bytes = 0;
     s->expected_downtime_ms = migrate_downtime_limit();
     converge_start(qemu_file_transferred(f));
+    rate_window_start(&w, f);
     while (migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
         int ret;
 
@@ -260,10 +136,10 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
         if (all_sent) {
             w.busy = false;
         }
-        migration_update_counters(s, &w, f);
+        rate_window_update(s, &w, f);
         if (qemu_file_rate_limit(f) && migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
-            w.waited_ns += migration_rate_wait(w.start_ns + BUFFER_DELAY_MS * 1000000LL);
-            migration_update_counters(s, &w, f);
+            w.waited_ns += rate_wait(s, w.start_ns + RATE_WINDOW_MS * 1000000LL);
+            rate_window_update(s, &w, f);
         }
     }
 }
@@ -284,7 +160,7 @@ static QEMUFile *migration_open_output(MigrationState *s, Error **errp)
         qemu_file_shutdown(f);
     }
     g_mutex_unlock(&s->file_lock);
-    qemu_file_set_rate_limit(f, limit ? migrate_max_bandwidth() / XFER_LIMIT_RATIO : 0);
+    qemu_file_set_rate_limit(f, limit ? migrate_max_bandwidth() / RATE_WINDOWS_PER_S : 0);
     return f;
 }
 
@@ -600,7 +476,7 @@ bool qmp_migrate_start_postcopy(Error **errp)
     if (s->mode->start_postcopy) {
         s->mode->start_postcopy(s, s->mode_state);
     }
-    migration_rate_limit_changed(s);
+    rate_limit_changed(s);
     return true;
 }
 
@@ -639,7 +515,7 @@ bool qmp_migrate_cancel(Error **errp)
     }
     g_mutex_unlock(&s->file_lock);
     multifd_send_shutdown();
-    migration_rate_limit_changed(s);
+    rate_limit_changed(s);
     return true;
 }
 
@@ -685,7 +561,7 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     }
     migrate_params_apply(p);
     if (p->has_max_bandwidth) {
-        migration_rate_limit_changed(&current_migration);
+        rate_limit_changed(&current_migration);
     }
     return true;
 }

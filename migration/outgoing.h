@@ -53,6 +53,13 @@ typedef struct MigrationState {
     MigChannel channel;
     QEMUFile *to_dst;           /* file_lock: NULL until connected; cancel shuts it down */
     GMutex file_lock;
+    /*
+     * Wakes mig/src from its pacing sleep (pacing.c): set by cancel or a
+     * new max-bandwidth (BQL), cleared by mig/src; rate_lock.
+     */
+    GMutex rate_lock;
+    GCond rate_cond;
+    bool rate_kick;
 
     /*
      * Written by mig/src (the modes' hooks included), read by query-migrate:
