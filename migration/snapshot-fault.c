@@ -18,14 +18,6 @@
 #include "uffd-server.h"
 #include <sys/resource.h>
 
-typedef struct SnapFault {
-    /* Started in mig/src, stopped by whoever ends the snapshot. */
-    UffdServer server;
-    /* Written by mig/uffd only (relaxed atomics), read by query-migrate. */
-    uint64_t out_of_order;      /* faults that saved pages themselves */
-} SnapFault;
-
-static SnapFault sft;
 
 /* mig/uffd, before the first fault. */
 static void snap_fault_begin(void *opaque)
@@ -47,7 +39,7 @@ static UffdFaultOutcome snap_fault(void *opaque, const UffdFault *f)
     if (!(f->flags & UFFD_PAGEFAULT_FLAG_WP)) {
         return UFFD_FAULT_IGNORED;
     }
-    o = snapshot_ram_handle_fault(f->addr, f->t_read);
+    o = snapshot_ram_handle_fault(sf->ram, f->addr, f->t_read);
     if (o == SNAP_FAULT_IGNORED) {
         return UFFD_FAULT_IGNORED;
     }
@@ -64,35 +56,30 @@ static const UffdServerOps snap_fault_ops = {
     .fault = snap_fault,
 };
 
-void snapshot_fault_reset_stats(void)
+bool snapshot_fault_start(SnapFault *sf, int uffd, SnapRam *ram, Error **errp)
 {
-    uffd_server_reset_stats(&sft.server);
-    sft.out_of_order = 0;
+    sf->ram = ram;
+    return uffd_server_start(&sf->server, "mig/uffd", uffd, &snap_fault_ops, sf, errp);
 }
 
-bool snapshot_fault_start(int uffd, Error **errp)
+void snapshot_fault_stop(SnapFault *sf)
 {
-    return uffd_server_start(&sft.server, "mig/uffd", uffd, &snap_fault_ops, &sft, errp);
-}
-
-void snapshot_fault_stop(void)
-{
-    if (!uffd_server_running(&sft.server)) {
+    if (!uffd_server_running(&sf->server)) {
         return;
     }
     /* Faults in progress give up; those left queued stay so until the unprotect wakes them. */
-    snapshot_ram_stopping();
-    uffd_server_stop(&sft.server);
+    snapshot_ram_stopping(sf->ram);
+    uffd_server_stop(&sf->server);
 }
 
-void snapshot_fault_fill_info(XBackgroundSnapshotInfo *x)
+void snapshot_fault_fill_info(SnapFault *sf, XBackgroundSnapshotInfo *x)
 {
-    const LatencyHist *lat = uffd_server_latency(&sft.server);
+    const LatencyHist *lat = uffd_server_latency(&sf->server);
     UffdServerStats st;
 
-    uffd_server_get_stats(&sft.server, &st);
+    uffd_server_get_stats(&sf->server, &st);
     x->faults = st.served;
-    x->pages_out_of_order = __atomic_load_n(&sft.out_of_order, __ATOMIC_RELAXED);
+    x->pages_out_of_order = __atomic_load_n(&sf->out_of_order, __ATOMIC_RELAXED);
     x->fault_latency_max_us = __atomic_load_n(&lat->max_us, __ATOMIC_RELAXED);
     x->fault_latency_histogram = latency_hist_buckets(lat);
     x->fault_latency_p50_us = latency_hist_percentile_us(lat, 50);

@@ -44,6 +44,9 @@ typedef struct SnapshotState {
     const char *protection;     /* how RAM was protected; NULL until it was */
     uint64_t protect_ns;
     uint64_t populate_ns;
+
+    SnapRam ram;                /* the page source's state (snapshot-ram.h) */
+    SnapFault fault;            /* mig/uffd (snapshot-fault.h) */
 } SnapshotState;
 
 
@@ -57,9 +60,7 @@ static void snapshot_init(MigrationState *s, void *ms)
     SnapshotState *ss = ms;
 
     ss->uffd = -1;
-    /* snapshot-ram.c keeps its state to itself (its fault path shares it). */
-    ram_select_source(&snapshot_ram_source, NULL);
-    snapshot_fault_reset_stats();
+    ram_select_source(&snapshot_ram_source, &ss->ram);
 }
 
 /* QEMU's checks: the kernel has WP, and every writable RAMBlock registers. */
@@ -126,7 +127,7 @@ static void snapshot_unprotect_all(SnapshotState *ss)
 {
     RAMBlock *rb;
 
-    snapshot_fault_stop();
+    snapshot_fault_stop(&ss->fault);
     if (ss->uffd < 0) {
         return;
     }
@@ -169,8 +170,8 @@ static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
     }
     ss->protect_ns = get_clock_ns() - t0;
     /* Faults can come the moment the VM runs again: serve them from now on. */
-    snapshot_ram_start(fd);
-    if (!snapshot_fault_start(fd, errp)) {
+    snapshot_ram_start(&ss->ram, fd);
+    if (!snapshot_fault_start(&ss->fault, fd, &ss->ram, errp)) {
         snapshot_unprotect_all(ss);
         return false;
     }
@@ -199,7 +200,7 @@ static bool snapshot_setup(MigrationState *s, void *ms, QEMUFile *f, Error **err
 
     ss->devices = qemu_file_new_buffer_output();
     snapshot_populate_all(ss);
-    return snapshot_ram_prepare(errp) && snapshot_freeze(s, ss, errp);
+    return snapshot_ram_prepare(&ss->ram, errp) && snapshot_freeze(s, ss, errp);
 }
 
 static bool snapshot_switchover_ready(MigrationState *s, void *ms, bool all_sent)
@@ -246,7 +247,7 @@ static void snapshot_fill_info(const MigrationState *s, void *ms, MigrationInfo 
     x->protection = g_strdup(ss->protection ? ss->protection : "none");
     x->protect_time_us = ss->protect_ns / 1000;
     x->populate_time_us = ss->populate_ns / 1000;
-    snapshot_fault_fill_info(x);
+    snapshot_fault_fill_info(&ss->fault, x);
 }
 
 const MigrationOutMode snapshot_mode = {

@@ -47,6 +47,8 @@ bool trace_active = true;
 static int trace_pauses;        /* atomic */
 /* Runs inside the fault's trace point, when set: another thread's step at that instant. */
 static void (*fault_trace_hook)(void);
+/* The source under test: what the snapshot mode would embed in its state. */
+static SnapRam sram;
 
 void trace_event_printf(const char *event, const char *fmt, ...)
 {
@@ -268,7 +270,7 @@ static void *fake_fault_thread(void *opaque)
         if (GPOINTER_TO_SIZE(addr) == 1) {
             return NULL;
         }
-        uf.outcomes[snapshot_ram_handle_fault(GPOINTER_TO_SIZE(addr), get_clock_ns())]++;
+        uf.outcomes[snapshot_ram_handle_fault(&sram, GPOINTER_TO_SIZE(addr), get_clock_ns())]++;
     }
 }
 
@@ -344,7 +346,7 @@ static void fake_freeze(void)
             bitmap_fill(uf.wp[i], b->npages);
         }
     }
-    snapshot_ram_start(FAKE_UFFD);
+    snapshot_ram_start(&sram, FAKE_UFFD);
 }
 
 /* The stream, loaded with the real parser, is RAM as it was at the freeze. */
@@ -404,10 +406,10 @@ static void run_snapshot(const Scenario *sc, int round)
     fake_ram_new(sc);
     ram_writer_init_records(&w, NULL);
     /* ram.c's save_setup: the source's setup, then the block list. */
-    g_assert_true(snapshot_ram_source.setup(NULL, out, &error_abort));
+    g_assert_true(snapshot_ram_source.setup(&sram, out, &error_abort));
     ram_put_block_list(out);
-    g_assert_true(snapshot_ram_prepare(&error_abort));
-    g_assert_cmpuint(snapshot_ram_source.pending(NULL, out, false), ==,
+    g_assert_true(snapshot_ram_prepare(&sram, &error_abort));
+    g_assert_cmpuint(snapshot_ram_source.pending(&sram, out, false), ==,
                      ram_blocks_total_bytes());
     fake_freeze();
     is_saver = true;
@@ -416,7 +418,7 @@ static void run_snapshot(const Scenario *sc, int round)
         qemu_thread_create(&vcpu[v], "fake/vcpu", fake_vcpu, GINT_TO_POINTER(v));
     }
     /* The "ram" section's loop, slowed now and then so that faults overtake the scan. */
-    while (!qemu_file_get_error(out) && snapshot_ram_source.send_next(NULL, out, &w)) {
+    while (!qemu_file_get_error(out) && snapshot_ram_source.send_next(&sram, out, &w)) {
         if (++steps == sc->cancel_after) {
             break;
         }
@@ -427,7 +429,7 @@ static void run_snapshot(const Scenario *sc, int round)
     ram_put_eos(out);
     is_saver = false;
     /* The end, as snapshot.c does it: waits give up, mig/uffd ends, RAM is unprotected. */
-    snapshot_ram_stopping();
+    snapshot_ram_stopping(&sram);
     g_async_queue_push(uf.faults, GSIZE_TO_POINTER(1));
     qemu_thread_join(&fault);
     fake_unprotect_all();
@@ -451,12 +453,12 @@ static void run_snapshot(const Scenario *sc, int round)
         g_assert_cmpint(qemu_file_get_error(out), ==, 0);
     } else {
         g_assert_cmpint(qemu_file_get_error(out), ==, 0);
-        g_assert_cmpuint(snapshot_ram_source.pending(NULL, out, false), ==, 0);
+        g_assert_cmpuint(snapshot_ram_source.pending(&sram, out, false), ==, 0);
         g_assert_cmpuint(faults, >, 0);
         check_stream(out, &w);
     }
     /* The stats survive the cleanup; everything else is freed (LeakSanitizer). */
-    snapshot_ram_source.cleanup(NULL);
+    snapshot_ram_source.cleanup(&sram);
     ram_sink_free(&w);
     qemu_fclose(out);
     fake_ram_free();
@@ -489,7 +491,7 @@ static bool end_rule_saver_went_on;
 
 static void end_rule_saver_step(void)
 {
-    end_rule_saver_went_on = snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer);
+    end_rule_saver_went_on = snapshot_ram_source.send_next(&sram, end_rule_out, &end_rule_writer);
 }
 
 static void test_end_rule(void)
@@ -502,33 +504,33 @@ static void test_end_rule(void)
     fake_ram_new(&sc);
     end_rule_out = qemu_file_new_buffer_output();
     ram_writer_init_records(&end_rule_writer, NULL);
-    g_assert_true(snapshot_ram_source.setup(NULL, end_rule_out, &error_abort));
+    g_assert_true(snapshot_ram_source.setup(&sram, end_rule_out, &error_abort));
     ram_put_block_list(end_rule_out);
-    g_assert_true(snapshot_ram_prepare(&error_abort));
+    g_assert_true(snapshot_ram_prepare(&sram, &error_abort));
     fake_freeze();
     /* The saver takes every region but the hot block's second. */
-    while (steps < 3 && snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer)) {
+    while (steps < 3 && snapshot_ram_source.send_next(&sram, end_rule_out, &end_rule_writer)) {
         steps++;
     }
     g_assert_cmpint(steps, ==, 3);
-    g_assert_cmpuint(snapshot_ram_source.pending(NULL, end_rule_out, false), ==,
+    g_assert_cmpuint(snapshot_ram_source.pending(&sram, end_rule_out, false), ==,
                      REGION_PAGES * TARGET_PAGE_SIZE);
     /* A vCPU writes that region; the saver steps between the fault's copy and its queueing. */
     fault_trace_hook = end_rule_saver_step;
-    g_assert_cmpint(snapshot_ram_handle_fault((uintptr_t)hot->host + (REGION_PAGES + 3) *
+    g_assert_cmpint(snapshot_ram_handle_fault(&sram, (uintptr_t)hot->host + (REGION_PAGES + 3) *
                                               TARGET_PAGE_SIZE + 16, get_clock_ns()),
                     ==, SNAP_FAULT_SAVED);
     fault_trace_hook = NULL;
     g_assert_true(end_rule_saver_went_on);
-    g_assert_cmpuint(snapshot_ram_source.pending(NULL, end_rule_out, false), ==, 0);
+    g_assert_cmpuint(snapshot_ram_source.pending(&sram, end_rule_out, false), ==, 0);
     /* Now the copy is queued: the next steps write it, then the snapshot ends. */
-    while (snapshot_ram_source.send_next(NULL, end_rule_out, &end_rule_writer)) {
+    while (snapshot_ram_source.send_next(&sram, end_rule_out, &end_rule_writer)) {
         g_assert_cmpint(++steps, <, 10);
     }
     ram_put_eos(end_rule_out);
     g_assert_cmpint(qemu_file_get_error(end_rule_out), ==, 0);
     check_stream(end_rule_out, &end_rule_writer);
-    snapshot_ram_source.cleanup(NULL);
+    snapshot_ram_source.cleanup(&sram);
     ram_sink_free(&end_rule_writer);
     qemu_fclose(end_rule_out);
     fake_ram_free();
