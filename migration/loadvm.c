@@ -145,11 +145,11 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
         error_setg(errp, "reading the configuration failed: %s", qemu_file_error_msg(f));
         return false;
     }
-    if (strcmp(machine, savevm_machine_type ? savevm_machine_type : "")) {
+    if (strcmp(machine, savevm_machine_type())) {
         g_autofree char *safe = g_strescape(machine, NULL);
 
         error_setg(errp, "Machine type received is '%s' and local is '%s'", safe,
-                   savevm_machine_type ? savevm_machine_type : "");
+                   savevm_machine_type());
         return false;
     }
     while (qemu_peek_byte(f, 0) == QEMU_VM_SUBSECTION) {

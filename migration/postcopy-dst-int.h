@@ -2,7 +2,8 @@
 /*
  * Private to postcopy-dst.c (the commands, the phases, recovery) and
  * postcopy-dst-pages.c (the fault thread, placement, the preempt channel):
- * the postcopy destination's state, one instance, pc_dst.
+ * the postcopy destination's state. postcopy-dst.c owns the one instance
+ * (the process has one destination) and hands it to the page side.
  */
 #ifndef MIGRATION_POSTCOPY_DST_INT_H
 #define MIGRATION_POSTCOPY_DST_INT_H
@@ -73,16 +74,14 @@ typedef struct PostcopyDst {
     unsigned disc_n;
 } PostcopyDst;
 
-extern PostcopyDst pc_dst;
-
-static inline int postcopy_dst_phase(void)
+static inline int postcopy_dst_phase(const PostcopyDst *pd)
 {
-    return __atomic_load_n(&pc_dst.phase, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&pd->phase, __ATOMIC_ACQUIRE);
 }
 
-static inline void postcopy_dst_set_phase(PostcopyDstPhase phase)
+static inline void postcopy_dst_set_phase(PostcopyDst *pd, PostcopyDstPhase phase)
 {
-    __atomic_store_n(&pc_dst.phase, phase, __ATOMIC_RELEASE);
+    __atomic_store_n(&pd->phase, phase, __ATOMIC_RELEASE);
 }
 
 static inline void count(uint64_t *c, uint64_t n)
@@ -92,17 +91,19 @@ static inline void count(uint64_t *c, uint64_t n)
 
 /* ---- postcopy-dst-pages.c ---- */
 /* The block's postcopy bitmaps (every RAMBlock has them from ADVISE on). */
-PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb);
-/* RAMPageReader.place: @n pages from @first of @rb (NULL @data: zero pages). */
-bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
-                        Error **errp);
-/* The row of "mig/pc-fault" (opaque: &pc_dst): missing-page faults into page requests. */
+PostcopyDstBlock *postcopy_dst_block(PostcopyDst *pd, RAMBlock *rb);
+/* RAMPageReader.place (@opaque: the PostcopyDst): @n pages from @first of @rb (NULL @data: zero). */
+bool postcopy_dst_place(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
+                        const uint8_t *data, Error **errp);
+/* The row of "mig/pc-fault" (opaque: the PostcopyDst): missing-page faults into page requests. */
 extern const UffdServerOps postcopy_dst_fault_ops;
 /* preempt_lock held: start "mig/pc-preempt" once ADVISE and the channel are there. */
-void postcopy_dst_maybe_start_preempt(void);
+void postcopy_dst_maybe_start_preempt(PostcopyDst *pd);
+/* The preempt channel @f arrived (a recovery's replaces the broken one). */
+void postcopy_dst_preempt_attach(PostcopyDst *pd, QEMUFile *f);
 /* End the preempt thread and close its channel. */
-void postcopy_dst_stop_preempt(void);
+void postcopy_dst_stop_preempt(PostcopyDst *pd);
 /* Recovery, mig/dst: ask again for every page a vCPU still waits on. */
-void postcopy_dst_rerequest(void);
+void postcopy_dst_rerequest(PostcopyDst *pd);
 
 #endif

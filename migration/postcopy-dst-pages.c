@@ -20,11 +20,11 @@
 #include "ram-codec.h"
 #include "trace.h"
 
-PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb)
+PostcopyDstBlock *postcopy_dst_block(PostcopyDst *pd, RAMBlock *rb)
 {
-    for (int i = 0; i < pc_dst.nblocks; i++) {
-        if (pc_dst.blocks[i].rb == rb) {
-            return &pc_dst.blocks[i];
+    for (int i = 0; i < pd->nblocks; i++) {
+        if (pd->blocks[i].rb == rb) {
+            return &pd->blocks[i];
         }
     }
     return NULL;
@@ -32,15 +32,15 @@ PostcopyDstBlock *postcopy_dst_block(RAMBlock *rb)
 
 /* ---- placement and the fault thread ---- */
 
-static void postcopy_dst_request_done(void *host)
+static void postcopy_dst_request_done(PostcopyDst *pd, void *host)
 {
     gpointer t0;
 
-    tsan_g_mutex_lock(&pc_dst.lat_lock);
-    if (g_hash_table_steal_extended(pc_dst.pending, host, NULL, &t0)) {
-        latency_hist_record_ns(&pc_dst.lat, get_clock_ns() - GPOINTER_TO_SIZE(t0));
+    tsan_g_mutex_lock(&pd->lat_lock);
+    if (g_hash_table_steal_extended(pd->pending, host, NULL, &t0)) {
+        latency_hist_record_ns(&pd->lat, get_clock_ns() - GPOINTER_TO_SIZE(t0));
     }
-    tsan_g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_unlock(&pd->lat_lock);
 }
 
 /*
@@ -48,15 +48,16 @@ static void postcopy_dst_request_done(void *host)
  * in as few calls as the kernel allows. A page already there (asked for
  * twice, or on both channels) stays as it is.
  */
-bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
-                               Error **errp)
+bool postcopy_dst_place(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
+                        const uint8_t *data, Error **errp)
 {
-    PostcopyDstBlock *b = postcopy_dst_block(rb);
+    PostcopyDst *pd = opaque;
+    PostcopyDstBlock *b = postcopy_dst_block(pd, rb);
     uint8_t *host = rb->host + (first << TARGET_PAGE_BITS);
     int ret;
 
     assert(b && first + n <= rb->used_length >> TARGET_PAGE_BITS);
-    ret = uffd_place_pages(pc_dst.uffd, host, data, n, TARGET_PAGE_SIZE);
+    ret = uffd_place_pages(pd->uffd, host, data, n, TARGET_PAGE_SIZE);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "postcopy: placing %u pages at 0x%" PRIx64 " of %s failed",
                          n, first << TARGET_PAGE_BITS, rb->idstr);
@@ -64,10 +65,10 @@ bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t 
     }
     bitmap_set_atomic(b->received, first, n);
     bitmap_set_atomic(rb->vmm_written_bmap, first, n);
-    __atomic_fetch_add(&pc_dst.pages_placed, ret, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&pd->pages_placed, ret, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < n; i++) {
         if (test_bit_atomic(first + i, b->requested)) {
-            postcopy_dst_request_done(host + i * TARGET_PAGE_SIZE);
+            postcopy_dst_request_done(pd, host + i * TARGET_PAGE_SIZE);
         }
         if (postcopy_blocktime_on()) {
             postcopy_blocktime_placed((uintptr_t)host + i * TARGET_PAGE_SIZE);
@@ -79,12 +80,13 @@ bool postcopy_dst_place(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t 
 /* Pages the source sent on the preempt channel, until it closes or is shut down. */
 static void *postcopy_dst_preempt_thread(void *opaque)
 {
-    RAMPageReader r = { .place = postcopy_dst_place };
+    PostcopyDst *pd = opaque;
+    RAMPageReader r = { .place = postcopy_dst_place, .place_opaque = pd };
     Error *err = NULL;
 
     /* The stream checked the block list; this channel carries pages only. */
     r.have_sizes = true;
-    while (ram_load_records(&r, pc_dst.preempt, &err) == 0) {
+    while (ram_load_records(&r, pd->preempt, &err) == 0) {
         /* EOS: the channel's opening record, or a pause in it. */
     }
     trace_postcopy_preempt_end(error_get_pretty(err));
@@ -94,54 +96,54 @@ static void *postcopy_dst_preempt_thread(void *opaque)
 }
 
 /* preempt_lock held: starts the preempt thread once both the channel and ADVISE are there. */
-void postcopy_dst_maybe_start_preempt(void)
+void postcopy_dst_maybe_start_preempt(PostcopyDst *pd)
 {
     int ret;
 
-    if (!pc_dst.preempt || pc_dst.preempt_running || postcopy_dst_phase() < PC_DST_ADVISED) {
+    if (!pd->preempt || pd->preempt_running || postcopy_dst_phase(pd) < PC_DST_ADVISED) {
         return;
     }
-    ret = qemu_thread_create(&pc_dst.preempt_thread, "mig/pc-preempt", postcopy_dst_preempt_thread,
-                             NULL);
+    ret = qemu_thread_create(&pd->preempt_thread, "mig/pc-preempt", postcopy_dst_preempt_thread,
+                             pd);
     if (ret < 0) {
         /* The pages it would bring still come on the stream, later. */
         error_report("postcopy: cannot create the preempt channel thread: %s", g_strerror(-ret));
         return;
     }
-    pc_dst.preempt_running = true;
+    pd->preempt_running = true;
 }
 
 /* preempt_lock held: end the thread and close its channel. */
-static void postcopy_dst_stop_preempt_locked(void)
+static void postcopy_dst_stop_preempt_locked(PostcopyDst *pd)
 {
-    if (pc_dst.preempt) {
-        qemu_file_shutdown(pc_dst.preempt);
+    if (pd->preempt) {
+        qemu_file_shutdown(pd->preempt);
     }
-    if (pc_dst.preempt_running) {
-        qemu_thread_join(&pc_dst.preempt_thread);
-        pc_dst.preempt_running = false;
+    if (pd->preempt_running) {
+        qemu_thread_join(&pd->preempt_thread);
+        pd->preempt_running = false;
     }
-    if (pc_dst.preempt) {
-        qemu_fclose(pc_dst.preempt);
-        pc_dst.preempt = NULL;
+    if (pd->preempt) {
+        qemu_fclose(pd->preempt);
+        pd->preempt = NULL;
     }
 }
 
-void postcopy_dst_set_preempt_channel(QEMUFile *f)
+void postcopy_dst_preempt_attach(PostcopyDst *pd, QEMUFile *f)
 {
-    tsan_g_mutex_lock(&pc_dst.preempt_lock);
+    tsan_g_mutex_lock(&pd->preempt_lock);
     /* A recovery's new channel replaces the broken one. */
-    postcopy_dst_stop_preempt_locked();
-    pc_dst.preempt = f;
-    postcopy_dst_maybe_start_preempt();
-    tsan_g_mutex_unlock(&pc_dst.preempt_lock);
+    postcopy_dst_stop_preempt_locked(pd);
+    pd->preempt = f;
+    postcopy_dst_maybe_start_preempt(pd);
+    tsan_g_mutex_unlock(&pd->preempt_lock);
 }
 
-void postcopy_dst_stop_preempt(void)
+void postcopy_dst_stop_preempt(PostcopyDst *pd)
 {
-    tsan_g_mutex_lock(&pc_dst.preempt_lock);
-    postcopy_dst_stop_preempt_locked();
-    tsan_g_mutex_unlock(&pc_dst.preempt_lock);
+    tsan_g_mutex_lock(&pd->preempt_lock);
+    postcopy_dst_stop_preempt_locked(pd);
+    tsan_g_mutex_unlock(&pd->preempt_lock);
 }
 
 /*
@@ -196,21 +198,21 @@ const UffdServerOps postcopy_dst_fault_ops = {
 };
 
 /* mig/dst: ask again for every page a vCPU still waits on; the source forgot them. */
-void postcopy_dst_rerequest(void)
+void postcopy_dst_rerequest(PostcopyDst *pd)
 {
     g_autoptr(GList) keys = NULL;
 
-    tsan_g_mutex_lock(&pc_dst.lat_lock);
-    keys = g_hash_table_get_keys(pc_dst.pending);
-    tsan_g_mutex_unlock(&pc_dst.lat_lock);
+    tsan_g_mutex_lock(&pd->lat_lock);
+    keys = g_hash_table_get_keys(pd->pending);
+    tsan_g_mutex_unlock(&pd->lat_lock);
     for (GList *l = keys; l; l = l->next) {
         uint64_t addr = (uintptr_t)l->data;
 
-        for (int i = 0; i < pc_dst.nblocks; i++) {
-            uint64_t host = (uintptr_t)pc_dst.blocks[i].rb->host;
+        for (int i = 0; i < pd->nblocks; i++) {
+            uint64_t host = (uintptr_t)pd->blocks[i].rb->host;
 
-            if (addr >= host && addr - host < pc_dst.blocks[i].rb->used_length) {
-                rp_dst_request_page(pc_dst.blocks[i].rb, addr - host);
+            if (addr >= host && addr - host < pd->blocks[i].rb->used_length) {
+                rp_dst_request_page(pd->blocks[i].rb, addr - host);
                 break;
             }
         }

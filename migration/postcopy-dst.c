@@ -27,14 +27,20 @@
 #include "trace.h"
 
 
-PostcopyDst pc_dst = { .uffd = -1 };
+/*
+ * The process's one postcopy destination: the commands (mig/dst), the
+ * recovery and query-migrate reach it here; the page side
+ * (postcopy-dst-pages.c) gets it by pointer. Each field's comment in
+ * postcopy-dst-int.h names its writer.
+ */
+static PostcopyDst pc_dst = { .uffd = -1 };
 
 
 void postcopy_dst_reset(const PostcopyDstOps *ops)
 {
     assert(!uffd_server_running(&pc_dst.faults));
     pc_dst.ops = ops;
-    postcopy_dst_set_phase(PC_DST_NONE);
+    postcopy_dst_set_phase(&pc_dst, PC_DST_NONE);
     for (int i = 0; i < pc_dst.nblocks; i++) {
         g_free(pc_dst.blocks[i].received);
         g_free(pc_dst.blocks[i].requested);
@@ -69,7 +75,7 @@ bool postcopy_dst_ping(uint32_t value, Error **errp)
         error_setg(errp, "CMD_PING (0x%x) received with no return path", value);
         return false;
     }
-    if (value == MIG_PING_CONFIRM_OFFER && postcopy_dst_phase() == PC_DST_NONE) {
+    if (value == MIG_PING_CONFIRM_OFFER && postcopy_dst_phase(&pc_dst) == PC_DST_NONE) {
         /* Our source: it will send a go once it committed; accept, so that it does. */
         rp_dst_set_confirming();
         value = MIG_PONG_CONFIRM_ACCEPT;
@@ -115,8 +121,8 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
     uint64_t host_page = sysconf(_SC_PAGESIZE);
     GPtrArray *rbs = ram_blocks();
 
-    if (postcopy_dst_phase() != PC_DST_NONE) {
-        error_setg(errp, "CMD_POSTCOPY_ADVISE in wrong postcopy state (%d)", postcopy_dst_phase());
+    if (postcopy_dst_phase(&pc_dst) != PC_DST_NONE) {
+        error_setg(errp, "CMD_POSTCOPY_ADVISE in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
         return false;
     }
     if (!migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM)) {
@@ -169,9 +175,9 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
         }
     }
     pc_dst.pending = g_hash_table_new(NULL, NULL);
-    postcopy_dst_set_phase(PC_DST_ADVISED);
+    postcopy_dst_set_phase(&pc_dst, PC_DST_ADVISED);
     tsan_g_mutex_lock(&pc_dst.preempt_lock);
-    postcopy_dst_maybe_start_preempt();
+    postcopy_dst_maybe_start_preempt(&pc_dst);
     tsan_g_mutex_unlock(&pc_dst.preempt_lock);
     /* A failure leaves what it made to postcopy_dst_end(). */
     return postcopy_dst_prepare(errp);
@@ -204,9 +210,9 @@ bool postcopy_dst_discard(const char *block, uint64_t start, uint64_t len, Error
 {
     RAMBlock *rb = ram_block_find(block);
 
-    if (postcopy_dst_phase() != PC_DST_ADVISED) {
+    if (postcopy_dst_phase(&pc_dst) != PC_DST_ADVISED) {
         error_setg(errp, "CMD_POSTCOPY_RAM_DISCARD in wrong postcopy state (%d)",
-                   postcopy_dst_phase());
+                   postcopy_dst_phase(&pc_dst));
         return false;
     }
     if (!rb) {
@@ -248,8 +254,8 @@ bool postcopy_dst_listen(Error **errp)
     int64_t t0 = get_clock_ns();
     int ret;
 
-    if (postcopy_dst_phase() != PC_DST_ADVISED) {
-        error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase());
+    if (postcopy_dst_phase(&pc_dst) != PC_DST_ADVISED) {
+        error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
         return false;
     }
     if (!postcopy_dst_flush_discards(errp)) {
@@ -273,8 +279,8 @@ bool postcopy_dst_listen(Error **errp)
     if (migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_BLOCKTIME)) {
         postcopy_blocktime_start();
     }
-    ram_load_set_placer(postcopy_dst_place);
-    postcopy_dst_set_phase(PC_DST_LISTENING);
+    ram_load_set_placer(postcopy_dst_place, &pc_dst);
+    postcopy_dst_set_phase(&pc_dst, PC_DST_LISTENING);
     pc_dst.ops->set_state(MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     trace_postcopy_dst_step("discards", pc_dst.discard_ns / 1000);
     trace_postcopy_dst_step("listen", (get_clock_ns() - t0) / 1000);
@@ -324,7 +330,7 @@ QEMUFile *postcopy_dst_pause(QEMUFile *f, const Error *why)
 bool postcopy_dst_recv_bitmap(const char *block, Error **errp)
 {
     RAMBlock *rb = ram_block_find(block);
-    PostcopyDstBlock *b = rb ? postcopy_dst_block(rb) : NULL;
+    PostcopyDstBlock *b = rb ? postcopy_dst_block(&pc_dst, rb) : NULL;
     bool ok;
 
     if (migrate_get_state(pc_dst.ops->state) != MIGRATION_STATUS_POSTCOPY_RECOVER) {
@@ -362,7 +368,7 @@ bool postcopy_dst_resume(Error **errp)
         return false;
     }
     pc_dst.ops->set_state(MIGRATION_STATUS_POSTCOPY_RECOVER, MIGRATION_STATUS_POSTCOPY_ACTIVE);
-    postcopy_dst_rerequest();
+    postcopy_dst_rerequest(&pc_dst);
     return true;
 }
 
@@ -376,11 +382,11 @@ static void postcopy_dst_run_bh(void *opaque)
 
 bool postcopy_dst_run(Error **errp)
 {
-    if (postcopy_dst_phase() != PC_DST_LISTENING) {
-        error_setg(errp, "CMD_POSTCOPY_RUN in wrong postcopy state (%d)", postcopy_dst_phase());
+    if (postcopy_dst_phase(&pc_dst) != PC_DST_LISTENING) {
+        error_setg(errp, "CMD_POSTCOPY_RUN in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
         return false;
     }
-    postcopy_dst_set_phase(PC_DST_RUNNING);
+    postcopy_dst_set_phase(&pc_dst, PC_DST_RUNNING);
     /*
      * vm_start wants the BQL, which this thread must not wait for (its
      * holder may be waiting on a page only this thread can place): take it
@@ -398,7 +404,7 @@ bool postcopy_dst_run(Error **errp)
 
 bool postcopy_dst_listening(void)
 {
-    return postcopy_dst_phase() >= PC_DST_LISTENING;
+    return postcopy_dst_phase(&pc_dst) >= PC_DST_LISTENING;
 }
 
 void postcopy_dst_end(bool ok)
@@ -408,7 +414,7 @@ void postcopy_dst_end(bool ok)
         return;
     }
     /* No placement may come after the unregistration below. */
-    postcopy_dst_stop_preempt();
+    postcopy_dst_stop_preempt(&pc_dst);
     uffd_server_stop(&pc_dst.faults);
     if (pc_dst.uffd >= 0) {
         /* Wakes any thread still waiting: a page never sent is the zero page it is here. */
@@ -456,7 +462,7 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     XPostcopyInfo *x;
     UffdServerStats st;
 
-    if (postcopy_dst_phase() < PC_DST_LISTENING) {
+    if (postcopy_dst_phase(&pc_dst) < PC_DST_LISTENING) {
         return;
     }
     x = g_new0(XPostcopyInfo, 1);
@@ -480,4 +486,9 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     tsan_g_mutex_unlock(&pc_dst.lat_lock);
     info->x_postcopy = x;
     postcopy_blocktime_fill_info(info);
+}
+
+void postcopy_dst_set_preempt_channel(QEMUFile *f)
+{
+    postcopy_dst_preempt_attach(&pc_dst, f);
 }

@@ -102,7 +102,9 @@ typedef struct RAMPageReader {
      * @rb atomically instead of writing guest memory, which may now be
      * missing (postcopy-dst.c); @data NULL = zero pages. NULL: precopy.
      */
-    bool (*place)(RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data, Error **errp);
+    bool (*place)(void *opaque, RAMBlock *rb, uint64_t first, unsigned n, const uint8_t *data,
+                  Error **errp);
+    void *place_opaque;
     /*
      * Postcopy: the run of contiguous pages read but not placed yet, so
      * that one call places many. Placed before the reader could wait for

@@ -243,10 +243,12 @@ void ram_load_postcopy_resumed(void)
     ram_reader.last_block = NULL;
 }
 
-void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t first, unsigned n,
-                                       const uint8_t *data, Error **errp))
+void ram_load_set_placer(bool (*place)(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
+                                       const uint8_t *data, Error **errp),
+                         void *opaque)
 {
     ram_reader.place = place;
+    ram_reader.place_opaque = opaque;
 }
 
 void ram_load_set_mapped(MappedRamIntegrity *integrity)

@@ -43,10 +43,12 @@ typedef struct MappedRamIntegrity MappedRamIntegrity;
 void ram_load_set_mapped(MappedRamIntegrity *integrity);
 /*
  * Postcopy destination, mig/dst at LISTEN: from now on pages go through
- * @place (ram-codec.h) instead of being written into guest memory.
+ * @place(@opaque, ...) (ram-codec.h) instead of being written into guest
+ * memory.
  */
-void ram_load_set_placer(bool (*place)(RAMBlock *rb, uint64_t first, unsigned n,
-                                       const uint8_t *data, Error **errp));
+void ram_load_set_placer(bool (*place)(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
+                                       const uint8_t *data, Error **errp),
+                         void *opaque);
 /* Postcopy destination, mig/dst: a recovered stream names its first block again. */
 void ram_load_postcopy_resumed(void);
 /*

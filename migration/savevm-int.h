@@ -38,13 +38,13 @@ typedef struct SaveStateEntry {
     bool loaded;                        /* incoming: section seen */
 } SaveStateEntry;
 
-/* Registered during init (main thread), read-only afterwards (savevm.c). */
-extern GPtrArray *savevm_handlers;
-/* The configuration section's machine type (savevm_set_machine_type). */
-extern char *savevm_machine_type;
+/* The registered sections (savevm.c): filled during init, read-only afterwards. */
+GPtrArray *savevm_entries(void);
+/* The configuration section's machine type ("" if none was set). */
+const char *savevm_machine_type(void);
 
 #define FOREACH_SE(i, se) \
-    for (guint i = 0; savevm_handlers && i < savevm_handlers->len && \
-         ((se) = g_ptr_array_index(savevm_handlers, i)); i++)
+    for (guint i = 0; savevm_entries() && i < savevm_entries()->len && \
+         ((se) = g_ptr_array_index(savevm_entries(), i)); i++)
 
 #endif

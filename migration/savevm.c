@@ -16,16 +16,32 @@
 #include "savevm-int.h"
 #include "trace.h"
 
-/* Registered during init (main thread), read-only afterwards. */
-GPtrArray *savevm_handlers;
-static uint32_t next_section_id;
-/* The configuration section's machine type, handed in by the machine at init. */
-char *savevm_machine_type;
+/*
+ * The registry of sections: filled during init by the main thread,
+ * read-only afterwards (the entries' @loaded flags are the loading
+ * thread's). loadvm.c reads it through savevm_entries().
+ */
+static struct {
+    GPtrArray *entries;
+    uint32_t next_section_id;
+    /* The configuration section's machine type, handed in by the machine at init. */
+    char *machine_type;
+} registry;
 
 void savevm_set_machine_type(const char *name)
 {
-    g_free(savevm_machine_type);
-    savevm_machine_type = g_strdup(name);
+    g_free(registry.machine_type);
+    registry.machine_type = g_strdup(name);
+}
+
+const char *savevm_machine_type(void)
+{
+    return registry.machine_type ? registry.machine_type : "";
+}
+
+GPtrArray *savevm_entries(void)
+{
+    return registry.entries;
 }
 
 static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int version_id)
@@ -36,11 +52,11 @@ static SaveStateEntry *savevm_add(const char *idstr, uint32_t instance_id, int v
     g_strlcpy(se->idstr, idstr, sizeof(se->idstr));
     se->instance_id = instance_id;
     se->version_id = version_id;
-    se->section_id = next_section_id++;
-    if (!savevm_handlers) {
-        savevm_handlers = g_ptr_array_new();
+    se->section_id = registry.next_section_id++;
+    if (!registry.entries) {
+        registry.entries = g_ptr_array_new();
     }
-    g_ptr_array_add(savevm_handlers, se);
+    g_ptr_array_add(registry.entries, se);
     return se;
 }
 
@@ -87,7 +103,7 @@ static void save_section_footer(QEMUFile *f, SaveStateEntry *se)
 
 void qemu_savevm_state_header(QEMUFile *f)
 {
-    const char *machine = savevm_machine_type ? savevm_machine_type : "";
+    const char *machine = savevm_machine_type();
 
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
