@@ -28,6 +28,12 @@
 
 #define CONVERGE_PERIOD_NS 1000000000LL
 
+/*
+ * Auto-converge and dirty-limit during the outgoing migration: one per
+ * process, as there is one outgoing migration. mig/src writes every field
+ * (converge_start, converge_after_sync, converge_tick); query-migrate
+ * reads none of them (it asks the throttles themselves).
+ */
 typedef struct Converge {
     int64_t period_start_ns;
     uint64_t period_dirty_pages;
@@ -40,6 +46,7 @@ typedef struct Converge {
     int tick_high;
 } Converge;
 
+/* The one outgoing migration's (see above). */
 static Converge conv;
 
 static uint64_t converge_ring_pages(void)

@@ -67,6 +67,7 @@ struct DirtyRateState {
     guint nvcpus;
 };
 
+/* The process's one calc-dirty-rate measurement; the fields say their owners. */
 static DirtyRateState dirtyrate = {
     .info = { .status = DIRTY_RATE_STATUS_UNSTARTED, .sample_pages = DR_DEFAULT_SAMPLES },
 };

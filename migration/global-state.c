@@ -11,6 +11,12 @@
 #include "system/runstate.h"
 #include "global-state.h"
 
+/*
+ * The "globalstate" section: the run state the source stored at the
+ * switchover (global_state_store, mig/src with the BQL) and the one a
+ * destination received (mig/dst with the BQL, while devices load); read
+ * with the BQL. One per process.
+ */
 typedef struct GlobalState {
     uint32_t size;
     uint8_t runstate[100];
@@ -18,6 +24,7 @@ typedef struct GlobalState {
     RunState state;
 } GlobalState;
 
+/* The process's one (see above). */
 static GlobalState global_state;
 
 void global_state_store(void)

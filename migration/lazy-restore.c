@@ -74,6 +74,7 @@ typedef struct LazyRestore {
     uint64_t resident_ms;
 } LazyRestore;
 
+/* The process's one lazy restore (one incoming load at a time); each field says its owner. */
 static LazyRestore lr = { .uffd = -1, .fd = -1 };
 
 static void lr_add(uint64_t *c, uint64_t n)

@@ -42,6 +42,7 @@ static const MigrationOutMode *const outgoing_modes[] = {
     &precopy_mode,          /* selects itself: the default, keep it last */
 };
 
+/* The process's one outgoing migration; outgoing.h says who writes each field. */
 static MigrationState current_migration = { .state = MIGRATION_STATUS_NONE };
 
 static void migration_cleanup_bh(void *opaque);

@@ -45,7 +45,7 @@ static ssize_t err_room(Error **errp, const char *codec, size_t cap, uint32_t n)
 }
 
 /* ---- none: the pages as they are, no state (non-NULL says "set up") ---- */
-static char none_state;
+static char none_state;     /* never written: only its address is used, as a token */
 
 static void *none_send_new(int level, Error **errp)
 {

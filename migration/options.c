@@ -23,6 +23,7 @@ static bool caps[MIGRATION_CAPABILITY__MAX];
 static bool return_path_user_set;
 /* max-bandwidth was set explicitly (a background snapshot then honours it). */
 static bool max_bandwidth_user_set;
+/* The parameters: the main thread (BQL) writes them, any thread reads single fields. */
 static MigrationParameters *params;
 
 void migration_options_init(void)

@@ -25,6 +25,7 @@ typedef struct Blocktime {
     uint64_t all_total_ns;
 } Blocktime;
 
+/* The process's one destination's blocktime; the fields say who writes them. */
 static Blocktime bt;
 
 void postcopy_blocktime_start(void)

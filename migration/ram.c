@@ -39,11 +39,14 @@ typedef struct RAMState {
      */
     RAMPageWriter writer;
     uint64_t scan_ns;           /* mig/src; query-migrate reads it */
+    /* mig/src: the last save_complete's final sync; the downtime breakdown reads it after. */
+    int64_t final_sync_ns;
 } RAMState;
 
+/* The "ram" section's source side, registered once with it; the fields say their owners. */
 static RAMState ram_state;
 
-/* Destination side; owned by the incoming thread. */
+/* Destination side; owned by the incoming thread (mig/dst). */
 static RAMPageReader ram_reader;
 
 void ram_select_source(const RAMPageSource *src, void *src_state)
@@ -155,12 +158,9 @@ static int ram_save_iterate(QEMUFile *f, void *opaque)
     return qemu_file_get_error(f) ? qemu_file_get_error(f) : done;
 }
 
-/* mig/src: the last ram_save_complete()'s final sync; the downtime breakdown reads it after. */
-static int64_t ram_final_sync_ns;
-
 int64_t ram_last_final_sync_ns(void)
 {
-    return ram_final_sync_ns;
+    return ram_state.final_sync_ns;
 }
 
 static int ram_save_complete(QEMUFile *f, void *opaque)
@@ -168,11 +168,11 @@ static int ram_save_complete(QEMUFile *f, void *opaque)
     RAMState *rs = opaque;
     int64_t t0 = get_clock_ns();
 
-    ram_final_sync_ns = 0;
+    rs->final_sync_ns = 0;
     if (rs->src->final_sync && rs->src->final_sync(rs->src_state, f) < 0) {
         return qemu_file_get_error(f) ?: -EIO;
     }
-    ram_final_sync_ns = get_clock_ns() - t0;
+    rs->final_sync_ns = get_clock_ns() - t0;
     while (rs->src->send_next(rs->src_state, f, &rs->writer)) {
         if (qemu_file_get_error(f)) {
             break;
