@@ -6,9 +6,27 @@
  * peek, skip, and a read blocked on a silent peer that shutdown must wake.
  */
 #include "qemu/osdep.h"
+#include "io/channel.h"
 #include "qemu-file-test-util.h"
 #include "qemu/bswap.h"
 #include "qemu/xxh64.h"
+
+/* The channel row a migration would give @fd (socket, pipe or file). */
+static Channel *test_channel(int fd)
+{
+    struct stat st;
+
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
+    if (S_ISSOCK(st.st_mode)) {
+        return channel_socket_new(fd);
+    }
+    if (S_ISFIFO(st.st_mode)) {
+        int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+
+        return channel_pipe_new(acc == O_WRONLY ? -1 : fd, acc == O_RDONLY ? -1 : fd, "pipe");
+    }
+    return channel_file_new(fd, "file");
+}
 
 /* Edge values of every put, small enough for any pipe buffer. */
 static Stream *stream_sample(void)
@@ -41,7 +59,7 @@ static QEMUFile *input_over(Chan chan, const void *data, size_t len)
     make_socketpair(&rfd, &wfd, 0);
     write_all(wfd, data, len);
     close(wfd);
-    return qemu_file_new_input(rfd, "test-input");
+    return qemu_file_new_input(test_channel(rfd), "test-input");
 }
 
 /* ---- Round trips ---- */
@@ -59,7 +77,7 @@ static void test_round_trip(gconstpointer opaque)
         out = qemu_file_new_buffer_output();
     } else {
         make_fd_chan(chan, &rfd, &wfd);
-        out = qemu_file_new_output(wfd, "test-output");
+        out = qemu_file_new_output(test_channel(wfd), "test-output");
     }
     stream_put(s, out);
     g_assert_cmpuint(qemu_file_transferred(out), ==, s->bytes->len);
@@ -70,7 +88,7 @@ static void test_round_trip(gconstpointer opaque)
     } else {
         /* No explicit flush: closing must send what is buffered, then EOF. */
         g_assert_cmpint(qemu_fclose(out), ==, 0);
-        in = qemu_file_new_input(rfd, "test-input");
+        in = qemu_file_new_input(test_channel(rfd), "test-input");
     }
     stream_get(s, in);
     g_assert_cmpuint(qemu_file_transferred(in), ==, s->bytes->len);
@@ -117,7 +135,7 @@ static void test_short_reads(void)
 
     make_socketpair(&rfd, &feed.fd, 4096);
     writer = g_thread_new("feeder", feed_thread, &feed);
-    f = qemu_file_new_input(rfd, "test-input");
+    f = qemu_file_new_input(test_channel(rfd), "test-input");
     stream_get(s, f);
     g_assert_cmpuint(qemu_file_transferred(f), ==, s->bytes->len);
     g_assert_cmpint(qemu_peek_byte(f, 0), ==, -1);
@@ -316,7 +334,7 @@ static void test_shutdown_blocked_read(void)
     /* Half a value, and a peer that stays open and silent. */
     make_socketpair(&rfd, &wfd, 0);
     write_all(wfd, "\x01\x02\x03\x04", 4);
-    r.f = qemu_file_new_input(rfd, "silent-peer");
+    r.f = qemu_file_new_input(test_channel(rfd), "silent-peer");
     t = g_thread_new("stuck-reader", reader_thread, &r);
     /*
      * Whether the shutdown lands before the read or while it blocks, the

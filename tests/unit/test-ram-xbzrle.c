@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include "ram-codec-test-util.h"
 #include "migration/ram-xbzrle.h"
+#include "io/channel.h"
 
 /* As the precopy page source sends a page: through the sender when there is one. */
 static void send_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
@@ -181,7 +182,7 @@ static GByteArray *put_then_write(RAMPageWriter *w, RAMBlock *rb, uint64_t page,
                                   void (*after)(uint8_t *p))
 {
     int fd = memfd_create("stream", MFD_CLOEXEC);
-    QEMUFile *f = qemu_file_new_output(fd, "memfd");
+    QEMUFile *f = qemu_file_new_output(channel_file_new(fd, "memfd"), "memfd");
     GByteArray *s = g_byte_array_new();
     off_t len;
 
