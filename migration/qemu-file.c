@@ -353,7 +353,8 @@ static bool qemu_fill_buffer(QEMUFile *f, size_t need)
 
 size_t qemu_file_input_buffered(QEMUFile *f)
 {
-    return f->rlen - f->rpos;
+    /* The channel's read-ahead (a listener's peek) can be read without waiting too. */
+    return f->rlen - f->rpos + (f->ch ? channel_pending(f->ch) : 0);
 }
 
 void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
