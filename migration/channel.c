@@ -279,13 +279,14 @@ typedef struct PeekWait {
     MigChannelPeeked *peeked;
     void *opaque;
     guint watch;                /* readable or hung up */
-    guint timer;                /* give up on a peer that says too little */
+    guint timer;                /* armed once part of the word came: give up on too little */
+    gint64 deadline;            /* monotonic us, from the accept */
 } PeekWait;
 
 /* Main thread: connections still being told apart; dropped by listen_cancel. */
 static GList *pending_peeks;
 
-#define PEEK_TIMEOUT_S 30
+#define PEEK_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
 /* The watch or the timer ended the wait (@ok: the word is there); the other goes too. */
 static void peek_done(PeekWait *pw, bool ok, uint32_t word)
@@ -307,6 +308,8 @@ static void peek_done(PeekWait *pw, bool ok, uint32_t word)
     g_free(pw);
 }
 
+static gboolean peek_timeout(gpointer opaque);
+
 static gboolean peek_ready(GIOChannel *gch, GIOCondition cond, gpointer opaque)
 {
     PeekWait *pw = opaque;
@@ -318,7 +321,15 @@ static gboolean peek_ready(GIOChannel *gch, GIOCondition cond, gpointer opaque)
     ssize_t n = channel_peek(pw->ch, &word, sizeof(word), CHANNEL_NONBLOCK);
 
     if (n == -EAGAIN && !(cond & (G_IO_HUP | G_IO_ERR))) {
-        /* Part of the word at most: wait for the rest (the timer bounds it). */
+        /*
+         * Part of the word: wait for the rest, but not for ever. (A peer
+         * that says nothing at all is waited for, as it always was.)
+         */
+        if (channel_pending(pw->ch) && !pw->timer) {
+            gint64 left = MAX(pw->deadline - g_get_monotonic_time(), 0);
+
+            pw->timer = g_timeout_add(left / 1000, peek_timeout, pw);
+        }
         return G_SOURCE_CONTINUE;
     }
     pw->watch = 0;
@@ -340,10 +351,10 @@ void mig_channel_peek_be32(Channel *ch, MigChannelPeeked *peeked, void *opaque)
     PeekWait *pw = g_new0(PeekWait, 1);
     GIOChannel *gch = g_io_channel_unix_new(channel_fd(ch));
 
-    *pw = (PeekWait) { .ch = ch, .peeked = peeked, .opaque = opaque };
+    *pw = (PeekWait) { .ch = ch, .peeked = peeked, .opaque = opaque,
+                       .deadline = g_get_monotonic_time() + PEEK_TIMEOUT_US };
     pending_peeks = g_list_prepend(pending_peeks, pw);
     pw->watch = g_io_add_watch(gch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
-    pw->timer = g_timeout_add_seconds(PEEK_TIMEOUT_S, peek_timeout, pw);
     g_io_channel_unref(gch);
 }
 
@@ -354,7 +365,9 @@ static void peeks_drop(void)
         PeekWait *pw = l->data;
 
         g_source_remove(pw->watch);
-        g_source_remove(pw->timer);
+        if (pw->timer) {
+            g_source_remove(pw->timer);
+        }
         channel_unref(pw->ch);
         g_free(pw);
     }
