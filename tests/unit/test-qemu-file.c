@@ -7,25 +7,7 @@
  * wake-up paths. Gets, peek, skip and blocked reads: test-qemu-file-input.c.
  */
 #include "qemu/osdep.h"
-#include "io/channel.h"
 #include "qemu-file-test-util.h"
-
-/* The channel row a migration would give @fd (socket, pipe or file). */
-static Channel *test_channel(int fd)
-{
-    struct stat st;
-
-    g_assert_cmpint(fstat(fd, &st), ==, 0);
-    if (S_ISSOCK(st.st_mode)) {
-        return channel_socket_new(fd);
-    }
-    if (S_ISFIFO(st.st_mode)) {
-        int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
-
-        return channel_pipe_new(acc == O_WRONLY ? -1 : fd, acc == O_RDONLY ? -1 : fd, "pipe");
-    }
-    return channel_file_new(fd, "file");
-}
 
 /* ---- fd helpers ---- */
 
