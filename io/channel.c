@@ -27,6 +27,15 @@
  *    without calling the row; one already inside the row is woken by the
  *    row's shutdown hook (its own guarantee) and, seeing the bit, reports
  *    EOF or -EPIPE whatever the row returned.
+ *
+ * Locks: none. The reference count and the shut bits are atomics; the
+ * read-ahead is the reader's alone; the rows' fds are read-only while the
+ * channel lives. Callers may hold their own locks around any call (the
+ * destination's return path writes under its lock) since nothing here
+ * waits for another thread except the peer.
+ *
+ * tests/unit/test-channel.c checks the invariant in seeded random steps
+ * (read-ahead-random) and each rule on real fds.
  */
 #include "qemu/osdep.h"
 #include "qemu/iov.h"

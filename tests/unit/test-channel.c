@@ -555,6 +555,85 @@ static void test_read_ahead(void)
     channel_unref(ch);
 }
 
+/*
+ * The invariant of io/channel.c in seeded random steps: whatever mix of
+ * peer writes, reads, non-blocking peeks and put-backs, the reader gets
+ * the peer's bytes in order, each once, with what it put back in front.
+ * The model is the byte string the reader must see next.
+ */
+static void test_read_ahead_random(void)
+{
+    GRand *r = g_rand_new_with_seed(SEED + 7);
+    g_autoptr(GByteArray) model = g_byte_array_new();  /* what the next reads must return */
+    uint8_t buf[512], chunk[512];
+    size_t sent_total = 0;
+    int a, b;
+    Channel *ch;
+
+    make_socketpair(&a, &b, 0);
+    ch = channel_socket_new(a);
+    for (int step = 0; step < 20000; step++) {
+        size_t n = g_rand_int_range(r, 1, sizeof(buf));
+
+        switch (g_rand_int_range(r, 0, 4)) {
+        case 0:         /* the peer sends */
+            for (size_t i = 0; i < n; i++) {
+                chunk[i] = sent_total + i;
+            }
+            if (model->len + n > 64 * 1024) {
+                break;
+            }
+            g_assert_cmpint(write(b, chunk, n), ==, n);
+            g_byte_array_append(model, chunk, n);
+            sent_total += n;
+            break;
+        case 1:         /* read what is there, at most n */
+            n = MIN(n, model->len);
+            if (n) {
+                g_assert_cmpint(channel_read_all(ch, buf, n), ==, 0);
+                g_assert_cmpmem(buf, n, model->data, n);
+                g_byte_array_remove_range(model, 0, n);
+            }
+            break;
+        case 2: {       /* look ahead without consuming */
+            ssize_t got = channel_peek(ch, buf, n, CHANNEL_NONBLOCK);
+
+            if (n <= model->len) {
+                /* Everything the model holds was sent: it is there to peek. */
+                g_assert_cmpint(got, ==, n);
+                g_assert_cmpmem(buf, n, model->data, n);
+            } else {
+                g_assert_cmpint(got, ==, -EAGAIN);
+            }
+            g_assert_cmpuint(channel_pending(ch), <=, model->len);
+            break;
+        }
+        case 3:         /* read some, put back a tail of it */
+            n = MIN(n, model->len);
+            if (n) {
+                size_t back = g_rand_int_range(r, 0, n + 1);
+
+                g_assert_cmpint(channel_read_all(ch, buf, n), ==, 0);
+                g_assert_cmpmem(buf, n, model->data, n);
+                channel_unread(ch, buf + n - back, back);
+                g_byte_array_remove_range(model, 0, n - back);
+            }
+            break;
+        }
+    }
+    /* The rest, then EOF: nothing invented, nothing lost. */
+    close(b);
+    if (model->len) {
+        g_autofree uint8_t *rest = g_malloc(model->len);
+
+        g_assert_cmpint(channel_read_all(ch, rest, model->len), ==, 0);
+        g_assert_cmpmem(rest, model->len, model->data, model->len);
+    }
+    g_assert_cmpint(channel_read_all(ch, buf, 1), ==, 1);
+    channel_unref(ch);
+    g_rand_free(r);
+}
+
 /* ---- references ---- */
 
 static void test_refcount(void)
@@ -667,6 +746,7 @@ int main(int argc, char **argv)
     g_test_add_func("/channel/command-data", test_command_data);
     g_test_add_func("/channel/fd-passing", test_fd_passing);
     g_test_add_func("/channel/read-ahead", test_read_ahead);
+    g_test_add_func("/channel/read-ahead-random", test_read_ahead_random);
     g_test_add_func("/channel/refcount", test_refcount);
     g_test_add_func("/channel/file", test_file_row);
     g_test_add_func("/channel/fd-rows", test_fd_rows);
