@@ -34,16 +34,21 @@ typedef struct PipeChannel {
     char *desc;
 } PipeChannel;
 
-static ssize_t pipe_readv(Channel *c, const struct iovec *iov, int cnt, int *fds, size_t *nfds,
-                          int flags)
+/*
+ * One transfer on @fd (O_NONBLOCK): try it, and only when the pipe is
+ * empty (full) sleep in poll() beside @wake, the direction's eventfd. A
+ * wake-up by shutdown reads as EOF, or as EPIPE for a write, as a
+ * socket's would.
+ */
+static ssize_t pipe_xfer(int fd, int wake, bool write, const struct iovec *iov, int cnt,
+                         int flags)
 {
-    PipeChannel *p = (PipeChannel *)c;
-
-    if (p->rfd < 0) {
+    if (fd < 0) {
         return -EBADF;
     }
     for (;;) {
-        ssize_t n = readv(p->rfd, iov, cnt);
+        /* SIGPIPE is ignored by the emulator (and the tests): EPIPE comes back. */
+        ssize_t n = write ? writev(fd, iov, cnt) : readv(fd, iov, cnt);
         int r;
 
         if (n >= 0) {
@@ -55,9 +60,9 @@ static ssize_t pipe_readv(Channel *c, const struct iovec *iov, int cnt, int *fds
         if (flags & CHANNEL_NONBLOCK) {
             return -EAGAIN;
         }
-        r = channel_wait_fd(p->rfd, POLLIN, p->wake_rd);
+        r = channel_wait_fd(fd, write ? POLLOUT : POLLIN, wake);
         if (r == -ESHUTDOWN) {
-            return 0;
+            return write ? -EPIPE : 0;
         }
         if (r < 0) {
             return r;
@@ -65,36 +70,20 @@ static ssize_t pipe_readv(Channel *c, const struct iovec *iov, int cnt, int *fds
     }
 }
 
+static ssize_t pipe_readv(Channel *c, const struct iovec *iov, int cnt, int *fds, size_t *nfds,
+                          int flags)
+{
+    PipeChannel *p = (PipeChannel *)c;
+
+    return pipe_xfer(p->rfd, p->wake_rd, false, iov, cnt, flags);
+}
+
 static ssize_t pipe_writev(Channel *c, const struct iovec *iov, int cnt, const int *fds,
                            size_t nfds, int flags)
 {
     PipeChannel *p = (PipeChannel *)c;
 
-    if (p->wfd < 0) {
-        return -EBADF;
-    }
-    for (;;) {
-        /* SIGPIPE is ignored by the emulator (and the tests): EPIPE comes back. */
-        ssize_t n = writev(p->wfd, iov, cnt);
-        int r;
-
-        if (n >= 0) {
-            return n;
-        }
-        if (errno != EAGAIN) {
-            return -errno;
-        }
-        if (flags & CHANNEL_NONBLOCK) {
-            return -EAGAIN;
-        }
-        r = channel_wait_fd(p->wfd, POLLOUT, p->wake_wr);
-        if (r == -ESHUTDOWN) {
-            return -EPIPE;
-        }
-        if (r < 0) {
-            return r;
-        }
-    }
+    return pipe_xfer(p->wfd, p->wake_wr, true, iov, cnt, flags);
 }
 
 static void pipe_shutdown(Channel *c, ChannelShutdown how)

@@ -246,6 +246,15 @@ ssize_t channel_writev(Channel *c, const struct iovec *iov, int cnt, int flags)
 
 /* ---- all of it ---- */
 
+/* Drops leading empty entries: a 0-byte transfer would read as EOF. */
+static void iov_skip_empty(struct iovec **v, int *cnt)
+{
+    while (*cnt > 0 && !(*v)->iov_len) {
+        (*v)++;
+        (*cnt)--;
+    }
+}
+
 /* A copy of @iov that the loops below may advance (the caller's stays as it was). */
 static struct iovec *iov_copy(const struct iovec *iov, int cnt, struct iovec *local,
                               int nlocal)
@@ -264,11 +273,7 @@ int channel_readv_all(Channel *c, const struct iovec *iov, int cnt)
     bool started = false;
     int ret = 0;
 
-    /* Empty entries would make a 0-byte readv look like EOF. */
-    while (cnt > 0 && !v->iov_len) {
-        v++;
-        cnt--;
-    }
+    iov_skip_empty(&v, &cnt);
     while (cnt > 0) {
         ssize_t n = channel_readv(c, v, MIN(cnt, IOV_MAX), 0);
 
@@ -285,10 +290,7 @@ int channel_readv_all(Channel *c, const struct iovec *iov, int cnt)
         }
         started = true;
         iov_advance(&v, &cnt, n);
-        while (cnt > 0 && !v->iov_len) {
-            v++;
-            cnt--;
-        }
+        iov_skip_empty(&v, &cnt);
     }
     if (copy != local) {
         g_free(copy);
@@ -311,10 +313,7 @@ int channel_writev_all_fds(Channel *c, const struct iovec *iov, int cnt, const i
     struct iovec *v = copy;
     int ret = 0;
 
-    while (cnt > 0 && !v->iov_len) {
-        v++;
-        cnt--;
-    }
+    iov_skip_empty(&v, &cnt);
     while (cnt > 0) {
         ssize_t n = channel_writev_full(c, v, MIN(cnt, IOV_MAX), fds, nfds, 0);
 
@@ -328,10 +327,7 @@ int channel_writev_all_fds(Channel *c, const struct iovec *iov, int cnt, const i
         /* The fds went with the first bytes. */
         nfds = 0;
         iov_advance(&v, &cnt, n);
-        while (cnt > 0 && !v->iov_len) {
-            v++;
-            cnt--;
-        }
+        iov_skip_empty(&v, &cnt);
     }
     if (copy != local) {
         g_free(copy);

@@ -125,7 +125,7 @@ ssize_t channel_writev(Channel *c, const struct iovec *iov, int cnt, int flags);
  */
 ssize_t channel_readv_full(Channel *c, const struct iovec *iov, int cnt, int *fds, size_t *nfds,
                            int flags);
-/* Sends @nfds fds (at most CHANNEL_MAX_FDS) with the first byte(s) of @iov. */
+/* Sends @nfds fds (at most CHANNEL_MAX_FDS) with the first byte(s) of @iov (at least one). */
 ssize_t channel_writev_full(Channel *c, const struct iovec *iov, int cnt, const int *fds,
                             size_t nfds, int flags);
 
@@ -137,7 +137,7 @@ int channel_read_all(Channel *c, void *buf, size_t len);
 /* 0 once all was written, or -errno (-EPIPE after a write shutdown). */
 int channel_writev_all(Channel *c, const struct iovec *iov, int cnt);
 int channel_write_all(Channel *c, const void *buf, size_t len);
-/* As channel_writev_all, with @fds sent along with the first bytes. */
+/* As channel_writev_all, with @fds sent along with the first bytes (@iov must not be empty). */
 int channel_writev_all_fds(Channel *c, const struct iovec *iov, int cnt, const int *fds,
                            size_t nfds);
 
