@@ -9,7 +9,9 @@
  * Checked: cancel answers at once; the status becomes "cancelled" within
  * seconds while the command still runs; the guest keeps running; the
  * source holds no end of the command's pipe any more; the command, once it
- * exits, is reaped (no zombie); and a new migration works.
+ * exits, is reaped (no zombie); and a new migration works. And the other
+ * way: a destination reading from a command that sends nothing ends its
+ * load on migrate_cancel.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -233,9 +235,40 @@ static void test_cancel_stuck_command(void)
     vm_kill(src);
 }
 
+/*
+ * The other direction: a destination loading from a command that sends
+ * nothing. Its mig/dst thread waits in a read of the pipe; migrate_cancel
+ * there must end the load (the process exits 1, the guest never ran), not
+ * wait for the command.
+ */
+static void test_dest_cancel_silent_command(void)
+{
+    g_autoptr(GHashTable) none = g_hash_table_new(NULL, NULL);
+    VM *dst;
+    GPid child;
+    JsonNode *info;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    dst = migtest_start_dest(MEM, APPEND, false, "exec:exec sleep 120");
+    info = vm_wait_migration(dst, "active", 30);
+    json_node_unref(info);
+    child = wait_new_child(dst, none);
+    json_node_unref(vm_qmp_ok(dst, "{'execute': 'migrate_cancel'}"));
+    g_assert_cmpint(vm_wait_exit(dst, 20), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "incoming migration cancelled"));
+    g_assert_cmpuint(vm_count_lines(dst, "PASS"), ==, 0);
+    /* Its parent is gone: nothing of the test may outlive it. */
+    kill(child, SIGKILL);
+    vm_kill(dst);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/migration/exec/cancel-stuck-command", test_cancel_stuck_command);
+    g_test_add_func("/migration/exec/dest-cancel-silent-command",
+                    test_dest_cancel_silent_command);
     return g_test_run();
 }
