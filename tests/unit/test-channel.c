@@ -220,14 +220,14 @@ typedef struct Blocked {
     uint8_t *buf;
     int ret;
     int done_fd;                /* written once the call returned */
-    pthread_t tid;
+    pthread_t tid;              /* atomic: set by the thread, read by the signaller */
 } Blocked;
 
 static gpointer blocked_thread(gpointer opaque)
 {
     Blocked *b = opaque;
 
-    b->tid = pthread_self();
+    __atomic_store_n(&b->tid, pthread_self(), __ATOMIC_RELEASE);
     b->ret = b->write ? channel_write_all(b->ch, b->buf, b->len)
                       : channel_read_all(b->ch, b->buf, b->len);
     g_assert_cmpint(write(b->done_fd, "", 1), ==, 1);
@@ -256,7 +256,7 @@ static void check_eintr(Channel *ch, int peer_wfd)
     g_assert_cmpint(write(peer_wfd, "he", 2), ==, 2);
     /* Signal the reader until one arrived while it waits for the rest. */
     while (__atomic_load_n(&signals_seen, __ATOMIC_RELAXED) < 3 && !wait_done(done_rfd, 0)) {
-        if (__atomic_load_n(&b.tid, __ATOMIC_RELAXED)) {
+        if (__atomic_load_n(&b.tid, __ATOMIC_ACQUIRE)) {
             pthread_kill(b.tid, SIGUSR1);
         }
         g_usleep(5000);
