@@ -10,7 +10,6 @@
 #include "channel.h"
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -159,116 +158,78 @@ static int tcp_connect(const char *addr, Error **errp)
     return fd;
 }
 
-static int exec_spawn(const char *cmd, bool outgoing, GPid *child, Error **errp)
-{
-    char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)cmd, NULL };
-    g_autoptr(GError) gerr = NULL;
-    int in_fd = -1, out_fd = -1;
-
-    if (!g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, child,
-                                  outgoing ? &in_fd : NULL, outgoing ? NULL : &out_fd, NULL,
-                                  &gerr)) {
-        error_setg(errp, "failed to run '%s': %s", cmd, gerr->message);
-        return -1;
-    }
-    /*
-     * A 64 KiB pipe makes the writer and the command trade the CPU every
-     * 16 pages; 1 MiB (the unprivileged maximum) lets each side run for a
-     * while. Best effort: the pipe still works at its default size.
-     */
-    fcntl(outgoing ? in_fd : out_fd, F_SETPIPE_SZ, 1 << 20);
-    return outgoing ? in_fd : out_fd;
-}
-
-static int file_open(const char *spec, bool outgoing, Error **errp)
+static Channel *file_open(const char *spec, bool outgoing, Error **errp)
 {
     g_autofree char *path = NULL;
     uint64_t offset;
     int fd;
 
     if (!parse_file_uri(spec, &path, &offset, errp)) {
-        return -1;
+        return NULL;
     }
     fd = open(path, outgoing ? (O_WRONLY | O_CREAT | (offset ? 0 : O_TRUNC) | O_CLOEXEC)
                              : (O_RDONLY | O_CLOEXEC), 0600);
     if (fd < 0) {
         error_setg_errno(errp, errno, "Could not open '%s'", path);
-        return -1;
+        return NULL;
     }
     if (offset && lseek(fd, offset, SEEK_SET) < 0) {
         error_setg_errno(errp, errno, "cannot seek '%s' to offset %" PRIu64, path, offset);
         close(fd);
-        return -1;
+        return NULL;
     }
-    return fd;
+    return channel_file_new(fd, path);
 }
 
-bool mig_channel_connect(const char *uri, MigChannel *ch, Error **errp)
+/* fd:N, as a channel of the row its fstat says. */
+static Channel *fd_open(const char *s, Error **errp)
+{
+    int fd = parse_fd(s, errp);
+
+    return fd < 0 ? NULL : channel_fd_new(fd, errp);
+}
+
+Channel *mig_channel_connect(const char *uri, Error **errp)
 {
     const char *rest;
+    int fd;
 
-    ch->fd = -1;
-    ch->child = 0;
-    ch->is_file = false;
     if (strstart(uri, "tcp:", &rest)) {
-        ch->fd = tcp_connect(rest, errp);
+        fd = tcp_connect(rest, errp);
+        return fd < 0 ? NULL : channel_socket_new(fd);
     } else if (strstart(uri, "unix:", &rest)) {
-        ch->fd = unix_connect_path(rest, errp);
+        fd = unix_connect_path(rest, errp);
+        return fd < 0 ? NULL : channel_socket_new(fd);
     } else if (strstart(uri, "exec:", &rest)) {
-        ch->fd = exec_spawn(rest, true, &ch->child, errp);
+        return channel_command_spawn(rest, true, errp);
     } else if (strstart(uri, "file:", &rest)) {
-        ch->fd = file_open(rest, true, errp);
-        ch->is_file = true;
+        return file_open(rest, true, errp);
     } else if (strstart(uri, "fd:", &rest)) {
-        ch->fd = parse_fd(rest, errp);
-    } else {
-        error_setg(errp, "unknown migration protocol: %s", uri);
+        return fd_open(rest, errp);
     }
-    return ch->fd >= 0;
-}
-
-int mig_channel_reap(GPid child)
-{
-    int status = 0;
-
-    if (child > 0 && RETRY_ON_EINTR(waitpid(child, &status, 0)) == child) {
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    return -1;
-}
-
-static void mig_channel_child_reaped(GPid pid, gint status, gpointer data)
-{
-    g_spawn_close_pid(pid);
-}
-
-void mig_channel_reap_later(GPid child)
-{
-    if (child > 0) {
-        g_child_watch_add(child, mig_channel_child_reaped, NULL);
-    }
+    error_setg(errp, "unknown migration protocol: %s", uri);
+    return NULL;
 }
 
 typedef struct ReadyCall {
     MigChannelReady *ready;
     void *opaque;
-    int fd;
-    GPid child;
+    Channel *ch;
 } ReadyCall;
 
 static void ready_bh(void *opaque)
 {
     ReadyCall *rc = opaque;
 
-    rc->ready(rc->fd, rc->child, rc->opaque);
+    rc->ready(rc->ch, rc->opaque);
     g_free(rc);
 }
 
-static void schedule_ready(MigChannelReady *ready, void *opaque, int fd, GPid child)
+static void schedule_ready(MigChannelReady *ready, void *opaque, Channel *ch)
 {
     ReadyCall *rc = g_new0(ReadyCall, 1);
 
-    *rc = (ReadyCall) { .ready = ready, .opaque = opaque, .fd = fd, .child = child };
+    *rc = (ReadyCall) { .ready = ready, .opaque = opaque, .ch = ch };
     qemu_bh_schedule_oneshot(ready_bh, rc);
 }
 
@@ -302,7 +263,7 @@ static gboolean listener_accept(GIOChannel *ch, GIOCondition cond, gpointer opaq
     if (fd < 0) {
         return G_SOURCE_CONTINUE;
     }
-    if (l->ready(fd, 0, l->opaque) && listener == l) {
+    if (l->ready(channel_socket_new(fd), l->opaque) && listener == l) {
         return G_SOURCE_CONTINUE;
     }
     /* Every connection this migration needs arrived: stop listening now. */
@@ -314,65 +275,87 @@ static gboolean listener_accept(GIOChannel *ch, GIOCondition cond, gpointer opaq
 }
 
 typedef struct PeekWait {
-    int fd;
+    Channel *ch;                /* ours until handed to @peeked */
     MigChannelPeeked *peeked;
     void *opaque;
-    guint source;               /* the watch or the retry timer */
-    gint64 deadline;            /* monotonic us: give up on a peer that says too little */
+    guint watch;                /* readable or hung up */
+    guint timer;                /* armed once part of the word came: give up on too little */
+    gint64 deadline;            /* monotonic us, from the accept */
 } PeekWait;
 
-/* Main thread: connections still being told apart; closed by listen_cancel. */
+/* Main thread: connections still being told apart; dropped by listen_cancel. */
 static GList *pending_peeks;
 
 #define PEEK_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
-static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque);
-
-static gboolean peek_retry(gpointer opaque)
+/* The watch or the timer ended the wait (@ok: the word is there); the other goes too. */
+static void peek_done(PeekWait *pw, bool ok, uint32_t word)
 {
-    PeekWait *pw = opaque;
-    GIOChannel *ch = g_io_channel_unix_new(pw->fd);
-
-    pw->source = g_io_add_watch(ch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
-    g_io_channel_unref(ch);
-    return G_SOURCE_REMOVE;
-}
-
-static gboolean peek_ready(GIOChannel *ch, GIOCondition cond, gpointer opaque)
-{
-    PeekWait *pw = opaque;
-    uint32_t word;
-    ssize_t n = recv(pw->fd, &word, sizeof(word), MSG_PEEK | MSG_DONTWAIT);
-
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return G_SOURCE_CONTINUE;
-    }
-    if (n > 0 && n < (ssize_t)sizeof(word) && !(cond & (G_IO_HUP | G_IO_ERR)) &&
-        g_get_monotonic_time() < pw->deadline) {
-        /* Part of the word: look again soon rather than spin on readable data. */
-        pw->source = g_timeout_add(5, peek_retry, pw);
-        return G_SOURCE_REMOVE;
-    }
     pending_peeks = g_list_remove(pending_peeks, pw);
-    if (n < (ssize_t)sizeof(word)) {
-        /* Closed, failed, or too few bytes for too long. */
-        close(pw->fd);
-        pw->peeked(-1, 0, pw->opaque);
+    if (pw->watch) {
+        g_source_remove(pw->watch);
+    }
+    if (pw->timer) {
+        g_source_remove(pw->timer);
+    }
+    if (ok) {
+        pw->peeked(pw->ch, GUINT32_FROM_BE(word), pw->opaque);
     } else {
-        pw->peeked(pw->fd, GUINT32_FROM_BE(word), pw->opaque);
+        /* Closed, failed, or too few bytes for too long. */
+        channel_unref(pw->ch);
+        pw->peeked(NULL, 0, pw->opaque);
     }
     g_free(pw);
+}
+
+static gboolean peek_timeout(gpointer opaque);
+
+static gboolean peek_ready(GIOChannel *gch, GIOCondition cond, gpointer opaque)
+{
+    PeekWait *pw = opaque;
+    uint32_t word = 0;
+    /*
+     * The bytes stay in the channel's read-ahead, so the stream's reader
+     * gets them first: a peek that a TLS row can do too (no MSG_PEEK).
+     */
+    ssize_t n = channel_peek(pw->ch, &word, sizeof(word), CHANNEL_NONBLOCK);
+
+    if (n == -EAGAIN && !(cond & (G_IO_HUP | G_IO_ERR))) {
+        /*
+         * Part of the word: wait for the rest, but not for ever. (A peer
+         * that says nothing at all is waited for, as it always was.)
+         */
+        if (channel_pending(pw->ch) && !pw->timer) {
+            gint64 left = MAX(pw->deadline - g_get_monotonic_time(), 0);
+
+            pw->timer = g_timeout_add(left / 1000, peek_timeout, pw);
+        }
+        return G_SOURCE_CONTINUE;
+    }
+    pw->watch = 0;
+    peek_done(pw, n == sizeof(word), word);
     return G_SOURCE_REMOVE;
 }
 
-void mig_channel_peek_be32(int fd, MigChannelPeeked *peeked, void *opaque)
+static gboolean peek_timeout(gpointer opaque)
+{
+    PeekWait *pw = opaque;
+
+    pw->timer = 0;
+    peek_done(pw, false, 0);
+    return G_SOURCE_REMOVE;
+}
+
+void mig_channel_peek_be32(Channel *ch, MigChannelPeeked *peeked, void *opaque)
 {
     PeekWait *pw = g_new0(PeekWait, 1);
+    GIOChannel *gch = g_io_channel_unix_new(channel_fd(ch));
 
-    *pw = (PeekWait) { .fd = fd, .peeked = peeked, .opaque = opaque,
+    *pw = (PeekWait) { .ch = ch, .peeked = peeked, .opaque = opaque,
                        .deadline = g_get_monotonic_time() + PEEK_TIMEOUT_US };
     pending_peeks = g_list_prepend(pending_peeks, pw);
-    peek_retry(pw);
+    pw->watch = g_io_add_watch(gch, G_IO_IN | G_IO_HUP | G_IO_ERR, peek_ready, pw);
+    g_io_channel_unref(gch);
 }
 
 /* Connections never told apart: nobody will take them now. */
@@ -381,8 +364,11 @@ static void peeks_drop(void)
     for (GList *l = pending_peeks; l; l = l->next) {
         PeekWait *pw = l->data;
 
-        g_source_remove(pw->source);
-        close(pw->fd);
+        g_source_remove(pw->watch);
+        if (pw->timer) {
+            g_source_remove(pw->timer);
+        }
+        channel_unref(pw->ch);
         g_free(pw);
     }
     g_clear_pointer(&pending_peeks, g_list_free);
@@ -437,12 +423,12 @@ fail:
 bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, Error **errp)
 {
     const char *rest;
-    GPid child = 0;
+    Channel *ch;
     int fd;
 
     if (strstart(uri, "tcp:", &rest) || strstart(uri, "unix:", &rest)) {
         char *unix_path = NULL;
-        GIOChannel *ch;
+        GIOChannel *gch;
 
         fd = listen_socket(uri, &unix_path, errp);
         if (fd < 0) {
@@ -453,34 +439,38 @@ bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, E
         listener->unix_path = unix_path;
         listener->ready = ready;
         listener->opaque = opaque;
-        ch = g_io_channel_unix_new(fd);
-        listener->watch = g_io_add_watch(ch, G_IO_IN, listener_accept, NULL);
-        g_io_channel_unref(ch);
+        gch = g_io_channel_unix_new(fd);
+        listener->watch = g_io_add_watch(gch, G_IO_IN, listener_accept, NULL);
+        g_io_channel_unref(gch);
         return true;
     }
     if (strstart(uri, "exec:", &rest)) {
-        fd = exec_spawn(rest, false, &child, errp);
+        ch = channel_command_spawn(rest, false, errp);
     } else if (strstart(uri, "file:", &rest)) {
-        fd = file_open(rest, false, errp);
+        ch = file_open(rest, false, errp);
     } else if (strstart(uri, "fd:", &rest)) {
-        fd = parse_fd(rest, errp);
+        ch = fd_open(rest, errp);
     } else {
         error_setg(errp, "unknown migration protocol: %s", uri);
         return false;
     }
-    if (fd < 0) {
+    if (!ch) {
         return false;
     }
-    schedule_ready(ready, opaque, fd, child);
+    schedule_ready(ready, opaque, ch);
     return true;
 }
 
-int mig_channel_unsent_bytes(int fd)
+int mig_channel_unsent_bytes(Channel *ch)
 {
     int n = 0;
 
-    /* tcp: not yet acknowledged; unix: not yet read by the peer. */
-    if (ioctl(fd, SIOCOUTQ, &n) < 0) {
+    /*
+     * tcp: not yet acknowledged; unix: not yet read by the peer. Not I/O,
+     * so the raw fd (channel_fd) is the documented way; other rows fail
+     * the ioctl and count 0, as before.
+     */
+    if (!ch || ioctl(channel_fd(ch), SIOCOUTQ, &n) < 0) {
         return 0;
     }
     return n;

@@ -38,7 +38,6 @@ typedef struct MigrationIncomingState {
     bool autostart;             /* start the guest after loading (not with -S) */
     QemuThread thread;
     QEMUFile *from_src;
-    GPid child;
     Error *error;
     bool cancelled;             /* migrate_cancel asked to give up */
     bool is_socket;             /* tcp: or unix:, where multifd channels can connect */
@@ -215,8 +214,6 @@ static void incoming_finish_bh(void *opaque)
     multifd_recv_cleanup();
     qemu_fclose(incoming.from_src);
     incoming.from_src = NULL;
-    mig_channel_reap_later(incoming.child);
-    incoming.child = 0;
     handoff_ns = get_clock_ns();
     incoming.total_ms = (handoff_ns - incoming.start_ns) / 1000000;
     if (postcopy && !ok) {
@@ -303,12 +300,12 @@ static void *incoming_thread(void *opaque)
     return NULL;
 }
 
-static void incoming_main_ready(int fd, GPid child)
+static void incoming_main_ready(Channel *ch)
 {
     int ret;
 
-    incoming.from_src = qemu_file_new_input(fd, "incoming migration stream");
-    incoming.child = child;
+    /* An exec: command's child is reaped once the stream's channel closes. */
+    incoming.from_src = qemu_file_new_input(ch, "incoming migration stream");
     incoming.start_ns = get_clock_ns();
     incoming_set_state(MIGRATION_STATUS_ACTIVE);
     if (migrate_multifd() && incoming.is_socket) {
@@ -330,27 +327,25 @@ static bool incoming_all_connected(void)
 }
 
 /* multifd: a connection, told apart by its first word (QEMU does the same). */
-static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
+static void incoming_conn_peeked(Channel *ch, uint32_t magic, void *opaque)
 {
     Error *err = NULL;
 
-    if (fd < 0 && !incoming.from_src) {
+    if (!ch && !incoming.from_src) {
         /* As a stream that ends before its header: the source gave up. */
         error_report("load of migration failed: a connection closed before it said whether "
                      "it is the migration stream or a multifd channel");
         incoming_set_state(MIGRATION_STATUS_FAILED);
         qemu_system_exit_now(1);
     }
-    if (fd < 0 || (incoming.state != MIGRATION_STATUS_SETUP &&
-                   incoming.state != MIGRATION_STATUS_ACTIVE &&
-                   incoming.state != MIGRATION_STATUS_POSTCOPY_ACTIVE)) {
-        if (fd >= 0) {
-            close(fd);
-        }
+    if (!ch || (incoming.state != MIGRATION_STATUS_SETUP &&
+                incoming.state != MIGRATION_STATUS_ACTIVE &&
+                incoming.state != MIGRATION_STATUS_POSTCOPY_ACTIVE)) {
+        channel_unref(ch);
         return;
     }
     if (magic == QEMU_VM_FILE_MAGIC && !incoming.from_src) {
-        incoming_main_ready(fd, 0);
+        incoming_main_ready(ch);
     } else if (migrate_postcopy_preempt() && !incoming.preempt_connected &&
                magic != QEMU_VM_FILE_MAGIC && magic != MULTIFD_MAGIC) {
         /*
@@ -358,29 +353,29 @@ static void incoming_conn_peeked(int fd, uint32_t magic, void *opaque)
          * urgent pages. Its first bytes may be seen before the stream's.
          */
         incoming.preempt_connected = true;
-        postcopy_dst_set_preempt_channel(qemu_file_new_input(fd, "postcopy preempt channel"));
+        postcopy_dst_set_preempt_channel(qemu_file_new_input(ch, "postcopy preempt channel"));
     } else if (magic == MULTIFD_MAGIC) {
-        if (!multifd_recv_add_channel(fd, &err)) {
+        if (!multifd_recv_add_channel(ch, &err)) {
             error_report_err(err);
-            close(fd);
+            channel_unref(ch);
         }
     } else {
         error_report("incoming migration: closed a connection that is neither the "
                      "migration stream nor a multifd channel (it starts 0x%08x)", magic);
-        close(fd);
+        channel_unref(ch);
     }
     if (incoming_all_connected()) {
         mig_channel_listen_cancel();
     }
 }
 
-static bool incoming_channel_ready(int fd, GPid child, void *opaque)
+static bool incoming_channel_ready(Channel *ch, void *opaque)
 {
     if ((!migrate_multifd() && !migrate_postcopy_preempt()) || !incoming.is_socket) {
-        incoming_main_ready(fd, child);
+        incoming_main_ready(ch);
         return false;
     }
-    mig_channel_peek_be32(fd, incoming_conn_peeked, NULL);
+    mig_channel_peek_be32(ch, incoming_conn_peeked, NULL);
     /* Until the peeks tell the stream and the channels apart, keep accepting. */
     return true;
 }
@@ -402,9 +397,9 @@ static bool incoming_listen(const char *uri, Error **errp)
 }
 
 /* Main loop: migrate-recover's stream arrived. */
-static void incoming_recover_main(int fd)
+static void incoming_recover_main(Channel *ch)
 {
-    QEMUFile *f = qemu_file_new_input(fd, "incoming migration stream (recovered)");
+    QEMUFile *f = qemu_file_new_input(ch, "incoming migration stream (recovered)");
 
     incoming.recover_main_seen = true;
     incoming_set_state(MIGRATION_STATUS_POSTCOPY_RECOVER);
@@ -419,33 +414,33 @@ static void incoming_recover_main(int fd)
  * asks for the received bitmaps first), the preempt channel with a RAM
  * record.
  */
-static void incoming_recover_peeked(int fd, uint32_t first, void *opaque)
+static void incoming_recover_peeked(Channel *ch, uint32_t first, void *opaque)
 {
-    if (fd < 0) {
+    if (!ch) {
         return;
     }
     if (!incoming.recover_main_seen && (first >> 24) == QEMU_VM_COMMAND) {
-        incoming_recover_main(fd);
+        incoming_recover_main(ch);
     } else if (!incoming.preempt_connected && (first >> 24) != QEMU_VM_COMMAND) {
         incoming.preempt_connected = true;
-        postcopy_dst_set_preempt_channel(qemu_file_new_input(fd, "postcopy preempt channel"));
+        postcopy_dst_set_preempt_channel(qemu_file_new_input(ch, "postcopy preempt channel"));
     } else {
         error_report("postcopy recovery: closed a connection it did not expect (it starts "
                      "0x%08x)", first);
-        close(fd);
+        channel_unref(ch);
     }
     if (incoming.recover_main_seen && incoming.preempt_connected) {
         mig_channel_listen_cancel();
     }
 }
 
-static bool incoming_recover_ready(int fd, GPid child, void *opaque)
+static bool incoming_recover_ready(Channel *ch, void *opaque)
 {
     if (!migrate_postcopy_preempt()) {
-        incoming_recover_main(fd);
+        incoming_recover_main(ch);
         return false;
     }
-    mig_channel_peek_be32(fd, incoming_recover_peeked, NULL);
+    mig_channel_peek_be32(ch, incoming_recover_peeked, NULL);
     return true;
 }
 

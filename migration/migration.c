@@ -149,12 +149,14 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
 static QEMUFile *migration_open_output(MigrationState *s, Error **errp)
 {
     bool limit = !s->mode->bandwidth_only_if_set || migrate_max_bandwidth_user_set();
+    Channel *ch = mig_channel_connect(s->uri, errp);
     QEMUFile *f;
 
-    if (!mig_channel_connect(s->uri, &s->channel, errp)) {
+    if (!ch) {
         return NULL;
     }
-    f = qemu_file_new_output(s->channel.fd, "migration stream");
+    s->channel = channel_ref(ch);
+    f = qemu_file_new_output(ch, "migration stream");
     g_mutex_lock(&s->file_lock);
     s->to_dst = f;
     if (migrate_get_state(&s->state) == MIGRATION_STATUS_CANCELLING) {
@@ -276,8 +278,9 @@ static void migration_cleanup_bh(void *opaque)
         s->transferred_final = qemu_file_transferred(f);
         qemu_fclose(f);
     }
-    mig_channel_reap_later(s->channel.child);
-    s->channel.child = 0;
+    /* The last reference closes the connection (and reaps an exec: command later). */
+    channel_unref(s->channel);
+    s->channel = NULL;
     st = migrate_get_state(&s->state);
     if (st == MIGRATION_STATUS_CANCELLING && !s->committed) {
         s->result = MIGRATION_STATUS_CANCELLED;
@@ -352,7 +355,7 @@ static bool migration_resume(MigrationState *s, const char *uri, Error **errp)
     g_free(s->uri);
     s->uri = g_strdup(uri);
     g_clear_pointer(&s->error, error_free);
-    s->channel = (MigChannel) { .fd = -1 };
+    s->channel = NULL;
     s->transferred_before += s->transferred_final;
     s->transferred_final = 0;
     s->resuming = true;
@@ -429,7 +432,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     g_free(s->uri);
     s->uri = g_strdup(uri);
     g_clear_pointer(&s->error, error_free);
-    s->channel = (MigChannel) { .fd = -1 };
+    s->channel = NULL;
     s->start_ns = get_clock_ns();
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
     s->bandwidth_bpms = s->unlimited_bpms = 0;

@@ -21,6 +21,7 @@
 #include "qemu/thread.h"
 #include "qemu/tsan.h"
 #include "system/memory.h"
+#include "io/channel.h"
 #include "migration/qemu-file.h"
 #include "multifd.h"
 #include "multifd-compress.h"
@@ -30,7 +31,7 @@
 #include <sys/uio.h>
 
 typedef struct MultifdRecvChannel {
-    int fd;                     /* owned; shut down by cancel, closed at cleanup */
+    Channel *ch;                /* our reference; shut down by cancel, dropped at cleanup */
     QemuThread thread;
     int id;                     /* the thread: from its initial packet, -1 before */
     /* mr->lock */
@@ -86,40 +87,11 @@ static void mr_wait(MultifdReceiver *mr)
     TSAN_ACQUIRE(&mr->lock);
 }
 
-/* 0, 1 for EOF before the first byte, or -errno (-EPIPE: EOF in the middle). */
-static int read_iov_full(int fd, struct iovec *iov, int cnt)
-{
-    bool started = false;
-
-    while (cnt > 0) {
-        ssize_t n = readv(fd, iov, MIN(cnt, IOV_MAX));
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -errno;
-        }
-        if (n == 0) {
-            return started ? -EPIPE : 1;
-        }
-        started = true;
-        iov_advance(&iov, &cnt, n);
-    }
-    return 0;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-    struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-    return read_iov_full(fd, &iov, 1);
-}
-
 static bool read_or_fail(MultifdRecvChannel *c, void *buf, size_t len, const char *what,
                          Error **errp)
 {
-    int ret = read_full(c->fd, buf, len);
+    /* 0, 1 for EOF before the first byte, or -errno (-EPIPE: EOF in the middle). */
+    int ret = channel_read_all(c->ch, buf, len);
 
     if (ret) {
         error_setg(errp, "multifd: channel %d: reading %s failed: %s", c->id, what,
@@ -259,7 +231,7 @@ static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMB
         for (uint32_t i = 0; i < normal; i++) {
             c->iov[i] = (struct iovec) { c->pages[i], TARGET_PAGE_SIZE };
         }
-        ret = normal ? read_iov_full(c->fd, c->iov, normal) : 0;
+        ret = normal ? channel_readv_all(c->ch, c->iov, normal) : 0;
         if (ret) {
             error_setg(errp, "multifd: channel %d: reading pages failed: %s", c->id,
                        ret > 0 || ret == -EPIPE ? "the stream ended in the middle of a packet"
@@ -306,7 +278,7 @@ static void multifd_recv_round_done(MultifdReceiver *mr, MultifdRecvChannel *c)
 static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Error **errp)
 {
     RAMBlock *rb;
-    int ret = read_full(c->fd, &c->hdr, sizeof(c->hdr));
+    int ret = channel_read_all(c->ch, &c->hdr, sizeof(c->hdr));
 
     if (ret == 1) {
         /* Between packets: an error only if mig/dst still waits for this channel. */
@@ -368,7 +340,7 @@ static MultifdReceiver *multifd_receiver_get(void)
     return receiver;
 }
 
-bool multifd_recv_add_channel(int fd, Error **errp)
+bool multifd_recv_add_channel(Channel *ch, Error **errp)
 {
     MultifdReceiver *mr = multifd_receiver_get();
     MultifdRecvChannel *c;
@@ -381,7 +353,7 @@ bool multifd_recv_add_channel(int fd, Error **errp)
         return false;
     }
     c = g_new0(MultifdRecvChannel, 1);
-    c->fd = fd;
+    c->ch = ch;
     c->id = -1;
     if (mr->ops->packet_flag != MULTIFD_FLAG_NOCOMP) {
         c->codec = mr->ops->recv_new(errp);
@@ -504,7 +476,7 @@ void multifd_recv_shutdown(void)
     for (guint i = 0; i < mr->channels->len; i++) {
         MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
 
-        shutdown(c->fd, SHUT_RDWR);
+        channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
     }
 }
 
@@ -520,7 +492,7 @@ void multifd_recv_cleanup(void)
         MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
 
         qemu_thread_join(&c->thread);
-        close(c->fd);
+        channel_unref(c->ch);
         if (c->codec) {
             mr->ops->recv_free(c->codec);
         }

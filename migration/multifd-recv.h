@@ -17,10 +17,10 @@
 /*
  * Main thread: a connection that starts with MULTIFD_MAGIC. The first one
  * makes the receiver (multifd-channels and multifd-compression as set
- * now). False with @errp if no more channels are expected; the caller
- * closes @fd then.
+ * now). Takes the caller's reference to @ch on success; false with @errp
+ * if no more channels are expected, and the caller drops @ch then.
  */
-bool multifd_recv_add_channel(int fd, Error **errp);
+bool multifd_recv_add_channel(Channel *ch, Error **errp);
 /* Main thread: channel connections accepted so far, and how many are expected. */
 int multifd_recv_channels_accepted(void);
 int multifd_recv_channels_expected(void);

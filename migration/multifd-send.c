@@ -42,7 +42,8 @@ typedef struct MultifdBatch {
 typedef struct MultifdSendChannel {
     MultifdSender *ms;
     int id;
-    int fd;                     /* owned; shut down by cancel, closed at cleanup */
+    /* sender_lock: set once connected; our reference, shut down by cancel, dropped at cleanup. */
+    Channel *ch;
     QemuThread thread;
     bool started;               /* main thread / mig/src: the thread exists */
     GCond work_cond;            /* busy became true, or quit */
@@ -138,23 +139,15 @@ MultifdSender *multifd_sender(void)
     return sender;
 }
 
-/* Writes the whole iovec (advancing it). 0, or -errno. */
-static int send_all(int fd, struct iovec *iov, int cnt)
+/* Writes the whole iovec. 0, or -errno. Counted once all of it went. */
+static int send_all(Channel *ch, struct iovec *iov, int cnt)
 {
-    while (cnt > 0) {
-        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = MIN(cnt, IOV_MAX) };
-        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    int ret = channel_writev_all(ch, iov, cnt);
 
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -errno;
-        }
-        stat_add(&stats.bytes, n);
-        iov_advance(&iov, &cnt, n);
+    if (!ret) {
+        stat_add(&stats.bytes, iov_size(iov, cnt));
     }
-    return 0;
+    return ret;
 }
 
 static bool multifd_send_init_msg(MultifdSendChannel *c, Error **errp)
@@ -165,7 +158,7 @@ static bool multifd_send_init_msg(MultifdSendChannel *c, Error **errp)
         .id = c->id,
     };
     struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
-    int ret = send_all(c->fd, &iov, 1);
+    int ret = send_all(c->ch, &iov, 1);
 
     if (ret < 0) {
         error_setg_errno(errp, -ret, "multifd: channel %d: cannot send its initial packet",
@@ -231,7 +224,7 @@ static bool multifd_send_packet(MultifdSendChannel *c, const MultifdBatch *b, Er
     if (n) {
         pstrcpy(c->hdr.ramblock, sizeof(c->hdr.ramblock), b->rb->idstr);
     }
-    ret = send_all(c->fd, c->iov, iovcnt);
+    ret = send_all(c->ch, c->iov, iovcnt);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "multifd: channel %d: write failed", c->id);
         return false;
@@ -404,7 +397,7 @@ bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait)
 static bool multifd_channel_init(MultifdSender *ms, MultifdSendChannel *c, int id,
                                  const char *uri, Error **errp)
 {
-    MigChannel mc;
+    Channel *ch;
     int level = migrate_multifd_compression() == MULTIFD_COMPRESSION_ZSTD
                 ? migrate_multifd_zstd_level() : migrate_multifd_zlib_level();
     char name[32];
@@ -423,14 +416,15 @@ static bool multifd_channel_init(MultifdSender *ms, MultifdSendChannel *c, int i
         c->cbuf_size = c->ops->bound(MULTIFD_PACKET_PAGES);
         c->cbuf = g_malloc(c->cbuf_size);
     }
-    if (!mig_channel_connect(uri, &mc, errp)) {
+    ch = mig_channel_connect(uri, errp);
+    if (!ch) {
         error_prepend(errp, "multifd: channel %d: ", id);
         return false;
     }
     sender_lock_take();
-    c->fd = mc.fd;
+    c->ch = ch;
     if (shut_down) {
-        shutdown(c->fd, SHUT_RDWR);
+        channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
     }
     sender_lock_drop();
     snprintf(name, sizeof(name), "mig/mfd-send/%d", id);
@@ -456,10 +450,7 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
     ms = g_new0(MultifdSender, 1);
     ms->n = migrate_multifd_channels();
     ms->ch = g_new0(MultifdSendChannel, ms->n);
-    for (int i = 0; i < ms->n; i++) {
-        /* Before the sender is published: cancel and cleanup look at every fd. */
-        ms->ch[i].fd = -1;
-    }
+    /* g_new0: every channel is NULL before the sender is published (cancel looks at all). */
     ms->batch = g_new0(MultifdBatch, 1);
     ms->detect_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_MULTIFD;
     g_mutex_init(&ms->lock);
@@ -490,8 +481,8 @@ void multifd_send_shutdown(void)
     sender_lock_take();
     shut_down = true;
     for (int i = 0; sender && i < sender->n; i++) {
-        if (sender->ch[i].fd >= 0) {
-            shutdown(sender->ch[i].fd, SHUT_RDWR);
+        if (sender->ch[i].ch) {
+            channel_shutdown(sender->ch[i].ch, CHANNEL_SHUT_BOTH);
         }
     }
     sender_lock_drop();
@@ -503,9 +494,7 @@ uint64_t multifd_send_unsent_bytes(void)
 
     sender_lock_take();
     for (int i = 0; sender && i < sender->n; i++) {
-        if (sender->ch[i].fd >= 0) {
-            unsent += mig_channel_unsent_bytes(sender->ch[i].fd);
-        }
+        unsent += mig_channel_unsent_bytes(sender->ch[i].ch);
     }
     sender_lock_drop();
     return unsent;
@@ -549,9 +538,7 @@ void multifd_send_cleanup(void)
     for (int i = 0; i < ms->n; i++) {
         MultifdSendChannel *c = &ms->ch[i];
 
-        if (c->fd >= 0) {
-            close(c->fd);
-        }
+        channel_unref(c->ch);
         if (c->codec) {
             c->ops->send_free(c->codec);
         }

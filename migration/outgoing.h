@@ -49,8 +49,12 @@ typedef struct MigrationState {
     int64_t start_ns;
 
     bool thread_running;        /* BQL */
-    /* mig/src while it runs, then the cleanup bottom half. */
-    MigChannel channel;
+    /*
+     * mig/src while it runs, then the cleanup bottom half: a reference of
+     * our own to to_dst's channel (the return path reads it, unsent bytes
+     * are asked of it); NULL until connected.
+     */
+    Channel *channel;
     QEMUFile *to_dst;           /* file_lock: NULL until connected; cancel shuts it down */
     GMutex file_lock;
     /*

@@ -8,13 +8,13 @@
 #include "migration/qemu-file.h"
 #include "postcopy.h"
 #include "postcopy-rp-dst.h"
-#include <sys/socket.h>
+#include "io/channel.h"
 
 #define RECV_BITMAP_ENDING 0x0123456789abcdefULL
 
 typedef struct DstReturnPath {
     GMutex lock;
-    int fd;                     /* lock: a dup of the incoming socket; -1 if none */
+    Channel *ch;                /* lock: our reference to the incoming stream's channel, or NULL */
     bool broken;                /* lock: a write failed */
     RAMBlock *last_block;       /* lock: block of the last page request */
     /*
@@ -24,29 +24,12 @@ typedef struct DstReturnPath {
     bool confirming;
 } DstReturnPath;
 
-static DstReturnPath rpd = { .fd = -1 };
-
-static bool rp_write_all(int fd, const uint8_t *buf, size_t len)
-{
-    while (len) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        buf += n;
-        len -= n;
-    }
-    return true;
-}
+static DstReturnPath rpd;
 
 /* lock held: @len bytes as they are. */
 static bool rp_write_locked(const uint8_t *data, size_t len)
 {
-    bool ok = rpd.fd >= 0 && !rpd.broken && rp_write_all(rpd.fd, data, len);
+    bool ok = rpd.ch && !rpd.broken && channel_write_all(rpd.ch, data, len) == 0;
 
     if (!ok) {
         rpd.broken = true;
@@ -70,18 +53,17 @@ static bool rp_send_locked(uint16_t type, const uint8_t *data, uint16_t len)
 
 bool rp_dst_open(QEMUFile *f)
 {
-    int fd = qemu_file_fd(f) >= 0 ? dup(qemu_file_fd(f)) : -1;
+    /* A memory buffer has no way back; mig/dst reads @f, we only write the channel. */
+    Channel *ch = qemu_file_channel(f) ? channel_ref(qemu_file_channel(f)) : NULL;
 
     tsan_g_mutex_lock(&rpd.lock);
-    if (rpd.fd >= 0) {
-        close(rpd.fd);
-    }
-    rpd.fd = fd;
-    rpd.broken = fd < 0;
+    channel_unref(rpd.ch);
+    rpd.ch = ch;
+    rpd.broken = !ch;
     rpd.last_block = NULL;
     rpd.confirming = false;
     tsan_g_mutex_unlock(&rpd.lock);
-    return fd >= 0;
+    return ch != NULL;
 }
 
 bool rp_dst_is_open(void)
@@ -89,7 +71,7 @@ bool rp_dst_is_open(void)
     bool open;
 
     tsan_g_mutex_lock(&rpd.lock);
-    open = rpd.fd >= 0;
+    open = rpd.ch != NULL;
     tsan_g_mutex_unlock(&rpd.lock);
     return open;
 }
@@ -114,10 +96,8 @@ bool rp_dst_confirming(void)
 void rp_dst_close(void)
 {
     tsan_g_mutex_lock(&rpd.lock);
-    if (rpd.fd >= 0) {
-        close(rpd.fd);
-        rpd.fd = -1;
-    }
+    channel_unref(rpd.ch);
+    rpd.ch = NULL;
     tsan_g_mutex_unlock(&rpd.lock);
 }
 

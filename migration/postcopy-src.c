@@ -62,7 +62,6 @@ typedef struct PostcopySrc {
      * start; written only by mig/src-rp once in_postcopy; shut down and
      * closed by the cleanup hook (the main thread, after mig/src).
      */
-    MigChannel preempt_ch;
     QEMUFile *preempt;
     RAMRecordWriter preempt_rec;   /* records on the preempt channel: mig/src-rp */
     /* Written by mig/src, read by query-migrate (single aligned words). */
@@ -219,7 +218,6 @@ static void postcopy_init(MigrationState *s, void *ms)
 {
     ram_select_source(&postcopy_ram_source, ms);
     memset(&pcs, 0, sizeof(pcs));
-    pcs.preempt_ch.fd = -1;
     rp_src_reset_stats();
 }
 
@@ -257,11 +255,13 @@ static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Erro
  */
 static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 {
-    if (!mig_channel_connect(s->uri, &pcs.preempt_ch, errp)) {
+    Channel *ch = mig_channel_connect(s->uri, errp);
+
+    if (!ch) {
         error_prepend(errp, "postcopy-preempt channel: ");
         return false;
     }
-    pcs.preempt = qemu_file_new_output(pcs.preempt_ch.fd, "postcopy preempt channel");
+    pcs.preempt = qemu_file_new_output(ch, "postcopy preempt channel");
     ram_record_writer_reset(&pcs.preempt_rec);
     ram_put_eos(pcs.preempt);
     qemu_fflush(pcs.preempt);
@@ -276,7 +276,7 @@ static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 static bool postcopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     s->rp_use = MIG_RP_NONE;
-    if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
+    if (!rp_src_start(s->channel, postcopy_send_urgent, errp)) {
         return false;
     }
     /* A precopy end (it converged first) waits for SHUT as QEMU's does: no offer was made. */
@@ -473,7 +473,7 @@ static void postcopy_drain_stream(MigrationState *s, QEMUFile *f)
     int64_t deadline = get_clock_ns() + POSTCOPY_DRAIN_MAX_NS;
 
     qemu_fflush(f);
-    while (!qemu_file_get_error(f) && mig_channel_unsent_bytes(s->channel.fd) > 0 &&
+    while (!qemu_file_get_error(f) && mig_channel_unsent_bytes(s->channel) > 0 &&
            get_clock_ns() < deadline) {
         g_usleep(100);
     }
@@ -527,7 +527,7 @@ static bool postcopy_resume(MigrationState *s, void *ms, QEMUFile *f, Error **er
     __atomic_store_n(&pcs.start_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pcs.end_bytes, 0, __ATOMIC_RELAXED);
     s->rp_use = MIG_RP_NONE;
-    if (!rp_src_start(s->channel.fd, postcopy_send_urgent, errp)) {
+    if (!rp_src_start(s->channel, postcopy_send_urgent, errp)) {
         return false;
     }
     /* A precopy end (it converged first) waits for SHUT as QEMU's does: no offer was made. */

@@ -73,15 +73,12 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 static bool precopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     bool user_set;
-    int type;
-    socklen_t len = sizeof(type);
 
     s->rp_use = MIG_RP_NONE;
     if (!migrate_return_path_for(s->uri, &user_set)) {
         return true;
     }
-    if (getsockopt(s->channel.fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
-        type != SOCK_STREAM) {
+    if (!channel_has_feature(s->channel, CHANNEL_FEATURE_DUPLEX)) {
         if (!user_set) {
             return true;    /* tcp: or unix: through a command: nothing can answer */
         }
@@ -89,7 +86,7 @@ static bool precopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error
                    "an fd: that is a socket), not '%s'", s->uri);
         return false;
     }
-    if (!rp_src_start(s->channel.fd, NULL, errp)) {
+    if (!rp_src_start(s->channel, NULL, errp)) {
         return false;
     }
     s->rp_use = user_set ? MIG_RP_ASKED : MIG_RP_DEFAULT;
@@ -108,7 +105,7 @@ static void precopy_cleanup(MigrationState *s, void *ms)
 /* Bytes written on the main socket and the multifd channels that the destination has not taken. */
 static uint64_t precopy_unsent_bytes(MigrationState *s)
 {
-    return mig_channel_unsent_bytes(s->channel.fd) + multifd_send_unsent_bytes();
+    return mig_channel_unsent_bytes(s->channel) + multifd_send_unsent_bytes();
 }
 
 /*

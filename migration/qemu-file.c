@@ -5,23 +5,22 @@
  * Output: small puts are appended to an internal buffer; each put extends
  * the last iovec if it points at the buffer's tail, so a run of headers is
  * one iovec; qemu_put_buffer_async() adds an iovec that points straight at
- * guest memory. A flush is one writev() of up to MAX_IOV entries.
- * Input: a read-ahead buffer refilled from the fd (or a fixed memory area).
+ * guest memory. A flush writes up to MAX_IOV entries with one
+ * channel_writev_all() (the channel handles short writes).
+ * Input: a read-ahead buffer refilled from the channel (or a fixed memory area).
  */
 #include "qemu/osdep.h"
-#include "qemu/iov.h"
 #include "qemu/xxh64.h"
 #include "qapi/error.h"
+#include "io/channel.h"
 #include "migration/qemu-file.h"
-#include <poll.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
 
 #define IO_BUF_SIZE (64 * 1024)
 #define MAX_IOV 256
 
 struct QEMUFile {
-    int fd;                     /* -1 for memory-backed files */
+    Channel *ch;                /* one reference, ours; NULL for memory-backed files */
     bool writable;
     char *name;
 
@@ -49,11 +48,11 @@ struct QEMUFile {
     uint64_t rate_limit_used;
 };
 
-static QEMUFile *qemu_file_alloc(int fd, const char *name, bool writable)
+static QEMUFile *qemu_file_alloc(Channel *ch, const char *name, bool writable)
 {
     QEMUFile *f = g_new0(QEMUFile, 1);
 
-    f->fd = fd;
+    f->ch = ch;
     f->name = g_strdup(name);
     f->writable = writable;
     if (writable) {
@@ -62,14 +61,14 @@ static QEMUFile *qemu_file_alloc(int fd, const char *name, bool writable)
     return f;
 }
 
-QEMUFile *qemu_file_new_output(int fd, const char *name)
+QEMUFile *qemu_file_new_output(Channel *ch, const char *name)
 {
-    return qemu_file_alloc(fd, name, true);
+    return qemu_file_alloc(ch, name, true);
 }
 
-QEMUFile *qemu_file_new_input(int fd, const char *name)
+QEMUFile *qemu_file_new_input(Channel *ch, const char *name)
 {
-    QEMUFile *f = qemu_file_alloc(fd, name, false);
+    QEMUFile *f = qemu_file_alloc(ch, name, false);
 
     f->rbuf_size = IO_BUF_SIZE * 4;
     f->rbuf = g_malloc(f->rbuf_size);
@@ -78,7 +77,7 @@ QEMUFile *qemu_file_new_input(int fd, const char *name)
 
 QEMUFile *qemu_file_new_buffer_output(void)
 {
-    QEMUFile *f = qemu_file_alloc(-1, "buffer", true);
+    QEMUFile *f = qemu_file_alloc(NULL, "buffer", true);
 
     f->mem_out = g_byte_array_sized_new(512 * 1024);
     return f;
@@ -86,7 +85,7 @@ QEMUFile *qemu_file_new_buffer_output(void)
 
 QEMUFile *qemu_file_new_buffer_input(const uint8_t *data, size_t len)
 {
-    QEMUFile *f = qemu_file_alloc(-1, "buffer", false);
+    QEMUFile *f = qemu_file_alloc(NULL, "buffer", false);
 
     /* Input never writes to rbuf, so it may alias the caller's data. */
     f->rbuf = (uint8_t *)data;
@@ -109,7 +108,12 @@ const char *qemu_file_name(QEMUFile *f)
 
 int qemu_file_fd(QEMUFile *f)
 {
-    return f->fd;
+    return f->ch ? channel_fd(f->ch) : -1;
+}
+
+Channel *qemu_file_channel(QEMUFile *f)
+{
+    return f->ch;
 }
 
 int qemu_file_get_error(QEMUFile *f)
@@ -148,9 +152,9 @@ const char *qemu_file_error_msg(QEMUFile *f)
 void qemu_file_shutdown(QEMUFile *f)
 {
     __atomic_store_n(&f->shutdown, 1, __ATOMIC_SEQ_CST);
-    if (f->fd >= 0) {
-        /* Wakes a thread blocked in read/write on a socket or pipe. */
-        shutdown(f->fd, SHUT_RDWR);
+    if (f->ch) {
+        /* Wakes a thread blocked in read/write, whatever the row (a command's pipe too). */
+        channel_shutdown(f->ch, CHANNEL_SHUT_BOTH);
     }
 }
 
@@ -163,32 +167,18 @@ static bool qemu_file_is_shut_down(QEMUFile *f)
 
 static void qemu_file_writev_all(QEMUFile *f)
 {
-    struct iovec *iov = f->iov;
-    int cnt = f->iovcnt;
+    int ret;
 
-    while (cnt > 0 && !f->last_error) {
-        ssize_t n;
-
-        if (qemu_file_is_shut_down(f)) {
-            qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
-            break;
-        }
-        n = writev(f->fd, iov, MIN(cnt, IOV_MAX));
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN) {
-                struct pollfd pfd = { .fd = f->fd, .events = POLLOUT };
-                poll(&pfd, 1, 100);
-                continue;
-            }
-            qemu_file_set_error_msg(f, -errno, "writing to %s failed: %s", f->name,
-                                    g_strerror(errno));
-            break;
-        }
-        /* Over what was written, possibly in the middle of an iovec. */
-        iov_advance(&iov, &cnt, n);
+    if (qemu_file_is_shut_down(f)) {
+        qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
+        return;
+    }
+    ret = channel_writev_all(f->ch, f->iov, f->iovcnt);
+    if (ret < 0 && qemu_file_is_shut_down(f)) {
+        /* Woken by qemu_file_shutdown(): that is why it failed, whatever errno says. */
+        qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
+    } else if (ret < 0) {
+        qemu_file_set_error_msg(f, ret, "writing to %s failed: %s", f->name, g_strerror(-ret));
     }
 }
 
@@ -319,6 +309,7 @@ void qemu_put_counted_string(QEMUFile *f, const char *s)
 static bool qemu_fill_buffer(QEMUFile *f, size_t need)
 {
     while (f->rlen - f->rpos < need) {
+        struct iovec iov;
         ssize_t n;
 
         if (f->last_error) {
@@ -341,18 +332,14 @@ static bool qemu_fill_buffer(QEMUFile *f, size_t need)
             f->rbuf_size = need;
             f->rbuf = g_realloc(f->rbuf, f->rbuf_size);
         }
-        n = read(f->fd, f->rbuf + f->rlen, f->rbuf_size - f->rlen);
+        iov = (struct iovec) { f->rbuf + f->rlen, f->rbuf_size - f->rlen };
+        n = channel_readv(f->ch, &iov, 1, 0);
+        if (n == -EINTR) {
+            continue;
+        }
         if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN) {
-                struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
-                poll(&pfd, 1, 100);
-                continue;
-            }
-            qemu_file_set_error_msg(f, -errno, "reading from %s failed: %s", f->name,
-                                    g_strerror(errno));
+            qemu_file_set_error_msg(f, n, "reading from %s failed: %s", f->name,
+                                    g_strerror(-n));
             return false;
         }
         if (n == 0) {
@@ -366,7 +353,8 @@ static bool qemu_fill_buffer(QEMUFile *f, size_t need)
 
 size_t qemu_file_input_buffered(QEMUFile *f)
 {
-    return f->rlen - f->rpos;
+    /* The channel's read-ahead (a listener's peek) can be read without waiting too. */
+    return f->rlen - f->rpos + (f->ch ? channel_pending(f->ch) : 0);
 }
 
 void qemu_get_buffer(QEMUFile *f, void *buf, size_t len)
@@ -520,13 +508,18 @@ int qemu_fclose(QEMUFile *f)
         qemu_fflush(f);
     }
     ret = f->last_error;
-    if (f->fd >= 0 && close(f->fd) < 0 && !ret) {
-        ret = -errno;
+    if (f->ch) {
+        /* The last reference closes the connection (others: the return path's). */
+        int cret = channel_unref(f->ch);
+
+        if (!ret) {
+            ret = cret;
+        }
     }
     if (f->mem_out) {
         g_byte_array_free(f->mem_out, TRUE);
     }
-    if (f->fd >= 0 || !f->eof) {
+    if (f->ch || !f->eof) {
         g_free(f->rbuf);
     }
     g_free(f->buf);
@@ -540,17 +533,17 @@ int qemu_fclose(QEMUFile *f)
 
 int64_t qemu_file_tell(QEMUFile *f)
 {
-    off_t pos;
+    int64_t pos;
 
-    if (f->fd < 0) {
+    if (!f->ch) {
         return -ESPIPE;
     }
     if (f->writable) {
         qemu_fflush(f);
     }
-    pos = lseek(f->fd, 0, SEEK_CUR);
+    pos = channel_seek(f->ch, 0, SEEK_CUR);
     if (pos < 0) {
-        return -errno;
+        return pos;
     }
     /* Input read ahead is not consumed yet. */
     return f->writable ? pos : pos - (int64_t)(f->rlen - f->rpos);
@@ -558,10 +551,12 @@ int64_t qemu_file_tell(QEMUFile *f)
 
 bool qemu_file_seek(QEMUFile *f, int64_t pos)
 {
+    int64_t ret;
+
     if (f->last_error) {
         return false;
     }
-    if (f->fd < 0 || pos < 0) {
+    if (!f->ch || pos < 0) {
         qemu_file_set_error_msg(f, -ESPIPE, "%s is not seekable", f->name);
         return false;
     }
@@ -571,9 +566,10 @@ bool qemu_file_seek(QEMUFile *f, int64_t pos)
         f->rpos = f->rlen = 0;
         f->eof = false;
     }
-    if (lseek(f->fd, pos, SEEK_SET) < 0) {
-        qemu_file_set_error_msg(f, -errno, "seeking %s to %" PRId64 " failed: %s", f->name,
-                                pos, g_strerror(errno));
+    ret = channel_seek(f->ch, pos, SEEK_SET);
+    if (ret < 0) {
+        qemu_file_set_error_msg(f, ret, "seeking %s to %" PRId64 " failed: %s", f->name,
+                                pos, g_strerror(-ret));
         return false;
     }
     return true;

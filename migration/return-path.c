@@ -14,7 +14,7 @@
 #include "latency-hist.h"
 #include "postcopy.h"
 #include "return-path.h"
-#include <sys/socket.h>
+#include "io/channel.h"
 
 /* A destination that asks for more pages than this at once is not one we serve. */
 #define RP_MAX_QUEUED (256 * 1024)
@@ -29,7 +29,7 @@ typedef struct ReturnPath {
     /* rp_src_start (mig/src) to rp_src_stop (main thread, mig/src joined). */
     QemuThread thread;
     bool running;
-    int fd;
+    Channel *ch;                /* our reference to the main stream's channel; read by the thread */
     RPUrgentPage *urgent;
 
     /* lock: mig/src-rp produces, mig/src consumes. */
@@ -51,23 +51,11 @@ typedef struct ReturnPath {
     LatencyHist served;         /* lock: request received to page sent */
 } ReturnPath;
 
-static ReturnPath rp = { .fd = -1 };
+static ReturnPath rp;
 
 static bool rp_read_full(uint8_t *buf, size_t len)
 {
-    while (len) {
-        ssize_t n = recv(rp.fd, buf, len, 0);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        buf += n;
-        len -= n;
-    }
-    return true;
+    return channel_read_all(rp.ch, buf, len) == 0;
 }
 
 /* A request for [offset, offset+len) of @rb: whole pages inside the block. */
@@ -276,22 +264,18 @@ static void *rp_thread(void *opaque)
     return NULL;
 }
 
-bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
+bool rp_src_start(Channel *ch, RPUrgentPage *urgent, Error **errp)
 {
-    int type = 0, ret;
-    socklen_t tl = sizeof(type);
+    int ret;
 
     assert(!rp.running);
-    if (getsockopt(sock_fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
+    if (!channel_has_feature(ch, CHANNEL_FEATURE_DUPLEX)) {
         error_setg(errp, "Unable to open return-path for postcopy (the URI must be tcp: or "
                    "unix:)");
         return false;
     }
-    rp.fd = dup(sock_fd);
-    if (rp.fd < 0) {
-        error_setg_errno(errp, errno, "Unable to open return-path for postcopy");
-        return false;
-    }
+    /* The stream keeps writing its own direction: a second reference, not a second fd. */
+    rp.ch = channel_ref(ch);
     rp.urgent = urgent;
     rp.ended = rp.got_shut = rp.got_resume_ack = false;
     rp.peer_confirms = rp.peer_answered = rp.peer_vmdesc_damaged = false;
@@ -304,8 +288,8 @@ bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp)
     rp.queued = 0;
     ret = qemu_thread_create(&rp.thread, "mig/src-rp", rp_thread, NULL);
     if (ret < 0) {
-        close(rp.fd);
-        rp.fd = -1;
+        channel_unref(rp.ch);
+        rp.ch = NULL;
         error_setg_errno(errp, -ret, "cannot create the return path thread");
         return false;
     }
@@ -319,11 +303,11 @@ void rp_src_stop(void)
         return;
     }
     /* Ends a blocked read without touching the stream's own direction. */
-    shutdown(rp.fd, SHUT_RD);
+    channel_shutdown(rp.ch, CHANNEL_SHUT_READ);
     qemu_thread_join(&rp.thread);
     rp.running = false;
-    close(rp.fd);
-    rp.fd = -1;
+    channel_unref(rp.ch);
+    rp.ch = NULL;
     tsan_g_mutex_lock(&rp.lock);
     g_queue_clear_full(&rp.queue, g_free);
     __atomic_store_n(&rp.queued, 0, __ATOMIC_RELEASE);

@@ -21,8 +21,12 @@
  * Runs in mig/src-rp.
  */
 typedef bool RPUrgentPage(RAMBlock *rb, uint64_t page, int64_t received_ns);
-/* mig/src: start reading @sock_fd (the caller keeps it; a dup is read). @urgent may be NULL. */
-bool rp_src_start(int sock_fd, RPUrgentPage *urgent, Error **errp);
+/*
+ * mig/src: start reading @ch, the main stream's channel (it must be
+ * CHANNEL_FEATURE_DUPLEX; the caller keeps its reference, the reader takes
+ * its own). @urgent may be NULL.
+ */
+bool rp_src_start(Channel *ch, RPUrgentPage *urgent, Error **errp);
 /* Main thread, after mig/src was joined: end the thread, free the queue. */
 void rp_src_stop(void);
 

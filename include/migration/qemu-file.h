@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * QEMUFile: a buffered, big-endian byte stream over an fd or a memory
- * buffer, with a sticky error. After the first error every put is a no-op
+ * QEMUFile: a buffered, big-endian byte stream over a channel
+ * (include/io/channel.h) or a memory buffer, with a sticky error. After the first error every put is a no-op
  * and every get returns zeroes, so callers check once per section with
  * qemu_file_get_error(). Outgoing files batch small puts into a buffer and
  * send guest pages by reference (iovec) without copying them.
@@ -17,9 +17,13 @@
 #include <stdint.h>
 #include "qemu/typedefs.h"
 
-/* fd-backed; the file owns @fd and closes it. @name is for messages. */
-QEMUFile *qemu_file_new_output(int fd, const char *name);
-QEMUFile *qemu_file_new_input(int fd, const char *name);
+/*
+ * Over a channel; the file takes the caller's reference to @ch and drops
+ * it at qemu_fclose() (the connection closes once no one else, such as the
+ * return path, holds one). @name is for messages.
+ */
+QEMUFile *qemu_file_new_output(Channel *ch, const char *name);
+QEMUFile *qemu_file_new_input(Channel *ch, const char *name);
 /* Memory-backed output (device state of a background snapshot). */
 QEMUFile *qemu_file_new_buffer_output(void);
 /* Memory-backed input over @data (not copied; must outlive the file). */
@@ -29,8 +33,14 @@ const uint8_t *qemu_file_buffer_data(QEMUFile *f, size_t *len);
 /* Flushes, closes, frees. Returns the first error (0 or -errno). */
 int qemu_fclose(QEMUFile *f);
 const char *qemu_file_name(QEMUFile *f);
-/* The descriptor under @f (-1 for a memory buffer); @f still owns it. */
+/*
+ * The channel's descriptor (channel_fd(); -1 for a memory buffer), for
+ * what is not stream I/O: poll() for readability, fstat, positional I/O
+ * on a mapped-ram file. @f still owns it; never read or write it.
+ */
 int qemu_file_fd(QEMUFile *f);
+/* The channel under @f (NULL for a memory buffer), borrowed: channel_ref() to keep it. */
+Channel *qemu_file_channel(QEMUFile *f);
 
 void qemu_put_byte(QEMUFile *f, uint8_t v);
 void qemu_put_be16(QEMUFile *f, uint16_t v);
@@ -76,7 +86,10 @@ void qemu_file_set_error(QEMUFile *f, int err);
 void qemu_file_set_error_msg(QEMUFile *f, int err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* The message of the first error ("" if none had a message). */
 const char *qemu_file_error_msg(QEMUFile *f);
-/* Makes pending and future blocking I/O fail with -EIO. Any thread. */
+/*
+ * Makes pending and future blocking I/O fail with -EIO, on every row
+ * (channel_shutdown() on both directions). Any thread.
+ */
 void qemu_file_shutdown(QEMUFile *f);
 
 /*

@@ -24,4 +24,15 @@ static inline void iov_advance(struct iovec **iov, int *cnt, size_t n)
     }
 }
 
+/* The bytes the @cnt entries at @iov hold. */
+static inline size_t iov_size(const struct iovec *iov, int cnt)
+{
+    size_t n = 0;
+
+    for (int i = 0; i < cnt; i++) {
+        n += iov[i].iov_len;
+    }
+    return n;
+}
+
 #endif

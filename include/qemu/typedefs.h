@@ -13,6 +13,7 @@ typedef struct CPUState CPUState;
 typedef struct Chardev Chardev;
 typedef struct Monitor Monitor;
 typedef struct QEMUFile QEMUFile;
+typedef struct Channel Channel;
 typedef struct MigrationState MigrationState;
 typedef struct IORangeTable IORangeTable;
 typedef struct QemuOpts QemuOpts;

@@ -2,7 +2,8 @@
 /*
  * multifd when things go wrong: a destination without multifd, with
  * another compression or fewer channels, killed mid-stream, cancel in
- * setup and while active, and URIs multifd cannot use. In each the source
+ * setup and while active, URIs multifd cannot use, and connections whose
+ * first word comes in pieces or not at all. In each the source
  * keeps running its verify guest, both sides say what went wrong, a
  * destination never runs a guest from an incomplete stream, and the same
  * source then migrates with multifd successfully.
@@ -10,6 +11,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "libvmtest.h"
 #include "migtest.h"
 #include "migproxy.h"
@@ -363,6 +366,59 @@ static void test_near_end_cut(gconstpointer data)
     vm_kill(src);
 }
 
+/* A raw connection to the destination's unix: @uri. */
+static int connect_unix(const char *uri)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_strlcpy(un.sun_path, uri + strlen("unix:"), sizeof(un.sun_path));
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&un, sizeof(un)), ==, 0);
+    return fd;
+}
+
+/*
+ * The destination tells its connections apart by their first word, which
+ * it reads ahead and leaves for the reader. A word that arrives in two
+ * pieces is still the stream's (its reader then sees all of it: the
+ * header is whole and the load fails only where the stream stops); a
+ * connection that closes inside the word is neither, and the load fails
+ * saying so.
+ */
+static void test_first_word(void)
+{
+    static const char header[] = "QEVM\0\0\0\3\7\0\0\0\7microvm";
+    g_autofree char *uri = NULL;
+    VM *dst;
+    int fd;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "none");
+    fd = connect_unix(uri);
+    g_assert_cmpint(write(fd, header, 2), ==, 2);
+    g_usleep(100 * 1000);       /* the destination sees the first piece alone */
+    g_assert_cmpint(write(fd, header + 2, sizeof(header) - 3), ==, sizeof(header) - 3);
+    close(fd);
+    /* Read whole: not "bad magic" (the reader lost the word), not "closed before it said". */
+    g_assert_cmpint(vm_wait_exit(dst, 60), ==, 1);
+    g_assert_nonnull(strstr(dst->stderr_text->str, "unexpected end of migration stream"));
+    assert_dest_refused(dst, "load of migration failed");
+
+    g_free(uri);
+    uri = migtest_uri("unix");
+    dst = migtest_start_dest(MEM, APPEND, false, uri);
+    set_multifd(dst, 2, "none");
+    fd = connect_unix(uri);
+    g_assert_cmpint(write(fd, header, 2), ==, 2);
+    close(fd);
+    assert_dest_refused(dst, "a connection closed before it said whether it is the "
+                        "migration stream or a multifd channel");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -380,5 +436,6 @@ int main(int argc, char **argv)
     g_test_add_func("/migration-multifd-fail/cancel-active", test_cancel_active);
     g_test_add_func("/migration-multifd-fail/cancel-setup", test_cancel_setup);
     g_test_add_func("/migration-multifd-fail/uri-refused", test_uri_refused);
+    g_test_add_func("/migration-multifd-fail/first-word", test_first_word);
     return g_test_run();
 }

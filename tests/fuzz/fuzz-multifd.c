@@ -24,6 +24,7 @@
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include "qapi/error.h"
+#include "io/channel.h"
 #include "qemu/thread.h"
 #include "migration/multifd.h"
 #include "migration/multifd-recv.h"
@@ -132,8 +133,8 @@ static void mf_connect(MfWriter *w, const uint8_t *rest, size_t rest_len, uint8_
         fprintf(stderr, "fuzz-multifd: socketpair: %s\n", g_strerror(errno));
         abort();
     }
-    /* It takes sv[0] on success only. */
-    if (!multifd_recv_add_channel(sv[0], &err)) {
+    /* It takes the channel over sv[0] on success only. */
+    if (!multifd_recv_add_channel(channel_socket_new(sv[0]), &err)) {
         fprintf(stderr, "fuzz-multifd: channel %u refused: %s\n", id, error_get_pretty(err));
         abort();
     }

@@ -7,6 +7,7 @@
 #ifndef QEMU_FILE_TEST_UTIL_H
 #define QEMU_FILE_TEST_UTIL_H
 
+#include "io/channel.h"
 #include "migration/qemu-file.h"
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,6 +17,23 @@
 #define BIG_STREAM (4 * 1024 * 1024)
 /* A bound on waits that should end at once, so a regression fails instead of hanging. */
 #define WAIT_MS 10000
+
+/* The channel row a migration would give @fd (socket, pipe or file). */
+static inline Channel *test_channel(int fd)
+{
+    struct stat st;
+
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
+    if (S_ISSOCK(st.st_mode)) {
+        return channel_socket_new(fd);
+    }
+    if (S_ISFIFO(st.st_mode)) {
+        int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+
+        return channel_pipe_new(acc == O_WRONLY ? -1 : fd, acc == O_RDONLY ? -1 : fd, "pipe");
+    }
+    return channel_file_new(fd, "file");
+}
 
 /* ---- An independent model of the stream ---- */
 

@@ -17,6 +17,7 @@
 #include "migration/ram-sink.h"
 #include "migration/channel.h"
 #include "migration/options.h"
+#include "io/channel.h"
 #include "trace/trace.h"
 #include "ram-codec-test-util.h"
 
@@ -96,7 +97,7 @@ static void out_open(Out *o, int channels, const char *path)
     }
     fd = open(o->path, O_WRONLY | O_TRUNC);
     g_assert_cmpint(fd, >=, 0);
-    o->f = qemu_file_new_output(fd, "test stream");
+    o->f = qemu_file_new_output(channel_file_new(fd, o->path), "test stream");
     uri = g_strdup_printf("file:%s", o->path);
     g_assert_true(mapped_ram_out_open(uri, o->f, &error_abort));
     o->m = mapped_ram_out();

@@ -41,7 +41,7 @@ static QEMUFile *input_over(Chan chan, const void *data, size_t len)
     make_socketpair(&rfd, &wfd, 0);
     write_all(wfd, data, len);
     close(wfd);
-    return qemu_file_new_input(rfd, "test-input");
+    return qemu_file_new_input(test_channel(rfd), "test-input");
 }
 
 /* ---- Round trips ---- */
@@ -59,7 +59,7 @@ static void test_round_trip(gconstpointer opaque)
         out = qemu_file_new_buffer_output();
     } else {
         make_fd_chan(chan, &rfd, &wfd);
-        out = qemu_file_new_output(wfd, "test-output");
+        out = qemu_file_new_output(test_channel(wfd), "test-output");
     }
     stream_put(s, out);
     g_assert_cmpuint(qemu_file_transferred(out), ==, s->bytes->len);
@@ -70,7 +70,7 @@ static void test_round_trip(gconstpointer opaque)
     } else {
         /* No explicit flush: closing must send what is buffered, then EOF. */
         g_assert_cmpint(qemu_fclose(out), ==, 0);
-        in = qemu_file_new_input(rfd, "test-input");
+        in = qemu_file_new_input(test_channel(rfd), "test-input");
     }
     stream_get(s, in);
     g_assert_cmpuint(qemu_file_transferred(in), ==, s->bytes->len);
@@ -117,7 +117,7 @@ static void test_short_reads(void)
 
     make_socketpair(&rfd, &feed.fd, 4096);
     writer = g_thread_new("feeder", feed_thread, &feed);
-    f = qemu_file_new_input(rfd, "test-input");
+    f = qemu_file_new_input(test_channel(rfd), "test-input");
     stream_get(s, f);
     g_assert_cmpuint(qemu_file_transferred(f), ==, s->bytes->len);
     g_assert_cmpint(qemu_peek_byte(f, 0), ==, -1);
@@ -316,7 +316,7 @@ static void test_shutdown_blocked_read(void)
     /* Half a value, and a peer that stays open and silent. */
     make_socketpair(&rfd, &wfd, 0);
     write_all(wfd, "\x01\x02\x03\x04", 4);
-    r.f = qemu_file_new_input(rfd, "silent-peer");
+    r.f = qemu_file_new_input(test_channel(rfd), "silent-peer");
     t = g_thread_new("stuck-reader", reader_thread, &r);
     /*
      * Whether the shutdown lands before the read or while it blocks, the

@@ -95,7 +95,7 @@ static void test_wire_layout(void)
     g_assert_cmpint(qemu_fclose(f), ==, 0);
 
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     put_layout(f);
     g_assert_cmpint(qemu_fclose(f), ==, 0);
     g_assert_cmpint(pending(rfd), ==, sizeof(layout_bytes));
@@ -124,7 +124,7 @@ static void test_transferred(void)
     stream_add(s, OP_ASYNC, 0, 0, 4096);
     stream_add(s, OP_STRING, 0, 0, 4);
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     g_assert_cmpuint(qemu_file_transferred(f), ==, 0);
     stream_put(s, f);
     /* Everything above is still buffered, and counted all the same. */
@@ -161,7 +161,7 @@ static void test_buffering(void)
     int rfd, wfd;
 
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     for (int i = 0; i < 100; i++) {
         qemu_put_byte(f, i);
         qemu_put_be16(f, i);
@@ -217,7 +217,7 @@ static void test_many_iovecs(void)
         ram[i] = i * 7 + i / 256;
     }
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     for (int i = 0; i < NREF; i++) {
         /* The gap of STRIDE - REFLEN keeps neighbours from merging into one iovec. */
         qemu_put_buffer_async(f, ram + i * STRIDE, REFLEN);
@@ -256,7 +256,7 @@ static void test_async_by_reference(void)
     int rfd, wfd;
 
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     memset(page, 'A', sizeof(page));
     qemu_put_byte(f, 1);
     qemu_put_buffer_async(f, page, sizeof(page));
@@ -326,7 +326,7 @@ static void test_short_writes(gconstpointer opaque)
 
     make_small_channel(c, &d.fd, &wfd);
     reader = g_thread_new("slow-reader", drain_thread, &d);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     stream_put(s, f);
     g_assert_cmpint(qemu_file_get_error(f), ==, 0);
     g_assert_cmpuint(qemu_file_transferred(f), ==, s->bytes->len);
@@ -364,7 +364,7 @@ static void test_write_error(gconstpointer opaque)
 
     make_fd_chan(GPOINTER_TO_INT(opaque), &rfd, &wfd);
     close(rfd);
-    f = qemu_file_new_output(wfd, "dead-peer");
+    f = qemu_file_new_output(test_channel(wfd), "dead-peer");
     g_assert_cmpstr(qemu_file_name(f), ==, "dead-peer");
     qemu_put_be32(f, 1);
     /* Buffered: the failure shows only when the write happens. */
@@ -392,7 +392,7 @@ static void test_write_error_implicit_flush(void)
 
     make_pipe(&rfd, &wfd);
     close(rfd);
-    f = qemu_file_new_output(wfd, "dead-peer");
+    f = qemu_file_new_output(test_channel(wfd), "dead-peer");
     for (i = 0; i < 1000000 && !qemu_file_get_error(f); i++) {
         qemu_put_byte(f, i);
     }
@@ -471,7 +471,7 @@ static void test_shutdown_blocked_write(void)
     /* The reader never reads: without shutdown the flush would block for ever. */
     make_socketpair(&rfd, &wfd, 4096);
     make_pipe(&done_rfd, &w.done_fd);
-    w.f = qemu_file_new_output(wfd, "stuck-peer");
+    w.f = qemu_file_new_output(test_channel(wfd), "stuck-peer");
     t = g_thread_new("stuck-writer", writer_thread, &w);
     /* Data at the peer means the one writev() has started and must block. */
     wait_readable(rfd);
@@ -496,7 +496,7 @@ static void test_shutdown_before_write(void)
     int rfd, wfd;
 
     make_socketpair(&rfd, &wfd, 4096);
-    f = qemu_file_new_output(wfd, "stuck-peer");
+    f = qemu_file_new_output(test_channel(wfd), "stuck-peer");
     qemu_file_shutdown(f);
     g_assert_true(qemu_file_rate_limit(f));
     qemu_put_buffer_async(f, ram, BIG_STREAM);
@@ -507,11 +507,11 @@ static void test_shutdown_before_write(void)
 }
 
 /*
- * exec: migrations write to a pipe, and shutdown() does not apply to
- * pipes: a flush blocked on a command that stopped reading is not woken
- * (a known limitation: cancel waits for the command). Non-blocking pipes
- * would fix it but cost the writer a syscall per page the reader frees.
- * The test drains the pipe itself so that it ends either way.
+ * exec: migrations write to a pipe, and shutdown(2) does not apply to
+ * pipes: the pipe row waits in poll() beside a wake eventfd instead, so a
+ * flush blocked on a command that stopped reading is woken like a
+ * socket's (cancel must not wait for the command). The test drains the
+ * pipe itself so that it ends even if the wake-up is broken.
  */
 static void test_shutdown_blocked_pipe_write(void)
 {
@@ -520,16 +520,26 @@ static void test_shutdown_blocked_pipe_write(void)
     Writer w = { .ram = ram, .len = BIG_STREAM };
     GThread *t;
     int rfd, wfd, done_rfd;
+    bool woke;
     int err;
 
     make_pipe(&rfd, &wfd);
     make_pipe(&done_rfd, &w.done_fd);
-    w.f = qemu_file_new_output(wfd, "stuck-command");
+    w.f = qemu_file_new_output(test_channel(wfd), "stuck-command");
     t = g_thread_new("stuck-writer", writer_thread, &w);
-    /* 4 MiB do not fit in a pipe: once data arrives the writer is blocked. */
+    /* 4 MiB do not fit in a pipe: once it is full the writer waits in the row. */
     wait_readable(rfd);
+    while (pending(rfd) < fcntl(rfd, F_GETPIPE_SZ)) {
+        g_usleep(1000);
+    }
     qemu_file_shutdown(w.f);
-    for (;;) {
+    {
+        struct pollfd pfd = { .fd = done_rfd, .events = POLLIN };
+
+        woke = poll(&pfd, 1, WAIT_MS) == 1;
+    }
+    /* Not woken: drain the pipe so that the writer ends, then fail. */
+    while (!woke) {
         struct pollfd pfd[2] = { { .fd = done_rfd, .events = POLLIN },
                                  { .fd = rfd, .events = POLLIN } };
 
@@ -540,12 +550,10 @@ static void test_shutdown_blocked_pipe_write(void)
         g_assert_cmpint(read(rfd, sink, 65536), >, 0);
     }
     g_thread_join(t);
+    g_assert_true(woke);
     err = qemu_file_get_error(w.f);
-    if (err == 0) {
-        g_test_incomplete("qemu_file_shutdown() does not wake a write blocked on a pipe");
-    } else {
-        g_assert_cmpint(err, ==, -EIO);
-    }
+    g_assert_cmpint(err, ==, -EIO);
+    g_assert_nonnull(strstr(qemu_file_error_msg(w.f), "shut down"));
     qemu_fclose(w.f);
     close(rfd);
     close(done_rfd);
@@ -601,7 +609,7 @@ static void test_rate_limit(void)
 
     /* References count as soon as they are queued, before any write. */
     make_socketpair(&rfd, &wfd, 0);
-    f = qemu_file_new_output(wfd, "test-output");
+    f = qemu_file_new_output(test_channel(wfd), "test-output");
     qemu_file_set_rate_limit(f, 3 * sizeof(page));
     qemu_put_buffer_async(f, page, sizeof(page));
     qemu_put_buffer_async(f, page, sizeof(page));

@@ -13,6 +13,7 @@
 #include "ram-codec-test-util.h"
 #include "migration/ram-sink.h"
 #include "migration/ram-xbzrle.h"
+#include "io/channel.h"
 
 /* The records sink's parts: the record writer and its encoder. */
 typedef struct XWriter {
@@ -188,7 +189,7 @@ static GByteArray *put_then_write(XWriter *w, RAMBlock *rb, uint64_t page,
                                   void (*after)(uint8_t *p))
 {
     int fd = memfd_create("stream", MFD_CLOEXEC);
-    QEMUFile *f = qemu_file_new_output(fd, "memfd");
+    QEMUFile *f = qemu_file_new_output(channel_file_new(fd, "memfd"), "memfd");
     GByteArray *s = g_byte_array_new();
     off_t len;
 

@@ -15,6 +15,7 @@
 #include "system/memory.h"
 #include "migration/postcopy.h"
 #include "migration/return-path.h"
+#include "io/channel.h"
 #include <sys/socket.h>
 
 /* ---- two fake blocks for ram_block_find() ---- */
@@ -40,11 +41,13 @@ static int start(void)
 {
     int sv[2];
     Error *err = NULL;
+    Channel *ch;
 
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
     rp_src_reset_stats();
-    g_assert_true(rp_src_start(sv[0], NULL, &err));
-    close(sv[0]);               /* the return path read a dup of it */
+    ch = channel_socket_new(sv[0]);
+    g_assert_true(rp_src_start(ch, NULL, &err));
+    channel_unref(ch);          /* the return path holds a reference of its own */
     return sv[1];
 }
 
