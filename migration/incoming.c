@@ -22,7 +22,9 @@
 #include "multifd-recv.h"
 #include "options.h"
 #include "postcopy.h"
+#include "incoming-sort.h"
 #include "postcopy-dst.h"
+#include "ram.h"
 #include "postcopy-rp-dst.h"
 #include "savevm.h"
 #include "loadvm-cmd.h"
@@ -311,6 +313,8 @@ static void incoming_main_ready(Channel *ch)
     if (migrate_multifd() && incoming.is_socket) {
         multifd_recv_set_main(incoming.from_src);
     }
+    /* Its MULTIFD_FLUSH records wait for the channels' rounds (mapped-ram files have none). */
+    ram_load_set_flush(migrate_multifd() ? multifd_recv_flush : NULL);
     ret = qemu_thread_create(&incoming.thread, "mig/dst", incoming_thread, NULL);
     if (ret < 0) {
         error_report("cannot create the incoming migration thread: %s", g_strerror(-ret));
@@ -329,6 +333,7 @@ static bool incoming_all_connected(void)
 /* multifd: a connection, told apart by its first word (QEMU does the same). */
 static void incoming_conn_peeked(Channel *ch, uint32_t magic, void *opaque)
 {
+    IncomingExpect want;
     Error *err = NULL;
 
     if (!ch && !incoming.from_src) {
@@ -344,25 +349,30 @@ static void incoming_conn_peeked(Channel *ch, uint32_t magic, void *opaque)
         channel_unref(ch);
         return;
     }
-    if (magic == QEMU_VM_FILE_MAGIC && !incoming.from_src) {
+    want = (IncomingExpect) {
+        .main = !incoming.from_src,
+        .preempt = migrate_postcopy_preempt() && !incoming.preempt_connected,
+    };
+    switch (incoming_conn_sort(magic, &want)) {
+    case INCOMING_CONN_MAIN:
         incoming_main_ready(ch);
-    } else if (migrate_postcopy_preempt() && !incoming.preempt_connected &&
-               magic != QEMU_VM_FILE_MAGIC && magic != MULTIFD_MAGIC) {
-        /*
-         * The one connection that is neither: RAM records, postcopy's
-         * urgent pages. Its first bytes may be seen before the stream's.
-         */
+        break;
+    case INCOMING_CONN_PREEMPT:
+        /* RAM records, postcopy's urgent pages: its first bytes may come before the stream's. */
         incoming.preempt_connected = true;
         postcopy_dst_set_preempt_channel(qemu_file_new_input(ch, "postcopy preempt channel"));
-    } else if (magic == MULTIFD_MAGIC) {
+        break;
+    case INCOMING_CONN_MULTIFD:
         if (!multifd_recv_add_channel(ch, &err)) {
             error_report_err(err);
             channel_unref(ch);
         }
-    } else {
+        break;
+    case INCOMING_CONN_UNKNOWN:
         error_report("incoming migration: closed a connection that is neither the "
                      "migration stream nor a multifd channel (it starts 0x%08x)", magic);
         channel_unref(ch);
+        break;
     }
     if (incoming_all_connected()) {
         mig_channel_listen_cancel();
@@ -416,18 +426,28 @@ static void incoming_recover_main(Channel *ch)
  */
 static void incoming_recover_peeked(Channel *ch, uint32_t first, void *opaque)
 {
+    IncomingExpect want = {
+        .recovering = true,
+        .main = !incoming.recover_main_seen,
+        .preempt = !incoming.preempt_connected,     /* peeked only with postcopy-preempt */
+    };
+
     if (!ch) {
         return;
     }
-    if (!incoming.recover_main_seen && (first >> 24) == QEMU_VM_COMMAND) {
+    switch (incoming_conn_sort(first, &want)) {
+    case INCOMING_CONN_MAIN:
         incoming_recover_main(ch);
-    } else if (!incoming.preempt_connected && (first >> 24) != QEMU_VM_COMMAND) {
+        break;
+    case INCOMING_CONN_PREEMPT:
         incoming.preempt_connected = true;
         postcopy_dst_set_preempt_channel(qemu_file_new_input(ch, "postcopy preempt channel"));
-    } else {
+        break;
+    default:
         error_report("postcopy recovery: closed a connection it did not expect (it starts "
                      "0x%08x)", first);
         channel_unref(ch);
+        break;
     }
     if (incoming.recover_main_seen && incoming.preempt_connected) {
         mig_channel_listen_cancel();

@@ -167,7 +167,7 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
         return false;
     }
     /* The "ram" section finds its pages in the file, checked against the record if any. */
-    ram_load_set_mapped(stream_integrity);
+    ram_load_set_map(mapped_ram_in_block, stream_integrity);
     return true;
 }
 

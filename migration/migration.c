@@ -25,8 +25,6 @@
 #include "incoming.h"
 #include "migration.h"
 #include "lazy-restore.h"
-#include "mapped-ram-out.h"
-#include "multifd-send.h"
 #include "options.h"
 #include "outgoing.h"
 #include "pacing.h"
@@ -115,12 +113,10 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
         int ret;
 
         if (s->mode->switchover_ready(s, s->mode_state, all_sent)) {
-            /* A mapped-ram file is complete once its pages are on disk and its trailer written. */
-            if (s->mode->complete(s, s->mode_state, f, errp) &&
-                (!mapped_ram_out() || mapped_ram_out_finish(mapped_ram_out(), f, errp))) {
+            /* A transport with a last step (a file's trailer) has the guest only after it. */
+            if (s->mode->complete(s, s->mode_state, f, errp) && ram_transport_finish(f, errp)) {
                 bql_lock();
                 if (!s->committed) {
-                    /* The trailer says "complete": only now is the file the guest. */
                     migration_commit_locked(s);
                 }
                 bql_unlock();
@@ -208,13 +204,8 @@ static void *migration_thread(void *opaque)
     Error *err = NULL;
     QEMUFile *f = migration_open_output(s, &err);
 
-    /*
-     * The channels connect after the main stream, as QEMU's do; a
-     * mapped-ram file's writers open it by its path instead.
-     */
-    bool connected = f && (migrate_mapped_ram() ? mapped_ram_out_open(s->uri, f, &err)
-                           : s->resuming || !migrate_multifd() ||
-                             multifd_send_setup(s->uri, &err));
+    /* A resumed postcopy goes on over the new stream alone (its transport took no other). */
+    bool connected = f && (s->resuming || ram_transport_connect(s->uri, f, &err));
 
     if (connected && s->resuming) {
         if (s->mode->resume(s, s->mode_state, f, &err)) {
@@ -266,10 +257,9 @@ static void migration_cleanup_bh(void *opaque)
     if (s->mode->cleanup) {
         s->mode->cleanup(s, s->mode_state);
     }
-    /* Its writers may still read the page source's buffers: they stop first. */
-    mapped_ram_out_close();
+    /* Its threads may still read the page source's buffers: they stop first. */
+    ram_transport_disconnect();
     qemu_savevm_state_cleanup();
-    multifd_send_cleanup();
     g_mutex_lock(&s->file_lock);
     f = s->to_dst;
     s->to_dst = NULL;
@@ -406,18 +396,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     if (!named_fd && !mig_channel_check_uri(uri, errp)) {
         return false;
     }
-    if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:") &&
-        !(migrate_mapped_ram() && g_str_has_prefix(uri, "file:"))) {
-        error_setg(errp, "multifd needs a tcp: or unix: URI (or a file: one with mapped-ram), "
-                   "not '%s'", uri);
-        return false;
-    }
-    if (!mapped_ram_check_uri(uri, errp)) {
-        return false;
-    }
-    if (migrate_mapped_ram() && migrate_multifd() &&
-        migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE) {
-        error_setg(errp, "Mapped-ram migration is incompatible with multifd compression");
+    if (!ram_transport_check_uri(uri, errp)) {
         return false;
     }
     if (named_fd) {
@@ -446,6 +425,7 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->committed = false;
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();
+    ram_transport_select();
     g_free(s->mode_state);
     s->mode_state = s->mode->state_size ? g_malloc0(s->mode->state_size) : NULL;
     if (s->mode->init) {
@@ -518,7 +498,7 @@ bool qmp_migrate_cancel(Error **errp)
         qemu_file_shutdown(s->to_dst);
     }
     g_mutex_unlock(&s->file_lock);
-    multifd_send_shutdown();
+    ram_transport_shutdown();
     rate_limit_changed(s);
     return true;
 }

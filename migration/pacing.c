@@ -8,7 +8,6 @@
 #include "qemu/osdep.h"
 #include "migration/qemu-file.h"
 #include "converge.h"
-#include "multifd.h"
 #include "options.h"
 #include "outgoing.h"
 #include "pacing.h"
@@ -86,8 +85,7 @@ void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f)
      * and the downtime past its limit (108 ms for 100), where the byte
      * rate met the issue's targets.
      */
-    bool compressed = migrate_multifd() &&
-                      migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE;
+    bool compressed = ram_transport_drains_faster();
     uint64_t drained = !compressed ? bytes
                        : MAX(bytes, (ram_data_pages_sent() - w->start_data_pages) *
                                     TARGET_PAGE_SIZE);

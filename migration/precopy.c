@@ -16,9 +16,7 @@
 #include "postcopy.h"
 #include "options.h"
 #include "return-path.h"
-#include "mapped-ram-out.h"
 #include "channel.h"
-#include "multifd-send.h"
 #include "ram.h"
 #include "ram-source.h"
 #include "savevm.h"
@@ -105,7 +103,7 @@ static void precopy_cleanup(MigrationState *s, void *ms)
 /* Bytes written on the main socket and the multifd channels that the destination has not taken. */
 static uint64_t precopy_unsent_bytes(MigrationState *s)
 {
-    return mig_channel_unsent_bytes(s->channel) + multifd_send_unsent_bytes();
+    return mig_channel_unsent_bytes(s->channel) + ram_transport_unsent_bytes();
 }
 
 /*
@@ -249,11 +247,12 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
             error_propagate(errp, g_steal_pointer(&vmdesc_err));
         }
         /*
-         * A whole device state may do without its vmdesc, but a mapped-ram
-         * file's trailer comes after it (mapped_ram_out_finish): on the same
-         * sticky error that would fail later, with nothing to tell the truth.
+         * A whole device state may do without its vmdesc, but a transport's
+         * last step (a mapped-ram file's trailer) comes after it: on the
+         * same sticky error that would fail later, with nothing to tell
+         * the truth.
          */
-        if (!ok && state_whole && mapped_ram_out()) {
+        if (!ok && state_whole && ram_transport_finishes()) {
             error_propagate(errp, g_steal_pointer(&vmdesc_err));
         } else {
             ok = ok || state_whole;
@@ -272,8 +271,8 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
         ps->phases_valid = true;
         trace_migration_downtime(ps->stop_ns / 1000, ps->sync_ns / 1000, ps->ram_ns / 1000,
                                  ps->dev_ns / 1000, ps->total_ns / 1000);
-        if (!mapped_ram_out()) {
-            /* The last step that can fail: a mapped-ram file commits once its trailer is out. */
+        if (!ram_transport_finishes()) {
+            /* The last step that can fail; otherwise migration.c commits after the transport's. */
             migration_commit_locked(s);
         }
     }

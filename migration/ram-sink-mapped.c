@@ -10,8 +10,39 @@
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "mapped-ram-out.h"
+#include "multifd.h"
+#include "options.h"
 #include "ram-codec.h"
 #include "ram-sink.h"
+
+/* ---- the transport: the file's writers (mapped-ram-out.h) ---- */
+
+static bool mapped_check_uri(const char *uri, Error **errp)
+{
+    if (!mapped_ram_check_uri(uri, errp)) {
+        return false;
+    }
+    if (migrate_mapped_ram() && migrate_multifd() &&
+        migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE) {
+        error_setg(errp, "Mapped-ram migration is incompatible with multifd compression");
+        return false;
+    }
+    return true;
+}
+
+/* The writers open the file by its path, beside the stream's own descriptor. */
+static bool mapped_connect(const char *uri, QEMUFile *f, Error **errp)
+{
+    return mapped_ram_out_open(uri, f, errp);
+}
+
+/* The file is complete once its pages are on disk and its trailer written. */
+static bool mapped_finish(QEMUFile *f, Error **errp)
+{
+    return mapped_ram_out_finish(mapped_ram_out(), f, errp);
+}
+
+/* ---- the sink ---- */
 
 typedef struct RAMMappedSink {
     RAMPageMap map;             /* mapped-ram-out.c's, copied at open; read-only */
@@ -88,6 +119,11 @@ static void mapped_sink_free(void *sink)
 
 const RAMSinkOps ram_mapped_sink = {
     .name = "mapped-ram",
+    .check_uri = mapped_check_uri,
+    .connect = mapped_connect,
+    .finish = mapped_finish,
+    /* Its writers may still read the page source's buffers: they stop before its cleanup. */
+    .disconnect = mapped_ram_out_close,
     .open = mapped_sink_open,
     .put_block = mapped_sink_put_block,
     .put_page = mapped_sink_put_page,

@@ -13,10 +13,39 @@
 #include "qemu/bufferiszero.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
+#include "multifd.h"
 #include "multifd-send.h"
 #include "options.h"
 #include "ram-codec.h"
 #include "ram-sink.h"
+
+/* ---- the transport: the channels (multifd-send.h) ---- */
+
+/* exec:, fd: and (without mapped-ram) file: carry one stream: no channels can connect. */
+static bool multifd_check_uri(const char *uri, Error **errp)
+{
+    if (migrate_multifd() && !g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:") &&
+        !(migrate_mapped_ram() && g_str_has_prefix(uri, "file:"))) {
+        error_setg(errp, "multifd needs a tcp: or unix: URI (or a file: one with mapped-ram), "
+                   "not '%s'", uri);
+        return false;
+    }
+    return true;
+}
+
+/* The channels connect after the main stream, as QEMU's do. */
+static bool multifd_connect(const char *uri, QEMUFile *f, Error **errp)
+{
+    return multifd_send_setup(uri, errp) != NULL;
+}
+
+/* Compressed pages drain the remaining bytes faster than they fill the link. */
+static bool multifd_drains_faster(void)
+{
+    return migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE;
+}
+
+/* ---- the sink ---- */
 
 typedef struct RAMMultifdSink {
     RAMRecordWriter rec;        /* mig/src: the main stream's records */
@@ -142,6 +171,12 @@ static void multifd_sink_free(void *sink)
 
 const RAMSinkOps ram_multifd_sink = {
     .name = "multifd",
+    .check_uri = multifd_check_uri,
+    .connect = multifd_connect,
+    .shutdown = multifd_send_shutdown,
+    .disconnect = multifd_send_cleanup,
+    .unsent_bytes = multifd_send_unsent_bytes,
+    .drains_faster = multifd_drains_faster,
     .open = multifd_sink_open,
     .put_page = multifd_sink_put_page,
     .put_word = multifd_sink_put_word,

@@ -11,11 +11,15 @@
  *   ram_mapped_sink    each page at its offset in a mapped-ram file
  *                      (ram-sink-mapped.c)
  *
- * One is chosen when the "ram" section is set up (ram_sink_open(), from
- * the transports the migration connected), and the sources, ram.c and the
- * modes call it through RAMPageWriter without knowing which it is. A sink
- * instance outlives its migration (query-migrate shows its counters after
- * the end) until the next setup frees it.
+ * A row is also its transport: the connections or file it needs besides
+ * the main stream, their checks, connection, last step and teardown
+ * (the hooks under "the transport"). One row is chosen when a migration
+ * starts (ram_sink_select(), by the capabilities); migration.c drives its
+ * transport through ram.h's ram_transport_*(), the "ram" section opens
+ * its sink at setup, and the sources and modes put pages through
+ * RAMPageWriter without knowing which it is. A sink instance outlives its
+ * migration (query-migrate shows its counters after the end) until the
+ * next setup frees it.
  *
  * A new transport (RDMA-like, say) is one file that fills a RAMSinkOps
  * and one row in ram-sink.c's table.
@@ -57,6 +61,33 @@ typedef struct RAMSinkConfig {
  */
 typedef struct RAMSinkOps {
     const char *name;
+
+    /*
+     * ---- the transport: process-wide, outside the "ram" section ----
+     * Every hook may be NULL: nothing to check, connect, finish, stop.
+     */
+    /*
+     * qmp_migrate (BQL), before anything connects: whether @uri and the
+     * capabilities suit this row's transport. Every row's check runs,
+     * selected or not (a rule may forbid a capability's combination).
+     */
+    bool (*check_uri)(const char *uri, Error **errp);
+    /* mig/src, right after the main stream @f opened on @uri: the row's own connections. */
+    bool (*connect)(const char *uri, QEMUFile *f, Error **errp);
+    /*
+     * mig/src, after the stream's end went out: the last step that can
+     * fail (mapped-ram's bitmaps and trailer). With one, the destination
+     * has the guest only after it: the source commits then.
+     */
+    bool (*finish)(QEMUFile *f, Error **errp);
+    /* Any thread (cancel): blocked I/O on the row's own connections fails at once. */
+    void (*shutdown)(void);
+    /* Main thread, after mig/src was joined, before the sections' cleanup: stop and close. */
+    void (*disconnect)(void);
+    /* Any thread: bytes written on the row's own connections that the peer has not taken. */
+    uint64_t (*unsent_bytes)(void);
+    /* mig/src: sent pages drain the remaining bytes faster than their bytes on the wire say. */
+    bool (*drains_faster)(void);
 
     /*
      * mig/src, "ram" save_setup, BQL held: a new instance over the
@@ -143,11 +174,16 @@ typedef struct RAMPageWriter {
     void *sink;
 } RAMPageWriter;
 
+/* qmp_migrate (BQL): the row this migration's capabilities select (ram-sink.c's table). */
+const RAMSinkOps *ram_sink_select(void);
+/* qmp_migrate (BQL): every row's check_uri, in the table's order. */
+bool ram_sink_check_uri(const char *uri, Error **errp);
 /*
- * mig/src, "ram" save_setup: the sink of the transport this migration
- * connected (ram-sink.c's table), opened on @f. False with @errp set.
+ * mig/src, "ram" save_setup, BQL held: frees @w's last sink and opens a
+ * new one of row @ops on @f, whose transport connected. False with @errp set.
  */
-bool ram_sink_open(RAMPageWriter *w, QEMUFile *f, const RAMSinkConfig *cfg, Error **errp);
+bool ram_sink_open(RAMPageWriter *w, const RAMSinkOps *ops, QEMUFile *f,
+                   const RAMSinkConfig *cfg, Error **errp);
 /* Frees @w's instance (if any) and clears @w. */
 static inline void ram_sink_free(RAMPageWriter *w)
 {

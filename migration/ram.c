@@ -12,8 +12,6 @@
 #include "migration/register.h"
 #include "ram.h"
 #include "options.h"
-#include "mapped-ram-in.h"
-#include "multifd-recv.h"
 #include "ram-codec.h"
 #include "ram-sink.h"
 #include "ram-source.h"
@@ -33,6 +31,12 @@ typedef struct RAMState {
     /* mig/src between save_setup and save_cleanup. */
     QEMUFile *f;
     /*
+     * The page transport of the migration that runs or ran last: set by
+     * ram_transport_select() (qmp_migrate, BQL) before mig/src starts,
+     * read-only until the next one; any thread reads it.
+     */
+    const RAMSinkOps *transport;
+    /*
      * The page sink (ram-sink.h): opened at setup and freed at the next
      * setup (both mig/src with the BQL, as query-migrate), so its counters
      * outlive the migration. Pages go through it in mig/src.
@@ -48,11 +52,80 @@ static RAMState ram_state;
 
 /* Destination side; owned by the incoming thread (mig/dst). */
 static RAMPageReader ram_reader;
+/*
+ * What a MULTIFD_FLUSH record waits for (the multifd channels), or NULL
+ * if the incoming migration has none: set by the incoming side (main
+ * thread) before mig/dst starts, read by each load's setup.
+ */
+static bool (*ram_load_flush)(Error **errp);
 
 void ram_select_source(const RAMPageSource *src, void *src_state)
 {
     ram_state.src = src;
     ram_state.src_state = src_state;
+}
+
+/* ---- the page transport (ram-sink.h's rows), for migration.c ---- */
+
+bool ram_transport_check_uri(const char *uri, Error **errp)
+{
+    return ram_sink_check_uri(uri, errp);
+}
+
+void ram_transport_select(void)
+{
+    ram_state.transport = ram_sink_select();
+}
+
+bool ram_transport_connect(const char *uri, QEMUFile *f, Error **errp)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    return !t->connect || t->connect(uri, f, errp);
+}
+
+bool ram_transport_finishes(void)
+{
+    return ram_state.transport->finish != NULL;
+}
+
+bool ram_transport_finish(QEMUFile *f, Error **errp)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    return !t->finish || t->finish(f, errp);
+}
+
+void ram_transport_shutdown(void)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    if (t && t->shutdown) {
+        t->shutdown();
+    }
+}
+
+void ram_transport_disconnect(void)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    if (t && t->disconnect) {
+        t->disconnect();
+    }
+}
+
+uint64_t ram_transport_unsent_bytes(void)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    return t && t->unsent_bytes ? t->unsent_bytes() : 0;
+}
+
+bool ram_transport_drains_faster(void)
+{
+    const RAMSinkOps *t = ram_state.transport;
+
+    return t && t->drains_faster && t->drains_faster();
 }
 
 static RAMSinkCounts ram_sink_counts(RAMState *rs)
@@ -121,7 +194,7 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     };
 
     /* The last migration's sink stayed for its counters: freed here. */
-    if (!ram_sink_open(&rs->writer, f, &cfg, errp)) {
+    if (!ram_sink_open(&rs->writer, rs->transport, f, &cfg, errp)) {
         return -ENOMEM;
     }
     rs->scan_ns = 0;
@@ -251,18 +324,22 @@ void ram_load_set_placer(bool (*place)(void *opaque, RAMBlock *rb, uint64_t firs
     ram_reader.place_opaque = opaque;
 }
 
-void ram_load_set_mapped(MappedRamIntegrity *integrity)
+void ram_load_set_map(bool (*map_block)(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp),
+                      void *opaque)
 {
-    ram_reader.map_block = mapped_ram_in_block;
-    ram_reader.map_opaque = integrity;
+    ram_reader.map_block = map_block;
+    ram_reader.map_opaque = opaque;
+}
+
+void ram_load_set_flush(bool (*flush)(Error **errp))
+{
+    ram_load_flush = flush;
 }
 
 static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     ram_reader_reset(&ram_reader);
-    if (migrate_multifd()) {
-        ram_reader.multifd_flush = multifd_recv_flush;
-    }
+    ram_reader.multifd_flush = ram_load_flush;
     return 0;
 }
 

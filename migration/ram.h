@@ -35,12 +35,18 @@ uint64_t ram_pages_sent(void);
 uint64_t ram_data_pages_sent(void);
 /*
  * mig/dst, loadvm once the stream's configuration named mapped-ram and the
- * file checked out: the pages are in the file, not in records, and are
- * checked against @integrity (NULL: no record; it must outlive the load).
- * Until the next load's setup.
+ * file checked out: after each block list entry comes the block's header,
+ * which @map_block(@opaque) reads, and the pages are in the file, not in
+ * records (ram-codec.h). Until the next load's setup.
  */
-typedef struct MappedRamIntegrity MappedRamIntegrity;
-void ram_load_set_mapped(MappedRamIntegrity *integrity);
+void ram_load_set_map(bool (*map_block)(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp),
+                      void *opaque);
+/*
+ * The incoming side, before mig/dst starts: what a MULTIFD_FLUSH record
+ * waits for (the multifd channels placing the round), NULL if there are
+ * no channels (the record is then an error). For every later load.
+ */
+void ram_load_set_flush(bool (*flush)(Error **errp));
 /*
  * Postcopy destination, mig/dst at LISTEN: from now on pages go through
  * @place(@opaque, ...) (ram-codec.h) instead of being written into guest
@@ -65,6 +71,29 @@ void ram_save_enter_postcopy(void);
 int ram_save_resume_prepare(QEMUFile *f, Error **errp);
 /* query-migrate: the section's and its source's counters into @info->ram. BQL. */
 void ram_fill_info(MigrationInfo *info);
+/*
+ * The page transport (ram-sink.h's rows: records on the stream, multifd
+ * channels, a mapped-ram file) of the outgoing migration, which migration.c
+ * drives without knowing which it is.
+ */
+/* qmp_migrate (BQL): whether @uri suits the transports the capabilities ask for. */
+bool ram_transport_check_uri(const char *uri, Error **errp);
+/* qmp_migrate (BQL), before mig/src starts: choose this migration's transport. */
+void ram_transport_select(void);
+/* mig/src, right after the main stream @f opened on @uri: its own connections. */
+bool ram_transport_connect(const char *uri, QEMUFile *f, Error **errp);
+/* Whether the transport has a last step after the stream's end (the guest moves only then). */
+bool ram_transport_finishes(void);
+/* mig/src, after the mode completed the stream: that last step, if any. */
+bool ram_transport_finish(QEMUFile *f, Error **errp);
+/* Any thread (cancel): blocked I/O on the transport's own connections fails at once. */
+void ram_transport_shutdown(void);
+/* Main thread, after mig/src was joined, before the sections' cleanup. */
+void ram_transport_disconnect(void);
+/* Any thread: bytes on the transport's own connections the peer has not taken. */
+uint64_t ram_transport_unsent_bytes(void);
+/* mig/src: sent pages drain the remaining bytes faster than their wire bytes say. */
+bool ram_transport_drains_faster(void);
 /* mig/src, after the "ram" section completed: how long its final dirty sync took (ns). */
 int64_t ram_last_final_sync_ns(void);
 

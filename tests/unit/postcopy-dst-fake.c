@@ -97,8 +97,15 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
     return refuse("mapped-ram", errp);
 }
 
-/* ...so the "ram" section is never told its pages are in a file. */
-void ram_load_set_mapped(MappedRamIntegrity *integrity)
+/* ...so no block header of a mapped-ram file is ever read... */
+bool mapped_ram_in_block(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp)
+{
+    g_assert_not_reached();
+}
+
+/* ...and the "ram" section is never told its pages are in a file. */
+void ram_load_set_map(bool (*map_block)(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp),
+                      void *opaque)
 {
     g_assert_not_reached();
 }

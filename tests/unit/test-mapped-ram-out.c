@@ -41,6 +41,12 @@ int migrate_multifd_channels(void)
     return fake_channels;
 }
 
+/* The sink's URI check asks it; mapped-ram's channels never compress. */
+MultiFDCompression migrate_multifd_compression(void)
+{
+    return MULTIFD_COMPRESSION_NONE;
+}
+
 bool migrate_direct_io(void)
 {
     return false;
