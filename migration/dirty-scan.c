@@ -125,7 +125,8 @@ static void dirty_scan_put_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
 
 /*
  * Finds the next dirty page at or after the cursor (wrapping), claims and
- * sends it (a sink that takes words: its whole word). Returns false when nothing is dirty: the counter says so
+ * sends it (a sink that takes words: its whole word). Returns false when
+ * nothing is dirty: the counter says so
  * exactly, so no scan is needed to know.
  */
 static bool dirty_scan_send_next(void *src, QEMUFile *f, RAMPageWriter *w)

@@ -2,7 +2,8 @@
 /*
  * Private to migration/: the precopy page source's state (dirty-scan.c
  * has its hooks, dirty_scan_source in ram-source.h). A mode that uses the
- * source embeds one and hands it to ram_select_source(); the fields are
+ * source embeds one and hands it (or a state of its own that wraps it, as
+ * postcopy's) to ram_select_source(); the fields are
  * dirty-scan.c's alone, all of them mig/src's, and query-migrate (main
  * thread) reads the counters, single aligned words.
  */

@@ -56,6 +56,7 @@ typedef struct MigrationIncomingState {
     XIncomingDowntimeInfo *downtime;    /* a completed precopy's switchover here */
 } MigrationIncomingState;
 
+/* The process's one incoming migration; each field says its owner. */
 static MigrationIncomingState incoming = { .autostart = true };
 
 void migration_set_autostart(bool on)
@@ -97,7 +98,7 @@ static void incoming_postcopy_set_state(int old, int new_state)
  * its stream to mig/dst, which waits for it in postcopy-paused.
  */
 static GMutex recover_lock;
-static GCond recover_cond;
+static GCond recover_cond;          /* recover_lock: recover_file was set */
 static QEMUFile *recover_file;      /* recover_lock */
 
 static QEMUFile *incoming_wait_recover(QEMUFile *old)

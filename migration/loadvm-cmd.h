@@ -19,7 +19,7 @@ typedef enum LoadVMCmdResult {
 
 /*
  * loadvm_handle_command: the body of a COMMAND record other than PACKAGED
- * (whose blob savevm.c loads), hostile input: lengths, order and content
+ * (whose blob loadvm.c loads), hostile input: lengths, order and content
  * are checked before anything acts on them. @in_package: read from
  * inside a PACKAGED blob.
  */

@@ -3,7 +3,7 @@
  * The stream envelope, reading side. The loader treats the stream as
  * hostile: every section must name a registered handler, carry a version
  * we understand and end with the right footer; commands are checked by
- * savevm-cmd.c; and the load only succeeds at EOF with every device
+ * loadvm-cmd.c; and the load only succeeds at EOF with every device
  * section seen.
  */
 #include "qemu/osdep.h"

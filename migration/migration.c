@@ -32,7 +32,6 @@
 #include "savevm.h"
 #include "status.h"
 
-
 /* The ways of sending RAM; qmp_migrate picks the first row its capabilities select. */
 static const MigrationOutMode *const outgoing_modes[] = {
     &snapshot_mode,
@@ -243,7 +242,6 @@ static void *migration_thread(void *opaque)
     return NULL;
 }
 
-/* The switchover's phases of a completed precopy, or NULL. */
 /* Main thread, BQL: join the thread, release everything, settle the state. */
 static void migration_cleanup_bh(void *opaque)
 {
@@ -322,7 +320,13 @@ static bool migration_start_thread(MigrationState *s, int from, Error **errp)
     ret = qemu_thread_create(&s->thread, "mig/src", migration_thread, s);
     if (ret < 0) {
         s->thread_running = false;
-        migrate_set_state(&s->state, from, MIGRATION_STATUS_FAILED);
+        /*
+         * A failed resume stays paused: the guest runs on the destination,
+         * and a new migrate must not start from the pages left here.
+         */
+        migrate_set_state(&s->state, from, from == MIGRATION_STATUS_POSTCOPY_RECOVER
+                                           ? MIGRATION_STATUS_POSTCOPY_PAUSED
+                                           : MIGRATION_STATUS_FAILED);
         error_setg_errno(errp, -ret, "cannot create the migration thread");
         return false;
     }
@@ -426,11 +430,12 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     s->result = MIGRATION_STATUS_NONE;
     s->mode = migration_select_mode();
     ram_transport_select();
+    /* The "ram" section may point into the last mode's state: not once it is freed. */
+    ram_select_source(NULL, NULL);
     g_free(s->mode_state);
     s->mode_state = s->mode->state_size ? g_malloc0(s->mode->state_size) : NULL;
-    if (s->mode->init) {
-        s->mode->init(s, s->mode_state);
-    }
+    s->mode->init(s, s->mode_state);
+    s->rate_kick = false;       /* a limit changed while idle: nothing to cut short */
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
     if (!migration_start_thread(s, MIGRATION_STATUS_SETUP, errp)) {

@@ -131,7 +131,7 @@ struct MigrationOutMode {
     /* migrate: whether the capabilities ask for this mode (first row that says yes wins). */
     bool (*selected)(void);
     /*
-     * migrate, the row was chosen and @ms (its state) zeroed: pick the
+     * Required. migrate, the row was chosen and @ms (its state) zeroed: pick the
      * page source for the "ram" section (ram_select_source(), with the
      * source's state inside @ms) and forget the last run's statistics.
      * Every hook below gets @ms.
@@ -215,11 +215,6 @@ extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
 extern const MigrationOutMode postcopy_mode;
 
-/*
- * mig/src: the downtime a switchover now would have with @remaining bytes
- * left (ms; 0 before the link was measured).
- */
-double migration_expected_downtime_ms(const MigrationState *s, uint64_t remaining);
 
 /*
  * migration_stop_vm_locked: a mode's downtime starts (precopy's switchover,

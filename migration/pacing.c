@@ -47,7 +47,6 @@ int64_t rate_wait(MigrationState *s, int64_t deadline_ns)
     return get_clock_ns() - t0;
 }
 
-
 /*
  * What a switchover now would take: the final sync, then @remaining bytes
  * sent without max-bandwidth's limit (QEMU divides by the limited rate,

@@ -35,6 +35,11 @@ void rate_window_start(RateWindow *w, QEMUFile *f);
 void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f);
 /* mig/src: sleep until @deadline_ns unless rate_limit_changed() wakes it; ns slept. */
 int64_t rate_wait(MigrationState *s, int64_t deadline_ns);
+/*
+ * mig/src: the downtime a switchover now would have with @remaining bytes
+ * left (ms; 0 before the link was measured).
+ */
+double migration_expected_downtime_ms(const MigrationState *s, uint64_t remaining);
 /* BQL: max-bandwidth changed, or cancel: apply the limit and end the sleep. */
 void rate_limit_changed(MigrationState *s);
 

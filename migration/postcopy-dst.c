@@ -122,7 +122,8 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
     GPtrArray *rbs = ram_blocks();
 
     if (postcopy_dst_phase(&pc_dst) != PC_DST_NONE) {
-        error_setg(errp, "CMD_POSTCOPY_ADVISE in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
+        error_setg(errp, "CMD_POSTCOPY_ADVISE in wrong postcopy state (%d)",
+                   postcopy_dst_phase(&pc_dst));
         return false;
     }
     if (!migrate_cap(MIGRATION_CAPABILITY_POSTCOPY_RAM)) {
@@ -196,7 +197,8 @@ static bool postcopy_dst_flush_discards(Error **errp)
     if (!pc_dst.disc_n) {
         return true;
     }
-    ret = ram_block_discard_ranges(pc_dst.disc_rb, pc_dst.disc_start, pc_dst.disc_len, pc_dst.disc_n);
+    ret = ram_block_discard_ranges(pc_dst.disc_rb, pc_dst.disc_start, pc_dst.disc_len,
+                                   pc_dst.disc_n);
     pc_dst.disc_n = 0;
     pc_dst.discard_ns += get_clock_ns() - t0;
     if (ret < 0) {
@@ -255,7 +257,8 @@ bool postcopy_dst_listen(Error **errp)
     int ret;
 
     if (postcopy_dst_phase(&pc_dst) != PC_DST_ADVISED) {
-        error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
+        error_setg(errp, "CMD_POSTCOPY_LISTEN in wrong postcopy state (%d)",
+                   postcopy_dst_phase(&pc_dst));
         return false;
     }
     if (!postcopy_dst_flush_discards(errp)) {
@@ -383,7 +386,8 @@ static void postcopy_dst_run_bh(void *opaque)
 bool postcopy_dst_run(Error **errp)
 {
     if (postcopy_dst_phase(&pc_dst) != PC_DST_LISTENING) {
-        error_setg(errp, "CMD_POSTCOPY_RUN in wrong postcopy state (%d)", postcopy_dst_phase(&pc_dst));
+        error_setg(errp, "CMD_POSTCOPY_RUN in wrong postcopy state (%d)",
+                   postcopy_dst_phase(&pc_dst));
         return false;
     }
     postcopy_dst_set_phase(&pc_dst, PC_DST_RUNNING);

@@ -54,7 +54,7 @@ void postcopy_dst_reset(const PostcopyDstOps *ops);
  */
 void postcopy_dst_set_preempt_channel(QEMUFile *f);
 
-/* ---- mig/dst, from the stream's commands (savevm-cmd.c); false with @errp set ---- */
+/* ---- mig/dst, from the stream's commands (loadvm-cmd.c); false with @errp set ---- */
 bool postcopy_dst_open_return_path(QEMUFile *from_src, Error **errp);
 bool postcopy_dst_ping(uint32_t value, Error **errp);
 bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, Error **errp);

@@ -24,6 +24,7 @@ typedef struct DstReturnPath {
     bool confirming;
 } DstReturnPath;
 
+/* The destination's one return path; each field says its owner. */
 static DstReturnPath rpd;
 
 /* lock held: @len bytes as they are. */

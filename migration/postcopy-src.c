@@ -71,6 +71,11 @@ typedef struct PostcopySrc {
     uint64_t pages_discarded;
 } PostcopySrc;
 
+/*
+ * The postcopy source's connection-level state (the preempt channel, the
+ * byte counts): one per process; each field says its owner. Its mode-level
+ * state is PostcopyOutState, below.
+ */
 static PostcopySrc pcs;
 
 /* The postcopy row's state (MigrationState.mode_state). */

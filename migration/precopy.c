@@ -13,6 +13,7 @@
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
 #include "outgoing.h"
+#include "pacing.h"
 #include "postcopy.h"
 #include "options.h"
 #include "return-path.h"

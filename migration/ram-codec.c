@@ -222,7 +222,8 @@ static bool ram_load_flush_stage(RAMPageReader *r, Error **errp)
         return true;
     }
     r->stage_n = 0;
-    return r->place(r->place_opaque, r->stage_rb, r->stage_first, n, r->stage_zero ? NULL : r->stage, errp);
+    return r->place(r->place_opaque, r->stage_rb, r->stage_first, n,
+                    r->stage_zero ? NULL : r->stage, errp);
 }
 
 /*

@@ -13,8 +13,9 @@
  *   postcopy_ram_source    postcopy: the destination's page requests first,
  *                          then the dirty scan (postcopy-src.c)
  *
- * Every hook runs in mig/src and gets the source's state (@src), which the
- * outgoing mode owns and hands over with ram_select_source(); a source
+ * Every hook gets the source's state (@src), which the outgoing mode owns
+ * and hands over with ram_select_source(); the banners below say which
+ * thread calls each group (mig/src, but for cleanup and fill_info); a source
  * with helper threads says how they share it. Sources send through the
  * page sink (ram-sink.h).
  */

@@ -193,6 +193,8 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
         .xbzrle_cache_size = migrate_xbzrle() ? ram_xbzrle_cache_size() : 0,
     };
 
+    /* The mode's init selected a source (migration.c asks every mode for one). */
+    assert(rs->src);
     /* The last migration's sink stayed for its counters: freed here. */
     if (!ram_sink_open(&rs->writer, rs->transport, f, &cfg, errp)) {
         return -ENOMEM;

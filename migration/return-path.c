@@ -51,6 +51,7 @@ typedef struct ReturnPath {
     LatencyHist served;         /* lock: request received to page sent */
 } ReturnPath;
 
+/* The source's one return path (mig/src-rp and its users); each field says its owner. */
 static ReturnPath rp;
 
 static bool rp_read_full(uint8_t *buf, size_t len)

@@ -142,7 +142,8 @@ static void snap_unprotect(SnapRam *sr, RAMBlock *rb, uint8_t *host, uint64_t le
  * holds the claim of their region. A clear bit: saved already, by a small
  * fault.
  */
-static void snap_copy_range(SnapRam *sr, SnapBlock *b, uint64_t first, uint64_t npages, SnapRun *run)
+static void snap_copy_range(SnapRam *sr, SnapBlock *b, uint64_t first, uint64_t npages,
+                            SnapRun *run)
 {
     uint64_t copied = 0;
 

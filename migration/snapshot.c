@@ -40,7 +40,7 @@ typedef struct SnapshotState {
     int uffd;                   /* registered, write-protected guest RAM; -1 if none */
     QEMUFile *devices;          /* device state captured at the freeze */
 
-    /* Written by mig/src, read by query-migrate; reset by init (BQL, before mig/src). */
+    /* Written by mig/src, read by query-migrate; zeroed with the state at each migrate. */
     const char *protection;     /* how RAM was protected; NULL until it was */
     uint64_t protect_ns;
     uint64_t populate_ns;
@@ -48,7 +48,6 @@ typedef struct SnapshotState {
     SnapRam ram;                /* the page source's state (snapshot-ram.h) */
     SnapFault fault;            /* mig/uffd (snapshot-fault.h) */
 } SnapshotState;
-
 
 static bool snapshot_selected(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A postcopy destination that refuses every command, for unit tests of the
- * loader (savevm.c, savevm-cmd.c) without userfaultfd, RAM or threads.
+ * loader (loadvm.c, loadvm-cmd.c) without userfaultfd, RAM or threads.
  * Counts what reached it, so a test sees whether the loader's own checks
  * stopped a command first.
  */
