@@ -13,19 +13,28 @@
 
 /*
  * A pipe's O_NONBLOCK belongs to its open file description, which our
- * parent may share: reopening it through /proc gives us our own, so the
- * other holder's blocking mode stays as it was. Falls back to @fd itself.
+ * parent may share: reopening a FIFO through /proc gives us our own. -1 if
+ * that fails (another user's pipe, say): @fd is then used as it is, in
+ * its own blocking mode (channel-command.c says how it is still woken).
  */
 static int reopen_own(int fd, int accmode)
 {
     g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", fd);
     int nfd = open(self, accmode | O_NONBLOCK | O_CLOEXEC);
 
-    if (nfd < 0) {
-        return fd;
+    if (nfd >= 0) {
+        close(fd);
     }
-    close(fd);
     return nfd;
+}
+
+static Channel *pipe_row(int fd, int accmode, bool own, const char *desc, Error **errp)
+{
+    int rfd = accmode == O_WRONLY ? -1 : fd;
+    int wfd = accmode == O_RDONLY ? -1 : fd;
+
+    return own ? channel_pipe_new_own(rfd, wfd, desc, errp)
+               : channel_pipe_new(rfd, wfd, desc, errp);
 }
 
 Channel *channel_fd_new(int fd, Error **errp)
@@ -48,14 +57,11 @@ Channel *channel_fd_new(int fd, Error **errp)
         return channel_file_new(fd, desc);
     }
     if (S_ISFIFO(st.st_mode)) {
-        fd = reopen_own(fd, fl & O_ACCMODE);
+        int own = reopen_own(fd, fl & O_ACCMODE);
+
+        if (own >= 0) {
+            return pipe_row(own, fl & O_ACCMODE, true, desc, errp);
+        }
     }
-    switch (fl & O_ACCMODE) {
-    case O_RDONLY:
-        return channel_pipe_new(fd, -1, desc);
-    case O_WRONLY:
-        return channel_pipe_new(-1, fd, desc);
-    default:
-        return channel_pipe_new(fd, fd, desc);
-    }
+    return pipe_row(fd, fl & O_ACCMODE, false, desc, errp);
 }

@@ -39,6 +39,12 @@ typedef struct ChannelOps {
     int (*close)(Channel *c);
     /* channel_fd(): the descriptor to poll. */
     int (*fd)(Channel *c);
+    /*
+     * Bytes the row holds that a read returns without waiting (a TLS row's
+     * decrypted records), which polling channel_fd() cannot see; the
+     * reader's thread. NULL: none.
+     */
+    size_t (*pending)(Channel *c);
     /* The peer for messages, g_free'd by the core; called once, by channel_init(). */
     char *(*describe)(Channel *c);
 } ChannelOps;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The socket row: a connected stream socket (tcp:, unix:, an inherited
- * one). shutdown(2) wakes a thread blocked in recvmsg/sendmsg (or in
- * poll() on a non-blocking socket, which then reports it ready), so the
- * row needs no wake fd. Unix sockets carry fds (SCM_RIGHTS).
+ * one). shutdown(2) wakes a thread blocked in recvmsg/sendmsg, so the row
+ * needs no wake fd (a non-blocking socket's wait says how it is woken:
+ * socket_again). Unix sockets carry fds (SCM_RIGHTS).
  */
 #include "qemu/osdep.h"
 #include "channel-row.h"
@@ -23,18 +23,28 @@ static int socket_fd(Channel *c)
     return ((SocketChannel *)c)->fd;
 }
 
-/* A non-blocking socket (an inherited one may be): wait as a blocking one would. */
+/*
+ * A non-blocking socket (an inherited one may be): wait as a blocking one
+ * would. shutdown(2) makes poll() report a read shutdown, but a unix
+ * socket shut down for writing only reports nothing to a writer waiting
+ * for room: so the wait looks at the channel's shut bits every 100 ms.
+ */
 static ssize_t socket_again(Channel *c, short events, int flags)
 {
+    ChannelShutdown dir = events == POLLIN ? CHANNEL_SHUT_READ : CHANNEL_SHUT_WRITE;
     struct pollfd pfd = { .fd = socket_fd(c), .events = events };
+    int r;
 
     if (flags & CHANNEL_NONBLOCK) {
         return -EAGAIN;
     }
-    if (poll(&pfd, 1, -1) < 0) {
+    while ((r = poll(&pfd, 1, 100)) == 0 && !channel_is_shut_down(c, dir)) {
+        /* Nothing yet, not shut down: wait on. */
+    }
+    if (r < 0) {
         return -errno;
     }
-    /* Ready, or shut down (the next try then returns EOF or EPIPE): try again. */
+    /* Ready, or shut down (the core then returns EOF or EPIPE): try again. */
     return -EINTR;
 }
 
@@ -50,8 +60,13 @@ static ssize_t socket_readv(Channel *c, const struct iovec *iov, int cnt, int *f
     ssize_t n;
 
     if (max) {
+        /*
+         * Room for the most a message may carry, whatever the caller
+         * takes: what it has no room for is closed here, the same way
+         * every time, rather than by the kernel's padding rules.
+         */
         msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * max);
+        msg.msg_controllen = sizeof(ctl.buf);
         *nfds = 0;
     }
     n = recvmsg(socket_fd(c), &msg,
@@ -80,10 +95,11 @@ static ssize_t socket_readv(Channel *c, const struct iovec *iov, int cnt, int *f
     }
     if (max && (msg.msg_flags & MSG_CTRUNC)) {
         /*
-         * More fds than the caller had room for: the kernel closed the
-         * rest, so the message cannot be delivered whole. (A reader that
-         * asks for no fds at all gets the bytes; fds sent along are closed
-         * by the kernel, as for any socket reader.)
+         * More than CHANNEL_MAX_FDS fds: the kernel closed the rest, so
+         * the message cannot be delivered whole; its bytes were consumed
+         * (channel.h). A reader that asks for no fds at all gets the
+         * bytes; fds sent along are closed by the kernel, as for any
+         * socket reader.
          */
         for (size_t i = 0; i < *nfds; i++) {
             close(fds[i]);

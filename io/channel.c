@@ -103,15 +103,21 @@ int channel_fd(Channel *c)
 
 /* ---- read-ahead ---- */
 
-size_t channel_pending(Channel *c)
+/* Bytes in the core's read-ahead. */
+static size_t ahead_pending(Channel *c)
 {
     return c->ahead_len - c->ahead_pos;
+}
+
+size_t channel_pending(Channel *c)
+{
+    return ahead_pending(c) + (c->ops->pending ? c->ops->pending(c) : 0);
 }
 
 /* Room for @len more bytes at the end of the read-ahead. */
 static void ahead_reserve(Channel *c, size_t len)
 {
-    size_t have = channel_pending(c);
+    size_t have = ahead_pending(c);
 
     if (c->ahead_pos) {
         memmove(c->ahead, c->ahead + c->ahead_pos, have);
@@ -126,7 +132,7 @@ static void ahead_reserve(Channel *c, size_t len)
 
 void channel_unread(Channel *c, const void *buf, size_t len)
 {
-    size_t have = channel_pending(c);
+    size_t have = ahead_pending(c);
 
     if (!len) {
         return;
@@ -142,14 +148,14 @@ static size_t ahead_take(Channel *c, const struct iovec *iov, int cnt)
 {
     size_t done = 0;
 
-    for (int i = 0; i < cnt && channel_pending(c); i++) {
-        size_t l = MIN(iov[i].iov_len, channel_pending(c));
+    for (int i = 0; i < cnt && ahead_pending(c); i++) {
+        size_t l = MIN(iov[i].iov_len, ahead_pending(c));
 
         memcpy(iov[i].iov_base, c->ahead + c->ahead_pos, l);
         c->ahead_pos += l;
         done += l;
     }
-    if (!channel_pending(c)) {
+    if (!ahead_pending(c)) {
         c->ahead_pos = c->ahead_len = 0;
     }
     return done;
@@ -157,8 +163,8 @@ static size_t ahead_take(Channel *c, const struct iovec *iov, int cnt)
 
 ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags)
 {
-    while (channel_pending(c) < len) {
-        size_t want = len - channel_pending(c);
+    while (ahead_pending(c) < len) {
+        size_t want = len - ahead_pending(c);
         struct iovec iov;
         ssize_t n;
 
@@ -177,7 +183,7 @@ ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags)
         }
         c->ahead_len += n;
     }
-    len = MIN(len, channel_pending(c));
+    len = MIN(len, ahead_pending(c));
     memcpy(buf, c->ahead + c->ahead_pos, len);
     return len;
 }
@@ -187,8 +193,11 @@ ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags)
 ssize_t channel_readv_full(Channel *c, const struct iovec *iov, int cnt, int *fds, size_t *nfds,
                            int flags)
 {
-    size_t got = ahead_take(c, iov, cnt);
+    size_t got;
     ssize_t n;
+
+    /* After a read shutdown every read is end of file, read-ahead or not (channel.h). */
+    got = channel_is_shut_down(c, CHANNEL_SHUT_READ) ? 0 : ahead_take(c, iov, cnt);
 
     if (nfds) {
         assert(!*nfds || channel_has_feature(c, CHANNEL_FEATURE_FD_PASS));
@@ -356,13 +365,21 @@ int64_t channel_seek(Channel *c, int64_t off, int whence)
     if (!c->ops->seek) {
         return -ESPIPE;
     }
-    if (whence == SEEK_CUR && off == 0) {
-        /* A tell: the next byte a read returns is the first one read ahead. */
+    if (whence == SEEK_CUR) {
+        /* Relative to the next byte a read returns: the first one read ahead. */
         pos = c->ops->seek(c, 0, SEEK_CUR);
-        return pos < 0 ? pos : pos - (int64_t)channel_pending(c);
+        if (pos < 0 || off == 0) {
+            return pos < 0 ? pos : pos - (int64_t)ahead_pending(c);
+        }
+        off += pos - (int64_t)ahead_pending(c);
+        whence = SEEK_SET;
     }
-    c->ahead_pos = c->ahead_len = 0;
-    return c->ops->seek(c, off, whence);
+    pos = c->ops->seek(c, off, whence);
+    /* Only a seek that happened makes what was read ahead stale. */
+    if (pos >= 0) {
+        c->ahead_pos = c->ahead_len = 0;
+    }
+    return pos;
 }
 
 ssize_t channel_preadv(Channel *c, const struct iovec *iov, int cnt, uint64_t off)

@@ -14,8 +14,10 @@
 
 typedef struct DstReturnPath {
     GMutex lock;
-    Channel *ch;                /* lock: our reference to the incoming stream's channel, or NULL */
-    bool broken;                /* lock: a write failed */
+    bool open;                  /* lock: OPEN_RETURN_PATH came (whether or not it can answer) */
+    /* lock: our reference to the incoming stream's channel, if it leads back to the source */
+    Channel *ch;
+    bool broken;                /* lock: a write failed, or there is no way back */
     RAMBlock *last_block;       /* lock: block of the last page request */
     /*
      * lock: the source offered our switchover confirmation and we took it:
@@ -54,17 +56,26 @@ static bool rp_send_locked(uint16_t type, const uint8_t *data, uint16_t len)
 
 bool rp_dst_open(QEMUFile *f)
 {
-    /* A memory buffer has no way back; mig/dst reads @f, we only write the channel. */
-    Channel *ch = qemu_file_channel(f) ? channel_ref(qemu_file_channel(f)) : NULL;
+    /*
+     * A memory buffer has no way back; mig/dst reads @f, we only write the
+     * channel. Only a channel to the same peer (a socket) leads back to the
+     * source: written anyway, a file read through fd: would have our
+     * messages written into the stream it holds, and a FIFO opened for
+     * both would hand them to mig/dst as stream bytes. Such a return path
+     * is open but broken, as a failed write would leave it.
+     */
+    Channel *sc = qemu_file_channel(f);
+    Channel *ch = sc && channel_has_feature(sc, CHANNEL_FEATURE_DUPLEX) ? channel_ref(sc) : NULL;
 
     tsan_g_mutex_lock(&rpd.lock);
     channel_unref(rpd.ch);
+    rpd.open = sc != NULL;
     rpd.ch = ch;
     rpd.broken = !ch;
     rpd.last_block = NULL;
     rpd.confirming = false;
     tsan_g_mutex_unlock(&rpd.lock);
-    return ch != NULL;
+    return sc != NULL;
 }
 
 bool rp_dst_is_open(void)
@@ -72,7 +83,7 @@ bool rp_dst_is_open(void)
     bool open;
 
     tsan_g_mutex_lock(&rpd.lock);
-    open = rpd.ch != NULL;
+    open = rpd.open;
     tsan_g_mutex_unlock(&rpd.lock);
     return open;
 }
@@ -99,6 +110,7 @@ void rp_dst_close(void)
     tsan_g_mutex_lock(&rpd.lock);
     channel_unref(rpd.ch);
     rpd.ch = NULL;
+    rpd.open = false;
     tsan_g_mutex_unlock(&rpd.lock);
 }
 

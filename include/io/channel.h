@@ -39,7 +39,13 @@
  *   start later. Shutdown is one-way: it is never undone. It does not
  *   close anything, so a racing reader never touches a reused fd.
  *
- * Error convention: -errno (never errno); 0 for end of file on a read.
+ * Error convention: -errno (never errno); 0 for end of file on a read. A
+ * single transfer (channel_readv/writev) may return -EINTR: call it again;
+ * the *_all helpers do. An empty iovec reads as end of file.
+ *
+ * SIGPIPE: the socket row never raises it; the pipe row relies on the
+ * process ignoring it (the emulator does, and so must any program that
+ * writes a pipe through this layer), so that a closed reader is -EPIPE.
  */
 #ifndef IO_CHANNEL_H
 #define IO_CHANNEL_H
@@ -82,8 +88,14 @@ Channel *channel_file_new(int fd, const char *path);
  * otherwise we read its stdout. NULL with @errp set if it cannot start.
  */
 Channel *channel_command_spawn(const char *cmd, bool to_child, Error **errp);
-/* A pipe, FIFO or character device: @rfd and/or @wfd (-1 if absent). */
-Channel *channel_pipe_new(int rfd, int wfd, const char *desc);
+/*
+ * A pipe, FIFO or character device: @rfd and/or @wfd (-1 if absent), in
+ * the blocking mode they have (their description may be shared with
+ * another process). NULL with @errp set if the wake-up cannot be made.
+ */
+Channel *channel_pipe_new(int rfd, int wfd, const char *desc, Error **errp);
+/* The same over ends that are ours alone: made non-blocking, for speed. */
+Channel *channel_pipe_new_own(int rfd, int wfd, const char *desc, Error **errp);
 /*
  * fd:N: the socket or file row by what fstat says (a pipe or anything else
  * gets the pipe row). NULL with @errp set if @fd is not open.
@@ -110,7 +122,8 @@ const char *channel_peer(Channel *c);
  * writability). Also the documented way to non-I/O uses of the fd: socket
  * options and SIOCOUTQ on a socket, fstat/pread/O_DIRECT reopen on a file.
  * Never read or write it directly: bytes may wait in the read-ahead, and a
- * TLS row's fd carries ciphertext.
+ * TLS row's fd carries ciphertext. So before polling it for readability,
+ * ask channel_pending(): what is there is readable without waiting.
  */
 int channel_fd(Channel *c);
 
@@ -121,7 +134,10 @@ ssize_t channel_writev(Channel *c, const struct iovec *iov, int cnt, int flags);
 /*
  * With fds (CHANNEL_FEATURE_FD_PASS): @fds receives up to *@nfds descriptors
  * (close-on-exec, the caller's to close) that came with the bytes read, and
- * *@nfds is set to how many did. Bytes from the read-ahead come without fds.
+ * *@nfds is set to how many did; any beyond *@nfds are closed. A message
+ * with more than CHANNEL_MAX_FDS fails with -ENOBUFS, its bytes consumed
+ * (the stream is then out of step: give up on it). Bytes from the
+ * read-ahead come without fds.
  */
 ssize_t channel_readv_full(Channel *c, const struct iovec *iov, int cnt, int *fds, size_t *nfds,
                            int flags);
@@ -155,7 +171,10 @@ void channel_unread(Channel *c, const void *buf, size_t len);
  * the fd is readable).
  */
 ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags);
-/* Bytes in the read-ahead: what a read returns without touching the row. */
+/*
+ * Bytes a read returns without waiting: the read-ahead, plus what the row
+ * holds that polling its fd cannot see (a TLS row's decrypted records).
+ */
 size_t channel_pending(Channel *c);
 
 /* ---- positional I/O (CHANNEL_FEATURE_SEEKABLE; else -ESPIPE) ---- */

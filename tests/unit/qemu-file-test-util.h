@@ -7,6 +7,7 @@
 #ifndef QEMU_FILE_TEST_UTIL_H
 #define QEMU_FILE_TEST_UTIL_H
 
+#include "qapi/error.h"
 #include "io/channel.h"
 #include "migration/qemu-file.h"
 #include <poll.h>
@@ -30,7 +31,8 @@ static inline Channel *test_channel(int fd)
     if (S_ISFIFO(st.st_mode)) {
         int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
 
-        return channel_pipe_new(acc == O_WRONLY ? -1 : fd, acc == O_RDONLY ? -1 : fd, "pipe");
+        return channel_pipe_new(acc == O_WRONLY ? -1 : fd, acc == O_RDONLY ? -1 : fd, "pipe",
+                                &error_abort);
     }
     return channel_file_new(fd, "file");
 }

@@ -178,8 +178,8 @@ static void test_pipe_short(void)
 
     make_pipe(&r1, &w1);
     make_pipe(&r2, &w2);
-    out = channel_pipe_new(-1, w1, "pipe out");
-    in = channel_pipe_new(r2, -1, "pipe in");
+    out = channel_pipe_new(-1, w1, "pipe out", &error_abort);
+    in = channel_pipe_new(r2, -1, "pipe in", &error_abort);
     check_short_writes(out, r1);
     check_short_reads(in, w2);
     g_assert_cmpint(channel_unref(out), ==, 0);
@@ -285,7 +285,7 @@ static void test_eintr(void)
     close(b);
 
     make_pipe(&r, &w);
-    ch = channel_pipe_new(r, -1, "pipe");
+    ch = channel_pipe_new(r, -1, "pipe", &error_abort);
     check_eintr(ch, w);
     channel_unref(ch);
     close(w);
@@ -345,8 +345,8 @@ static void test_shutdown_pipe(void)
 
     make_pipe(&r1, &w1);
     make_pipe(&r2, &w2);
-    in = channel_pipe_new(r1, -1, "pipe in");
-    out = channel_pipe_new(-1, w2, "pipe out");
+    in = channel_pipe_new(r1, -1, "pipe in", &error_abort);
+    out = channel_pipe_new(-1, w2, "pipe out", &error_abort);
     check_shutdown_wakes(in, false, CHANNEL_SHUT_BOTH, 1);
     check_shutdown_wakes(out, true, CHANNEL_SHUT_BOTH, -EPIPE);
     channel_unref(in);
@@ -655,7 +655,7 @@ static void test_refcount(void)
     close(b);
 
     make_pipe(&r, &w);
-    ch = channel_pipe_new(r, -1, "pipe");
+    ch = channel_pipe_new(r, -1, "pipe", &error_abort);
     channel_ref(ch);
     channel_unref(ch);
     g_assert_true(fd_is_open(r));
@@ -692,6 +692,18 @@ static void test_file_row(void)
     g_assert_cmpint(channel_read_all(ch, buf, 6), ==, 0);
     g_assert_cmpmem(buf, 6, "456789", 6);
     g_assert_cmpint(channel_read_all(ch, buf, 1), ==, 1);
+    /* A relative seek counts from the next byte a read returns, read ahead or not. */
+    g_assert_cmpint(channel_seek(ch, 4, SEEK_SET), ==, 4);
+    g_assert_cmpint(channel_peek(ch, buf, 3, 0), ==, 3);
+    g_assert_cmpint(channel_seek(ch, 2, SEEK_CUR), ==, 6);
+    g_assert_cmpint(channel_read_all(ch, buf, 4), ==, 0);
+    g_assert_cmpmem(buf, 4, "6789", 4);
+    /* A seek that fails keeps what was read ahead. */
+    g_assert_cmpint(channel_seek(ch, 1, SEEK_SET), ==, 1);
+    g_assert_cmpint(channel_peek(ch, buf, 2, 0), ==, 2);
+    g_assert_cmpint(channel_seek(ch, -100, SEEK_CUR), <, 0);
+    g_assert_cmpint(channel_read_all(ch, buf, 2), ==, 0);
+    g_assert_cmpmem(buf, 2, "1A", 2);
     channel_unref(ch);
     unlink(path);
 }
@@ -724,6 +736,20 @@ static void test_fd_rows(void)
     check_shutdown_wakes(ch, false, CHANNEL_SHUT_READ, 1);
     channel_unref(ch);
     close(r);
+    close(w);
+
+    /*
+     * A descriptor another process may share (what an fd: pipe becomes when
+     * it cannot be reopened): its blocking mode stays, and shutdown still
+     * wakes a blocked reader.
+     */
+    make_pipe(&r, &w);
+    fl = fcntl(r, F_GETFL);
+    ch = channel_pipe_new(r, -1, "shared pipe", &error_abort);
+    g_assert_cmpint(fcntl(r, F_GETFL), ==, fl);
+    check_shutdown_wakes(ch, false, CHANNEL_SHUT_READ, 1);
+    g_assert_cmpint(fcntl(r, F_GETFL), ==, fl);
+    channel_unref(ch);
     close(w);
 
     g_assert_null(channel_fd_new(1000000, &err));
