@@ -11,7 +11,7 @@
  * for 10.0.2.15. Slirp's own addresses have the MAC 52:55:IP (here
  * 52:55:0a:00:02:02), which is used until the ARP reply confirms it.
  *
- * Datagrams (documented in docs/devel/architecture.md):
+ * Datagrams (documented in docs/devel/workload-firmware.md):
  *   host -> guest  "c=N ..."       N the sender's own count, 1, 2, 3...
  *                                  (optional; it lets the guest count gaps)
  *   udpecho reply  "seq=M " + the datagram, M the guest's reply count

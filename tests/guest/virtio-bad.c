@@ -5,7 +5,7 @@
  * Status, the queue stopped) while the VM runs on, resets the device, sets
  * it up properly and proves that it works again with an ARP exchange with
  * slirp's 10.0.2.2. What the VMM does is docs/devel/virtio.md's "The
- * hostile guest"; the lines are in docs/devel/architecture.md.
+ * hostile guest"; the lines are in docs/devel/workload-firmware.md.
  *
  * Every case first sets the device up properly (vnet_setup(), which also
  * finds it). Then, by where the device finds the fault:
