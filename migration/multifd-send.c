@@ -36,12 +36,15 @@
  *
  *  By 2-4, every page of round K is placed before any channel places a
  *  page of round K+1; with 1, the copies of a page land in the order they
- *  were read. Each rule is needed: without the partial batch's hand-over
- *  before the SYNCs (2), a page of round K follows the SYNC and the
- *  destination lacks it at the flush; without the
- *  wait at the SYNC (3), a fast channel places round K+1 while a slow one
- *  still places round K; without the wait at the flush (4), mig/dst reads on
- *  and the channels start round K+1 with pages of round K still unplaced.
+ *  were read. Each rule is needed (tests/unit/test-multifd-rounds.c fails
+ *  without any of them): without the partial batch's hand-over before the
+ *  SYNCs (2), a page of round K follows the SYNC and the destination lacks
+ *  it at the flush; without the wait for idle channels (2), a channel may
+ *  read a page for round K+1 before a stalled one reads it for round K, and
+ *  the older copy lands last; without the wait at the SYNC (3), a fast
+ *  channel places round K+1 while a slow one still places round K; without
+ *  the wait at the flush (4), mig/dst reads on and the channels start round
+ *  K+1 with pages of round K still unplaced.
  *
  * Locks: ms->lock (cancel against connect and free) is a leaf; the pool's
  * lock is its own (no hook runs under it). current.lock is taken before
