@@ -73,6 +73,9 @@ struct MultifdReceiver {
     bool quit;                  /* lock: cancel or cleanup */
     Error *error;               /* lock: the first channel failure */
     QEMUFile *main;             /* lock: shut down on a failure */
+    /* Read-only once a channel was added: see multifd_receiver_set_round_hook(). */
+    MultifdRoundHook *round_hook;
+    void *round_opaque;
 };
 
 /*
@@ -486,11 +489,22 @@ bool multifd_receiver_flush(MultifdReceiver *mr, Error **errp)
         }
     }
     if (ok) {
+        if (mr->round_hook) {
+            /* Every channel waits at its SYNC (rule 3): round K is placed, no more. */
+            mr->round_hook(mr->round_opaque, round);
+        }
         mr->released = round;
         g_cond_broadcast(&mr->cond);
     }
     mr_unlock(mr);
     return ok;
+}
+
+void multifd_receiver_set_round_hook(MultifdReceiver *mr, MultifdRoundHook *hook, void *opaque)
+{
+    assert(!mr->channels->len);
+    mr->round_hook = hook;
+    mr->round_opaque = opaque;
 }
 
 bool multifd_recv_failed(Error **errp)

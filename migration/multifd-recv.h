@@ -58,6 +58,15 @@ bool multifd_receiver_add_channel(MultifdReceiver *mr, Channel *ch, Error **errp
 void multifd_receiver_set_main(MultifdReceiver *mr, QEMUFile *f);
 /* As multifd_recv_flush(), for @mr (one thread: mig/dst). */
 bool multifd_receiver_flush(MultifdReceiver *mr, Error **errp);
+/*
+ * An observer of the rounds (a test's): @hook(@opaque, K) runs in the
+ * flush of round K, under the receiver's lock, once every channel placed
+ * its pages of round K and before any is let into round K+1, so guest RAM
+ * holds exactly rounds 1..K. It must not call the receiver. Set it before
+ * the first channel is added.
+ */
+typedef void MultifdRoundHook(void *opaque, uint64_t round);
+void multifd_receiver_set_round_hook(MultifdReceiver *mr, MultifdRoundHook *hook, void *opaque);
 /* As multifd_recv_failed(), for @mr. */
 bool multifd_receiver_failed(MultifdReceiver *mr, Error **errp);
 /* As multifd_recv_shutdown(), for @mr: the thread that adds channels. */

@@ -16,25 +16,30 @@
  * one's version at its claim), queues them in random order across three
  * RAMBlocks (so batches break at random), then multifd_send_sync(). Checked:
  *
- *  - a watcher thread scans the destination without pause: no page's
+ *  - a watcher thread scans the destination every 50 us: no page's
  *    version ever decreases (the smallest byte of a page is its version,
  *    so a page caught half placed never reads as newer than it is);
- *  - mig/dst, after each MULTIFD_FLUSH it passed: every page sent in that
- *    round or before holds at least the version it had at its last claim
- *    (the destination is the source as of that sync, or newer);
+ *  - mig/dst, in each MULTIFD_FLUSH once every channel reached its SYNC
+ *    (a round hook of the receiver): every page sent in that round or
+ *    before holds at least the version it had at its last claim (the
+ *    destination is the source as of that sync, or newer), and no page
+ *    holds less than at the flush before;
  *  - at the end (the guest stopped, a last round sent and waited for):
  *    the destination equals the source, byte for byte.
  *
  * Each rule of the invariant (multifd-send.c has the argument) is needed,
- * and this test shows it when one is taken out:
- *  - the partial batch not handed out before the SYNCs: the flush check
- *    fails at once (a page of the round is missing after its flush);
- *  - no SYNC packets at all: no flush ever completes (the bounded wait);
- *  - the sender not waiting for idle channels before the SYNCs: the
- *    watcher sees a page go back a version (in most runs of the seeds);
- *  - a receiving channel not waiting at its SYNC: the watcher, the flush
- *    check and the final comparison (in most runs);
- *  - mig/dst not waiting for the channels at a flush: the flush check.
+ * and this test shows it when one is taken out (as measured when it was
+ * written, ten runs of the 32 seeds each):
+ *  - the partial batch not handed out before the SYNCs: the flush check,
+ *    at the first seed (a page of the round is missing at its flush);
+ *  - no SYNC packets at all: no flush completes (the bounded wait);
+ *  - the sender not waiting for idle channels before the SYNCs: 8 runs in
+ *    10, by the watcher or the check against the flush before (a page read
+ *    for round K+1 before a stalled channel read it for round K lands last);
+ *  - a receiving channel not waiting at its SYNC: every run, by the
+ *    watcher, the flush check and the final comparison;
+ *  - mig/dst not waiting for the channels at a flush: the flush check, at
+ *    the first seed.
  */
 #include "qemu/osdep.h"
 #include <sys/socket.h>
@@ -50,8 +55,10 @@
 #include "ram-codec-test-util.h"
 
 #define NCH 3                   /* multifd channels */
+#define SEEDS 32                /* runs, each with its own seed */
 #define ROUNDS 40               /* rounds with guest writes, then a last one */
 #define HOT_PAGES 6
+#define STALL_MAX_US 2000       /* the longest a channel stalls at a time */
 #define MAX_VERSION 250         /* a page's version is one byte */
 #define END_MARK 0x5e5e5e5e5e5e5e5eULL
 #define TIMEOUT_US (10 * G_USEC_PER_SEC)
@@ -129,6 +136,7 @@ typedef struct Run {
     uint8_t need[ROUNDS + 2][NPAGES];
     int src_done, dst_done;     /* lock */
     int flushes;                /* lock: flushes mig/dst passed */
+    uint8_t at_flush[NPAGES];   /* mig/dst's: each page's version at the last flush */
     /* lock: the first violation, for the message; counts by check. */
     char *what;
     int bad_watch, bad_flush, bad_end;
@@ -159,10 +167,9 @@ static void run_bad(Run *r, int *count, const char *fmt, ...)
 }
 
 /*
- * The watcher, and mig/dst once a flush released the channels, read pages
- * while a channel's recvmsg() may write them, on purpose (the smallest
- * byte rule below): not a race of the code under test, so TSan is told to
- * look away.
+ * The watcher reads pages while a channel's recvmsg() may write them, on
+ * purpose (the smallest byte rule below): not a race of the code under
+ * test, so TSan is told to look away.
  */
 #if defined(__SANITIZE_THREAD__)
 void __tsan_ignore_thread_begin(void);
@@ -257,7 +264,37 @@ static void *src_thread(void *opaque)
     return NULL;
 }
 
-/* mig/dst: meets the channels at every flush and checks the round's pages. */
+/*
+ * mig/dst, in the flush of round @round (multifd_receiver_set_round_hook):
+ * every channel waits at its SYNC, so the destination holds rounds 1..@round
+ * and nothing later. Every page holds at least the version of its last
+ * claim, and no less than at the flush before: a page whose older copy
+ * landed last shows here even if no scan of the watcher saw it happen.
+ */
+static void check_round(void *opaque, uint64_t round)
+{
+    Run *r = opaque;
+
+    g_assert_cmpuint(round, <=, ROUNDS + 1);
+    for (int i = 0; i < NPAGES; i++) {
+        uint8_t v = page_version(r->dst_rb[i], r->pg[i]), need;
+
+        tsan_g_mutex_lock(&r->lock);
+        need = r->need[round][i];
+        tsan_g_mutex_unlock(&r->lock);
+        if (v < need) {
+            run_bad(r, &r->bad_flush, "at flush %" PRIu64 " page %d holds version %u, "
+                    "sent with %u", round, i, v, need);
+        }
+        if (v < r->at_flush[i]) {
+            run_bad(r, &r->bad_flush, "at flush %" PRIu64 " page %d holds version %u, "
+                    "%u at the flush before", round, i, v, r->at_flush[i]);
+        }
+        r->at_flush[i] = MAX(v, r->at_flush[i]);
+    }
+}
+
+/* mig/dst: meets the channels at every flush (check_round looks at the pages). */
 static void *dst_thread(void *opaque)
 {
     Run *r = opaque;
@@ -265,7 +302,6 @@ static void *dst_thread(void *opaque)
     for (;;) {
         uint64_t rec = qemu_get_be64(r->in);
         Error *err = NULL;
-        int round;
 
         if (rec == END_MARK || qemu_file_get_error(r->in)) {
             break;
@@ -277,22 +313,8 @@ static void *dst_thread(void *opaque)
             break;
         }
         tsan_g_mutex_lock(&r->lock);
-        round = ++r->flushes;
+        r->flushes++;
         tsan_g_mutex_unlock(&r->lock);
-        for (int i = 0; i < NPAGES; i++) {
-            uint8_t v, need;
-
-            racy_reads_begin();
-            v = page_version(r->dst_rb[i], r->pg[i]);
-            racy_reads_end();
-            tsan_g_mutex_lock(&r->lock);
-            need = r->need[round][i];
-            tsan_g_mutex_unlock(&r->lock);
-            if (v < need) {
-                run_bad(r, &r->bad_flush, "after flush %d page %d holds version %u, "
-                        "sent with %u", round, i, v, need);
-            }
-        }
     }
     tsan_g_mutex_lock(&r->lock);
     r->dst_done = 1;
@@ -337,7 +359,7 @@ static void *relay_thread(void *opaque)
     static const size_t cap = 64 * 1024;
     uint8_t *buf[NCH];
     size_t len[NCH] = { 0 }, off[NCH] = { 0 };
-    int stall[NCH] = { 0 };
+    gint64 stall_until[NCH] = { 0 };
 
     for (int c = 0; c < NCH; c++) {
         buf[c] = g_malloc(cap);
@@ -346,10 +368,10 @@ static void *relay_thread(void *opaque)
         int c = g_rand_int_range(rand, 0, NCH);
         ssize_t n;
 
-        if (stall[c] > 0) {
-            stall[c]--;
-        } else if (g_rand_int_range(rand, 0, 64) == 0) {
-            stall[c] = g_rand_int_range(rand, 1, 400);
+        if (g_get_monotonic_time() < stall_until[c]) {
+            /* Stalled: its bytes wait, its sending worker blocks once the buffers fill. */
+        } else if (g_rand_int_range(rand, 0, 32) == 0) {
+            stall_until[c] = g_get_monotonic_time() + g_rand_int_range(rand, 1, STALL_MAX_US);
         } else if (off[c] < len[c]) {
             size_t want = g_rand_int_range(rand, 1, len[c] - off[c] + 1);
 
@@ -430,6 +452,7 @@ static void test_rounds(gconstpointer data)
     r->in = qemu_file_new_input(channel_socket_new(m[1]), "main");
     r->ms = multifd_sender_new(&error_abort);
     r->mr = multifd_receiver_new();
+    multifd_receiver_set_round_hook(r->mr, check_round, r);
     multifd_receiver_set_main(r->mr, r->in);
     for (int c = 0; c < NCH; c++) {
         socketpair_or_die(r->sfd[c]);
@@ -492,16 +515,13 @@ static void test_rounds(gconstpointer data)
 
 int main(int argc, char **argv)
 {
-    static const uint32_t seeds[] = {
-        0x1, 0x2f, 0xbeef, 0x5eed, 0xc0ffee, 0x12345678, 0x9e3779b9, 0xdeadbeef,
-        0x3, 0x71, 0x1234, 0xface, 0x0ddba11, 0x600dcafe, 0x7fffffff, 0xfeedf00d,
-    };
-
     g_test_init(&argc, &argv, NULL);
-    for (size_t i = 0; i < G_N_ELEMENTS(seeds); i++) {
-        g_autofree char *name = g_strdup_printf("/multifd-rounds/seed-%08x", seeds[i]);
+    for (uint32_t i = 0; i < SEEDS; i++) {
+        /* Spread over 32 bits: neighbouring seeds of GRand are as different as any. */
+        uint32_t seed = 0x5eed + i * 0x9e3779b9u;
+        g_autofree char *name = g_strdup_printf("/multifd-rounds/seed-%08x", seed);
 
-        g_test_add_data_func(name, GUINT_TO_POINTER(seeds[i]), test_rounds);
+        g_test_add_data_func(name, GUINT_TO_POINTER(seed), test_rounds);
     }
     return g_test_run();
 }
