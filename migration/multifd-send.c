@@ -82,7 +82,6 @@ typedef struct MultifdSendChannel {
      * writes on it; cancel (any thread) shuts it down; freed with the sender.
      */
     Channel *ch;
-    bool started;               /* mig/src's: its worker thread was started */
     /*
      * mig/src's: the batch lent to this channel by the last hand-over. Its
      * worker reads it until the channel is idle again; the next hand-over
@@ -428,6 +427,7 @@ bool multifd_sender_start_channel(MultifdSender *ms, int i, Channel *ch, Error *
 {
     MultifdSendChannel *c = &ms->ch[i];
     Error *err = NULL;
+    int ret;
 
     assert(i >= 0 && i < ms->n && !c->ch);
     ms_lock(ms);
@@ -436,12 +436,12 @@ bool multifd_sender_start_channel(MultifdSender *ms, int i, Channel *ch, Error *
         channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
     }
     ms_unlock(ms);
-    if (worker_pool_start(ms->pool, i, &err) < 0) {
+    ret = worker_pool_start(ms->pool, i, &err);
+    if (ret < 0) {
         error_free(err);
-        error_setg(errp, "multifd: cannot create the thread of channel %d", i);
+        error_setg_errno(errp, -ret, "multifd: cannot create the thread of channel %d", i);
         return false;
     }
-    c->started = true;
     return true;
 }
 
