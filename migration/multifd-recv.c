@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * multifd, the receiving side: one thread per channel connection reads
- * its initial packet, then packets (multifd.h), checks every field against
- * this side's RAM and settings, and places the pages. A SYNC packet ends
- * the channel's round: the thread waits there until mig/dst, at the main
- * stream's MULTIFD_FLUSH record, has seen every channel end the same
- * round. So no channel places a page of round K+1 before all of round K
- * is placed, which is what keeps a page's older copy from overwriting its
- * newer one (multifd-send.c says why the sender needs no more).
+ * multifd, the receiving side: the i-th channel connection accepted is
+ * served by worker i of one worker pool (util/worker-pool.c, threads
+ * "mig/mfd-recv/<i>"), given one long job: read the initial packet, then
+ * packets (multifd.h), check every field against this side's RAM and
+ * settings, and place the pages, until the stream ends, fails or the pool
+ * is stopping. A SYNC packet ends the channel's round: the worker waits
+ * there until mig/dst, at the main stream's MULTIFD_FLUSH record, has seen
+ * every channel end the same round. So no channel places a page of round
+ * K+1 before all of round K is placed, which is what keeps a page's older
+ * copy from overwriting its newer one: rules 3 and 4 of the invariant at
+ * the top of multifd-send.c, which has the whole argument.
  *
  * A channel that fails records the error and shuts the main stream down,
  * so mig/dst stops wherever it is waiting; the load then fails with the
@@ -18,8 +21,8 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
-#include "qemu/thread.h"
 #include "qemu/tsan.h"
+#include "qemu/worker-pool.h"
 #include "system/memory.h"
 #include "io/channel.h"
 #include "migration/qemu-file.h"
@@ -31,14 +34,14 @@
 #include <sys/uio.h>
 
 typedef struct MultifdRecvChannel {
-    Channel *ch;                /* our reference; shut down by cancel, dropped at cleanup */
-    QemuThread thread;
-    int id;                     /* the thread: from its initial packet, -1 before */
-    /* mr->lock */
+    /* Main thread: our reference; its worker reads it, cancel shuts it down, free drops it. */
+    Channel *ch;
+    int id;                     /* its worker: from its initial packet, -1 before */
+    /* mr->lock: its worker writes, mig/dst (flush) reads. */
     uint64_t synced;            /* SYNC packets placed */
-    bool ended;                 /* the thread is done (EOF, failure or quit) */
+    bool ended;                 /* the worker is done (EOF, failure or stop) */
 
-    /* The thread's own. */
+    /* Its worker's own (codec made before the job is queued, freed after the join). */
     void *codec;
     uint8_t *cbuf;
     size_t cbuf_size;
@@ -48,10 +51,18 @@ typedef struct MultifdRecvChannel {
     struct iovec iov[MULTIFD_PACKET_PAGES];
 } MultifdRecvChannel;
 
-typedef struct MultifdReceiver {
+struct MultifdReceiver {
     int expected;               /* read-only: multifd-channels */
     const MultifdCompressOps *ops;  /* read-only: multifd-compression */
-    GPtrArray *channels;        /* main thread: every accepted connection */
+    /*
+     * Read-only: worker i runs the receive loop of channels[i] as its one
+     * job ("mig/mfd-recv/<i>"); started by the main thread as connections
+     * come, stopped and joined by free. Failures are the receiver's (error
+     * below), not the pool's: the job always returns 0.
+     */
+    WorkerPool *pool;
+    /* Main thread: every accepted connection, in order (index = worker). */
+    GPtrArray *channels;
 
     GMutex lock;
     GCond cond;                 /* a channel synced or ended; released moved; quit */
@@ -62,29 +73,34 @@ typedef struct MultifdReceiver {
     bool quit;                  /* lock: cancel or cleanup */
     Error *error;               /* lock: the first channel failure */
     QEMUFile *main;             /* lock: shut down on a failure */
-} MultifdReceiver;
+    /* Read-only once a channel was added: see multifd_receiver_set_round_hook(). */
+    MultifdRoundHook *round_hook;
+    void *round_opaque;
+};
 
-/* Created by the main thread at the first channel, freed by cleanup. */
-static MultifdReceiver *receiver;
+/*
+ * The global API of multifd-recv.h forwards to the receiver of the running
+ * incoming migration: made by the main thread at the first channel (or at
+ * set_main), freed by cleanup in the main thread. Read lock-free by the
+ * main thread and by mig/dst, which starts after it was made and is joined
+ * before cleanup; the instance API (multifd_receiver_*) needs none of it.
+ */
+static MultifdReceiver *current;
 
 /* mr->lock, told to TSan (GLib's futexes are invisible to it). */
 static void mr_lock(MultifdReceiver *mr)
 {
-    g_mutex_lock(&mr->lock);
-    TSAN_ACQUIRE(&mr->lock);
+    tsan_g_mutex_lock(&mr->lock);
 }
 
 static void mr_unlock(MultifdReceiver *mr)
 {
-    TSAN_RELEASE(&mr->lock);
-    g_mutex_unlock(&mr->lock);
+    tsan_g_mutex_unlock(&mr->lock);
 }
 
 static void mr_wait(MultifdReceiver *mr)
 {
-    TSAN_RELEASE(&mr->lock);
-    g_cond_wait(&mr->cond, &mr->lock);
-    TSAN_ACQUIRE(&mr->lock);
+    tsan_g_cond_wait(&mr->cond, &mr->lock);
 }
 
 static bool read_or_fail(MultifdRecvChannel *c, void *buf, size_t len, const char *what,
@@ -300,14 +316,16 @@ static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Erro
     return true;
 }
 
-static void *multifd_recv_thread(void *opaque)
+/* Worker @index: the one job, channel @job's receive loop. */
+static int multifd_recv_channel_run(void *opaque, int index, void *job, Error **errp)
 {
-    MultifdRecvChannel *c = opaque;
-    MultifdReceiver *mr = receiver;
+    MultifdReceiver *mr = opaque;
+    MultifdRecvChannel *c = job;
     Error *err = NULL;
 
     if (multifd_recv_init_msg(mr, c, &err)) {
-        while (multifd_recv_packet(mr, c, &err)) {
+        /* Stopping: the channel was shut down too (wake); no packet is started after. */
+        while (!worker_pool_stopping(mr->pool) && multifd_recv_packet(mr, c, &err)) {
         }
     }
     mr_lock(mr);
@@ -321,31 +339,56 @@ static void *multifd_recv_thread(void *opaque)
     }
     g_cond_broadcast(&mr->cond);
     mr_unlock(mr);
+    /*
+     * Recorded above with ended, under the lock flush waits with, and the
+     * main stream shut down: the pool's own failure could not do that.
+     */
     error_free(err);
-    return NULL;
+    return 0;
+}
+
+/* worker_pool_stop(): a worker blocked in a read or at its SYNC returns at once. */
+static void multifd_recv_wake(void *opaque)
+{
+    multifd_receiver_shutdown(opaque);
+}
+
+static const WorkerPoolOps multifd_recv_ops = {
+    .run = multifd_recv_channel_run,
+    .wake = multifd_recv_wake,
+};
+
+MultifdReceiver *multifd_receiver_new(void)
+{
+    MultifdReceiver *mr = g_new0(MultifdReceiver, 1);
+
+    mr->expected = migrate_multifd_channels();
+    mr->ops = multifd_compress_ops(migrate_multifd_compression());
+    mr->channels = g_ptr_array_new();
+    g_mutex_init(&mr->lock);
+    g_cond_init(&mr->cond);
+    mr->pool = worker_pool_new("mig/mfd-recv/%d", mr->expected, &multifd_recv_ops, mr);
+    return mr;
 }
 
 static MultifdReceiver *multifd_receiver_get(void)
 {
-    if (!receiver) {
-        MultifdReceiver *mr = g_new0(MultifdReceiver, 1);
-
-        mr->expected = migrate_multifd_channels();
-        mr->ops = multifd_compress_ops(migrate_multifd_compression());
-        mr->channels = g_ptr_array_new();
-        g_mutex_init(&mr->lock);
-        g_cond_init(&mr->cond);
-        receiver = mr;
+    if (!current) {
+        current = multifd_receiver_new();
     }
-    return receiver;
+    return current;
 }
 
 bool multifd_recv_add_channel(Channel *ch, Error **errp)
 {
-    MultifdReceiver *mr = multifd_receiver_get();
+    return multifd_receiver_add_channel(multifd_receiver_get(), ch, errp);
+}
+
+bool multifd_receiver_add_channel(MultifdReceiver *mr, Channel *ch, Error **errp)
+{
     MultifdRecvChannel *c;
-    char name[32];
-    int ret;
+    Error *err = NULL;
+    int index = mr->channels->len, ret;
 
     if ((int)mr->channels->len >= mr->expected) {
         error_setg(errp, "multifd: more channel connections than multifd-channels (%d)",
@@ -364,10 +407,11 @@ bool multifd_recv_add_channel(Channel *ch, Error **errp)
         c->cbuf_size = mr->ops->bound(MULTIFD_PACKET_PAGES);
         c->cbuf = g_malloc(c->cbuf_size);
     }
-    snprintf(name, sizeof(name), "mig/mfd-recv/%u", mr->channels->len);
-    ret = qemu_thread_create(&c->thread, name, multifd_recv_thread, c);
+    ret = worker_pool_start(mr->pool, index, &err);
     if (ret < 0) {
+        /* The slot has no thread: a job queued there would run here. The next one retries it. */
         error_setg_errno(errp, -ret, "multifd: cannot create a channel thread");
+        error_free(err);
         if (c->codec) {
             mr->ops->recv_free(c->codec);
         }
@@ -376,23 +420,27 @@ bool multifd_recv_add_channel(Channel *ch, Error **errp)
         return false;
     }
     g_ptr_array_add(mr->channels, c);
+    worker_pool_submit(mr->pool, index, c);
     return true;
 }
 
 int multifd_recv_channels_accepted(void)
 {
-    return receiver ? (int)receiver->channels->len : 0;
+    return current ? (int)current->channels->len : 0;
 }
 
 int multifd_recv_channels_expected(void)
 {
-    return receiver ? receiver->expected : migrate_multifd_channels();
+    return current ? current->expected : migrate_multifd_channels();
 }
 
 void multifd_recv_set_main(QEMUFile *f)
 {
-    MultifdReceiver *mr = multifd_receiver_get();
+    multifd_receiver_set_main(multifd_receiver_get(), f);
+}
 
+void multifd_receiver_set_main(MultifdReceiver *mr, QEMUFile *f)
+{
     mr_lock(mr);
     mr->main = f;
     if (mr->error) {
@@ -404,14 +452,18 @@ void multifd_recv_set_main(QEMUFile *f)
 
 bool multifd_recv_flush(Error **errp)
 {
-    MultifdReceiver *mr = receiver;
-    uint64_t round;
-    bool ok = true;
-
-    if (!mr) {
+    if (!current) {
         error_setg(errp, "multifd: a flush record, but no channel connected");
         return false;
     }
+    return multifd_receiver_flush(current, errp);
+}
+
+bool multifd_receiver_flush(MultifdReceiver *mr, Error **errp)
+{
+    uint64_t round;
+    bool ok = true;
+
     mr_lock(mr);
     round = mr->released + 1;
     for (int id = 0; id < mr->expected && ok; id++) {
@@ -437,6 +489,10 @@ bool multifd_recv_flush(Error **errp)
         }
     }
     if (ok) {
+        if (mr->round_hook) {
+            /* Every channel waits at its SYNC (rule 3): round K is placed, no more. */
+            mr->round_hook(mr->round_opaque, round);
+        }
         mr->released = round;
         g_cond_broadcast(&mr->cond);
     }
@@ -444,14 +500,22 @@ bool multifd_recv_flush(Error **errp)
     return ok;
 }
 
+void multifd_receiver_set_round_hook(MultifdReceiver *mr, MultifdRoundHook *hook, void *opaque)
+{
+    assert(!mr->channels->len);
+    mr->round_hook = hook;
+    mr->round_opaque = opaque;
+}
+
 bool multifd_recv_failed(Error **errp)
 {
-    MultifdReceiver *mr = receiver;
+    return current && multifd_receiver_failed(current, errp);
+}
+
+bool multifd_receiver_failed(MultifdReceiver *mr, Error **errp)
+{
     bool failed = false;
 
-    if (!mr) {
-        return false;
-    }
     mr_lock(mr);
     if (mr->error) {
         error_setg(errp, "%s", error_get_pretty(mr->error));
@@ -463,16 +527,18 @@ bool multifd_recv_failed(Error **errp)
 
 void multifd_recv_shutdown(void)
 {
-    MultifdReceiver *mr = receiver;
-
-    if (!mr) {
-        return;
+    if (current) {
+        multifd_receiver_shutdown(current);
     }
+}
+
+void multifd_receiver_shutdown(MultifdReceiver *mr)
+{
     mr_lock(mr);
     mr->quit = true;
     g_cond_broadcast(&mr->cond);
     mr_unlock(mr);
-    /* mr->channels changes only in the main thread; cancel runs there too. */
+    /* mr->channels changes only in the main thread; cancel and stop run there too. */
     for (guint i = 0; i < mr->channels->len; i++) {
         MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
 
@@ -480,18 +546,16 @@ void multifd_recv_shutdown(void)
     }
 }
 
-void multifd_recv_cleanup(void)
+void multifd_receiver_free(MultifdReceiver *mr)
 {
-    MultifdReceiver *mr = receiver;
-
     if (!mr) {
         return;
     }
-    multifd_recv_shutdown();
+    /* Stop: quit, shut every channel down (wake), let each loop end, join. */
+    worker_pool_free(mr->pool);
     for (guint i = 0; i < mr->channels->len; i++) {
         MultifdRecvChannel *c = g_ptr_array_index(mr->channels, i);
 
-        qemu_thread_join(&c->thread);
         channel_unref(c->ch);
         if (c->codec) {
             mr->ops->recv_free(c->codec);
@@ -504,5 +568,10 @@ void multifd_recv_cleanup(void)
     g_cond_clear(&mr->cond);
     g_mutex_clear(&mr->lock);
     g_free(mr);
-    receiver = NULL;
+}
+
+void multifd_recv_cleanup(void)
+{
+    multifd_receiver_free(current);
+    current = NULL;
 }

@@ -1,27 +1,62 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * multifd, the sending side: N channel connections next to the main
- * stream, each with a thread that finds zero pages (zero-page-detection
- * multifd), compresses (multifd-compression) and writes the packets of
+ * stream, each served by worker i of one worker pool (util/worker-pool.c,
+ * threads "mig/mfd-send/<i>"), which sends the channel's initial packet in
+ * ops->init, then for each job finds zero pages (zero-page-detection
+ * multifd), compresses (multifd-compression) and writes one packet of
  * multifd.h. mig/src fills one batch of up to 128 page offsets of one
- * RAMBlock and hands a full batch to an idle channel by swapping buffers:
- * one lock round trip per batch, never per page.
+ * RAMBlock and hands a full batch to the first idle channel with
+ * worker_pool_submit_idle(): one lock round trip per batch, never per page.
+ * The batch is lent to that channel; the one it was lent before (done,
+ * since the channel was idle) becomes mig/src's next batch.
  *
- * Ordering: a page is sent again only after a dirty sync saw it written
- * again, and multifd_send_sync() runs before the first page claimed after
- * every sync. It ends the round on every channel (a SYNC packet after that
- * channel's pages) and puts MULTIFD_FLUSH in the main stream; the
- * destination places every page of a round before it reads past that
- * record or lets any channel start the next round, so an older copy of a
- * page never lands after a newer one.
+ * The round protocol (sender here, receiver in multifd-recv.c; driven with
+ * random interleavings by tests/unit/test-multifd-rounds.c).
+ *
+ * Invariant: no page's older copy lands in destination RAM after a newer
+ * copy of it. Why it holds:
+ *
+ *  1. A page is sent at most once per round: it is sent only after its
+ *     dirty bit was claimed, and a dirty sync (which sets the bits again)
+ *     is followed by multifd_send_sync() before the first page claimed
+ *     after it. So the copies of one page belong to different rounds.
+ *  2. Sender: multifd_send_sync() hands out the partly filled batch, waits
+ *     until every channel is idle (each page of the round was read from
+ *     guest RAM and written), then queues a SYNC packet on every channel
+ *     and puts MULTIFD_FLUSH on the main stream. A page of the next round
+ *     is read only after that: copies of a page are read in round order,
+ *     and on each channel every page of round K precedes the SYNC of round
+ *     K, which precedes every page of round K+1 (a batch goes only to an
+ *     idle channel, so after its queued SYNC).
+ *  3. Receiver: a channel that reads its SYNC of round K has placed all its
+ *     pages of round K; it then waits until mig/dst released round K.
+ *  4. Receiver: mig/dst releases round K at the K-th MULTIFD_FLUSH record,
+ *     only after every channel reached its SYNC of round K.
+ *
+ *  By 2-4, every page of round K is placed before any channel places a
+ *  page of round K+1; with 1, the copies of a page land in the order they
+ *  were read. Each rule is needed (tests/unit/test-multifd-rounds.c fails
+ *  without any of them): without the partial batch's hand-over before the
+ *  SYNCs (2), a page of round K follows the SYNC and the destination lacks
+ *  it at the flush; without the wait for idle channels (2), a channel may
+ *  read a page for round K+1 before a stalled one reads it for round K, and
+ *  the older copy lands last; without the wait at the SYNC (3), a fast
+ *  channel places round K+1 while a slow one still places round K; without
+ *  the wait at the flush (4), mig/dst reads on and the channels start round
+ *  K+1 with pages of round K still unplaced.
+ *
+ * Locks: ms->lock (cancel against connect and free) is a leaf; the pool's
+ * lock is its own (no hook runs under it). current.lock is taken before
+ * ms->lock.
  */
 #include "qemu/osdep.h"
 #include "qemu/iov.h"
 #include "qapi/error.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/cutils.h"
-#include "qemu/thread.h"
 #include "qemu/tsan.h"
+#include "qemu/worker-pool.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
 #include "channel.h"
@@ -40,19 +75,21 @@ typedef struct MultifdBatch {
 } MultifdBatch;
 
 typedef struct MultifdSendChannel {
-    MultifdSender *ms;
-    int id;
-    /* sender_lock: set once connected; our reference, shut down by cancel, dropped at cleanup. */
+    MultifdSender *ms;          /* read-only */
+    int id;                     /* read-only: also its worker's index */
+    /*
+     * ms->lock: set once connected (mig/src); our reference. Its worker
+     * writes on it; cancel (any thread) shuts it down; freed with the sender.
+     */
     Channel *ch;
-    QemuThread thread;
-    bool started;               /* main thread / mig/src: the thread exists */
-    GCond work_cond;            /* busy became true, or quit */
-    /* ms->lock: the thread owns @job while busy; mig/src owns it otherwise. */
-    bool busy;
-    MultifdBatch *job;
+    /*
+     * mig/src's: the batch lent to this channel by the last hand-over. Its
+     * worker reads it until the channel is idle again; the next hand-over
+     * to this channel (which finds it idle) takes it back.
+     */
+    MultifdBatch *lent;
 
-    /* The thread's own. */
-    const MultifdCompressOps *ops;
+    /* Its worker's own (codec made before the worker starts, freed after the join). */
     void *codec;
     uint8_t *cbuf;
     size_t cbuf_size;
@@ -63,62 +100,56 @@ typedef struct MultifdSendChannel {
 } MultifdSendChannel;
 
 struct MultifdSender {
-    int n;
-    MultifdSendChannel *ch;
-    GMutex lock;
-    GCond idle_cond;            /* a channel went idle or failed */
-    bool quit;                  /* lock: cleanup asks the threads to end */
-    Error *error;               /* lock: the first channel failure */
-    bool detect_zero;           /* read-only: zero-page-detection multifd */
+    /* Read-only once made. */
+    int n;                      /* multifd-channels */
+    bool detect_zero;           /* zero-page-detection multifd */
+    const MultifdCompressOps *ops;  /* multifd-compression */
+    MultifdSendChannel *ch;     /* n channels */
+    /*
+     * Worker i serves channel i ("mig/mfd-send/<i>"): init sends the
+     * initial packet, each job is one batch (one packet). mig/src submits;
+     * the pool's first failure is the sender's; freed with the sender.
+     */
+    WorkerPool *pool;
+    MultifdBatch sync_batch;    /* read-only: no pages, SYNC; every channel sends it */
+
+    GMutex lock;                /* ms->lock: cancel against connect and free */
+    bool shut_down;             /* ms->lock: cancel came; a channel connected later starts shut */
 
     /* mig/src's own. */
     MultifdBatch *batch;        /* being filled */
     int next;                   /* round-robin start for the next batch */
     uint64_t bytes_counted;     /* channel bytes already counted on the main stream */
+
+    /* Counters: the workers add (atomically), anyone reads while the sender lives. */
+    MultifdSendStats stats;
+    uint64_t packet_num;        /* atomic: numbers packets across channels */
 };
 
-/* mig/src sets it (setup), the cleanup bottom half clears it; sender_lock for cancel. */
-static MultifdSender *sender;
-static GMutex sender_lock;
-/* sender_lock: cancel came (even before setup); channels connected later start shut. */
-static bool shut_down;
-/* Channel threads add (atomically), anyone reads; reset at the next setup. */
-static MultifdSendStats stats;
-static uint64_t packet_num;     /* atomic: numbers packets across channels */
-
 /*
- * ms->lock, told to TSan (GLib's futexes are invisible to it): everything
- * a thread wrote before it unlocks is visible to the next one that locks.
+ * The global API of multifd-send.h forwards to the sender of the running
+ * migration, kept here; the instance API (multifd_sender_*) needs none of it.
  */
+typedef struct MultifdSendCurrent {
+    GMutex lock;                /* current.lock, before any ms->lock */
+    /* lock: setup (mig/src) sets it, cleanup (main thread) clears it; read by any thread. */
+    MultifdSender *ms;
+    /* lock: cancel came, even before setup; it belongs to this migration until cleanup. */
+    bool shut_down;
+    /* lock: the counters of the last sender, kept by cleanup for query-migrate. */
+    MultifdSendStats last;
+} MultifdSendCurrent;
+
+static MultifdSendCurrent current;
+
 static void ms_lock(MultifdSender *ms)
 {
-    g_mutex_lock(&ms->lock);
-    TSAN_ACQUIRE(&ms->lock);
+    tsan_g_mutex_lock(&ms->lock);
 }
 
 static void ms_unlock(MultifdSender *ms)
 {
-    TSAN_RELEASE(&ms->lock);
-    g_mutex_unlock(&ms->lock);
-}
-
-static void ms_wait(MultifdSender *ms, GCond *cond)
-{
-    TSAN_RELEASE(&ms->lock);
-    g_cond_wait(cond, &ms->lock);
-    TSAN_ACQUIRE(&ms->lock);
-}
-
-static void sender_lock_take(void)
-{
-    g_mutex_lock(&sender_lock);
-    TSAN_ACQUIRE(&sender_lock);
-}
-
-static void sender_lock_drop(void)
-{
-    TSAN_RELEASE(&sender_lock);
-    g_mutex_unlock(&sender_lock);
+    tsan_g_mutex_unlock(&ms->lock);
 }
 
 static void stat_add(uint64_t *c, uint64_t v)
@@ -126,59 +157,59 @@ static void stat_add(uint64_t *c, uint64_t v)
     __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
 }
 
-void multifd_send_stats(MultifdSendStats *st)
+void multifd_sender_stats(MultifdSender *ms, MultifdSendStats *st)
 {
-    st->normal_pages = __atomic_load_n(&stats.normal_pages, __ATOMIC_RELAXED);
-    st->zero_pages = __atomic_load_n(&stats.zero_pages, __ATOMIC_RELAXED);
-    st->bytes = __atomic_load_n(&stats.bytes, __ATOMIC_RELAXED);
-    st->packets = __atomic_load_n(&stats.packets, __ATOMIC_RELAXED);
-}
-
-MultifdSender *multifd_sender(void)
-{
-    return sender;
+    st->normal_pages = __atomic_load_n(&ms->stats.normal_pages, __ATOMIC_RELAXED);
+    st->zero_pages = __atomic_load_n(&ms->stats.zero_pages, __ATOMIC_RELAXED);
+    st->bytes = __atomic_load_n(&ms->stats.bytes, __ATOMIC_RELAXED);
+    st->packets = __atomic_load_n(&ms->stats.packets, __ATOMIC_RELAXED);
 }
 
 /* Writes the whole iovec. 0, or -errno. Counted once all of it went. */
-static int send_all(Channel *ch, struct iovec *iov, int cnt)
+static int send_all(MultifdSendChannel *c, struct iovec *iov, int cnt)
 {
-    int ret = channel_writev_all(ch, iov, cnt);
+    int ret = channel_writev_all(c->ch, iov, cnt);
 
     if (!ret) {
-        stat_add(&stats.bytes, iov_size(iov, cnt));
+        stat_add(&c->ms->stats.bytes, iov_size(iov, cnt));
     }
     return ret;
 }
 
-static bool multifd_send_init_msg(MultifdSendChannel *c, Error **errp)
+/* Worker @index, before its first batch: the channel's initial packet. */
+static int multifd_send_init_msg(void *opaque, int index, Error **errp)
 {
+    MultifdSendChannel *c = &((MultifdSender *)opaque)->ch[index];
     MultiFDInit msg = {
         .magic = GUINT32_TO_BE(MULTIFD_MAGIC),
         .version = GUINT32_TO_BE(MULTIFD_VERSION),
         .id = c->id,
     };
     struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
-    int ret = send_all(c->ch, &iov, 1);
+    int ret = send_all(c, &iov, 1);
 
     if (ret < 0) {
         error_setg_errno(errp, -ret, "multifd: channel %d: cannot send its initial packet",
                          c->id);
-        return false;
+        return ret;
     }
-    return true;
+    return 0;
 }
 
-/* One packet for @b: zero pages found here, the rest compressed or sent in place. */
-static bool multifd_send_packet(MultifdSendChannel *c, const MultifdBatch *b, Error **errp)
+/* Worker @index: one packet for batch @job, zero pages found here, the rest compressed or in place. */
+static int multifd_send_packet(void *opaque, int index, void *job, Error **errp)
 {
-    uint32_t normal = 0, zero = 0, n = b->num, flags = c->ops->packet_flag;
+    MultifdSender *ms = opaque;
+    MultifdSendChannel *c = &ms->ch[index];
+    const MultifdBatch *b = job;
+    uint32_t normal = 0, zero = 0, n = b->num, flags = ms->ops->packet_flag;
     size_t body = 0;
     int iovcnt = 0, ret;
 
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *host = b->rb->host + b->offset[i];
 
-        if (c->ms->detect_zero && buffer_is_zero(host, TARGET_PAGE_SIZE)) {
+        if (ms->detect_zero && buffer_is_zero(host, TARGET_PAGE_SIZE)) {
             /* Zero offsets fill the array from the end; reversed below. */
             c->offs[n - 1 - zero++] = GUINT64_TO_BE(b->offset[i]);
         } else {
@@ -199,10 +230,11 @@ static bool multifd_send_packet(MultifdSendChannel *c, const MultifdBatch *b, Er
         c->iov[iovcnt++] = (struct iovec) { c->offs, n * sizeof(uint64_t) };
     }
     if (normal && c->codec) {
-        ssize_t len = c->ops->compress(c->codec, c->normal, normal, c->cbuf, c->cbuf_size, errp);
+        ssize_t len = ms->ops->compress(c->codec, c->normal, normal, c->cbuf, c->cbuf_size,
+                                        errp);
 
         if (len < 0) {
-            return false;
+            return -EIO;
         }
         body = len;
         c->iov[iovcnt++] = (struct iovec) { c->cbuf, body };
@@ -220,121 +252,88 @@ static bool multifd_send_packet(MultifdSendChannel *c, const MultifdBatch *b, Er
     c->hdr.normal_pages = GUINT32_TO_BE(normal);
     c->hdr.zero_pages = GUINT32_TO_BE(zero);
     c->hdr.next_packet_size = GUINT32_TO_BE(body);
-    c->hdr.packet_num = GUINT64_TO_BE(__atomic_fetch_add(&packet_num, 1, __ATOMIC_RELAXED));
+    c->hdr.packet_num = GUINT64_TO_BE(__atomic_fetch_add(&ms->packet_num, 1, __ATOMIC_RELAXED));
     if (n) {
         pstrcpy(c->hdr.ramblock, sizeof(c->hdr.ramblock), b->rb->idstr);
     }
-    ret = send_all(c->ch, c->iov, iovcnt);
+    ret = send_all(c, c->iov, iovcnt);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "multifd: channel %d: write failed", c->id);
-        return false;
+        return ret;
     }
-    stat_add(&stats.normal_pages, normal);
-    stat_add(&stats.zero_pages, zero);
-    stat_add(&stats.packets, 1);
-    return true;
+    stat_add(&ms->stats.normal_pages, normal);
+    stat_add(&ms->stats.zero_pages, zero);
+    stat_add(&ms->stats.packets, 1);
+    return 0;
 }
 
-/* Lock held: the thread's outcome; a failure is recorded and wakes mig/src. */
-static void multifd_thread_done_locked(MultifdSender *ms, MultifdSendChannel *c, Error *err)
+void multifd_sender_shutdown(MultifdSender *ms)
 {
-    c->busy = false;
-    if (err && !ms->error) {
-        ms->error = err;
-    } else {
-        error_free(err);
+    ms_lock(ms);
+    ms->shut_down = true;
+    for (int i = 0; i < ms->n; i++) {
+        if (ms->ch[i].ch) {
+            channel_shutdown(ms->ch[i].ch, CHANNEL_SHUT_BOTH);
+        }
     }
-    g_cond_broadcast(&ms->idle_cond);
+    ms_unlock(ms);
 }
 
-static void *multifd_send_thread(void *opaque)
+/* worker_pool_stop(): a worker blocked in a write fails at once. */
+static void multifd_send_wake(void *opaque)
 {
-    MultifdSendChannel *c = opaque;
-    MultifdSender *ms = c->ms;
-    Error *err = NULL;
-
-    if (!multifd_send_init_msg(c, &err)) {
-        ms_lock(ms);
-        multifd_thread_done_locked(ms, c, err);
-        ms_unlock(ms);
-        return NULL;
-    }
-    for (;;) {
-        bool ok;
-
-        ms_lock(ms);
-        while (!c->busy && !ms->quit) {
-            ms_wait(ms, &c->work_cond);
-        }
-        if (!c->busy) {
-            ms_unlock(ms);
-            return NULL;
-        }
-        ms_unlock(ms);
-        ok = multifd_send_packet(c, c->job, &err);
-        ms_lock(ms);
-        multifd_thread_done_locked(ms, c, err);
-        ms_unlock(ms);
-        if (!ok) {
-            return NULL;
-        }
-    }
+    multifd_sender_shutdown(opaque);
 }
+
+static const WorkerPoolOps multifd_send_ops = {
+    .init = multifd_send_init_msg,
+    .run = multifd_send_packet,
+    /* A batch is lent, never owned by its job: nothing to release. */
+    .wake = multifd_send_wake,
+};
 
 /* mig/src: count what the channels wrote since last time on the main stream. */
 static void multifd_count_bytes(MultifdSender *ms, QEMUFile *f)
 {
-    uint64_t now = __atomic_load_n(&stats.bytes, __ATOMIC_RELAXED);
+    uint64_t now = __atomic_load_n(&ms->stats.bytes, __ATOMIC_RELAXED);
 
     qemu_file_count_side_bytes(f, now - ms->bytes_counted);
     ms->bytes_counted = now;
 }
 
-/* Lock held: a failure, copied onto @f. */
-static bool multifd_failed_locked(MultifdSender *ms, QEMUFile *f)
+/* mig/src: the channels' first failure, copied onto @f. Always false. */
+static bool multifd_failed(MultifdSender *ms, QEMUFile *f)
 {
-    if (ms->error) {
-        qemu_file_set_error_msg(f, -EIO, "%s", error_get_pretty(ms->error));
-        return true;
+    Error *err = NULL;
+
+    if (worker_pool_error(ms->pool, &err)) {
+        qemu_file_set_error_msg(f, -EIO, "%s", error_get_pretty(err));
+        error_free(err);
+    } else {
+        qemu_file_set_error_msg(f, -EIO, "multifd: the channels were stopped");
     }
     return false;
-}
-
-/* mig/src: hands the batch to @c once it is idle (lock held). */
-static void multifd_give_locked(MultifdSender *ms, MultifdSendChannel *c)
-{
-    MultifdBatch *t = c->job;
-
-    c->job = ms->batch;
-    c->busy = true;
-    g_cond_signal(&c->work_cond);
-    ms->batch = t;
-    ms->batch->num = 0;
-    ms->batch->rb = NULL;
-    ms->batch->sync = false;
 }
 
 /* mig/src: the filled batch to the next idle channel (waiting for one). */
 static bool multifd_hand_over(MultifdSender *ms, QEMUFile *f)
 {
-    MultifdSendChannel *c = NULL;
+    int i = worker_pool_submit_idle(ms->pool, ms->next, ms->batch);
+    MultifdBatch *back;
 
-    ms_lock(ms);
-    while (!multifd_failed_locked(ms, f)) {
-        for (int i = 0; i < ms->n && !c; i++) {
-            MultifdSendChannel *t = &ms->ch[(ms->next + i) % ms->n];
-            c = t->busy ? NULL : t;
-        }
-        if (c) {
-            multifd_give_locked(ms, c);
-            ms->next = (c->id + 1) % ms->n;
-            break;
-        }
-        ms_wait(ms, &ms->idle_cond);
+    if (i < 0) {
+        multifd_count_bytes(ms, f);
+        return multifd_failed(ms, f);
     }
-    ms_unlock(ms);
+    /* Channel i was idle: the batch lent to it before is done with. */
+    back = ms->ch[i].lent;
+    ms->ch[i].lent = ms->batch;
+    back->num = 0;
+    back->rb = NULL;
+    ms->batch = back;
+    ms->next = (i + 1) % ms->n;
     multifd_count_bytes(ms, f);
-    return c != NULL;
+    return true;
 }
 
 void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint64_t page)
@@ -351,90 +350,171 @@ void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint6
     b->offset[b->num++] = page << TARGET_PAGE_BITS;
 }
 
-/* Lock held: waits until @c is idle. False (error on @f) once any channel failed. */
-static bool multifd_wait_idle_locked(MultifdSender *ms, MultifdSendChannel *c, QEMUFile *f)
-{
-    while (c->busy && !ms->error) {
-        ms_wait(ms, &ms->idle_cond);
-    }
-    return !multifd_failed_locked(ms, f);
-}
-
 bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait)
 {
-    bool ok = true;
+    bool ok;
 
     if (ms->batch->num && !multifd_hand_over(ms, f)) {
         return false;
     }
-    ms_lock(ms);
-    /* Every channel, in order: its SYNC packet goes after its queued pages. */
+    /*
+     * Rule 2 of the invariant: every page of this round is read and
+     * written before any channel sends its SYNC, and before mig/src reads
+     * a page of the next round.
+     */
+    ok = !worker_pool_wait_idle(ms->pool);
     for (int i = 0; i < ms->n && ok; i++) {
-        ok = multifd_wait_idle_locked(ms, &ms->ch[i], f);
-        if (ok) {
-            ms->batch->sync = true;
-            multifd_give_locked(ms, &ms->ch[i]);
-        }
+        /* FIFO behind nothing (idle); the next batch goes to it only after this. */
+        worker_pool_submit(ms->pool, i, &ms->sync_batch);
     }
-    for (int i = 0; i < ms->n && ok && wait; i++) {
-        ok = multifd_wait_idle_locked(ms, &ms->ch[i], f);
+    if (ok && wait) {
+        ok = !worker_pool_wait_idle(ms->pool);
     }
-    ms_unlock(ms);
     multifd_count_bytes(ms, f);
-    if (ok) {
-        /*
-         * Out now: the destination's channels wait at their SYNC until it
-         * reads this record, and a channel that waits stops reading, so
-         * holding the record in our buffer could stall the channels we
-         * wait for.
-         */
-        ram_put_multifd_flush(f);
-        qemu_fflush(f);
+    if (!ok) {
+        return multifd_failed(ms, f);
     }
-    return ok;
+    /*
+     * Out now: the destination's channels wait at their SYNC until it
+     * reads this record, and a channel that waits stops reading, so
+     * holding the record in our buffer could stall the channels we wait
+     * for.
+     */
+    ram_put_multifd_flush(f);
+    qemu_fflush(f);
+    return true;
 }
 
-static bool multifd_channel_init(MultifdSender *ms, MultifdSendChannel *c, int id,
-                                 const char *uri, Error **errp)
+MultifdSender *multifd_sender_new(Error **errp)
 {
-    Channel *ch;
-    int level = migrate_multifd_compression() == MULTIFD_COMPRESSION_ZSTD
-                ? migrate_multifd_zstd_level() : migrate_multifd_zlib_level();
-    char name[32];
+    MultifdSender *ms = g_new0(MultifdSender, 1);
+    MultiFDCompression comp = migrate_multifd_compression();
+    int level = comp == MULTIFD_COMPRESSION_ZSTD ? migrate_multifd_zstd_level()
+                                                 : migrate_multifd_zlib_level();
+
+    ms->n = migrate_multifd_channels();
+    ms->ch = g_new0(MultifdSendChannel, ms->n);
+    ms->batch = g_new0(MultifdBatch, 1);
+    ms->sync_batch.sync = true;
+    ms->detect_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_MULTIFD;
+    ms->ops = multifd_compress_ops(comp);
+    g_mutex_init(&ms->lock);
+    ms->pool = worker_pool_new("mig/mfd-send/%d", ms->n, &multifd_send_ops, ms);
+    for (int i = 0; i < ms->n; i++) {
+        MultifdSendChannel *c = &ms->ch[i];
+
+        c->ms = ms;
+        c->id = i;
+        c->lent = g_new0(MultifdBatch, 1);
+    }
+    for (int i = 0; i < ms->n; i++) {
+        MultifdSendChannel *c = &ms->ch[i];
+
+        if (comp != MULTIFD_COMPRESSION_NONE) {
+            c->codec = ms->ops->send_new(level, errp);
+            if (!c->codec) {
+                multifd_sender_free(ms);
+                return NULL;
+            }
+            c->cbuf_size = ms->ops->bound(MULTIFD_PACKET_PAGES);
+            c->cbuf = g_malloc(c->cbuf_size);
+        }
+    }
+    return ms;
+}
+
+bool multifd_sender_start_channel(MultifdSender *ms, int i, Channel *ch, Error **errp)
+{
+    MultifdSendChannel *c = &ms->ch[i];
+    Error *err = NULL;
     int ret;
 
-    c->ms = ms;
-    c->id = id;
-    c->job = g_new0(MultifdBatch, 1);
-    g_cond_init(&c->work_cond);
-    c->ops = multifd_compress_ops(migrate_multifd_compression());
-    if (migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE) {
-        c->codec = c->ops->send_new(level, errp);
-        if (!c->codec) {
-            return false;
-        }
-        c->cbuf_size = c->ops->bound(MULTIFD_PACKET_PAGES);
-        c->cbuf = g_malloc(c->cbuf_size);
-    }
-    ch = mig_channel_connect(uri, errp);
-    if (!ch) {
-        error_prepend(errp, "multifd: channel %d: ", id);
-        return false;
-    }
-    sender_lock_take();
+    assert(i >= 0 && i < ms->n && !c->ch);
+    ms_lock(ms);
     c->ch = ch;
-    if (shut_down) {
+    if (ms->shut_down) {
         channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
     }
-    sender_lock_drop();
-    snprintf(name, sizeof(name), "mig/mfd-send/%d", id);
-    ret = qemu_thread_create(&c->thread, name, multifd_send_thread, c);
+    ms_unlock(ms);
+    ret = worker_pool_start(ms->pool, i, &err);
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "multifd: cannot create the thread of channel %d", id);
+        error_free(err);
+        error_setg_errno(errp, -ret, "multifd: cannot create the thread of channel %d", i);
         return false;
     }
-    c->started = true;
     return true;
+}
+
+bool multifd_sender_cancelled(MultifdSender *ms)
+{
+    bool cancelled;
+
+    ms_lock(ms);
+    cancelled = ms->shut_down;
+    ms_unlock(ms);
+    return cancelled;
+}
+
+void multifd_sender_free(MultifdSender *ms)
+{
+    if (!ms) {
+        return;
+    }
+    /*
+     * A worker may still be blocked writing to a destination that stopped
+     * reading (the migration failed elsewhere): stop's wake shuts the
+     * channels down. After a completion everything was written already.
+     */
+    worker_pool_free(ms->pool);
+    for (int i = 0; i < ms->n; i++) {
+        MultifdSendChannel *c = &ms->ch[i];
+
+        if (c->ch) {
+            channel_unref(c->ch);
+        }
+        if (c->codec) {
+            ms->ops->send_free(c->codec);
+        }
+        g_free(c->cbuf);
+        g_free(c->lent);
+    }
+    g_mutex_clear(&ms->lock);
+    g_free(ms->batch);
+    g_free(ms->ch);
+    g_free(ms);
+}
+
+/* ---- The global API: the sender of the running migration ---- */
+
+static void current_lock(void)
+{
+    tsan_g_mutex_lock(&current.lock);
+}
+
+static void current_unlock(void)
+{
+    tsan_g_mutex_unlock(&current.lock);
+}
+
+MultifdSender *multifd_sender(void)
+{
+    MultifdSender *ms;
+
+    current_lock();
+    ms = current.ms;
+    current_unlock();
+    return ms;
+}
+
+void multifd_send_stats(MultifdSendStats *st)
+{
+    current_lock();
+    if (current.ms) {
+        multifd_sender_stats(current.ms, st);
+    } else {
+        *st = current.last;
+    }
+    current_unlock();
 }
 
 MultifdSender *multifd_send_setup(const char *uri, Error **errp)
@@ -445,31 +525,34 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
         error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
         return NULL;
     }
-    memset(&stats, 0, sizeof(stats));
-    __atomic_store_n(&packet_num, 0, __ATOMIC_RELAXED);
-    ms = g_new0(MultifdSender, 1);
-    ms->n = migrate_multifd_channels();
-    ms->ch = g_new0(MultifdSendChannel, ms->n);
-    /* g_new0: every channel is NULL before the sender is published (cancel looks at all). */
-    ms->batch = g_new0(MultifdBatch, 1);
-    ms->detect_zero = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_MULTIFD;
-    g_mutex_init(&ms->lock);
-    g_cond_init(&ms->idle_cond);
-    sender_lock_take();
-    sender = ms;
-    sender_lock_drop();
+    current_lock();
+    /* The counters of this migration start at zero from here. */
+    memset(&current.last, 0, sizeof(current.last));
+    current_unlock();
+    ms = multifd_sender_new(errp);
+    if (!ms) {
+        return NULL;
+    }
+    current_lock();
+    current.ms = ms;
+    if (current.shut_down) {
+        multifd_sender_shutdown(ms);
+    }
+    current_unlock();
     for (int i = 0; i < ms->n; i++) {
-        bool cancelled;
+        Channel *ch;
 
-        sender_lock_take();
-        cancelled = shut_down;
-        sender_lock_drop();
-        if (cancelled) {
+        if (multifd_sender_cancelled(ms)) {
             error_setg(errp, "multifd: cancelled while connecting the channels");
             return NULL;
         }
         /* On failure the channels made so far stay for multifd_send_cleanup(). */
-        if (!multifd_channel_init(ms, &ms->ch[i], i, uri, errp)) {
+        ch = mig_channel_connect(uri, errp);
+        if (!ch) {
+            error_prepend(errp, "multifd: channel %d: ", i);
+            return NULL;
+        }
+        if (!multifd_sender_start_channel(ms, i, ch, errp)) {
             return NULL;
         }
     }
@@ -478,78 +561,47 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
 
 void multifd_send_shutdown(void)
 {
-    sender_lock_take();
-    shut_down = true;
-    for (int i = 0; sender && i < sender->n; i++) {
-        if (sender->ch[i].ch) {
-            channel_shutdown(sender->ch[i].ch, CHANNEL_SHUT_BOTH);
-        }
+    current_lock();
+    current.shut_down = true;
+    if (current.ms) {
+        multifd_sender_shutdown(current.ms);
     }
-    sender_lock_drop();
+    current_unlock();
 }
 
 uint64_t multifd_send_unsent_bytes(void)
 {
+    MultifdSender *ms;
     uint64_t unsent = 0;
 
-    sender_lock_take();
-    for (int i = 0; sender && i < sender->n; i++) {
-        unsent += mig_channel_unsent_bytes(sender->ch[i].ch);
+    current_lock();
+    ms = current.ms;
+    for (int i = 0; ms && i < ms->n; i++) {
+        ms_lock(ms);
+        if (ms->ch[i].ch) {
+            unsent += mig_channel_unsent_bytes(ms->ch[i].ch);
+        }
+        ms_unlock(ms);
     }
-    sender_lock_drop();
+    current_unlock();
     return unsent;
 }
 
 void multifd_send_cleanup(void)
 {
-    MultifdSender *ms = sender;
+    MultifdSender *ms = multifd_sender();
 
-    if (!ms) {
-        /* No channels this time; a cancel still must not reach the next migration. */
-        sender_lock_take();
-        shut_down = false;
-        sender_lock_drop();
-        return;
+    if (ms) {
+        /* Stop and join first: the counters are final after the joins. */
+        worker_pool_stop(ms->pool, NULL);
     }
-    ms_lock(ms);
-    ms->quit = true;
-    for (int i = 0; i < ms->n; i++) {
-        g_cond_signal(&ms->ch[i].work_cond);
+    current_lock();
+    if (ms) {
+        multifd_sender_stats(ms, &current.last);
     }
-    ms_unlock(ms);
-    /*
-     * A thread may still be blocked writing to a destination that stopped
-     * reading (the migration failed elsewhere). After a completion
-     * everything was written already; a shutdown keeps queued data.
-     */
-    multifd_send_shutdown();
-    for (int i = 0; i < ms->n; i++) {
-        MultifdSendChannel *c = &ms->ch[i];
-
-        if (c->started) {
-            qemu_thread_join(&c->thread);
-        }
-    }
-    sender_lock_take();
-    sender = NULL;
+    current.ms = NULL;
     /* A cancel before the next setup belongs to the next migration. */
-    shut_down = false;
-    sender_lock_drop();
-    for (int i = 0; i < ms->n; i++) {
-        MultifdSendChannel *c = &ms->ch[i];
-
-        channel_unref(c->ch);
-        if (c->codec) {
-            c->ops->send_free(c->codec);
-        }
-        g_free(c->cbuf);
-        g_free(c->job);
-        g_cond_clear(&c->work_cond);
-    }
-    error_free(ms->error);
-    g_cond_clear(&ms->idle_cond);
-    g_mutex_clear(&ms->lock);
-    g_free(ms->batch);
-    g_free(ms->ch);
-    g_free(ms);
+    current.shut_down = false;
+    current_unlock();
+    multifd_sender_free(ms);
 }

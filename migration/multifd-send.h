@@ -5,6 +5,12 @@
  * source queues pages into batches (multifd_send_queue_page) and ends a
  * round after every dirty sync (multifd_send_sync); cancel shuts the
  * channels down from any thread; the cleanup bottom half joins them.
+ * multifd-send.c opens with the round protocol's invariant and why it holds.
+ *
+ * Two levels: the global functions below work on the sender of the
+ * running migration (set by multifd_send_setup, cleared by cleanup); the
+ * multifd_sender_* ones at the end work on any instance, over channels the
+ * caller connected (tests/unit/test-multifd-rounds.c).
  */
 #ifndef MIGRATION_MULTIFD_SEND_H
 #define MIGRATION_MULTIFD_SEND_H
@@ -52,5 +58,24 @@ void multifd_send_cleanup(void);
 void multifd_send_stats(MultifdSendStats *st);
 /* Any thread: bytes the channels wrote that the destination did not take (0 without multifd). */
 uint64_t multifd_send_unsent_bytes(void);
+
+/* ---- Instance level (the global functions above forward to these) ---- */
+
+/* A sender of multifd-channels channels as the options say now, none connected. */
+MultifdSender *multifd_sender_new(Error **errp);
+/*
+ * Channel @i (each once, in any order) is @ch, connected; takes the
+ * caller's reference (also on failure) and starts its worker, which first
+ * sends the initial packet. False with @errp if the thread cannot start.
+ */
+bool multifd_sender_start_channel(MultifdSender *ms, int i, Channel *ch, Error **errp);
+/* Any thread: shuts every channel down now and those started later (cancel). */
+void multifd_sender_shutdown(MultifdSender *ms);
+/* Any thread: multifd_sender_shutdown() was called. */
+bool multifd_sender_cancelled(MultifdSender *ms);
+/* Any thread while @ms lives. */
+void multifd_sender_stats(MultifdSender *ms, MultifdSendStats *st);
+/* The owner, once nobody queues or syncs: stops (shutting the channels down), joins, frees. */
+void multifd_sender_free(MultifdSender *ms);
 
 #endif
