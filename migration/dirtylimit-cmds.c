@@ -10,7 +10,7 @@
 #include "system/cpus.h"
 #include "system/dirtylimit.h"
 #include "migration.h"
-#include "options.h"
+#include "migration/core/options.h"
 
 static bool dirtylimit_cmd_allowed(Error **errp)
 {

@@ -9,7 +9,7 @@
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
 #include "migration/misc.h"
-#include "options.h"
+#include "migration/core/options.h"
 
 bool migration_set_global_property(const char *name, const char *value, Error **errp)
 {

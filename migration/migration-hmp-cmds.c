@@ -12,7 +12,7 @@
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
 #include "migration.h"
-#include "options.h"
+#include "migration/core/options.h"
 
 static const char *onoff(bool b)
 {

@@ -16,7 +16,7 @@
 
 /*
  * auto-converge's throttle: one per process (one set of vCPUs).
- * migration/converge.c sets and stops it, for one migration at a time, so
+ * migration/dirty/converge.c sets and stops it, for one migration at a time, so
  * the thread's start and stop never race.
  */
 typedef struct CpuThrottle {

@@ -37,7 +37,7 @@
 typedef struct DirtyLimit {
     /*
      * w.lock: running and quit. Written by dirtylimit_set/cancel (the QMP
-     * commands, main thread; migration/converge.c, mig/src), which hold
+     * commands, main thread; migration/dirty/converge.c, mig/src), which hold
      * w.lock across the start or stop; read by the thread.
      */
     WorkerThread w;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Constants of QEMU's migration stream format (migration/savevm.c, ram.c)."""
+"""Constants of QEMU's migration stream format (migration/stream/savevm.c, ram.c)."""
 
 import re
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The integrity record of a mapped-ram file (x-mapped-ram-integrity; layout
-in migration/mapped-ram-integrity.h): hex text between the vmdesc and the
+in migration/transport/mapped-ram-integrity.h): hex text between the vmdesc and the
 completion trailer, then "MRAMINTG" and 16 hex digits of its length.
 
 An implementation independent of the C one: XXH64 from its published

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the mapped-ram integrity record's decoder
- * (migration/mapped-ram-integrity.c). The input is 16 hex digits, the file
+ * (migration/transport/mapped-ram-integrity.c). The input is 16 hex digits, the file
  * offset where the rest begins, then the file's tail before the completion
  * trailer: the record's hex text and its footer. It is decoded as it is,
  * and again with its own hash made right (so mutations reach the checks
@@ -14,7 +14,7 @@
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "qemu/xxh64.h"
-#include "migration/mapped-ram-integrity.h"
+#include "migration/transport/mapped-ram-integrity.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

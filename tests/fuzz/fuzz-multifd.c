@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Fuzz target: the multifd receiving side (migration/multifd-recv.c and
+ * Fuzz target: the multifd receiving side (migration/incoming/multifd-recv.c and
  * the decoders of multifd-compress.c), fed over real sockets into the
  * paused fuzz machine's RAM, driven the way mig/dst drives it: flush after
  * flush until one fails. A failure must come with a printable message;
@@ -26,9 +26,9 @@
 #include "qapi/error.h"
 #include "io/channel.h"
 #include "qemu/thread.h"
-#include "migration/multifd.h"
-#include "migration/multifd-recv.h"
-#include "migration/options.h"
+#include "migration/transport/multifd.h"
+#include "migration/incoming/multifd-recv.h"
+#include "migration/core/options.h"
 #include "fuzz.h"
 
 #define MF_TWO_CHANNELS 0x01

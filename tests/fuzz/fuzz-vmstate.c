@@ -12,7 +12,8 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
-#include "migration/savevm.h"
+#include "migration/stream/savevm.h"
+#include "migration/incoming/loadvm.h"
 #include "fuzz.h"
 
 #define QEMU_VM_SECTION_FULL 0x04

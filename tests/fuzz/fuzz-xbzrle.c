@@ -8,7 +8,7 @@
  * by scripts/fuzz-corpus's own encoder (an independent implementation).
  */
 #include "qemu/osdep.h"
-#include "migration/xbzrle.h"
+#include "migration/transport/xbzrle.h"
 #include "fuzz.h"
 
 #define PAGE 4096

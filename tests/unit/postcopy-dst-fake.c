@@ -8,11 +8,11 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "postcopy-dst-fake.h"
-#include "migration/postcopy-dst.h"
-#include "migration/mapped-ram-in.h"
-#include "migration/options.h"
-#include "migration/postcopy-rp-dst.h"
-#include "migration/ram.h"
+#include "migration/incoming/postcopy-dst.h"
+#include "migration/incoming/mapped-ram-in.h"
+#include "migration/core/options.h"
+#include "migration/incoming/postcopy-rp-dst.h"
+#include "migration/transport/ram.h"
 
 int postcopy_fake_calls;
 

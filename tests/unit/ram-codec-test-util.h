@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Shared by the migration/ram-codec.c unit tests: fake RAMBlocks fenced by
+ * Shared by the migration/transport/ram-codec.c unit tests: fake RAMBlocks fenced by
  * guard pages, with the ram_blocks() fakes the unit links against (include
  * once per test program), streams built by hand in QEMU's layout sharing no
  * code with the unit, and a loader that runs it chunk by chunk as ram.c does.
@@ -12,7 +12,7 @@
 #include "qemu/bitmap.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
-#include "migration/ram-codec.h"
+#include "migration/transport/ram-codec.h"
 
 #define GUARD_BYTE 0xa5
 

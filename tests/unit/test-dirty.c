@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/dirty.c against a model guest. A fake KVM dirty
+ * Unit tests for migration/dirty/dirty.c against a model guest. A fake KVM dirty
  * log (the migration's client of kvm-dirty-client.h, alone) keeps, per
  * slot, the kernel's "written since last get/clear" bitmap (clear-log:
  * initially set, GET copies, CLEAR resets what was read; get-log: GET copies
@@ -17,7 +17,7 @@
 #include "system/kvm-dirty-client.h"
 #include "system/memory.h"
 #include "trace/trace.h"
-#include "migration/dirty.h"
+#include "migration/dirty/dirty.h"
 
 #define SEED 0xd1297
 #define MAX_BLOCKS 4

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/incoming-sort.c: every first word a connection
+ * Unit tests for migration/incoming/incoming-sort.c: every first word a connection
  * can start with, against every set of connections still expected, gives
  * the kind QEMU's destination would give it.
  */
 #include "qemu/osdep.h"
-#include "migration/incoming-sort.h"
-#include "migration/multifd.h"
-#include "migration/savevm.h"
-#include "migration/savevm-cmd.h"
+#include "migration/incoming/incoming-sort.h"
+#include "migration/transport/multifd.h"
+#include "migration/stream/savevm.h"
+#include "migration/stream/savevm-cmd.h"
 
 #define EOS_RECORD      0x00000000u     /* a preempt channel's first word: be64 EOS's top half */
 #define COMMAND_WORD    ((uint32_t)QEMU_VM_COMMAND << 24 | 0x000203u)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The mapped-ram integrity record (migration/mapped-ram-integrity.c): XXH64
+ * The mapped-ram integrity record (migration/transport/mapped-ram-integrity.c): XXH64
  * against published vectors, the record's round trip, and every hostile
  * edge of its decoder (lengths, counts, offsets, digits, its own hash).
  */
@@ -11,7 +11,7 @@
 #include "qemu/cutils.h"
 #include "qemu/pagehash.h"
 #include "qemu/xxh64.h"
-#include "migration/mapped-ram-integrity.h"
+#include "migration/transport/mapped-ram-integrity.h"
 
 #define POS 0x600000ULL         /* where the sample record lies: the stream's end */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The mapped-ram writer (migration/mapped-ram-out.c) on a real temporary
+ * The mapped-ram writer (migration/transport/mapped-ram-out.c) on a real temporary
  * file, with fake RAMBlocks and fake options: pages land at their offsets
  * from 0, 1 or 3 writer threads; a page put again and again ends with its
  * last content; a release callback runs only once its pages are in the
@@ -11,12 +11,12 @@
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
 #include "qemu/xxh64.h"
-#include "migration/mapped-ram.h"
-#include "migration/mapped-ram-integrity.h"
-#include "migration/mapped-ram-out.h"
-#include "migration/ram-sink.h"
-#include "migration/channel.h"
-#include "migration/options.h"
+#include "migration/transport/mapped-ram.h"
+#include "migration/transport/mapped-ram-integrity.h"
+#include "migration/transport/mapped-ram-out.h"
+#include "migration/transport/ram-sink.h"
+#include "migration/transport/channel.h"
+#include "migration/core/options.h"
 #include "io/channel.h"
 #include "trace/trace.h"
 #include "ram-codec-test-util.h"

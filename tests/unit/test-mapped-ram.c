@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the mapped-ram layout (migration/mapped-ram.c): where a
+ * Unit tests for the mapped-ram layout (migration/transport/mapped-ram.c): where a
  * block's bitmap and pages go (QEMU 9.0's rules), the header's bytes, and
  * every hostile header refused with a message that names what is wrong.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
-#include "migration/mapped-ram.h"
+#include "migration/transport/mapped-ram.h"
 
 #define MIB (1ULL << 20)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/multifd-compress.c, run for every row of the
+ * Unit tests for migration/transport/multifd-compress.c, run for every row of the
  * table: many packets of random, zero, text-like and mixed pages (1 and
  * 128 pages, several levels) on one sending stream decode in order on one
  * receiving state; zero and text pages shrink; and hostile bodies (every
@@ -11,8 +11,8 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "migration/multifd.h"
-#include "migration/multifd-compress.h"
+#include "migration/transport/multifd.h"
+#include "migration/transport/multifd-compress.h"
 
 #define PAGE ((size_t)TARGET_PAGE_SIZE)
 #define CANARY 256

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The multifd round protocol, end to end: the real sender
- * (migration/multifd-send.c) and receiver (multifd-recv.c) on their worker
+ * (migration/transport/multifd-send.c) and receiver (multifd-recv.c) on their worker
  * pools, with fake RAMBlocks (a source RAM and a destination RAM), fake
  * options, the main stream over a socketpair and every channel through a
  * relay thread that, driven by a seeded RNG, stalls channels, moves their
@@ -47,11 +47,11 @@
 #include "qemu/thread.h"
 #include "qemu/tsan.h"
 #include "io/channel.h"
-#include "migration/channel.h"
-#include "migration/options.h"
-#include "migration/multifd.h"
-#include "migration/multifd-send.h"
-#include "migration/multifd-recv.h"
+#include "migration/transport/channel.h"
+#include "migration/core/options.h"
+#include "migration/transport/multifd.h"
+#include "migration/transport/multifd-send.h"
+#include "migration/incoming/multifd-recv.h"
 #include "ram-codec-test-util.h"
 
 #define NCH 3                   /* multifd channels */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the input side of migration/qemu-file.c, over the memory
+ * Unit tests for the input side of migration/stream/qemu-file.c, over the memory
  * buffer, pipes and sockets: streams of puts read back op by op against an
  * independent model, a peer that feeds odd-sized pieces, truncated input,
  * peek, skip, and a read blocked on a silent peer that shutdown must wake.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the output side of migration/qemu-file.c over real pipes
+ * Unit tests for the output side of migration/stream/qemu-file.c over real pipes
  * and socketpairs and over the memory buffer. Puts are checked byte for byte
  * against an independent big-endian encoder; slow readers, peers that close
  * and shutdown from another thread drive the short-write, sticky-error and

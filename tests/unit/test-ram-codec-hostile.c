@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/ram-codec.c's loader on hostile streams (bad
+ * Unit tests for migration/transport/ram-codec.c's loader on hostile streams (bad
  * flags, block names, lengths, offsets, every truncation), built by hand
  * over fake RAMBlocks fenced by guard pages: each must fail with a clear
  * error and never write outside a block, most of them before writing at all.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/ram-codec.c (the "ram" section's page records)
+ * Unit tests for migration/transport/ram-codec.c (the "ram" section's page records)
  * over fake RAMBlocks fenced by guard pages. The writer's bytes are checked
  * against QEMU's layout built here by hand; seeded random precopy rounds must
  * load back byte for byte; the loader's rules for pages and the written bitmap.

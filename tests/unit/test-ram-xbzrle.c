@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/ram-xbzrle.c through the page codec, with fake
+ * Unit tests for migration/transport/ram-xbzrle.c through the page codec, with fake
  * RAMBlocks: many rounds of re-sent pages (small changes, rewrites, zero
  * pages, a cache smaller than RAM so slots are evicted) load into a
  * destination that stays byte-identical; a page's first send is whole and
@@ -11,8 +11,8 @@
 #include "qemu/osdep.h"
 #include <sys/mman.h>
 #include "ram-codec-test-util.h"
-#include "migration/ram-sink.h"
-#include "migration/ram-xbzrle.h"
+#include "migration/transport/ram-sink.h"
+#include "migration/transport/ram-xbzrle.h"
 #include "io/channel.h"
 
 /* The records sink's parts: the record writer and its encoder. */

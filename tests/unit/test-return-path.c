@@ -13,8 +13,8 @@
 #include "qemu/bitmap.h"
 #include "qemu/bswap.h"
 #include "system/memory.h"
-#include "migration/postcopy.h"
-#include "migration/return-path.h"
+#include "migration/stream/postcopy.h"
+#include "migration/outgoing/return-path.h"
 #include "io/channel.h"
 #include <sys/socket.h>
 

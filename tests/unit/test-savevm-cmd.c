@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the stream's COMMAND records (migration/savevm-cmd.c and
+ * Unit tests for the stream's COMMAND records (migration/stream/savevm-cmd.c and
  * the PACKAGED blob in savevm.c), against a postcopy destination that
  * refuses everything (postcopy-dst-fake.c): each malformed command is
  * refused by the loader's own checks with a clear error, before the
@@ -13,9 +13,10 @@
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
 #include "migration/vmstate.h"
-#include "migration/savevm.h"
-#include "migration/savevm-cmd.h"
-#include "migration/postcopy.h"
+#include "migration/stream/savevm.h"
+#include "migration/incoming/loadvm.h"
+#include "migration/stream/savevm-cmd.h"
+#include "migration/stream/postcopy.h"
 #include "postcopy-dst-fake.h"
 #include "trace/trace.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the stream envelope loader (migration/savevm.c) with two
+ * Unit tests for the stream envelope loader (migration/stream/savevm.c) with two
  * fake devices: a stream the saver wrote loads; a section that fails its
  * post_load or is cut short leaves its device as it was; versions are
  * compared unsigned; a section id cannot be given to two sections; the BQL
@@ -12,7 +12,8 @@
 #include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
 #include "migration/vmstate.h"
-#include "migration/savevm.h"
+#include "migration/stream/savevm.h"
+#include "migration/incoming/loadvm.h"
 #include "trace/trace.h"
 
 /* ---- what savevm.c needs from the rest of the system ---- */

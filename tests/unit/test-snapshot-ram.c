@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/snapshot-ram.c, the background snapshot's claim
+ * Unit tests for migration/outgoing/snapshot-ram.c, the background snapshot's claim
  * protocol: the saver (mig/src, snapshot_ram_source.send_next) and a fault
  * thread (mig/uffd, snapshot_ram_handle_fault) claim the same 2 MiB regions
  * while fake vCPU threads write guest RAM. A fake userfaultfd keeps a
@@ -18,10 +18,10 @@
 #include "system/memory.h"
 #include "trace/trace.h"
 #include "migration/qemu-file.h"
-#include "migration/ram-codec.h"
-#include "migration/ram-source.h"
-#include "migration/options.h"
-#include "migration/snapshot-ram.h"
+#include "migration/transport/ram-codec.h"
+#include "migration/transport/ram-source.h"
+#include "migration/core/options.h"
+#include "migration/outgoing/snapshot-ram.h"
 
 #define SEED 0x5a9c1a1
 #define FAKE_UFFD 4242

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/uffd-server.c, the fault server skeleton of
+ * Unit tests for migration/core/uffd-server.c, the fault server skeleton of
  * mig/uffd, mig/pc-fault and mig/lr-fault.
  *
  * The random test runs the server against a fake userfaultfd: a
@@ -33,7 +33,7 @@
 #include "qapi/error.h"
 #include "qemu/thread.h"
 #include "qemu/userfaultfd.h"
-#include "migration/uffd-server.h"
+#include "migration/core/uffd-server.h"
 #include <sys/mman.h>
 
 #define SEED 0x0ffd5e7e

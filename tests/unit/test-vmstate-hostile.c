@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * migration/vmstate.c against hostile streams: counts over their bound, a
+ * migration/stream/vmstate.c against hostile streams: counts over their bound, a
  * NULL buffer with a length, truncation at every offset and garbage fail
  * cleanly with an error and never write past the device's fields.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/vmstate.c over memory-backed QEMUFiles: every
+ * Unit tests for migration/stream/vmstate.c over memory-backed QEMUFiles: every
  * field kind round-trips, the wire bytes are QEMU's, versions and
  * subsections are honoured, hooks' errors stop a load, and the vmdesc
  * JSON describes exactly what was written. Hostile streams are in

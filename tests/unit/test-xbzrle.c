@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for migration/xbzrle.c: the encoder's bytes match a plain
+ * Unit tests for migration/transport/xbzrle.c: the encoder's bytes match a plain
  * byte-at-a-time model of QEMU's format for pages changed in every way,
  * a fixed vector, decode(encode) restores the page, overflow is reported,
  * and hostile deltas (bad lengths, runs past the page, leftovers) are
  * refused with the page untouched.
  */
 #include "qemu/osdep.h"
-#include "migration/xbzrle.h"
+#include "migration/transport/xbzrle.h"
 
 #define PAGE 4096
 

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The precopy row of the outgoing modes: send dirty pages while the guest
+ * runs, and switch over (stop the guest, send the rest and the devices)
+ * once what is left fits in the downtime limit at the measured bandwidth.
+ * The source ends in postmigrate once committed (migration_commit_locked);
+ * any failure before that gives the guest back (migration.c's cleanup).
+ */
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "system/runstate.h"
+#include "migration/qemu-file.h"
+#include "outgoing.h"
+#include "pacing.h"
+#include "migration/stream/postcopy.h"
+#include "migration/core/options.h"
+#include "return-path.h"
+#include "migration/transport/channel.h"
+#include "migration/transport/ram.h"
+#include "migration/transport/ram-source.h"
+#include "migration/stream/savevm.h"
+#include "migration/stream/savevm-cmd.h"
+#include "migration/core/status.h"
+#include "migration/trace.h"
+
+static bool precopy_selected(void)
+{
+    return true;    /* the default: the last row */
+}
+
+static void precopy_init(MigrationState *s, void *ms)
+{
+    PrecopyState *ps = ms;
+
+    ram_select_source(&dirty_scan_source, &ps->scan);
+}
+
+/* Switch over when the estimate fits; a fresh sync must then agree. */
+static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
+{
+    PrecopyState *ps = ms;
+    uint64_t pending = qemu_savevm_pending(false);
+    int64_t t0;
+
+    if (pending > s->threshold_bytes) {
+        return false;
+    }
+    t0 = get_clock_ns();
+    pending = qemu_savevm_pending(true);
+    /* What the final sync will cost, for expected-downtime. */
+    s->sync_cost_ns = get_clock_ns() - t0;
+    trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms,
+                               pending <= s->threshold_bytes ? "complete" : "iterate");
+    if (pending > s->threshold_bytes) {
+        return false;
+    }
+    /* The prediction this switchover is judged against (x-downtime.expected). */
+    ps->expected_us = migration_expected_downtime_ms(s, pending) * 1000;
+    return true;
+}
+
+/*
+ * return-path: the destination answers on the same socket whether it
+ * loaded the stream (SHUT 0). On by default for tcp: and unix:
+ * (migrate_return_path_for); a QEMU destination opens it on
+ * OPEN_RETURN_PATH whatever its own capability says. The PING offers our
+ * switchover confirmation: our destination accepts it and then runs the
+ * guest only on our go; QEMU's echoes it and runs the guest itself.
+ */
+static bool precopy_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
+{
+    bool user_set;
+
+    s->rp_use = MIG_RP_NONE;
+    if (!migrate_return_path_for(s->uri, &user_set)) {
+        return true;
+    }
+    if (!channel_has_feature(s->channel, CHANNEL_FEATURE_DUPLEX)) {
+        if (!user_set) {
+            return true;    /* tcp: or unix: through a command: nothing can answer */
+        }
+        error_setg(errp, "return-path needs a socket to the destination (tcp:, unix: or "
+                   "an fd: that is a socket), not '%s'", s->uri);
+        return false;
+    }
+    if (!rp_src_start(s->channel, NULL, errp)) {
+        return false;
+    }
+    s->rp_use = user_set ? MIG_RP_ASKED : MIG_RP_DEFAULT;
+    qemu_fflush(f);
+    qemu_savevm_send_open_return_path(f);
+    qemu_savevm_send_ping(f, MIG_PING_CONFIRM_OFFER);
+    return true;
+}
+
+/* After mig/src was joined: the return path's reader, if it ran. */
+static void precopy_cleanup(MigrationState *s, void *ms)
+{
+    rp_src_stop();
+}
+
+/* Bytes written on the main socket and the multifd channels that the destination has not taken. */
+static uint64_t precopy_unsent_bytes(MigrationState *s)
+{
+    return mig_channel_unsent_bytes(s->channel) + ram_transport_unsent_bytes();
+}
+
+/*
+ * mig/src, without the BQL: our destination's SHUT. The timeout is for a
+ * destination that went quiet, not for a slow link: megabytes per socket
+ * may still be in flight when the vmdesc reaches the kernel, so the clock
+ * restarts whenever what is in flight shrank, and runs only once it stops
+ * shrinking (all taken, or the link stalled).
+ */
+static bool precopy_wait_confirmation(MigrationState *s, Error **errp)
+{
+    uint64_t unsent = precopy_unsent_bytes(s);
+    int64_t deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+
+    for (;;) {
+        int64_t left_ms = (deadline - get_clock_ns()) / 1000000;
+        Error *err = NULL;
+        uint64_t now_unsent;
+
+        if (rp_src_wait_shut(MAX(MIN(left_ms, 1000), 0), &err)) {
+            return true;
+        }
+        now_unsent = precopy_unsent_bytes(s);
+        if (rp_src_ended() || (left_ms <= 1000 && now_unsent >= unsent)) {
+            if (!rp_src_ended()) {
+                error_free(err);
+                error_setg(&err, "the destination did not say within %d s of taking the "
+                           "last bytes whether it loaded the stream",
+                           MIGRATION_CONFIRM_TIMEOUT_MS / 1000);
+            }
+            error_propagate(errp, err);
+            return false;
+        }
+        error_free(err);
+        if (now_unsent < unsent) {
+            deadline = get_clock_ns() + MIGRATION_CONFIRM_TIMEOUT_MS * 1000000LL;
+        }
+        unsent = now_unsent;
+    }
+}
+
+/*
+ * The stream went out whole up to its EOF: decide whether the guest moved
+ * (docs/devel/migration.md, "Who runs the guest"). By who is at the other
+ * end and why the return path is open:
+ *  - our destination (it accepted the offer): only on its SHUT 0, within
+ *    MIGRATION_CONFIRM_TIMEOUT_MS, and once the go to run the guest was
+ *    written; otherwise it keeps the loaded guest paused and ours runs here
+ *    again;
+ *  - another destination (QEMU), return path asked for by the user or
+ *    needed by postcopy-ram: as QEMU's source, on its SHUT 0 however long
+ *    that takes; a return path that fails gives the guest back here;
+ *  - another destination, return path ours by default: as before we had
+ *    one, the EOF having gone out is the end. QEMU's destination runs the
+ *    guest before it sends SHUT, so a SHUT that never comes (a one-way
+ *    relay, a link cut between the two) must not make us run it too;
+ *  - no answer to the offer at all: nobody can tell; the go is sent (our
+ *    destination, behind a relay, waits for it) and the EOF is the end.
+ * Without a return path the EOF is the end too, and a vmdesc that failed
+ * after it only gets a warning, since the destination runs a guest whose
+ * device state arrived whole. BQL held on entry and return.
+ */
+static bool precopy_confirm(MigrationState *s, QEMUFile *f, Error *vmdesc_err, Error **errp)
+{
+    bool offered = s->rp_use == MIG_RP_DEFAULT || s->rp_use == MIG_RP_ASKED;
+    bool answered = true, ours, wait_shut, confirmed = false;
+
+    if (s->rp_use != MIG_RP_NONE && rp_src_running()) {
+        bool ok = true;
+
+        /* The answers can take the rest of the destination's load: not with the BQL. */
+        bql_unlock();
+        if (offered) {
+            /* Half the wait: a go sent after it still reaches a destination that waits. */
+            answered = rp_src_wait_offer_answer(MIGRATION_CONFIRM_TIMEOUT_MS / 2);
+        }
+        ours = rp_src_peer_confirms();
+        wait_shut = ours || (answered && s->rp_use != MIG_RP_DEFAULT);
+        if (wait_shut) {
+            ok = ours ? precopy_wait_confirmation(s, errp) : rp_src_wait_shut(-1, errp);
+        }
+        bql_lock();
+        if (!ok) {
+            error_prepend(errp, "the destination did not confirm the load: ");
+            return false;
+        }
+        confirmed = wait_shut;
+        if (ours || !answered) {
+            qemu_savevm_send_ping(f, MIG_PING_GO);
+            qemu_fflush(f);
+            if (ours && qemu_file_get_error(f)) {
+                error_setg(errp, "the destination loaded the stream, but the go to run its "
+                           "guest could not be sent (%s): it keeps that guest paused, and "
+                           "the guest runs here again", qemu_file_error_msg(f));
+                return false;
+            }
+        }
+        if (!answered) {
+            warn_report("the destination never answered on the return path: whether it "
+                        "loaded the stream is unknown; the guest no longer runs here");
+        }
+        if (rp_src_peer_vmdesc_damaged()) {
+            warn_report("the destination loaded the device state whole, but says the "
+                        "stream's trailing description (vmdesc) arrived damaged");
+        }
+    }
+    if (vmdesc_err) {
+        warn_report("the device state and EOF went out whole, but the stream's trailing "
+                    "description (vmdesc) did not: %s; %s", error_get_pretty(vmdesc_err),
+                    confirmed ? "the destination confirmed the load"
+                              : "the destination's outcome is unknown");
+    }
+    return true;
+}
+
+/* Stop the guest and send everything that is left. BQL taken here. */
+static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
+{
+    PrecopyState *ps = ms;
+    g_autoptr(Error) vmdesc_err = NULL;
+    int64_t t_stop, t_ram, t_dev;
+    bool ok, state_whole;
+
+    ps->phases_valid = false;
+    bql_lock();
+    migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
+    t_stop = get_clock_ns();
+    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+    s->precopy_bytes = qemu_file_transferred(f);
+    qemu_file_set_rate_limit(f, 0);
+    ok = qemu_savevm_state_complete_live(f) == 0;
+    /* The RAM's tail goes out here, so that last-ram holds all of its time. */
+    qemu_fflush(f);
+    ok = ok && !qemu_file_get_error(f);
+    t_ram = get_clock_ns();
+    if (!ok) {
+        error_setg(errp, "%s", qemu_file_error_msg(f));
+    } else {
+        ok = qemu_savevm_state_devices(f, &state_whole, &vmdesc_err);
+        if (!ok && !state_whole) {
+            error_propagate(errp, g_steal_pointer(&vmdesc_err));
+        }
+        /*
+         * A whole device state may do without its vmdesc, but a transport's
+         * last step (a mapped-ram file's trailer) comes after it: on the
+         * same sticky error that would fail later, with nothing to tell
+         * the truth.
+         */
+        if (!ok && state_whole && ram_transport_finishes()) {
+            error_propagate(errp, g_steal_pointer(&vmdesc_err));
+        } else {
+            ok = ok || state_whole;
+        }
+    }
+    t_dev = get_clock_ns();
+    ok = ok && precopy_confirm(s, f, vmdesc_err, errp);
+    s->downtime_bytes = qemu_file_transferred(f) - s->precopy_bytes;
+    if (ok) {
+        s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
+        ps->stop_ns = t_stop - s->downtime_start_ns;
+        ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_stop);
+        ps->ram_ns = t_ram - t_stop - ps->sync_ns;
+        ps->dev_ns = t_dev - t_ram;
+        ps->total_ns = t_dev - s->downtime_start_ns;
+        ps->phases_valid = true;
+        trace_migration_downtime(ps->stop_ns / 1000, ps->sync_ns / 1000, ps->ram_ns / 1000,
+                                 ps->dev_ns / 1000, ps->total_ns / 1000);
+        if (!ram_transport_finishes()) {
+            /* The last step that can fail; otherwise migration.c commits after the transport's. */
+            migration_commit_locked(s);
+        }
+    }
+    bql_unlock();
+    return ok;
+}
+
+/* x-downtime: the phases of a switchover that completed. */
+static XDowntimeInfo *precopy_downtime_info(const MigrationState *s, void *ms)
+{
+    PrecopyState *ps = ms;
+    XDowntimeInfo *d;
+
+    if (!ps->phases_valid) {
+        return NULL;
+    }
+    d = g_new0(XDowntimeInfo, 1);
+    d->stop_vcpus = ps->stop_ns / 1000;
+    d->final_sync = ps->sync_ns / 1000;
+    d->last_ram = ps->ram_ns / 1000;
+    d->device_state = ps->dev_ns / 1000;
+    d->total = ps->total_ns / 1000;
+    d->expected = ps->expected_us;
+    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
+                                                d->device_state);
+    return d;
+}
+
+const MigrationOutMode precopy_mode = {
+    .name = "precopy",
+    .state_size = sizeof(PrecopyState),
+    .downtime_info = precopy_downtime_info,
+    .selected = precopy_selected,
+    .init = precopy_init,
+    .switchover_ready = precopy_switchover_ready,
+    .stream_start = precopy_stream_start,
+    .complete = precopy_complete,
+    .cleanup = precopy_cleanup,
+};
