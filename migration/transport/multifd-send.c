@@ -140,6 +140,7 @@ typedef struct MultifdSendCurrent {
     MultifdSendStats last;
 } MultifdSendCurrent;
 
+/* The process's one running multifd migration (see above for each field's owner). */
 static MultifdSendCurrent current;
 
 static void ms_lock(MultifdSender *ms)
