@@ -228,7 +228,8 @@ static void lr_free_blocks(void)
     lr.nblocks = 0;
 }
 
-static void lr_failed_bh_release(void *opaque)
+/* Main loop: joins the prefetch threads and the fault server (both done, or out after a failure). */
+static void lr_join_threads(void)
 {
     for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
         if (lr.prefetch_created[i]) {
@@ -236,8 +237,13 @@ static void lr_failed_bh_release(void *opaque)
             lr.prefetch_created[i] = false;
         }
     }
-    /* Out already (lr_fault_end): this joins it. */
     uffd_server_stop(&lr.faults);
+}
+
+static void lr_failed_bh_release(void *opaque)
+{
+    /* The fault server is out already (lr_fault_end): this joins it. */
+    lr_join_threads();
     /*
      * The userfaultfd stays open and registered, for the life of the
      * process: vCPUs and device threads may wait on its missing pages, and
@@ -314,13 +320,7 @@ static const UffdServerOps lr_fault_ops = {
 /* Main loop: the threads are done; release everything. */
 static void lr_finish_bh(void *opaque)
 {
-    for (int i = 0; i < LR_PREFETCH_THREADS; i++) {
-        if (lr.prefetch_created[i]) {
-            qemu_thread_join(&lr.prefetch_threads[i]);
-            lr.prefetch_created[i] = false;
-        }
-    }
-    uffd_server_stop(&lr.faults);
+    lr_join_threads();
     lr_free_blocks();
     if (lr.uffd >= 0) {
         close(lr.uffd);
