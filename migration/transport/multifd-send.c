@@ -46,13 +46,19 @@
  *  the wait at the flush (4), mig/dst reads on and the channels start round
  *  K+1 with pages of round K still unplaced.
  *
+ * The page path ends here: the multifd sink's page hooks (ram-sink.h) are
+ * at the end of this file, so a dirty page goes from the dirty scan
+ * straight into a batch; the transport's set-up, counters and the running
+ * migration's sender are in ram-sink-multifd.c.
+ *
  * Locks: ms->lock (cancel against connect and free) is a leaf; the pool's
- * lock is its own (no hook runs under it). current.lock is taken before
- * ms->lock.
+ * lock is its own (no hook runs under it). ram-sink-multifd.c's
+ * current.lock is taken before ms->lock.
  */
 #include "qemu/osdep.h"
 #include "qemu/iov.h"
 #include "qapi/error.h"
+#include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/cutils.h"
 #include "qemu/tsan.h"
@@ -65,6 +71,7 @@
 #include "multifd-send.h"
 #include "migration/core/options.h"
 #include "ram-codec.h"
+#include "ram-sink.h"
 #include <sys/socket.h>
 
 typedef struct MultifdBatch {
@@ -126,22 +133,6 @@ struct MultifdSender {
     uint64_t packet_num;        /* atomic: numbers packets across channels */
 };
 
-/*
- * The global API of multifd-send.h forwards to the sender of the running
- * migration, kept here; the instance API (multifd_sender_*) needs none of it.
- */
-typedef struct MultifdSendCurrent {
-    GMutex lock;                /* current.lock, before any ms->lock */
-    /* lock: setup (mig/src) sets it, cleanup (main thread) clears it; read by any thread. */
-    MultifdSender *ms;
-    /* lock: cancel came, even before setup; it belongs to this migration until cleanup. */
-    bool shut_down;
-    /* lock: the counters of the last sender, kept by cleanup for query-migrate. */
-    MultifdSendStats last;
-} MultifdSendCurrent;
-
-/* The process's one running multifd migration (see above for each field's owner). */
-static MultifdSendCurrent current;
 
 static void ms_lock(MultifdSender *ms)
 {
@@ -156,6 +147,11 @@ static void ms_unlock(MultifdSender *ms)
 static void stat_add(uint64_t *c, uint64_t v)
 {
     __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+int multifd_sender_channels(MultifdSender *ms)
+{
+    return ms->n;
 }
 
 void multifd_sender_stats(MultifdSender *ms, MultifdSendStats *st)
@@ -485,124 +481,91 @@ void multifd_sender_free(MultifdSender *ms)
     g_free(ms);
 }
 
-/* ---- The global API: the sender of the running migration ---- */
-
-static void current_lock(void)
+uint64_t multifd_sender_unsent_bytes(MultifdSender *ms)
 {
-    tsan_g_mutex_lock(&current.lock);
-}
-
-static void current_unlock(void)
-{
-    tsan_g_mutex_unlock(&current.lock);
-}
-
-MultifdSender *multifd_sender(void)
-{
-    MultifdSender *ms;
-
-    current_lock();
-    ms = current.ms;
-    current_unlock();
-    return ms;
-}
-
-void multifd_send_stats(MultifdSendStats *st)
-{
-    current_lock();
-    if (current.ms) {
-        multifd_sender_stats(current.ms, st);
-    } else {
-        *st = current.last;
-    }
-    current_unlock();
-}
-
-MultifdSender *multifd_send_setup(const char *uri, Error **errp)
-{
-    MultifdSender *ms;
-
-    if (!g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
-        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
-        return NULL;
-    }
-    current_lock();
-    /* The counters of this migration start at zero from here. */
-    memset(&current.last, 0, sizeof(current.last));
-    current_unlock();
-    ms = multifd_sender_new(errp);
-    if (!ms) {
-        return NULL;
-    }
-    current_lock();
-    current.ms = ms;
-    if (current.shut_down) {
-        multifd_sender_shutdown(ms);
-    }
-    current_unlock();
-    for (int i = 0; i < ms->n; i++) {
-        Channel *ch;
-
-        if (multifd_sender_cancelled(ms)) {
-            error_setg(errp, "multifd: cancelled while connecting the channels");
-            return NULL;
-        }
-        /* On failure the channels made so far stay for multifd_send_cleanup(). */
-        ch = mig_channel_connect(uri, errp);
-        if (!ch) {
-            error_prepend(errp, "multifd: channel %d: ", i);
-            return NULL;
-        }
-        if (!multifd_sender_start_channel(ms, i, ch, errp)) {
-            return NULL;
-        }
-    }
-    return ms;
-}
-
-void multifd_send_shutdown(void)
-{
-    current_lock();
-    current.shut_down = true;
-    if (current.ms) {
-        multifd_sender_shutdown(current.ms);
-    }
-    current_unlock();
-}
-
-uint64_t multifd_send_unsent_bytes(void)
-{
-    MultifdSender *ms;
     uint64_t unsent = 0;
 
-    current_lock();
-    ms = current.ms;
-    for (int i = 0; ms && i < ms->n; i++) {
-        ms_lock(ms);
+    ms_lock(ms);
+    for (int i = 0; i < ms->n; i++) {
         if (ms->ch[i].ch) {
             unsent += mig_channel_unsent_bytes(ms->ch[i].ch);
         }
-        ms_unlock(ms);
     }
-    current_unlock();
+    ms_unlock(ms);
     return unsent;
 }
 
-void multifd_send_cleanup(void)
+void multifd_sender_stop(MultifdSender *ms)
 {
-    MultifdSender *ms = multifd_sender();
+    worker_pool_stop(ms->pool, NULL);
+}
 
-    if (ms) {
-        /* Stop and join first: the counters are final after the joins. */
-        worker_pool_stop(ms->pool, NULL);
+/* ---- The multifd sink's page hooks (ram-sink.h): mig/src's page path ---- */
+
+void multifd_sink_put_page(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                           const uint8_t *data)
+{
+    MultifdSink *s = sink;
+
+    ram_put_record(&s->rec, f, rb, page, data);
+}
+
+void multifd_sink_put_word(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word,
+                           unsigned long bits, unsigned long zero)
+{
+    MultifdSink *s = sink;
+    bool legacy = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_LEGACY;
+
+    while (bits) {
+        uint64_t p = word * BITS_PER_LONG + __builtin_ctzl(bits);
+        unsigned long bit = bits & -bits;
+
+        bits &= bits - 1;
+        /*
+         * A page the kernel never populated costs a 9-byte record here;
+         * in a packet it would cost a channel hand-off, a write and a read
+         * per 128 of them, for nothing to look at.
+         */
+        if ((zero & bit) ||
+            (legacy && buffer_is_zero(rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE))) {
+            ram_put_zero_page(&s->rec, f, rb, p);
+        } else {
+            multifd_send_queue_page(s->ms, f, rb, p);
+        }
     }
-    current_lock();
-    if (ms) {
-        multifd_sender_stats(ms, &current.last);
-    }
-    current.ms = NULL;
-    /* A cancel before the next setup belongs to the next migration. */
-    current.shut_down = false;
-    current_unlock();
-    multifd_sender_free(ms);
+}
+
+/*
+ * Defensive: after close (the channels were joined) nothing may use them.
+ * No mode uses a closed sink today (postcopy, the one that resumes, does
+ * not take multifd); should one, pages would go one at a time as records
+ * with no round to end, as the records sink sends them.
+ */
+bool multifd_sink_takes_words(void *sink)
+{
+    MultifdSink *s = sink;
+
+    return s->ms != NULL;
+}
+
+bool multifd_sink_new_round(void *sink, QEMUFile *f)
+{
+    MultifdSink *s = sink;
+
+    return !s->ms || multifd_send_sync(s->ms, f, false);
+}
+
+bool multifd_sink_drain(void *sink, QEMUFile *f)
+{
+    MultifdSink *s = sink;
+
+    /* Every page in the channels must be placed before the device state loads. */
+    return !s->ms || multifd_send_sync(s->ms, f, true);
+}
+
+void multifd_sink_restart(void *sink)
+{
+    MultifdSink *s = sink;
+
+    s->rec.last_block = NULL;
 }

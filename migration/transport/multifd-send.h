@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Private to migration/: multifd, the sending side. mig/src connects the
- * channels next to the main stream (multifd_send_setup), the precopy page
- * source queues pages into batches (multifd_send_queue_page) and ends a
- * round after every dirty sync (multifd_send_sync); cancel shuts the
- * channels down from any thread; the cleanup bottom half joins them.
- * multifd-send.c opens with the round protocol's invariant and why it holds.
+ * channels next to the main stream (multifd_send_setup), the dirty scan
+ * puts claimed words through the multifd sink's page hooks, which queue
+ * pages into batches (multifd_send_queue_page) and end a round after
+ * every dirty sync (multifd_send_sync); cancel shuts the channels down
+ * from any thread; the cleanup bottom half joins them. multifd-send.c
+ * opens with the round protocol's invariant and why it holds.
  *
- * Two levels: the global functions below work on the sender of the
- * running migration (set by multifd_send_setup, cleared by cleanup); the
- * multifd_sender_* ones at the end work on any instance, over channels the
- * caller connected (tests/unit/test-multifd-rounds.c).
+ * Three parts: the global functions below work on the sender of the
+ * running migration (set by multifd_send_setup, cleared by cleanup;
+ * ram-sink-multifd.c, with the sink's row); the multifd_sender_* ones work
+ * on any instance, over channels the caller connected
+ * (tests/unit/test-multifd-rounds.c); the sink's page hooks at the end
+ * (multifd-send.c) are the page path.
  */
 #ifndef MIGRATION_MULTIFD_SEND_H
 #define MIGRATION_MULTIFD_SEND_H
@@ -18,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "qemu/typedefs.h"
+#include "ram-codec.h"
 
 typedef struct MultifdSender MultifdSender;
 
@@ -73,9 +77,38 @@ bool multifd_sender_start_channel(MultifdSender *ms, int i, Channel *ch, Error *
 void multifd_sender_shutdown(MultifdSender *ms);
 /* Any thread: multifd_sender_shutdown() was called. */
 bool multifd_sender_cancelled(MultifdSender *ms);
+/* Any thread while @ms lives: how many channels it has (read-only). */
+int multifd_sender_channels(MultifdSender *ms);
 /* Any thread while @ms lives. */
 void multifd_sender_stats(MultifdSender *ms, MultifdSendStats *st);
+/* Any thread while @ms lives: bytes its channels wrote that the peer did not take. */
+uint64_t multifd_sender_unsent_bytes(MultifdSender *ms);
+/* The owner, once nobody queues or syncs: stops (shutting the channels down) and joins. */
+void multifd_sender_stop(MultifdSender *ms);
 /* The owner, once nobody queues or syncs: stops (shutting the channels down), joins, frees. */
 void multifd_sender_free(MultifdSender *ms);
+
+/* ---- The multifd sink (ram-sink.h): its instance and page hooks ---- */
+
+typedef struct MultifdSink {
+    RAMRecordWriter rec;        /* mig/src: the main stream's records */
+    MultifdSender *ms;          /* mig/src, from the sink's open to its close */
+} MultifdSink;
+
+/*
+ * The page hooks of ram_multifd_sink, on a MultifdSink: claimed words go as
+ * packets on the channels, which read the pages later; pages known to be
+ * zero and single pages put outside the words go as records on the main
+ * stream. A round ends after every dirty sync (new_round); drain also
+ * waits until the channels wrote everything.
+ */
+void multifd_sink_put_page(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                           const uint8_t *data);
+void multifd_sink_put_word(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word,
+                           unsigned long bits, unsigned long zero);
+bool multifd_sink_takes_words(void *sink);
+bool multifd_sink_new_round(void *sink, QEMUFile *f);
+bool multifd_sink_drain(void *sink, QEMUFile *f);
+void multifd_sink_restart(void *sink);
 
 #endif

@@ -1,25 +1,156 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The multifd sink (ram-sink.h): the dirty scan's claimed words go as
- * packets on the channels (multifd-send.h), which read the pages later;
- * a round ends after every dirty sync, so no page's older copy can land
- * after its newer one. Pages that need no channel go as records on the
- * main stream: single pages put outside the dirty scan's words and pages
- * known to be zero. Everything is mig/src's; query-migrate reads the counters.
+ * The multifd transport and sink row (ram-sink.h): the channels of the
+ * running migration connect after the main stream, the sink's instance
+ * lives from the "ram" section's set-up to its end, and query-migrate
+ * reads the counters, which outlive the channels. The page hooks are in
+ * multifd-send.c, next to the batches they fill, so a dirty page crosses
+ * the multifd sender as one file.
+ *
+ * The global API of multifd-send.h works on the sender of the running
+ * migration, kept here; the instance API (multifd_sender_*) needs none
+ * of it.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/bitmap.h"
-#include "qemu/bufferiszero.h"
+#include "qemu/tsan.h"
 #include "system/memory.h"
 #include "migration/qemu-file.h"
+#include "channel.h"
 #include "multifd.h"
 #include "multifd-send.h"
 #include "migration/core/options.h"
 #include "ram-codec.h"
 #include "ram-sink.h"
 
-/* ---- the transport: the channels (multifd-send.h) ---- */
+typedef struct MultifdSendCurrent {
+    GMutex lock;                /* current.lock, before any ms->lock */
+    /* lock: setup (mig/src) sets it, cleanup (main thread) clears it; read by any thread. */
+    MultifdSender *ms;
+    /* lock: cancel came, even before setup; it belongs to this migration until cleanup. */
+    bool shut_down;
+    /* lock: the counters of the last sender, kept by cleanup for query-migrate. */
+    MultifdSendStats last;
+} MultifdSendCurrent;
+
+/* The process's one running multifd migration (see above for each field's owner). */
+static MultifdSendCurrent current;
+
+static void current_lock(void)
+{
+    tsan_g_mutex_lock(&current.lock);
+}
+
+static void current_unlock(void)
+{
+    tsan_g_mutex_unlock(&current.lock);
+}
+
+MultifdSender *multifd_sender(void)
+{
+    MultifdSender *ms;
+
+    current_lock();
+    ms = current.ms;
+    current_unlock();
+    return ms;
+}
+
+void multifd_send_stats(MultifdSendStats *st)
+{
+    current_lock();
+    if (current.ms) {
+        multifd_sender_stats(current.ms, st);
+    } else {
+        *st = current.last;
+    }
+    current_unlock();
+}
+
+MultifdSender *multifd_send_setup(const char *uri, Error **errp)
+{
+    MultifdSender *ms;
+
+    if (!g_str_has_prefix(uri, "tcp:") && !g_str_has_prefix(uri, "unix:")) {
+        error_setg(errp, "multifd needs a tcp: or unix: URI, not '%s'", uri);
+        return NULL;
+    }
+    current_lock();
+    /* The counters of this migration start at zero from here. */
+    memset(&current.last, 0, sizeof(current.last));
+    current_unlock();
+    ms = multifd_sender_new(errp);
+    if (!ms) {
+        return NULL;
+    }
+    current_lock();
+    current.ms = ms;
+    if (current.shut_down) {
+        multifd_sender_shutdown(ms);
+    }
+    current_unlock();
+    for (int i = 0; i < multifd_sender_channels(ms); i++) {
+        Channel *ch;
+
+        if (multifd_sender_cancelled(ms)) {
+            error_setg(errp, "multifd: cancelled while connecting the channels");
+            return NULL;
+        }
+        /* On failure the channels made so far stay for multifd_send_cleanup(). */
+        ch = mig_channel_connect(uri, errp);
+        if (!ch) {
+            error_prepend(errp, "multifd: channel %d: ", i);
+            return NULL;
+        }
+        if (!multifd_sender_start_channel(ms, i, ch, errp)) {
+            return NULL;
+        }
+    }
+    return ms;
+}
+
+void multifd_send_shutdown(void)
+{
+    current_lock();
+    current.shut_down = true;
+    if (current.ms) {
+        multifd_sender_shutdown(current.ms);
+    }
+    current_unlock();
+}
+
+uint64_t multifd_send_unsent_bytes(void)
+{
+    uint64_t unsent = 0;
+
+    current_lock();
+    if (current.ms) {
+        unsent = multifd_sender_unsent_bytes(current.ms);
+    }
+    current_unlock();
+    return unsent;
+}
+
+void multifd_send_cleanup(void)
+{
+    MultifdSender *ms = multifd_sender();
+
+    if (ms) {
+        /* Stop and join first: the counters are final after the joins. */
+        multifd_sender_stop(ms);
+    }
+    current_lock();
+    if (ms) {
+        multifd_sender_stats(ms, &current.last);
+    }
+    current.ms = NULL;
+    /* A cancel before the next setup belongs to the next migration. */
+    current.shut_down = false;
+    current_unlock();
+    multifd_sender_free(ms);
+}
+
+/* ---- the transport hooks ---- */
 
 /* exec:, fd: and (without mapped-ram) file: carry one stream: no channels can connect. */
 static bool multifd_check_uri(const char *uri, Error **errp)
@@ -45,16 +176,11 @@ static bool multifd_drains_faster(void)
     return migrate_multifd_compression() != MULTIFD_COMPRESSION_NONE;
 }
 
-/* ---- the sink ---- */
-
-typedef struct RAMMultifdSink {
-    RAMRecordWriter rec;        /* mig/src: the main stream's records */
-    MultifdSender *ms;          /* mig/src, from open to close */
-} RAMMultifdSink;
+/* ---- the sink's life and counters (its page hooks: multifd-send.c) ---- */
 
 static void *multifd_sink_open(QEMUFile *f, const RAMSinkConfig *cfg, Error **errp)
 {
-    RAMMultifdSink *s = g_new0(RAMMultifdSink, 1);
+    MultifdSink *s = g_new0(MultifdSink, 1);
 
     /* The channels connected before the "ram" section was set up (migration.c). */
     s->ms = multifd_sender();
@@ -62,85 +188,17 @@ static void *multifd_sink_open(QEMUFile *f, const RAMSinkConfig *cfg, Error **er
     return s;
 }
 
-static void multifd_sink_put_page(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t page,
-                                  const uint8_t *data)
-{
-    RAMMultifdSink *s = sink;
-
-    ram_put_record(&s->rec, f, rb, page, data);
-}
-
-static void multifd_sink_put_word(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word,
-                                  unsigned long bits, unsigned long zero)
-{
-    RAMMultifdSink *s = sink;
-    bool legacy = migrate_zero_page_detection() == ZERO_PAGE_DETECTION_LEGACY;
-
-    while (bits) {
-        uint64_t p = word * BITS_PER_LONG + __builtin_ctzl(bits);
-        unsigned long bit = bits & -bits;
-
-        bits &= bits - 1;
-        /*
-         * A page the kernel never populated costs a 9-byte record here;
-         * in a packet it would cost a channel hand-off, a write and a read
-         * per 128 of them, for nothing to look at.
-         */
-        if ((zero & bit) ||
-            (legacy && buffer_is_zero(rb->host + (p << TARGET_PAGE_BITS), TARGET_PAGE_SIZE))) {
-            ram_put_zero_page(&s->rec, f, rb, p);
-        } else {
-            multifd_send_queue_page(s->ms, f, rb, p);
-        }
-    }
-}
-
-/*
- * Defensive: after close (the channels were joined) nothing may use them.
- * No mode uses a closed sink today (postcopy, the one that resumes, does
- * not take multifd); should one, pages would go one at a time as records
- * with no round to end, as the records sink sends them.
- */
-static bool multifd_sink_takes_words(void *sink)
-{
-    RAMMultifdSink *s = sink;
-
-    return s->ms != NULL;
-}
-
-static bool multifd_sink_new_round(void *sink, QEMUFile *f)
-{
-    RAMMultifdSink *s = sink;
-
-    return !s->ms || multifd_send_sync(s->ms, f, false);
-}
-
-static bool multifd_sink_drain(void *sink, QEMUFile *f)
-{
-    RAMMultifdSink *s = sink;
-
-    /* Every page in the channels must be placed before the device state loads. */
-    return !s->ms || multifd_send_sync(s->ms, f, true);
-}
-
-static void multifd_sink_restart(void *sink)
-{
-    RAMMultifdSink *s = sink;
-
-    s->rec.last_block = NULL;
-}
-
 static void multifd_sink_close(void *sink)
 {
-    RAMMultifdSink *s = sink;
+    MultifdSink *s = sink;
 
-    /* migration.c stops and joins the channels; their counters stay in multifd-send.c. */
+    /* migration.c stops and joins the channels; their counters stay in current.last. */
     s->ms = NULL;
 }
 
 static void multifd_sink_counts(void *sink, RAMSinkCounts *c)
 {
-    RAMMultifdSink *s = sink;
+    MultifdSink *s = sink;
     uint64_t normal = __atomic_load_n(&s->rec.normal_pages, __ATOMIC_RELAXED);
     MultifdSendStats m;
 
@@ -152,7 +210,7 @@ static void multifd_sink_counts(void *sink, RAMSinkCounts *c)
 
 static void multifd_sink_fill_info(void *sink, MigrationInfo *info)
 {
-    RAMMultifdSink *s = sink;
+    MultifdSink *s = sink;
     uint64_t normal = __atomic_load_n(&s->rec.normal_pages, __ATOMIC_RELAXED);
     MultifdSendStats m;
 

@@ -107,6 +107,18 @@ void ram_put_multifd_flush(QEMUFile *f)
     qemu_put_be64(f, RAM_SAVE_FLAG_MULTIFD_FLUSH);
 }
 
+/* The sink's main-stream records (multifd-send.c's page hooks): this test queues pages directly. */
+void ram_put_record(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page,
+                    const uint8_t *data)
+{
+    g_assert_not_reached();
+}
+
+void ram_put_zero_page(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page)
+{
+    g_assert_not_reached();
+}
+
 static const BlockDef blocks[] = {
     { "pc.ram", 40 },
     { "/rom@etc/acpi/tables", 8 },
