@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Installs (idempotently) every Debian package the build, the tests, the demo
-# and the benchmarks need. Run as root on Debian 12.
+# and the benchmarks need, then QEMU 10.0 beside Debian's 7.2 (the second
+# peer, scripts/install-qemu10.sh). Run as root on Debian 12.
 set -eu
+here=$(dirname "$0")
 
 PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86 clang libclang-rt-14-dev llvm-14 zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev python3-matplotlib libvirt-daemon-system libvirt-clients iproute2"
 
@@ -14,14 +16,15 @@ for p in $PACKAGES; do
 done
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
-    exit 0
+else
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: need root to install:$missing" >&2
+        exit 1
+    fi
+    echo "install-deps: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing
 fi
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-deps: need root to install:$missing" >&2
-    exit 1
-fi
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing
+"$here/install-qemu10.sh"
