@@ -347,6 +347,19 @@ void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint6
     b->offset[b->num++] = page << TARGET_PAGE_BITS;
 }
 
+bool multifd_send_settle(MultifdSender *ms, QEMUFile *f)
+{
+    bool ok;
+
+    /* The pages of the open round only: no SYNC, so the round goes on after. */
+    if (ms->batch->num && !multifd_hand_over(ms, f)) {
+        return false;
+    }
+    ok = !worker_pool_wait_idle(ms->pool);
+    multifd_count_bytes(ms, f);
+    return ok || multifd_failed(ms, f);
+}
+
 bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait)
 {
     bool ok;
@@ -553,6 +566,13 @@ bool multifd_sink_new_round(void *sink, QEMUFile *f)
     MultifdSink *s = sink;
 
     return !s->ms || multifd_send_sync(s->ms, f, false);
+}
+
+bool multifd_sink_settle(void *sink, QEMUFile *f)
+{
+    MultifdSink *s = sink;
+
+    return !s->ms || multifd_send_settle(s->ms, f);
 }
 
 bool multifd_sink_drain(void *sink, QEMUFile *f)

@@ -54,6 +54,12 @@ void multifd_send_queue_page(MultifdSender *ms, QEMUFile *f, RAMBlock *rb, uint6
  * False (error set on @f) if a channel failed.
  */
 bool multifd_send_sync(MultifdSender *ms, QEMUFile *f, bool wait);
+/*
+ * mig/src, the guest running, before a switchover is decided: the pages
+ * queued so far go out and are written, the round stays open (no SYNC).
+ * False (error set on @f) if a channel failed.
+ */
+bool multifd_send_settle(MultifdSender *ms, QEMUFile *f);
 /* Any thread: blocked channel writes fail at once (cancel). */
 void multifd_send_shutdown(void);
 /* Main thread, after mig/src was joined: stop and join the threads, close the channels. */
@@ -108,6 +114,7 @@ void multifd_sink_put_word(void *sink, QEMUFile *f, RAMBlock *rb, uint64_t word,
                            unsigned long bits, unsigned long zero);
 bool multifd_sink_takes_words(void *sink);
 bool multifd_sink_new_round(void *sink, QEMUFile *f);
+bool multifd_sink_settle(void *sink, QEMUFile *f);
 bool multifd_sink_drain(void *sink, QEMUFile *f);
 void multifd_sink_restart(void *sink);
 

@@ -240,6 +240,7 @@ const RAMSinkOps ram_multifd_sink = {
     .put_word = multifd_sink_put_word,
     .takes_words = multifd_sink_takes_words,
     .new_round = multifd_sink_new_round,
+    .settle = multifd_sink_settle,
     .drain = multifd_sink_drain,
     .restart = multifd_sink_restart,
     .close = multifd_sink_close,

@@ -133,6 +133,15 @@ typedef struct RAMSinkOps {
      */
     bool (*new_round)(void *sink, QEMUFile *f);
     /*
+     * The guest still runs, and the mode is about to decide on a
+     * switchover (ram.c's exact pending): finish the work in flight now
+     * (pages the sink holds or is still encoding and writing), without
+     * ending the round, so that the stop's drain waits only for the last
+     * pages and not for this tail. False (error set on @f) if the sink
+     * failed. NULL: nothing is in flight outside the stream.
+     */
+    bool (*settle)(void *sink, QEMUFile *f);
+    /*
      * Completion, before the device state: everything put so far is
      * placed at the destination before it reads on. False with the error
      * set on @f. NULL: nothing to wait for (records are in the stream; a

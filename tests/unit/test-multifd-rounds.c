@@ -225,7 +225,8 @@ static void guest_write(Run *r)
 
 /*
  * mig/src: round @round: claim what was written (all of it in round 1),
- * queue it in random order with guest writes in between, end the round.
+ * queue it in random order with guest writes and settles in between, end
+ * the round.
  */
 static void src_round(Run *r, int round, bool guest, bool wait)
 {
@@ -252,6 +253,10 @@ static void src_round(Run *r, int round, bool guest, bool wait)
         r->queued++;
         while (guest && g_rand_int_range(r->src_rand, 0, 4) == 0) {
             guest_write(r);
+        }
+        /* A switchover check mid-round: the pages in flight go out, the round goes on. */
+        if (g_rand_int_range(r->src_rand, 0, 64) == 0) {
+            g_assert_true(multifd_send_settle(r->ms, r->out));
         }
     }
     g_assert_true(multifd_send_sync(r->ms, r->out, wait));
