@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <json-glib/json-glib.h>
+#include "migration/vmdesc.h"
 #include "qemu/typedefs.h"
 
 typedef enum VMStateType {
@@ -152,7 +152,7 @@ struct VMStateDescription {
  * errors are left in @f.
  */
 bool vmstate_save_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
-                        JsonBuilder *vmdesc, Error **errp);
+                        VMDescWriter *vmdesc, Error **errp);
 /* Loads what vmstate_save_state wrote for stream version @version_id. */
 bool vmstate_load_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
                         int version_id, Error **errp);

@@ -190,8 +190,8 @@ int qemu_savevm_state_complete_live(QEMUFile *f)
     return qemu_file_get_error(f);
 }
 
-/* The FULL sections of every device, described into @vmdesc. */
-static bool savevm_put_device_sections(QEMUFile *f, JsonBuilder *vmdesc, Error **errp)
+/* The FULL sections of every device, described into @vmdesc (may be NULL). */
+static bool savevm_put_device_sections(QEMUFile *f, VMDescWriter *vmdesc, Error **errp)
 {
     SaveStateEntry *se;
 
@@ -202,18 +202,22 @@ static bool savevm_put_device_sections(QEMUFile *f, JsonBuilder *vmdesc, Error *
             continue;
         }
         t0 = get_clock_ns();
-        json_builder_begin_object(vmdesc);
-        json_builder_set_member_name(vmdesc, "name");
-        json_builder_add_string_value(vmdesc, se->idstr);
-        json_builder_set_member_name(vmdesc, "instance_id");
-        json_builder_add_int_value(vmdesc, se->instance_id);
+        if (vmdesc) {
+            vmdesc_begin_object(vmdesc);
+            vmdesc_set_member_name(vmdesc, "name");
+            vmdesc_add_string_value(vmdesc, se->idstr);
+            vmdesc_set_member_name(vmdesc, "instance_id");
+            vmdesc_add_int_value(vmdesc, se->instance_id);
+        }
         save_section_header(f, se, QEMU_VM_SECTION_FULL);
         if (!vmstate_save_state(f, se->vmsd, se->opaque, vmdesc, errp)) {
             error_prepend(errp, "saving section '%s' (instance %u): ", se->idstr, se->instance_id);
             return false;
         }
         save_section_footer(f, se);
-        json_builder_end_object(vmdesc);
+        if (vmdesc) {
+            vmdesc_end_object(vmdesc);
+        }
         trace_savevm_device_save(se->idstr, se->instance_id, (get_clock_ns() - t0) / 1000);
     }
     return true;
@@ -221,24 +225,23 @@ static bool savevm_put_device_sections(QEMUFile *f, JsonBuilder *vmdesc, Error *
 
 bool qemu_savevm_state_devices(QEMUFile *f, bool *state_whole, Error **errp)
 {
-    g_autoptr(JsonBuilder) vmdesc = json_builder_new();
-    g_autoptr(JsonGenerator) gen = NULL;
-    g_autofree char *json = NULL;
-    gsize len;
+    g_autoptr(VMDescWriter) vmdesc = vmdesc_new();
+    const char *json;
+    size_t len;
 
     if (state_whole) {
         *state_whole = false;
     }
-    json_builder_begin_object(vmdesc);
-    json_builder_set_member_name(vmdesc, "page_size");
-    json_builder_add_int_value(vmdesc, TARGET_PAGE_SIZE);
-    json_builder_set_member_name(vmdesc, "devices");
-    json_builder_begin_array(vmdesc);
+    vmdesc_begin_object(vmdesc);
+    vmdesc_set_member_name(vmdesc, "page_size");
+    vmdesc_add_int_value(vmdesc, TARGET_PAGE_SIZE);
+    vmdesc_set_member_name(vmdesc, "devices");
+    vmdesc_begin_array(vmdesc);
     if (!savevm_put_device_sections(f, vmdesc, errp)) {
         return false;
     }
-    json_builder_end_array(vmdesc);
-    json_builder_end_object(vmdesc);
+    vmdesc_end_array(vmdesc);
+    vmdesc_end_object(vmdesc);
 
     /*
      * The device state and EOF are flushed on their own, so that a failure
@@ -254,9 +257,7 @@ bool qemu_savevm_state_devices(QEMUFile *f, bool *state_whole, Error **errp)
     if (state_whole) {
         *state_whole = true;
     }
-    gen = json_generator_new();
-    json_generator_set_root(gen, json_builder_get_root(vmdesc));
-    json = json_generator_to_data(gen, &len);
+    json = vmdesc_get_data(vmdesc, &len);
     qemu_put_byte(f, QEMU_VM_VMDESCRIPTION);
     qemu_put_be32(f, len);
     qemu_put_buffer(f, json, len);
@@ -270,14 +271,8 @@ bool qemu_savevm_state_devices(QEMUFile *f, bool *state_whole, Error **errp)
 
 bool qemu_savevm_state_devices_postcopy(QEMUFile *f, Error **errp)
 {
-    g_autoptr(JsonBuilder) unused = json_builder_new();
-    bool ok;
-
-    /* QEMU sends no vmdesc in postcopy; the builder only keeps the writer one. */
-    json_builder_begin_array(unused);
-    ok = savevm_put_device_sections(f, unused, errp);
-    json_builder_end_array(unused);
-    return ok;
+    /* QEMU sends no vmdesc in postcopy: none is written. */
+    return savevm_put_device_sections(f, NULL, errp);
 }
 
 int qemu_savevm_state_complete_postcopy(QEMUFile *f)

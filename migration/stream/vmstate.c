@@ -108,36 +108,36 @@ static void vmstate_get_scalar(QEMUFile *f, VMStateType t, void *p)
  * that many times), while each element of an array of structs gets its own
  * entry with "index".
  */
-static void vmdesc_field(JsonBuilder *vmdesc, const VMStateField *field, int64_t index,
+static void vmdesc_field(VMDescWriter *vmdesc, const VMStateField *field, int64_t index,
                          int64_t array_len)
 {
-    json_builder_set_member_name(vmdesc, "name");
-    json_builder_add_string_value(vmdesc, field->name);
+    vmdesc_set_member_name(vmdesc, "name");
+    vmdesc_add_string_value(vmdesc, field->name);
     if (array_len >= 0) {
-        json_builder_set_member_name(vmdesc, "array_len");
-        json_builder_add_int_value(vmdesc, array_len);
+        vmdesc_set_member_name(vmdesc, "array_len");
+        vmdesc_add_int_value(vmdesc, array_len);
     }
     if (index >= 0) {
-        json_builder_set_member_name(vmdesc, "index");
-        json_builder_add_int_value(vmdesc, index);
+        vmdesc_set_member_name(vmdesc, "index");
+        vmdesc_add_int_value(vmdesc, index);
     }
-    json_builder_set_member_name(vmdesc, "type");
-    json_builder_add_string_value(vmdesc, vmstate_type_name(field->type));
+    vmdesc_set_member_name(vmdesc, "type");
+    vmdesc_add_string_value(vmdesc, vmstate_type_name(field->type));
 }
 
-static void vmdesc_field_end(JsonBuilder *vmdesc, uint64_t size)
+static void vmdesc_field_end(VMDescWriter *vmdesc, uint64_t size)
 {
-    json_builder_set_member_name(vmdesc, "size");
-    json_builder_add_int_value(vmdesc, size);
-    json_builder_end_object(vmdesc);
+    vmdesc_set_member_name(vmdesc, "size");
+    vmdesc_add_int_value(vmdesc, size);
+    vmdesc_end_object(vmdesc);
 }
 
 static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
-                                JsonBuilder *vmdesc, Error **errp)
+                                VMDescWriter *vmdesc, Error **errp)
 {
     if (vmdesc) {
-        json_builder_set_member_name(vmdesc, "fields");
-        json_builder_begin_array(vmdesc);
+        vmdesc_set_member_name(vmdesc, "fields");
+        vmdesc_begin_array(vmdesc);
     }
     for (const VMStateField *field = vmsd->fields; field->name; field++) {
         uint32_t n = vmstate_n_elems(field, opaque);
@@ -149,7 +149,7 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
             uint64_t len = field->type == VMS_BUFFER ? field->size : n;
             if (vmdesc) {
-                json_builder_begin_object(vmdesc);
+                vmdesc_begin_object(vmdesc);
                 vmdesc_field(vmdesc, field, -1, -1);
                 vmdesc_field_end(vmdesc, len);
             }
@@ -158,7 +158,7 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         }
         if (vmdesc && field->type != VMS_STRUCT && n &&
             (field->num > 1 || field->varray)) {
-            json_builder_begin_object(vmdesc);
+            vmdesc_begin_object(vmdesc);
             vmdesc_field(vmdesc, field, -1, n);
             vmdesc_field_end(vmdesc, field->size);
         }
@@ -168,19 +168,19 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             bool desc = vmdesc && (field->type == VMS_STRUCT || !(field->num > 1 || field->varray));
 
             if (desc) {
-                json_builder_begin_object(vmdesc);
+                vmdesc_begin_object(vmdesc);
                 vmdesc_field(vmdesc, field, n > 1 || field->varray ? (int64_t)i : -1, -1);
             }
             if (field->type == VMS_STRUCT) {
                 if (desc) {
-                    json_builder_set_member_name(vmdesc, "struct");
-                    json_builder_begin_object(vmdesc);
+                    vmdesc_set_member_name(vmdesc, "struct");
+                    vmdesc_begin_object(vmdesc);
                 }
                 if (!vmstate_save_state(f, field->vmsd, p, desc ? vmdesc : NULL, errp)) {
                     return false;
                 }
                 if (desc) {
-                    json_builder_end_object(vmdesc);
+                    vmdesc_end_object(vmdesc);
                 }
             } else {
                 vmstate_put_scalar(f, field->type, p);
@@ -193,13 +193,13 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         }
     }
     if (vmdesc) {
-        json_builder_end_array(vmdesc);
+        vmdesc_end_array(vmdesc);
     }
     return true;
 }
 
 bool vmstate_save_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaque,
-                        JsonBuilder *vmdesc, Error **errp)
+                        VMDescWriter *vmdesc, Error **errp)
 {
     bool any_sub = false;
 
@@ -208,10 +208,10 @@ bool vmstate_save_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaqu
         return false;
     }
     if (vmdesc) {
-        json_builder_set_member_name(vmdesc, "vmsd_name");
-        json_builder_add_string_value(vmdesc, vmsd->name);
-        json_builder_set_member_name(vmdesc, "version");
-        json_builder_add_int_value(vmdesc, vmsd->version_id);
+        vmdesc_set_member_name(vmdesc, "vmsd_name");
+        vmdesc_add_string_value(vmdesc, vmsd->name);
+        vmdesc_set_member_name(vmdesc, "version");
+        vmdesc_add_int_value(vmdesc, vmsd->version_id);
     }
     if (!vmstate_save_fields(f, vmsd, opaque, vmdesc, errp)) {
         return false;
@@ -223,25 +223,25 @@ bool vmstate_save_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaqu
             continue;
         }
         if (vmdesc && !any_sub) {
-            json_builder_set_member_name(vmdesc, "subsections");
-            json_builder_begin_array(vmdesc);
+            vmdesc_set_member_name(vmdesc, "subsections");
+            vmdesc_begin_array(vmdesc);
         }
         any_sub = true;
         qemu_put_byte(f, QEMU_VM_SUBSECTION);
         qemu_put_counted_string(f, sub->name);
         qemu_put_be32(f, sub->version_id);
         if (vmdesc) {
-            json_builder_begin_object(vmdesc);
+            vmdesc_begin_object(vmdesc);
         }
         if (!vmstate_save_state(f, sub, opaque, vmdesc, errp)) {
             return false;
         }
         if (vmdesc) {
-            json_builder_end_object(vmdesc);
+            vmdesc_end_object(vmdesc);
         }
     }
     if (vmdesc && any_sub) {
-        json_builder_end_array(vmdesc);
+        vmdesc_end_array(vmdesc);
     }
     return true;
 }

@@ -6,6 +6,7 @@
  * JSON describes exactly what was written. Hostile streams are in
  * test-vmstate-hostile.c.
  */
+#include <json-glib/json-glib.h>
 #include "vmstate-sample.h"
 
 /* ---- round trips ---- */
@@ -392,26 +393,22 @@ static void assert_struct_elem(JsonObject *o, gint64 index)
 static void test_vmdesc(void)
 {
     g_autoptr(Sample) src = sample_filled(true, false);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
-    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(VMDescWriter) b = vmdesc_new();
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autofree uint8_t *data = NULL;
-    g_autofree char *text = NULL;
+    const char *text;
     GError *gerr = NULL;
     JsonObject *top, *o, *st, *sub;
     JsonArray *fields, *subs, *sf;
     guint i = 0;
-    size_t len;
+    size_t len, text_len;
 
-    json_builder_begin_object(b);
+    vmdesc_begin_object(b);
     data = save_buf(&vmstate_sample, src, b, &len);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
+    vmdesc_end_object(b);
     /* Through text and back, as a stream analyzer would see it. */
-    json_generator_set_root(gen, root);
-    text = json_generator_to_data(gen, NULL);
-    g_assert_true(json_parser_load_from_data(parser, text, -1, &gerr));
+    text = vmdesc_get_data(b, &text_len);
+    g_assert_true(json_parser_load_from_data(parser, text, text_len, &gerr));
     g_assert_no_error(gerr);
     top = json_node_get_object(json_parser_get_root(parser));
 
@@ -494,16 +491,21 @@ static void test_vmdesc(void)
 static void test_vmdesc_no_subsections(void)
 {
     g_autoptr(Sample) src = sample_filled(false, false);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(VMDescWriter) b = vmdesc_new();
+    g_autoptr(JsonParser) parser = json_parser_new();
     g_autofree uint8_t *data = NULL;
-    size_t len;
+    const char *text;
+    GError *gerr = NULL;
+    size_t len, text_len;
 
-    json_builder_begin_object(b);
+    vmdesc_begin_object(b);
     data = save_buf(&vmstate_sample, src, b, &len);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    g_assert_false(json_object_has_member(json_node_get_object(root), "subsections"));
+    vmdesc_end_object(b);
+    text = vmdesc_get_data(b, &text_len);
+    g_assert_true(json_parser_load_from_data(parser, text, text_len, &gerr));
+    g_assert_no_error(gerr);
+    g_assert_false(json_object_has_member(json_node_get_object(json_parser_get_root(parser)),
+                                          "subsections"));
 }
 
 int main(int argc, char **argv)

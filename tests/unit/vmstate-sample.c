@@ -196,7 +196,7 @@ Sample *sample_filled(bool extra, bool more)
 
 /* ---- helpers ---- */
 
-uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, JsonBuilder *vmdesc,
+uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, VMDescWriter *vmdesc,
                   size_t *len)
 {
     QEMUFile *f = qemu_file_new_buffer_output();

@@ -62,7 +62,7 @@ Sample *sample_new(void);
 void sample_free(Sample *s);
 Sample *sample_filled(bool extra, bool more);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sample, sample_free)
-uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, JsonBuilder *vmdesc,
+uint8_t *save_buf(const VMStateDescription *vmsd, void *opaque, VMDescWriter *vmdesc,
                   size_t *len);
 bool load_buf(const VMStateDescription *vmsd, void *opaque, int version,
               const uint8_t *data, size_t len, size_t *consumed, Error **errp);
