@@ -40,7 +40,7 @@ STALL_S = 60
 
 def run_precopy(sc, binary, is_peer, log):
     tmp = "/tmp/migbench-%d-%d.sock" % (os.getpid(), int(time.time() * 1000) % 100000)
-    accel = sc.get("_accel") or (None if is_peer else sc.get("ours_accel"))
+    accel = sc.get("_accel") or sc.get("peer_accel" if is_peer else "ours_accel")
     smp = ["-smp", str(sc["smp"])] if sc.get("smp") else []
     net = sc.get("net")
     ports = (free_udp_port(), free_udp_port()) if net else None
