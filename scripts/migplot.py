@@ -317,7 +317,7 @@ def _mark_legend(plt, ax, runs, extra=(), passes=True):
         handles.append(h)
         labels.append(lab)
     ax.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0),
-              ncol=min(len(handles), 6), frameon=False, borderaxespad=0.2)
+              ncol=min(len(handles), 4), frameon=False, borderaxespad=0.2)
 
 
 def _third(what, sc, runs):
@@ -596,6 +596,11 @@ def _summary(plt, doc, name, what, sc, results, path):
     foot = "bars: median of %d run%s, whiskers: min to max%s" % (
         n, "s" if n > 1 else "", "; ratios: ours / %s" % ", ".join(label(doc, lab) for lab in labs[1:]) if len(labs) > 1
         else "")
+    na = doc.get("n/a") or {}
+    na = na.get(name) if isinstance(na.get(name), dict) else \
+        {k: v for k, v in na.items() if isinstance(v, str)}
+    if na:
+        foot += "\nnot run: " + "; ".join("%s %s" % (label(doc, k), v) for k, v in na.items())
     if fails:
         foot += "\nFAILED: " + "; ".join(fails)
     fig.supxlabel(foot, fontsize=8, color="tab:red" if fails else "0.3")
