@@ -93,7 +93,8 @@ SCENARIOS = {
     "snapshot-file": {
         "doc": "4 GiB guest writing 2 GiB randomly at 150 MB/s: background snapshot to a local "
                "file (ours with mapped-ram: 1 or 2 writers, with and without direct-io) and "
-               "restores (ours eager and lazy) against QEMU 7.2's, with the disk's dd speeds",
+               "restores (ours eager and lazy) against each peer's (exec:cat; mapped-ram where it "
+               "has it), with the disk's dd speeds",
         "kind": "snapshot-file", "mem": "4G",
         "append": "mode=dirty mem=2048 rate=150 pattern=random",
         "nonzero_mib": 2048, "warmup": 3,
