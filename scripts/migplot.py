@@ -11,8 +11,10 @@ time, the passes and the switchover marked), SET-runN-guest.png (the guest's
 write rate and worst write per STAT period, before, during and after) and,
 when query-migrate had one, SET-runN-latency.png (the background snapshot's
 fault or the postcopy destination's page request latency histogram); ours
-and the peer's run N share the axes. SET-summary.png puts the medians of
-the runs side by side, ours against the peer. A snapshot scenario's SET is
+and every peer's run N share the axes. SET-summary.png puts the medians of
+the runs side by side, ours against each peer (every binary the document
+holds: "ours" and one label per --peer, or the single "peer" of older
+files; migplot_labels.py). A snapshot scenario's SET is
 SCENARIO-bg and SCENARIO-file. It prints the files it wrote, one a line.
 
 Only the drawing needs matplotlib. Debian's python3-matplotlib serves
@@ -29,11 +31,12 @@ import sys
 import tempfile
 import textwrap
 
+from migplot_labels import color, label, order, present
+
 DPI = 90
 # Figure sizes in inches; at DPI each gives whole pixels (the test checks them).
 SIZES = {"timeline": (10, 7), "guest": (10, 6), "latency": (9, 5), "summary": (14, 9),
          "snapfile": (14, 5.5), "libvirt": (12, 5)}
-COLORS = {"ours": "tab:blue", "peer": "tab:orange"}
 SYSTEM_PYTHON = "/usr/bin/python3"
 UNLIMITED = 100 << 30           # migscenarios.UNLIMITED: "unlimited" bandwidth
 
@@ -75,17 +78,6 @@ def scenario_sets(doc):
         res = {next(iter(cfg)): res}
     kinds = {n: "postcopy" if sc.get("postcopy") else "precopy" for n, sc in cfg.items()}
     return [(n, kinds[n], sc, res[n]) for n, sc in cfg.items() if n in res]
-
-
-def label(doc, lab):
-    """A binary's name in legends: "ours", or the peer's version ("QEMU 7.2.22")."""
-    if lab == "ours":
-        return "ours"
-    b = doc.get("binaries", {}).get(lab, {})
-    m = re.match(r"QEMU emulator version (\S+)", b.get("version") or "")
-    if m:
-        return "QEMU " + m.group(1)
-    return os.path.basename(b.get("path", lab))
 
 
 def fmt_size(v):
@@ -325,7 +317,7 @@ def _mark_legend(plt, ax, runs, extra=(), passes=True):
         handles.append(h)
         labels.append(lab)
     ax.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0),
-              ncol=min(len(handles), 6), frameon=False, borderaxespad=0.2)
+              ncol=min(len(handles), 4), frameon=False, borderaxespad=0.2)
 
 
 def _third(what, sc, runs):
@@ -347,7 +339,7 @@ def _timeline(plt, doc, name, what, sc, runs, i, path):
     span = max((r["series"]["polls"]["t"][-1] for r in runs.values()
                 if r["series"]["polls"].get("t")), default=1)
     for k, (lab, r) in enumerate(runs.items()):
-        s, c = r["series"], COLORS[lab]
+        s, c = r["series"], color(doc, lab)
         p = s["polls"]
         axes[0].plot(p["t"], _nan(p.get("remaining", []), 1.0 / 2**20), color=c, lw=1.5,
                      label=label(doc, lab))
@@ -404,7 +396,7 @@ def _guest(plt, doc, name, what, sc, runs, i, path):
                              layout="constrained")
     spans, notes = [], []
     for lab, r in runs.items():
-        s, c, name_l = r["series"], COLORS[lab], label(doc, lab)
+        s, c, name_l = r["series"], color(doc, lab), label(doc, lab)
         g = s["guest"]
         rows = [row for row in zip(g["t"], g["cpu"], g["rate_mbps"], g.get("max_write_us", []),
                                    g.get("p99_write_us", [])) if row[2] is not None]
@@ -471,7 +463,7 @@ def _latency(plt, doc, name, what, sc, runs, i, path):
         h = hs[lab]
         bins = range(lo, hi + 1)
         ax.bar([b + x0 for b in bins], [h["histogram"][b] for b in bins], width=width,
-               color=COLORS[lab], label="%s: %d %s, p50 %s, p99 %s, max %s" % (
+               color=color(doc, lab), label="%s: %d %s, p50 %s, p99 %s, max %s" % (
                    label(doc, lab), sum(h["histogram"]), noun, _fmt_us(h["p50-us"]),
                    _fmt_us(h["p99-us"]), _fmt_us(h["max-us"])))
     ticks = range(lo, hi + 1)
@@ -502,17 +494,22 @@ def _headline(doc, labs, results):
         return statistics.median(vals) if vals else None
     tot = {lab: med(lab, "total-time-ms") for lab in labs}
     down = {lab: med(lab, "downtime-ms") for lab in labs}
-    if len(labs) < 2 or None in tot.values():
+    if len(labs) < 2 or labs[0] != "ours" or None in tot.values():
         return "%s only: %s s in all, %s ms downtime" % (
             label(doc, labs[0]), _fmt((tot[labs[0]] or 0) / 1000), _fmt(down[labs[0]]))
-    a, b = tot["ours"], tot["peer"]
-    peer = label(doc, "peer")
-    if abs(a / b - 1) < 0.03:
-        faster = "about the same time"
-    else:
-        faster = ("ours %.2f× faster" % (b / a)) if a < b else ("%s %.2f× faster" % (peer, a / b))
-    return "ours finished in %s s, %s in %s s: %s; downtime %s ms vs %s ms" % (
-        _fmt(a / 1000), peer, _fmt(b / 1000), faster, _fmt(down["ours"]), _fmt(down["peer"]))
+    a = tot["ours"]
+    parts = []
+    for lab in labs[1:]:
+        b, peer = tot[lab], label(doc, lab)
+        if abs(a / b - 1) < 0.03:
+            faster = "about the same time"
+        else:
+            faster = ("ours %.2f× faster" % (b / a)) if a < b else \
+                ("%s %.2f× faster" % (peer, a / b))
+        parts.append("%s in %s s: %s, downtime %s ms" % (peer, _fmt(b / 1000), faster,
+                                                         _fmt(down[lab])))
+    return "ours finished in %s s (downtime %s ms); %s" % (
+        _fmt(a / 1000), _fmt(down["ours"]), "; ".join(parts))
 
 
 def _phases_panel(ax, doc, what, labs, results):
@@ -552,7 +549,7 @@ def _metric_panel(ax, doc, labs, results, metric):
             ax.text(x, 0, "not\nreported", ha="center", va="bottom", fontsize=8, color="0.4")
             continue
         med = meds[lab] = statistics.median(vals)
-        ax.bar(x, med, color=COLORS[lab], width=0.6,
+        ax.bar(x, med, color=color(doc, lab), width=0.6,
                yerr=[[med - min(vals)], [max(vals) - med]], capsize=5, ecolor="0.2")
         ax.text(x, max(vals), _fmt(med), ha="center", va="bottom", fontsize=9)
         top = max(top, max(vals))
@@ -563,21 +560,28 @@ def _metric_panel(ax, doc, labs, results, metric):
     ax.set_title(title + (" (higher is better)" if better == "high" else ""), fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     ax.tick_params(axis="y", labelsize=8)
-    if "ours" in meds and meds.get("peer"):
-        ratio = meds["ours"] / meds["peer"]
+    lines, colors = [], []
+    for lab in labs[1:]:
+        if "ours" not in meds or not meds.get(lab):
+            continue
+        ratio = meds["ours"] / meds[lab]
         if abs(ratio - 1) < 0.03:
-            verdict, color = "about the same", "0.3"
+            verdict, c = "about the same", "0.3"
         elif (ratio < 1) == (better == "low"):
-            verdict, color = "ours better", "tab:green"
+            verdict, c = "ours better", "tab:green"
         else:
-            verdict, color = "ours worse", "tab:red"
-        ax.text(0.5, 0.97, "ours / %s = %.2f×\n%s" % (label(doc, "peer"), ratio, verdict),
-                transform=ax.transAxes,
-                ha="center", va="top", fontsize=9, color=color, fontweight="bold")
+            verdict, c = "ours worse", "tab:red"
+        lines.append("ours / %s = %.2f×%s%s" % (label(doc, lab), ratio,
+                                               "\n" if len(labs) == 2 else ": ", verdict))
+        colors.append(c)
+    if lines:
+        ax.text(0.5, 0.97, "\n".join(lines), transform=ax.transAxes, ha="center", va="top",
+                fontsize=9 if len(lines) == 1 else 7,
+                color=colors[0] if len(set(colors)) == 1 else "0.2", fontweight="bold")
 
 
 def _summary(plt, doc, name, what, sc, results, path):
-    labs = [lab for lab in ("ours", "peer") if results.get(lab)]
+    labs = present(doc, results)
     if not labs:
         return []
     metrics = [m for m in METRICS if any(r.get(m[0]) is not None for lab in labs
@@ -590,8 +594,13 @@ def _summary(plt, doc, name, what, sc, results, path):
     n = max(len(results[lab]) for lab in labs)
     fails = [v for k, v in (doc.get("failed") or {}).items() if k.startswith(name + " ")]
     foot = "bars: median of %d run%s, whiskers: min to max%s" % (
-        n, "s" if n > 1 else "", "; ratios: ours / %s" % label(doc, "peer") if len(labs) > 1
+        n, "s" if n > 1 else "", "; ratios: ours / %s" % ", ".join(label(doc, lab) for lab in labs[1:]) if len(labs) > 1
         else "")
+    na = doc.get("n/a") or {}
+    na = na.get(name) if isinstance(na.get(name), dict) else \
+        {k: v for k, v in na.items() if isinstance(v, str)}
+    if na:
+        foot += "\nnot run: " + "; ".join("%s %s" % (label(doc, k), v) for k, v in na.items())
     if fails:
         foot += "\nFAILED: " + "; ".join(fails)
     fig.supxlabel(foot, fontsize=8, color="tab:red" if fails else "0.3")
@@ -611,14 +620,15 @@ def draw(doc, outdir):
         import migplot_snapfile
         return migplot_snapfile.draw(plt, doc, os.path.join(outdir, doc["scenario"] +
                                                             "-summary.png"),
-                                     _save, _wrap, label(doc, "peer"), SIZES["snapfile"], DPI)
+                                     _save, _wrap, ", ".join(label(doc, lab) for lab in order(doc)[1:]),
+                                     SIZES["snapfile"], DPI)
     if doc["config"].get("kind") == "libvirt":
         import migplot_libvirt
         return migplot_libvirt.draw(plt, doc, os.path.join(outdir, doc["scenario"] +
                                                            "-summary.png"),
                                     _save, _wrap, label, SIZES["libvirt"])
     for name, what, sc, results in scenario_sets(doc):
-        labs = [lab for lab in ("ours", "peer") if results.get(lab)]
+        labs = present(doc, results)
         for i in range(max((len(results[lab]) for lab in labs), default=0)):
             runs = {lab: results[lab][i] for lab in labs
                     if i < len(results[lab]) and results[lab][i].get("series")}

@@ -3,12 +3,13 @@
 per variant, not per binary, and have no time series. One summary: the
 background snapshot's wall time and write speed per writer variant
 against the disk's, and the restore's time to a running guest and to all
-of RAM resident, ours and QEMU 7.2 on the same axes."""
+of RAM resident, ours and every peer (its exec:cat and, where it has
+mapped-ram, its mapped-ram variants) on the same axes; a variant that did
+not run (n/a) is named under the pictures."""
 
 import statistics
 
-SNAP_COLORS = {"qemu-7.2": "tab:orange"}
-OURS_COLOR = "tab:blue"
+from migplot_labels import color
 
 
 def _med(rs, key):
@@ -16,7 +17,7 @@ def _med(rs, key):
     return (statistics.median(vals), min(vals), max(vals)) if vals else (None, None, None)
 
 
-def _bars(ax, names, rs_by_name, key, factor, unit, log=False):
+def _bars(ax, doc, names, rs_by_name, key, factor, unit, log=False):
     meds, errs, colors = [], [[], []], []
     for n in names:
         m, lo, hi = _med(rs_by_name[n], key)
@@ -24,7 +25,7 @@ def _bars(ax, names, rs_by_name, key, factor, unit, log=False):
         meds.append(m)
         errs[0].append(m - (lo or 0) * factor)
         errs[1].append((hi or 0) * factor - m)
-        colors.append(SNAP_COLORS.get(n, OURS_COLOR))
+        colors.append(color(doc, n))
     ax.bar(range(len(names)), meds, color=colors, yerr=errs, capsize=3)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=20, ha="right")
@@ -45,9 +46,9 @@ def draw(plt, doc, path, save, wrap, peer_label, size, dpi):
     disk = res.get("disk-MBps", {})
     fig, axes = plt.subplots(1, 3, figsize=size, dpi=dpi, layout="constrained")
     names = list(snaps)
-    _bars(axes[0], names, snaps, "wall-ms", 1 / 1000, "seconds (the snapshot, start to done)")
+    _bars(axes[0], doc, names, snaps, "wall-ms", 1 / 1000, "seconds (the snapshot, start to done)")
     axes[0].set_title("background snapshot into a file: wall time")
-    _bars(axes[1], names, snaps, "write-MBps", 1, "MB/s written")
+    _bars(axes[1], doc, names, snaps, "write-MBps", 1, "MB/s written")
     if disk.get("write"):
         axes[1].axhline(disk["write"], color="0.3", ls="--", lw=1)
         axes[1].annotate("the disk, dd O_DIRECT: %.0f MB/s" % disk["write"],
@@ -60,9 +61,9 @@ def draw(plt, doc, path, save, wrap, peer_label, size, dpi):
     resident = [(_med(rests[n], "to-resident-ms")[0] or 0) / 1000 for n in rnames]
     w = 0.4
     axes[2].bar([i - w / 2 for i in x], run, w, label="until the guest runs",
-                color=[SNAP_COLORS.get(n, OURS_COLOR) for n in rnames])
+                color=[color(doc, n) for n in rnames])
     axes[2].bar([i + w / 2 for i in x], resident, w, label="until all of RAM is resident",
-                color=[SNAP_COLORS.get(n, OURS_COLOR) for n in rnames], alpha=0.45,
+                color=[color(doc, n) for n in rnames], alpha=0.45,
                 hatch="//")
     for i, (a, b) in enumerate(zip(run, resident)):
         axes[2].annotate("%.3g s" % a, (i - w / 2, a), ha="center", va="bottom", fontsize=7)
@@ -77,8 +78,10 @@ def draw(plt, doc, path, save, wrap, peer_label, size, dpi):
     runs = max((len(v) for v in list(snaps.values()) + list(rests.values())), default=0)
     fig.suptitle(wrap("snapshot-file: a background snapshot of a %s guest (-append '%s') into a "
                       "file and its restore; blue: ours (mr = mapped-ram, Nw = N writers, "
-                      "dio = O_DIRECT), orange: %s" % (sc.get("mem"), sc.get("append"),
-                                                       peer_label), 150), fontsize=10)
-    fig.supxlabel("bars: median of %d run%s, whiskers: min to max" % (runs, "s" if runs > 1 else ""),
+                      "dio = O_DIRECT); the others: %s" % (sc.get("mem"), sc.get("append"),
+                                                          peer_label), 150), fontsize=10)
+    na = "; ".join("%s %s" % kv for kv in (res.get("n/a") or {}).items())
+    fig.supxlabel("bars: median of %d run%s, whiskers: min to max%s" % (
+        runs, "s" if runs > 1 else "", "\nnot run: " + na if na else ""),
                   fontsize=8, color="0.3")
     return save(plt, fig, path)

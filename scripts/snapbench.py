@@ -2,12 +2,18 @@
 """migbench's snapshot-file scenario: snapshots to a local file and restores.
 
 Ours: background snapshot + mapped-ram, mig/src writing (1 writer) or
-multifd-channels 2 writers, each with and without direct-io. The peer (QEMU
-7.2): its background snapshot into exec:cat > FILE. Restores, with the page
-cache dropped first: ours eagerly and lazily (x-lazy-restore) from the
-2-writer file, the peer from its own file; time from process start to the
-RESUME event (both started with -incoming defer, then migrate-incoming),
-and to full residency. The disk's sequential direct write and read speeds
+multifd-channels 2 writers, each with and without direct-io. Each peer
+(QEMU 7.2, QEMU 10.0): its background snapshot into exec:cat > FILE
+(labelled as the peer), and, where it has mapped-ram (asked over QMP; QEMU
+10.0 has it), its background snapshot with mapped-ram into file:FILE, by
+its migration thread (PEER-mr-1w) and with multifd-channels 2 (PEER-mr-2w);
+a variant a peer refuses is listed as n/a with its reason. Restores, with
+the page cache dropped first: ours eagerly and lazily (x-lazy-restore)
+from the 2-writer file, each peer from its exec:cat file and from its
+mapped-ram file (PEER-mr, PEER-mr-2r with 2 multifd readers); time from
+process start to the RESUME event (every destination started with
+-incoming defer, its capabilities set, then migrate-incoming), and to full
+residency. The disk's sequential direct write and read speeds
 (dd) are measured in each round, so every figure can be put against the
 hardware.
 """
@@ -18,6 +24,7 @@ import subprocess
 import sys
 import time
 
+from migbenchlib.binaries import Refused, set_migration
 from qmp import VM, kv
 
 SNAP_DIR = "/var/tmp"
@@ -65,13 +72,12 @@ def _rate(lines):
     return statistics.mean(rates) if rates else None
 
 
-def _caps(vm, names):
-    vm.qmp.cmd("migrate-set-capabilities",
-               capabilities=[{"capability": c, "state": True} for c in names])
-
-
-def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
-    """One background snapshot of a fresh guest into @path; the figures."""
+def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False, mapped_ram=None):
+    """One background snapshot of a fresh guest into @path; the figures.
+    @mapped_ram (default: ours yes, a peer no): mapped-ram into file:@path,
+    else exec:cat > @path. Refused when the binary will not."""
+    if mapped_ram is None:
+        mapped_ram = not is_peer
     src = VM(binary, vm_args(binary, is_peer, sc["mem"], sc["append"]), "src")
     try:
         src.wait_line("READY", 300)
@@ -80,21 +86,22 @@ def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
             src.wait_line("STAT", 30, src.line_count())
         before = _rate(src.lines_since(warm))
         caps = ["background-snapshot"]
-        if not is_peer:
+        params = {}
+        if mapped_ram:
             caps.append("mapped-ram")
             if channels:
                 caps.append("multifd")
-                src.qmp.cmd("migrate-set-parameters", **{"multifd-channels": channels})
+                params["multifd-channels"] = channels
             if direct_io:
-                src.qmp.cmd("migrate-set-parameters", **{"direct-io": True})
-            # migbench --set (x-mapped-ram-integrity=on measures the integrity record).
-            if sc.get("ours_params"):
-                src.qmp.cmd("migrate-set-parameters", **sc["ours_params"])
-        _caps(src, caps)
+                params["direct-io"] = True
+        # migbench --set (x-mapped-ram-integrity=on measures the integrity record).
+        if not is_peer and sc.get("ours_params"):
+            params.update(sc["ours_params"])
+        set_migration(src, "on the source", params, caps)
         if os.path.exists(path):
             os.unlink(path)
         start = src.line_count()
-        src.qmp.cmd("migrate", uri=("exec:cat > " + path) if is_peer else ("file:" + path))
+        src.qmp.cmd("migrate", uri=("file:" + path) if mapped_ram else ("exec:cat > " + path))
         while True:
             info = src.qmp.cmd("query-migrate")
             if info.get("status") in ("completed", "failed", "cancelled"):
@@ -123,21 +130,24 @@ def snapshot(sc, binary, is_peer, vm_args, path, channels=0, direct_io=False):
         src.kill()
 
 
-def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
-    """Restores @path into a fresh process: ms to RESUME and to full residency."""
+def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0, mapped_ram=None):
+    """Restores @path into a fresh process: ms to RESUME and to full residency.
+    @mapped_ram (default: ours yes, a peer no) as snapshot()'s."""
+    if mapped_ram is None:
+        mapped_ram = not is_peer
     drop_caches()
     # The snapshot file is cold, not the binary: load it and its libraries again first.
     subprocess.run([binary, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     dst = VM(binary, vm_args(binary, is_peer, sc["mem"], sc["append"], ["-incoming", "defer"]),
              "dst")
     try:
-        if lazy:
-            _caps(dst, ["x-lazy-restore"])
-        if channels:
-            _caps(dst, ["multifd"])
-            dst.qmp.cmd("migrate-set-parameters", **{"multifd-channels": channels})
+        # Ours reads the stream's mapped-ram header itself; a QEMU is told.
+        caps = (["x-lazy-restore"] if lazy else []) + (["multifd"] if channels else []) + \
+            (["mapped-ram"] if mapped_ram and is_peer else [])
+        set_migration(dst, "on the destination",
+                      {"multifd-channels": channels} if channels else {}, caps)
         t_cmd = time.time()
-        dst.qmp.cmd("migrate-incoming", uri=("exec:cat " + path) if is_peer else ("file:" + path))
+        dst.qmp.cmd("migrate-incoming", uri=("file:" + path) if mapped_ram else ("exec:cat " + path))
         deadline = time.monotonic() + 300
         while not any(e["event"] == "RESUME" for e in dst.qmp.events):
             info = dst.qmp.cmd("query-migrate")
@@ -159,6 +169,11 @@ def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
                 if x.get("status") == "failed" or time.monotonic() > deadline:
                     raise RuntimeError("lazy restore did not finish: %s" % x)
                 time.sleep(0.01)
+        # What the process read from the disk until then (the page cache
+        # was dropped): a restore that reads far less than the guest's
+        # nonzero RAM did not restore it (QEMU 10.0's background snapshot
+        # with mapped-ram, seen: its restore reads its device state only).
+        read_mib = _read_bytes(dst.proc.pid) / 2**20
         # STAT 1 and 2 after RESUME (while pages arrive, for a lazy restore), then 3-5.
         rates = []
         at = resumed_at
@@ -170,12 +185,22 @@ def restore(sc, binary, is_peer, vm_args, path, lazy=False, channels=0):
         return {
             "to-running-ms": running * 1000,
             "to-resident-ms": resident * 1000,
+            "read-MiB": read_mib,
             "stat1/steady": rates[0] / steady if steady else None,
             "stat2/steady": rates[1] / steady if steady else None,
             "fails": sum(1 for _, l in dst.lines_since(0) if l.startswith("FAIL")),
         }
     finally:
         dst.kill()
+
+
+def _read_bytes(pid):
+    """Bytes process @pid had the storage layer read (/proc/PID/io), or 0."""
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("read_bytes:"))
+    except (OSError, StopIteration):
+        return 0
 
 
 def _median(vals):
@@ -198,10 +223,33 @@ def run_snapshot_file(sc, runners, runs, vm_args, log):
     """The whole scenario: @runs rounds of every variant; prints medians and ratios."""
     snaps = {}
     rests = {}
+    na = {}             # variant label -> why it did not run ("n/a (no mapped-ram)")
     disk = []
     pid = os.getpid()
     ours = [r for r in runners if not r[2]][0]
-    peer = [r for r in runners if r[2]]
+    peers = [r for r in runners if r[2]]
+
+    def attempt(label, table, what, fn):
+        """@fn()'s figures into @table[@label]; a Refused variant goes to na once."""
+        if label in na:
+            return None
+        print("run %d/%d %s %s ..." % (i + 1, runs, what, label), file=sys.stderr, flush=True)
+        try:
+            r = fn()
+        except Refused as e:
+            na[label] = "n/a (no %s)" % e.feature if e.feature else "n/a (refused: %s)" % e
+            print("   %s" % na[label], file=sys.stderr, flush=True)
+            return None
+        table.setdefault(label, []).append(r)
+        if "wall-ms" in r:
+            print("   %.0f ms, %.0f MB/s" % (r["wall-ms"], r["write-MBps"]), file=sys.stderr,
+                  flush=True)
+        else:
+            print("   running %.0f ms, resident %.0f ms" % (r["to-running-ms"],
+                                                           r["to-resident-ms"]),
+                  file=sys.stderr, flush=True)
+        return r
+
     for i in range(runs):
         print("run %d/%d: disk speed (dd, O_DIRECT) ..." % (i + 1, runs), file=sys.stderr,
               flush=True)
@@ -210,33 +258,29 @@ def run_snapshot_file(sc, runners, runs, vm_args, log):
         files = {}
         for label, ch, dio in OURS_VARIANTS:
             path = os.path.join(SNAP_DIR, "migbench-%d-%s.snap" % (pid, label))
-            print("run %d/%d ours %s ..." % (i + 1, runs, label), file=sys.stderr, flush=True)
-            r = snapshot(sc, ours[1], False, vm_args, path, ch, dio)
-            snaps.setdefault(label, []).append(r)
-            print("   %.0f ms, %.0f MB/s" % (r["wall-ms"], r["write-MBps"]), file=sys.stderr,
-                  flush=True)
-            files[label] = path
-        for label, binary, _ in peer:
-            path = os.path.join(SNAP_DIR, "migbench-%d-peer.snap" % pid)
-            print("run %d/%d peer background snapshot ..." % (i + 1, runs), file=sys.stderr,
-                  flush=True)
-            r = snapshot(sc, binary, True, vm_args, path)
-            snaps.setdefault("qemu-7.2", []).append(r)
-            print("   %.0f ms" % r["wall-ms"], file=sys.stderr, flush=True)
-            files["qemu-7.2"] = path
+            if attempt(label, snaps, "snapshot ours", lambda: snapshot(
+                    sc, ours[1], False, vm_args, path, ch, dio)):
+                files[label] = path
+        for plab, binary, _ in peers:
+            # Its exec:cat stream (as QEMU 7.2 can), then mapped-ram where it has it.
+            for label, mr, ch in ((plab, False, 0), (plab + "-mr-1w", True, 0),
+                                  (plab + "-mr-2w", True, 2)):
+                path = os.path.join(SNAP_DIR, "migbench-%d-%s.snap" % (pid, label))
+                if attempt(label, snaps, "snapshot", lambda: snapshot(
+                        sc, binary, True, vm_args, path, ch, False, mr)):
+                    files[label] = path
         for name, lazy, ch in (("eager", False, 0), ("eager-2r", False, 2), ("lazy", True, 0)):
-            print("run %d/%d restore ours %s ..." % (i + 1, runs, name), file=sys.stderr,
-                  flush=True)
-            r = restore(sc, ours[1], False, vm_args, files[RESTORE_FROM], lazy, ch)
-            rests.setdefault("ours-" + name, []).append(r)
-            print("   running %.0f ms, resident %.0f ms" % (r["to-running-ms"],
-                                                           r["to-resident-ms"]),
-                  file=sys.stderr, flush=True)
-        for label, binary, _ in peer:
-            print("run %d/%d restore peer ..." % (i + 1, runs), file=sys.stderr, flush=True)
-            r = restore(sc, binary, True, vm_args, files["qemu-7.2"])
-            rests.setdefault("qemu-7.2", []).append(r)
-            print("   running %.0f ms" % r["to-running-ms"], file=sys.stderr, flush=True)
+            if RESTORE_FROM in files:
+                attempt("ours-" + name, rests, "restore", lambda: restore(
+                    sc, ours[1], False, vm_args, files[RESTORE_FROM], lazy, ch))
+        for plab, binary, _ in peers:
+            mr_file = files.get(plab + "-mr-1w") or files.get(plab + "-mr-2w")
+            for label, src, mr, ch in ((plab, files.get(plab), False, 0),
+                                       (plab + "-mr", mr_file, True, 0),
+                                       (plab + "-mr-2r", mr_file, True, 2)):
+                if src:
+                    attempt(label, rests, "restore", lambda: restore(
+                        sc, binary, True, vm_args, src, False, ch, mr))
         for path in files.values():
             os.unlink(path)
     dw = statistics.median(d[0] for d in disk)
@@ -247,22 +291,40 @@ def run_snapshot_file(sc, runners, runs, vm_args, log):
            % (sc["mem"], sc["append"], runs), list(snaps.items()),
            ["wall-ms", "write-MBps", "file-alloc-MiB", "alloc/nonzero-RAM", "guest-rate-kept",
             "fault-p99-us", "fault-max-us"])
-    peer_wall = _median([r["wall-ms"] for r in snaps.get("qemu-7.2", [])])
+    _print_na([lab for lab in na if not lab.endswith(("-mr", "-mr-2r")) and
+               not lab.startswith("ours-")], na)
+    # Ours against each peer's exec:cat snapshot (what every QEMU can do).
+    peer_wall = {p: _median([r["wall-ms"] for r in snaps.get(p, [])]) for p, _, _ in peers}
     for label, rs in snaps.items():
         w = _median([r["wall-ms"] for r in rs])
-        print("  %-12s write %.2fx the disk's speed%s" % (
+        print("  %-16s write %.2fx the disk's speed%s" % (
             label, _median([r["write-MBps"] for r in rs]) / dw,
-            ", wall %.2fx QEMU 7.2's" % (w / peer_wall) if peer_wall and label != "qemu-7.2"
-            else ""))
+            "".join(", wall %.2fx %s's" % (w / pw, p) for p, pw in peer_wall.items()
+                    if pw and not label.startswith(p))))
     _print("snapshot-file: restore (page cache dropped), medians of %d" % runs,
-           list(rests.items()), ["to-running-ms", "to-resident-ms", "stat1/steady",
+           list(rests.items()), ["to-running-ms", "to-resident-ms", "read-MiB", "stat1/steady",
                                  "stat2/steady", "fails"])
+    _print_na([lab for lab in na if lab.endswith(("-mr", "-mr-2r")) or lab.startswith("ours-")],
+              na)
     seq_read_ms = sc["nonzero_mib"] * 2**20 / 1e6 / dr * 1000
-    peer_run = _median([r["to-running-ms"] for r in rests.get("qemu-7.2", [])])
+    peer_run = {p: _median([r["to-running-ms"] for r in rests.get(p, [])]) for p, _, _ in peers}
+    for label, rs in rests.items():
+        read = _median([r.get("read-MiB") for r in rs])
+        if read is not None and read < sc["nonzero_mib"] / 2:
+            print("  %-16s WARNING: read %.0f MiB of the disk for %d MiB of nonzero RAM: its "
+                  "RAM was not restored, its times are not a restore's" % (label, read,
+                                                                          sc["nonzero_mib"]))
     for label, rs in rests.items():
         run_ms = _median([r["to-running-ms"] for r in rs])
-        print("  %-14s resident %.2fx the sequential read of %d MiB (%.0f ms)%s" % (
+        print("  %-16s resident %.2fx the sequential read of %d MiB (%.0f ms)%s" % (
             label, _median([r["to-resident-ms"] for r in rs]) / seq_read_ms, sc["nonzero_mib"],
-            seq_read_ms, ", running %.3fx QEMU 7.2's" % (run_ms / peer_run)
-            if peer_run and label != "qemu-7.2" else ""))
-    return {"disk-MBps": {"write": dw, "read": dr}, "snapshots": snaps, "restores": rests}
+            seq_read_ms, "".join(", running %.3fx %s's" % (run_ms / pr, p)
+                                 for p, pr in peer_run.items()
+                                 if pr and not label.startswith(p))))
+    return {"disk-MBps": {"write": dw, "read": dr}, "snapshots": snaps, "restores": rests,
+            "n/a": na}
+
+
+def _print_na(labels, na):
+    for label in labels:
+        print("%-18s %s" % (label, na[label]))

@@ -2,6 +2,8 @@
 """scripts/migbench's parts, by concern (scripts/ must be on sys.path: they
 import qmp, migscenarios, netclient, rfbviewer and syncprobe from there).
 
+  binaries  ours and every --peer, labelled from --version; Refused (a
+            feature a binary lacks, asked over QMP) and set_migration
   launch    the VMs' command lines, free ports, --pin (ARCHITECTURE s. 10)
   measure   CPU per process and thread, steal time, guest STAT figures,
             latency histograms, display figures
@@ -11,7 +13,8 @@ import qmp, migscenarios, netclient, rfbviewer and syncprobe from there).
   report    progress lines, the tables, --json and --plot
 
 scripts/migbench itself keeps the command line and the order of runs.
-Imports go one way, never in a loop: migbench -> precopy, snapshot,
-report, launch; precopy, snapshot -> launch, series, measure; launch -> measure;
-report -> series. measure and series import only qmp from scripts/.
+Imports go one way, never in a loop: migbench -> binaries, precopy,
+snapshot, report, launch; precopy, snapshot -> binaries, launch, series,
+measure; launch -> measure; report -> binaries, series. binaries, measure
+and series import only qmp from scripts/ (snapbench.py imports binaries).
 """

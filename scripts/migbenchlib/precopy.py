@@ -14,6 +14,7 @@ import rfbviewer
 import syncprobe
 from qmp import VM, MonitorGone, QMPError, kv
 
+from .binaries import Refused, set_migration  # noqa: F401 (Refused: migbench's)
 from .launch import display_args, free_udp_port, free_vnc_port, net_args, pin_threads, \
     trace_args, vm_args
 from .measure import compute_ips, cpu_steal_ms, display_delta, display_sample, find_thread, \
@@ -26,32 +27,20 @@ from .series import SERIES_KEY, Series
 # checks multifd and the channel count and compression of each channel).
 DST_CAPS = ("multifd", "postcopy-ram", "postcopy-preempt")
 DST_PARAM_PREFIX = "multifd-"
-# Multifd channel threads of the source: QEMU's "multifdsend_N" (with
-# debug-threads=on), ours "mig/mfd-send/N" (comm is cut at 15 characters).
-MFD_SEND_PREFIXES = ("multifdsend", "mig/mfd-send")
+# Multifd channel threads of the source: QEMU 7.2's "multifdsend_N" (with
+# debug-threads=on), QEMU 10.0's "mig/src/send_N", ours "mig/mfd-send/N"
+# (comm is cut at 15 characters).
+MFD_SEND_PREFIXES = ("multifdsend", "mig/src/send", "mig/mfd-send")
+# The source's migration thread: QEMU 7.2's, QEMU 10.0's; ours.
+PEER_MIG_THREADS = ("live_migration", "mig/src/main")
+OURS_MIG_THREADS = ("mig/src",)
 # A migration whose status and bytes do not move for this long has hung.
 STALL_S = 60
 
 
-class Refused(Exception):
-    """A binary refused the scenario's parameters or capabilities."""
-
-
-def set_migration(vm, what, params, caps):
-    """migrate-set-parameters and -capabilities on @vm; Refused if it says no."""
-    try:
-        if params:
-            vm.qmp.cmd("migrate-set-parameters", **params)
-        if caps:
-            vm.qmp.cmd("migrate-set-capabilities",
-                       capabilities=[{"capability": c, "state": True} for c in caps])
-    except (QMPError, MonitorGone) as e:   # said no, or died of it
-        raise Refused("%s: %s" % (what, e))
-
-
 def run_precopy(sc, binary, is_peer, log):
     tmp = "/tmp/migbench-%d-%d.sock" % (os.getpid(), int(time.time() * 1000) % 100000)
-    accel = sc.get("_accel") or (None if is_peer else sc.get("ours_accel"))
+    accel = sc.get("_accel") or sc.get("peer_accel" if is_peer else "ours_accel")
     smp = ["-smp", str(sc["smp"])] if sc.get("smp") else []
     net = sc.get("net")
     ports = (free_udp_port(), free_udp_port()) if net else None
@@ -87,7 +76,7 @@ def run_precopy(sc, binary, is_peer, log):
         for _ in range(sc.get("warmup", 2)):
             src.wait_line("STAT", 30, src.line_count())
         dst = VM(binary, display_args(disp, is_peer, vm_args(
-            binary, is_peer, sc["mem"], sc["append"], smp + ["-incoming", "unix:" + tmp] +
+            binary, is_peer, sc["mem"], sc["append"], smp + ["-incoming", "defer"] +
             (net_args(is_peer, ports[1]) if net else []), accel)), "dst")
         if sc.get("_pin") or sc.get("pin_vcpus"):
             pin_threads(src, dst, sc.get("pin_vcpus", ("CPU ",)))
@@ -99,11 +88,17 @@ def run_precopy(sc, binary, is_peer, log):
         dst_caps = sc.get("dst_caps", [c for c in caps if c in DST_CAPS])
         dst_params = sc.get("dst_params", {k: v for k, v in params.items()
                                            if dst_caps and k.startswith(DST_PARAM_PREFIX)})
-        # The destination first: it must be ready when the source connects.
+        # The destination first, and before it listens (-incoming defer, then
+        # migrate-incoming): QEMU 10.0 refuses multifd and postcopy-preempt
+        # set after its listener exists. Every binary is driven the same way.
         set_migration(dst, "on the destination", dst_params, dst_caps)
         set_migration(src, "on the source", params, caps)
+        try:
+            dst.qmp.cmd("migrate-incoming", uri="unix:" + tmp)
+        except (QMPError, MonitorGone) as e:
+            raise Refused("at migrate-incoming: %s" % e)
         before = [l for _, l in src.lines_since(warm_start)]
-        mig_names = ("live_migration",) if is_peer else ("mig/src",)
+        mig_names = PEER_MIG_THREADS if is_peer else OURS_MIG_THREADS
         mfd = "multifd" in caps
         mfd_cpu = {}            # tid -> CPU seconds when last seen alive
         src_cpu0, dst_cpu0 = proc_cpu(src.proc.pid), proc_cpu(dst.proc.pid)

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What migbench prints and writes: the progress lines on stderr, the
-min/median/max table of each metric per binary with the ratio of medians,
+min/median/max table of each metric per binary with the ratio of medians
+of ours to each peer,
 and the --json document (with the binaries' versions) and --plot
 pictures."""
 import json
 import statistics
-import subprocess
 import sys
 import time
 
+from .binaries import binary_version, ratio_labels
 from .series import SERIES_KEY
 
 
@@ -20,7 +21,11 @@ def fmt(v):
     return str(v)
 
 
-def print_table(name, sc, results, labels):
+def print_table(name, sc, results, labels, na=None):
+    """@name's metrics, one min/med/max column per binary of @labels, then
+    one ratio of medians per binary ours is put against ("ours/qemu-7.2");
+    a binary in @na ({label: text}) could not run it: its column says so."""
+    na = na or {}
     metrics = []
     for rs in results.values():
         for r in rs:
@@ -34,28 +39,30 @@ def print_table(name, sc, results, labels):
              if (sc.get("params") or {}).get(k) != v}
     if extra:
         print("   ours also: %s" % json.dumps(extra))
+    against = [lab for lab in ratio_labels(labels) if lab not in na]
+    width = {lab: max(26, len(lab) + 12, len(na.get(lab, ""))) for lab in labels}
+    rwidth = {lab: max(9, len("ours/" + lab)) for lab in against}
     head = "%-28s" % "metric"
     for lab in labels:
-        head += " %26s" % (lab + " min/med/max")
-    if len(labels) == 2:
-        head += " %9s" % "ratio"
+        head += " %*s" % (width[lab], lab + " min/med/max")
+    for lab in against:
+        head += " %*s" % (rwidth[lab], "ours/" + lab)
     print(head)
     for m in metrics:
         if not any(r.get(m) is not None for rs in results.values() for r in rs):
             continue
         row = "%-28s" % m
-        meds = []
+        meds = {}
         for lab in labels:
-            vals = [r[m] for r in results[lab] if r.get(m) is not None]
-            if not vals:
-                row += " %26s" % "-"
-                meds.append(None)
+            vals = [r[m] for r in results.get(lab, []) if r.get(m) is not None]
+            if lab in na or not vals:
+                row += " %*s" % (width[lab], na.get(lab, "-"))
                 continue
-            med = statistics.median(vals)
-            meds.append(med)
-            row += " %26s" % ("%s/%s/%s" % (fmt(min(vals)), fmt(med), fmt(max(vals))))
-        if len(labels) == 2:
-            row += " %9s" % (fmt(meds[0] / meds[1]) if meds[0] is not None and meds[1] else "-")
+            med = meds[lab] = statistics.median(vals)
+            row += " %*s" % (width[lab], "%s/%s/%s" % (fmt(min(vals)), fmt(med), fmt(max(vals))))
+        for lab in against:
+            ok = meds.get("ours") is not None and meds.get(lab)
+            row += " %*s" % (rwidth[lab], fmt(meds["ours"] / meds[lab]) if ok else "-")
         print(row)
 
 
@@ -90,20 +97,11 @@ def hms(secs):
         "%dm%02ds" % (secs // 60, secs % 60)
 
 
-def binary_version(path):
-    """The first line of @path --version, or None."""
-    try:
-        out = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, timeout=30).stdout.decode()
-        return out.splitlines()[0].strip() if out.strip() else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def write_results(args, runners, doc):
-    """--json and --plot of @doc; the binaries' paths and versions go along,
-    for the pictures' legends."""
-    doc["binaries"] = {lab: {"path": b, "version": binary_version(b)} for lab, b, _ in runners}
+    """--json and --plot of @doc; every binary's label, path and version go
+    first (results are keyed by those labels), for the pictures' legends."""
+    doc = dict({"binaries": {lab: {"path": b, "version": binary_version(b)}
+                             for lab, b, _ in runners}}, **doc)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
