@@ -305,6 +305,7 @@ static void assert_within(double got, double want, double tolerance, const char 
 
 /* 100 MB/s (95.4 MiB/s) at random over 768 MiB; STAT lines every 50 ms (guest_stat_rate). */
 #define RATE_APPEND "mode=dirty mem=768 rate=100 pattern=random report_ms=50"
+#define RATE_PAGES (768.0 * 256)
 
 /*
  * calc-dirty-rate in @mode against what the guest wrote in the same
@@ -313,7 +314,7 @@ static void assert_within(double got, double want, double tolerance, const char 
  * a busy moment (a previous test's VMs still being torn down, a stalled
  * vCPU) slowed it to 75-85 MB/s in some windows, which calc-dirty-rate
  * rightly reported: so the reference is the guest's own rate over the
- * STAT periods inside the window (50 ms each), not its nominal rate. A
+ * STAT periods around the window (50 ms each), not its nominal rate. A
  * guest that wrote under 30 % of its rate leaves too few pages for a ratio.
  */
 static void assert_rate(VM *vm, const char *mode, int calc_ms, int n, const char *what)
@@ -333,6 +334,17 @@ static void assert_rate(VM *vm, const char *mode, int calc_ms, int n, const char
         wrote = guest_stat_rate(vm, from, vm->serial_lines->len);
         g_test_message("%s: %.1f MB/s, the guest wrote %.1f meanwhile", what, got, wrote);
         g_assert_cmpfloat(wrote, >, mib(100) * 0.3);
+        if (!strcmp(mode, "dirty-bitmap")) {
+            /*
+             * A bitmap sees a page once however often it was written in
+             * the window: of x writes per page at random, a share
+             * (1 - e^-x) / x are distinct pages (6 % fewer in 1 s here).
+             * The ring counts each write after its page was re-armed.
+             */
+            double x = wrote * calc_ms / 1000.0 * 256 / RATE_PAGES;
+
+            wrote *= (1 - exp(-x)) / x;
+        }
         ratio[i] = got / wrote;
     }
     r = n == 1 ? ratio[0] : MAX(MIN(ratio[0], ratio[1]), MIN(MAX(ratio[0], ratio[1]), ratio[2]));
@@ -360,7 +372,8 @@ static void test_calc_dirty_rate(void)
     }
     vm = migtest_start_source_extra("1G", RATE_APPEND, RING);
     assert_rate(vm, "dirty-ring", 1000, 1, "dirty-ring 1 s");
-    assert_rate(vm, "dirty-ring", 200, 3, "dirty-ring 200 ms, median of 3");
+    /* 1 s windows, as for the bitmap below: a 200 ms one is too short for the reference. */
+    assert_rate(vm, "dirty-ring", 1000, 3, "dirty-ring 1 s, median of 3");
     assert_within(calc_dirty_rate(vm, "page-sampling", 3000, 4096), sampled_want, 0.10,
                   "page-sampling 3 s");
     out = vm_hmp(vm, "calc_dirty_rate -r 1");
@@ -379,9 +392,18 @@ static void test_calc_dirty_rate(void)
     vm_kill(vm);
 
     vm = migtest_start_source("1G", RATE_APPEND);
-    /* Each measurement's bitmap session ends: the next one can start (a migration too). */
-    assert_rate(vm, "dirty-bitmap", 200, 3, "dirty-bitmap 200 ms, median of 3 sessions");
-    assert_rate(vm, "dirty-bitmap", 200, 3, "dirty-bitmap again, median of 3 sessions");
+    /*
+     * Each measurement's bitmap session ends: the next one can start (a
+     * migration too). 1 s windows, not 200 ms: the guest falls behind
+     * its rate when it stalls (a write fault, a busy core) and catches up
+     * right after, at up to 126 MB/s for a STAT period; the 50 ms STAT
+     * periods around a 200 ms window count part of a stall or of a
+     * catch-up that is not in the window, and the reference was 10-20 %
+     * off what the guest wrote in it in about one run in three (both
+     * modes), on an idle host too.
+     */
+    assert_rate(vm, "dirty-bitmap", 1000, 3, "dirty-bitmap 1 s, median of 3 sessions");
+    assert_rate(vm, "dirty-bitmap", 1000, 3, "dirty-bitmap again, median of 3 sessions");
     vm_kill(vm);
 }
 
