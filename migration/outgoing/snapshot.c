@@ -4,9 +4,9 @@
  * guest RAM exactly as it was when the snapshot started, saved while the
  * guest keeps running.
  *
- *   setup:    populate RAM -> copy buffers -> stop VM -> device state into
- *             a memory buffer -> write-protect all RAM (userfaultfd) ->
- *             start mig/uffd -> resume VM
+ *   setup:    populate RAM -> copy buffers -> register RAM with a
+ *             userfaultfd, start mig/uffd -> stop VM -> device state into
+ *             a memory buffer -> write-protect all RAM -> resume VM
  *   iterate:  the "ram" section saves every page once (snapshot-ram.c),
  *             the copies taken for write faults first
  *   complete: stop mig/uffd -> unprotect and unregister -> device buffer,
@@ -138,11 +138,15 @@ static void snapshot_unprotect_all(SnapshotState *ss)
     ss->uffd = -1;
 }
 
-/* Registers and write-protects all writable RAM, then serves faults. VM stopped. */
-static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
+/*
+ * Before the VM stops: a userfaultfd with all writable RAM registered for
+ * write protection, and mig/uffd serving it. Nothing is protected yet, so
+ * no fault comes; registering (which splits and marks VMAs) and starting
+ * the thread are thus out of the downtime.
+ */
+static bool snapshot_register_all(SnapshotState *ss, Error **errp)
 {
     bool unpopulated = uffd_query_features() & UFFD_FEATURE_WP_UNPOPULATED;
-    int64_t t0;
     RAMBlock *rb;
     int fd;
 
@@ -154,13 +158,33 @@ static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
     }
     ss->uffd = fd;
     ss->protection = unpopulated ? "populate+wp-unpopulated" : "populate";
-    t0 = get_clock_ns();
     RAMBLOCK_FOREACH_WRITABLE(rb) {
         int ret = uffd_register_wp(fd, rb->host, rb->used_length);
 
-        if (ret == 0) {
-            ret = uffd_change_protection(fd, rb->host, rb->used_length, true);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "registering '%s' with userfaultfd failed", rb->idstr);
+            snapshot_unprotect_all(ss);
+            return false;
         }
+    }
+    /* Faults can come the moment the VM runs again after the protection: serve them from now on. */
+    snapshot_ram_start(&ss->ram, fd);
+    if (!snapshot_fault_start(&ss->fault, fd, &ss->ram, errp)) {
+        snapshot_unprotect_all(ss);
+        return false;
+    }
+    return true;
+}
+
+/* Write-protects all registered RAM. VM stopped. */
+static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
+{
+    int64_t t0 = get_clock_ns();
+    RAMBlock *rb;
+
+    RAMBLOCK_FOREACH_WRITABLE(rb) {
+        int ret = uffd_change_protection(ss->uffd, rb->host, rb->used_length, true);
+
         if (ret < 0) {
             error_setg_errno(errp, -ret, "write-protecting '%s' failed", rb->idstr);
             snapshot_unprotect_all(ss);
@@ -168,12 +192,6 @@ static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
         }
     }
     ss->protect_ns = get_clock_ns() - t0;
-    /* Faults can come the moment the VM runs again: serve them from now on. */
-    snapshot_ram_start(&ss->ram, fd);
-    if (!snapshot_fault_start(&ss->fault, fd, &ss->ram, errp)) {
-        snapshot_unprotect_all(ss);
-        return false;
-    }
     return true;
 }
 
@@ -199,7 +217,8 @@ static bool snapshot_setup(MigrationState *s, void *ms, QEMUFile *f, Error **err
 
     ss->devices = qemu_file_new_buffer_output();
     snapshot_populate_all(ss);
-    return snapshot_ram_prepare(&ss->ram, errp) && snapshot_freeze(s, ss, errp);
+    return snapshot_ram_prepare(&ss->ram, errp) && snapshot_register_all(ss, errp) &&
+           snapshot_freeze(s, ss, errp);
 }
 
 static bool snapshot_switchover_ready(MigrationState *s, void *ms, bool all_sent)
