@@ -55,6 +55,12 @@
  *   before the start is the client's business: its first pass treats every
  *   page as dirty (the migration sends all, a display draws all).
  *
+ * - A deferred client arming a slot: the same as a start, for that slot
+ *   alone, at the arm. Before it, the client's syncs skip the slot, and the
+ *   client reads no page of it (its rule): "after C started" above reads
+ *   "after C armed S" for such a client. Bits handed to it before the arm
+ *   are spurious at worst.
+ *
  * - A client stopping: the others' bitmaps are untouched and the slots it
  *   shared keep logging.
  *
@@ -233,8 +239,8 @@ static void kvm_dirty_client_free(KVMDirtyClient *c)
     g_free(c);
 }
 
-KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
-                                       Error **errp)
+static KVMDirtyClient *kvm_dirty_client_start_as(KVMState *s, const char *name,
+                                                 const RAMBlock *rb, bool deferred, Error **errp)
 {
     KVMDirtyClient *c = g_new0(KVMDirtyClient, 1);
 
@@ -265,12 +271,13 @@ KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMB
     }
     g_ptr_array_add(s->dirty_clients, c);
     g_mutex_unlock(&clients_lock);
-    for (int i = 0; i < s->nr_slots; i++) {
+    for (int i = 0; !deferred && i < s->nr_slots; i++) {
         if (c->slots[i].untaken && !kvm_slot_log_ref_locked(s, &s->slots[i], errp)) {
             /* Only the references this start took: other clients' slots keep logging. */
             while (--i >= 0) {
                 if (c->slots[i].untaken) {
                     kvm_slot_log_unref_locked(s, &s->slots[i]);
+                    c->slots[i].armed = false;
                 }
             }
             kvm_dirty_client_detach_locked(c);
@@ -278,9 +285,46 @@ KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMB
             kvm_dirty_client_free(c);
             return NULL;
         }
+        c->slots[i].armed = c->slots[i].untaken != NULL;
     }
     g_mutex_unlock(&log_lock);
     return c;
+}
+
+KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
+                                       Error **errp)
+{
+    return kvm_dirty_client_start_as(s, name, rb, false, errp);
+}
+
+KVMDirtyClient *kvm_dirty_client_start_deferred(KVMState *s, const char *name,
+                                                const RAMBlock *rb, Error **errp)
+{
+    return kvm_dirty_client_start_as(s, name, rb, true, errp);
+}
+
+int kvm_dirty_client_arm(KVMDirtyClient *c, KVMSlot *slot)
+{
+    KVMState *s = c->s;
+    ptrdiff_t i = slot - s->slots;
+    Error *err = NULL;
+    int ret = 0;
+
+    if (i < 0 || i >= s->nr_slots || !c->slots[i].untaken) {
+        return -EINVAL;
+    }
+    if (c->slots[i].armed) {
+        return 0;
+    }
+    g_mutex_lock(&log_lock);
+    if (kvm_slot_log_ref_locked(s, slot, &err)) {
+        c->slots[i].armed = true;
+    } else {
+        ret = -EIO;
+        error_free(err);
+    }
+    g_mutex_unlock(&log_lock);
+    return ret;
 }
 
 void kvm_dirty_client_stop(KVMDirtyClient *c)
@@ -294,7 +338,7 @@ void kvm_dirty_client_stop(KVMDirtyClient *c)
     g_mutex_lock(&log_lock);
     kvm_dirty_client_detach_locked(c);
     for (int i = 0; i < s->nr_slots; i++) {
-        if (c->slots[i].untaken) {
+        if (c->slots[i].armed) {
             kvm_slot_log_unref_locked(s, &s->slots[i]);
         }
     }
@@ -343,7 +387,8 @@ int kvm_dirty_client_sync(KVMDirtyClient *c, KVMDirtyTakeFn *take, void *opaque)
         return ret;
     }
     for (int i = 0; i < s->nr_slots; i++) {
-        if (!c->slots[i].untaken) {
+        /* A deferred client's slot not armed yet: nothing of it is the client's. */
+        if (!c->slots[i].armed) {
             continue;
         }
         g_mutex_lock(&clients_lock);

@@ -38,6 +38,12 @@ typedef struct KVMDirtyClientSlot {
     unsigned long *untaken;
     bool pending;               /* untaken may hold a set bit (clear: it is all zero) */
     bool read;                  /* a sync of this client read the slot: it may clear */
+    /*
+     * The client holds a logging reference on the slot: at start, or (a
+     * deferred client) from kvm_dirty_client_arm() on. Written under
+     * log_lock too, by the client's own thread; read by its syncs and stop.
+     */
+    bool armed;
 } KVMDirtyClientSlot;
 
 struct KVMDirtyClient {

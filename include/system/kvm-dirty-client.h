@@ -71,6 +71,25 @@ typedef void KVMDirtyTakeFn(void *opaque, KVMSlot *slot, const unsigned long *bi
 KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
                                        Error **errp);
 /*
+ * kvm_dirty_client_start_deferred: as kvm_dirty_client_start, but no slot
+ * starts to log for this client yet: each does at kvm_dirty_client_arm().
+ * Until then the client's syncs skip the slot, and writes to it reach the
+ * client only if it reads the page after the arm: a deferred client must
+ * arm a slot before it reads any page of it (the migration arms a slot
+ * when its first pass gets there, so the guest takes no write fault on
+ * memory the pass has not reached). Modes that re-arm with clears
+ * (clear-log) start nothing write-protected anyway: use the plain start.
+ */
+KVMDirtyClient *kvm_dirty_client_start_deferred(KVMState *s, const char *name,
+                                                const RAMBlock *rb, Error **errp);
+/*
+ * kvm_dirty_client_arm: @slot starts to log for @c (a no-op if it does
+ * already): every write after this returns is caught. 0, or -errno (the
+ * slot refused to log: writes to it are not caught). -EINVAL if @c does not
+ * track @slot. The client's thread.
+ */
+int kvm_dirty_client_arm(KVMDirtyClient *c, KVMSlot *slot);
+/*
  * kvm_dirty_client_stop: forgets the client's bits and drops its slots'
  * logging references. The other clients lose nothing. NULL is a no-op.
  */

@@ -12,7 +12,12 @@
  * clear-log, a sync marks the chunks (2^clear_shift pages) whose slot bits
  * it took; the first send from a marked chunk re-arms KVM for exactly the
  * bits some sync read (kvm_dirty_client_clear) before the page is copied,
- * so a write after that point is caught by the next sync.
+ * so a write after that point is caught by the next sync. With get-log and
+ * the dirty ring, which write-protect a slot when it starts to log, each
+ * slot starts to log only when its first page is claimed (deferred), for
+ * the same reason clear-log re-arms lazily: no write fault on memory the
+ * first pass has not reached, and no second send of a page written before
+ * the pass got to it.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -30,7 +35,8 @@
  * caught: a write before that moment makes it populated, one after is
  * logged, and the sync that harvests it sets its data bit (if it is not
  * sent yet) or dirties it again (if it was). get-log and the dirty ring
- * log every write from logging start, so one scan now will do. clear-log
+ * log a slot's writes from its arm on (deferred): its pages are scanned
+ * then (dirty_data_scan_range) and all count as data until. clear-log
  * starts with every bit set and nothing write-protected (KVM's
  * INITIALLY_SET): a chunk's writes are caught only once it is re-armed,
  * so its pages are scanned then (dirty_data_scan_chunk) and all count as
@@ -48,12 +54,7 @@ static void dirty_data_init(DirtyTracker *dt)
 
         b->data_bmap = bitmap_new(b->npages);
         b->vmm_taken = bitmap_new(b->npages);
-        if (dirty_data_scannable(b) && !dt->clear_log) {
-            qemu_pagemap_data_pages(b->rb->host, b->npages, b->data_bmap);
-            dt->unpopulated_pages += b->npages - bitmap_count_one(b->data_bmap, b->npages);
-        } else {
-            bitmap_fill(b->data_bmap, b->npages);
-        }
+        bitmap_fill(b->data_bmap, b->npages);
         if (dt->clear_log) {
             b->armed_bmap = bitmap_new(DIV_ROUND_UP(b->npages, 1ULL << dt->clear_shift));
         }
@@ -82,6 +83,28 @@ static void dirty_data_scan_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t c
         b->data_bmap[(start + n) / BITS_PER_LONG] |= ~BITMAP_LAST_WORD_MASK(n);
     }
     dt->unpopulated_pages += n - bitmap_count_one(scan, n);
+}
+
+/*
+ * Deferred logging: [first, first+n) of @b just started to log: what is
+ * empty now reads as zero until a write, which the log catches. Its data
+ * bits were all set until now.
+ */
+static void dirty_data_scan_range(DirtyTracker *dt, RAMBlockDirty *b, uint64_t first, uint64_t n)
+{
+    g_autofree unsigned long *scan = NULL;
+    uint64_t empty = 0;
+
+    if (!dirty_data_scannable(b) || !n) {
+        return;
+    }
+    scan = bitmap_new(n);
+    qemu_pagemap_data_pages(b->rb->host + (first << TARGET_PAGE_BITS), n, scan);
+    for (uint64_t p = find_next_zero_bit(scan, n, 0); p < n; p = find_next_zero_bit(scan, n, p + 1)) {
+        clear_bit(first + p, b->data_bmap);
+        empty++;
+    }
+    dt->unpopulated_pages += empty;
 }
 
 /*
@@ -139,6 +162,13 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
     }
     dt->dirty_pages = dt->total_pages;
     dt->clear_log = kvm_dirty_log_needs_clear(kvm);
+    dt->deferred = !dt->clear_log;
+    if (dt->deferred) {
+        dt->slot_armed = g_new0(bool, kvm->nr_slots);
+        for (int s = 0; s < kvm->nr_slots; s++) {
+            dt->unarmed += dt->slot_block[s] != NULL;
+        }
+    }
     for (int i = 0; dt->clear_log && i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
         b->clear_bmap = bitmap_new(DIV_ROUND_UP(b->npages, 1ULL << clear_shift));
@@ -148,7 +178,8 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         bitmap_zero(dt->blocks[i].rb->vmm_dirty_bmap, dt->blocks[i].npages);
     }
     ram_vmm_dirty_log_start();
-    dt->kvm_client = kvm_dirty_client_start(kvm, "migration", NULL, errp);
+    dt->kvm_client = dt->deferred ? kvm_dirty_client_start_deferred(kvm, "migration", NULL, errp)
+                                  : kvm_dirty_client_start(kvm, "migration", NULL, errp);
     if (!dt->kvm_client) {
         ram_vmm_dirty_log_stop();
         dirty_tracker_cleanup(dt);      /* not logging: frees the bitmaps only */
@@ -184,6 +215,7 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
     }
     g_clear_pointer(&dt->blocks, g_free);
     g_clear_pointer(&dt->slot_block, g_free);
+    g_clear_pointer(&dt->slot_armed, g_free);
     dt->nblocks = 0;
 }
 
@@ -239,6 +271,9 @@ int64_t dirty_tracker_sync(DirtyTracker *dt)
     int ret;
 
     assert(dt->logging);    /* only between a successful init and the cleanup */
+    if (dt->arm_error) {
+        return dt->arm_error;   /* writes to that slot were never caught */
+    }
     trace_dirty_sync_start(dt->syncs + 1, dt->dirty_pages);
     ret = kvm_dirty_client_sync(dt->kvm_client, dirty_take_slot, &take);
     if (ret < 0) {
@@ -312,8 +347,51 @@ static void dirty_rearm_chunk(DirtyTracker *dt, RAMBlockDirty *b, uint64_t chunk
     }
 }
 
+/* Deferred logging: slot @slot of @b starts to log, then its pages are scanned. */
+static void dirty_arm_slot(DirtyTracker *dt, RAMBlockDirty *b, KVMSlot *slot)
+{
+    int i = slot - dt->kvm->slots;
+    int ret;
+
+    if (dt->slot_armed[i]) {
+        return;
+    }
+    dt->slot_armed[i] = true;
+    dt->unarmed--;
+    ret = kvm_dirty_client_arm(dt->kvm_client, slot);
+    if (ret < 0) {
+        /* The pages are sent all the same; the next sync fails the migration. */
+        warn_report("dirty logging on KVM slot %d could not start: %s", i, g_strerror(-ret));
+        if (!dt->arm_error) {
+            dt->arm_error = ret;
+        }
+        return;
+    }
+    dirty_data_scan_range(dt, b, slot->ram_offset >> TARGET_PAGE_BITS, slot->npages);
+}
+
+/* Deferred logging: the slot holding @page of @b logs before the page is read. */
+static void dirty_arm_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
+{
+    if (!dt->unarmed || (page >= b->armed_lo && page < b->armed_hi)) {
+        return;
+    }
+    for (int s = 0; s < b->nslots; s++) {
+        KVMSlot *slot = b->slots[s];
+        uint64_t lo = slot->ram_offset >> TARGET_PAGE_BITS;
+
+        if (page >= lo && page < lo + slot->npages) {
+            dirty_arm_slot(dt, b, slot);
+            b->armed_lo = lo;
+            b->armed_hi = lo + slot->npages;
+            return;
+        }
+    }
+}
+
 bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
 {
+    dirty_arm_page(dt, b, page);
     if (dt->clear_log) {
         uint64_t chunk = page >> dt->clear_shift;
 
@@ -338,6 +416,9 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
     if (!bits) {
         return 0;
     }
+    /* A word may straddle two slots: both log before any of its pages is read. */
+    dirty_arm_page(dt, b, word * BITS_PER_LONG);
+    dirty_arm_page(dt, b, MIN(word * BITS_PER_LONG + BITS_PER_LONG, b->npages) - 1);
     /* clear_shift >= MIN_CLEAR_BITMAP_SHIFT (6): the word lies in one chunk. */
     if (dt->clear_log) {
         uint64_t chunk = (word * BITS_PER_LONG) >> dt->clear_shift;
@@ -357,6 +438,11 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
 void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned long *skip)
 {
     uint64_t words = BITS_TO_LONGS(b->npages);
+
+    /* A page not sent must be caught when it changes: the whole block logs. */
+    for (int s = 0; dt->unarmed && s < b->nslots; s++) {
+        dirty_arm_slot(dt, b, b->slots[s]);
+    }
 
     for (uint64_t w = 0; w < words; w++) {
         unsigned long drop = b->send_bmap[w] & skip[w];

@@ -39,6 +39,8 @@ typedef struct RAMBlockDirty {
     unsigned long *sent_bmap;
     KVMSlot **slots;            /* KVM slots that map this block */
     int nslots;
+    /* Deferred logging: the block's pages [armed_lo, armed_hi) are in a slot armed already. */
+    uint64_t armed_lo, armed_hi;
 } RAMBlockDirty;
 
 typedef struct DirtyTracker {
@@ -50,6 +52,17 @@ typedef struct DirtyTracker {
     bool logging;               /* KVM + software dirty logging on */
     bool clear_log;             /* lazy KVM_CLEAR_DIRTY_LOG per chunk */
     unsigned clear_shift;       /* log2 pages per chunk */
+    /*
+     * get-log and the dirty ring: a slot starts to log only when the first
+     * page of it is claimed (kvm_dirty_client_start_deferred), so the
+     * guest takes no write fault on memory the first pass has not reached,
+     * and a write there before the pass does not send the page twice.
+     * clear-log write-protects nothing before a chunk's clear anyway.
+     */
+    bool deferred;
+    bool *slot_armed;           /* deferred: per KVM slot (kvm->slots index), armed yet */
+    int unarmed;                /* deferred: slots of migrated blocks not armed yet */
+    int arm_error;              /* -errno of the first slot that refused to log: syncs fail */
     uint64_t total_pages;
 
     /* The remaining counter: set bits over all send_bmaps. Never recounted. */
@@ -75,12 +88,21 @@ void dirty_tracker_cleanup(DirtyTracker *dt);
  * discards only pages the destination got and that changed since).
  */
 void dirty_tracker_track_sent(DirtyTracker *dt);
+/*
+ * The guest stopped here for good (postcopy's switchover): the pages read
+ * from now on are final, so slots not logging yet need not start to.
+ */
+static inline void dirty_tracker_guest_stopped(DirtyTracker *dt)
+{
+    dt->unarmed = 0;
+}
 /* Pull new dirty pages from KVM and the VMM; returns how many were new. */
 int64_t dirty_tracker_sync(DirtyTracker *dt);
 /*
- * dirty_tracker_claim_page: about to send @page of @b: re-arm KVM tracking
- * for its chunk if pending (clear-log), then clear its bit. Returns false
- * if the page was not dirty.
+ * dirty_tracker_claim_page: about to send (read) @page of @b: start its
+ * slot's logging if deferred, re-arm KVM tracking for its chunk if pending
+ * (clear-log), then clear its bit. Returns false if the page was not dirty
+ * (it may be read all the same: its slot logs).
  */
 bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page);
 /*

@@ -248,6 +248,8 @@ static void dirty_scan_foreach_stale(void *src,
     DirtyScan *ds = src;
     DirtyTracker *dt = &ds->dt;
 
+    /* The switchover: the guest runs at the destination from now on. */
+    dirty_tracker_guest_stopped(dt);
     for (int i = 0; i < dt->nblocks; i++) {
         RAMBlockDirty *b = &dt->blocks[i];
         uint64_t words = BITS_TO_LONGS(b->npages);

@@ -119,6 +119,9 @@ static struct {
     int fail_clears;            /* the next N kvm_dirty_client_clear fail */
     int sync_ret;               /* injected kvm_dirty_client_sync result */
     bool start_fails;           /* kvm_dirty_client_start refuses (a slot would not log) */
+    bool deferred;              /* started deferred: slots log from their arm on */
+    bool armed[MAX_SLOTS];      /* the slot logs (all of them unless deferred) */
+    int arm_fails;              /* the next N kvm_dirty_client_arm fail */
     int clear_fail_pct;         /* in simulations, clears fail this often */
     bool failed_since_sync;     /* chunks may go unarmed until the next sync */
     Sim *sim;                   /* racing guest writes during sync/clear */
@@ -152,11 +155,16 @@ struct KVMDirtyClient {
 };
 static KVMDirtyClient fake_client;
 
-KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
-                                       Error **errp)
+static KVMDirtyClient *fake_start(KVMState *s, const RAMBlock *rb, bool deferred, Error **errp)
 {
     g_assert_null(rb);          /* the migration tracks every slot */
     g_assert_false(fake.kvm_logging);
+    /* As dirty.c must: clear-log write-protects nothing at start anyway. */
+    g_assert_true(deferred == !fake.clear_mode);
+    fake.deferred = deferred;
+    for (int i = 0; i < s->nr_slots; i++) {
+        fake.armed[i] = !deferred;
+    }
     if (fake.start_fails) {
         error_setg(errp, "enabling dirty logging on KVM slot 0 failed");
         return NULL;
@@ -172,6 +180,34 @@ KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMB
     }
     fake.kvm_logging = true;
     return &fake_client;
+}
+
+KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
+                                       Error **errp)
+{
+    return fake_start(s, rb, false, errp);
+}
+
+KVMDirtyClient *kvm_dirty_client_start_deferred(KVMState *s, const char *name,
+                                                const RAMBlock *rb, Error **errp)
+{
+    return fake_start(s, rb, true, errp);
+}
+
+/* A write to a slot is logged only once the slot is armed (get-log, ring). */
+int kvm_dirty_client_arm(KVMDirtyClient *c, KVMSlot *slot)
+{
+    int i = slot - c->s->slots;
+
+    g_assert_true(c == &fake_client && fake.kvm_logging && fake.deferred);
+    g_assert_true(i >= 0 && i < c->s->nr_slots);
+    g_assert_false(fake.armed[i]);      /* dirty.c arms each slot once */
+    if (fake.arm_fails > 0) {
+        fake.arm_fails--;
+        return -EIO;
+    }
+    fake.armed[i] = true;
+    return 0;
 }
 
 void kvm_dirty_client_stop(KVMDirtyClient *c)
@@ -199,6 +235,9 @@ int kvm_dirty_client_sync(KVMDirtyClient *c, KVMDirtyTakeFn *take, void *opaque)
     for (int i = 0; i < s->nr_slots; i++) {
         KVMSlot *slot = &s->slots[i];
 
+        if (!fake.armed[i]) {
+            continue;           /* as kvm-dirty-clients.c: not the client's yet */
+        }
         bitmap_copy(slot->dirty_bmap, fake.kernel[i], slot->npages);
         if (!fake.clear_mode) {
             bitmap_zero(fake.kernel[i], slot->npages);
@@ -642,7 +681,7 @@ static void sim_write(Sim *sim, int b, uint64_t p, bool vmm)
 
     sim->pg[b][p].version++;
     if (slot >= 0 && !vmm) {
-        if (fake.kvm_logging) {
+        if (fake.kvm_logging && fake.armed[slot]) {
             set_bit(sp, fake.kernel[slot]);
         }
     } else if (fake.vmm_logging) {
