@@ -209,6 +209,14 @@ typedef struct PrecopyState {
     bool phases_valid;
     int64_t stop_ns, sync_ns, ram_ns, dev_ns, total_ns;
     int64_t expected_us;        /* predicted when the switchover was decided */
+    /*
+     * mig/src's: what is left already fits the downtime limit, and a pass
+     * more is being sent to leave less (precopy_switchover_ready); the
+     * exact pending bytes when it began (0: not aiming lower), and the
+     * dirty syncs counted then: a pass that ended since calls for a look.
+     */
+    uint64_t aim_from;
+    uint64_t aim_syncs;
 } PrecopyState;
 
 extern const MigrationOutMode precopy_mode;

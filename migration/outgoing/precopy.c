@@ -37,23 +37,46 @@ static void precopy_init(MigrationState *s, void *ms)
     ram_select_source(&dirty_scan_source, &ps->scan);
 }
 
+/*
+ * What is left fits the downtime limit, but only a quarter of it is aimed
+ * at while each pass at least halves it: a guest that dirties slowly
+ * against the link then stops for a fraction of the limit, for the price
+ * of one more short pass (a precopy into a file went from 280 ms of
+ * downtime to a quarter of that); one that dirties fast switches over at
+ * once, as before.
+ */
+#define PRECOPY_AIM_DIVISOR 4
+
 /* Switch over when the estimate fits; a fresh sync must then agree. */
 static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
     PrecopyState *ps = ms;
     uint64_t pending = qemu_savevm_pending(false);
+    uint64_t aim = s->threshold_bytes / PRECOPY_AIM_DIVISOR;
+    bool aiming;
     int64_t t0;
 
-    if (pending > s->threshold_bytes) {
+    /* While aiming lower, the pass under way is sent before a fresh look. */
+    if (ps->aim_from ? pending > aim && ps->scan.dt.syncs == ps->aim_syncs
+                     : pending > s->threshold_bytes) {
         return false;
     }
     t0 = get_clock_ns();
     pending = qemu_savevm_pending(true);
     /* What the final sync will cost, for expected-downtime. */
     s->sync_cost_ns = get_clock_ns() - t0;
+    aiming = pending <= s->threshold_bytes && pending > aim &&
+             (!ps->aim_from || pending <= ps->aim_from / 2);
     trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms,
-                               pending <= s->threshold_bytes ? "complete" : "iterate");
+                               pending > s->threshold_bytes ? "iterate" :
+                               aiming ? "aim-lower" : "complete");
     if (pending > s->threshold_bytes) {
+        ps->aim_from = 0;
+        return false;
+    }
+    if (aiming) {
+        ps->aim_from = pending;
+        ps->aim_syncs = ps->scan.dt.syncs;
         return false;
     }
     /* The prediction this switchover is judged against (x-downtime.expected). */
