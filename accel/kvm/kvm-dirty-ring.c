@@ -252,6 +252,12 @@ void kvm_dirty_ring_log_start(KVMState *s)
 void kvm_dirty_ring_log_stop(KVMState *s)
 {
     g_mutex_lock(&ring_lock);
+    /*
+     * No slot logs any more: a failed reset of this session concerns no
+     * one now, and a deferred client's first sync (before it arms a slot,
+     * so before log_start) must not inherit it.
+     */
+    ring_reset_error = 0;
     for (int i = 0; i < s->nr_slots; i++) {
         g_clear_pointer(&s->slots[i].count_bmap, g_free);
     }

@@ -416,9 +416,11 @@ unsigned long dirty_tracker_claim_word(DirtyTracker *dt, RAMBlockDirty *b, uint6
     if (!bits) {
         return 0;
     }
-    /* A word may straddle two slots: both log before any of its pages is read. */
-    dirty_arm_page(dt, b, word * BITS_PER_LONG);
-    dirty_arm_page(dt, b, MIN(word * BITS_PER_LONG + BITS_PER_LONG, b->npages) - 1);
+    /* A word may span slots: each logs before any of its pages is read. */
+    for (uint64_t p = word * BITS_PER_LONG, end = MIN(p + BITS_PER_LONG, b->npages);
+         dt->unarmed && p < end; p = MAX(p + 1, b->armed_hi)) {
+        dirty_arm_page(dt, b, p);
+    }
     /* clear_shift >= MIN_CLEAR_BITMAP_SHIFT (6): the word lies in one chunk. */
     if (dt->clear_log) {
         uint64_t chunk = (word * BITS_PER_LONG) >> dt->clear_shift;
@@ -439,10 +441,8 @@ void dirty_tracker_skip_pages(DirtyTracker *dt, RAMBlockDirty *b, const unsigned
 {
     uint64_t words = BITS_TO_LONGS(b->npages);
 
-    /* A page not sent must be caught when it changes: the whole block logs. */
-    for (int s = 0; dt->unarmed && s < b->nslots; s++) {
-        dirty_arm_slot(dt, b, b->slots[s]);
-    }
+    /* The guest is stopped for good whenever this is used: no slot need start to log. */
+    dirty_tracker_guest_stopped(dt);
 
     for (uint64_t w = 0; w < words; w++) {
         unsigned long drop = b->send_bmap[w] & skip[w];

@@ -89,7 +89,17 @@ static bool dirty_scan_setup(void *src, QEMUFile *f, Error **errp)
 /* VM stopped: this sync is exact, and nothing dirties pages after it. */
 static int dirty_scan_final_sync(void *src, QEMUFile *f)
 {
-    return dirty_scan_sync(src, f, "final");
+    DirtyScan *ds = src;
+    int ret = dirty_scan_sync(ds, f, "final");
+
+    /*
+     * A slot the first pass never reached needs no logging now: arming it
+     * would write-protect it inside the downtime, for nothing.
+     */
+    if (ret >= 0) {
+        dirty_tracker_guest_stopped(&ds->dt);
+    }
+    return ret;
 }
 
 static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b,

@@ -212,11 +212,9 @@ typedef struct PrecopyState {
     /*
      * mig/src's: what is left already fits the downtime limit, and a pass
      * more is being sent to leave less (precopy_switchover_ready); the
-     * exact pending bytes when it began (0: not aiming lower), and the
-     * dirty syncs counted then: a pass that ended since calls for a look.
+     * exact pending bytes when it began. 0: not aiming lower.
      */
     uint64_t aim_from;
-    uint64_t aim_syncs;
 } PrecopyState;
 
 extern const MigrationOutMode precopy_mode;
