@@ -110,6 +110,12 @@ int kvm_vm_ioctl(KVMState *s, unsigned long req, void *arg)
     case KVM_CLEAR_DIRTY_LOG:
         return fake_clear_dirty_log(arg);
     case KVM_RESET_DIRTY_RINGS:
+        if (k.reset_ret) {
+            int ret = k.reset_ret;
+
+            k.reset_ret = 0;
+            return ret;     /* nothing re-protected */
+        }
         fake_reset_rings();
         return 0;
     case KVM_ENABLE_CAP:

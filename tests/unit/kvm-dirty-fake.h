@@ -40,6 +40,7 @@ typedef struct FakeKernel {
     int set_flags_calls[NSLOTS];
     int set_flags_fail_slot;        /* -1: never */
     int clear_ret;                  /* injected KVM_CLEAR_DIRTY_LOG result (one call) */
+    int reset_ret;                  /* injected KVM_RESET_DIRTY_RINGS result (one call) */
     bool reaper_running;
     GRand *race;                    /* non-NULL: guest writes race the ioctls */
 } FakeKernel;

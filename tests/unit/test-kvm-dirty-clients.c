@@ -584,6 +584,30 @@ static void test_clear_fails(void)
     two_free(&tw);
 }
 
+/*
+ * A failed ring reset fails the syncs of the session it happened in, and
+ * only of it: a deferred client starting after every slot stopped logging
+ * syncs before it arms anything, and must not inherit it.
+ */
+static void test_ring_reset_error_ends(void)
+{
+    TClient a = { .name = "all" }, b = { .name = "next" };
+
+    vm_new(MODE_RING);
+    tc_start(&a, true);
+    guest_write(0, 3, 0);
+    k.reset_ret = -EFAULT;
+    g_assert_cmpint(kvm_dirty_client_sync(a.c, NULL, NULL), <, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(a.c, NULL, NULL), <, 0);
+    tc_stop(&a);
+    tc_start_as(&b, true, true);
+    g_assert_cmpint(kvm_dirty_client_sync(b.c, NULL, NULL), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_arm(b.c, &k.s->slots[0]), ==, 0);
+    g_assert_cmpint(kvm_dirty_client_sync(b.c, NULL, NULL), ==, 0);
+    tc_stop(&b);
+    vm_free();
+}
+
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "get-log", "clear-log", "dirty-ring" };
@@ -591,6 +615,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/kvm-dirty-clients/clear-log/remark", test_remark);
     g_test_add_func("/kvm-dirty-clients/clear-log/clear-fails", test_clear_fails);
+    g_test_add_func("/kvm-dirty-clients/dirty-ring/reset-error-ends", test_ring_reset_error_ends);
     for (int m = MODE_GET; m <= MODE_RING; m++) {
         g_autofree char *reach = g_strdup_printf("/kvm-dirty-clients/%s/read-reaches-all",
                                                  names[m]);
