@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for migration/dirty/dirty.c against a model guest. A fake KVM dirty
- * log (the migration's client of kvm-dirty-client.h, alone) keeps, per
+ * log (dirty-fake.c: the migration's client of kvm-dirty-client.h, alone) keeps, per
  * slot, the kernel's "written since last get/clear" bitmap (clear-log:
  * initially set, GET copies, CLEAR resets what was read; get-log: GET copies
  * and resets); every page carries a version bumped on each write. Direct
@@ -18,82 +18,11 @@
 #include "system/memory.h"
 #include "trace/trace.h"
 #include "migration/dirty/dirty.h"
+#include "dirty-fake.h"
 
 #define SEED 0xd1297
-#define MAX_BLOCKS 4
-#define MAX_SLOTS 6
 
-/* ---- Fake trace backend: formats every event so bad arguments show ---- */
-
-bool trace_active;
-static unsigned trace_clears;
-
-void trace_event_printf(const char *event, const char *fmt, ...)
-{
-    g_autofree char *line = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    line = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    trace_clears += !strcmp(event, "dirty_clear");
-}
-
-/* ---- Layouts: RAMBlocks and the slots that map them ---- */
-
-typedef struct SlotDef {
-    int block;
-    uint64_t offset, npages;    /* in pages */
-} SlotDef;
-
-typedef struct Layout {
-    const char *name;
-    uint64_t block_pages[MAX_BLOCKS + 1];   /* 0-terminated */
-    SlotDef slots[MAX_SLOTS + 1];           /* npages 0 terminates */
-} Layout;
-
-/* Our PC: 3.5 GiB RAM, low slot 3 GiB at 0, high slot at 3 GiB; a small block; a slotless one. */
-static const Layout pc_layout = {
-    "pc",
-    { 917504, 1000, 300 },
-    { { 0, 0, 786432 }, { 0, 786432, 131072 }, { 1, 0, 1000 } },
-};
-/* Small enough to check every page at every step; shift 8 spans slots at 512..767. */
-static const Layout small_layout = {
-    "small",
-    { 840, 77 },
-    { { 0, 0, 640 }, { 0, 640, 200 }, { 1, 0, 77 } },
-};
-/* Holes: pages 100..127 and 428..447 only the VMM can write. */
-static const Layout gaps_layout = {
-    "gaps",
-    { 1000 },
-    { { 0, 0, 100 }, { 0, 128, 300 }, { 0, 448, 552 } },
-};
-/* Not ours, but allowed: a slot at a page offset that is not word aligned. */
-static const Layout unaligned_layout = {
-    "unaligned",
-    { 1000, 130 },
-    { { 0, 0, 100 }, { 0, 100, 900 }, { 1, 3, 127 } },
-};
-
-/* ---- The model guest and the fake RAM and KVM ---- */
-
-typedef struct PageModel {
-    uint32_t version;           /* bumped by every write; starts at 1 */
-    uint32_t sent;              /* version last sent; 0 = never */
-    bool resend_ok;             /* a write was still recorded when sent */
-} PageModel;
-
-typedef struct Sim {
-    GRand *r;
-    DirtyTracker *dt;
-    PageModel *pg[MAX_BLOCKS];
-    bool running;                   /* the guest may write */
-    int race_pct;
-    int cur_block;
-    uint64_t cur_page, sends, resends;
-} Sim;
+/* ---- Sim configurations ---- */
 
 typedef struct SimConfig {
     const Layout *layout;
@@ -102,237 +31,6 @@ typedef struct SimConfig {
     int steps;
     int clear_fail_pct;
 } SimConfig;
-
-typedef struct ClearCall {
-    int slot;
-    uint64_t first, npages;
-} ClearCall;
-
-static struct {
-    GPtrArray *blocks;          /* RAMBlock *, what ram_blocks() returns */
-    KVMState *kvm;
-    const Layout *layout;
-    bool clear_mode;            /* manual protect + initially set */
-    bool kvm_logging, vmm_logging;
-    unsigned long *kernel[MAX_SLOTS];   /* written since last get/clear */
-    GArray *clears;             /* ClearCall, every kvm_dirty_client_clear */
-    int fail_clears;            /* the next N kvm_dirty_client_clear fail */
-    int sync_ret;               /* injected kvm_dirty_client_sync result */
-    bool start_fails;           /* kvm_dirty_client_start refuses (a slot would not log) */
-    bool deferred;              /* started deferred: slots log from their arm on */
-    bool armed[MAX_SLOTS];      /* the slot logs (all of them unless deferred) */
-    int arm_fails;              /* the next N kvm_dirty_client_arm fail */
-    int clear_fail_pct;         /* in simulations, clears fail this often */
-    bool failed_since_sync;     /* chunks may go unarmed until the next sync */
-    Sim *sim;                   /* racing guest writes during sync/clear */
-} fake;
-
-static void sim_race(Sim *sim, int slot, uint64_t first, uint64_t npages);
-
-GPtrArray *ram_blocks(void)
-{
-    return fake.blocks;
-}
-
-void ram_vmm_dirty_log_start(void)
-{
-    fake.vmm_logging = true;
-}
-
-void ram_vmm_dirty_log_stop(void)
-{
-    fake.vmm_logging = false;
-}
-
-bool kvm_dirty_log_needs_clear(KVMState *s)
-{
-    return fake.clear_mode;
-}
-
-/* The one client of the fake dirty log: the migration's. */
-struct KVMDirtyClient {
-    KVMState *s;
-};
-static KVMDirtyClient fake_client;
-
-static KVMDirtyClient *fake_start(KVMState *s, const RAMBlock *rb, bool deferred, Error **errp)
-{
-    g_assert_null(rb);          /* the migration tracks every slot */
-    g_assert_false(fake.kvm_logging);
-    /* As dirty.c must: clear-log write-protects nothing at start anyway. */
-    g_assert_true(deferred == !fake.clear_mode);
-    fake.deferred = deferred;
-    for (int i = 0; i < s->nr_slots; i++) {
-        fake.armed[i] = !deferred;
-    }
-    if (fake.start_fails) {
-        error_setg(errp, "enabling dirty logging on KVM slot 0 failed");
-        return NULL;
-    }
-    fake_client.s = s;
-    for (int i = 0; i < s->nr_slots; i++) {
-        s->slots[i].dirty_bmap = bitmap_new(s->slots[i].npages);
-        fake.kernel[i] = bitmap_new(s->slots[i].npages);
-        /* KVM_DIRTY_LOG_INITIALLY_SET: every page dirty, none protected. */
-        if (fake.clear_mode) {
-            bitmap_fill(fake.kernel[i], s->slots[i].npages);
-        }
-    }
-    fake.kvm_logging = true;
-    return &fake_client;
-}
-
-KVMDirtyClient *kvm_dirty_client_start(KVMState *s, const char *name, const RAMBlock *rb,
-                                       Error **errp)
-{
-    return fake_start(s, rb, false, errp);
-}
-
-KVMDirtyClient *kvm_dirty_client_start_deferred(KVMState *s, const char *name,
-                                                const RAMBlock *rb, Error **errp)
-{
-    return fake_start(s, rb, true, errp);
-}
-
-/* A write to a slot is logged only once the slot is armed (get-log, ring). */
-int kvm_dirty_client_arm(KVMDirtyClient *c, KVMSlot *slot)
-{
-    int i = slot - c->s->slots;
-
-    g_assert_true(c == &fake_client && fake.kvm_logging && fake.deferred);
-    g_assert_true(i >= 0 && i < c->s->nr_slots);
-    g_assert_false(fake.armed[i]);      /* dirty.c arms each slot once */
-    if (fake.arm_fails > 0) {
-        fake.arm_fails--;
-        return -EIO;
-    }
-    fake.armed[i] = true;
-    return 0;
-}
-
-void kvm_dirty_client_stop(KVMDirtyClient *c)
-{
-    KVMState *s = c->s;
-
-    g_assert_true(c == &fake_client);
-    for (int i = 0; i < s->nr_slots; i++) {
-        g_clear_pointer(&s->slots[i].dirty_bmap, g_free);
-        g_clear_pointer(&fake.kernel[i], g_free);
-    }
-    fake.kvm_logging = false;
-}
-
-/* Each slot read once and handed to @take, as accel/kvm/kvm-dirty-clients.c does. */
-int kvm_dirty_client_sync(KVMDirtyClient *c, KVMDirtyTakeFn *take, void *opaque)
-{
-    KVMState *s = c->s;
-
-    g_assert_true(c == &fake_client && fake.kvm_logging);
-    if (fake.sync_ret) {
-        return fake.sync_ret;
-    }
-    fake.failed_since_sync = false;
-    for (int i = 0; i < s->nr_slots; i++) {
-        KVMSlot *slot = &s->slots[i];
-
-        if (!fake.armed[i]) {
-            continue;           /* as kvm-dirty-clients.c: not the client's yet */
-        }
-        bitmap_copy(slot->dirty_bmap, fake.kernel[i], slot->npages);
-        if (!fake.clear_mode) {
-            bitmap_zero(fake.kernel[i], slot->npages);
-        }
-        take(opaque, slot, slot->dirty_bmap);
-        /* vCPUs keep running while we sync. */
-        sim_race(fake.sim, -1, 0, 0);
-    }
-    return 0;
-}
-
-/* Same contract as accel/kvm/kvm-dirty-clients.c: re-arm only what was read. */
-int kvm_dirty_client_clear(KVMDirtyClient *kc, KVMSlot *slot, uint64_t first, uint64_t npages)
-{
-    KVMState *s = kc->s;
-    int idx = slot - s->slots;
-    ClearCall c = { idx, first, npages };
-
-    g_assert_true(fake.clear_mode && fake.kvm_logging);
-    g_assert_true(idx >= 0 && idx < s->nr_slots);
-    g_assert_true(npages > 0 && first + npages <= slot->npages);
-    g_array_append_val(fake.clears, c);
-    sim_race(fake.sim, idx, first, npages);
-    if (fake.fail_clears > 0 ||
-        (fake.sim && g_rand_int_range(fake.sim->r, 0, 100) < fake.clear_fail_pct)) {
-        fake.fail_clears -= fake.fail_clears > 0;
-        fake.failed_since_sync = true;
-        return -EFAULT;
-    }
-    for (uint64_t p = first; p < first + npages; p++) {
-        if (test_and_clear_bit(p, slot->dirty_bmap)) {
-            clear_bit(p, fake.kernel[idx]);
-        }
-    }
-    return 0;
-}
-
-static DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift)
-{
-    DirtyTracker *dt = g_new0(DirtyTracker, 1);
-    KVMState *s = g_new0(KVMState, 1);
-    int nb = 0;
-
-    memset(&fake, 0, sizeof(fake));
-    fake.blocks = g_ptr_array_new();
-    fake.clears = g_array_new(false, true, sizeof(ClearCall));
-    fake.clear_mode = clear_mode;
-    fake.kvm = s;
-    fake.layout = l;
-    for (; l->block_pages[nb]; nb++) {
-        RAMBlock *rb = g_new0(RAMBlock, 1);
-
-        g_snprintf(rb->idstr, sizeof(rb->idstr), "block%d", nb);
-        rb->used_length = l->block_pages[nb] << TARGET_PAGE_BITS;
-        rb->vmm_dirty_bmap = bitmap_new(l->block_pages[nb]);
-        /* Stale software bits from before logging must not count. */
-        bitmap_fill(rb->vmm_dirty_bmap, l->block_pages[nb]);
-        g_ptr_array_add(fake.blocks, rb);
-    }
-    while (l->slots[s->nr_slots].npages) {
-        s->nr_slots++;
-    }
-    s->slots = g_new0(KVMSlot, s->nr_slots);
-    for (int i = 0; i < s->nr_slots; i++) {
-        const SlotDef *d = &l->slots[i];
-
-        g_assert_cmpuint(d->offset + d->npages, <=, l->block_pages[d->block]);
-        s->slots[i].slot = i;
-        s->slots[i].rb = g_ptr_array_index(fake.blocks, d->block);
-        s->slots[i].ram_offset = d->offset << TARGET_PAGE_BITS;
-        s->slots[i].npages = d->npages;
-        s->slots[i].memory_size = d->npages << TARGET_PAGE_BITS;
-    }
-    g_assert_true(dirty_tracker_init(dt, s, shift, &error_abort));
-    return dt;
-}
-
-static void teardown(DirtyTracker *dt)
-{
-    KVMState *s = fake.kvm;
-
-    dirty_tracker_cleanup(dt);
-    g_assert_false(fake.kvm_logging || fake.vmm_logging);
-    for (guint i = 0; i < fake.blocks->len; i++) {
-        RAMBlock *rb = g_ptr_array_index(fake.blocks, i);
-
-        g_free(rb->vmm_dirty_bmap);
-        g_free(rb);
-    }
-    g_ptr_array_free(fake.blocks, true);
-    g_array_free(fake.clears, true);
-    g_free(s->slots);
-    g_free(s);
-    g_free(dt);
-}
 
 /* ---- Naive references (the test may recount; the product must not) ---- */
 
@@ -801,6 +499,7 @@ static void test_simulation(gconstpointer opaque)
     sim.dt = setup(cfg->layout, cfg->clear_mode, cfg->shift);
     trace_active = true;
     fake.sim = &sim;
+    fake.race = sim_race;
     fake.clear_fail_pct = cfg->clear_fail_pct;
     for (int b = 0; b < sim.dt->nblocks; b++) {
         uint64_t n = sim.dt->blocks[b].npages;
