@@ -29,6 +29,7 @@
 #include "migration/outgoing/outgoing.h"
 #include "migration/outgoing/pacing.h"
 #include "migration/transport/ram.h"
+#include "migration/transport/tls.h"
 #include "migration/stream/savevm.h"
 #include "migration/core/status.h"
 
@@ -144,7 +145,7 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
 static QEMUFile *migration_open_output(MigrationState *s, Error **errp)
 {
     bool limit = !s->mode->bandwidth_only_if_set || migrate_max_bandwidth_user_set();
-    Channel *ch = mig_channel_connect(s->uri, errp);
+    Channel *ch = mig_tls_client(s->tls, mig_channel_connect(s->uri, errp), errp);
     QEMUFile *f;
 
     if (!ch) {
@@ -204,7 +205,7 @@ static void *migration_thread(void *opaque)
     QEMUFile *f = migration_open_output(s, &err);
 
     /* A resumed postcopy goes on over the new stream alone (its transport took no other). */
-    bool connected = f && (s->resuming || ram_transport_connect(s->uri, f, &err));
+    bool connected = f && (s->resuming || ram_transport_connect(s->uri, s->tls, f, &err));
 
     if (connected && s->resuming) {
         if (s->mode->resume(s, s->mode_state, f, &err)) {
@@ -269,6 +270,8 @@ static void migration_cleanup_bh(void *opaque)
     /* The last reference closes the connection (and reaps an exec: command later). */
     channel_unref(s->channel);
     s->channel = NULL;
+    mig_tls_release(s->tls);
+    s->tls = NULL;
     st = migrate_get_state(&s->state);
     if (st == MIGRATION_STATUS_CANCELLING && !s->committed) {
         s->result = MIGRATION_STATUS_CANCELLED;
@@ -346,6 +349,10 @@ static bool migration_resume(MigrationState *s, const char *uri, Error **errp)
         return false;
     }
     assert(s->mode->resume);
+    /* The new connections handshake as the first ones did, with today's parameters. */
+    if (!mig_tls_new(&s->tls, uri, false, errp)) {
+        return false;
+    }
     g_free(s->uri);
     s->uri = g_strdup(uri);
     g_clear_pointer(&s->error, error_free);
@@ -412,6 +419,13 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
         }
         uri = fd_uri = g_strdup_printf("fd:%d", fd);
     }
+    /* The previous migration's was released by its cleanup. */
+    if (!mig_tls_new(&s->tls, uri, false, errp)) {
+        if (named_fd) {
+            close(atoi(uri + 3));
+        }
+        return false;
+    }
     g_free(s->uri);
     s->uri = g_strdup(uri);
     g_clear_pointer(&s->error, error_free);
@@ -439,6 +453,8 @@ bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
     if (!migration_start_thread(s, MIGRATION_STATUS_SETUP, errp)) {
+        mig_tls_release(s->tls);
+        s->tls = NULL;
         if (named_fd) {
             close(atoi(uri + 3));   /* ours since getfd's table gave it up; no thread took it */
         }
@@ -503,6 +519,8 @@ bool qmp_migrate_cancel(Error **errp)
         qemu_file_shutdown(s->to_dst);
     }
     g_mutex_unlock(&s->file_lock);
+    /* A handshake in flight (the stream's or a multifd channel's) fails at once. */
+    mig_tls_cancel(s->tls);
     ram_transport_shutdown();
     rate_limit_changed(s);
     return true;

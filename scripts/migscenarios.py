@@ -150,10 +150,15 @@ SCENARIOS = {
     # Convergence (issue 16): CPU 0 computes (the innocent vCPU), CPU 1 outruns the link.
     "converge-auto": {
         "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "
-               "300 MiB/s, 100 ms downtime; auto-converge (QEMU's defaults)",
+               "100 MiB/s, 100 ms downtime; auto-converge (QEMU's defaults)",
         "mem": "3G", "smp": 2,
         "append": "mode0=compute mode1=dirty mem=16 mem1=2048 rate1=600 pattern=random",
-        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        # The link must be slower than CPU 1 under dirty tracking, or nothing
+        # is forced to converge. On kvm-pvm hosts a tracked guest writing at
+        # random keeps only 90-190 MB/s of its 600 (every first write faults),
+        # so 300 MiB/s (issue 16's figure, on a host where it kept 400-475)
+        # let every binary converge unthrottled.
+        "params": {"max-bandwidth": 100 << 20, "downtime-limit": 100},
         "caps": ["auto-converge"], "warmup": 3,
         # The compute vCPU alone on CPU 1: what slows it is the throttle, not the host.
         "pin_vcpus": ["CPU 0/"],

@@ -15,6 +15,7 @@ typedef struct Monitor Monitor;
 typedef struct QEMUFile QEMUFile;
 typedef struct Channel Channel;
 typedef struct MigrationState MigrationState;
+typedef struct MigTLS MigTLS;
 typedef struct IORangeTable IORangeTable;
 typedef struct QemuOpts QemuOpts;
 

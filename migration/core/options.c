@@ -205,6 +205,22 @@ bool migrate_mapped_ram_integrity(void)
     return params->x_mapped_ram_integrity;
 }
 
+/* BQL: the strings are replaced by migrate-set-parameters, which holds it too. */
+const char *migrate_tls_creds(void)
+{
+    return params->tls_creds;
+}
+
+const char *migrate_tls_hostname(void)
+{
+    return params->tls_hostname;
+}
+
+const char *migrate_tls_authz(void)
+{
+    return params->tls_authz;
+}
+
 bool migrate_multifd(void)
 {
     return caps[MIGRATION_CAPABILITY_MULTIFD];
@@ -325,6 +341,10 @@ bool migrate_caps_check_compat(const bool *new_caps, Error **errp)
             }
         }
     }
+    if (new_caps[MIGRATION_CAPABILITY_ZERO_COPY_SEND] && params->tls_creds && *params->tls_creds) {
+        error_setg(errp, "Zero copy only available for non-compressed non-TLS multifd migration");
+        return false;
+    }
     return true;
 }
 
@@ -436,8 +456,8 @@ bool migrate_params_check(const MigrationParameters *p, Error **errp)
                    "the target page size");
         return false;
     }
-    if (p->tls_creds && *p->tls_creds) {
-        error_setg(errp, "TLS is not supported by this build");
+    if (p->tls_creds && *p->tls_creds && caps[MIGRATION_CAPABILITY_ZERO_COPY_SEND]) {
+        error_setg(errp, "Zero copy only available for non-compressed non-TLS multifd migration");
         return false;
     }
     return true;

@@ -63,6 +63,11 @@ uint64_t migrate_vcpu_dirty_limit_period(void);
 /* Bytes per second the switchover may assume; 0 = measured. */
 uint64_t migrate_avail_switchover_bandwidth(void);
 
+/* tls-creds, tls-hostname, tls-authz ("" when unset); BQL. */
+const char *migrate_tls_creds(void);
+const char *migrate_tls_hostname(void);
+const char *migrate_tls_authz(void);
+
 /* The capabilities now (MIGRATION_CAPABILITY__MAX entries). */
 const bool *migrate_caps(void);
 /* Combinations QEMU refuses (background-snapshot with postcopy, ...). */

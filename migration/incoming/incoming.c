@@ -25,6 +25,7 @@
 #include "incoming-sort.h"
 #include "postcopy-dst.h"
 #include "migration/transport/ram.h"
+#include "migration/transport/tls.h"
 #include "postcopy-rp-dst.h"
 #include "migration/stream/savevm.h"
 #include "loadvm.h"
@@ -46,6 +47,12 @@ typedef struct MigrationIncomingState {
     bool is_socket;             /* tcp: or unix:, where multifd channels can connect */
     bool preempt_connected;     /* the postcopy-preempt channel arrived */
     bool recover_main_seen;     /* migrate-recover: the stream's new connection arrived */
+    /*
+     * TLS for the connections we accept (NULL: plaintext): made by the
+     * listen or migrate-recover from the parameters then, released when
+     * the load ends or a new listen replaces it.
+     */
+    MigTLS *tls;
     int64_t start_ns;
     int64_t total_ms;
     int64_t loaded_ns;          /* mig/dst: get_clock_ns() when the load returned */
@@ -215,6 +222,8 @@ static void incoming_finish_bh(void *opaque)
     qemu_thread_join(&incoming.thread);
     bql_lock();
     mig_channel_listen_cancel();    /* channels that never connected */
+    mig_tls_release(incoming.tls);  /* and handshakes still running */
+    incoming.tls = NULL;
     multifd_recv_cleanup();
     qemu_fclose(incoming.from_src);
     incoming.from_src = NULL;
@@ -381,8 +390,29 @@ static void incoming_conn_peeked(Channel *ch, uint32_t magic, void *opaque)
     }
 }
 
+/* Main loop: a connection passed its TLS handshake and sent its first word. */
+static void incoming_tls_accepted(Channel *ch, uint32_t first, void *opaque)
+{
+    if (incoming.is_socket) {
+        /* Sorted as a plaintext one, the main stream included: a second one is refused there. */
+        incoming_conn_peeked(ch, first, NULL);
+    } else if (!incoming.from_src) {
+        incoming_main_ready(ch);
+    } else {
+        channel_unref(ch);
+    }
+}
+
 static bool incoming_channel_ready(Channel *ch, void *opaque)
 {
+    if (incoming.tls) {
+        /*
+         * Off the main loop; a peer that fails to authenticate is reported
+         * and dropped, and the listener waits on for the real source.
+         */
+        mig_tls_accept(incoming.tls, ch, incoming_tls_accepted, NULL);
+        return incoming.is_socket;
+    }
     if ((!migrate_multifd() && !migrate_postcopy_preempt()) || !incoming.is_socket) {
         incoming_main_ready(ch);
         return false;
@@ -394,14 +424,23 @@ static bool incoming_channel_ready(Channel *ch, void *opaque)
 
 static bool incoming_listen(const char *uri, Error **errp)
 {
+    MigTLS *tls;
+
     incoming.is_socket = g_str_has_prefix(uri, "tcp:") || g_str_has_prefix(uri, "unix:");
     /* A file: has no channels to connect; a mapped-ram file is read by multifd-channels threads. */
     if (migrate_multifd() && !incoming.is_socket && !g_str_has_prefix(uri, "file:")) {
         error_setg(errp, "multifd needs a tcp:, unix: or (mapped-ram) file: URI, not '%s'", uri);
         return false;
     }
+    if (!mig_tls_new(&tls, uri, true, errp)) {
+        return false;
+    }
     postcopy_dst_reset(&incoming_postcopy_ops);
+    mig_tls_release(incoming.tls);
+    incoming.tls = tls;
     if (!mig_channel_listen(uri, incoming_channel_ready, NULL, errp)) {
+        mig_tls_release(incoming.tls);
+        incoming.tls = NULL;
         return false;
     }
     incoming_set_state(MIGRATION_STATUS_SETUP);
@@ -456,8 +495,25 @@ static void incoming_recover_peeked(Channel *ch, uint32_t first, void *opaque)
     }
 }
 
+/* Main loop: a recovery's connection passed its TLS handshake. */
+static void incoming_recover_tls_accepted(Channel *ch, uint32_t first, void *opaque)
+{
+    if (migrate_postcopy_preempt()) {
+        incoming_recover_peeked(ch, first, NULL);
+    } else if (!incoming.recover_main_seen) {
+        mig_channel_listen_cancel();
+        incoming_recover_main(ch);
+    } else {
+        channel_unref(ch);
+    }
+}
+
 static bool incoming_recover_ready(Channel *ch, void *opaque)
 {
+    if (incoming.tls) {
+        mig_tls_accept(incoming.tls, ch, incoming_recover_tls_accepted, NULL);
+        return true;
+    }
     if (!migrate_postcopy_preempt()) {
         incoming_recover_main(ch);
         return false;
@@ -468,6 +524,8 @@ static bool incoming_recover_ready(Channel *ch, void *opaque)
 
 bool qmp_migrate_recover(const char *uri, Error **errp)
 {
+    MigTLS *tls;
+
     if (migrate_get_state(&incoming.state) != MIGRATION_STATUS_POSTCOPY_PAUSED) {
         error_setg(errp, "Migrate recover can only be run when postcopy is paused.");
         return false;
@@ -477,6 +535,11 @@ bool qmp_migrate_recover(const char *uri, Error **errp)
                    uri);
         return false;
     }
+    if (!mig_tls_new(&tls, uri, true, errp)) {
+        return false;
+    }
+    mig_tls_release(incoming.tls);
+    incoming.tls = tls;
     incoming.recover_main_seen = false;
     incoming.preempt_connected = false;
     return mig_channel_listen(uri, incoming_recover_ready, NULL, errp);
@@ -520,8 +583,9 @@ bool migration_incoming_cancel(void)
 {
     switch (migrate_get_state(&incoming.state)) {
     case MIGRATION_STATUS_SETUP:
-        /* Listening, nobody connected yet. */
+        /* Listening, nobody connected yet (a TLS peer may be half-way in). */
         mig_channel_listen_cancel();
+        mig_tls_cancel(incoming.tls);
         incoming_set_state(MIGRATION_STATUS_CANCELLED);
         qemu_bh_schedule_oneshot(incoming_cancelled_exit_bh, NULL);
         return true;
@@ -532,6 +596,7 @@ bool migration_incoming_cancel(void)
          */
         incoming.cancelled = true;
         qemu_file_shutdown(incoming.from_src);
+        mig_tls_cancel(incoming.tls);
         multifd_recv_shutdown();
         return true;
     default:

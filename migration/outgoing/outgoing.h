@@ -55,6 +55,12 @@ typedef struct MigrationState {
      * are asked of it); NULL until connected.
      */
     Channel *channel;
+    /*
+     * TLS for every connection of this migration (NULL: plaintext): set by
+     * qmp_migrate or a resume (BQL) before mig/src starts, cancelled by
+     * migrate_cancel, released by the cleanup bottom half.
+     */
+    MigTLS *tls;
     QEMUFile *to_dst;           /* file_lock: NULL until connected; cancel shuts it down */
     GMutex file_lock;
     /*

@@ -26,6 +26,7 @@
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
 #include "migration/transport/channel.h"
+#include "migration/transport/tls.h"
 #include "migration/core/options.h"
 #include "outgoing.h"
 #include "migration/stream/postcopy.h"
@@ -260,7 +261,7 @@ static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Erro
  */
 static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 {
-    Channel *ch = mig_channel_connect(s->uri, errp);
+    Channel *ch = mig_tls_client(s->tls, mig_channel_connect(s->uri, errp), errp);
 
     if (!ch) {
         error_prepend(errp, "postcopy-preempt channel: ");

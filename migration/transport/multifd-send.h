@@ -38,7 +38,7 @@ typedef struct MultifdSendStats {
  * channels to @uri (tcp: or unix: only) and starts their threads. The
  * sender is then the one multifd_sender() returns until cleanup.
  */
-MultifdSender *multifd_send_setup(const char *uri, Error **errp);
+MultifdSender *multifd_send_setup(const char *uri, MigTLS *tls, Error **errp);
 /* The sender of the running migration, or NULL (multifd off). mig/src. */
 MultifdSender *multifd_sender(void);
 /*

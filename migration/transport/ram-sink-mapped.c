@@ -31,7 +31,8 @@ static bool mapped_check_uri(const char *uri, Error **errp)
 }
 
 /* The writers open the file by its path, beside the stream's own descriptor. */
-static bool mapped_connect(const char *uri, QEMUFile *f, Error **errp)
+/* A file: mig_tls_new() refused tls-creds for it already. */
+static bool mapped_connect(const char *uri, MigTLS *tls, QEMUFile *f, Error **errp)
 {
     return mapped_ram_out_open(uri, f, errp);
 }

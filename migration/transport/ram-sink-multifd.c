@@ -22,6 +22,7 @@
 #include "migration/core/options.h"
 #include "ram-codec.h"
 #include "ram-sink.h"
+#include "tls.h"
 
 typedef struct MultifdSendCurrent {
     GMutex lock;                /* current.lock, before any ms->lock */
@@ -67,7 +68,7 @@ void multifd_send_stats(MultifdSendStats *st)
     current_unlock();
 }
 
-MultifdSender *multifd_send_setup(const char *uri, Error **errp)
+MultifdSender *multifd_send_setup(const char *uri, MigTLS *tls, Error **errp)
 {
     MultifdSender *ms;
 
@@ -97,7 +98,7 @@ MultifdSender *multifd_send_setup(const char *uri, Error **errp)
             return NULL;
         }
         /* On failure the channels made so far stay for multifd_send_cleanup(). */
-        ch = mig_channel_connect(uri, errp);
+        ch = mig_tls_client(tls, mig_channel_connect(uri, errp), errp);
         if (!ch) {
             error_prepend(errp, "multifd: channel %d: ", i);
             return NULL;
@@ -165,9 +166,9 @@ static bool multifd_check_uri(const char *uri, Error **errp)
 }
 
 /* The channels connect after the main stream, as QEMU's do. */
-static bool multifd_connect(const char *uri, QEMUFile *f, Error **errp)
+static bool multifd_connect(const char *uri, MigTLS *tls, QEMUFile *f, Error **errp)
 {
-    return multifd_send_setup(uri, errp) != NULL;
+    return multifd_send_setup(uri, tls, errp) != NULL;
 }
 
 /* Compressed pages drain the remaining bytes faster than they fill the link. */

@@ -72,8 +72,11 @@ typedef struct RAMSinkOps {
      * selected or not (a rule may forbid a capability's combination).
      */
     bool (*check_uri)(const char *uri, Error **errp);
-    /* mig/src, right after the main stream @f opened on @uri: the row's own connections. */
-    bool (*connect)(const char *uri, QEMUFile *f, Error **errp);
+    /*
+     * mig/src, right after the main stream @f opened on @uri: the row's own
+     * connections, each through @tls (NULL: plaintext), as the stream's.
+     */
+    bool (*connect)(const char *uri, MigTLS *tls, QEMUFile *f, Error **errp);
     /*
      * mig/src, after the stream's end went out: the last step that can
      * fail (mapped-ram's bitmaps and trailer). With one, the destination

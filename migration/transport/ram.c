@@ -77,11 +77,11 @@ void ram_transport_select(void)
     ram_state.transport = ram_sink_select();
 }
 
-bool ram_transport_connect(const char *uri, QEMUFile *f, Error **errp)
+bool ram_transport_connect(const char *uri, MigTLS *tls, QEMUFile *f, Error **errp)
 {
     const RAMSinkOps *t = ram_state.transport;
 
-    return !t->connect || t->connect(uri, f, errp);
+    return !t->connect || t->connect(uri, tls, f, errp);
 }
 
 bool ram_transport_finishes(void)

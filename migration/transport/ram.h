@@ -81,7 +81,7 @@ bool ram_transport_check_uri(const char *uri, Error **errp);
 /* qmp_migrate (BQL), before mig/src starts: choose this migration's transport. */
 void ram_transport_select(void);
 /* mig/src, right after the main stream @f opened on @uri: its own connections. */
-bool ram_transport_connect(const char *uri, QEMUFile *f, Error **errp);
+bool ram_transport_connect(const char *uri, MigTLS *tls, QEMUFile *f, Error **errp);
 /* Whether the transport has a last step after the stream's end (the guest moves only then). */
 bool ram_transport_finishes(void);
 /* mig/src, after the mode completed the stream: that last step, if any. */
