@@ -41,7 +41,7 @@ class QMP(qmp.QMP):
 
 class VM:
     def __init__(self, tmpdir, name, machine='microvm', mem_mb=256,
-                 append='mode=verify mem=64', binary=None, cpu=None):
+                 append='mode=verify mem=64', binary=None, cpu=None, extra=()):
         self.dir = tmpdir
         self.serial = os.path.join(tmpdir, name + '.serial')
         self._serial_read = 0
@@ -52,7 +52,7 @@ class VM:
                 '-m', '%dM' % mem_mb, '-nodefaults', '-no-user-config',
                 '-nographic', '-serial', 'file:' + self.serial,
                 '-kernel', FIRMWARE, '-append', append,
-                '-qmp', 'unix:%s,server=on,wait=off' % sock]
+                '-qmp', 'unix:%s,server=on,wait=off' % sock] + list(extra)
         self.logf = open(self.log, 'wb')
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=self.logf,
