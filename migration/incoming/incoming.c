@@ -381,7 +381,8 @@ static void incoming_conn_peeked(Channel *ch, uint32_t magic, void *opaque)
         break;
     case INCOMING_CONN_UNKNOWN:
         error_report("incoming migration: closed a connection that is neither the "
-                     "migration stream nor a multifd channel (it starts 0x%08x)", magic);
+                     "migration stream nor a multifd channel (it starts 0x%08x%s)", magic,
+                     (magic >> 16) == 0x1603 ? ", a TLS handshake: set tls-creds here too" : "");
         channel_unref(ch);
         break;
     }

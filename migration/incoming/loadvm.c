@@ -121,6 +121,11 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
     }
     if (magic != QEMU_VM_FILE_MAGIC) {
         error_setg(errp, "Not a migration stream (bad magic 0x%08x)", magic);
+        /* A TLS record header: handshake (22), version 3.x. */
+        if ((magic >> 16) == 0x1603) {
+            error_append_hint(errp, "The source speaks TLS: set tls-creds on this destination "
+                              "too\n");
+        }
         return false;
     }
     if (version == QEMU_VM_FILE_VERSION_COMPAT) {
