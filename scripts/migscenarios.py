@@ -271,3 +271,20 @@ for _base, _variants in (
     for _ch, _comp in _variants:
         SCENARIOS["%s-mfd%d%s" % (_base, _ch, "" if _comp == "none" else "-" + _comp)] = \
             multifd(SCENARIOS[_base], _ch, _comp)
+
+
+# TLS (issue 36): the seed scenario at 300 MiB/s and an unlimited 4 GiB one,
+# on the main stream alone and with 2 multifd channels, plaintext against
+# x509 with verify-peer on both ends (launch.tls_args), for every binary.
+def tls(sc):
+    out = dict(sc, tls=True)
+    out["doc"] = sc["doc"] + "; TLS (x509, verify-peer)"
+    return out
+
+
+for _base in ("dirty-random", "random-4g"):
+    SCENARIOS["%s-mfd2" % _base] = SCENARIOS.get("%s-mfd2" % _base) or multifd(SCENARIOS[_base], 2)
+    SCENARIOS["%s-tls" % _base] = tls(SCENARIOS[_base])
+    SCENARIOS["%s-mfd2-tls" % _base] = tls(SCENARIOS["%s-mfd2" % _base])
+GROUPS["tls"] = [n for b in ("dirty-random", "random-4g")
+                 for n in (b, b + "-tls", b + "-mfd2", b + "-mfd2-tls")]

@@ -61,6 +61,33 @@ def trace_args(sc, is_peer):
     return ["-trace", "file=" + path]
 
 
+# One set of certificates per migbench process, made on first use (certtool).
+_tls_dir = [None]
+
+
+def tls_args(sc, endpoint):
+    """-object tls-creds-x509 for a TLS scenario's @endpoint ("client" on the
+    source, "server" on the destination, verify-peer on), id tls0; the same
+    for every binary."""
+    if not sc.get("tls"):
+        return []
+    if _tls_dir[0] is None:
+        sys.path.insert(0, os.path.join(TOP, "scripts"))
+        import tempfile
+        import tlscerts
+        if not tlscerts.certtool():
+            raise RuntimeError("TLS scenarios need certtool (Debian package gnutls-bin)")
+        _tls_dir[0] = tlscerts.make_cert_dirs(tempfile.mkdtemp(prefix="migbench-tls-"))["both"]
+    return ["-object", "tls-creds-x509,id=tls0,dir=%s,endpoint=%s,verify-peer=on"
+            % (_tls_dir[0], endpoint)]
+
+
+# The migration parameters of a TLS scenario on each end (a unix: URI has no
+# host name: the certificate's, localhost, is named).
+TLS_SRC_PARAMS = {"tls-creds": "tls0", "tls-hostname": "localhost"}
+TLS_DST_PARAMS = {"tls-creds": "tls0"}
+
+
 def free_udp_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
         sk.bind(("127.0.0.1", 0))

@@ -48,7 +48,8 @@ def run_precopy(sc, binary, is_peer, log):
     vnc_port = free_vnc_port() if disp == "on" and is_peer else None
     src = VM(binary, display_args(disp, is_peer, vm_args(
         binary, is_peer, sc["mem"], sc["append"], smp + trace_args(sc, is_peer) +
-        (net_args(is_peer, ports[0]) if net else []), accel=accel), vnc_port), "src")
+        tls_args(sc, "client") + (net_args(is_peer, ports[0]) if net else []), accel=accel),
+        vnc_port), "src")
     dst = None
     client = None
     viewer = probe = None
@@ -77,7 +78,8 @@ def run_precopy(sc, binary, is_peer, log):
             src.wait_line("STAT", 30, src.line_count())
         dst = VM(binary, display_args(disp, is_peer, vm_args(
             binary, is_peer, sc["mem"], sc["append"], smp + ["-incoming", "defer"] +
-            (net_args(is_peer, ports[1]) if net else []), accel)), "dst")
+            tls_args(sc, "server") + (net_args(is_peer, ports[1]) if net else []), accel)),
+            "dst")
         if sc.get("_pin") or sc.get("pin_vcpus"):
             pin_threads(src, dst, sc.get("pin_vcpus", ("CPU ",)))
         # A monitor that stops answering must fail the run, not hang it.
@@ -88,6 +90,9 @@ def run_precopy(sc, binary, is_peer, log):
         dst_caps = sc.get("dst_caps", [c for c in caps if c in DST_CAPS])
         dst_params = sc.get("dst_params", {k: v for k, v in params.items()
                                            if dst_caps and k.startswith(DST_PARAM_PREFIX)})
+        if sc.get("tls"):
+            params = dict(params, **TLS_SRC_PARAMS)
+            dst_params = dict(dst_params, **TLS_DST_PARAMS)
         # The destination first, and before it listens (-incoming defer, then
         # migrate-incoming): QEMU 10.0 refuses multifd and postcopy-preempt
         # set after its listener exists. Every binary is driven the same way.

@@ -27,9 +27,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE  # noqa: E402
+from analyzetest import SRC_DIR  # noqa: E402
 from analyzevm import VM, QMPError, skip_class_without_kvm  # noqa: E402
-import tlscerts  # noqa: E402
 from tamperproxy import TamperProxy  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
+import tlscerts  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=64'

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Certificates for the TLS tests, made with GnuTLS's certtool the way
+"""Certificates for the TLS tests and benchmarks, made with GnuTLS's certtool the way
 QEMU's documentation shows (a CA, then server and client certificates it
 signs), each set in a directory with QEMU's file names.
 
@@ -11,6 +11,8 @@ signs), each set in a directory with QEMU's file names.
     dirs['client-signed-otherca']   a client certificate another CA signed
     dirs['server-expired'], dirs['server-notyet']   dates in the past / future
     dirs['psk-server'], dirs['psk-client'], dirs['psk-client-wrong']   keys.psk
+    dirs['both']     a server's and a client's files in one directory (libvirt's
+                     migrate_tls_x509_cert_dir, migbench: either end of a migration)
 """
 
 import os
@@ -92,6 +94,10 @@ def make_cert_dirs(tmp):
     _signed(work, ca, 'server-notyet', SERVER + [
         'activation_date = "2090-01-01 00:00:00"', 'expiration_date = "2091-01-01 00:00:00"'],
         add('server-notyet', ca), 'server')
+    both = add('both', ca)
+    for role in ('server', 'client'):
+        for part in ('cert', 'key'):
+            shutil.copy(os.path.join(d[role], '%s-%s.pem' % (role, part)), both)
     key = 'f3a9c1' * 10 + 'ab12'
     for name, line in (('psk-server', 'qemu:' + key), ('psk-client', 'qemu:' + key),
                        ('psk-client-wrong', 'qemu:' + '00' * 32)):
