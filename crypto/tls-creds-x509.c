@@ -311,11 +311,11 @@ static bool x509_session_setup(TLSCreds *c, gnutls_session_t s, Error **errp)
     }
     if (c->server) {
         /*
-         * REQUIRE, not REQUEST: a client without a certificate then fails
-         * in the handshake on both ends, its own side learning why from
-         * the alert, instead of thinking it got in.
+         * REQUEST, not REQUIRE, as QEMU: a client without a certificate
+         * then fails in x509_check_peer with QEMU's "No certificate was
+         * found", and learns it from our alert on its first read.
          */
-        gnutls_certificate_server_set_request(s, c->verify_peer ? GNUTLS_CERT_REQUIRE
+        gnutls_certificate_server_set_request(s, c->verify_peer ? GNUTLS_CERT_REQUEST
                                                                 : GNUTLS_CERT_IGNORE);
     }
     return true;
