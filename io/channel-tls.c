@@ -216,9 +216,15 @@ static ssize_t tls_read_fail(TLSChannel *t, ssize_t r)
     } else {
         err = -EPROTO;          /* a record that did not authenticate or parse, an alert */
     }
-    tls_set_msg(t, t->read_msg, sizeof(t->read_msg), "Cannot read from TLS channel: %s",
-                r == GNUTLS_E_PULL_ERROR && t->pull_errno ? g_strerror(t->pull_errno)
-                                                        : gnutls_strerror(r));
+    if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+        /* The peer refused us after the handshake (our certificate, authz): say how. */
+        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), "Cannot read from TLS channel: %s (%s)",
+                    gnutls_strerror(r), gnutls_alert_get_name(gnutls_alert_get(t->session)));
+    } else {
+        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), "Cannot read from TLS channel: %s",
+                    r == GNUTLS_E_PULL_ERROR && t->pull_errno ? g_strerror(t->pull_errno)
+                                                            : gnutls_strerror(r));
+    }
     t->read_err = err;
     return err;
 }
