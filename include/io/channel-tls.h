@@ -43,5 +43,13 @@ Channel *channel_tls_client_new(Channel *inner, TLSCreds *creds, const char *hos
 Channel *channel_tls_server_new(Channel *inner, TLSCreds *creds, Authz *authz, Error **errp);
 /* Sends close_notify (the writer's thread); the peer then reads a clean EOF. */
 int channel_tls_bye(Channel *c);
+/*
+ * The first record-layer failure in QEMU's words ("Cannot read from TLS
+ * channel: ...", "Cannot write to TLS channel: ..."), for the error a
+ * caller reports after a read or write gave -errno; NULL if none, or if
+ * @c is not a TLS channel. Any thread; the text stays valid and unchanged
+ * for the channel's life.
+ */
+const char *channel_tls_last_error(Channel *c);
 
 #endif

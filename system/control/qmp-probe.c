@@ -85,6 +85,48 @@ static const ProbeProp secret_props[] = {
     { NULL },
 };
 
+/* The tls-creds-* and authz-* objects (system/control/user-object-types.c). */
+#define TLS_CREDS_COMMON_PROPS \
+    { "endpoint", "QCryptoTLSCredsEndpoint", "client or server", "\"client\"" }, \
+    { "dir", "str", "the directory of the certificates and keys", NULL }, \
+    { "verify-peer", "bool", "the peer must present a valid certificate", "true" }, \
+    { "priority", "str", "a GnuTLS priority string", NULL }
+
+static const ProbeProp tls_creds_props[] = {
+    TLS_CREDS_COMMON_PROPS,
+    { NULL },
+};
+
+static const ProbeProp tls_creds_x509_props[] = {
+    TLS_CREDS_COMMON_PROPS,
+    { "sanity-check", "bool", "check the certificates when loading them", "true" },
+    { "passwordid", "str", "the secret holding the private key's password", NULL },
+    { NULL },
+};
+
+static const ProbeProp tls_creds_psk_props[] = {
+    TLS_CREDS_COMMON_PROPS,
+    { "username", "str", "the client's identity", "\"qemu\"" },
+    { NULL },
+};
+
+static const ProbeProp authz_simple_props[] = {
+    { "identity", "str", "the one identity allowed", NULL },
+    { NULL },
+};
+
+static const ProbeProp authz_list_props[] = {
+    { "policy", "QAuthZListPolicy", "the answer when no rule matches", "\"deny\"" },
+    { "rules", "QAuthZListRule", "the rules, tried in order", NULL },
+    { NULL },
+};
+
+static const ProbeProp authz_listfile_props[] = {
+    { "filename", "str", "the JSON file of the policy and rules", NULL },
+    { "refresh", "bool", "read the file again when it changes", "true" },
+    { NULL },
+};
+
 static const ProbeProp isa_serial_props[] = {
     { "chardev", "str", "ID of a chardev to use as a backend", NULL },
     { "index", "uint32", NULL, "0" },
@@ -107,6 +149,14 @@ static const ProbeType probe_types[] = {
     { "memory-backend-memfd", "memory-backend", false, false, backend_props_common },
     { "memory-backend-file", "memory-backend", false, false, backend_file_props },
     { "secret", "object", false, false, secret_props },
+    { "tls-creds", "object", true, false, tls_creds_props },
+    { "tls-creds-x509", "tls-creds", false, false, tls_creds_x509_props },
+    { "tls-creds-psk", "tls-creds", false, false, tls_creds_psk_props },
+    { "tls-creds-anon", "tls-creds", false, false, tls_creds_props },
+    { "authz", "object", true },
+    { "authz-simple", "authz", false, false, authz_simple_props },
+    { "authz-list", "authz", false, false, authz_list_props },
+    { "authz-listfile", "authz", false, false, authz_listfile_props },
     { "device", "object", true },
     { "isa-serial", "isa-device", false, true, isa_serial_props },
     { "isa-device", "device", true },

@@ -2,7 +2,8 @@
 /*
  * The command line's devices and objects: -device (isa-debug-exit,
  * virtio-net-device, isa-vga), -object memory-backend-*, checked into the
- * Config while parsing and created by qemu_init() in its order (vl.c).
+ * Config while parsing and created by qemu_init() in its order (vl.c);
+ * the other -object types go to the object registry (user-objects.c).
  */
 #include "qemu/osdep.h"
 #include <json-glib/json-glib.h>
@@ -12,6 +13,7 @@
 #include "hw/virtio/virtio-net.h"
 #include "net/net.h"
 #include "system/memory.h"
+#include "system/user-objects.h"
 #include "vl-config.h"
 #include "vl-devices.h"
 #include "qom-tree.h"
@@ -171,91 +173,66 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
     return true;
 }
 
-/*
- * -object secret,id=ID,(data=STR|file=PATH)[,format=raw|base64]: a secret
- * by name, as QEMU's, read and checked now. Nothing here takes one yet
- * (libvirt always passes its master key); they live for the process.
- * Main thread only.
- */
-static GHashTable *secrets;
-
-static bool vl_create_secret(QemuOpts *opts, Error **errp)
+static bool is_memory_backend(const char *type)
 {
-    static const char *const known[] = { "qom-type", "id", "data", "file", "format", NULL };
-    const char *id = qemu_opt_get(opts, "id");
-    const char *data = qemu_opt_get(opts, "data");
-    const char *file = qemu_opt_get(opts, "file");
-    const char *format = qemu_opt_get(opts, "format");
-    g_autoptr(GError) gerr = NULL;
-    g_autofree char *contents = NULL;
-    gsize len = 0;
-
-    if (!qemu_opts_check_known(opts, known, errp)) {
-        return false;
-    }
-    if (!!data == !!file) {
-        error_setg(errp, "'data' and 'file' are mutually exclusive, and one of them is required");
-        return false;
-    }
-    if (format && strcmp(format, "raw") && strcmp(format, "base64")) {
-        error_setg(errp, "Parameter 'format' does not accept value '%s'", format);
-        return false;
-    }
-    if (file && !g_file_get_contents(file, &contents, &len, &gerr)) {
-        error_setg(errp, "Unable to read %s: %s", file, gerr->message);
-        return false;
-    }
-    if (data) {
-        contents = g_strdup(data);
-        len = strlen(data);
-    }
-    if (format && !strcmp(format, "base64")) {
-        g_autofree guchar *raw = NULL;
-
-        for (gsize i = 0; i < len; i++) {
-            if (!g_ascii_isalnum(contents[i]) && !strchr("+/=\n", contents[i])) {
-                error_setg(errp, "Secret '%s': the data is not base64", id);
-                return false;
-            }
-        }
-        raw = g_base64_decode(contents, &len);
-        g_free(contents);
-        contents = (char *)g_steal_pointer(&raw);
-    }
-    if (!secrets) {
-        secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    }
-    if (g_hash_table_contains(secrets, id)) {
-        error_setg(errp, "attempt to add duplicate property '%s' to object (type 'container')", id);
-        return false;
-    }
-    g_hash_table_insert(secrets, g_strdup(id), g_steal_pointer(&contents));
-    return true;
+    return type && (!strcmp(type, "memory-backend-ram") || !strcmp(type, "memory-backend-memfd") ||
+                    !strcmp(type, "memory-backend-file"));
 }
 
+/*
+ * A JSON -object that is not a memory backend: made now from the whole
+ * JSON (authz-list's rules are an array, which the QemuOpts path cannot
+ * hold).
+ */
+static bool vl_add_json_object(const char *arg, bool *handled, Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    g_autoptr(JsonNode) root = json_from_string(arg, &gerr);
+    JsonObject *obj;
+    JsonNode *type;
+
+    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+        error_setg(errp, "JSON parse error: %s", gerr ? gerr->message : "not an object");
+        *handled = true;
+        return false;
+    }
+    obj = json_node_get_object(root);
+    type = json_object_get_member(obj, "qom-type");
+    if (type && JSON_NODE_HOLDS_VALUE(type) && json_node_get_value_type(type) == G_TYPE_STRING &&
+        is_memory_backend(json_node_get_string(type))) {
+        *handled = false;
+        return true;
+    }
+    *handled = true;
+    return user_objects_add_json(obj, USER_OBJECT_CMDLINE, errp);
+}
+
+/*
+ * -object: memory backends are checked now and made by qemu_init() with
+ * the machine; every other type is the object registry's, made now, in
+ * command-line order, so a secret exists before the credentials naming it.
+ */
 bool vl_parse_object(Config *cfg, const char *arg, Error **errp)
 {
-    QemuOpts *opts = vl_opts_parse_json_or_keyval(arg, "qom-type", errp);
+    QemuOpts *opts;
     const char *type;
 
+    if (arg[0] == '{') {
+        bool handled;
+        bool ok = vl_add_json_object(arg, &handled, errp);
+
+        if (handled) {
+            return ok;
+        }
+    }
+    opts = vl_opts_parse_json_or_keyval(arg, "qom-type", errp);
     if (!opts) {
         return false;
     }
     type = qemu_opt_get(opts, "qom-type");
-    if (type && !strcmp(type, "secret")) {
-        bool ok = qemu_opt_get(opts, "id") ? vl_create_secret(opts, errp) : false;
-
-        if (!qemu_opt_get(opts, "id")) {
-            error_setg(errp, "Parameter 'id' is missing");
-        }
+    if (!is_memory_backend(type)) {
         qemu_opts_del(opts);
-        return ok;
-    }
-    if (!type || (strcmp(type, "memory-backend-ram") && strcmp(type, "memory-backend-memfd") &&
-                  strcmp(type, "memory-backend-file"))) {
-        error_setg(errp, "invalid object type: %s", type ? type : "");
-        qemu_opts_del(opts);
-        return false;
+        return user_objects_add_text(arg, USER_OBJECT_CMDLINE, errp);
     }
     if (!qemu_opt_get(opts, "id")) {
         error_setg(errp, "Parameter 'id' is missing");

@@ -22,6 +22,7 @@
 #include "system/os-posix.h"
 #include "system/runstate.h"
 #include "system/system.h"
+#include "system/user-objects.h"
 #include "trace/trace.h"
 #include "ui/console.h"
 #include "vl-config.h"
@@ -90,6 +91,8 @@ static void help(void)
            "-smp N                           number of vCPUs\n"
            "-kernel FILE / -append STR / -initrd FILE   PVH ELF boot\n"
            "-object memory-backend-{ram,memfd,file},id=ID,size=SIZE[,share=on][,mem-path=P][,prealloc=on]\n"
+           "-object secret|tls-creds-{x509,psk,anon}|authz-{simple,list,listfile},id=ID[,...]\n"
+           "                                 objects by name (also in JSON: -object '{...}')\n"
            "-serial stdio|null|file:PATH|unix:PATH[,server=on,wait=off]|tcp:H:P[,...]|chardev:ID\n"
            "-nographic / -display none / -nodefaults / -no-user-config\n"
            "-S                               start paused (prelaunch)\n"
@@ -439,7 +442,12 @@ void qemu_init(int argc, char **argv)
     migration_options_init();
     signal(SIGPIPE, SIG_IGN);
 
-    /* 1. Parse and validate everything before creating anything. */
+    /*
+     * 1. Parse and validate everything before creating anything but the
+     * registry's objects (-object secret, tls-creds-*, authz-*), which
+     * are made as they are parsed: they only read files.
+     */
+    user_objects_init();
     parse_command_line(&cfg, argc, argv);
     validate_config(&cfg);
     if (cfg.daemonize) {

@@ -361,7 +361,7 @@ class ProbeTest(unittest.TestCase):
                  'JSON parse error'),
                 (['-object', '{"qom-type":"memory-backend-ram","id":"r","size":[1]}'],
                  "only strings, numbers and booleans"),
-                (['-object', 'secret,id=s0'], "one of them is required"),
+                (['-object', 'secret,id=s0'], "Either 'file' or 'data' must be provided"),
                 (['-object', 'secret,id=s0,file=/nonexistent/key'], 'Unable to read'),
                 (['-device', 'isa-serial,chardev=c0,index=1', '-chardev', 'null,id=c0'],
                  'microvm has one serial port'),
