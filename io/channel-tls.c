@@ -384,6 +384,14 @@ static ssize_t tls_writev(Channel *c, const struct iovec *iov, int cnt, const in
             return total ? total : tls_write_fail(t, r);
         }
         total += r;
+        if ((size_t)r < len) {
+            /*
+             * A peer that limits records below 16 KiB (record_size_limit):
+             * gnutls took only part. Stop here, so the caller resumes at
+             * the first byte not sent and nothing goes out of order.
+             */
+            break;
+        }
     }
     return total;
 }
