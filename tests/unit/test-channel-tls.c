@@ -4,8 +4,7 @@
  * (io/channel-tls.c), client and server in two threads over a socketpair,
  * certificates made in-process (tls-certs.c):
  *
- * - loading: QEMU's messages for a missing file and for our own
- *   certificates unfit at load (sanity-check);
+ * (loading the credentials is test-tls-creds.c's)
  * - data both ways: large, odd-sized and many small iovecs, pending(),
  *   non-blocking reads, close_notify as EOF and a cut as an error;
  * - refusals, each on the side that checks and seen by the other: unknown
@@ -134,7 +133,7 @@ static void fill(uint8_t *b, size_t n, guint32 seed)
     g_rand_free(r);
 }
 
-/* ---- loading ---- */
+/* ---- helpers ---- */
 
 static void assert_err(Error *err, const char *text)
 {
@@ -142,80 +141,6 @@ static void assert_err(Error *err, const char *text)
     if (!strstr(error_get_pretty(err), text)) {
         g_error("expected \"%s\" in \"%s\"", text, error_get_pretty(err));
     }
-}
-
-static void test_load_missing(void)
-{
-    g_autofree char *dir = g_build_filename(g_get_tmp_dir(), "no-such-tls-dir", NULL);
-    g_autofree char *want = g_strdup_printf("Unable to access credentials %s/ca-cert.pem: "
-                                            "No such file or directory", dir);
-    g_autofree char *only_ca = tls_test_pki_dir(pki, "only-ca", true, NULL);
-    g_autofree char *want_cert = g_strdup_printf("Unable to access credentials "
-                                                 "%s/server-cert.pem: No such file", only_ca);
-    Error *err = NULL;
-    TLSCreds *c;
-
-    g_assert_null(creds_x509(dir, true, true, true, &err));
-    g_assert_cmpstr(error_get_pretty(err), ==, want);
-    error_free(err);
-    err = NULL;
-    /* A server needs its certificate; a client may go without one. */
-    g_assert_null(creds_x509(only_ca, true, true, true, &err));
-    assert_err(err, want_cert);
-    error_free(err);
-    c = creds_x509_ok(only_ca, false, true, true);
-    g_assert_false(tls_creds_is_server(c));
-    g_assert_cmpint(tls_creds_kind(c), ==, TLS_CREDS_X509);
-    tls_creds_unref(c);
-}
-
-static void expect_load_error(const char *name, bool server, TLSTestCert leaf, const char *text)
-{
-    g_autofree char *dir = tls_test_pki_dir(pki, name, server, &leaf);
-    Error *err = NULL;
-    TLSCreds *c;
-
-    g_assert_null(creds_x509(dir, server, true, true, &err));
-    assert_err(err, text);
-    error_free(err);
-    /* sanity-check=off loads it: the refusal was the check's. */
-    c = creds_x509_ok(dir, server, true, false);
-    tls_creds_unref(c);
-}
-
-static void test_load_sanity(void)
-{
-    TLSTestCert s = tls_test_cert_server();
-    TLSTestCert cl = tls_test_cert_client();
-
-    s.not_after = -60;
-    expect_load_error("load-expired", true, s, "has expired");
-    s = tls_test_cert_server();
-    s.not_before = 3600;
-    expect_load_error("load-future", true, s, "is not yet active");
-    s = tls_test_cert_server();
-    s.other_ca = true;
-    expect_load_error("load-other-ca", true, s,
-                      "failed validation against");
-    s = tls_test_cert_server();
-    s.is_ca = true;
-    expect_load_error("load-leaf-ca", true, s,
-                      "basic constraints show a CA, but we need one for a server");
-    cl.not_after = -60;
-    expect_load_error("load-client-expired", false, cl, "The client certificate");
-}
-
-static void test_refcount(void)
-{
-    TLSCreds *c = creds_x509_ok(good_server_dir, true, true, true);
-
-    g_assert_false(tls_creds_in_use(c));
-    tls_creds_ref(c);
-    g_assert_true(tls_creds_in_use(c));
-    tls_creds_unref(c);
-    g_assert_false(tls_creds_in_use(c));
-    g_assert_cmpstr(tls_creds_id(c), ==, "tls0");
-    tls_creds_unref(c);
 }
 
 /* ---- data ---- */
@@ -746,9 +671,6 @@ int main(int argc, char **argv)
     pki = tls_test_pki_new();
     good_server_dir = tls_test_pki_dir(pki, "server", true, &s);
     good_client_dir = tls_test_pki_dir(pki, "client", false, &c);
-    g_test_add_func("/tls/creds/missing", test_load_missing);
-    g_test_add_func("/tls/creds/sanity", test_load_sanity);
-    g_test_add_func("/tls/creds/refcount", test_refcount);
     g_test_add_func("/tls/data/both-ways", test_data);
     g_test_add_func("/tls/data/duplex", test_duplex);
     g_test_add_func("/tls/data/pending-nonblock", test_pending_nonblock);
