@@ -92,13 +92,38 @@ static void tls_creds_free(TLSCreds *c)
     g_free(c);
 }
 
+/* Whether this CPU encrypts AES-GCM in hardware (AES-NI and carry-less multiply). */
+static bool tls_creds_aes_fast(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+#else
+    return false;
+#endif
+}
+
+/*
+ * The default: QEMU's "NORMAL" plus the kind's key exchanges, with two
+ * changes for speed that keep every suite NORMAL allows. With AES in
+ * hardware, ChaCha20-Poly1305 goes last: a TLS 1.3 PSK session can only
+ * use SHA-256 suites, and NORMAL lists ChaCha20 before AES-128-GCM, which
+ * is ten times faster here (gnutls-cli --benchmark-ciphers: 4.9 against
+ * 0.42 GB/s). A server also applies its own order, so a QEMU client's
+ * list (ChaCha20 second) does not pick the slow one.
+ */
+static char *tls_creds_default_priority(TLSCreds *c)
+{
+    return g_strconcat("NORMAL", c->row->priority_extra,
+                       tls_creds_aes_fast() ? ":-CHACHA20-POLY1305:+CHACHA20-POLY1305" : "",
+                       c->server ? ":%SERVER_PRECEDENCE" : "", NULL);
+}
+
 static bool tls_creds_set_priority(TLSCreds *c, const char *given, Error **errp)
 {
     const char *err_pos = NULL;
     int ret;
 
-    c->priority_text = given ? g_strdup(given)
-                             : g_strconcat("NORMAL", c->row->priority_extra, NULL);
+    c->priority_text = given ? g_strdup(given) : tls_creds_default_priority(c);
     /* Parsed once here: a bad string is the object's error, not each handshake's. */
     ret = gnutls_priority_init(&c->priority, c->priority_text, &err_pos);
     if (ret < 0) {

@@ -63,6 +63,7 @@ typedef struct TLSChannel {
     int write_flags;            /* atomic: the current write's CHANNEL_NONBLOCK, for push */
     int read_flags;             /* the reader's: the current read's flags, for pull */
     int pull_errno;             /* the reader's: errno of pull's last failure */
+    bool pull_eagain;           /* the reader's: pull's last failure was the inner EAGAIN */
     int push_errno;             /* under push_lock: errno of push's last failure */
     /* The writer's: */
     uint8_t *wbuf;              /* TLS_RECORD_MAX bytes: plaintext gathered into a record */
@@ -126,6 +127,7 @@ static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
     do {
         n = channel_readv(t->inner, &iov, 1, t->read_flags);
     } while (n == -EINTR);
+    t->pull_eagain = n == -EAGAIN;
     if (n < 0) {
         t->pull_errno = -n;
         gnutls_transport_set_errno(t->session, -n == EAGAIN ? EAGAIN : EIO);
@@ -254,8 +256,15 @@ static ssize_t tls_readv(Channel *c, const struct iovec *iov, int cnt, int *fds,
             }
             r = gnutls_record_recv(t->session, (uint8_t *)iov[i].iov_base + off,
                                    iov[i].iov_len - off);
-            if (r == GNUTLS_E_WARNING_ALERT_RECEIVED || r == GNUTLS_E_GOT_APPLICATION_DATA) {
-                continue;       /* nothing for the reader; the next record may be */
+            if (r == GNUTLS_E_WARNING_ALERT_RECEIVED || r == GNUTLS_E_GOT_APPLICATION_DATA ||
+                ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) &&
+                 !(flags & CHANNEL_NONBLOCK) && !t->pull_eagain)) {
+                /*
+                 * Nothing for the reader, the next record may be: a warning,
+                 * or a post-handshake message (a TLS 1.3 KeyUpdate) after
+                 * which gnutls asks to be called again.
+                 */
+                continue;
             }
             if (r == 0) {
                 t->read_eof = true;
@@ -384,6 +393,14 @@ static ssize_t tls_writev(Channel *c, const struct iovec *iov, int cnt, const in
             return total ? total : tls_write_fail(t, r);
         }
         total += r;
+        if ((size_t)r < len) {
+            /*
+             * A peer that limits records below 16 KiB (record_size_limit):
+             * gnutls took only part. Stop here, so the caller resumes at
+             * the first byte not sent and nothing goes out of order.
+             */
+            break;
+        }
     }
     return total;
 }
