@@ -45,6 +45,12 @@ typedef struct ChannelOps {
      * reader's thread. NULL: none.
      */
     size_t (*pending)(Channel *c);
+    /*
+     * What the row knows of its first failure beyond the -errno it
+     * returned (a TLS row's "Cannot read from TLS channel: ..."), valid for
+     * the channel's life; NULL: nothing more. Any thread.
+     */
+    const char *(*error_detail)(Channel *c);
     /* The peer for messages, g_free'd by the core; called once, by channel_init(). */
     char *(*describe)(Channel *c);
 } ChannelOps;

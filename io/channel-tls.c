@@ -481,6 +481,7 @@ static char *tls_describe(Channel *c)
     .fd = tls_fd,                   \
     .pending = tls_pending,         \
     .describe = tls_describe,       \
+    .error_detail = channel_tls_last_error, \
 }
 static const ChannelOps tls_ops = TLS_OPS(CHANNEL_FEATURE_DUPLEX);
 static const ChannelOps tls_ops_simplex = TLS_OPS(0);

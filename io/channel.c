@@ -109,6 +109,11 @@ static size_t ahead_pending(Channel *c)
     return c->ahead_len - c->ahead_pos;
 }
 
+const char *channel_error_detail(Channel *c)
+{
+    return c->ops->error_detail ? c->ops->error_detail(c) : NULL;
+}
+
 size_t channel_pending(Channel *c)
 {
     return ahead_pending(c) + (c->ops->pending ? c->ops->pending(c) : 0);

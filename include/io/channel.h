@@ -176,6 +176,12 @@ ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags);
  * holds that polling its fd cannot see (a TLS row's decrypted records).
  */
 size_t channel_pending(Channel *c);
+/*
+ * After a read or write gave -errno: the row's own words for why, if it
+ * has more to say than strerror (a TLS record that failed its check);
+ * NULL otherwise. Valid for the channel's life.
+ */
+const char *channel_error_detail(Channel *c);
 
 /* ---- positional I/O (CHANNEL_FEATURE_SEEKABLE; else -ESPIPE) ---- */
 

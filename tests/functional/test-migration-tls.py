@@ -236,7 +236,8 @@ class TestTLSMigration(TLSCase):
 
     def test_authz_allows(self):
         dst = self.dest(self.creds('tls-creds-x509', 'server', 'server'),
-                        authz='authz-simple,id=auth0,identity=%s' % tlscerts.CLIENT_DN)
+                        authz='authz-simple,id=auth0,identity=%s'
+                        % tlscerts.CLIENT_DN.replace(',', ',,'))
         src = self.source(self.creds('tls-creds-x509', 'client', 'client'))
         self.migrate(src, 'tcp:127.0.0.1:%d' % dst.port)
         self.assert_moved(src, dst)
@@ -278,8 +279,12 @@ class TestTLSRefusals(TLSCase):
 
     def test_client_signed_by_other_ca(self):
         _, dst = self.refused(self.creds(*self.X509_SRV, verify_peer='on'),
-                              self.creds('tls-creds-x509', 'client-signed-otherca', 'client'),
-                              None, "The certificate hasn't got a known issuer")
+                              # Loads only unchecked: our own CA would not sign it.
+                              self.creds('tls-creds-x509', 'client-signed-otherca', 'client',
+                                         sanity_check='off'),
+                              # The server names the CAs it trusts; a client with none
+                              # of them sends no certificate (QEMU 7.2 says the same).
+                              None, 'No certificate was found')
         self.then_real_source_moves(dst)
 
     def test_wrong_hostname(self):
