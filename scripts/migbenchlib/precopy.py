@@ -16,7 +16,7 @@ from qmp import VM, MonitorGone, QMPError, kv
 
 from .binaries import Refused, set_migration  # noqa: F401 (Refused: migbench's)
 from .launch import display_args, free_udp_port, free_vnc_port, net_args, pin_threads, \
-    trace_args, vm_args
+    tls_args, trace_args, vm_args, TLS_DST_PARAMS, TLS_SRC_PARAMS
 from .measure import compute_ips, cpu_steal_ms, display_delta, display_sample, find_thread, \
     latency_histogram, probe_result, proc_cpu, slow_writes, stat_summary, threads_with_prefix, \
     vmm_cpu
