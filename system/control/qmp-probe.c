@@ -156,6 +156,7 @@ static const ProbeType probe_types[] = {
     { "authz", "object", true },
     { "authz-simple", "authz", false, false, authz_simple_props },
     { "authz-list", "authz", false, false, authz_list_props },
+    { "authz-list-file", "authz", false, false, authz_listfile_props },
     { "authz-listfile", "authz", false, false, authz_listfile_props },
     { "device", "object", true },
     { "isa-serial", "isa-device", false, true, isa_serial_props },

@@ -203,6 +203,8 @@ static const UserObjectType types[] = {
     { "tls-creds-anon", UO_CLASS_TLS_CREDS, tls_anon_create },
     { "authz-simple", UO_CLASS_AUTHZ, authz_simple_create },
     { "authz-list", UO_CLASS_AUTHZ, authz_list_create },
+    /* QEMU's spelling of the type, and the one issue 36 gave it: the same object. */
+    { "authz-list-file", UO_CLASS_AUTHZ, authz_listfile_create },
     { "authz-listfile", UO_CLASS_AUTHZ, authz_listfile_create },
 };
 

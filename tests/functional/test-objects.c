@@ -52,6 +52,7 @@ static const BadCase bad_cases[] = {
       "Invalid parameter type for 'verify-peer', expected: boolean" },
     { "-object '{\"qom-type\": \"authz-simple\"'", "JSON parse error" },
     { "-object authz-listfile,id=a", "Parameter 'filename' is missing" },
+    { "-object authz-list-file,id=a", "Parameter 'filename' is missing" },
     { "-object authz-listfile,id=a,filename=%1$s/none.json", "Unable to read" },
     { "-object secret,id=s", "Either 'file' or 'data' must be provided" },
     { "-object secret,id=s,data=x,file=/etc/hostname", "'file' and 'data' are mutually exclusive" },
@@ -237,6 +238,7 @@ static void test_probe(void)
     g_assert_true(list_has(r, "name", "authz-simple"));
     g_assert_true(list_has(r, "name", "authz-list"));
     g_assert_true(list_has(r, "name", "authz-listfile"));
+    g_assert_true(list_has(r, "name", "authz-list-file"));
     g_assert_false(list_has(r, "name", "secret"));
     json_node_unref(r);
     r = vm_qmp_ok(vm, "{'execute': 'qom-list-types', 'arguments': {'implements': 'tls-creds'}}");
