@@ -99,6 +99,20 @@ class TamperProxy:
         with self.lock:
             return marker in self.found
 
+    def cut(self):
+        """Every connection open now ends, both ways (a broken link); later
+        connections are carried again."""
+        with self.lock:
+            socks, self.open = self.open, []
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        # The pumps fail on them at once; they are closed here, not leaked.
+        for s in socks:
+            s.close()
+
     def close(self):
         self.sock.close()
         with self.lock:

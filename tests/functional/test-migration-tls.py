@@ -228,6 +228,50 @@ class TestTLSMigration(TLSCase):
         self.assert_moved(src, dst)
         self.assert_clear_of_plaintext(p, 2)
 
+    def recover(self, caps):
+        """Postcopy cut after the switchover, then migrate-recover and a
+        resume: the new connections handshake too."""
+        dst = self.dest(self.creds('tls-creds-x509', 'server', 'server'), caps=caps)
+        src = self.source(self.creds('tls-creds-x509', 'client', 'client'))
+        p = self.proxy(dst)
+        self.migrate(src, 'tcp:127.0.0.1:%d' % p.port, caps=caps,
+                     params={'max-bandwidth': 8 << 20, 'max-postcopy-bandwidth': 4 << 20})
+        self.wait_status(src, ('active',))
+        src.qmp.cmd('migrate-start-postcopy')
+        self.wait_status(dst, ('postcopy-active',))
+        end = time.monotonic() + DEADLINE
+        while src.qmp.cmd('query-migrate').get('ram', {}).get('postcopy-bytes', 0) < 2 << 20:
+            self.assertLess(time.monotonic(), end, 'postcopy sent nothing')
+            time.sleep(0.05)
+        p.cut()
+        self.wait_status(src, ('postcopy-paused',))
+        self.wait_status(dst, ('postcopy-paused',))
+        port = free_port()
+        dst.qmp.hmp('migrate_recover tcp:127.0.0.1:%d' % port)
+        p2 = TamperProxy(port, markers=MARKERS)
+        self.proxies.append(p2)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % p2.port, resume=True)
+        src.qmp.cmd('migrate-set-parameters', **{'max-postcopy-bandwidth': 0})
+        self.assert_moved(src, dst)
+        self.assert_clear_of_plaintext(p2, 2 if 'postcopy-preempt' in caps else 1)
+
+    def wait_status(self, vm, want):
+        end = time.monotonic() + DEADLINE
+        while True:
+            st = vm.qmp.cmd('query-migrate').get('status')
+            if st in want:
+                return st
+            self.assertNotIn(st, ('failed', 'cancelled', 'completed'),
+                             'waiting for %s: %s' % (want, vm.log_tail()))
+            self.assertLess(time.monotonic(), end, 'status %s, not %s' % (st, want))
+            time.sleep(0.05)
+
+    def test_postcopy_recovery(self):
+        self.recover(['postcopy-ram'])
+
+    def test_postcopy_preempt_recovery(self):
+        self.recover(['postcopy-ram', 'postcopy-preempt'])
+
     def test_psk(self):
         dst = self.dest(self.creds('tls-creds-psk', 'psk-server', 'server'))
         src = self.source(self.creds('tls-creds-psk', 'psk-client', 'client'))
