@@ -48,21 +48,52 @@ static AuthzRules *listfile_read(const char *filename, struct stat *st, Error **
     g_autoptr(GError) gerr = NULL;
     g_autoptr(JsonNode) root = NULL;
     g_autofree char *text = NULL;
-    gsize len;
+    size_t len = 0;
+    int fd;
 
-    if (stat(filename, st) < 0) {
+    /*
+     * One descriptor for the checks and the read, non-blocking: a FIFO or a
+     * device named here must neither hang a handshake thread (this runs
+     * under the object's lock) nor feed it without end.
+     */
+    fd = open(filename, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, st) < 0) {
         error_setg_errno(errp, errno, "Unable to read '%s'", filename);
+        if (fd >= 0) {
+            close(fd);
+        }
         return NULL;
     }
-    if (st->st_size > LISTFILE_MAX_BYTES) {
+    if (!S_ISREG(st->st_mode)) {
+        error_setg(errp, "Authorization list file '%s' is not a regular file", filename);
+        close(fd);
+        return NULL;
+    }
+    /* One byte past the limit tells a file that grew since fstat. */
+    text = g_malloc(LISTFILE_MAX_BYTES + 2);
+    while (len <= LISTFILE_MAX_BYTES) {
+        ssize_t n = read(fd, text + len, LISTFILE_MAX_BYTES + 1 - len);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            error_setg_errno(errp, errno, "Unable to read '%s'", filename);
+            close(fd);
+            return NULL;
+        }
+        if (n == 0) {
+            break;
+        }
+        len += n;
+    }
+    close(fd);
+    if (len > LISTFILE_MAX_BYTES) {
         error_setg(errp, "Authorization list file '%s' is larger than %d bytes", filename,
                    LISTFILE_MAX_BYTES);
         return NULL;
     }
-    if (!g_file_get_contents(filename, &text, &len, &gerr)) {
-        error_setg(errp, "Unable to read '%s': %s", filename, gerr->message);
-        return NULL;
-    }
+    text[len] = '\0';
     root = json_from_string(text, &gerr);
     if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
         error_setg(errp, "Authorization list file '%s': %s", filename,

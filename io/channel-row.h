@@ -46,11 +46,18 @@ typedef struct ChannelOps {
      */
     size_t (*pending)(Channel *c);
     /*
-     * What the row knows of its first failure beyond the -errno it
-     * returned (a TLS row's "Cannot read from TLS channel: ..."), valid for
-     * the channel's life; NULL: nothing more. Any thread.
+     * What the row knows of its first failure of a write (@write) or a
+     * read beyond the -errno it returned (a TLS row's "Cannot read from TLS
+     * channel: ..."), valid for the channel's life; NULL: nothing more.
+     * Any thread.
      */
-    const char *(*error_detail)(Channel *c);
+    const char *(*error_detail)(Channel *c, bool write);
+    /*
+     * channel_end_write(): the writer's thread says its stream is whole; a
+     * row whose peer cannot tell a clean end from a cut by EOF alone (TLS:
+     * close_notify) says so on the wire. NULL: EOF says it.
+     */
+    int (*end_write)(Channel *c);
     /* The peer for messages, g_free'd by the core; called once, by channel_init(). */
     char *(*describe)(Channel *c);
 } ChannelOps;

@@ -26,10 +26,12 @@
  *    -EPIPE. Shutdown never calls gnutls, so it is safe against a thread
  *    inside gnutls_record_send/recv.
  * 4. One reader and one writer may be inside gnutls at once, which gnutls
- *    allows on a session (one thread sending, one receiving). gnutls may
- *    also write from inside a receive (an alert, a TLS 1.3 key update), so
- *    every write to the inner channel takes push_lock: the inner channel
- *    still sees one writer at a time.
+ *    allows on a session (one thread sending, one receiving). The gnutls
+ *    we build on answers a TLS 1.3 key update on its next send, not inside
+ *    the receive; push_lock keeps the inner channel at one writer at a
+ *    time should a version or an alert path ever write from a receive.
+ *    The transport's errors go through the thread's errno, never
+ *    gnutls_transport_set_errno() (one field per session, raced on).
  *
  * Writes: the plaintext of a writev (a QEMUFile flush: record headers and
  * 4 KiB pages) is gathered into full 16 KiB records in a buffer the row
@@ -81,6 +83,8 @@ typedef struct TLSChannel {
     char read_msg[256];
     char write_msg[256];
     const char *first_error;
+    const char *read_detail;    /* atomic: read_msg once it is written, else NULL */
+    const char *write_detail;   /* atomic: write_msg once it is written, else NULL */
 } TLSChannel;
 
 static bool is_tls(Channel *c);
@@ -90,10 +94,11 @@ static TLSChannel *tls_of(Channel *c)
     return (TLSChannel *)c;
 }
 
-static void tls_set_msg(TLSChannel *t, char *buf, size_t size, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
+static void tls_set_msg(TLSChannel *t, char *buf, size_t size, const char **slot,
+                        const char *fmt, ...) G_GNUC_PRINTF(5, 6);
 
-static void tls_set_msg(TLSChannel *t, char *buf, size_t size, const char *fmt, ...)
+static void tls_set_msg(TLSChannel *t, char *buf, size_t size, const char **slot,
+                        const char *fmt, ...)
 {
     const char *expected = NULL;
     va_list ap;
@@ -104,6 +109,7 @@ static void tls_set_msg(TLSChannel *t, char *buf, size_t size, const char *fmt, 
     va_start(ap, fmt);
     g_vsnprintf(buf, size, fmt, ap);
     va_end(ap);
+    __atomic_store_n(slot, buf, __ATOMIC_RELEASE);
     __atomic_compare_exchange_n(&t->first_error, &expected, buf, false, __ATOMIC_RELEASE,
                                 __ATOMIC_RELAXED);
 }
@@ -114,6 +120,14 @@ const char *channel_tls_last_error(Channel *c)
         return NULL;
     }
     return __atomic_load_n(&tls_of(c)->first_error, __ATOMIC_ACQUIRE);
+}
+
+/* The error_detail hook: this direction's own failure, so a write error never reads "Cannot read". */
+static const char *tls_error_detail(Channel *c, bool write)
+{
+    TLSChannel *t = tls_of(c);
+
+    return __atomic_load_n(write ? &t->write_detail : &t->read_detail, __ATOMIC_ACQUIRE);
 }
 
 /* ---- gnutls's transport: the inner channel ---- */
@@ -130,7 +144,12 @@ static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
     t->pull_eagain = n == -EAGAIN;
     if (n < 0) {
         t->pull_errno = -n;
-        gnutls_transport_set_errno(t->session, -n == EAGAIN ? EAGAIN : EIO);
+        /*
+         * errno, not gnutls_transport_set_errno(): that is one field of the
+         * session, which the reader and the writer would race on; gnutls
+         * reads the thread's errno when none was set.
+         */
+        errno = -n == EAGAIN ? EAGAIN : EIO;
         return -1;
     }
     return n;
@@ -152,7 +171,7 @@ static ssize_t tls_push(gnutls_transport_ptr_t p, const giovec_t *iov, int cnt)
     }
     g_mutex_unlock(&t->push_lock);
     if (n < 0) {
-        gnutls_transport_set_errno(t->session, -n == EAGAIN ? EAGAIN : EIO);
+        errno = -n == EAGAIN ? EAGAIN : EIO;     /* per thread: see tls_pull */
         return -1;
     }
     return n;
@@ -189,8 +208,7 @@ static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
             return 1;
         }
         if (r < 0 && errno != EINTR) {
-            gnutls_transport_set_errno(t->session, errno);
-            return -1;
+            return -1;          /* errno is poll's */
         }
     }
 }
@@ -220,10 +238,12 @@ static ssize_t tls_read_fail(TLSChannel *t, ssize_t r)
     }
     if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
         /* The peer refused us after the handshake (our certificate, authz): say how. */
-        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), "Cannot read from TLS channel: %s (%s)",
+        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), &t->read_detail,
+                    "Cannot read from TLS channel: %s (%s)",
                     gnutls_strerror(r), gnutls_alert_get_name(gnutls_alert_get(t->session)));
     } else {
-        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), "Cannot read from TLS channel: %s",
+        tls_set_msg(t, t->read_msg, sizeof(t->read_msg), &t->read_detail,
+                    "Cannot read from TLS channel: %s",
                     r == GNUTLS_E_PULL_ERROR && t->pull_errno ? g_strerror(t->pull_errno)
                                                             : gnutls_strerror(r));
     }
@@ -302,11 +322,13 @@ static ssize_t tls_write_fail(TLSChannel *t, ssize_t r)
         err = EPIPE;
     }
     if (r == GNUTLS_E_PUSH_ERROR && err) {
-        tls_set_msg(t, t->write_msg, sizeof(t->write_msg), "Cannot write to TLS channel: %s",
+        tls_set_msg(t, t->write_msg, sizeof(t->write_msg), &t->write_detail,
+                    "Cannot write to TLS channel: %s",
                     g_strerror(err));
         t->write_err = -err;
     } else {
-        tls_set_msg(t, t->write_msg, sizeof(t->write_msg), "Cannot write to TLS channel: %s",
+        tls_set_msg(t, t->write_msg, sizeof(t->write_msg), &t->write_detail,
+                    "Cannot write to TLS channel: %s",
                     gnutls_strerror(r));
         t->write_err = -EIO;
     }
@@ -481,7 +503,8 @@ static char *tls_describe(Channel *c)
     .fd = tls_fd,                   \
     .pending = tls_pending,         \
     .describe = tls_describe,       \
-    .error_detail = channel_tls_last_error, \
+    .error_detail = tls_error_detail, \
+    .end_write = channel_tls_bye,   \
 }
 static const ChannelOps tls_ops = TLS_OPS(CHANNEL_FEATURE_DUPLEX);
 static const ChannelOps tls_ops_simplex = TLS_OPS(0);

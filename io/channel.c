@@ -109,9 +109,14 @@ static size_t ahead_pending(Channel *c)
     return c->ahead_len - c->ahead_pos;
 }
 
-const char *channel_error_detail(Channel *c)
+int channel_end_write(Channel *c)
 {
-    return c->ops->error_detail ? c->ops->error_detail(c) : NULL;
+    return c->ops->end_write ? c->ops->end_write(c) : 0;
+}
+
+const char *channel_error_detail(Channel *c, bool write)
+{
+    return c->ops->error_detail ? c->ops->error_detail(c, write) : NULL;
 }
 
 size_t channel_pending(Channel *c)

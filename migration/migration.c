@@ -363,7 +363,13 @@ static bool migration_resume(MigrationState *s, const char *uri, Error **errp)
     s->result = MIGRATION_STATUS_NONE;
     migrate_set_state(&s->state, MIGRATION_STATUS_POSTCOPY_PAUSED,
                       MIGRATION_STATUS_POSTCOPY_RECOVER);
-    return migration_start_thread(s, MIGRATION_STATUS_POSTCOPY_RECOVER, errp);
+    if (!migration_start_thread(s, MIGRATION_STATUS_POSTCOPY_RECOVER, errp)) {
+        /* Or its references keep the objects "in use" for ever. */
+        mig_tls_release(s->tls);
+        s->tls = NULL;
+        return false;
+    }
+    return true;
 }
 
 bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc,

@@ -177,11 +177,18 @@ ssize_t channel_peek(Channel *c, void *buf, size_t len, int flags);
  */
 size_t channel_pending(Channel *c);
 /*
- * After a read or write gave -errno: the row's own words for why, if it
+ * After a read (@write false) or write gave -errno: the row's own words for why, if it
  * has more to say than strerror (a TLS record that failed its check);
  * NULL otherwise. Valid for the channel's life.
  */
-const char *channel_error_detail(Channel *c);
+const char *channel_error_detail(Channel *c, bool write);
+/*
+ * The writer's thread: everything it will ever write went out; the peer
+ * may take the end that follows as a clean one (a TLS row sends its
+ * close_notify now, which a shutdown before the close would prevent).
+ * 0 or -errno. A no-op for rows whose EOF already says it.
+ */
+int channel_end_write(Channel *c);
 
 /* ---- positional I/O (CHANNEL_FEATURE_SEEKABLE; else -ESPIPE) ---- */
 

@@ -296,8 +296,13 @@ static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Erro
     RAMBlock *rb;
     int ret = channel_read_all(c->ch, &c->hdr, sizeof(c->hdr));
 
-    if (ret == 1) {
-        /* Between packets: an error only if mig/dst still waits for this channel. */
+    if (ret == 1 || ret == -ECONNRESET) {
+        /*
+         * Between packets: an error only if mig/dst still waits for this
+         * channel. A cut TLS session (no close_notify, as QEMU before 9.2
+         * ends its channels) counts the same: after the last round nothing
+         * is missing, and before it mig/dst fails on the channel's end.
+         */
         return false;
     }
     if (ret < 0) {

@@ -178,7 +178,7 @@ static void qemu_file_writev_all(QEMUFile *f)
         /* Woken by qemu_file_shutdown(): that is why it failed, whatever errno says. */
         qemu_file_set_error_msg(f, -EIO, "migration stream was shut down");
     } else if (ret < 0) {
-        const char *why = channel_error_detail(f->ch);
+        const char *why = channel_error_detail(f->ch, true);
 
         qemu_file_set_error_msg(f, ret, "writing to %s failed: %s", f->name,
                                 why ? why : g_strerror(-ret));
@@ -341,7 +341,7 @@ static bool qemu_fill_buffer(QEMUFile *f, size_t need)
             continue;
         }
         if (n < 0) {
-            const char *why = channel_error_detail(f->ch);
+            const char *why = channel_error_detail(f->ch, false);
 
             qemu_file_set_error_msg(f, n, "reading from %s failed: %s", f->name,
                                     why ? why : g_strerror(-n));

@@ -580,7 +580,26 @@ bool multifd_sink_drain(void *sink, QEMUFile *f)
     MultifdSink *s = sink;
 
     /* Every page in the channels must be placed before the device state loads. */
-    return !s->ms || multifd_send_sync(s->ms, f, true);
+    if (!s->ms || !multifd_send_sync(s->ms, f, true)) {
+        return !s->ms;
+    }
+    /*
+     * Nothing more goes on the channels (the device state is on the main
+     * stream): end each one cleanly now, while no worker writes it and
+     * before the stop shuts them down, so a TLS destination reads a
+     * close_notify, not a cut (which it must take for an attack).
+     */
+    for (int i = 0; i < s->ms->n; i++) {
+        int ret = s->ms->ch[i].ch ? channel_end_write(s->ms->ch[i].ch) : 0;
+
+        if (ret < 0) {
+            qemu_file_set_error_msg(f, ret, "multifd: channel %d: ending it failed: %s", i,
+                                    channel_error_detail(s->ms->ch[i].ch, true) ?:
+                                    g_strerror(-ret));
+            return false;
+        }
+    }
+    return true;
 }
 
 void multifd_sink_restart(void *sink)

@@ -30,6 +30,13 @@
 
 /* A peer gets this long to finish its handshake and send its first word (as the plain peek). */
 #define ACCEPT_TIMEOUT_S 30
+/*
+ * Server handshakes in flight at most (each is a thread for up to 30 s):
+ * more than a source ever opens at once (its stream, its multifd channels
+ * and its preempt channel connect one after the other), so a host that
+ * floods the port cannot make thread creation fail for the real load.
+ */
+#define ACCEPTS_MAX 32
 
 struct MigTLS {
     /* Read-only after mig_tls_new(). */
@@ -38,6 +45,7 @@ struct MigTLS {
     char *hostname;             /* client only; NULL: no name check (psk, anon) */
     int refs;                   /* atomic: the migration's, and one per accept thread */
 
+    int accepting;              /* main loop: server handshakes started, not yet finished */
     GMutex lock;
     GPtrArray *active;          /* lock: raw channels of the handshakes in flight */
     bool cancelled;             /* lock: set once, never cleared */
@@ -54,6 +62,7 @@ typedef struct Accept {
     void *opaque;
     QemuThread thread;
     guint timeout;              /* main loop: the deadline's source */
+    bool timed_out;             /* main loop: the deadline cut it */
 } Accept;
 
 static MigTLS *mig_tls_ref(MigTLS *t)
@@ -220,8 +229,18 @@ static void accept_finish(void *opaque)
     bool cancelled;
 
     qemu_thread_join(&a->thread);
+    a->t->accepting--;
     if (a->timeout) {
         g_source_remove(a->timeout);
+    }
+    if (a->timed_out) {
+        /* Even one that made it just in time: its socket is shut down now. */
+        g_clear_pointer(&a->ch, channel_unref);
+        error_free(a->err);
+        a->err = NULL;
+        error_setg(&a->err, "incoming migration: a TLS peer (%s) did not finish its handshake "
+                   "and send its first bytes within %d s; closed it", channel_peer(a->raw_main),
+                   ACCEPT_TIMEOUT_S);
     }
     channel_unref(a->raw_main);
     g_mutex_lock(&a->t->lock);
@@ -250,6 +269,7 @@ static gboolean accept_timeout(gpointer opaque)
     Accept *a = opaque;
 
     a->timeout = 0;
+    a->timed_out = true;
     channel_shutdown(a->raw_main, CHANNEL_SHUT_BOTH);
     return G_SOURCE_REMOVE;
 }
@@ -272,8 +292,11 @@ static void *accept_thread(void *opaque)
         /* The first word tells the main stream from a multifd or preempt channel. */
         n = channel_peek(a->ch, word, sizeof(word), 0);
         if (n != sizeof(word)) {
-            error_setg(&a->err, "incoming migration: a TLS connection from %s closed before "
-                       "its first bytes", channel_peer(a->ch));
+            const char *why = n < 0 ? channel_error_detail(a->ch, false) : NULL;
+
+            /* A client that refused us after a TLS 1.3 handshake says why in an alert. */
+            error_setg(&a->err, "incoming migration: a TLS connection from %s %s",
+                       channel_peer(a->ch), why ? why : "closed before its first bytes");
             g_clear_pointer(&a->ch, channel_unref);
         } else {
             a->first = ldl_be_p(word);
@@ -288,9 +311,18 @@ static void *accept_thread(void *opaque)
 
 void mig_tls_accept(MigTLS *t, Channel *raw, MigTLSAccepted *accepted, void *opaque)
 {
-    Accept *a = g_new0(Accept, 1);
+    Accept *a;
     Error *err = NULL;
 
+    if (t->accepting >= ACCEPTS_MAX) {
+        error_setg(&err, "incoming migration: %d TLS handshakes in flight already; closed a "
+                   "connection from %s", t->accepting, channel_peer(raw));
+        error_report_err(err);
+        channel_unref(raw);
+        return;
+    }
+    t->accepting++;
+    a = g_new0(Accept, 1);
     *a = (Accept) { .t = mig_tls_ref(t), .raw = raw, .raw_main = channel_ref(raw),
                     .accepted = accepted, .opaque = opaque };
     /* Before the thread starts: the thread cannot finish before the main loop runs again. */
@@ -301,6 +333,7 @@ void mig_tls_accept(MigTLS *t, Channel *raw, MigTLSAccepted *accepted, void *opa
         g_source_remove(a->timeout);
         channel_unref(a->raw_main);
         channel_unref(raw);
+        t->accepting--;
         mig_tls_unref(a->t);
         g_free(a);
     }
