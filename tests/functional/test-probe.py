@@ -149,6 +149,16 @@ class ProbeTest(unittest.TestCase):
             schema = q.cmd('query-qmp-schema')
             in_schema = {e['name'] for e in schema if e['meta-type'] == 'command'}
             self.assertEqual(commands, in_schema)
+            # libvirt passes object-add's properties flat (as QEMU 6.0 and later
+            # want) only when object-add's qom-type is an enum with 'secret' in it;
+            # else it nests them in 'props', which object-add refuses.
+            by_name = {e['name']: e for e in schema}
+            add_arg = by_name[next(e['arg-type'] for e in schema if e['name'] == 'object-add')]
+            qom_type = by_name[next(m['type'] for m in add_arg['members']
+                                    if m['name'] == 'qom-type')]
+            self.assertEqual(qom_type['meta-type'], 'enum')
+            self.assertTrue({'secret', 'tls-creds-x509', 'authz-simple'}
+                            <= set(qom_type['values']))
             for c in ('query-machines', 'qom-list-types', 'device-list-properties',
                       'query-command-line-options', 'query-cpu-definitions'):
                 self.assertIn(c, commands)

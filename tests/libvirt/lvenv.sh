@@ -15,6 +15,13 @@
 #                                   network is the host's, so the source
 #                                   reaches it at 127.0.0.1
 #   lvenv.sh stop DIR
+#
+# LVENV_MIGRATE_TLS_DIR=CERTDIR (start): qemu.conf's migrate_tls_x509_cert_dir,
+# with migrate_tls_x509_verify = 1, for virsh migrate --tls. libvirt refuses
+# to start if the directory does not exist, so make it first. CERTDIR holds
+# QEMU's file names for both ends (ca-cert.pem, server-*.pem, client-*.pem):
+# a host is the server of its incoming migrations and the client of its
+# outgoing ones.
 set -eu
 
 cmd=$1
@@ -65,6 +72,12 @@ security_driver = "none"
 cgroup_controllers = [ ]
 namespaces = [ ]
 CONF
+    if [ -n "${LVENV_MIGRATE_TLS_DIR:-}" ]; then
+        cat >> "$dir"/etc/qemu.conf <<CONF
+migrate_tls_x509_cert_dir = "$(realpath "$LVENV_MIGRATE_TLS_DIR")"
+migrate_tls_x509_verify = 1
+CONF
+    fi
     : > "$dir"/etc/virtlogd.conf
     if [ -n "$host" ]; then
         # The migration target: its own host name and host UUID.

@@ -11,8 +11,13 @@ microvm domain booting the verify firmware through start, domstate,
 suspend, resume, qemu-monitor-command --hmp, save, restore, live
 migrations to and from a second private libvirtd (its own host name and
 UUID, lvenv.sh): plain, --postcopy (the postcopy-active event seen),
---parallel (multifd) and --compressed (xbzrle), a compression method we
-lack refused with the guest still running (ours only), and destroy,
+--parallel (multifd) and --compressed (xbzrle), the same over TLS
+(--tls: plain, --parallel, --postcopy, --compressed; both libvirtds given
+one directory of certificates by qemu.conf's migrate_tls_x509_cert_dir,
+and each hop checked in their logs to have added the tls-creds-x509
+objects and set tls-creds, so a hop libvirt ran in plaintext fails), a
+compression method we lack refused with the guest still running (ours
+only), and destroy,
 reading the firmware's PASS lines (and no FAIL: the verify firmware
 checks its memory after the restore) in the serial file after each step. The same
 domain XML is run with QEMU 7.2 as <emulator> when it is installed,
@@ -42,6 +47,12 @@ LVENV = os.path.join(HERE, 'lvenv.sh')
 # The domain: libvirtbench's XML (the README's), 256 MiB, the verify firmware on 64.
 sys.path.insert(0, os.path.join(HERE, '../../scripts'))
 from libvirtbench import DOMAIN_XML  # noqa: E402
+import tlscerts  # noqa: E402
+
+# What libvirt sends over QMP for virsh migrate --tls (its object's id
+# varies between versions, so any tls-creds but libvirt's reset to "").
+TLS_OBJECT = '"qom-type":"tls-creds-x509"'
+TLS_CREDS_SET = re.compile(r'"execute":"migrate-set-parameters".*"tls-creds":"[^"]')
 
 
 def skip_reason():
@@ -50,6 +61,8 @@ def skip_reason():
             return '%s is not installed (scripts/install-deps.sh installs libvirt)' % tool
     if os.geteuid() != 0:
         return 'a private libvirtd for QEMU domains needs root'
+    if not tlscerts.certtool():
+        return 'certtool is missing (Debian package gnutls-bin)'
     if not os.access('/dev/kvm', os.R_OK | os.W_OK):
         return '/dev/kvm is missing or not accessible'
     if not os.access(QEMU, os.X_OK) or not os.path.exists(FIRMWARE):
@@ -69,9 +82,16 @@ class LibvirtTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix='test-libvirt-')
         cls.lv = os.path.join(cls.tmp, 'lv')
         cls.lv_dst = os.path.join(cls.tmp, 'lv-dst')
-        subprocess.run([LVENV, 'start', cls.lv], check=True, timeout=DEADLINE)
+        # One directory with QEMU's file names for both ends; its server
+        # certificate names 127.0.0.1, the tls-hostname libvirt sets from
+        # --migrateuri tcp://127.0.0.1.
+        env = dict(os.environ,
+                   LVENV_MIGRATE_TLS_DIR=tlscerts.make_cert_dirs(os.path.join(cls.tmp,
+                                                                              'tls'))['both'])
+        subprocess.run([LVENV, 'start', cls.lv], check=True, timeout=DEADLINE, env=env)
         # The migration target: another libvirtd with its own host name and UUID.
-        subprocess.run([LVENV, 'start', cls.lv_dst, 'lvdst'], check=True, timeout=DEADLINE)
+        subprocess.run([LVENV, 'start', cls.lv_dst, 'lvdst'], check=True, timeout=DEADLINE,
+                       env=env)
         cls.uri = 'qemu:///system?socket=%s/run/libvirt-sock' % cls.lv
         cls.uri_dst = 'qemu+unix:///system?socket=%s/run/libvirt-sock' % cls.lv_dst
 
@@ -106,6 +126,34 @@ class LibvirtTest(unittest.TestCase):
         self.assertEqual(self.virsh('domstate', name, uri=to).strip(), 'running')
         self.assertNotIn('running', self.virsh('domstate', name, ok=False, uri=frm))
         return self.wait_more_passes(serial, n)
+
+    def tls_counts(self, lv):
+        """How often @lv's libvirtd added an x509 credentials object with
+        endpoint=client and =server, and set tls-creds to one."""
+        lines = [l for l in self.log_text(lv).splitlines() if 'QEMU_MONITOR_SEND_MSG' in l]
+        adds = [l for l in lines if TLS_OBJECT in l]
+        return (sum('"endpoint":"client"' in l for l in adds),
+                sum('"endpoint":"server"' in l for l in adds),
+                sum(bool(TLS_CREDS_SET.search(l)) for l in lines))
+
+    def migrate_tls(self, name, serial, n, frm, to, *flags):
+        """virsh migrate --live --tls @flags from @frm to @to, proven by the
+        libvirtds' logs to have run over TLS: a client object and tls-creds
+        on the source, a server object and tls-creds on the destination."""
+        lv_frm, lv_to = (self.lv, self.lv_dst) if frm == self.uri else (self.lv_dst, self.lv)
+        before = self.tls_counts(lv_frm), self.tls_counts(lv_to)
+        n = self.migrate(name, serial, n, frm, to, '--tls', *flags)
+        after = self.tls_counts(lv_frm), self.tls_counts(lv_to)
+        what = ' '.join(('--tls',) + flags)
+        self.assertGreater(after[0][0], before[0][0], '%s: no client credentials on the source'
+                           % what)
+        self.assertGreater(after[0][2], before[0][2], '%s: tls-creds not set on the source'
+                           % what)
+        self.assertGreater(after[1][1], before[1][1],
+                           '%s: no server credentials on the destination' % what)
+        self.assertGreater(after[1][2], before[1][2], '%s: tls-creds not set on the destination'
+                           % what)
+        return n
 
     def test_domcapabilities(self):
         caps = self.virsh('domcapabilities', '--emulatorbin', QEMU, '--virttype', 'kvm',
@@ -183,6 +231,21 @@ class LibvirtTest(unittest.TestCase):
             xbzrle = '{"capability":"xbzrle","state":true}'
             seen = self.log_text(self.lv_dst).count(xbzrle)
             n = self.migrate(name, serial, n, self.uri_dst, self.uri, '--compressed')
+            self.assertGreater(self.log_text(self.lv_dst).count(xbzrle), seen)
+            # The same over TLS.
+            n = self.migrate_tls(name, serial, n, self.uri, self.uri_dst)
+            seen = self.log_text(self.lv_dst).count('"status": "postcopy-active"')
+            n = self.migrate_tls(name, serial, n, self.uri_dst, self.uri, '--bandwidth', '32',
+                                 '--postcopy', '--postcopy-after-precopy')
+            self.assertGreater(self.log_text(self.lv_dst).count('"status": "postcopy-active"'),
+                               seen)
+            seen = self.log_text(self.lv).count(multifd)
+            n = self.migrate_tls(name, serial, n, self.uri, self.uri_dst,
+                                 '--parallel', '--parallel-connections', '2')
+            self.assertGreater(self.log_text(self.lv).count(multifd), seen)
+            # Back to the first libvirtd, for the steps below.
+            seen = self.log_text(self.lv_dst).count(xbzrle)
+            n = self.migrate_tls(name, serial, n, self.uri_dst, self.uri, '--compressed')
             self.assertGreater(self.log_text(self.lv_dst).count(xbzrle), seen)
             if emulator == QEMU:
                 # A method this build does not have (QEMU 7.2 has 'mt') is refused by
