@@ -55,6 +55,14 @@
 
 /* TLS's largest record payload (RFC 8446 5.1). */
 #define TLS_RECORD_MAX 16384
+/*
+ * Ciphertext read ahead of gnutls, which pulls a record's 5-byte header and
+ * then its body: two reads of the inner channel per 16 KiB without it. On
+ * a migration's destination that was 68000 recvmsg calls per 512 MiB, the
+ * bound of the whole transfer (measured: 4.4 s for 1 GiB against 0.7 s in
+ * plaintext). One read of up to this much feeds about 16 records.
+ */
+#define TLS_READ_AHEAD (256 * 1024)
 
 typedef struct TLSChannel {
     Channel base;
@@ -73,6 +81,9 @@ typedef struct TLSChannel {
     int write_err;              /* sticky -errno once a write failed */
     bool bye_sent;
     /* The reader's: */
+    uint8_t *rabuf;             /* TLS_READ_AHEAD bytes of ciphertext, allocated on first use */
+    size_t rapos;               /* first byte gnutls has not pulled yet */
+    size_t ralen;               /* end of what the inner channel gave */
     int read_err;               /* sticky -errno once a read failed */
     bool read_eof;              /* close_notify came */
     /*
@@ -136,11 +147,30 @@ static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
 {
     TLSChannel *t = p;
     struct iovec iov = { buf, len };
+    bool ahead = len < TLS_READ_AHEAD;
     ssize_t n;
 
+    if (t->rapos < t->ralen) {
+        n = MIN(len, t->ralen - t->rapos);
+        memcpy(buf, t->rabuf + t->rapos, n);
+        t->rapos += n;
+        return n;
+    }
+    if (ahead) {
+        if (!t->rabuf) {
+            t->rabuf = g_malloc(TLS_READ_AHEAD);
+        }
+        iov = (struct iovec) { t->rabuf, TLS_READ_AHEAD };
+    }
     do {
         n = channel_readv(t->inner, &iov, 1, t->read_flags);
     } while (n == -EINTR);
+    if (n > 0 && ahead) {
+        t->rapos = MIN((size_t)n, len);
+        t->ralen = n;
+        memcpy(buf, t->rabuf, t->rapos);
+        return t->rapos;
+    }
     t->pull_eagain = n == -EAGAIN;
     if (n < 0) {
         t->pull_errno = -n;
@@ -192,7 +222,8 @@ static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
         struct pollfd pfd = { .fd = channel_fd(t->inner), .events = POLLIN };
         int slice = 100, r;
 
-        if (channel_pending(t->inner) || channel_is_shut_down(t->inner, CHANNEL_SHUT_READ)) {
+        if (t->rapos < t->ralen || channel_pending(t->inner) ||
+            channel_is_shut_down(t->inner, CHANNEL_SHUT_READ)) {
             return 1;           /* the read then gets the bytes, or EOF */
         }
         if (end >= 0) {
@@ -300,9 +331,16 @@ static ssize_t tls_readv(Channel *c, const struct iovec *iov, int cnt, int *fds,
     return total;
 }
 
+/*
+ * Decrypted bytes, and ciphertext read ahead: a waiter that polls the inner
+ * fd when this says 0 must not sleep on records we already hold. (A read
+ * then may still wait for the rest of a record the peer is sending.)
+ */
 static size_t tls_pending(Channel *c)
 {
-    return gnutls_record_check_pending(tls_of(c)->session);
+    TLSChannel *t = tls_of(c);
+
+    return gnutls_record_check_pending(t->session) + (t->ralen - t->rapos);
 }
 
 /* ---- writes ---- */
@@ -478,6 +516,7 @@ static int tls_close(Channel *c)
     }
     g_mutex_clear(&t->push_lock);
     g_free(t->wbuf);
+    g_free(t->rabuf);
     tls_creds_unref(t->creds);
     return channel_unref(t->inner);
 }
