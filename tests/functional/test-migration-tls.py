@@ -128,14 +128,18 @@ class TLSCase(unittest.TestCase):
         src.qmp.cmd('migrate-set-parameters', **dict({'downtime-limit': 300}, **(params or {})))
         src.qmp.cmd('migrate', uri=uri)
 
-    def wait_end(self, src):
+    def wait_end(self, src, dst=None):
         end = time.monotonic() + DEADLINE
         while True:
             info = src.qmp.cmd('query-migrate')
             if info.get('status') in ('completed', 'failed', 'cancelled'):
                 return info
             if time.monotonic() > end:
-                raise AssertionError('migration did not end: %s' % info)
+                # Which side stopped: a destination alive and silent, or gone?
+                dst_state = ('exited %s' % dst.proc.returncode if dst.proc.poll() is not None
+                             else 'alive') if dst else '-'
+                raise AssertionError('migration did not end: %s; destination %s, its log: %s'
+                                     % (info, dst_state, dst.log_tail() if dst else ''))
             time.sleep(0.05)
 
     def assert_moved(self, src, dst):
@@ -158,7 +162,7 @@ class TLSCase(unittest.TestCase):
         self.assertNotIn('FAIL', text)
 
     def assert_refused(self, src, dst, src_msg, dst_msg):
-        info = self.wait_end(src)
+        info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'failed', info)
         if src_msg:
             self.assertIn(src_msg, info.get('error-desc', ''), info)
