@@ -8,6 +8,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/main-loop.h"
 #include "net/net.h"
 #include "trace/trace.h"
@@ -258,15 +259,7 @@ size_t net_queued_packets(NetClientState *nc)
 
 bool net_id_wellformed(const char *id)
 {
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
+    return id_wellformed(id);
 }
 
 bool net_parse_macaddr(const char *str, MACAddr *mac)

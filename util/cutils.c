@@ -452,3 +452,16 @@ bool qemu_pwrite_full(int fd, const void *buf, size_t len, int64_t off)
     }
     return true;
 }
+
+bool id_wellformed(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}

@@ -93,4 +93,10 @@ bool qemu_pwrite_full(int fd, const void *buf, size_t len, int64_t off);
  */
 void pstrcpy(char *buf, size_t buf_size, const char *str);
 
+/*
+ * QEMU's rule for an object, -netdev or -device id: a letter, then
+ * letters, digits, '-', '.' and '_'.
+ */
+bool id_wellformed(const char *id);
+
 #endif

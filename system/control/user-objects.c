@@ -8,6 +8,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qapi/qapi-commands.h"
 #include "qemu/option.h"
 #include "qapi/qapi-json.h"
@@ -61,19 +62,6 @@ bool user_objects_knows_type(const char *type)
     return user_object_type_find(type) != NULL;
 }
 
-/* QEMU's ids: a letter, then letters, digits, '-', '.', '_'. */
-static bool id_wellformed(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
 
 static UserObject *find(const char *id)
 {
