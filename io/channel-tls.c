@@ -365,9 +365,15 @@ static ssize_t tls_write_fail(TLSChannel *t, ssize_t r)
                     g_strerror(err));
         t->write_err = -err;
     } else {
+        /*
+         * A session the reader saw end (the peer's alert: it refused us)
+         * fails every write with gnutls's "invalidated": say what the peer said.
+         */
+        const char *peer = __atomic_load_n(&t->read_detail, __ATOMIC_ACQUIRE);
+
         tls_set_msg(t, t->write_msg, sizeof(t->write_msg), &t->write_detail,
-                    "Cannot write to TLS channel: %s",
-                    gnutls_strerror(r));
+                    "Cannot write to TLS channel: %s%s%s%s", gnutls_strerror(r),
+                    peer ? " (after " : "", peer ? peer : "", peer ? ")" : "");
         t->write_err = -EIO;
     }
     return t->write_err;

@@ -295,7 +295,7 @@ static void *accept_thread(void *opaque)
             const char *why = n < 0 ? channel_error_detail(a->ch, false) : NULL;
 
             /* A client that refused us after a TLS 1.3 handshake says why in an alert. */
-            error_setg(&a->err, "incoming migration: a TLS connection from %s %s",
+            error_setg(&a->err, "incoming migration: a TLS connection from %s: %s",
                        channel_peer(a->ch), why ? why : "closed before its first bytes");
             g_clear_pointer(&a->ch, channel_unref);
         } else {

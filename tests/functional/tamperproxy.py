@@ -85,11 +85,17 @@ class TamperProxy:
                 to.sendall(data)
         except OSError:
             pass
+        # Closed, not only shut down: a TCP socket shut for reading still
+        # takes the peer's bytes, so a source writing to it would block for
+        # ever once its buffers filled instead of seeing the connection go
+        # (what a destination that exits does). The other pump then fails.
         for s in (frm, to):
             try:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        for s in (frm, to):
+            s.close()
 
     def first_bytes(self):
         with self.lock:
