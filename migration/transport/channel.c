@@ -430,6 +430,13 @@ bool mig_channel_listen(const char *uri, MigChannelReady *ready, void *opaque, E
         char *unix_path = NULL;
         GIOChannel *gch;
 
+        /*
+         * One listener at a time: a migrate-recover's replaces what the
+         * migration still had open (its socket and struct were lost
+         * before). First, or freeing the old one would unlink a unix: path
+         * the new one just bound.
+         */
+        listener_free();
         fd = listen_socket(uri, &unix_path, errp);
         if (fd < 0) {
             return false;
