@@ -43,21 +43,6 @@ bool authz_is_allowed(Authz *a, const char *identity, Error **errp)
 
 static TLSTestPKI *pki;
 
-static TLSCreds *creds_x509(const char *dir, bool server, bool verify, bool sanity,
-                            Error **errp)
-{
-    TLSCredsOptions o = { .type = "tls-creds-x509", .id = "tls0", .dir = dir,
-                          .endpoint_server = server, .verify_peer = verify,
-                          .sanity_check = sanity };
-
-    return tls_creds_new(&o, errp);
-}
-
-static TLSCreds *creds_x509_ok(const char *dir, bool server, bool verify, bool sanity)
-{
-    return creds_x509(dir, server, verify, sanity, &error_abort);
-}
-
 static TLSCreds *creds_kind(const char *type, const char *dir, bool server, const char *user)
 {
     TLSCredsOptions o = { .type = type, .id = "tls0", .dir = dir, .endpoint_server = server,
@@ -113,9 +98,9 @@ static void side_clear(Side *s)
 /* A good x509 pair, both verifying, handshaken. */
 static void good_pair(Side *cli, Side *srv)
 {
-    *cli = (Side) { .creds = creds_x509_ok(good_client_dir, false, true, true),
+    *cli = (Side) { .creds = tls_test_creds_x509_ok(good_client_dir, false, true, true),
                     .hostname = "localhost" };
-    *srv = (Side) { .creds = creds_x509_ok(good_server_dir, true, true, true) };
+    *srv = (Side) { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true) };
     handshake(cli, srv);
     g_assert_null(cli->err);
     g_assert_null(srv->err);
@@ -442,9 +427,9 @@ static void assert_read_fails(Channel *ch)
 static void refuse_server(const char *name, TLSTestCert leaf, const char *text)
 {
     g_autofree char *dir = tls_test_pki_dir(pki, name, true, &leaf);
-    Side cli = { .creds = creds_x509_ok(good_client_dir, false, true, true),
+    Side cli = { .creds = tls_test_creds_x509_ok(good_client_dir, false, true, true),
                  .hostname = "localhost" };
-    Side srv = { .creds = creds_x509_ok(dir, true, true, false) };
+    Side srv = { .creds = tls_test_creds_x509_ok(dir, true, true, false) };
 
     handshake(&cli, &srv);
     g_assert_null(cli.ch);
@@ -459,8 +444,8 @@ static void refuse_server(const char *name, TLSTestCert leaf, const char *text)
 static void refuse_client(const char *name, const TLSTestCert *leaf, const char *text)
 {
     g_autofree char *dir = tls_test_pki_dir(pki, name, false, leaf);
-    Side cli = { .creds = creds_x509_ok(dir, false, true, false), .hostname = "localhost" };
-    Side srv = { .creds = creds_x509_ok(good_server_dir, true, true, true) };
+    Side cli = { .creds = tls_test_creds_x509_ok(dir, false, true, false), .hostname = "localhost" };
+    Side srv = { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true) };
 
     handshake(&cli, &srv);
     g_assert_null(srv.ch);
@@ -521,9 +506,9 @@ static void test_verify_off(void)
     /* verify-peer=off on the client: a server from another CA gets through. */
     s.other_ca = true;
     dir = tls_test_pki_dir(pki, "srv-other-ca-unverified", true, &s);
-    cli = (Side) { .creds = creds_x509_ok(good_client_dir, false, false, true),
+    cli = (Side) { .creds = tls_test_creds_x509_ok(good_client_dir, false, false, true),
                    .hostname = "localhost" };
-    srv = (Side) { .creds = creds_x509_ok(dir, true, false, false) };
+    srv = (Side) { .creds = tls_test_creds_x509_ok(dir, true, false, false) };
     handshake(&cli, &srv);
     g_assert_null(cli.err);
     g_assert_null(srv.err);
@@ -538,9 +523,9 @@ static void test_authz(void)
     Authz allow = { .allowed = NULL };
     Side cli, srv;
 
-    cli = (Side) { .creds = creds_x509_ok(good_client_dir, false, true, true),
+    cli = (Side) { .creds = tls_test_creds_x509_ok(good_client_dir, false, true, true),
                    .hostname = "127.0.0.1" };
-    srv = (Side) { .creds = creds_x509_ok(good_server_dir, true, true, true), .authz = &deny };
+    srv = (Side) { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true), .authz = &deny };
     handshake(&cli, &srv);
     g_assert_null(srv.ch);
     assert_err(srv.err, "TLS x509 authz check for");
@@ -551,9 +536,9 @@ static void test_authz(void)
     side_clear(&cli);
     side_clear(&srv);
 
-    cli = (Side) { .creds = creds_x509_ok(good_client_dir, false, true, true),
+    cli = (Side) { .creds = tls_test_creds_x509_ok(good_client_dir, false, true, true),
                    .hostname = "127.0.0.1" };
-    srv = (Side) { .creds = creds_x509_ok(good_server_dir, true, true, true), .authz = &allow };
+    srv = (Side) { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true), .authz = &allow };
     handshake(&cli, &srv);
     g_assert_null(srv.err);
     send_check(srv.ch, cli.ch, 5000, 2, 9);
@@ -565,8 +550,8 @@ static void test_authz(void)
 
 static void test_endpoint_mismatch(void)
 {
-    Side cli = { .creds = creds_x509_ok(good_server_dir, true, true, true) };
-    Side srv = { .creds = creds_x509_ok(good_server_dir, true, true, true) };
+    Side cli = { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true) };
+    Side srv = { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true) };
     int sv[2];
 
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
@@ -639,7 +624,7 @@ static void test_anon(void)
 
 static void test_cancel_handshake(void)
 {
-    Side srv = { .creds = creds_x509_ok(good_server_dir, true, true, true), .server = true };
+    Side srv = { .creds = tls_test_creds_x509_ok(good_server_dir, true, true, true), .server = true };
     Later l = { .delay_us = 100000 };
     gint64 t0;
     GThread *th;

@@ -14,21 +14,6 @@
 static TLSTestPKI *pki;
 static char *good_server_dir;
 
-static TLSCreds *creds_x509(const char *dir, bool server, bool verify, bool sanity,
-                            Error **errp)
-{
-    TLSCredsOptions o = { .type = "tls-creds-x509", .id = "tls0", .dir = dir,
-                          .endpoint_server = server, .verify_peer = verify,
-                          .sanity_check = sanity };
-
-    return tls_creds_new(&o, errp);
-}
-
-static TLSCreds *creds_x509_ok(const char *dir, bool server, bool verify, bool sanity)
-{
-    return creds_x509(dir, server, verify, sanity, &error_abort);
-}
-
 static void assert_err(Error *err, const char *text)
 {
     g_assert_nonnull(err);
@@ -48,15 +33,15 @@ static void test_load_missing(void)
     Error *err = NULL;
     TLSCreds *c;
 
-    g_assert_null(creds_x509(dir, true, true, true, &err));
+    g_assert_null(tls_test_creds_x509(dir, true, true, true, &err));
     g_assert_cmpstr(error_get_pretty(err), ==, want);
     error_free(err);
     err = NULL;
     /* A server needs its certificate; a client may go without one. */
-    g_assert_null(creds_x509(only_ca, true, true, true, &err));
+    g_assert_null(tls_test_creds_x509(only_ca, true, true, true, &err));
     assert_err(err, want_cert);
     error_free(err);
-    c = creds_x509_ok(only_ca, false, true, true);
+    c = tls_test_creds_x509_ok(only_ca, false, true, true);
     g_assert_false(tls_creds_is_server(c));
     g_assert_cmpint(tls_creds_kind(c), ==, TLS_CREDS_X509);
     tls_creds_unref(c);
@@ -68,11 +53,11 @@ static void expect_load_error(const char *name, bool server, TLSTestCert leaf, c
     Error *err = NULL;
     TLSCreds *c;
 
-    g_assert_null(creds_x509(dir, server, true, true, &err));
+    g_assert_null(tls_test_creds_x509(dir, server, true, true, &err));
     assert_err(err, text);
     error_free(err);
     /* sanity-check=off loads it: the refusal was the check's. */
-    c = creds_x509_ok(dir, server, true, false);
+    c = tls_test_creds_x509_ok(dir, server, true, false);
     tls_creds_unref(c);
 }
 
@@ -100,7 +85,7 @@ static void test_load_sanity(void)
 
 static void test_refcount(void)
 {
-    TLSCreds *c = creds_x509_ok(good_server_dir, true, true, true);
+    TLSCreds *c = tls_test_creds_x509_ok(good_server_dir, true, true, true);
 
     g_assert_false(tls_creds_in_use(c));
     tls_creds_ref(c);

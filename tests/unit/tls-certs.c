@@ -5,6 +5,8 @@
  * generation.
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "crypto/tls-creds.h"
 #include "tls-certs.h"
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -202,4 +204,19 @@ void tls_test_pki_free(TLSTestPKI *p)
     gnutls_x509_privkey_deinit(p->leaf_key);
     g_free(p->root);
     g_free(p);
+}
+
+TLSCreds *tls_test_creds_x509(const char *dir, bool server, bool verify, bool sanity,
+                              Error **errp)
+{
+    TLSCredsOptions o = { .type = "tls-creds-x509", .id = "tls0", .dir = dir,
+                          .endpoint_server = server, .verify_peer = verify,
+                          .sanity_check = sanity };
+
+    return tls_creds_new(&o, errp);
+}
+
+TLSCreds *tls_test_creds_x509_ok(const char *dir, bool server, bool verify, bool sanity)
+{
+    return tls_test_creds_x509(dir, server, verify, sanity, &error_abort);
 }

@@ -22,6 +22,8 @@
 
 #include <stdbool.h>
 #include <time.h>
+#include "qemu/typedefs.h"
+#include "crypto/tls-creds.h"
 
 typedef struct TLSTestPKI TLSTestPKI;
 
@@ -51,5 +53,11 @@ char *tls_test_pki_dir(TLSTestPKI *p, const char *name, bool server, const TLSTe
 /* Makes the directory @name with keys.psk holding "user:hexkey" lines (NULL-ended pairs). */
 char *tls_test_psk_dir(TLSTestPKI *p, const char *name, const char *const *user_key_pairs);
 void tls_test_pki_free(TLSTestPKI *p);
+
+/* tls-creds-x509 (id "tls0") on @dir, as a test names its options; NULL with @errp. */
+TLSCreds *tls_test_creds_x509(const char *dir, bool server, bool verify, bool sanity,
+                              Error **errp);
+/* The same, aborting the test if it fails. */
+TLSCreds *tls_test_creds_x509_ok(const char *dir, bool server, bool verify, bool sanity);
 
 #endif
