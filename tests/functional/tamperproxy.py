@@ -11,7 +11,7 @@ byte the client sends at an offset (garbage inside a TLS record).
     p = TamperProxy(dst_port, cut_s2c_after=200)   # or flip_c2s_at=...
     src.migrate('tcp:127.0.0.1:%d' % p.port)
     p.first_bytes()           # [bytes of each connection, in order]
-    p.seen(b'QEVM')           # whether the marker crossed in the clear
+    p.seen(b'QEVM\0\0\0\3')   # whether the marker crossed in the clear
     p.close()
 """
 
