@@ -133,7 +133,6 @@ static bool microvm_irqchip_init(KVMState *s, Error **errp)
         kvm_vm_ioctl(s, KVM_GET_IRQCHIP, &irqchip_reset[i]);
     }
     kvm_vm_ioctl(s, KVM_GET_PIT2, &pit_reset);
-    kvm_irqchip_state_register();
     return true;
 }
 
@@ -275,6 +274,27 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
     return true;
 }
 
+/*
+ * The device sections in the order QEMU's microvm sends them (what each
+ * QEMU sends is in docs/devel/qemu-interop.md): a QEMU destination does not
+ * care, but a stream in QEMU's order is one a reader can compare byte for
+ * byte. virtio devices follow, then globalstate (migration_init).
+ */
+static void microvm_register_sections(SerialState *serial)
+{
+    CPUState *cpu;
+    guint i;
+
+    CPU_FOREACH_INDEX(i, cpu) {
+        kvm_vcpu_state_register(cpu);
+        kvm_apic_state_register(cpu);
+    }
+    kvm_ioapic_state_register();
+    kvm_clock_state_register();
+    kvm_pic_pit_state_register();
+    serial_state_register(serial);
+}
+
 static void microvm_reset(void *opaque)
 {
     MachineState *ms = opaque;
@@ -296,6 +316,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
 {
     uint32_t entry;
     PvhImageInfo info;
+    SerialState *serial;
 
     if (!ms->kernel_filename) {
         error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
@@ -333,13 +354,15 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     }
     pio_table = pio_table ?: io_range_table_new();
     mmio_table = mmio_table ?: io_range_table_new();
-    if (!serial_isa_init(COM1_BASE, COM1_IRQ, ms->serial, errp)) {
+    serial = serial_isa_init(COM1_BASE, COM1_IRQ, ms->serial, errp);
+    if (!serial) {
         return false;
     }
     if (ms->debug_exit.present &&
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
         return false;
     }
+    microvm_register_sections(serial);
     if (!microvm_virtio_init(ms, errp)) {
         return false;
     }

@@ -308,6 +308,10 @@ SerialState *serial_isa_init(uint16_t base, int irq, Chardev *chr, Error **errp)
         qemu_chr_set_raw(chr);
     }
     qemu_register_reset(serial_reset_handler, s);
-    vmstate_register("serial", 0, &vmstate_serial, s);
     return s;
+}
+
+void serial_state_register(SerialState *s)
+{
+    vmstate_register("serial", 0, &vmstate_serial, s);
 }

@@ -37,6 +37,12 @@ typedef struct RunStateCtl {
     int shutdown_status;
     /* -no-shutdown and -no-reboot: vl.c writes while parsing; the bottom halves read. */
     bool no_shutdown, no_reboot;
+    /*
+     * BQL: the VM clock. Running, it reads get_clock_ns() + clock_offset;
+     * stopped, clock_frozen (what it read at the stop).
+     */
+    int64_t clock_offset;
+    int64_t clock_frozen;
 } RunStateCtl;
 
 static RunStateCtl rs = { .state = RUN_STATE_PRELAUNCH };
@@ -87,6 +93,17 @@ bool runstate_is_running(void)
     return rs.state == RUN_STATE_RUNNING;
 }
 
+int64_t vm_clock_ns(void)
+{
+    return runstate_is_running() ? get_clock_ns() + rs.clock_offset : rs.clock_frozen;
+}
+
+void vm_clock_set_ns(int64_t ns)
+{
+    assert(!runstate_is_running());
+    rs.clock_frozen = ns;
+}
+
 VMChangeStateEntry *qemu_add_vm_change_state_handler(VMChangeStateHandler *cb, void *opaque)
 {
     VMChangeStateEntry *e = g_new0(VMChangeStateEntry, 1);
@@ -130,6 +147,7 @@ void vm_start(void)
     if (runstate_is_running()) {
         return;
     }
+    rs.clock_offset = rs.clock_frozen - get_clock_ns();
     runstate_set(RUN_STATE_RUNNING);
     vm_state_notify(&rs, true, RUN_STATE_RUNNING);
     resume_all_vcpus();
@@ -141,6 +159,7 @@ static int do_vm_stop(RunState state, bool send_stop)
     assert(bql_locked());
     if (runstate_is_running()) {
         pause_all_vcpus();
+        rs.clock_frozen = get_clock_ns() + rs.clock_offset;
         runstate_set(state);
         vm_state_notify(&rs, false, state);
         if (send_stop) {

@@ -745,5 +745,14 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu)
     env->cpu = cpu;
     env->xsave = g_malloc0(X86_CPU_XSAVE_MAX);
     kvm_cpu_probe_msrs(s, env);
-    vmstate_register("cpu", cpu->cpu_index, &vmstate_x86_cpu, env);
+}
+
+void kvm_vcpu_state_register(CPUState *cpu)
+{
+    vmstate_register("cpu", cpu->cpu_index, &vmstate_x86_cpu, cpu->env);
+}
+
+/* The LAPIC travels in the "cpu" section until kvm-apic-state.c carries QEMU's "apic". */
+void kvm_apic_state_register(CPUState *cpu)
+{
 }

@@ -307,14 +307,22 @@ static const VMStateDescription vmstate_kvmclock = {
     },
 };
 
-void kvm_irqchip_state_register(void)
+void kvm_ioapic_state_register(void)
+{
+    kvm_ioapic_state.chip.chip_id = KVM_IRQCHIP_IOAPIC;
+    vmstate_register("kvm-ioapic", 0, &vmstate_kvm_ioapic, &kvm_ioapic_state.chip.chip.ioapic);
+}
+
+void kvm_clock_state_register(void)
+{
+    vmstate_register("kvmclock", 0, &vmstate_kvmclock, &kvm_clock);
+}
+
+void kvm_pic_pit_state_register(void)
 {
     kvm_pic_state[0].chip.chip_id = KVM_IRQCHIP_PIC_MASTER;
     kvm_pic_state[1].chip.chip_id = KVM_IRQCHIP_PIC_SLAVE;
-    kvm_ioapic_state.chip.chip_id = KVM_IRQCHIP_IOAPIC;
     vmstate_register("kvm-i8259", 0, &vmstate_kvm_i8259, &kvm_pic_state[0].chip.chip.pic);
     vmstate_register("kvm-i8259", 1, &vmstate_kvm_i8259, &kvm_pic_state[1].chip.chip.pic);
-    vmstate_register("kvm-ioapic", 0, &vmstate_kvm_ioapic, &kvm_ioapic_state.chip.chip.ioapic);
     vmstate_register("kvm-pit", 0, &vmstate_kvm_pit, &kvm_pit);
-    vmstate_register("kvmclock", 0, &vmstate_kvmclock, &kvm_clock);
 }

@@ -42,14 +42,29 @@ struct X86CPUState {
     struct kvm_mp_state mp_state;
     struct kvm_debugregs debugregs;
     uint32_t tsc_khz;                /* 0 = unknown (unstable host TSC) */
+    /*
+     * Incoming, BQL: QEMU's layout carries a vCPU in two sections, "cpu"
+     * then "apic", and KVM needs the LAPIC put between their parts (the
+     * TSC-deadline MSR, the MP state and the events go after it). Each
+     * section's post_load sets its flag; whichever loads second calls
+     * kvm_cpu_put_tail(), which clears both.
+     */
+    bool cpu_loaded, apic_loaded;
     /* Which optional parts the incoming stream carried (set while loading). */
     bool have_events, have_xcrs, have_debugregs, have_tsc_khz;
 };
 
 /*
- * kvm_cpu_state_init: probe which MSRs the vCPU can migrate and register
- * its "cpu" section (instance = cpu_index). After KVM_SET_CPUID2.
+ * kvm_cpu_state_init: probe which MSRs the vCPU can migrate. After
+ * KVM_SET_CPUID2; the machine registers the sections later
+ * (kvm_vcpu_state_register).
  */
 void kvm_cpu_state_init(KVMState *s, CPUState *cpu);
+
+/*
+ * kvm_cpu_put_tail: put what must follow KVM_SET_LAPIC (kvm-cpu-state.c).
+ * BQL, vCPU paused, both flags above set. Clears them.
+ */
+bool kvm_cpu_put_tail(X86CPUState *env, Error **errp);
 
 #endif

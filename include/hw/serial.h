@@ -33,6 +33,8 @@ typedef struct SerialState {
 /* Registers the UART at @base; output goes to @chr (may be NULL). */
 SerialState *serial_isa_init(uint16_t base, int irq, Chardev *chr, Error **errp);
 void serial_reset(SerialState *s);
+/* Registers its "serial" section; the machine calls it in QEMU's section order. */
+void serial_state_register(SerialState *s);
 /* Recompute and deliver the interrupt line (after loading state). */
 void serial_update_irq(SerialState *s);
 

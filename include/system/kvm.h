@@ -124,10 +124,18 @@ int kvm_vm_ioctl(KVMState *s, unsigned long req, void *arg);
 int kvm_vcpu_ioctl(CPUState *cpu, unsigned long req, void *arg);
 
 /*
- * Registers the migration sections of the in-kernel PICs, IOAPIC, PIT and
- * kvmclock (accel/kvm/kvm-irqchip-state.c). After KVM_CREATE_IRQCHIP/PIT2.
+ * Migration sections of KVM's state, in QEMU's layouts. The machine calls
+ * these in the order QEMU's microvm sends the sections (hw/microvm.c):
+ * per vCPU "cpu_common" and "cpu" (kvm-cpu-state.c), then "apic"
+ * (kvm-apic-state.c); then the in-kernel IOAPIC "ioapic" 0, "kvmclock",
+ * the PICs "i8259" 0 and 1 and the PIT "i8254" (kvm-irqchip-state.c).
+ * After KVM_CREATE_IRQCHIP/PIT2 and the vCPUs' creation; main thread.
  */
-void kvm_irqchip_state_register(void);
+void kvm_vcpu_state_register(CPUState *cpu);
+void kvm_apic_state_register(CPUState *cpu);
+void kvm_ioapic_state_register(void);
+void kvm_clock_state_register(void);
+void kvm_pic_pit_state_register(void);
 
 /* Creates one KVMSlot per guest RAM range (after the machine mapped RAM). */
 bool kvm_memslots_init(KVMState *s, Error **errp);

@@ -29,6 +29,16 @@ int vm_stop(RunState state);
 /* Like vm_stop, but also sets @state when the VM is already stopped. */
 int vm_stop_force_state(RunState state);
 
+/*
+ * The VM clock, in QEMU_CLOCK_VIRTUAL's sense: nanoseconds that advance only
+ * while the VM runs (frozen from vm_stop to vm_start). Streams carry it in
+ * the "timer" section, and device times in them (the PIT's count_load_time,
+ * the LAPIC timer's load time) are on this clock. BQL held.
+ */
+int64_t vm_clock_ns(void);
+/* VM stopped (a destination loading the "timer" section): go on from @ns. */
+void vm_clock_set_ns(int64_t ns);
+
 /* Any thread: the main loop acts on these in a bottom half. */
 void qemu_system_vmstop_request(RunState state);
 void qemu_system_shutdown_request(ShutdownCause cause);
