@@ -26,6 +26,7 @@ typedef enum VMStateType {
     VMS_BUFFER,                 /* fixed-size bytes */
     VMS_VBUFFER,                /* bytes at a pointer, length in a uint32 field */
     VMS_STRUCT,                 /* nested description */
+    VMS_UNUSED,                 /* bytes QEMU's layout keeps: zeroes out, skipped in */
 } VMStateType;
 
 typedef struct VMStateDescription VMStateDescription;
@@ -142,6 +143,12 @@ struct VMStateDescription {
         0 * sizeof(char[(_max) * sizeof(_type) <= VMSTATE_SIZEOF(_s, _f) &&     \
                         VMSTATE_SIZEOF(_s, _cnt) == sizeof(uint32_t) ? 1 : -1]), \
     .vmsd = &(_vmsd) }
+
+/*
+ * @_size bytes a QEMU layout still carries for a field it dropped (vmdesc
+ * type "unused_buffer"): we write zeroes and skip what comes in.
+ */
+#define VMSTATE_UNUSED(_size) { .name = "unused", .type = VMS_UNUSED, .size = (_size) }
 
 #define VMSTATE_END_OF_LIST() { .name = NULL }
 

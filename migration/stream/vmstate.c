@@ -25,6 +25,7 @@ static const char *vmstate_type_name(VMStateType t)
     case VMS_BUFFER:
     case VMS_VBUFFER: return "buffer";
     case VMS_STRUCT: return "struct";
+    case VMS_UNUSED: return "unused_buffer";
     }
     return "unknown";
 }
@@ -35,7 +36,7 @@ static uint32_t vmstate_n_elems(const VMStateField *field, void *opaque)
     if (field->varray) {
         return *(uint32_t *)((uint8_t *)opaque + field->num_offset);
     }
-    if (field->type == VMS_BUFFER) {
+    if (field->type == VMS_BUFFER || field->type == VMS_UNUSED) {
         return 1;
     }
     return field->num ? field->num : 1;
@@ -146,6 +147,19 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         if (field->varray) {
             assert(n <= field->max);
         }
+        if (field->type == VMS_UNUSED) {
+            static const uint8_t zero[256];
+
+            if (vmdesc) {
+                vmdesc_begin_object(vmdesc);
+                vmdesc_field(vmdesc, field, -1, -1);
+                vmdesc_field_end(vmdesc, field->size);
+            }
+            for (size_t done = 0; done < field->size; done += MIN(sizeof(zero), field->size - done)) {
+                qemu_put_buffer(f, zero, MIN(sizeof(zero), field->size - done));
+            }
+            continue;
+        }
         if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
             uint64_t len = field->type == VMS_BUFFER ? field->size : n;
             if (vmdesc) {
@@ -165,11 +179,21 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         for (uint32_t i = 0; i < n; i++) {
             uint8_t *p = base + (uint64_t)i * field->size;
             uint64_t start = qemu_file_transferred(f);
-            bool desc = vmdesc && (field->type == VMS_STRUCT || !(field->num > 1 || field->varray));
+            bool array = field->num > 1 || field->varray;
+            /*
+             * As QEMU 7.2 and 10.0 write it, an array of structs whose
+             * elements all look alike (no subsections that one may carry
+             * and another not) is one entry with "array_len", described by
+             * its first element; otherwise each element has an entry with
+             * its "index".
+             */
+            bool alike = field->type == VMS_STRUCT && array && !field->vmsd->subsections;
+            bool desc = vmdesc && (field->type == VMS_STRUCT ? !alike || i == 0 : !array);
 
             if (desc) {
                 vmdesc_begin_object(vmdesc);
-                vmdesc_field(vmdesc, field, n > 1 || field->varray ? (int64_t)i : -1, -1);
+                vmdesc_field(vmdesc, field, array && !alike ? (int64_t)i : -1,
+                             alike ? (int64_t)n : -1);
             }
             if (field->type == VMS_STRUCT) {
                 if (desc) {
@@ -267,7 +291,9 @@ static bool vmstate_load_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             error_setg(errp, "%s: no buffer for field '%s'", vmsd->name, field->name);
             return false;
         }
-        if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
+        if (field->type == VMS_UNUSED) {
+            qemu_file_skip(f, field->size);
+        } else if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
             qemu_get_buffer(f, base, field->type == VMS_BUFFER ? field->size : n);
         } else {
             for (uint32_t i = 0; i < n; i++) {
