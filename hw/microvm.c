@@ -21,6 +21,7 @@
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "hw/boards.h"
+#include "hw/microvm-state.h"
 #include "hw/pvh.h"
 #include "hw/serial.h"
 #include "hw/virtio/virtio-mmio.h"
@@ -280,19 +281,27 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
  * care, but a stream in QEMU's order is one a reader can compare byte for
  * byte. virtio devices follow, then globalstate (migration_init).
  */
-static void microvm_register_sections(SerialState *serial)
+static void microvm_register_sections(MachineState *ms, SerialState *serial)
 {
     CPUState *cpu;
     guint i;
 
+    microvm_qemu_register_head(ms);
     CPU_FOREACH_INDEX(i, cpu) {
         kvm_vcpu_state_register(cpu);
+        if (i == 0) {
+            microvm_qemu_register_tpr(ms);
+        }
         kvm_apic_state_register(cpu);
     }
     kvm_ioapic_state_register();
+    microvm_qemu_register_ioapic2(ms);
     kvm_clock_state_register();
+    microvm_qemu_register_ged(ms);
     kvm_pic_pit_state_register();
-    serial_state_register(serial);
+    if (serial) {
+        serial_state_register(serial);
+    }
 }
 
 static void microvm_reset(void *opaque)
@@ -316,7 +325,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
 {
     uint32_t entry;
     PvhImageInfo info;
-    SerialState *serial;
+    SerialState *serial = NULL;
 
     if (!ms->kernel_filename) {
         error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
@@ -334,7 +343,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         !microvm_read_file(ms->initrd_filename, "initrd", &ms->initrd_image, &ms->initrd_size, errp)) {
         return false;
     }
-    if (!microvm_ram_init(ms, errp)) {
+    if (!microvm_ram_init(ms, errp) || !microvm_qemu_ram_init(ms, errp)) {
         return false;
     }
     /* Before the KVM slots: the VRAM is guest RAM with a slot of its own. */
@@ -354,15 +363,18 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     }
     pio_table = pio_table ?: io_range_table_new();
     mmio_table = mmio_table ?: io_range_table_new();
-    serial = serial_isa_init(COM1_BASE, COM1_IRQ, ms->serial, errp);
-    if (!serial) {
-        return false;
+    /* As QEMU's microvm: a UART only for a -serial backend (none with -nodefaults alone). */
+    if (ms->serial) {
+        serial = serial_isa_init(COM1_BASE, COM1_IRQ, ms->serial, errp);
+        if (!serial) {
+            return false;
+        }
     }
     if (ms->debug_exit.present &&
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
         return false;
     }
-    microvm_register_sections(serial);
+    microvm_register_sections(ms, serial);
     if (!microvm_virtio_init(ms, errp)) {
         return false;
     }

@@ -205,6 +205,13 @@ static size_t serial_can_receive(void *opaque)
 {
     SerialState *s = opaque;
 
+    /*
+     * Without the FIFO, a 16550A holds one byte: taking more would keep
+     * bytes QEMU's layout has no place for (its "serial" v3 carries rbr).
+     */
+    if (!(s->fcr & UART_FCR_FE)) {
+        return s->rx_count ? 0 : 1;
+    }
     return UART_FIFO_SIZE - s->rx_count;
 }
 
@@ -233,36 +240,52 @@ void serial_reset(SerialState *s)
     serial_update_irq(s);
 }
 
+/*
+ * QEMU's "serial" v3 carries the one received byte a UART without FIFO
+ * holds (rbr), and the FIFO's contents only in a subsection whose layout we
+ * have not seen: bytes queued behind the first are dropped, and said so.
+ */
+static bool serial_pre_save(void *opaque, Error **errp)
+{
+    SerialState *s = opaque;
+
+    s->rbr_vmstate = s->rx_count ? s->rbr_fifo[s->rx_head] : 0;
+    if (s->rx_count > 1) {
+        warn_report("serial: %u received bytes in the FIFO are not migrated (only the first)",
+                    s->rx_count - 1);
+    }
+    return true;
+}
+
 static bool serial_post_load(void *opaque, int version_id, Error **errp)
 {
     SerialState *s = opaque;
 
-    /* The FIFO indices come from the stream: keep them inside rbr_fifo. */
-    if (s->rx_head >= UART_FIFO_SIZE || s->rx_count > UART_FIFO_SIZE) {
-        error_setg(errp, "invalid receive FIFO (head %u, count %u)", s->rx_head, s->rx_count);
-        return false;
-    }
-    if (s->ier & ~0x0f || s->mcr & ~0x1f || s->fcr & ~0xc9 || s->thr_ipending > 1) {
+    if (s->ier & ~0x0f || s->mcr & ~0x1f || s->fcr & ~0xc9) {
         error_setg(errp, "invalid register state (ier 0x%x, mcr 0x%x, fcr 0x%x)",
                    s->ier, s->mcr, s->fcr);
         return false;
     }
+    /* A byte waits exactly when the line status says data ready. */
+    s->rx_head = 0;
+    s->rx_count = (s->lsr & UART_LSR_DR) ? 1 : 0;
+    s->rbr_fifo[0] = s->rbr_vmstate;
+    /* QEMU sends the THR-empty interrupt apart only when IIR does not show it; IIR does here. */
+    s->thr_ipending = (s->iir & 0x0f) == UART_IIR_THRI;
     /* Our line level is unknown to the new irqchip: always drive it once. */
     s->irq_level = -1;
     serial_update_irq(s);
     return true;
 }
 
-static const VMStateDescription vmstate_serial = {
+/* QEMU's UART state, "serial" v3 (its vmdesc: docs/devel/qemu-vmdesc/). */
+static const VMStateDescription vmstate_serial_regs = {
     .name = "serial",
-    .size = sizeof(SerialState),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .post_load = serial_post_load,
+    .version_id = 3,
+    .minimum_version_id = 3,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT8_ARRAY(rbr_fifo, SerialState, UART_FIFO_SIZE),
-        VMSTATE_UINT8(rx_head, SerialState),
-        VMSTATE_UINT8(rx_count, SerialState),
+        VMSTATE_UINT16(divider, SerialState),
+        { .name = "rbr", .type = VMS_UINT8, .size = 1, .offset = offsetof(SerialState, rbr_vmstate) },
         VMSTATE_UINT8(ier, SerialState),
         VMSTATE_UINT8(iir, SerialState),
         VMSTATE_UINT8(lcr, SerialState),
@@ -270,9 +293,22 @@ static const VMStateDescription vmstate_serial = {
         VMSTATE_UINT8(lsr, SerialState),
         VMSTATE_UINT8(msr, SerialState),
         VMSTATE_UINT8(scr, SerialState),
-        VMSTATE_UINT8(fcr, SerialState),
-        VMSTATE_UINT16(divider, SerialState),
-        VMSTATE_UINT8(thr_ipending, SerialState),
+        { .name = "fcr_vmstate", .type = VMS_UINT8, .size = 1, .offset = offsetof(SerialState, fcr) },
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* The ISA device's section wraps the UART's state in one struct field, as QEMU's does. */
+static const VMStateDescription vmstate_serial = {
+    .name = "serial",
+    .size = sizeof(SerialState),
+    .version_id = 3,
+    .minimum_version_id = 3,
+    .pre_save = serial_pre_save,
+    .post_load = serial_post_load,
+    .fields = (const VMStateField[]) {
+        { .name = "state", .type = VMS_STRUCT, .offset = 0, .size = sizeof(SerialState),
+          .vmsd = &vmstate_serial_regs },
         VMSTATE_END_OF_LIST()
     },
 };

@@ -21,6 +21,15 @@
 #define MICROVM_VIRTIO_IRQ_BASE    5
 #define MICROVM_VIRTIO_SLOTS       8
 
+/* QEMU's OnOffAuto property values; zero is auto, so a zeroed config means defaults. */
+typedef enum OnOffAuto {
+    ON_OFF_AUTO_AUTO = 0,
+    ON_OFF_AUTO_ON,
+    ON_OFF_AUTO_OFF,
+} OnOffAuto;
+
+typedef struct MicrovmQemuState MicrovmQemuState;
+
 typedef struct DebugExitConfig {
     bool present;
     uint64_t iobase;
@@ -37,7 +46,9 @@ struct MachineState {
     char *initrd_filename;
     char *memory_backend;       /* -machine memory-backend=ID */
     uint64_t max_ram_below_4g;  /* -machine max-ram-below-4g=SIZE, 0: default */
-    Chardev *serial;            /* COM1, may be NULL */
+    /* -machine acpi= and ioapic2= (auto: acpi on; ioapic2 as acpi). */
+    OnOffAuto acpi, ioapic2;
+    Chardev *serial;            /* COM1; NULL: no UART (-nodefaults, -serial none) */
     DebugExitConfig debug_exit;
     ISAVGAConf vga;             /* -device isa-vga / -vga std */
     /* VirtIODevice *, from -device, in command-line order (may be NULL). */
@@ -50,9 +61,15 @@ struct MachineState {
     uint8_t *initrd_image;
     size_t initrd_size;
     GPtrArray *virtio_mmio;     /* VirtIOMMIOState *, slot order */
+    /* What QEMU's microvm has and ours only carries (hw/microvm-state.c). */
+    MicrovmQemuState *qemu_state;
 };
 
 extern MachineState *current_machine;
+
+/* Whether the machine has QEMU's ACPI pieces (acpi-ged, the ACPI ROM blocks) and a second IOAPIC. */
+bool microvm_acpi(const MachineState *ms);
+bool microvm_ioapic2(const MachineState *ms);
 
 /* Builds RAM, KVM (irqchip, PIT, vCPUs), devices, and loads the kernel. */
 bool microvm_machine_init(MachineState *ms, Error **errp);

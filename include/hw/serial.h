@@ -23,6 +23,7 @@ typedef struct SerialState {
     uint8_t fcr;
     uint16_t divider;
     uint8_t thr_ipending;
+    uint8_t rbr_vmstate;        /* migration staging: the byte waiting (QEMU's rbr) */
 
     /* Host side. */
     Chardev *chr;

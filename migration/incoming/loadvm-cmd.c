@@ -28,6 +28,7 @@ static const char *const cmd_names[MIG_CMD_MAX] = {
     [MIG_CMD_ENABLE_COLO] = "CMD_ENABLE_COLO",
     [MIG_CMD_POSTCOPY_RESUME] = "CMD_POSTCOPY_RESUME",
     [MIG_CMD_RECV_BITMAP] = "CMD_RECV_BITMAP",
+    [MIG_CMD_SWITCHOVER_START] = "CMD_SWITCHOVER_START",
 };
 
 /* Fixed-length commands: the length they must have, or -1 for variable. */
@@ -38,6 +39,7 @@ static int loadvm_cmd_len(uint16_t cmd)
     case MIG_CMD_POSTCOPY_LISTEN:
     case MIG_CMD_POSTCOPY_RUN:
     case MIG_CMD_POSTCOPY_RESUME:
+    case MIG_CMD_SWITCHOVER_START:
         return 0;
     case MIG_CMD_PING:
         return 4;
@@ -129,6 +131,8 @@ LoadVMCmdResult loadvm_handle_command(QEMUFile *f, uint16_t cmd, uint16_t len, b
     }
     case MIG_CMD_POSTCOPY_RESUME:
         return postcopy_dst_resume(errp) ? LOADVM_CMD_CONTINUE : LOADVM_CMD_ERROR;
+    case MIG_CMD_SWITCHOVER_START:
+        return LOADVM_CMD_CONTINUE;
     default:
         error_setg(errp, "%s is not supported here", cmd_names[cmd]);
         return LOADVM_CMD_ERROR;

@@ -46,6 +46,12 @@ enum {
     MIG_CMD_ENABLE_COLO,
     MIG_CMD_POSTCOPY_RESUME,
     MIG_CMD_RECV_BITMAP,
+    /*
+     * QEMU 10.0 sends it, empty, just before the RAM section's END at a
+     * precopy's switchover (seen on the wire); it tells devices that track
+     * the switchover, and we have none. We never send it: QEMU 7.2 refuses it.
+     */
+    MIG_CMD_SWITCHOVER_START,
     MIG_CMD_MAX
 };
 

@@ -84,6 +84,22 @@ bool vl_parse_machine(Config *cfg, const char *arg, Error **errp)
         g_free(cfg->machine.memory_backend);
         cfg->machine.memory_backend = g_strdup(qemu_opt_get(opts, "memory-backend"));
     }
+    for (int i = 0; i < 2; i++) {
+        /* QEMU's OnOffAuto properties; auto is on (ioapic2 follows acpi). */
+        const char *name = i ? "ioapic2" : "acpi";
+        const char *v = qemu_opt_get(opts, name);
+        OnOffAuto *dst = i ? &cfg->machine.ioapic2 : &cfg->machine.acpi;
+
+        if (!v) {
+            continue;
+        }
+        if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) {
+            error_setg(errp, "Parameter '%s' does not accept value '%s'", name, v);
+            return false;
+        }
+        *dst = !strcmp(v, "on") ? ON_OFF_AUTO_ON :
+               !strcmp(v, "off") ? ON_OFF_AUTO_OFF : ON_OFF_AUTO_AUTO;
+    }
     if (qemu_opt_get(opts, "max-ram-below-4g")) {
         uint64_t v;
 

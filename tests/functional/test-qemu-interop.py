@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-qemu-interop.py: a running guest moves from QEMU into this binary and
+back (issue 37), with QEMU 7.2 (Debian's) and QEMU 10.0 (bookworm-backports,
+scripts/install-qemu10.sh) as the other end.
+
+Every hop is a live precopy over tcp with QMP's migrate, both ends started
+alike (-M microvm -cpu host,-arch-capabilities -nodefaults, the workload
+firmware in verify mode): the guest must verify on after each hop with no
+FAIL. A paused guest's RAM must arrive byte-identical (pmemsave on both
+ends). A stream from a QEMU whose machine differs is refused, and the
+destination never runs it.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
+binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
+"""
+
+import filecmp
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import DEADLINE, QEMU  # noqa: E402
+from analyzevm import PEER, VM, skip_class_without_kvm  # noqa: E402
+
+QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
+MEM_MB = 128
+APPEND = 'mode=verify mem=32'
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def need_binary(test, path, what):
+    """Skip loudly when a peer is missing (a failure under VMTEST_FAIL_ON_SKIP)."""
+    if os.access(path, os.X_OK):
+        return
+    msg = '%s is not installed at %s (scripts/install-deps.sh installs it)' % (what, path)
+    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+        raise AssertionError('test-qemu-interop cannot run: ' + msg)
+    print('SKIP %s: %s' % (test.id(), msg), file=sys.stderr)
+    raise unittest.SkipTest(msg)
+
+
+class InteropCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_class_without_kvm('test-qemu-interop')
+        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-interop-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.vms = []
+
+    def tearDown(self):
+        for vm in self.vms:
+            vm.shutdown()
+
+    def vm(self, binary, name, incoming=False, mem_mb=MEM_MB, extra=()):
+        args = list(extra)
+        port = None
+        if incoming:
+            port = free_port()
+            args += ['-incoming', 'tcp:127.0.0.1:%d' % port]
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=mem_mb, append=APPEND,
+                binary=binary, extra=args)
+        vm.port = port
+        vm.name = '%s (%s)' % (name, binary)
+        self.vms.append(vm)
+        return vm
+
+    def wait_passes(self, vm, n):
+        """@n more verified passes from now, and no FAIL ever."""
+        start = vm.serial_text().count('PASS')
+        end = time.monotonic() + DEADLINE
+        while vm.serial_text().count('PASS') < start + n:
+            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
+                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.05)
+        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
+
+    def status(self, vm):
+        """query-status, or a failure that says why the VM is gone."""
+        if vm.proc.poll() is not None:
+            self.fail('%s exited with status %d: %s' % (vm.name, vm.proc.returncode, vm.log_tail()))
+        return vm.qmp.cmd('query-status')['status']
+
+    def wait_end(self, src, dst):
+        end = time.monotonic() + DEADLINE
+        while True:
+            info = src.qmp.cmd('query-migrate')
+            if info.get('status') in ('completed', 'failed', 'cancelled'):
+                return info
+            self.assertLess(time.monotonic(), end, 'migration not done: %s; dst: %s'
+                            % (info, dst.log_tail()))
+            time.sleep(0.05)
+
+    def hop(self, src, dst_binary, name):
+        """Live-migrate @src into a new VM of @dst_binary; returns it, running."""
+        dst = self.vm(dst_binary, name, incoming=True)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        info = self.wait_end(src, dst)
+        self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
+                         'destination log: %s' % (src.name, dst.name, info, src.log_tail(),
+                                                  dst.log_tail()))
+        end = time.monotonic() + DEADLINE
+        while self.status(dst) != 'running':
+            self.assertLess(time.monotonic(), end, '%s never ran: %s' % (dst.name, dst.log_tail()))
+            time.sleep(0.05)
+        self.wait_passes(dst, 2)
+        return dst
+
+    def roundtrip(self, peer):
+        src = self.vm(peer, 'peer')
+        src.ready()
+        self.wait_passes(src, 2)
+        ours = self.hop(src, QEMU, 'ours')
+        back = self.hop(ours, peer, 'peer')
+        self.assertEqual(back.qmp.cmd('query-status')['status'], 'running')
+
+    def paused_ram(self, peer, first_ours):
+        """A paused guest's RAM arrives byte-identical, in either direction."""
+        src = self.vm(QEMU if first_ours else peer, 'src')
+        src.ready()
+        self.wait_passes(src, 1)
+        src.qmp.cmd('stop')
+        dst = self.vm(peer if first_ours else QEMU, 'dst', incoming=True)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        info = self.wait_end(src, dst)
+        self.assertEqual(info['status'], 'completed', '%s; destination: %s'
+                         % (info, dst.log_tail()))
+        end = time.monotonic() + DEADLINE
+        while self.status(dst) == 'inmigrate':
+            self.assertLess(time.monotonic(), end, dst.log_tail())
+            time.sleep(0.05)
+        self.assertEqual(dst.qmp.cmd('query-status')['status'], 'paused')
+        a, b = os.path.join(self.tmp, 'src.ram'), os.path.join(self.tmp, 'dst.ram')
+        size = MEM_MB << 20
+        self.assertTrue(src.pmemsave(a, size) and dst.pmemsave(b, size))
+        self.assertTrue(filecmp.cmp(a, b, shallow=False), 'RAM differs after the move')
+        # And it runs on from there.
+        dst.qmp.cmd('cont')
+        self.wait_passes(dst, 2)
+
+
+class TestQemu72(InteropCase):
+    def test_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.roundtrip(PEER)
+
+    def test_paused_ram_from_qemu(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.paused_ram(PEER, first_ours=False)
+
+
+class TestQemu10(InteropCase):
+    def test_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+    def test_paused_ram_from_qemu(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_ram(QEMU10, first_ours=False)
+
+    def test_paused_ram_to_qemu(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_ram(QEMU10, first_ours=True)
+
+
+class TestRefusals(InteropCase):
+    def test_other_ram_size(self):
+        """QEMU with another -m: refused by the RAM section, and the destination never runs."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        src = self.vm(QEMU10, 'peer', mem_mb=MEM_MB * 2)
+        src.ready()
+        dst = self.vm(QEMU, 'ours', incoming=True)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        info = self.wait_end(src, dst)
+        self.assertEqual(info['status'], 'failed', info)
+        end = time.monotonic() + DEADLINE
+        while 'microvm.ram' not in dst.log_tail():
+            self.assertLess(time.monotonic(), end, 'destination said nothing: %s'
+                            % dst.log_tail())
+            time.sleep(0.05)
+        self.assertIn('Length mismatch', dst.log_tail())
+        if dst.proc.poll() is None:
+            self.assertNotEqual(dst.qmp.cmd('query-status')['status'], 'running')
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'running')
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
