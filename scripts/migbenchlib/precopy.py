@@ -40,16 +40,23 @@ STALL_S = 60
 
 def run_precopy(sc, binary, is_peer, log):
     tmp = "/tmp/migbench-%d-%d.sock" % (os.getpid(), int(time.time() * 1000) % 100000)
+    # migbench --source: one binary is every run's source, and the binary
+    # under test (ours or a peer) is only the destination.
+    src_binary, src_is_peer = sc.get("_source") or (binary, is_peer)
     accel = sc.get("_accel") or sc.get("peer_accel" if is_peer else "ours_accel")
     smp = ["-smp", str(sc["smp"])] if sc.get("smp") else []
     net = sc.get("net")
     ports = (free_udp_port(), free_udp_port()) if net else None
     disp = sc.get("display")
     vnc_port = free_vnc_port() if disp == "on" and is_peer else None
-    src = VM(binary, display_args(disp, is_peer, vm_args(
-        binary, is_peer, sc["mem"], sc["append"], smp + trace_args(sc, is_peer) +
-        tls_args(sc, "client") + (net_args(is_peer, ports[0]) if net else []), accel=accel),
-        vnc_port), "src")
+    if sc.get("_source") and disp:
+        raise RuntimeError("--source does not measure the display")
+    src_accel = accel if (src_binary, src_is_peer) == (binary, is_peer) else \
+        sc.get("peer_accel" if src_is_peer else "ours_accel")
+    src = VM(src_binary, display_args(disp, src_is_peer, vm_args(
+        src_binary, src_is_peer, sc["mem"], sc["append"], smp + trace_args(sc, src_is_peer) +
+        tls_args(sc, "client") + (net_args(src_is_peer, ports[0]) if net else []),
+        accel=src_accel), vnc_port), "src")
     dst = None
     client = None
     viewer = probe = None
@@ -85,7 +92,8 @@ def run_precopy(sc, binary, is_peer, log):
         # A monitor that stops answering must fail the run, not hang it.
         src.qmp.set_reply_timeout(STALL_S)
         dst.qmp.set_reply_timeout(STALL_S)
-        params = (sc.get("params") if is_peer else sc.get("ours_params", sc.get("params"))) or {}
+        params = (sc.get("params") if src_is_peer else
+                  sc.get("ours_params", sc.get("params"))) or {}
         caps = sc.get("caps", [])
         dst_caps = sc.get("dst_caps", [c for c in caps if c in DST_CAPS])
         dst_params = sc.get("dst_params", {k: v for k, v in params.items()
@@ -103,7 +111,7 @@ def run_precopy(sc, binary, is_peer, log):
         except (QMPError, MonitorGone) as e:
             raise Refused("at migrate-incoming: %s" % e)
         before = [l for _, l in src.lines_since(warm_start)]
-        mig_names = PEER_MIG_THREADS if is_peer else OURS_MIG_THREADS
+        mig_names = PEER_MIG_THREADS if src_is_peer else OURS_MIG_THREADS
         mfd = "multifd" in caps
         mfd_cpu = {}            # tid -> CPU seconds when last seen alive
         src_cpu0, dst_cpu0 = proc_cpu(src.proc.pid), proc_cpu(dst.proc.pid)
