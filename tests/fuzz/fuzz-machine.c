@@ -4,7 +4,11 @@
 #include "system/system.h"
 #include "fuzz.h"
 
-/* Keep in step with scripts/fuzz-corpus, whose streams must load here. */
+/*
+ * Keep in step with scripts/fuzz-corpus, whose streams must load here:
+ * the same RAM and a serial port (which, as in QEMU, exists only with a
+ * -serial backend).
+ */
 #define FUZZ_MACHINE_MEM "16M"
 
 void fuzz_machine_start(const char *argv0)
@@ -14,7 +18,8 @@ void fuzz_machine_start(const char *argv0)
     const char *argv[] = {
         argv0, "-M", "microvm", "-accel", "kvm", "-cpu", "host",
         "-m", FUZZ_MACHINE_MEM, "-smp", "1", "-nodefaults", "-no-user-config",
-        "-display", "none", "-S", "-kernel", firmware, "-incoming", "defer", NULL,
+        "-display", "none", "-serial", "null", "-S", "-kernel", firmware, "-incoming", "defer",
+        NULL,
     };
 
     if (fd < 0) {
