@@ -274,8 +274,11 @@ void x86_cpu_to_wire(const X86KvmImage *k, const X86CPUCaps *c, X86CPUWire *w)
     }
     x86_seg_to_wire(&sr->ldt, &w->ldt);
     x86_seg_to_wire(&sr->tr, &w->tr);
-    w->gdt = (X86Segment) { .base = sr->gdt.base, .limit = sr->gdt.limit };
-    w->idt = (X86Segment) { .base = sr->idt.base, .limit = sr->idt.limit };
+    /* Descriptor tables have no selector or flags in QEMU's streams: 0. */
+    w->gdt.base = sr->gdt.base;
+    w->gdt.limit = sr->gdt.limit;
+    w->idt.base = sr->idt.base;
+    w->idt.limit = sr->idt.limit;
     w->cr0 = sr->cr0;
     w->cr2 = sr->cr2;
     w->cr3 = sr->cr3;
