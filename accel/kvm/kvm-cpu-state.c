@@ -438,10 +438,56 @@ bool kvm_cpu_put_tail(X86CPUState *env, Error **errp)
 #undef PUT
 
 /*
- * Placeholder until the "apic" section (kvm-apic-state.c, branch i37-apic)
- * is merged: it defines this function, and this body goes. Until then the
- * LAPIC, the MP state and the vCPU events do not reach the destination.
+ * TEMPORARY, until the "apic" section (kvm-apic-state.c, branch i37-apic)
+ * is merged: that file defines kvm_apic_state_register, and all of this
+ * goes. It carries the LAPIC page raw in a section of that name, in the
+ * same place in the stream, so that ours -> ours migration keeps working
+ * on this branch alone and kvm_cpu_put_tail() runs after KVM_SET_LAPIC as
+ * it will then. Not QEMU's layout: a QEMU destination refuses it.
  */
+#include "migration/vmstate.h"
+
+static bool temp_apic_pre_save(void *opaque, Error **errp)
+{
+    X86CPUState *env = opaque;
+    CPUState *cpu = env->cpu;
+    int ret = kvm_vcpu_ioctl(cpu, KVM_GET_LAPIC, &env->lapic);
+
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cpu %d: KVM_GET_LAPIC failed", cpu->cpu_index);
+        return false;
+    }
+    return true;
+}
+
+static bool temp_apic_post_load(void *opaque, int version_id, Error **errp)
+{
+    X86CPUState *env = opaque;
+    CPUState *cpu = env->cpu;
+    int ret = kvm_vcpu_ioctl(cpu, KVM_SET_LAPIC, &env->lapic);
+
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "cpu %d: KVM_SET_LAPIC failed", cpu->cpu_index);
+        return false;
+    }
+    env->apic_loaded = true;
+    return !env->cpu_loaded || kvm_cpu_put_tail(env, errp);
+}
+
+static const VMStateDescription temp_vmstate_apic = {
+    .name = "apic",
+    .size = sizeof(X86CPUState),
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = temp_apic_pre_save,
+    .post_load = temp_apic_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BUFFER(lapic.regs, X86CPUState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 void kvm_apic_state_register(CPUState *cpu)
 {
+    vmstate_register("apic", cpu->cpu_index, &temp_vmstate_apic, cpu->env);
 }
