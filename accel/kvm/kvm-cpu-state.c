@@ -33,7 +33,7 @@
 static const struct {
     uint32_t index;
     const char *name;
-} gap_msrs[X86_CPU_GAP_MSRS] = {
+} gap_msrs[] = {
     { 0x6e0, "TSC_DEADLINE" },
     { 0x1a0, "MISC_ENABLE" },
     { 0x3b, "TSC_ADJUST" },
@@ -51,6 +51,7 @@ static const struct {
     { 0x11, "KVM_WALL_CLOCK (old)" },
     { 0xd90, "BNDCFGS" },
 };
+G_STATIC_ASSERT(G_N_ELEMENTS(gap_msrs) == X86_CPU_GAP_MSRS);
 
 /*
  * KVM_GET_MSRS or KVM_SET_MSRS over @e[0..n), in batches KVM accepts.

@@ -311,9 +311,36 @@ void x86_cpu_to_wire(const X86KvmImage *k, const X86CPUCaps *c, X86CPUWire *w)
     w->tsc_khz = k->tsc_khz;
 }
 
+/* KVM's selectors and descriptor-table limits are 16 bits: refuse what would be cut. */
+static bool x86_check_segments(const X86CPUWire *w, int index, Error **errp)
+{
+    static const char *const names[6] = { "ES", "CS", "SS", "DS", "FS", "GS" };
+    const X86Segment *other[2] = { &w->ldt, &w->tr };
+
+    for (unsigned i = 0; i < 8; i++) {
+        const X86Segment *s = i < 6 ? &w->segs[i] : other[i - 6];
+
+        if (s->selector > 0xffff) {
+            error_setg(errp, "cpu %d: invalid %s selector 0x%x", index,
+                       i < 6 ? names[i] : i == 6 ? "LDT" : "TR", s->selector);
+            return false;
+        }
+    }
+    if (w->gdt.limit > 0xffff || w->idt.limit > 0xffff) {
+        error_setg(errp, "cpu %d: invalid descriptor table limit (GDT 0x%x, IDT 0x%x)", index,
+                   w->gdt.limit, w->idt.limit);
+        return false;
+    }
+    return true;
+}
+
 bool x86_cpu_check_wire(const X86CPUWire *w, const X86CPUCaps *c, int index, Error **errp)
 {
     uint64_t bad_cap = w->mcg_cap & ~c->mcg_cap & ~0xffull;
+
+    if (!x86_check_segments(w, index, errp)) {
+        return false;
+    }
 
     if (w->a20_mask != -1) {
         error_setg(errp, "cpu %d: A20 gate masked (a20_mask 0x%x): not supported", index,

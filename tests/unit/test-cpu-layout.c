@@ -232,13 +232,17 @@ static void spoil_irq_neg(X86CPUWire *w) { w->interrupt_injected = -2; }
 static void spoil_exc(X86CPUWire *w) { w->exception_nr = 32; }
 static void spoil_sipi(X86CPUWire *w) { w->sipi_vector = 0x100; }
 static void spoil_khz(X86CPUWire *w) { w->tsc_khz = -1; }
+static void spoil_selector(X86CPUWire *w) { w->segs[2].selector = 0x10000; }
+static void spoil_tr(X86CPUWire *w) { w->tr.selector = 0x10028; }
+static void spoil_idt(X86CPUWire *w) { w->idt.limit = 0x10000; }
 
 static void test_check_wire(void)
 {
     static const Spoil spoils[] = {
         spoil_a20, spoil_mp, spoil_vmcb, spoil_intercept, spoil_banks, spoil_cap_bits,
         spoil_format, spoil_tag, spoil_bv, spoil_xcr0, spoil_xcr0_bits, spoil_mxcsr,
-        spoil_irq, spoil_irq_neg, spoil_exc, spoil_sipi, spoil_khz,
+        spoil_irq, spoil_irq_neg, spoil_exc, spoil_sipi, spoil_khz, spoil_selector, spoil_tr,
+        spoil_idt,
     };
     X86CPUCaps no_avx = test_caps;
     X86CPUWire w;
