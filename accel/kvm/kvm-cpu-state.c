@@ -163,8 +163,9 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu)
     unsigned found = 0;
 
     env->cpu = cpu;
-    env->xsave = g_malloc0(X86_CPU_XSAVE_MAX);
+    /* KVM_GET_XSAVE2 fills KVM_CAP_XSAVE2's size, KVM_GET_XSAVE 4 KiB: both hold the AVX part. */
     env->xsave_len = s->xsave_size > 0 ? (uint32_t)s->xsave_size : sizeof(struct kvm_xsave);
+    env->xsave = g_malloc0(MAX(env->xsave_len, X86_XSAVE_AVX_END));
     c->xcr0_supported = kvm_cpu_xcr0_supported(env->cpuid);
     c->avx_area = env->xsave_len >= X86_XSAVE_AVX_END && (c->xcr0_supported & X86_XSTATE_AVX);
     memset(c->msr_ok, 0, sizeof(c->msr_ok));
@@ -247,11 +248,6 @@ bool kvm_cpu_get(X86CPUState *env, Error **errp)
     uint32_t n = 0, slot_of[X86_MSR_SLOTS];
     int ret;
 
-    if (env->xsave_len > X86_CPU_XSAVE_MAX) {
-        error_setg(errp, "cpu %d: the XSAVE area has %u bytes, more than the %u we handle",
-                   cpu->cpu_index, env->xsave_len, X86_CPU_XSAVE_MAX);
-        return false;
-    }
     if (!kvm_cpu_get_mp_state(env, errp)) {
         return false;
     }

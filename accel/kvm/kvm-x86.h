@@ -9,9 +9,6 @@
 #include "qemu/typedefs.h"
 #include "x86-cpu-layout.h"
 
-/* Bound of the XSAVE area we stage KVM_GET/SET_XSAVE in. */
-#define X86_CPU_XSAVE_MAX   (64 * 1024)
-
 /* MSRs KVM may hold that QEMU's "cpu" v12 fields do not carry (kvm-cpu-state.c). */
 #define X86_CPU_GAP_MSRS    16
 
@@ -32,7 +29,7 @@ struct X86CPUState {
      * KVM, then wire from kvm; a load fills wire, post_load checks it and
      * puts it through kvm. Between those they mean nothing.
      */
-    uint8_t *xsave;                  /* X86_CPU_XSAVE_MAX bytes, staging for KVM */
+    uint8_t *xsave;                  /* xsave_len bytes, staging for KVM_GET/SET_XSAVE */
     X86KvmImage kvm;
     X86CPUWire wire;
     bool gap_warned;                 /* BQL: a lost gap MSR was reported once */
