@@ -43,6 +43,9 @@ def shape(fields):
         item = (f['name'], f['type'], f['size'], f.get('array_len'))
         if 'struct' in f:
             item += (struct_shape(f['struct']),)
+        elif f['type'] == 'tmp':
+            # QEMU's "tmp" fields carry their description inline (x86 cpu's fpregs).
+            item += (struct_shape(f),)
         res.append(item)
     return res
 

@@ -508,6 +508,35 @@ static void *kvm_vcpu_thread_fn(void *arg)
     return NULL;
 }
 
+/*
+ * Machine-check banks as QEMU gives its vCPUs (10 banks, MCG_CTL_P,
+ * MCG_SER_P: MCG_CAP 0x100010a in QEMU's streams), limited to what KVM
+ * offers, when the vCPU's CPUID has MCE and MCA: the "cpu" section carries
+ * MCG_CAP and the banks, and a QEMU stream's banks need MSRs to land in.
+ * Returns the MCG_CAP set, 0 for none.
+ */
+static uint64_t kvm_cpu_setup_mce(KVMState *s, CPUState *cpu)
+{
+    struct kvm_cpuid_entry2 *e = cpuid_find(cpu->env->cpuid, 1, 0);
+    uint64_t supported = 0, cap;
+    int banks = kvm_check_extension(s, KVM_CAP_MCE);   /* KVM's bank limit */
+    int ret;
+
+    if (!e || !(e->edx & (1u << 7)) || !(e->edx & (1u << 14)) || banks <= 0 ||
+        kvm_ioctl(s, KVM_X86_GET_MCE_CAP_SUPPORTED, &supported) < 0) {
+        return 0;
+    }
+    /* KVM_X86_GET_MCE_CAP_SUPPORTED gives the flag bits only (0x1000100 here). */
+    cap = (X86_MCG_CAP_QEMU & ~0xffull & supported) | MIN(X86_MCE_BANKS_MAX, banks);
+    ret = kvm_vcpu_ioctl(cpu, KVM_X86_SETUP_MCE, &cap);
+    if (ret < 0) {
+        /* The guest runs without MCE; a stream with banks will be refused. */
+        warn_report("CPU %d: KVM_X86_SETUP_MCE failed: %s", cpu->cpu_index, strerror(-ret));
+        return 0;
+    }
+    return cap;
+}
+
 static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
 {
     CPUState *cpu = g_new0(CPUState, 1);
@@ -546,6 +575,7 @@ static bool kvm_vcpu_create_one(KVMState *s, int index, int ncpus, Error **errp)
         error_setg(errp, "KVM_GET_LAPIC failed (CPU %d)", index);
         return false;
     }
+    cpu->env->caps.mcg_cap = kvm_cpu_setup_mce(s, cpu);
     kvm_cpu_state_init(s, cpu);
     if (!kvm_dirty_log_vcpu_init(s, cpu, errp)) {
         return false;

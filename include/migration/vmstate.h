@@ -26,6 +26,7 @@ typedef enum VMStateType {
     VMS_BUFFER,                 /* fixed-size bytes */
     VMS_VBUFFER,                /* bytes at a pointer, length in a uint32 field */
     VMS_STRUCT,                 /* nested description */
+    VMS_TMP,                    /* nested description, inline in the vmdesc (QEMU's "tmp") */
     VMS_UNUSED,                 /* bytes QEMU's layout keeps: zeroes out, skipped in */
 } VMStateType;
 
@@ -142,6 +143,19 @@ struct VMStateDescription {
     .max = (_max) +                                                             \
         0 * sizeof(char[(_max) * sizeof(_type) <= VMSTATE_SIZEOF(_s, _f) &&     \
                         VMSTATE_SIZEOF(_s, _cnt) == sizeof(uint32_t) ? 1 : -1]), \
+    .vmsd = &(_vmsd) }
+
+/*
+ * A member _f of type _type described by _vmsd, written exactly like
+ * VMSTATE_STRUCT but described as QEMU describes its "tmp" fields: type
+ * "tmp", with the nested vmsd_name, version and fields inline in the
+ * field's entry rather than under "struct". Only for a layout that must
+ * match a QEMU vmdesc of that shape (the x86 "cpu" section's fpregs).
+ */
+#define VMSTATE_TMP(_f, _s, _vmsd, _type) {                                     \
+    .name = #_f, .type = VMS_TMP, .offset = offsetof(_s, _f),                  \
+    .size = sizeof(_type) +                                                     \
+        0 * sizeof(char[VMSTATE_SIZEOF(_s, _f) == sizeof(_type) ? 1 : -1]),     \
     .vmsd = &(_vmsd) }
 
 /*

@@ -25,6 +25,7 @@ static const char *vmstate_type_name(VMStateType t)
     case VMS_BUFFER:
     case VMS_VBUFFER: return "buffer";
     case VMS_STRUCT: return "struct";
+    case VMS_TMP:    return "tmp";
     case VMS_UNUSED: return "unused_buffer";
     }
     return "unknown";
@@ -170,7 +171,7 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             qemu_put_buffer(f, base, len);
             continue;
         }
-        if (vmdesc && field->type != VMS_STRUCT && n &&
+        if (vmdesc && field->type != VMS_STRUCT && field->type != VMS_TMP && n &&
             (field->num > 1 || field->varray)) {
             vmdesc_begin_object(vmdesc);
             vmdesc_field(vmdesc, field, -1, n);
@@ -187,23 +188,27 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
              * its first element; otherwise each element has an entry with
              * its "index".
              */
-            bool alike = field->type == VMS_STRUCT && array && !field->vmsd->subsections;
-            bool desc = vmdesc && (field->type == VMS_STRUCT ? !alike || i == 0 : !array);
+            bool nested = field->type == VMS_STRUCT || field->type == VMS_TMP;
+            bool alike = nested && array && !field->vmsd->subsections;
+            bool desc = vmdesc && (nested ? !alike || i == 0 : !array);
 
             if (desc) {
                 vmdesc_begin_object(vmdesc);
                 vmdesc_field(vmdesc, field, array && !alike ? (int64_t)i : -1,
                              alike ? (int64_t)n : -1);
             }
-            if (field->type == VMS_STRUCT) {
-                if (desc) {
+            if (nested) {
+                /* A "tmp" field's vmsd_name, version and fields sit in its own entry. */
+                bool wrap = desc && field->type == VMS_STRUCT;
+
+                if (wrap) {
                     vmdesc_set_member_name(vmdesc, "struct");
                     vmdesc_begin_object(vmdesc);
                 }
                 if (!vmstate_save_state(f, field->vmsd, p, desc ? vmdesc : NULL, errp)) {
                     return false;
                 }
-                if (desc) {
+                if (wrap) {
                     vmdesc_end_object(vmdesc);
                 }
             } else {
@@ -211,8 +216,7 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             }
             if (desc) {
                 /* As QEMU's vmdesc: the bytes this element took in the stream. */
-                vmdesc_field_end(vmdesc, field->type == VMS_STRUCT
-                                 ? qemu_file_transferred(f) - start : field->size);
+                vmdesc_field_end(vmdesc, nested ? qemu_file_transferred(f) - start : field->size);
             }
         }
     }
@@ -298,7 +302,7 @@ static bool vmstate_load_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         } else {
             for (uint32_t i = 0; i < n; i++) {
                 uint8_t *p = base + (uint64_t)i * field->size;
-                if (field->type == VMS_STRUCT) {
+                if (field->type == VMS_STRUCT || field->type == VMS_TMP) {
                     if (!vmstate_load_state(f, field->vmsd, p, field->vmsd->version_id, errp)) {
                         error_prepend(errp, "%s: ", vmsd->name);
                         return false;

@@ -210,6 +210,82 @@ static void test_wire_unused(void)
     g_assert_false(load_buf(&vmstate_gap, &back, 1, in, 3, NULL, NULL));
 }
 
+/* A "tmp" field: the bytes of a struct, described inline as QEMU's x86 fpregs are. */
+typedef struct TmpInner {
+    uint64_t mant;
+    uint16_t exp;
+} TmpInner;
+
+typedef struct TmpOuter {
+    TmpInner t[2];
+} TmpOuter;
+
+static const VMStateDescription vmstate_tmp_inner = {
+    .name = "inner_tmp",
+    .version_id = 0,
+    .minimum_version_id = 0,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(mant, TmpInner),
+        VMSTATE_UINT16(exp, TmpInner),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_tmp_elem = {
+    .name = "elem",
+    .version_id = 0,
+    .minimum_version_id = 0,
+    .fields = (const VMStateField[]) {
+        { .name = "tmp", .type = VMS_TMP, .offset = 0, .size = sizeof(TmpInner),
+          .vmsd = &vmstate_tmp_inner },
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_tmp_outer = {
+    .name = "outer",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(t, TmpOuter, 2, vmstate_tmp_elem, TmpInner),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static void test_wire_tmp(void)
+{
+    TmpOuter s = { .t = { { 0x0102030405060708ULL, 0x090a }, { 1, 2 } } }, back = { 0 };
+    static const uint8_t expect[] = {
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+        0, 0, 0, 0, 0, 0, 0, 1, 0, 2,
+    };
+    g_autoptr(VMDescWriter) b = vmdesc_new();
+    g_autofree uint8_t *data = NULL;
+    const char *text;
+    size_t len, text_len;
+
+    vmdesc_begin_object(b);
+    data = save_buf(&vmstate_tmp_outer, &s, b, &len);
+    vmdesc_end_object(b);
+    g_assert_cmpmem(data, len, expect, sizeof(expect));
+    text = vmdesc_get_data(b, &text_len);
+    /* QEMU's shape: no "struct" object around the tmp's description. */
+    g_assert_nonnull(g_strstr_len(text, text_len,
+                                  "\"struct\":{\"vmsd_name\":\"elem\",\"version\":0,\"fields\":"
+                                  "[{\"name\":\"tmp\",\"type\":\"tmp\",\"vmsd_name\":\"inner_tmp\","
+                                  "\"version\":0,\"fields\":[{\"name\":\"mant\",\"type\":\"uint64\","
+                                  "\"size\":8},{\"name\":\"exp\",\"type\":\"uint16\",\"size\":2}],"
+                                  "\"size\":10}]},\"size\":10}"));
+    g_assert_nonnull(g_strstr_len(text, text_len, "\"name\":\"t\",\"array_len\":2,"));
+    g_assert_true(load_buf(&vmstate_tmp_outer, &back, 1, expect, sizeof(expect), NULL,
+                           &error_abort));
+    g_assert_cmphex(back.t[0].mant, ==, s.t[0].mant);
+    g_assert_cmphex(back.t[0].exp, ==, s.t[0].exp);
+    g_assert_cmphex(back.t[1].mant, ==, 1);
+    g_assert_cmphex(back.t[1].exp, ==, 2);
+    g_assert_false(load_buf(&vmstate_tmp_outer, &back, 1, expect, sizeof(expect) - 1, NULL, NULL));
+}
+
 /* ---- versions ---- */
 
 static void test_version_newer_refused(void)
@@ -555,6 +631,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vmstate/roundtrip/full-varray", test_roundtrip_full_varray);
     g_test_add_func("/vmstate/wire-format", test_wire_format);
     g_test_add_func("/vmstate/wire-unused", test_wire_unused);
+    g_test_add_func("/vmstate/wire-tmp", test_wire_tmp);
     g_test_add_func("/vmstate/version/newer-refused", test_version_newer_refused);
     g_test_add_func("/vmstate/version/subsection-newer-refused",
                     test_version_subsection_newer_refused);
