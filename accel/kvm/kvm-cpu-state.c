@@ -751,8 +751,3 @@ void kvm_vcpu_state_register(CPUState *cpu)
 {
     vmstate_register("cpu", cpu->cpu_index, &vmstate_x86_cpu, cpu->env);
 }
-
-/* The LAPIC travels in the "cpu" section until kvm-apic-state.c carries QEMU's "apic". */
-void kvm_apic_state_register(CPUState *cpu)
-{
-}
