@@ -257,7 +257,13 @@ static bool kvm_pit_pre_save(void *opaque, Error **errp)
 #define PIT_GET(f) c->f = k->f;
         PIT_CHANNEL_FIELDS(PIT_GET)
 #undef PIT_GET
-        c->count_load_time = pit_rebase_time(k->count_load_time, mono_now, vm_now);
+        /*
+         * KVM keeps channel 0's start in its hrtimer and reports 0 here:
+         * send 0. A channel loaded before the VM clock started (at the
+         * PIT's creation) would get a negative time: send the clock's 0.
+         */
+        c->count_load_time = k->count_load_time
+            ? MAX(pit_rebase_time(k->count_load_time, mono_now, vm_now), 0) : 0;
         /*
          * QEMU's own PIT model arms its timer at this time; KVM has its
          * own timer and restarts every channel at KVM_SET_PIT2, so we send
