@@ -1,186 +1,328 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Migration sections of the in-kernel devices the VM has beside its vCPUs:
- * the two i8259 PICs ("kvm-i8259" 0 = master, 1 = slave), the IOAPIC
- * ("kvm-ioapic"), the PIT ("kvm-pit") and the kvmclock ("kvmclock").
- * pre_save reads each from KVM; post_load checks the incoming values that
- * KVM would take on trust and writes them back.
+ * QEMU's sections for the in-kernel devices the VM has beside its vCPUs,
+ * in QEMU's layouts: the IOAPIC ("ioapic" 0), the two i8259 PICs ("i8259"
+ * 0 = master, 1 = slave) and the PIT ("i8254" 0). The kvmclock is in
+ * kvm-clock-state.c.
+ *
+ * Each section's opaque is an image of its fields in QEMU's names. pre_save
+ * reads KVM into the image; post_load checks what KVM would take on trust,
+ * lays the image over what KVM has now (so the state QEMU does not carry,
+ * such as the PICs' elcr_mask and the IOAPIC's base, stays KVM's) and
+ * writes it back. The instances are allocated at registration; KVM has
+ * one in-kernel irqchip and PIT per VM, so there is one of each, but the
+ * hooks only use what they are given. All hooks: BQL held, VM stopped.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "migration/vmstate.h"
 #include "system/kvm.h"
+#include "system/runstate.h"
 
 #define IOAPIC_BASE_ADDRESS 0xfec00000
 
-/* One per section instance; KVM_CREATE_IRQCHIP made exactly these. */
-typedef struct KVMChipState {
-    struct kvm_irqchip chip;        /* chip_id is ours, never from the stream */
-} KVMChipState;
-
-static KVMChipState kvm_pic_state[2];
-static KVMChipState kvm_ioapic_state;
-static struct kvm_pit_state2 kvm_pit;
-static struct kvm_clock_data kvm_clock;
-
 /* ---- PIC and IOAPIC ---- */
 
-static bool kvm_chip_get(KVMChipState *c, Error **errp)
+static bool kvm_chip_get(struct kvm_irqchip *chip, Error **errp)
 {
-    int ret = kvm_vm_ioctl(kvm_state, KVM_GET_IRQCHIP, &c->chip);
+    int ret = kvm_vm_ioctl(kvm_state, KVM_GET_IRQCHIP, chip);
 
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "KVM_GET_IRQCHIP (chip %u) failed", c->chip.chip_id);
+        error_setg_errno(errp, -ret, "KVM_GET_IRQCHIP (chip %u) failed", chip->chip_id);
         return false;
     }
     return true;
 }
 
-static bool kvm_chip_put(KVMChipState *c, Error **errp)
+static bool kvm_chip_put(struct kvm_irqchip *chip, Error **errp)
 {
-    int ret = kvm_vm_ioctl(kvm_state, KVM_SET_IRQCHIP, &c->chip);
+    int ret = kvm_vm_ioctl(kvm_state, KVM_SET_IRQCHIP, chip);
 
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "KVM_SET_IRQCHIP (chip %u) failed", c->chip.chip_id);
+        error_setg_errno(errp, -ret, "KVM_SET_IRQCHIP (chip %u) failed", chip->chip_id);
         return false;
     }
     return true;
 }
 
-static KVMChipState *kvm_pic_from(void *opaque)
-{
-    return container_of((struct kvm_pic_state *)opaque, KVMChipState, chip.chip.pic);
-}
+/* The "i8259" v1 section: KVM's kvm_pic_state without elcr_mask, plus single_mode. */
+typedef struct PICImage {
+    uint8_t last_irr, irr, imr, isr, priority_add, irq_base, read_reg_select, poll;
+    uint8_t special_mask, init_state, auto_eoi, rotate_on_auto_eoi, special_fully_nested_mode;
+    uint8_t init4;
+    uint8_t single_mode;        /* KVM's PIC is always cascaded: 0 */
+    uint8_t elcr;
+} PICImage;
+
+typedef struct KVMPICMig {
+    uint32_t chip_id;           /* KVM_IRQCHIP_PIC_MASTER or _SLAVE; immutable, never from the stream */
+    PICImage img;               /* BQL; meaningful from pre_save or load to the hook after */
+} KVMPICMig;
+
+#define PIC_FIELDS(X) X(last_irr) X(irr) X(imr) X(isr) X(priority_add) X(irq_base) \
+    X(read_reg_select) X(poll) X(special_mask) X(init_state) X(auto_eoi)            \
+    X(rotate_on_auto_eoi) X(special_fully_nested_mode) X(init4) X(elcr)
 
 static bool kvm_pic_pre_save(void *opaque, Error **errp)
 {
-    return kvm_chip_get(kvm_pic_from(opaque), errp);
+    KVMPICMig *mig = container_of((PICImage *)opaque, KVMPICMig, img);
+    struct kvm_irqchip chip = { .chip_id = mig->chip_id };
+
+    if (!kvm_chip_get(&chip, errp)) {
+        return false;
+    }
+#define PIC_GET(f) mig->img.f = chip.chip.pic.f;
+    PIC_FIELDS(PIC_GET)
+#undef PIC_GET
+    mig->img.single_mode = 0;
+    return true;
 }
 
 static bool kvm_pic_post_load(void *opaque, int version_id, Error **errp)
 {
-    KVMChipState *c = kvm_pic_from(opaque);
-    const struct kvm_pic_state *p = opaque;
+    KVMPICMig *mig = container_of((PICImage *)opaque, KVMPICMig, img);
+    const PICImage *p = &mig->img;
+    struct kvm_irqchip chip = { .chip_id = mig->chip_id };
 
-    assert(c->chip.chip_id == KVM_IRQCHIP_PIC_MASTER || c->chip.chip_id == KVM_IRQCHIP_PIC_SLAVE);
     /* What the i8259 model itself can produce: flags are 0/1, small counters. */
     if (p->priority_add > 7 || p->init_state > 3 || p->read_reg_select > 1 || p->poll > 1 ||
         p->special_mask > 1 || p->auto_eoi > 1 || p->rotate_on_auto_eoi > 1 ||
         p->special_fully_nested_mode > 1 || p->init4 > 1) {
-        error_setg(errp, "invalid PIC state (chip %u)", c->chip.chip_id);
+        error_setg(errp, "invalid PIC state (chip %u)", mig->chip_id);
         return false;
     }
-    return kvm_chip_put(c, errp);
+    if (p->single_mode) {
+        error_setg(errp, "PIC %u in single mode: KVM's PICs are always cascaded", mig->chip_id);
+        return false;
+    }
+    /* elcr_mask is KVM's (the lines that can be level-triggered), not carried. */
+    if (!kvm_chip_get(&chip, errp)) {
+        return false;
+    }
+    if (p->elcr & ~chip.chip.pic.elcr_mask) {
+        error_setg(errp, "PIC %u: ELCR 0x%x sets bits outside 0x%x", mig->chip_id, p->elcr,
+                   chip.chip.pic.elcr_mask);
+        return false;
+    }
+#define PIC_PUT(f) chip.chip.pic.f = p->f;
+    PIC_FIELDS(PIC_PUT)
+#undef PIC_PUT
+    return kvm_chip_put(&chip, errp);
 }
 
 static const VMStateDescription vmstate_kvm_i8259 = {
-    .name = "kvm-i8259",
-    .size = sizeof(struct kvm_pic_state),
+    .name = "i8259",
+    .size = sizeof(PICImage),
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = kvm_pic_pre_save,
     .post_load = kvm_pic_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(last_irr, struct kvm_pic_state),
-        VMSTATE_UINT8(irr, struct kvm_pic_state),
-        VMSTATE_UINT8(imr, struct kvm_pic_state),
-        VMSTATE_UINT8(isr, struct kvm_pic_state),
-        VMSTATE_UINT8(priority_add, struct kvm_pic_state),
-        VMSTATE_UINT8(irq_base, struct kvm_pic_state),
-        VMSTATE_UINT8(read_reg_select, struct kvm_pic_state),
-        VMSTATE_UINT8(poll, struct kvm_pic_state),
-        VMSTATE_UINT8(special_mask, struct kvm_pic_state),
-        VMSTATE_UINT8(init_state, struct kvm_pic_state),
-        VMSTATE_UINT8(auto_eoi, struct kvm_pic_state),
-        VMSTATE_UINT8(rotate_on_auto_eoi, struct kvm_pic_state),
-        VMSTATE_UINT8(special_fully_nested_mode, struct kvm_pic_state),
-        VMSTATE_UINT8(init4, struct kvm_pic_state),
-        VMSTATE_UINT8(elcr, struct kvm_pic_state),
-        VMSTATE_UINT8(elcr_mask, struct kvm_pic_state),
+        VMSTATE_UINT8(last_irr, PICImage),
+        VMSTATE_UINT8(irr, PICImage),
+        VMSTATE_UINT8(imr, PICImage),
+        VMSTATE_UINT8(isr, PICImage),
+        VMSTATE_UINT8(priority_add, PICImage),
+        VMSTATE_UINT8(irq_base, PICImage),
+        VMSTATE_UINT8(read_reg_select, PICImage),
+        VMSTATE_UINT8(poll, PICImage),
+        VMSTATE_UINT8(special_mask, PICImage),
+        VMSTATE_UINT8(init_state, PICImage),
+        VMSTATE_UINT8(auto_eoi, PICImage),
+        VMSTATE_UINT8(rotate_on_auto_eoi, PICImage),
+        VMSTATE_UINT8(special_fully_nested_mode, PICImage),
+        VMSTATE_UINT8(init4, PICImage),
+        VMSTATE_UINT8(single_mode, PICImage),
+        VMSTATE_UINT8(elcr, PICImage),
         VMSTATE_END_OF_LIST()
     },
 };
 
+/* The "ioapic" v3 section; base_address is not carried (always 0xfec00000 here). */
+typedef struct IOAPICImage {
+    uint8_t id;
+    uint8_t ioregsel;
+    uint32_t irr;
+    uint64_t ioredtbl[KVM_IOAPIC_NUM_PINS];
+} IOAPICImage;
+
 static bool kvm_ioapic_pre_save(void *opaque, Error **errp)
 {
-    return kvm_chip_get(&kvm_ioapic_state, errp);
+    IOAPICImage *img = opaque;
+    struct kvm_irqchip chip = { .chip_id = KVM_IRQCHIP_IOAPIC };
+    const struct kvm_ioapic_state *io = &chip.chip.ioapic;
+
+    if (!kvm_chip_get(&chip, errp)) {
+        return false;
+    }
+    /* KVM keeps the 4-bit ID and the 8-bit select in u32s that hold nothing more. */
+    img->id = io->id;
+    img->ioregsel = io->ioregsel;
+    img->irr = io->irr;
+    for (int i = 0; i < KVM_IOAPIC_NUM_PINS; i++) {
+        img->ioredtbl[i] = io->redirtbl[i].bits;
+    }
+    return true;
 }
 
 static bool kvm_ioapic_post_load(void *opaque, int version_id, Error **errp)
 {
-    const struct kvm_ioapic_state *io = opaque;
+    const IOAPICImage *img = opaque;
+    struct kvm_irqchip chip = { .chip_id = KVM_IRQCHIP_IOAPIC };
+    struct kvm_ioapic_state *io = &chip.chip.ioapic;
 
-    assert(kvm_ioapic_state.chip.chip_id == KVM_IRQCHIP_IOAPIC);
-    /* KVM would move its MMIO window to any base the stream names. */
-    if (io->base_address != IOAPIC_BASE_ADDRESS) {
-        error_setg(errp, "IOAPIC base address 0x%llx is not 0x%x",
-                   (unsigned long long)io->base_address, IOAPIC_BASE_ADDRESS);
-        return false;
-    }
-    if (io->ioregsel > 0xff || io->id > 0xf || io->irr >> KVM_IOAPIC_NUM_PINS) {
+    if (img->id > 0xf || img->irr >> KVM_IOAPIC_NUM_PINS) {
         error_setg(errp, "invalid IOAPIC state (ioregsel 0x%x, id %u, irr 0x%x)",
-                   io->ioregsel, io->id, io->irr);
+                   img->ioregsel, img->id, img->irr);
         return false;
     }
-    return kvm_chip_put(&kvm_ioapic_state, errp);
+    if (!kvm_chip_get(&chip, errp)) {
+        return false;
+    }
+    /* KVM would move its MMIO window to any base it is given. */
+    io->base_address = IOAPIC_BASE_ADDRESS;
+    io->id = img->id;
+    io->ioregsel = img->ioregsel;
+    io->irr = img->irr;
+    for (int i = 0; i < KVM_IOAPIC_NUM_PINS; i++) {
+        io->redirtbl[i].bits = img->ioredtbl[i];
+    }
+    return kvm_chip_put(&chip, errp);
 }
 
 static const VMStateDescription vmstate_kvm_ioapic = {
-    .name = "kvm-ioapic",
-    .size = sizeof(struct kvm_ioapic_state),
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .name = "ioapic",
+    .size = sizeof(IOAPICImage),
+    .version_id = 3,
+    .minimum_version_id = 3,
     .pre_save = kvm_ioapic_pre_save,
     .post_load = kvm_ioapic_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT_SIZED(base_address, struct kvm_ioapic_state, VMS_UINT64),
-        VMSTATE_UINT32(ioregsel, struct kvm_ioapic_state),
-        VMSTATE_UINT32(id, struct kvm_ioapic_state),
-        VMSTATE_UINT32(irr, struct kvm_ioapic_state),
-        VMSTATE_UINT64_ARRAY(redirtbl, struct kvm_ioapic_state, KVM_IOAPIC_NUM_PINS),
+        VMSTATE_UINT8(id, IOAPICImage),
+        VMSTATE_UINT8(ioregsel, IOAPICImage),
+        VMSTATE_UNUSED(8),      /* QEMU's old base address */
+        VMSTATE_UINT32(irr, IOAPICImage),
+        VMSTATE_UINT64_ARRAY(ioredtbl, IOAPICImage, KVM_IOAPIC_NUM_PINS),
         VMSTATE_END_OF_LIST()
     },
 };
 
 /* ---- PIT ---- */
 
+/* One channel of the "i8254" v3 section ("pit channel" v2), in QEMU's names. */
+typedef struct PITChannelImage {
+    int32_t count;              /* KVM's u32 is at most 0x10000 */
+    uint16_t latched_count;
+    uint8_t count_latched, status_latched, status, read_state, write_state, write_latch;
+    uint8_t rw_mode, mode, bcd, gate;
+    int64_t count_load_time;    /* VM clock ns (KVM: host CLOCK_MONOTONIC ns) */
+    int64_t next_transition_time;
+    uint32_t irq_disabled;      /* channels[0]'s alone is on the wire */
+} PITChannelImage;
+
+typedef struct PITImage {
+    PITChannelImage channels[3];
+} PITImage;
+
+/*
+ * @t on one clock to the other, given both clocks' now: @t - @from_now +
+ * @to_now, wrapping (a hostile stream's time must not overflow a signed sum).
+ */
+static int64_t pit_rebase_time(int64_t t, int64_t from_now, int64_t to_now)
+{
+    return (int64_t)((uint64_t)t - (uint64_t)from_now + (uint64_t)to_now);
+}
+
+#define PIT_CHANNEL_FIELDS(X) X(latched_count) X(count_latched) X(status_latched) X(status) \
+    X(read_state) X(write_state) X(write_latch) X(rw_mode) X(mode) X(bcd) X(gate)
+
 static bool kvm_pit_pre_save(void *opaque, Error **errp)
 {
-    int ret = kvm_vm_ioctl(kvm_state, KVM_GET_PIT2, &kvm_pit);
+    PITImage *img = opaque;
+    struct kvm_pit_state2 pit;
+    int64_t mono_now, vm_now;
+    int ret = kvm_vm_ioctl(kvm_state, KVM_GET_PIT2, &pit);
 
     if (ret < 0) {
         error_setg_errno(errp, -ret, "KVM_GET_PIT2 failed");
         return false;
+    }
+    mono_now = get_clock_ns();
+    vm_now = vm_clock_ns();
+    for (int i = 0; i < 3; i++) {
+        const struct kvm_pit_channel_state *k = &pit.channels[i];
+        PITChannelImage *c = &img->channels[i];
+
+        c->count = (int32_t)k->count;
+#define PIT_GET(f) c->f = k->f;
+        PIT_CHANNEL_FIELDS(PIT_GET)
+#undef PIT_GET
+        /*
+         * KVM keeps channel 0's start in its hrtimer and reports 0 here:
+         * send 0. A channel loaded before the VM clock started (at the
+         * PIT's creation) would get a negative time: send the clock's 0.
+         */
+        c->count_load_time = k->count_load_time
+            ? MAX(pit_rebase_time(k->count_load_time, mono_now, vm_now), 0) : 0;
+        /*
+         * QEMU's own PIT model arms its timer at this time; KVM has its
+         * own timer and restarts every channel at KVM_SET_PIT2, so we send
+         * 0 (QEMU computes it again when its model runs) and ignore it.
+         */
+        c->next_transition_time = 0;
+        c->irq_disabled = !!(pit.flags & KVM_PIT_FLAGS_HPET_LEGACY);
     }
     return true;
 }
 
 static bool kvm_pit_post_load(void *opaque, int version_id, Error **errp)
 {
-    struct kvm_pit_state2 *pit = &kvm_pit;
+    const PITImage *img = opaque;
+    struct kvm_pit_state2 pit;
+    int64_t mono_now, vm_now;
     int ret;
 
-    if (pit->flags & ~(KVM_PIT_FLAGS_HPET_LEGACY | KVM_PIT_FLAGS_SPEAKER_DATA_ON)) {
-        error_setg(errp, "invalid PIT flags 0x%x", pit->flags);
+    if (img->channels[0].irq_disabled > 1) {
+        error_setg(errp, "invalid PIT irq_disabled %u", img->channels[0].irq_disabled);
         return false;
     }
     for (int i = 0; i < 3; i++) {
-        const struct kvm_pit_channel_state *c = &pit->channels[i];
+        const PITChannelImage *c = &img->channels[i];
 
         /* mode is 0xff until the guest programs the channel; 6 and 7 alias 2 and 3. */
-        if (c->count > 0x10000 || (c->mode > 7 && c->mode != 0xff) || c->rw_mode > 3 ||
-            c->read_state > 4 || c->write_state > 4 || c->count_latched > 3 ||
+        if (c->count < 0 || c->count > 0x10000 || (c->mode > 7 && c->mode != 0xff) ||
+            c->rw_mode > 3 || c->read_state > 4 || c->write_state > 4 || c->count_latched > 3 ||
             c->status_latched > 1 || c->bcd > 1 || c->gate > 1) {
             error_setg(errp, "invalid PIT channel %d state", i);
             return false;
         }
     }
-    memset(pit->reserved, 0, sizeof(pit->reserved));
-    /*
-     * count_load_time is the source host's clock; KVM ignores it and
-     * restarts each channel from its reload value at KVM_SET_PIT2.
-     */
-    ret = kvm_vm_ioctl(kvm_state, KVM_SET_PIT2, pit);
+    /* The flags QEMU does not carry (the speaker's data line) stay KVM's. */
+    ret = kvm_vm_ioctl(kvm_state, KVM_GET_PIT2, &pit);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "KVM_GET_PIT2 failed");
+        return false;
+    }
+    /* The "timer" section, loaded before this one, has set the VM clock. */
+    mono_now = get_clock_ns();
+    vm_now = vm_clock_ns();
+    for (int i = 0; i < 3; i++) {
+        const PITChannelImage *c = &img->channels[i];
+        struct kvm_pit_channel_state *k = &pit.channels[i];
+
+        k->count = (uint32_t)c->count;
+#define PIT_PUT(f) k->f = c->f;
+        PIT_CHANNEL_FIELDS(PIT_PUT)
+#undef PIT_PUT
+        /* KVM restarts each channel from its count at KVM_SET_PIT2 and resets this. */
+        k->count_load_time = pit_rebase_time(c->count_load_time, vm_now, mono_now);
+    }
+    pit.flags &= ~KVM_PIT_FLAGS_HPET_LEGACY;
+    if (img->channels[0].irq_disabled) {
+        pit.flags |= KVM_PIT_FLAGS_HPET_LEGACY;
+    }
+    memset(pit.reserved, 0, sizeof(pit.reserved));
+    ret = kvm_vm_ioctl(kvm_state, KVM_SET_PIT2, &pit);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "KVM_SET_PIT2 failed");
         return false;
@@ -189,140 +331,57 @@ static bool kvm_pit_post_load(void *opaque, int version_id, Error **errp)
 }
 
 static const VMStateDescription vmstate_kvm_pit_channel = {
-    .name = "kvm_pit_channel_state",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .name = "pit channel",
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(count, struct kvm_pit_channel_state),
-        VMSTATE_UINT16(latched_count, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(count_latched, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(status_latched, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(status, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(read_state, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(write_state, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(write_latch, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(rw_mode, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(mode, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(bcd, struct kvm_pit_channel_state),
-        VMSTATE_UINT8(gate, struct kvm_pit_channel_state),
-        VMSTATE_UINT_SIZED(count_load_time, struct kvm_pit_channel_state, VMS_INT64),
+        VMSTATE_INT32(count, PITChannelImage),
+        VMSTATE_UINT16(latched_count, PITChannelImage),
+        VMSTATE_UINT8(count_latched, PITChannelImage),
+        VMSTATE_UINT8(status_latched, PITChannelImage),
+        VMSTATE_UINT8(status, PITChannelImage),
+        VMSTATE_UINT8(read_state, PITChannelImage),
+        VMSTATE_UINT8(write_state, PITChannelImage),
+        VMSTATE_UINT8(write_latch, PITChannelImage),
+        VMSTATE_UINT8(rw_mode, PITChannelImage),
+        VMSTATE_UINT8(mode, PITChannelImage),
+        VMSTATE_UINT8(bcd, PITChannelImage),
+        VMSTATE_UINT8(gate, PITChannelImage),
+        VMSTATE_INT64(count_load_time, PITChannelImage),
+        VMSTATE_INT64(next_transition_time, PITChannelImage),
         VMSTATE_END_OF_LIST()
     },
 };
 
 static const VMStateDescription vmstate_kvm_pit = {
-    .name = "kvm-pit",
-    .size = sizeof(struct kvm_pit_state2),
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .name = "i8254",
+    .size = sizeof(PITImage),
+    .version_id = 3,
+    .minimum_version_id = 3,
     .pre_save = kvm_pit_pre_save,
     .post_load = kvm_pit_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_STRUCT_ARRAY(channels, struct kvm_pit_state2, 3, vmstate_kvm_pit_channel,
-                             struct kvm_pit_channel_state),
-        VMSTATE_UINT32(flags, struct kvm_pit_state2),
+        VMSTATE_UINT32(channels[0].irq_disabled, PITImage),
+        VMSTATE_STRUCT_ARRAY(channels, PITImage, 3, vmstate_kvm_pit_channel, PITChannelImage),
+        VMSTATE_INT64(channels[0].next_transition_time, PITImage),
         VMSTATE_END_OF_LIST()
     },
 };
 
-/* ---- kvmclock ---- */
-
-static bool kvmclock_pre_save(void *opaque, Error **errp)
-{
-    struct kvm_clock_data *d = opaque;
-    int ret;
-
-    memset(d, 0, sizeof(*d));
-    ret = kvm_vm_ioctl(kvm_state, KVM_GET_CLOCK, d);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "KVM_GET_CLOCK failed");
-        return false;
-    }
-    return true;
-}
-
-static bool kvmclock_post_load(void *opaque, int version_id, Error **errp)
-{
-    const struct kvm_clock_data *in = opaque;
-    struct kvm_clock_data d = { .clock = in->clock };
-    int ret;
-
-    /*
-     * KVM_SET_CLOCK acts on one flag, KVM_CLOCK_REALTIME: with it, KVM adds
-     * the host real time elapsed since the source read the clock, so guest
-     * time does not lose the downtime. Kernels before 5.16 refuse any flag;
-     * KVM_CAP_ADJUST_CLOCK lists the ones this kernel knows. The others
-     * GET_CLOCK reports are informational and not passed back.
-     */
-    if ((in->flags & KVM_CLOCK_REALTIME) && (kvm_state->clock_caps & KVM_CLOCK_REALTIME)) {
-        d.flags = KVM_CLOCK_REALTIME;
-        d.realtime = in->realtime;
-    }
-    ret = kvm_vm_ioctl(kvm_state, KVM_SET_CLOCK, &d);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "KVM_SET_CLOCK failed");
-        return false;
-    }
-    return true;
-}
-
-static bool kvmclock_realtime_needed(void *opaque)
-{
-    return ((struct kvm_clock_data *)opaque)->flags & KVM_CLOCK_REALTIME;
-}
-
-static bool kvmclock_pre_load(void *opaque, Error **errp)
-{
-    memset(opaque, 0, sizeof(struct kvm_clock_data));
-    return true;
-}
-
-static const VMStateDescription vmstate_kvmclock_realtime = {
-    .name = "kvmclock/realtime",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = kvmclock_realtime_needed,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT_SIZED(realtime, struct kvm_clock_data, VMS_UINT64),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_kvmclock = {
-    .name = "kvmclock",
-    .size = sizeof(struct kvm_clock_data),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .pre_save = kvmclock_pre_save,
-    .pre_load = kvmclock_pre_load,
-    .post_load = kvmclock_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT_SIZED(clock, struct kvm_clock_data, VMS_UINT64),
-        VMSTATE_UINT32(flags, struct kvm_clock_data),
-        VMSTATE_END_OF_LIST()
-    },
-    .subsections = (const VMStateDescription *const[]) {
-        &vmstate_kvmclock_realtime,
-        NULL
-    },
-};
+/* ---- registration ---- */
 
 void kvm_ioapic_state_register(void)
 {
-    kvm_ioapic_state.chip.chip_id = KVM_IRQCHIP_IOAPIC;
-    vmstate_register("kvm-ioapic", 0, &vmstate_kvm_ioapic, &kvm_ioapic_state.chip.chip.ioapic);
-}
-
-void kvm_clock_state_register(void)
-{
-    vmstate_register("kvmclock", 0, &vmstate_kvmclock, &kvm_clock);
+    vmstate_register("ioapic", 0, &vmstate_kvm_ioapic, g_new0(IOAPICImage, 1));
 }
 
 void kvm_pic_pit_state_register(void)
 {
-    kvm_pic_state[0].chip.chip_id = KVM_IRQCHIP_PIC_MASTER;
-    kvm_pic_state[1].chip.chip_id = KVM_IRQCHIP_PIC_SLAVE;
-    vmstate_register("kvm-i8259", 0, &vmstate_kvm_i8259, &kvm_pic_state[0].chip.chip.pic);
-    vmstate_register("kvm-i8259", 1, &vmstate_kvm_i8259, &kvm_pic_state[1].chip.chip.pic);
-    vmstate_register("kvm-pit", 0, &vmstate_kvm_pit, &kvm_pit);
+    KVMPICMig *pic = g_new0(KVMPICMig, 2);
+
+    pic[0].chip_id = KVM_IRQCHIP_PIC_MASTER;
+    pic[1].chip_id = KVM_IRQCHIP_PIC_SLAVE;
+    vmstate_register("i8259", 0, &vmstate_kvm_i8259, &pic[0].img);
+    vmstate_register("i8259", 1, &vmstate_kvm_i8259, &pic[1].img);
+    vmstate_register("i8254", 0, &vmstate_kvm_pit, g_new0(PITImage, 1));
 }

@@ -127,8 +127,9 @@ int kvm_vcpu_ioctl(CPUState *cpu, unsigned long req, void *arg);
  * Migration sections of KVM's state, in QEMU's layouts. The machine calls
  * these in the order QEMU's microvm sends the sections (hw/microvm.c):
  * per vCPU "cpu_common" and "cpu" (kvm-cpu-vmstate.c), then "apic"
- * (kvm-apic-state.c); then the in-kernel IOAPIC "ioapic" 0, "kvmclock",
- * the PICs "i8259" 0 and 1 and the PIT "i8254" (kvm-irqchip-state.c).
+ * (kvm-apic-state.c); then the in-kernel IOAPIC "ioapic" 0, "kvmclock"
+ * (kvm-clock-state.c), the PICs "i8259" 0 and 1 and the PIT "i8254"
+ * (kvm-irqchip-state.c).
  * After KVM_CREATE_IRQCHIP/PIT2 and the vCPUs' creation; main thread.
  */
 void kvm_vcpu_state_register(CPUState *cpu);
