@@ -107,12 +107,27 @@ bool microvm_qemu_ram_init(MachineState *ms, Error **errp)
 
     for (size_t i = 0; i < G_N_ELEMENTS(roms); i++) {
         RAMBackendOpts o = { .id = roms[i].id, .kind = RAM_BACKEND_ANON, .size = roms[i].size };
+        RAMBlock *rb;
 
         /*
-         * Zero-filled and not mapped: our guests boot by PVH and never read
-         * them; a stream fills them, and sends them on, for QEMU's firmware.
+         * Zero-filled: our guests boot by PVH and never read them; a stream
+         * fills them, and sends them on, for QEMU's firmware.
          */
-        if ((!roms[i].acpi || microvm_acpi(ms)) && !ram_block_create(&o, errp)) {
+        if (roms[i].acpi && !microvm_acpi(ms)) {
+            continue;
+        }
+        rb = ram_block_create(&o, errp);
+        if (!rb) {
+            return false;
+        }
+        /*
+         * The firmware shows at 0xf0000, over RAM, as in QEMU (where it is
+         * read-only; a guest's writes stick here). The blobs are fw_cfg
+         * files, never mapped. QEMU also shows the firmware below 4 GiB,
+         * for the reset vector, which a PVH boot never uses.
+         */
+        if (!roms[i].acpi && microvm_lowmem_size(ms) > 1 * MiB &&
+            !guest_ram_map(rb, 0, MICROVM_ISA_BIOS_BASE, BIOS_SIZE, errp)) {
             return false;
         }
     }

@@ -105,7 +105,17 @@ static bool microvm_ram_init(MachineState *ms, Error **errp)
     }
     low = microvm_lowmem_size(ms);
     high = ms->ram_size - low;
-    if (!guest_ram_map(ms->ram, 0, 0, low, errp)) {
+    if (low > 1 * MiB) {
+        /*
+         * As in QEMU's microvm, the firmware's last 64 KiB sit over RAM at
+         * 0xf0000 (hw/microvm-state.c maps pc.bios there): the RAM below
+         * stays in the block, hidden from the guest.
+         */
+        if (!guest_ram_map(ms->ram, 0, 0, MICROVM_ISA_BIOS_BASE, errp) ||
+            !guest_ram_map(ms->ram, 1 * MiB, 1 * MiB, low - 1 * MiB, errp)) {
+            return false;
+        }
+    } else if (!guest_ram_map(ms->ram, 0, 0, low, errp)) {
         return false;
     }
     if (high && !guest_ram_map(ms->ram, low, MICROVM_HIGHMEM_BASE, high, errp)) {
@@ -148,11 +158,10 @@ static uint32_t microvm_build_memmap(const RAMBlock *current_machine_ram,
         if (r[i].rb != current_machine_ram) {
             continue;           /* device memory (vga.vram) is no RAM for the guest to use */
         }
-        if (r[i].gpa == 0 && r[i].size > 1 * MiB) {
+        if (r[i].gpa == 0 && r[i].size > 0xa0000) {
             /* Keep the legacy VGA/BIOS window out of the RAM the guest may use. */
             map[cnt++] = (struct hvm_memmap_table_entry) { 0, 0xa0000, E820_RAM, 0 };
             map[cnt++] = (struct hvm_memmap_table_entry) { 0xa0000, 0x60000, E820_RESERVED, 0 };
-            map[cnt++] = (struct hvm_memmap_table_entry) { 1 * MiB, r[i].size - 1 * MiB, E820_RAM, 0 };
         } else {
             map[cnt++] = (struct hvm_memmap_table_entry) { r[i].gpa, r[i].size, E820_RAM, 0 };
         }

@@ -12,6 +12,8 @@
 /* RAM above this goes to a second range at 4 GiB (the PCI/APIC hole). */
 #define MICROVM_LOWMEM_MAX (3 * GiB)
 #define MICROVM_HIGHMEM_BASE (4 * GiB)
+/* Where QEMU's microvm shows the firmware's last 64 KiB below 1 MiB. */
+#define MICROVM_ISA_BIOS_BASE 0xf0000
 /*
  * virtio-mmio transports, as QEMU's microvm places them without ACPI:
  * slot i at 0xfeb00000 + i * 512 on GSI 5 + i, eight slots.

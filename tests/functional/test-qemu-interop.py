@@ -43,6 +43,21 @@ def free_port():
     return port
 
 
+def ram_diff(a, b):
+    """The 4 KiB pages where two RAM dumps differ (the first few)."""
+    pages = []
+    with open(a, 'rb') as fa, open(b, 'rb') as fb:
+        off = 0
+        while len(pages) < 8:
+            x, y = fa.read(4096), fb.read(4096)
+            if not x and not y:
+                break
+            if x != y:
+                pages.append(hex(off))
+            off += 4096
+    return 'pages ' + ', '.join(pages)
+
+
 def need_binary(test, path, what):
     """Skip loudly when a peer is missing (a failure under VMTEST_FAIL_ON_SKIP)."""
     if os.access(path, os.X_OK):
@@ -153,7 +168,8 @@ class InteropCase(unittest.TestCase):
         a, b = os.path.join(self.tmp, 'src.ram'), os.path.join(self.tmp, 'dst.ram')
         size = MEM_MB << 20
         self.assertTrue(src.pmemsave(a, size) and dst.pmemsave(b, size))
-        self.assertTrue(filecmp.cmp(a, b, shallow=False), 'RAM differs after the move')
+        self.assertTrue(filecmp.cmp(a, b, shallow=False), 'RAM differs after the move: %s'
+                        % ram_diff(a, b))
         # And it runs on from there.
         dst.qmp.cmd('cont')
         self.wait_passes(dst, 2)
