@@ -126,9 +126,9 @@ class InteropCase(unittest.TestCase):
                             % (info, dst.log_tail()))
             time.sleep(0.05)
 
-    def hop(self, src, dst_binary, name):
+    def hop(self, src, dst_binary, name, extra=()):
         """Live-migrate @src into a new VM of @dst_binary; returns it, running."""
-        dst = self.vm(dst_binary, name, incoming=True)
+        dst = self.vm(dst_binary, name, incoming=True, extra=extra)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
         info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
@@ -141,12 +141,12 @@ class InteropCase(unittest.TestCase):
         self.wait_passes(dst, 2)
         return dst
 
-    def roundtrip(self, peer):
-        src = self.vm(peer, 'peer')
+    def roundtrip(self, peer, extra=()):
+        src = self.vm(peer, 'peer', extra=extra)
         src.ready()
         self.wait_passes(src, 2)
-        ours = self.hop(src, QEMU, 'ours')
-        back = self.hop(ours, peer, 'peer')
+        ours = self.hop(src, QEMU, 'ours', extra)
+        back = self.hop(ours, peer, 'peer', extra)
         self.assertEqual(back.qmp.cmd('query-status')['status'], 'running')
 
     def paused_ram(self, peer, first_ours):
@@ -189,6 +189,16 @@ class TestQemu10(InteropCase):
     def test_roundtrip(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10)
+
+    def test_roundtrip_smp2(self):
+        """Two vCPUs (the second waits for its SIPI): both vCPUs' sections each way."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10, ('-smp', '2'))
+
+    def test_roundtrip_acpi_off(self):
+        """acpi=off: no acpi-ged, no ACPI ROM blocks, one IOAPIC, on both."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10, ('-M', 'microvm,acpi=off'))
 
     def test_paused_ram_from_qemu(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
