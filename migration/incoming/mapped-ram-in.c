@@ -119,6 +119,36 @@ static bool mr_read_integrity(int fd, int64_t stream_start, int64_t end, bool ha
     return true;
 }
 
+/*
+ * Whether the file ends as a whole stream written by QEMU does: EOF
+ * (0x00), then the vmdesc record (0x06, be32 length) whose JSON runs to the
+ * last byte. QEMU (9.0 and later) writes no completion marker of ours, and
+ * writes its device state and vmdesc after every page: a file that ends so
+ * has all its pages. The JSON is at most MR_QEMU_VMDESC_MAX bytes here.
+ */
+#define MR_QEMU_VMDESC_MAX (1 * MiB)
+
+static bool mr_ends_like_qemu(int fd, int64_t stream_start, int64_t size)
+{
+    int64_t tail = MIN(size - stream_start, MR_QEMU_VMDESC_MAX + 6);
+    g_autofree uint8_t *buf = NULL;
+
+    if (tail < 8) {
+        return false;
+    }
+    buf = g_malloc(tail);
+    if (!qemu_pread_full(fd, buf, tail, size - tail) || buf[tail - 1] != '}') {
+        return false;
+    }
+    for (int64_t i = tail - 7; i >= 1; i--) {
+        if (buf[i] == 0x06 && buf[i - 1] == 0x00 && buf[i + 5] == '{' &&
+            ldl_be_p(buf + i + 1) == (uint64_t)(tail - i - 5)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
                               int64_t *stream_end, Error **errp)
 {
@@ -136,6 +166,12 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
         !qemu_pread_full(qemu_file_fd(f), trailer, sizeof(trailer), size - sizeof(trailer)) ||
         (memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC, 8) &&
          memcmp(trailer, MAPPED_RAM_TRAILER_MAGIC_RECORD, 8))) {
+        if (mr_ends_like_qemu(qemu_file_fd(f), stream_start, size)) {
+            /* A QEMU's file, whole: no marker, no integrity record to check against. */
+            *integ = NULL;
+            *stream_end = size;
+            return true;
+        }
         error_setg(errp, "the mapped-ram file is incomplete: its completion marker is missing "
                    "(the migration or snapshot that wrote it failed or did not finish)");
         return false;

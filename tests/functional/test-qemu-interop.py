@@ -33,6 +33,8 @@ from analyzevm import PEER, VM, skip_class_without_kvm  # noqa: E402
 QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
+# verify rewrites its 32 MiB every pass, so each mode has pages to send again.
+DIRTY = APPEND
 
 
 def free_port():
@@ -86,13 +88,13 @@ class InteropCase(unittest.TestCase):
         for vm in self.vms:
             vm.shutdown()
 
-    def vm(self, binary, name, incoming=False, mem_mb=MEM_MB, extra=()):
+    def vm(self, binary, name, incoming=False, mem_mb=MEM_MB, extra=(), append=None):
         args = list(extra)
         port = None
         if incoming:
             port = free_port()
             args += ['-incoming', 'tcp:127.0.0.1:%d' % port]
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=mem_mb, append=APPEND,
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=mem_mb, append=append or APPEND,
                 binary=binary, extra=args)
         vm.port = port
         vm.name = '%s (%s)' % (name, binary)
@@ -126,10 +128,29 @@ class InteropCase(unittest.TestCase):
                             % (info, dst.log_tail()))
             time.sleep(0.05)
 
-    def hop(self, src, dst_binary, name, extra=()):
-        """Live-migrate @src into a new VM of @dst_binary; returns it, running."""
-        dst = self.vm(dst_binary, name, incoming=True, extra=extra)
+    def hop(self, src, dst_binary, name, extra=(), caps=(), params=None, postcopy=False):
+        """Live-migrate @src into a new VM of @dst_binary; returns it, running.
+        @caps and @params go to both ends, the destination's before it listens
+        (-incoming defer: QEMU 10.0 wants multifd and preempt set first)."""
+        if not caps:
+            dst = self.vm(dst_binary, name, incoming=True, extra=extra)
+        else:
+            dst = self.vm(dst_binary, name, extra=list(extra) + ['-incoming', 'defer'])
+            dst.port = free_port()
+            for vm in (dst, src):
+                vm.qmp.cmd('migrate-set-capabilities',
+                           capabilities=[{'capability': c, 'state': True} for c in caps])
+                if params:
+                    vm.qmp.cmd('migrate-set-parameters', **params)
+            dst.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % dst.port)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        if postcopy:
+            end = time.monotonic() + DEADLINE
+            while src.qmp.cmd('query-migrate').get('status') not in ('active', 'completed',
+                                                                      'failed'):
+                self.assertLess(time.monotonic(), end)
+                time.sleep(0.02)
+            src.qmp.cmd('migrate-start-postcopy')
         info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
                          'destination log: %s' % (src.name, dst.name, info, src.log_tail(),
@@ -141,12 +162,12 @@ class InteropCase(unittest.TestCase):
         self.wait_passes(dst, 2)
         return dst
 
-    def roundtrip(self, peer, extra=()):
-        src = self.vm(peer, 'peer', extra=extra)
+    def roundtrip(self, peer, extra=(), append=None, **mode):
+        src = self.vm(peer, 'peer', extra=extra, append=append)
         src.ready()
         self.wait_passes(src, 2)
-        ours = self.hop(src, QEMU, 'ours', extra)
-        back = self.hop(ours, peer, 'peer', extra)
+        ours = self.hop(src, QEMU, 'ours', extra, **mode)
+        back = self.hop(ours, peer, 'peer', extra, **mode)
         self.assertEqual(back.qmp.cmd('query-status')['status'], 'running')
 
     def paused_ram(self, peer, first_ours):
@@ -199,6 +220,58 @@ class TestQemu10(InteropCase):
         """acpi=off: no acpi-ged, no ACPI ROM blocks, one IOAPIC, on both."""
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10, ('-M', 'microvm,acpi=off'))
+
+    def test_multifd_zstd(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10, append=DIRTY, caps=['multifd'],
+                       params={'multifd-channels': 2, 'multifd-compression': 'zstd'})
+
+    def test_xbzrle(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10, append=DIRTY, caps=['xbzrle'],
+                       params={'max-bandwidth': 64 << 20, 'downtime-limit': 300})
+
+    def test_postcopy_preempt(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10, append=DIRTY, caps=['postcopy-ram', 'postcopy-preempt'],
+                       params={'max-bandwidth': 32 << 20}, postcopy=True)
+
+    def mapped_ram_file(self, writer, reader, lazy=False):
+        """A mapped-ram snapshot file of a running guest, written by @writer, restored by @reader."""
+        path = os.path.join(self.tmp, 'snap-%d' % len(self.vms))
+        src = self.vm(writer, 'writer', append=DIRTY)
+        src.ready()
+        self.wait_passes(src, 1)
+        src.qmp.cmd('migrate-set-capabilities',
+                    capabilities=[{'capability': 'mapped-ram', 'state': True}])
+        src.migrate(path, uri='file:' + path)
+        src.shutdown()
+        extra = ['-incoming', 'defer']
+        if lazy:
+            extra = ['-global', 'migration.x-lazy-restore=on'] + extra
+        dst = self.vm(reader, 'reader', extra=extra, append=DIRTY)
+        dst.qmp.cmd('migrate-set-capabilities',
+                    capabilities=[{'capability': 'mapped-ram', 'state': True}])
+        dst.qmp.cmd('migrate-incoming', uri='file:' + path)
+        # The writer's guest was running: the restored one runs on by itself.
+        end = time.monotonic() + DEADLINE
+        while self.status(dst) != 'running':
+            self.assertLess(time.monotonic(), end, 'restore not done: %s; %s'
+                            % (dst.qmp.cmd('query-migrate'), dst.log_tail()))
+            time.sleep(0.05)
+        self.wait_passes(dst, 2)
+
+    def test_mapped_ram_from_qemu(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.mapped_ram_file(QEMU10, QEMU)
+
+    def test_mapped_ram_from_qemu_lazy(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.mapped_ram_file(QEMU10, QEMU, lazy=True)
+
+    def test_mapped_ram_to_qemu(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.mapped_ram_file(QEMU, QEMU10)
 
     def test_paused_ram_from_qemu(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
