@@ -179,7 +179,12 @@ static bool multifd_check_header(MultifdReceiver *mr, MultifdRecvChannel *c, RAM
         error_setg(errp, "multifd: channel %d: packet flags 0x%x unknown", c->id, flags);
         return false;
     }
-    if (sent != mr->ops) {
+    /*
+     * QEMU 10.0 marks a packet with no page data to decompress (zero pages
+     * only, or a sync) as uncompressed whatever multifd-compression is.
+     */
+    if (sent != mr->ops && !(sent && sent->packet_flag == MULTIFD_FLAG_NOCOMP &&
+                             !GUINT32_FROM_BE(h->normal_pages))) {
         error_setg(errp, "multifd: channel %d: packet compressed with %s, but "
                    "multifd-compression is %s here", c->id, sent ? sent->name : "(unknown)",
                    mr->ops->name);
@@ -226,9 +231,6 @@ static bool multifd_place_pages(MultifdReceiver *mr, MultifdRecvChannel *c, RAMB
             : size > c->cbuf_size || !normal != !size) {
         error_setg(errp, "multifd: channel %d: packet of %u pages carries %u bytes", c->id,
                    normal, size);
-        return false;
-    }
-    if (n && !read_or_fail(c, c->offs, n * sizeof(uint64_t), "page offsets", errp)) {
         return false;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -311,7 +313,9 @@ static bool multifd_recv_packet(MultifdReceiver *mr, MultifdRecvChannel *c, Erro
                                  : g_strerror(-ret));
         return false;
     }
+    /* A packet's offsets array is always whole on the wire (QEMU's fixed packet size). */
     if (!multifd_check_header(mr, c, &rb, errp) ||
+        !read_or_fail(c, c->offs, sizeof(c->offs), "page offsets", errp) ||
         (rb && !multifd_place_pages(mr, c, rb, errp))) {
         return false;
     }

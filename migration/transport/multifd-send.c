@@ -222,10 +222,14 @@ static int multifd_send_packet(void *opaque, int index, void *job, Error **errp)
     if (b->sync) {
         flags |= MULTIFD_FLAG_SYNC;
     }
+    /*
+     * The offsets array has room for a whole packet on the wire, used or
+     * not, sync packets too: QEMU 7.2 and 10.0 read and write packets of
+     * that fixed size (seen on their channels).
+     */
+    memset(c->offs + n, 0, (MULTIFD_PACKET_PAGES - n) * sizeof(uint64_t));
     c->iov[iovcnt++] = (struct iovec) { &c->hdr, sizeof(c->hdr) };
-    if (n) {
-        c->iov[iovcnt++] = (struct iovec) { c->offs, n * sizeof(uint64_t) };
-    }
+    c->iov[iovcnt++] = (struct iovec) { c->offs, sizeof(c->offs) };
     if (normal && c->codec) {
         ssize_t len = ms->ops->compress(c->codec, c->normal, normal, c->cbuf, c->cbuf_size,
                                         errp);
