@@ -150,6 +150,8 @@ bool postcopy_dst_advise(uint64_t pagesize_summary, uint64_t target_page_size, E
         }
     }
     pc_dst.pending = g_hash_table_new(NULL, NULL);
+    /* Zero pages are mapped as they come: no page may be left for a request (ram-codec.h). */
+    ram_load_set_map_zero(true);
     postcopy_dst_set_phase(&pc_dst, PC_DST_ADVISED);
     tsan_g_mutex_lock(&pc_dst.preempt_lock);
     postcopy_dst_maybe_start_preempt(&pc_dst);

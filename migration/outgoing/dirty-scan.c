@@ -210,9 +210,14 @@ static void dirty_scan_send_page_now(void *src, QEMUFile *f, RAMPageWriter *w, R
     if (!b || page >= b->npages) {
         return;
     }
-    /* Not dirty any more: sent before, but the destination lacks it (a zero page it skipped). */
-    dirty_tracker_claim_page(&ds->dt, b, page);
-    dirty_scan_send_page(f, w, b, page);
+    /*
+     * Not dirty any more: sent already, maybe still on its way. A page goes
+     * once, as from QEMU's source: a QEMU destination fails on a page it
+     * holds (EEXIST), and ours maps zero pages once postcopy is advised.
+     */
+    if (dirty_tracker_claim_page(&ds->dt, b, page)) {
+        dirty_scan_send_page(f, w, b, page);
+    }
 }
 
 static void dirty_scan_skip_pages(void *src, RAMBlock *rb, const unsigned long *present)
@@ -245,10 +250,12 @@ static uint64_t dirty_scan_good_pages(const RAMBlockDirty *b, uint64_t a, uint64
 }
 
 /*
- * Runs of pages whose copy at the destination is stale (sent before, to
- * send again), merged across gaps the destination does not hold anyway
- * (never sent) and across short gaps of good pages, which are marked to
- * send again.
+ * Runs of the pages still to send, stale (sent before) or never sent,
+ * merged across short gaps of good pages, which are marked to send again.
+ * Never-sent pages are discarded too: a QEMU destination holds content of
+ * its own in some (its firmware and ACPI ROM blocks, filled at start-up),
+ * and refuses to place a page over one it holds (UFFDIO_COPY's EEXIST),
+ * so QEMU's source discards every page it will send in postcopy.
  */
 static void dirty_scan_foreach_stale(void *src,
                                      void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,
@@ -267,7 +274,7 @@ static void dirty_scan_foreach_stale(void *src,
 
         assert(b->sent_bmap);
         for (uint64_t w = 0; w < words; w++) {
-            unsigned long stale = b->send_bmap[w] & b->sent_bmap[w];
+            unsigned long stale = b->send_bmap[w];
 
             while (stale) {
                 uint64_t p = w * BITS_PER_LONG + __builtin_ctzl(stale);

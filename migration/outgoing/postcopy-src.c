@@ -117,8 +117,11 @@ static int postcopy_ram_final_sync(void *src, QEMUFile *f)
 /*
  * mig/src-rp, postcopy-preempt: a requested page goes out at once on its
  * own channel. The guest is stopped here, so the page cannot change under
- * the send; mig/src may still send it on the main channel too (the
- * destination keeps whichever copy lands first; both are the same).
+ * the send; mig/src may still send it on the main channel too (our
+ * destination keeps whichever copy lands first; both are the same). A QEMU
+ * destination fails on the second copy (EEXIST): claiming the page here
+ * against mig/src made QEMU 10.0 wait for pages for ever (not understood
+ * yet), so ours -> QEMU with postcopy-preempt is not supported yet.
  */
 static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page, int64_t received_ns)
 {
@@ -373,7 +376,7 @@ static bool postcopy_switch(MigrationState *s, PostcopyOutState *ps, QEMUFile *f
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     ram_save_enter_postcopy();
     t1 = get_clock_ns();
-    /* Pages sent and changed since; one never sent is not there (ADVISE discarded all). */
+    /* Every page still to send: a QEMU destination may hold one never sent (its ROMs). */
     dirty_scan_source.foreach_stale(&ps->pre.scan, discard_add_run, &d);
     discard_flush(&d);
     __atomic_store_n(&pcs.pages_discarded, d.pages, __ATOMIC_RELAXED);

@@ -324,6 +324,10 @@ static bool ram_load_page(RAMPageReader *r, QEMUFile *f, uint64_t addr, uint64_t
                      !buffer_is_zero(host, TARGET_PAGE_SIZE))) {
             memset(host, fill, TARGET_PAGE_SIZE);
             set_bit_atomic(page, rb->vmm_written_bmap);
+        } else if (r->map_zero && !test_bit_atomic(page, rb->vmm_written_bmap)) {
+            /* The kernel's zero page, mapped: present, still no memory. */
+            (void)*(volatile const uint8_t *)host;
+            set_bit_atomic(page, rb->vmm_written_bmap);
         }
     }
     return true;

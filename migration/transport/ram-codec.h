@@ -106,6 +106,14 @@ typedef struct RAMPageReader {
                   Error **errp);
     void *place_opaque;
     /*
+     * Postcopy advised, before LISTEN: a zero page that is already zero is
+     * mapped (read once) instead of left absent, so that the guest never
+     * faults on it after the switchover. A source sends each page once (a
+     * QEMU source ignores a request for a page it sent), so a page left
+     * absent would never come.
+     */
+    bool map_zero;
+    /*
      * Postcopy: the run of contiguous pages read but not placed yet, so
      * that one call places many. Placed before the reader could wait for
      * input, and whenever it returns.

@@ -60,9 +60,9 @@ typedef struct RAMPageSource {
      */
     void (*send_page)(void *src, QEMUFile *f, RAMPageWriter *w, RAMBlock *rb, uint64_t page);
     /*
-     * Postcopy switchover, VM stopped: @fn for each run of pages sent
-     * before and changed since (still to send): what the destination holds
-     * of them is stale. A page never sent is not there at all.
+     * Postcopy switchover, VM stopped: @fn for each run of pages still to
+     * send (changed since they were sent, or never sent): the destination
+     * drops what it holds of them before postcopy places them.
      */
     void (*foreach_stale)(void *src,
                           void (*fn)(void *opaque, RAMBlock *rb, uint64_t first,

@@ -326,6 +326,11 @@ void ram_load_postcopy_resumed(void)
     ram_reader.last_block = NULL;
 }
 
+void ram_load_set_map_zero(bool on)
+{
+    ram_reader.map_zero = on;
+}
+
 void ram_load_set_placer(bool (*place)(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
                                        const uint8_t *data, Error **errp),
                          void *opaque)

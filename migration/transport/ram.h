@@ -52,6 +52,8 @@ void ram_load_set_flush(bool (*flush)(Error **errp));
  * @place(@opaque, ...) (ram-codec.h) instead of being written into guest
  * memory.
  */
+/* Postcopy advised: map zero pages as they load (RAMPageReader.map_zero). */
+void ram_load_set_map_zero(bool on);
 void ram_load_set_placer(bool (*place)(void *opaque, RAMBlock *rb, uint64_t first, unsigned n,
                                        const uint8_t *data, Error **errp),
                          void *opaque);
