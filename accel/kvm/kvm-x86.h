@@ -9,8 +9,8 @@
 #include "qemu/typedefs.h"
 #include "x86-cpu-layout.h"
 
-/* MSRs KVM may hold that QEMU's "cpu" v12 fields do not carry (kvm-cpu-state.c). */
-#define X86_CPU_GAP_MSRS    16
+/* MSRs KVM may hold that neither "cpu" v12 nor our subsections carry (kvm-cpu-state.c). */
+#define X86_CPU_GAP_MSRS    8
 
 struct X86CPUState {
     CPUState *cpu;                   /* back pointer, for the vmstate hooks */
