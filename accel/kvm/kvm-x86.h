@@ -55,7 +55,7 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu);
 
 /*
  * kvm_cpu_put_tail: put what must follow KVM_SET_LAPIC (kvm-cpu-state.c):
- * the MP state and the vCPU events. BQL, vCPU paused, both flags above
+ * the TSC-deadline MSR, the MP state and the vCPU events. BQL, vCPU paused, both flags above
  * set. Clears them.
  */
 bool kvm_cpu_put_tail(X86CPUState *env, Error **errp);
