@@ -362,7 +362,10 @@ static _Noreturn void run_verify(const struct cpu *c, struct wstat *s)
     int tag = s->cpu;
     uint64_t n;
 
-    if (cpustate_wanted()) {
+    /* cpustate= is CPU 0's (cpustate.c keeps one CPU's state). */
+    bool cpustate = cpustate_wanted() && c == &cpus[0];
+
+    if (cpustate) {
         cpustate_setup();
     }
     for (n = 1;; n++) {
@@ -386,7 +389,7 @@ static _Noreturn void run_verify(const struct cpu *c, struct wstat *s)
         ln_str(&l, " us=");
         ln_u64(&l, tsc_to_us(rdtsc() - t0));
         ln_emit(&l);
-        if (cpustate_wanted()) {
+        if (cpustate) {
             cpustate_check();
         }
         if ((P.passes && n >= P.passes && tag <= 0) || rdtsc() >= s->deadline) {
