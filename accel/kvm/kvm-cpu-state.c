@@ -23,30 +23,21 @@
 
 /*
  * The gap: MSRs KVM keeps that QEMU carries only in subsections of "cpu"
- * we cannot produce yet (we have not seen them in a stream), so a
- * migration loses them whatever their value. We read them at creation and
- * at save and warn when one has left its creation value: the guest may
- * notice (a TSC-deadline timer that never fires, async page faults or
- * steal time switched off, a cleared speculation control). The migration
- * goes on, as the brief for issue 37 decided; each needs its subsection.
+ * we cannot produce yet (no QEMU stream on the hosts we had showed them:
+ * docs/devel/qemu-interop.md), so a migration loses them whatever their
+ * value. We read them at creation and at save and warn when one has left
+ * its creation value: the guest may notice (a cleared speculation
+ * control, say). The migration goes on, as the brief for issue 37 decided.
  */
 static const struct {
     uint32_t index;
     const char *name;
 } gap_msrs[] = {
-    { 0x6e0, "TSC_DEADLINE" },
-    { 0x1a0, "MISC_ENABLE" },
-    { 0x3b, "TSC_ADJUST" },
     { 0x48, "SPEC_CTRL" },
     { 0xda0, "XSS" },
     { 0xe1, "UMWAIT_CONTROL" },
     { 0x3a, "FEATURE_CONTROL" },
     { 0xc001011f, "VIRT_SSBD" },
-    { 0x4b564d02, "KVM_ASYNC_PF_EN" },
-    { 0x4b564d06, "KVM_ASYNC_PF_INT" },
-    { 0x4b564d03, "KVM_STEAL_TIME" },
-    { 0x4b564d04, "KVM_PV_EOI_EN" },
-    { 0x4b564d05, "KVM_POLL_CONTROL" },
     { 0x12, "KVM_SYSTEM_TIME (old)" },
     { 0x11, "KVM_WALL_CLOCK (old)" },
     { 0xd90, "BNDCFGS" },
@@ -144,6 +135,21 @@ static bool kvm_msr_slot_exists(const X86CPUCaps *c, unsigned i)
     return true;
 }
 
+/* Does the vCPU's CPUID put the AVX-512 components where x86-cpu-layout.c reads them? */
+static bool kvm_cpu_avx512_offsets(const struct kvm_cpuid2 *cpuid)
+{
+    uint32_t ebx_of[8] = { 0 };
+
+    for (uint32_t i = 0; cpuid && i < cpuid->nent; i++) {
+        const struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+
+        if (e->function == 0xd && e->index < 8) {
+            ebx_of[e->index] = e->ebx;
+        }
+    }
+    return x86_avx512_offsets_ok(ebx_of);
+}
+
 static uint64_t kvm_cpu_xcr0_supported(const struct kvm_cpuid2 *cpuid)
 {
     for (uint32_t i = 0; cpuid && i < cpuid->nent; i++) {
@@ -165,9 +171,12 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu)
     env->cpu = cpu;
     /* KVM_GET_XSAVE2 fills KVM_CAP_XSAVE2's size, KVM_GET_XSAVE 4 KiB: both hold the AVX part. */
     env->xsave_len = s->xsave_size > 0 ? (uint32_t)s->xsave_size : sizeof(struct kvm_xsave);
-    env->xsave = g_malloc0(MAX(env->xsave_len, X86_XSAVE_AVX_END));
+    env->xsave = g_malloc0(MAX(env->xsave_len, X86_XSAVE_AVX512_END));
     c->xcr0_supported = kvm_cpu_xcr0_supported(env->cpuid);
     c->avx_area = env->xsave_len >= X86_XSAVE_AVX_END && (c->xcr0_supported & X86_XSTATE_AVX);
+    c->avx512_area = c->avx_area && env->xsave_len >= X86_XSAVE_AVX512_END &&
+                     (c->xcr0_supported & X86_XSTATE_AVX512) == X86_XSTATE_AVX512 &&
+                     kvm_cpu_avx512_offsets(env->cpuid);
     memset(c->msr_ok, 0, sizeof(c->msr_ok));
     /* Each MSR alone: a failed read stops KVM_GET_MSRS at that entry. */
     for (unsigned i = 0; i < X86_MSR_SLOTS; i++) {
@@ -176,6 +185,18 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu)
         if (kvm_msr_slot_exists(c, i) && kvm_msr_readable(cpu, x86_msr_slots[i].index, &v)) {
             c->msr_ok[i / 64] |= 1ull << (i % 64);
             found++;
+            if (x86_msr_slots[i].index == X86_MSR_MISC_ENABLE) {
+                /*
+                 * QEMU's vCPUs start with fast strings only, KVM's with
+                 * 0x1800: start as QEMU's, so that a guest reads the same
+                 * on both and "cpu/msr_ia32_misc_enable" goes exactly
+                 * when QEMU would send it.
+                 */
+                struct kvm_msr_entry e = { .index = X86_MSR_MISC_ENABLE,
+                                           .data = X86_MISC_ENABLE_RESET };
+
+                kvm_msrs_ioctl(cpu, KVM_SET_MSRS, &e, 1);
+            }
         } else {
             cpu_state_debug("cpu %d: MSR 0x%x not available, sent as its default",
                             cpu->cpu_index, x86_msr_slots[i].index);
@@ -346,6 +367,9 @@ static bool kvm_cpu_put_msrs(X86CPUState *env, Error **errp)
     uint32_t n = 0;
 
     for (unsigned i = 0; i < X86_MSR_SLOTS; i++) {
+        if (i == X86_MSR_SLOT_TSC_DEADLINE) {
+            continue;                   /* kvm_cpu_put_tail, after the LAPIC */
+        }
         if (x86_msr_ok(&env->caps, i)) {
             e[n++] = (struct kvm_msr_entry) { .index = x86_msr_slots[i].index, .data = k->msr[i] };
         } else if (k->msr[i]) {
@@ -408,12 +432,12 @@ bool kvm_cpu_put(X86CPUState *env, Error **errp)
 
 /*
  * After KVM_SET_LAPIC:
+ *  - the TSC-deadline MSR: KVM drops a write unless the LVT timer is
+ *    already in TSC-deadline mode, which KVM_SET_LAPIC sets;
  *  - mp_state after sregs (KVM_SET_SREGS may make a BSP runnable) and after
  *    the LAPIC (a SIPI_RECEIVED state lives in the APIC's pending events);
  *  - events last: they carry the SIPI vector and re-inject what the vCPU
  *    was delivering, which KVM_SET_REGS and KVM_SET_LAPIC would drop.
- * The TSC-deadline MSR belongs here too once a subsection carries it
- * (KVM ignores it unless the LVT timer is already in TSC-deadline mode).
  */
 bool kvm_cpu_put_tail(X86CPUState *env, Error **errp)
 {
@@ -422,6 +446,15 @@ bool kvm_cpu_put_tail(X86CPUState *env, Error **errp)
     X86KvmImage *k = &env->kvm;
 
     env->cpu_loaded = env->apic_loaded = false;
+    if (x86_msr_ok(&env->caps, X86_MSR_SLOT_TSC_DEADLINE)) {
+        struct kvm_msr_entry e = { .index = X86_MSR_TSC_DEADLINE,
+                                   .data = k->msr[X86_MSR_SLOT_TSC_DEADLINE] };
+        bool refused = false;
+
+        if (!kvm_msrs_skip_refused(cpu, KVM_SET_MSRS, &e, 1, &refused, errp)) {
+            return false;
+        }
+    }
     PUT(KVM_SET_MP_STATE, &k->mp_state, "KVM_SET_MP_STATE");
     if (s->vcpu_events) {
         struct kvm_vcpu_events ev = k->events;

@@ -7,8 +7,8 @@
  * Save: kvm_cpu_get() reads everything (MP state first).
  * Load: kvm_cpu_get_sregs() reads what the layout lacks (APIC base, CR8),
  * the caller fills env->kvm from the stream, kvm_cpu_put() puts all but
- * the MP state and events, which kvm_cpu_put_tail() (kvm-x86.h) puts
- * after the "apic" section's KVM_SET_LAPIC.
+ * the TSC deadline, the MP state and events, which kvm_cpu_put_tail()
+ * (kvm-x86.h) puts after the "apic" section's KVM_SET_LAPIC.
  */
 #ifndef ACCEL_KVM_CPU_STATE_H
 #define ACCEL_KVM_CPU_STATE_H

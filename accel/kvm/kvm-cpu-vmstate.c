@@ -2,7 +2,7 @@
 /*
  * The vCPU's migration sections in QEMU's layouts (one pair per vCPU,
  * instance = cpu_index): "cpu_common" v1 and "cpu" v12 with its
- * subsection "cpu/tsc_khz", field for field as QEMU 7.2 and 10.0 describe
+ * subsections (kvm-cpu-subsections.c, and "cpu/tsc_khz" here), field for field as QEMU 7.2 and 10.0 describe
  * them in their vmdesc (docs/devel/qemu-vmdesc/), so that our vmdesc is
  * theirs. The fields live in env->wire (x86-cpu-layout.h); the hooks move
  * them to and from KVM through env->kvm (kvm-cpu-state.c). The incoming
@@ -16,30 +16,7 @@
 #include "system/cpus.h"
 #include "kvm-x86.h"
 #include "kvm-cpu-state.h"
-
-/* A member of env->wire as a field named as in QEMU's vmdesc, wire type checked against it. */
-#define WIRE_CHECK(_m, _bytes) \
-    0 * sizeof(char[VMSTATE_SIZEOF(X86CPUState, wire._m) == (_bytes) ? 1 : -1])
-#define WF(_name, _m, _type) {                                                  \
-    .name = (_name), .type = (_type), .offset = offsetof(X86CPUState, wire._m), \
-    .size = VMSTATE_TYPE_SIZE(_type) + WIRE_CHECK(_m, VMSTATE_TYPE_SIZE(_type)) }
-#define WA(_name, _m, _n, _type) {                                              \
-    .name = (_name), .type = (_type), .offset = offsetof(X86CPUState, wire._m), \
-    .size = VMSTATE_TYPE_SIZE(_type) + WIRE_CHECK(_m, (_n) * VMSTATE_TYPE_SIZE(_type)), \
-    .num = (_n) }
-#define WS(_name, _m, _vmsd, _ctype) {                                          \
-    .name = (_name), .type = VMS_STRUCT, .offset = offsetof(X86CPUState, wire._m), \
-    .size = sizeof(_ctype) + WIRE_CHECK(_m, sizeof(_ctype)), .vmsd = &(_vmsd) }
-#define WSA(_name, _m, _n, _vmsd, _ctype) {                                     \
-    .name = (_name), .type = VMS_STRUCT, .offset = offsetof(X86CPUState, wire._m), \
-    .size = sizeof(_ctype) + WIRE_CHECK(_m, (_n) * sizeof(_ctype)), .num = (_n), \
-    .vmsd = &(_vmsd) }
-
-/* A member of a nested struct, named as in QEMU's vmdesc. */
-#define NF(_name, _s, _m, _type) {                                              \
-    .name = (_name), .type = (_type), .offset = offsetof(_s, _m),               \
-    .size = VMSTATE_TYPE_SIZE(_type) +                                          \
-        0 * sizeof(char[VMSTATE_SIZEOF(_s, _m) == VMSTATE_TYPE_SIZE(_type) ? 1 : -1]) }
+#include "kvm-cpu-fields.h"
 
 /* ---- cpu_common ---- */
 
@@ -107,8 +84,9 @@ static bool cpu_pre_load(void *opaque, Error **errp)
 {
     X86CPUState *env = opaque;
 
-    /* Absent subsection = no rate to set. */
+    /* Absent subsection = no rate to set, and the reset value of the others' state. */
     env->wire.tsc_khz = 0;
+    x86_cpu_wire_reset_subs(&env->wire);
     return true;
 }
 
@@ -291,7 +269,18 @@ static const VMStateDescription vmstate_cpu = {
         WSA("env.xmm_regs[1]", ymmh, 16, vmstate_ymmh_reg, X86VecHalf),
         VMSTATE_END_OF_LIST()
     },
+    /* In QEMU 10.0's order (tsc_khz last), so that our vmdesc is QEMU's. */
     .subsections = (const VMStateDescription *const[]) {
+        &vmstate_cpu_async_pf_msr,
+        &vmstate_cpu_async_pf_int_msr,
+        &vmstate_cpu_pv_eoi_msr,
+        &vmstate_cpu_steal_time_msr,
+        &vmstate_cpu_poll_control_msr,
+        &vmstate_cpu_fpop_ip_dp,
+        &vmstate_cpu_msr_tsc_adjust,
+        &vmstate_cpu_msr_tscdeadline,
+        &vmstate_cpu_msr_misc_enable,
+        &vmstate_cpu_avx512,
         &vmstate_cpu_tsc_khz,
         NULL
     },

@@ -9,8 +9,8 @@
 #include "qemu/typedefs.h"
 #include "x86-cpu-layout.h"
 
-/* MSRs KVM may hold that QEMU's "cpu" v12 fields do not carry (kvm-cpu-state.c). */
-#define X86_CPU_GAP_MSRS    16
+/* MSRs KVM may hold that neither "cpu" v12 nor our subsections carry (kvm-cpu-state.c). */
+#define X86_CPU_GAP_MSRS    8
 
 struct X86CPUState {
     CPUState *cpu;                   /* back pointer, for the vmstate hooks */
@@ -55,7 +55,7 @@ void kvm_cpu_state_init(KVMState *s, CPUState *cpu);
 
 /*
  * kvm_cpu_put_tail: put what must follow KVM_SET_LAPIC (kvm-cpu-state.c):
- * the MP state and the vCPU events. BQL, vCPU paused, both flags above
+ * the TSC-deadline MSR, the MP state and the vCPU events. BQL, vCPU paused, both flags above
  * set. Clears them.
  */
 bool kvm_cpu_put_tail(X86CPUState *env, Error **errp);

@@ -20,10 +20,9 @@
     SLOT(0x403 + 4 * (b), mce_banks[4 * (b) + 3])
 
 /*
- * The MSRs QEMU's v12 fields carry. EFER travels in the sregs, the TSC
- * deadline and every other MSR KVM knows (misc_enable, spec_ctrl, the
- * async PF, steal time and PV EOI MSRs, tsc_adjust, XSS...) only in QEMU
- * subsections we do not produce yet (kvm-cpu-state.c lists them).
+ * The MSRs QEMU's v12 fields and the subsections we produce carry. EFER
+ * travels in the sregs; the MSRs of subsections not seen in a QEMU stream
+ * (spec_ctrl, XSS...) are not carried (kvm-cpu-state.c lists them).
  */
 const X86MsrSlot x86_msr_slots[] = {
     SLOT(0x174, sysenter_cs), SLOT(0x175, sysenter_esp), SLOT(0x176, sysenter_eip),
@@ -41,8 +40,21 @@ const X86MsrSlot x86_msr_slots[] = {
     SLOT(0x17a, mcg_status), SLOT(0x17b, mcg_ctl),
     MCE_BANK(0), MCE_BANK(1), MCE_BANK(2), MCE_BANK(3), MCE_BANK(4),
     MCE_BANK(5), MCE_BANK(6), MCE_BANK(7), MCE_BANK(8), MCE_BANK(9),
+    /*
+     * Carried by subsections of "cpu". KVM_SET_MSRS takes the entries in
+     * this order: the async-PF interrupt vector before async-PF EN, which
+     * KVM refuses to enable with interrupt delivery and no vector.
+     */
+    SLOT(0x3b, tsc_adjust), SLOT(X86_MSR_MISC_ENABLE, misc_enable),
+    SLOT(0x4b564d06, async_pf_int_msr), SLOT(0x4b564d02, async_pf_en_msr),
+    SLOT(0x4b564d03, steal_time_msr), SLOT(0x4b564d04, pv_eoi_en_msr),
+    SLOT(0x4b564d05, poll_control_msr),
+    /* Last (X86_MSR_SLOT_TSC_DEADLINE): put apart, after the LAPIC. */
+    SLOT(X86_MSR_TSC_DEADLINE, tsc_deadline),
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(x86_msr_slots) == X86_MSR_SLOTS);
+G_STATIC_ASSERT(offsetof(X86CPUWire, tsc_deadline) == 0 ||
+                X86_MSR_SLOT_TSC_DEADLINE == X86_MSR_SLOTS - 1);
 
 /* SMBASE when KVM cannot read MSR 0x9e: the architectural reset value QEMU sends. */
 #define X86_SMBASE_RESET 0x30000
@@ -171,28 +183,29 @@ static void st16(uint8_t *p, uint16_t v)
 
 /*
  * The legacy area is FXSAVE's (Intel SDM): FCW @0, FSW @2, abridged FTW @4
- * (bit i set: physical register i holds a value), MXCSR @24, ST(i) @32 in
- * 16-byte slots, XMM @160; XSTATE_BV @512, the YMM upper halves @576.
- * QEMU's fpregs[] are physical registers: ST(i) is fpregs[(TOP + i) & 7],
- * TOP being FSW bits 11-13. QEMU's fptag_vmstate has the abridged tag's
- * meaning (0 for an empty FPU in every stream seen). FOP, FIP and FDP are
- * not among v12's fields: they are lost on the way (reloaded as 0).
+ * (bit i set: physical register i holds a value), FOP @6, FIP @8 and FDP
+ * @16 (64-bit format), MXCSR @24, ST(i) @32 in 16-byte slots, XMM @160;
+ * XSTATE_BV @512, the YMM upper halves @576, opmask @1088, ZMM_Hi256 @1152,
+ * Hi16_ZMM @1664. QEMU's fpregs[i] is the slot of ST(i) as XSAVE stores it
+ * (seen in QEMU 7.2's and 10.0's streams of a guest with TOP = 6: fpregs[0]
+ * held ST(0)), and fptag_vmstate is the abridged tag byte itself (0xc0 for
+ * physical registers 6 and 7). FOP, FIP and FDP travel in "cpu/fpop_ip_dp",
+ * the AVX-512 parts in "cpu/avx512".
  */
 void x86_xsave_to_wire(const uint8_t *area, X86CPUWire *w)
 {
-    unsigned top;
-
     w->fpuc = ld16(area + 0);
     w->fpus = ld16(area + 2);
     w->fptag = area[4];
+    w->fpop = ld16(area + 6) & 0x7ff;
+    w->fpip = ldq_le_p(area + 8);
+    w->fpdp = ldq_le_p(area + 16);
     w->fpregs_format = 0;
-    top = (w->fpus >> 11) & 7;
     for (unsigned i = 0; i < 8; i++) {
         const uint8_t *st = area + 32 + 16 * i;
-        X86FPReg *r = &w->fpregs[(top + i) & 7];
 
-        r->mant = ldq_le_p(st);
-        r->exp = ld16(st + 8);
+        w->fpregs[i].mant = ldq_le_p(st);
+        w->fpregs[i].exp = ld16(st + 8);
     }
     w->mxcsr = ldl_le_p(area + 24);
     for (unsigned i = 0; i < 16; i++) {
@@ -200,24 +213,33 @@ void x86_xsave_to_wire(const uint8_t *area, X86CPUWire *w)
         w->xmm[i].q[1] = ldq_le_p(area + 168 + 16 * i);
         w->ymmh[i].q[0] = ldq_le_p(area + X86_XSAVE_YMMH + 16 * i);
         w->ymmh[i].q[1] = ldq_le_p(area + X86_XSAVE_YMMH + 8 + 16 * i);
+        for (unsigned q = 0; q < 4; q++) {
+            w->zmmh[i].q[q] = ldq_le_p(area + X86_XSAVE_ZMM_HI256 + 32 * i + 8 * q);
+        }
+        for (unsigned q = 0; q < 8; q++) {
+            w->hi16_zmm[i].q[q] = ldq_le_p(area + X86_XSAVE_HI16_ZMM + 64 * i + 8 * q);
+        }
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        w->opmask[i] = ldq_le_p(area + X86_XSAVE_OPMASK + 8 * i);
     }
     w->xstate_bv = ldq_le_p(area + X86_XSAVE_XSTATE_BV);
 }
 
 void x86_xsave_from_wire(const X86CPUWire *w, uint8_t *area)
 {
-    unsigned top = (w->fpus >> 11) & 7;
-
-    memset(area, 0, X86_XSAVE_AVX_END);
+    memset(area, 0, X86_XSAVE_AVX512_END);
     st16(area + 0, w->fpuc);
     st16(area + 2, w->fpus);
     area[4] = (uint8_t)w->fptag;
+    st16(area + 6, w->fpop);
+    stq_le_p(area + 8, w->fpip);
+    stq_le_p(area + 16, w->fpdp);
     for (unsigned i = 0; i < 8; i++) {
         uint8_t *st = area + 32 + 16 * i;
-        const X86FPReg *r = &w->fpregs[(top + i) & 7];
 
-        stq_le_p(st, r->mant);
-        st16(st + 8, r->exp);
+        stq_le_p(st, w->fpregs[i].mant);
+        st16(st + 8, w->fpregs[i].exp);
     }
     stl_le_p(area + 24, w->mxcsr);
     for (unsigned i = 0; i < 16; i++) {
@@ -225,8 +247,36 @@ void x86_xsave_from_wire(const X86CPUWire *w, uint8_t *area)
         stq_le_p(area + 168 + 16 * i, w->xmm[i].q[1]);
         stq_le_p(area + X86_XSAVE_YMMH + 16 * i, w->ymmh[i].q[0]);
         stq_le_p(area + X86_XSAVE_YMMH + 8 + 16 * i, w->ymmh[i].q[1]);
+        for (unsigned q = 0; q < 4; q++) {
+            stq_le_p(area + X86_XSAVE_ZMM_HI256 + 32 * i + 8 * q, w->zmmh[i].q[q]);
+        }
+        for (unsigned q = 0; q < 8; q++) {
+            stq_le_p(area + X86_XSAVE_HI16_ZMM + 64 * i + 8 * q, w->hi16_zmm[i].q[q]);
+        }
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        stq_le_p(area + X86_XSAVE_OPMASK + 8 * i, w->opmask[i]);
     }
     stq_le_p(area + X86_XSAVE_XSTATE_BV, w->xstate_bv & X86_XSTATE_CARRIED);
+}
+
+bool x86_avx512_offsets_ok(const uint32_t ebx_of[8])
+{
+    return ebx_of[5] == X86_XSAVE_OPMASK && ebx_of[6] == X86_XSAVE_ZMM_HI256 &&
+           ebx_of[7] == X86_XSAVE_HI16_ZMM;
+}
+
+void x86_cpu_wire_reset_subs(X86CPUWire *w)
+{
+    w->async_pf_en_msr = w->async_pf_int_msr = w->pv_eoi_en_msr = w->steal_time_msr = 0;
+    w->poll_control_msr = 1;
+    w->fpop = 0;
+    w->fpip = w->fpdp = 0;
+    w->tsc_adjust = w->tsc_deadline = 0;
+    w->misc_enable = X86_MISC_ENABLE_RESET;
+    memset(w->opmask, 0, sizeof(w->opmask));
+    memset(w->zmmh, 0, sizeof(w->zmmh));
+    memset(w->hi16_zmm, 0, sizeof(w->hi16_zmm));
 }
 
 static uint64_t *wire_u64(X86CPUWire *w, const X86MsrSlot *s)
@@ -262,12 +312,14 @@ void x86_cpu_to_wire(const X86KvmImage *k, const X86CPUCaps *c, X86CPUWire *w)
     };
 
     memset(w, 0, offsetof(X86CPUWire, halted));
+    /* An MSR this vCPU lacks is sent as its reset value, so its subsection stays out. */
+    x86_cpu_wire_reset_subs(w);
     memcpy(w->regs, gprs, sizeof(gprs));
     w->eip = r->rip;
     w->eflags = r->rflags;
     w->hflags = x86_hflags(sr, r->rflags, ev->smi.smm);
     x86_xsave_to_wire(k->xsave, w);
-    /* Components beyond AVX (AVX-512, PKRU...) go in QEMU subsections we do not produce. */
+    /* Components beyond AVX-512 (PKRU...) go in QEMU subsections we do not produce. */
     w->xstate_bv &= X86_XSTATE_CARRIED;
     for (unsigned i = 0; i < 6; i++) {
         x86_seg_to_wire(segs[i], &w->segs[i]);
@@ -334,6 +386,74 @@ static bool x86_check_segments(const X86CPUWire *w, int index, Error **errp)
     return true;
 }
 
+static bool avx512_nonzero(const X86CPUWire *w)
+{
+    static const X86CPUWire zero;
+
+    return memcmp(w->opmask, zero.opmask, sizeof(w->opmask)) ||
+           memcmp(w->zmmh, zero.zmmh, sizeof(w->zmmh)) ||
+           memcmp(w->hi16_zmm, zero.hi16_zmm, sizeof(w->hi16_zmm));
+}
+
+/*
+ * The subsections' values, refused where KVM would refuse them (its
+ * reserved bits) or this vCPU cannot hold them. A value for an MSR this
+ * vCPU lacks is refused unless it is the reset value: it would be lost.
+ */
+static bool x86_cpu_check_subs(const X86CPUWire *w, const X86CPUCaps *c, int index,
+                               Error **errp)
+{
+    static const struct {
+        uint32_t msr;
+        uint16_t offset;
+        uint64_t reserved;              /* bits KVM refuses */
+        const char *name;
+    } msrs[] = {
+        { 0x4b564d02, offsetof(X86CPUWire, async_pf_en_msr), 0x30, "async PF enable" },
+        { 0x4b564d06, offsetof(X86CPUWire, async_pf_int_msr), ~0xffull, "async PF vector" },
+        { 0x4b564d04, offsetof(X86CPUWire, pv_eoi_en_msr), 0x6, "PV EOI" },
+        { 0x4b564d03, offsetof(X86CPUWire, steal_time_msr), 0x7e, "steal time" },
+        { 0x4b564d05, offsetof(X86CPUWire, poll_control_msr), ~1ull, "poll control" },
+        { 0x3b, offsetof(X86CPUWire, tsc_adjust), 0, "TSC_ADJUST" },
+        { X86_MSR_TSC_DEADLINE, offsetof(X86CPUWire, tsc_deadline), 0, "TSC deadline" },
+        { X86_MSR_MISC_ENABLE, offsetof(X86CPUWire, misc_enable), 0, "MISC_ENABLE" },
+    };
+    X86CPUWire reset;
+
+    x86_cpu_wire_reset_subs(&reset);
+    for (unsigned i = 0; i < G_N_ELEMENTS(msrs); i++) {
+        uint64_t v = *(const uint64_t *)((const uint8_t *)w + msrs[i].offset);
+        uint64_t r = *(const uint64_t *)((const uint8_t *)&reset + msrs[i].offset);
+        unsigned slot = 0;
+
+        while (slot < X86_MSR_SLOTS - 1 && x86_msr_slots[slot].index != msrs[i].msr) {
+            slot++;
+        }
+        if (v & msrs[i].reserved) {
+            error_setg(errp, "cpu %d: invalid %s MSR value 0x%" PRIx64, index, msrs[i].name, v);
+            return false;
+        }
+        if (v != r && !x86_msr_ok(c, slot)) {
+            error_setg(errp, "cpu %d: the stream has %s MSR 0x%" PRIx64 ", this vCPU has "
+                       "no such MSR", index, msrs[i].name, v);
+            return false;
+        }
+    }
+    if (w->async_pf_en_msr & 1 && (w->async_pf_en_msr & 8) && !w->async_pf_int_msr) {
+        error_setg(errp, "cpu %d: async PF enabled as an interrupt without a vector", index);
+        return false;
+    }
+    if (w->fpop > 0x7ff) {
+        error_setg(errp, "cpu %d: invalid x87 opcode 0x%x", index, w->fpop);
+        return false;
+    }
+    if (avx512_nonzero(w) && !c->avx512_area) {
+        error_setg(errp, "cpu %d: the stream has AVX-512 state, this vCPU has no AVX-512", index);
+        return false;
+    }
+    return true;
+}
+
 bool x86_cpu_check_wire(const X86CPUWire *w, const X86CPUCaps *c, int index, Error **errp)
 {
     uint64_t bad_cap = w->mcg_cap & ~c->mcg_cap & ~0xffull;
@@ -372,8 +492,12 @@ bool x86_cpu_check_wire(const X86CPUWire *w, const X86CPUCaps *c, int index, Err
     }
     if (w->xstate_bv & ~X86_XSTATE_CARRIED) {
         /* Their state would come in subsections we do not take. */
-        error_setg(errp, "cpu %d: XSTATE_BV 0x%" PRIx64 " has components beyond AVX", index,
+        error_setg(errp, "cpu %d: XSTATE_BV 0x%" PRIx64 " has components beyond AVX-512", index,
                    w->xstate_bv);
+        return false;
+    }
+    if ((w->xstate_bv & X86_XSTATE_AVX512) && !c->avx512_area) {
+        error_setg(errp, "cpu %d: the stream has AVX-512 state, this vCPU has no AVX-512", index);
         return false;
     }
     if ((w->xstate_bv & X86_XSTATE_AVX) && !c->avx_area) {
@@ -399,6 +523,9 @@ bool x86_cpu_check_wire(const X86CPUWire *w, const X86CPUCaps *c, int index, Err
     }
     if (w->sipi_vector > 0xff) {
         error_setg(errp, "cpu %d: invalid SIPI vector 0x%x", index, w->sipi_vector);
+        return false;
+    }
+    if (!x86_cpu_check_subs(w, c, index, errp)) {
         return false;
     }
     if (w->tsc_khz < 0 || w->tsc_khz > UINT32_MAX) {

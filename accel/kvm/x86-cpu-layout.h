@@ -44,6 +44,16 @@ typedef struct X86VecHalf {
     uint64_t q[2];
 } X86VecHalf;
 
+/* Bits 256-511 of ZMM0-15 (QEMU's "zmmh_reg": _q_ZMMReg[4..7]). */
+typedef struct X86ZmmHi256 {
+    uint64_t q[4];
+} X86ZmmHi256;
+
+/* A whole ZMM16-31 register (QEMU's "hi16_zmm_reg": _q_ZMMReg[0..7]). */
+typedef struct X86Zmm {
+    uint64_t q[8];
+} X86Zmm;
+
 typedef struct X86MtrrVar {
     uint64_t base;
     uint64_t mask;
@@ -93,6 +103,19 @@ typedef struct X86CPUWire {
     uint64_t xcr0, xstate_bv;
     X86VecHalf ymmh[16];
     int64_t tsc_khz;                    /* "cpu/tsc_khz"; 0 = not carried */
+    /*
+     * The other subsections of "cpu" (kvm-cpu-subsections.c), sent when
+     * the value is not the one a vCPU has at reset (x86_cpu_wire_reset_subs).
+     */
+    uint64_t async_pf_en_msr, async_pf_int_msr, pv_eoi_en_msr, steal_time_msr;
+    uint64_t poll_control_msr;          /* reset 1 */
+    uint16_t fpop;                      /* 11 bits */
+    uint64_t fpip, fpdp;
+    uint64_t tsc_adjust, tsc_deadline;
+    uint64_t misc_enable;               /* reset X86_MISC_ENABLE_RESET */
+    uint64_t opmask[8];
+    X86ZmmHi256 zmmh[16];
+    X86Zmm hi16_zmm[16];
     /* "cpu_common" */
     uint32_t halted;
     uint32_t interrupt_request;
@@ -109,23 +132,35 @@ typedef struct X86MsrSlot {
     uint8_t size;                       /* 4 or 8 */
 } X86MsrSlot;
 
-#define X86_MSR_SLOTS 84
+#define X86_MSR_SLOTS 92
+/* The TSC deadline's slot: put after KVM_SET_LAPIC (kvm_cpu_put_tail), not with the rest. */
+#define X86_MSR_SLOT_TSC_DEADLINE (X86_MSR_SLOTS - 1)
+#define X86_MSR_TSC_DEADLINE 0x6e0
+/* What QEMU's vCPUs hold at reset (fast strings), seen in its streams; KVM's own differs. */
+#define X86_MISC_ENABLE_RESET 1ull
+#define X86_MSR_MISC_ENABLE 0x1a0
 extern const X86MsrSlot x86_msr_slots[X86_MSR_SLOTS];
 
 /* XSAVE layout (Intel SDM, standard format as KVM_GET_XSAVE returns it). */
 #define X86_XSAVE_XSTATE_BV 512
 #define X86_XSAVE_YMMH      576         /* CPUID 0xD.2 EBX on the hosts we know */
 #define X86_XSAVE_AVX_END   (X86_XSAVE_YMMH + 16 * 16)
+/* AVX-512 (Intel SDM standard format; x86_avx512_offsets_ok() checks CPUID 0xD agrees). */
+#define X86_XSAVE_OPMASK    1088
+#define X86_XSAVE_ZMM_HI256 1152
+#define X86_XSAVE_HI16_ZMM  1664
+#define X86_XSAVE_AVX512_END (X86_XSAVE_HI16_ZMM + 16 * 64)
 #define X86_XSTATE_X87      1ull
 #define X86_XSTATE_SSE      2ull
 #define X86_XSTATE_AVX      4ull
-#define X86_XSTATE_CARRIED  (X86_XSTATE_X87 | X86_XSTATE_SSE | X86_XSTATE_AVX)
+#define X86_XSTATE_AVX512   0xe0ull     /* opmask, ZMM_Hi256, Hi16_ZMM */
+#define X86_XSTATE_CARRIED  (X86_XSTATE_X87 | X86_XSTATE_SSE | X86_XSTATE_AVX | X86_XSTATE_AVX512)
 
 /* What KVM holds for one vCPU, as read or to be put. */
 typedef struct X86KvmImage {
     struct kvm_regs regs;
     struct kvm_sregs sregs;
-    uint8_t xsave[X86_XSAVE_AVX_END];   /* the part of the XSAVE area the layout carries */
+    uint8_t xsave[X86_XSAVE_AVX512_END];    /* the part of the XSAVE area the layout carries */
     uint64_t xcr0;
     struct kvm_vcpu_events events;
     struct kvm_mp_state mp_state;
@@ -140,6 +175,7 @@ typedef struct X86CPUCaps {
     uint64_t mcg_cap;                   /* as KVM_X86_SETUP_MCE was given, 0 = no MCE */
     uint64_t xcr0_supported;            /* CPUID 0xD.0 EDX:EAX of the vCPU */
     bool avx_area;                      /* the XSAVE area holds the YMM upper halves */
+    bool avx512_area;                   /* ... and AVX-512 at the X86_XSAVE_* offsets */
 } X86CPUCaps;
 
 static inline bool x86_msr_ok(const X86CPUCaps *c, unsigned slot)
@@ -151,11 +187,19 @@ void x86_seg_to_wire(const struct kvm_segment *s, X86Segment *w);
 void x86_seg_from_wire(const X86Segment *w, struct kvm_segment *s);
 /* QEMU's hflags recomputed from the architectural state (see the .c for the bits). */
 uint32_t x86_hflags(const struct kvm_sregs *sr, uint64_t rflags, bool smm);
-/* The x87/SSE/AVX parts of an XSAVE area <-> fields; @area has X86_XSAVE_AVX_END bytes. */
+/*
+ * The x87/SSE/AVX/AVX-512 parts of an XSAVE area <-> fields; @area has
+ * X86_XSAVE_AVX512_END bytes.
+ */
 void x86_xsave_to_wire(const uint8_t *area, X86CPUWire *w);
 void x86_xsave_from_wire(const X86CPUWire *w, uint8_t *area);
 
+/* Are CPUID 0xD's sub-leaves 5-7 (@ebx_of[i]: EBX of sub-leaf i) the offsets above? */
+bool x86_avx512_offsets_ok(const uint32_t ebx_of[8]);
+
 void x86_cpu_to_wire(const X86KvmImage *k, const X86CPUCaps *c, X86CPUWire *w);
+/* The subsection fields as a stream without those subsections leaves them (reset values). */
+void x86_cpu_wire_reset_subs(X86CPUWire *w);
 /* Refuses (with the vCPU's @index in the message) what cannot be put. */
 bool x86_cpu_check_wire(const X86CPUWire *w, const X86CPUCaps *c, int index, Error **errp);
 /*

@@ -37,6 +37,12 @@ static const MigrateCase cases[] = {
       NULL, true },
     { "exec-dirty", "exec", "mode=dirty mem=128 rate=200", "256M", false, false, NULL },
     { "file-verify", "file", "mode=verify mem=64", "256M", false, false, NULL },
+    /*
+     * The vCPU states only QEMU's optional "cpu" subsections carry; the
+     * guest checks them after every pass (tests/guest/cpustate.c).
+     */
+    { "unix-cpustate-verify", "unix", "mode=verify mem=64 cpustate=x87,avx512,tscdl,misc,tscadj,pv",
+      "128M", false, false, NULL },
     { "defer-idle", "defer", "mode=idle mem=32", "128M", false, false, NULL },
     { "hmp-unix-dirty", "unix", "mode=dirty mem=128 rate=300 pattern=seq", "256M", false, true, NULL },
     { "unix-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false, NULL },

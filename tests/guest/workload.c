@@ -3,8 +3,8 @@
  * The CPL3 workload: parameters from the PVH command line, the work area
  * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
  * with modeN= keys, one per CPU (the network modes are in net.c, virtiobad
- * in virtio-bad.c, draw in draw.c, vbebad in vbe-bad.c). All loops run at CPL3 because it runs
- * natively under kvm-pvm and CPL0 does not.
+ * in virtio-bad.c, draw in draw.c, vbebad in vbe-bad.c, cpustate= in cpustate.c). All
+ * loops run at CPL3 because it runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
@@ -172,6 +172,9 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
     }
     if (r == NET_PARAM_UNKNOWN) {
         r = vbebad_param(k, kn, v, vn);
+    }
+    if (r == NET_PARAM_UNKNOWN) {
+        r = cpustate_param(k, kn, v, vn);
     }
     if (r == NET_PARAM_BAD) {
         bad_param(k, kn);
@@ -359,6 +362,12 @@ static _Noreturn void run_verify(const struct cpu *c, struct wstat *s)
     int tag = s->cpu;
     uint64_t n;
 
+    /* cpustate= is CPU 0's (cpustate.c keeps one CPU's state). */
+    bool cpustate = cpustate_wanted() && c == &cpus[0];
+
+    if (cpustate) {
+        cpustate_setup();
+    }
     for (n = 1;; n++) {
         uint64_t t0 = rdtsc(), bad = verify_pass(c, tag, n, s->deadline);
         struct line l = { 0 };
@@ -380,6 +389,9 @@ static _Noreturn void run_verify(const struct cpu *c, struct wstat *s)
         ln_str(&l, " us=");
         ln_u64(&l, tsc_to_us(rdtsc() - t0));
         ln_emit(&l);
+        if (cpustate) {
+            cpustate_check();
+        }
         if ((P.passes && n >= P.passes && tag <= 0) || rdtsc() >= s->deadline) {
             wl_exit(tag, EXIT_OK);
         }

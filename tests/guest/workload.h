@@ -309,6 +309,12 @@ _Noreturn void draw_main(struct wstat *s, uint64_t fps);
 enum net_param vbebad_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void vbebad_main(struct wstat *s);
 
+/* cpustate.c: cpustate=LIST, vCPU states only subsections carry (with mode=verify). */
+enum net_param cpustate_param(const char *k, size_t kn, const char *v, size_t vn);
+bool cpustate_wanted(void);
+void cpustate_setup(void);      /* CPU 0, CPL3, before the first pass */
+void cpustate_check(void);      /* after each pass: FAIL and exit if a state was lost */
+
 /*
  * workload.c: the work area, RAM from WORK_BASE on in memory-map order,
  * holes skipped, as segments (written once by CPU 0 before any CPU reads).

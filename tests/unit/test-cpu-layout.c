@@ -136,9 +136,15 @@ static void test_hflags(void)
 
 /* ---- XSAVE ---- */
 
+static void stw_le_p(uint8_t *p, uint16_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+}
+
 static void test_xsave_fields(void)
 {
-    uint8_t area[X86_XSAVE_AVX_END] = { 0 }, back[X86_XSAVE_AVX_END];
+    uint8_t area[X86_XSAVE_AVX512_END] = { 0 }, back[X86_XSAVE_AVX512_END];
     X86CPUWire w = { 0 };
     unsigned top = 5;
 
@@ -147,48 +153,99 @@ static void test_xsave_fields(void)
     area[2] = 0x00;
     area[3] = top << 3;                          /* FSW: TOP in bits 11-13 */
     area[4] = 0xa0;                              /* physical 5 and 7 hold values */
+    stw_le_p(area + 6, 0x123);                   /* FOP */
+    stq_le_p(area + 8, 0xffff800000401234ull);   /* FIP */
+    stq_le_p(area + 16, 0x405678);               /* FDP */
     stl_le_p(area + 24, 0x1f80);
     for (unsigned i = 0; i < 8; i++) {
         stq_le_p(area + 32 + 16 * i, 0x8000000000000000ull | i);
         area[32 + 16 * i + 8] = 0x30 + i;
         area[32 + 16 * i + 9] = 0x40;
+        stq_le_p(area + X86_XSAVE_OPMASK + 8 * i, 0x5000 + i);
     }
     for (unsigned i = 0; i < 16; i++) {
         stq_le_p(area + 160 + 16 * i, 0x1000 + i);
         stq_le_p(area + 168 + 16 * i, 0x2000 + i);
         stq_le_p(area + X86_XSAVE_YMMH + 16 * i, 0x3000 + i);
         stq_le_p(area + X86_XSAVE_YMMH + 8 + 16 * i, 0x4000 + i);
+        for (unsigned q = 0; q < 4; q++) {
+            stq_le_p(area + X86_XSAVE_ZMM_HI256 + 32 * i + 8 * q, 0x60000 + 16 * i + q);
+        }
+        for (unsigned q = 0; q < 8; q++) {
+            stq_le_p(area + X86_XSAVE_HI16_ZMM + 64 * i + 8 * q, 0x70000 + 16 * i + q);
+        }
     }
-    stq_le_p(area + X86_XSAVE_XSTATE_BV, 7);
+    stq_le_p(area + X86_XSAVE_XSTATE_BV, 0xe7);
 
     x86_xsave_to_wire(area, &w);
     g_assert_cmphex(w.fpuc, ==, 0x37f);
     g_assert_cmphex(w.fpus, ==, top << 11);
     g_assert_cmphex(w.fptag, ==, 0xa0);
+    g_assert_cmphex(w.fpop, ==, 0x123);
+    g_assert_cmphex(w.fpip, ==, 0xffff800000401234ull);
+    g_assert_cmphex(w.fpdp, ==, 0x405678);
     g_assert_cmphex(w.mxcsr, ==, 0x1f80);
     for (unsigned i = 0; i < 8; i++) {
-        /* ST(i) is physical register (TOP + i) & 7. */
-        const X86FPReg *r = &w.fpregs[(top + i) & 7];
-
-        g_assert_cmphex(r->mant, ==, 0x8000000000000000ull | i);
-        g_assert_cmphex(r->exp, ==, 0x4030 + i);
+        /* fpregs[i] is the XSAVE slot of ST(i), whatever TOP is (as QEMU sends it). */
+        g_assert_cmphex(w.fpregs[i].mant, ==, 0x8000000000000000ull | i);
+        g_assert_cmphex(w.fpregs[i].exp, ==, 0x4030 + i);
+        g_assert_cmphex(w.opmask[i], ==, 0x5000 + i);
     }
     for (unsigned i = 0; i < 16; i++) {
         g_assert_cmphex(w.xmm[i].q[0], ==, 0x1000 + i);
         g_assert_cmphex(w.xmm[i].q[1], ==, 0x2000 + i);
         g_assert_cmphex(w.ymmh[i].q[0], ==, 0x3000 + i);
         g_assert_cmphex(w.ymmh[i].q[1], ==, 0x4000 + i);
+        for (unsigned q = 0; q < 4; q++) {
+            g_assert_cmphex(w.zmmh[i].q[q], ==, 0x60000 + 16 * i + q);
+        }
+        for (unsigned q = 0; q < 8; q++) {
+            g_assert_cmphex(w.hi16_zmm[i].q[q], ==, 0x70000 + 16 * i + q);
+        }
     }
-    g_assert_cmphex(w.xstate_bv, ==, 7);
+    g_assert_cmphex(w.xstate_bv, ==, 0xe7);
 
     memset(back, 0xee, sizeof(back));
     x86_xsave_from_wire(&w, back);
     g_assert_cmpmem(back, sizeof(back), area, sizeof(area));
 
-    /* Components beyond AVX never reach KVM from the fields. */
+    /* Components beyond AVX-512 (PKRU) never reach KVM from the fields. */
     w.xstate_bv = 0x2e7;
     x86_xsave_from_wire(&w, back);
-    g_assert_cmphex(ldq_le_p(back + X86_XSAVE_XSTATE_BV), ==, 7);
+    g_assert_cmphex(ldq_le_p(back + X86_XSAVE_XSTATE_BV), ==, 0xe7);
+}
+
+/*
+ * QEMU 10.0's stream of the guest's cpustate=x87 image (TOP = 6, ST(0) =
+ * 1.5, ST(1) = -2.25, FOP 0x123): fpregs[0] and [1] held ST(0) and ST(1),
+ * cpu/fpop_ip_dp fpop 291, fpip 0x401234, fpdp 0x405678. Our XSAVE image
+ * of that state must give those fields.
+ */
+static void test_xsave_qemu_x87(void)
+{
+    uint8_t area[X86_XSAVE_AVX512_END] = { 0 };
+    X86CPUWire w = { 0 };
+
+    stw_le_p(area + 0, 0x37f);
+    stw_le_p(area + 2, 0x3000);
+    area[4] = 0xc0;
+    stw_le_p(area + 6, 0x123);
+    stq_le_p(area + 8, 0x401234);
+    stq_le_p(area + 16, 0x405678);
+    stq_le_p(area + 32, 0xc000000000000000ull);
+    stw_le_p(area + 40, 0x3fff);
+    stq_le_p(area + 48, 0x9000000000000000ull);
+    stw_le_p(area + 56, 0xc000);
+    x86_xsave_to_wire(area, &w);
+    g_assert_cmphex(w.fpus, ==, 12288);
+    g_assert_cmphex(w.fptag, ==, 192);
+    g_assert_cmphex(w.fpregs[0].mant, ==, 13835058055282163712ull);
+    g_assert_cmphex(w.fpregs[0].exp, ==, 16383);
+    g_assert_cmphex(w.fpregs[1].mant, ==, 10376293541461622784ull);
+    g_assert_cmphex(w.fpregs[1].exp, ==, 49152);
+    g_assert_cmphex(w.fpop, ==, 291);
+    g_assert_cmphex(w.fpip, ==, 4198964);
+    g_assert_cmphex(w.fpdp, ==, 4216440);
 }
 
 /* ---- checks of an incoming image ---- */
@@ -198,6 +255,7 @@ static const X86CPUCaps test_caps = {
     .mcg_cap = X86_MCG_CAP_QEMU,
     .xcr0_supported = 0xe7,
     .avx_area = true,
+    .avx512_area = true,
 };
 
 static void valid_wire(X86CPUWire *w)
@@ -211,6 +269,7 @@ static void valid_wire(X86CPUWire *w)
     w->interrupt_injected = -1;
     w->exception_nr = -1;
     w->hflags2 = 0x101;
+    x86_cpu_wire_reset_subs(w);
 }
 
 typedef void (*Spoil)(X86CPUWire *w);
@@ -223,7 +282,7 @@ static void spoil_banks(X86CPUWire *w) { w->mcg_cap = X86_MCG_CAP_QEMU + 1; }
 static void spoil_cap_bits(X86CPUWire *w) { w->mcg_cap |= 1ull << 27; }
 static void spoil_format(X86CPUWire *w) { w->fpregs_format = 1; }
 static void spoil_tag(X86CPUWire *w) { w->fptag = 0x100; }
-static void spoil_bv(X86CPUWire *w) { w->xstate_bv |= 0x20; }
+static void spoil_bv(X86CPUWire *w) { w->xstate_bv |= 0x100; }
 static void spoil_xcr0(X86CPUWire *w) { w->xcr0 = 6; }
 static void spoil_xcr0_bits(X86CPUWire *w) { w->xcr0 |= 0x200; }
 static void spoil_mxcsr(X86CPUWire *w) { w->mxcsr = 0x11f80; }
@@ -235,6 +294,14 @@ static void spoil_khz(X86CPUWire *w) { w->tsc_khz = -1; }
 static void spoil_selector(X86CPUWire *w) { w->segs[2].selector = 0x10000; }
 static void spoil_tr(X86CPUWire *w) { w->tr.selector = 0x10028; }
 static void spoil_idt(X86CPUWire *w) { w->idt.limit = 0x10000; }
+static void spoil_bv_pkru(X86CPUWire *w) { w->xstate_bv |= 0x200; }
+static void spoil_apf(X86CPUWire *w) { w->async_pf_en_msr = 0x1010; }
+static void spoil_apf_vec(X86CPUWire *w) { w->async_pf_int_msr = 0x100; }
+static void spoil_apf_novec(X86CPUWire *w) { w->async_pf_en_msr = 0x1009; }
+static void spoil_eoi(X86CPUWire *w) { w->pv_eoi_en_msr = 0x1003; }
+static void spoil_steal(X86CPUWire *w) { w->steal_time_msr = 0x1041; }
+static void spoil_poll(X86CPUWire *w) { w->poll_control_msr = 2; }
+static void spoil_fpop(X86CPUWire *w) { w->fpop = 0x800; }
 
 static void test_check_wire(void)
 {
@@ -242,9 +309,11 @@ static void test_check_wire(void)
         spoil_a20, spoil_mp, spoil_vmcb, spoil_intercept, spoil_banks, spoil_cap_bits,
         spoil_format, spoil_tag, spoil_bv, spoil_xcr0, spoil_xcr0_bits, spoil_mxcsr,
         spoil_irq, spoil_irq_neg, spoil_exc, spoil_sipi, spoil_khz, spoil_selector, spoil_tr,
-        spoil_idt,
+        spoil_idt, spoil_bv_pkru, spoil_apf, spoil_apf_vec, spoil_apf_novec, spoil_eoi,
+        spoil_steal, spoil_poll, spoil_fpop,
     };
-    X86CPUCaps no_avx = test_caps;
+    X86CPUCaps no_avx = test_caps, no_avx512 = test_caps, no_deadline = test_caps;
+    unsigned dl = X86_MSR_SLOT_TSC_DEADLINE;
     X86CPUWire w;
 
     valid_wire(&w);
@@ -267,6 +336,39 @@ static void test_check_wire(void)
     g_assert_false(x86_cpu_check_wire(&w, &no_avx, 0, NULL));
     w.xstate_bv = 3;
     g_assert_true(x86_cpu_check_wire(&w, &no_avx, 0, &error_abort));
+
+    /* AVX-512 state, in XSTATE_BV or in the registers, needs a vCPU with it. */
+    no_avx512.avx512_area = false;
+    valid_wire(&w);
+    g_assert_true(x86_cpu_check_wire(&w, &no_avx512, 0, &error_abort));
+    w.xstate_bv |= 0x20;
+    g_assert_false(x86_cpu_check_wire(&w, &no_avx512, 0, NULL));
+    g_assert_true(x86_cpu_check_wire(&w, &test_caps, 0, &error_abort));
+    valid_wire(&w);
+    w.hi16_zmm[15].q[7] = 1;
+    g_assert_false(x86_cpu_check_wire(&w, &no_avx512, 0, NULL));
+    g_assert_true(x86_cpu_check_wire(&w, &test_caps, 0, &error_abort));
+
+    /* An MSR this vCPU lacks may come only as its reset value. */
+    g_assert_cmphex(x86_msr_slots[dl].index, ==, 0x6e0);
+    no_deadline.msr_ok[dl / 64] &= ~(1ull << (dl % 64));
+    valid_wire(&w);
+    g_assert_true(x86_cpu_check_wire(&w, &no_deadline, 0, &error_abort));
+    w.tsc_deadline = 1;
+    g_assert_false(x86_cpu_check_wire(&w, &no_deadline, 0, NULL));
+    g_assert_true(x86_cpu_check_wire(&w, &test_caps, 0, &error_abort));
+
+    /* Async PF as an interrupt with its vector is fine, as QEMU sent it. */
+    valid_wire(&w);
+    w.async_pf_en_msr = 0x10e049;
+    w.async_pf_int_msr = 0xec;
+    w.pv_eoi_en_msr = 0x10bfc1;
+    w.steal_time_msr = 0x10c001;
+    w.poll_control_msr = 0;
+    w.misc_enable = 9;
+    w.tsc_adjust = 0x10000;
+    w.fpop = 0x7ff;
+    g_assert_true(x86_cpu_check_wire(&w, &test_caps, 0, &error_abort));
 }
 
 /* ---- round trip ---- */
@@ -340,6 +442,26 @@ static void random_wire(X86CPUWire *w)
             *(uint64_t *)p = rand64();
         }
     }
+    /* The subsections' MSRs within what KVM takes (x86_cpu_check_subs). */
+    w->async_pf_en_msr &= ~0x30ull;
+    w->async_pf_int_msr = g_test_rand_int_range(32, 256);
+    w->pv_eoi_en_msr &= ~6ull;
+    w->steal_time_msr &= ~0x7eull;
+    w->poll_control_msr &= 1;
+    w->fpop = g_test_rand_int() & 0x7ff;
+    w->fpip = rand64();
+    w->fpdp = rand64();
+    for (unsigned i = 0; i < 8; i++) {
+        w->opmask[i] = rand64();
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        for (unsigned q = 0; q < 4; q++) {
+            w->zmmh[i].q[q] = rand64();
+        }
+        for (unsigned q = 0; q < 8; q++) {
+            w->hi16_zmm[i].q[q] = rand64();
+        }
+    }
     w->hflags2 = 0x101 | (g_test_rand_bit() ? 8 : 0);
     w->interrupt_injected = g_test_rand_int_range(-1, 256);
     w->soft_interrupt = w->interrupt_injected >= 0 && g_test_rand_bit();
@@ -410,6 +532,46 @@ static void test_msr_unavailable(void)
     g_assert_cmphex(w.mcg_cap, ==, X86_MCG_CAP_QEMU);
 }
 
+/*
+ * A vCPU without the subsections' MSRs sends their reset values (so no
+ * subsection goes): QEMU's MISC_ENABLE (fast strings) and poll control 1.
+ */
+static void test_subs_reset(void)
+{
+    X86CPUCaps caps = test_caps;
+    X86KvmImage k = { 0 };
+    X86CPUWire w, reset;
+
+    memset(caps.msr_ok, 0, sizeof(caps.msr_ok));
+    for (unsigned i = 0; i < X86_MSR_SLOTS; i++) {
+        k.msr[i] = 0x1234;
+    }
+    x86_cpu_to_wire(&k, &caps, &w);
+    g_assert_cmphex(w.misc_enable, ==, 1);
+    g_assert_cmphex(w.poll_control_msr, ==, 1);
+    g_assert_cmphex(w.tsc_deadline, ==, 0);
+    g_assert_cmphex(w.async_pf_en_msr, ==, 0);
+    x86_cpu_wire_reset_subs(&reset);
+    g_assert_cmpmem(&w.async_pf_en_msr, offsetof(X86CPUWire, halted) -
+                    offsetof(X86CPUWire, async_pf_en_msr), &reset.async_pf_en_msr,
+                    offsetof(X86CPUWire, halted) - offsetof(X86CPUWire, async_pf_en_msr));
+    /* With the MSRs, KVM's values go, TSC deadline included. */
+    x86_cpu_to_wire(&k, &test_caps, &w);
+    g_assert_cmphex(w.misc_enable, ==, 0x1234);
+    g_assert_cmphex(w.tsc_deadline, ==, 0x1234);
+    g_assert_cmphex(w.async_pf_int_msr, ==, 0x1234);
+}
+
+/* The AVX-512 offsets this layout assumes are the SDM's, as CPUID 0xD reports them. */
+static void test_avx512_offsets(void)
+{
+    uint32_t ebx[8] = { 0, 0, 576, 0, 0, 1088, 1152, 1664 };
+
+    g_assert_true(x86_avx512_offsets_ok(ebx));
+    ebx[7] = 1600;
+    g_assert_false(x86_avx512_offsets_ok(ebx));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -420,5 +582,8 @@ int main(int argc, char **argv)
     g_test_add_func("/cpu-layout/check", test_check_wire);
     g_test_add_func("/cpu-layout/roundtrip-random", test_roundtrip_random);
     g_test_add_func("/cpu-layout/msr-unavailable", test_msr_unavailable);
+    g_test_add_func("/cpu-layout/xsave-qemu-x87", test_xsave_qemu_x87);
+    g_test_add_func("/cpu-layout/subsections-reset", test_subs_reset);
+    g_test_add_func("/cpu-layout/avx512-offsets", test_avx512_offsets);
     return g_test_run();
 }
