@@ -11,8 +11,14 @@ accept as what we always are).
 A host client (scripts/netclient.py) sends numbered datagrams to every
 VM's hostfwd port; each hop must leave the guest answering, with the reply
 count going on from the source's, and no datagram lost outside the hop's
-STOP..RESUME window. Also: the guest's view of the device (transport
-address, interrupt, MAC, queue sizes) is the same on both binaries.
+STOP..RESUME window. The same with the guest paused across both hops
+(the device's state through ours without running there). Also: the
+transport addresses and interrupts of three NICs are QEMU's.
+
+Open (issue 37): after a live QEMU -> ours hop a guest halted at the
+switchover may never wake on our side (no interrupt reaches the halted
+vCPU; mode=idle without a NIC shows it too). The live round trips skip
+loudly when the guest prints nothing on our side (skip_if_never_woke).
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
@@ -39,6 +45,7 @@ QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64'
 MEM_MB = 128
 APPEND = 'mode=udpecho port=7'
 RATE = 50                       # datagrams per second
+WAKE_S = 10                     # the firmware prints STAT every second once it runs
 MACHINE = ('-M', 'microvm,acpi=off', '-global', 'virtio-mmio.force-legacy=false')
 
 
@@ -147,9 +154,29 @@ class NetInteropCase(unittest.TestCase):
             self.assertLess(time.monotonic(), end, '%s never ran: %s' % (dst.name,
                                                                          dst.log_tail()))
             time.sleep(0.05)
+        if dst_binary == QEMU:
+            self.skip_if_never_woke(dst)
         self.wait_more_echoes(RATE)     # a second of answers from the destination
         self.assertNotIn('FAIL', dst.serial_text(), dst.name)
         return dst
+
+    def skip_if_never_woke(self, dst):
+        """A known fault outside virtio (issue 37, open): after QEMU -> ours
+        a guest halted at the switchover may never wake on our side (seen
+        every time with mode=idle, without a NIC too: no interrupt reaches
+        the halted vCPU). The firmware prints a STAT line a second; none
+        in WAKE_S means that fault, and the test skips loudly; a guest that
+        runs but does not answer still fails."""
+        end = time.monotonic() + WAKE_S
+        while 'STAT' not in dst.serial_text():
+            if time.monotonic() > end:
+                msg = ('%s: the guest never ran after QEMU -> ours (a halted vCPU not '
+                       'woken: the chips, not virtio)' % dst.name)
+                if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                    raise AssertionError(msg)
+                print('SKIP %s: %s' % (self.id(), msg), file=sys.stderr)
+                raise unittest.SkipTest(msg)
+            time.sleep(0.1)
 
     def roundtrip(self, peer):
         src = self.vm(peer, 'peer')
@@ -208,11 +235,6 @@ class NetInteropCase(unittest.TestCase):
 
 
 class TestQemu10Net(NetInteropCase):
-    # QEMU -> ours: a guest that halts (the firmware naps between datagrams)
-    # never wakes on our side, with any device set (mode=idle without a NIC
-    # too): the in-kernel chips' state from QEMU, not virtio. Expected to
-    # fail until that is fixed; an unexpected pass says it was.
-    @unittest.expectedFailure
     def test_roundtrip(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10)
@@ -223,7 +245,6 @@ class TestQemu10Net(NetInteropCase):
 
 
 class TestQemu72Net(NetInteropCase):
-    @unittest.expectedFailure   # as TestQemu10Net's
     def test_roundtrip(self):
         need_binary(self, PEER, 'QEMU 7.2')
         self.roundtrip(PEER)
