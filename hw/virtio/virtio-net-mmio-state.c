@@ -257,8 +257,17 @@ static bool qemu_queue_to_state(const VirtIONetMMIOQemu *q, unsigned int i, Virt
     /*
      * QEMU does not send the used index: it is the device ring's, in guest
      * RAM (loaded before the device sections). Chains the source had taken
-     * and not returned are offered again, as our own streams do.
+     * and not returned are offered again, as our own streams do. Under
+     * postcopy or a lazy restore that page may not be here, and a read
+     * would wait with the BQL for a fault only the source or the file can
+     * serve: then no buffer is taken to be in flight (what QEMU's
+     * virtio-net leaves at a stop, and our sources always), and the
+     * device's own checks at its first kick remain.
      */
+    if (guest_ram_reads_may_wait()) {
+        st->last_avail_idx = st->used_idx = vq->last_avail_idx;
+        return true;
+    }
     if (!guest_phys_rw(st->used_addr + 2, &ram_used, sizeof(ram_used), false)) {
         error_setg(errp, "%s: queue %u: device ring 0x%" PRIx64 " is outside guest RAM",
                    q->vdev->name, i, st->used_addr);
@@ -290,7 +299,7 @@ static bool qemu_image_to_state(const VirtIONetMMIOQemu *q, VirtIOMMIOMigState *
                    q->guest_page_shift);
         return false;
     }
-    if (q->got_features ? (uint32_t)q->features != q->features_lo : false) {
+    if (q->got_features && (uint32_t)q->features != q->features_lo) {
         error_setg(errp, "%s: features 0x%" PRIx64 " and their low word 0x%x differ",
                    q->vdev->name, q->features, q->features_lo);
         return false;
