@@ -12,9 +12,10 @@ ring outside RAM or misaligned, a queue size that is not a power of two or
 too big, a last_avail_idx more than a queue ahead of the used ring in RAM,
 status and feature bits that cannot go together, a queue count the device
 does not have, the control queue set up, QEMU's filters away from their
-defaults, the views of one queue disagreeing.  Each copy loaded with -incoming file:PATH must make the
-binary exit with status 1 and one error line that names the section and
-the field, without the guest running a single step.  The unmodified
+defaults, the views of one queue disagreeing.  Each copy loaded with
+-incoming file:PATH must make the binary exit with status 1 and one error
+line that names the section and the field, without the guest running a
+single step.  The unmodified
 stream loads and runs, and so do the fields the destination takes as they
 come (a MAC, buffers the source had taken and not returned: offered again).
 
