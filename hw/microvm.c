@@ -12,8 +12,13 @@
  *   top of low RAM: initrd
  *
  * virtio-mmio transports exist only for the devices given with -device,
- * in slots from 0xfeb00000 (512 bytes each, GSI 5 + slot), and are named
- * to the kernel on its command line, as QEMU's microvm does without ACPI.
+ * in QEMU's microvm slots (0xfeb00000 + 512 * slot, GSI 5 + slot), the
+ * first device in the last slot and on downwards, as QEMU 7.2 and 10.0
+ * place them with acpi=off (so a driver bound there finds its device at
+ * the same address and interrupt after a move), and are named to the
+ * kernel on its command line in creation order, as QEMU does without ACPI.
+ * With ACPI, QEMU uses 24 slots and the second IOAPIC, which we do not
+ * emulate: our placement stays acpi=off's (docs/devel/qemu-interop.md).
  * -device isa-vga puts its VRAM at 0xe0000000 (hw/display/vga-isa.c),
  * which the memory map leaves out.
  */
@@ -25,6 +30,7 @@
 #include "hw/pvh.h"
 #include "hw/serial.h"
 #include "hw/virtio/virtio-mmio.h"
+#include "hw/virtio/virtio-net.h"
 #include "system/cpus.h"
 #include "system/ioport.h"
 #include "system/kvm.h"
@@ -272,13 +278,17 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
     }
     ms->virtio_mmio = g_ptr_array_new();
     for (guint i = 0; i < n; i++) {
+        /* QEMU's order (seen in the command line its guests get): from the top slot down. */
+        guint slot = MICROVM_VIRTIO_SLOTS - 1 - i;
         VirtIOMMIOState *s = virtio_mmio_create(g_ptr_array_index(ms->virtio_devices, i),
                                                 MICROVM_VIRTIO_MMIO_BASE +
-                                                i * MICROVM_VIRTIO_MMIO_STRIDE,
-                                                MICROVM_VIRTIO_IRQ_BASE + i, errp);
+                                                slot * MICROVM_VIRTIO_MMIO_STRIDE,
+                                                MICROVM_VIRTIO_IRQ_BASE + slot, errp);
         if (!s) {
             return false;
         }
+        /* Its section's name holds the slot's address, as QEMU's does. */
+        virtio_net_mmio_state_register(s);
         g_ptr_array_add(ms->virtio_mmio, s);
     }
     return true;

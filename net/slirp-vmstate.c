@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The "slirp" device-state section: libslirp's own state of one user
- * backend (the IP id and the DHCP leases; see net_slirp_state_save()) as
- * a length and that many bytes, the section version being libslirp's
- * state version. hostfwd rules are not in it: each side binds what its
- * own command line says. Saved and loaded with the BQL held, which is
- * what keeps slirp's main-loop callbacks away meanwhile.
+ * The "slirp" device-state section, as QEMU sends it: libslirp's own
+ * state of one user backend, its bytes alone (no length: libslirp's format
+ * delimits itself), the section version being libslirp's state version.
+ * The state is one record per guestfwd socket, a zero byte, the IP id
+ * (be16) and the DHCP leases (16 x be16 + MAC): 131 bytes at version 4
+ * (QEMU 7.2's and 10.0's "data" buffer). We never have guestfwd sockets,
+ * so ours is always that long, and a QEMU stream with one (its first byte
+ * not zero) is refused by net_slirp_state_load(). hostfwd rules are not in
+ * it: each side binds what its own command line says. Saved and loaded
+ * with the BQL held, which keeps slirp's main-loop callbacks away.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -13,10 +17,12 @@
 #include "net/net.h"
 #include "net/slirp.h"
 
+/* libslirp's state without guestfwd sockets: 1 + 2 + 16 * 8 (version 4). */
+#define NET_SLIRP_STATE_LEN 131
+
 typedef struct NetSlirpMigState {
     NetClientState *nc;         /* the backend; fixed */
-    uint32_t len;               /* bytes of @buf in use */
-    uint8_t *buf;               /* NET_SLIRP_STATE_MAX bytes, staging only (BQL) */
+    uint8_t data[NET_SLIRP_STATE_LEN];  /* staging only (BQL) */
 } NetSlirpMigState;
 
 static bool net_slirp_pre_save(void *opaque, Error **errp)
@@ -24,22 +30,22 @@ static bool net_slirp_pre_save(void *opaque, Error **errp)
     NetSlirpMigState *m = opaque;
     g_autoptr(GByteArray) state = net_slirp_state_save(m->nc);
 
-    if (state->len > NET_SLIRP_STATE_MAX) {
-        error_setg(errp, "slirp state of netdev '%s' is %u bytes, more than the %d a "
-                   "section carries", m->nc->name, state->len, NET_SLIRP_STATE_MAX);
+    /* Another length would be another libslirp format than QEMU's "data". */
+    if (state->len != NET_SLIRP_STATE_LEN) {
+        error_setg(errp, "slirp state of netdev '%s' is %u bytes, not the %d of libslirp "
+                   "state version 4", m->nc->name, state->len, NET_SLIRP_STATE_LEN);
         return false;
     }
-    memcpy(m->buf, state->data, state->len);
-    m->len = state->len;
+    memcpy(m->data, state->data, state->len);
     return true;
 }
 
-/* The loader has checked len against NET_SLIRP_STATE_MAX; slirp checks the bytes. */
+/* slirp checks the bytes, and that it read all of them and no more. */
 static bool net_slirp_post_load(void *opaque, int version_id, Error **errp)
 {
     NetSlirpMigState *m = opaque;
 
-    return net_slirp_state_load(m->nc, version_id, m->buf, m->len, errp);
+    return net_slirp_state_load(m->nc, version_id, m->data, sizeof(m->data), errp);
 }
 
 /*
@@ -54,8 +60,7 @@ static VMStateDescription vmstate_slirp = {
     .pre_save = net_slirp_pre_save,
     .post_load = net_slirp_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(len, NetSlirpMigState),
-        VMSTATE_VBUFFER_UINT32(buf, NetSlirpMigState, len, NET_SLIRP_STATE_MAX),
+        VMSTATE_BUFFER(data, NetSlirpMigState),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -76,7 +81,6 @@ void net_slirp_vmstate_register(NetClientState *nc)
     }
     vmstate_slirp.version_id = net_slirp_state_version();
     m->nc = nc;
-    m->buf = g_malloc0(NET_SLIRP_STATE_MAX);
     vmstate_register("slirp", net_slirp_mig_states->len, &vmstate_slirp, m);
     g_ptr_array_add(net_slirp_mig_states, m);
 }

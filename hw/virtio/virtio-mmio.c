@@ -15,7 +15,7 @@
 #include "qapi/error.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-mmio.h"
-#include "migration/vmstate.h"
+#include "virtio-mmio-mig.h"
 #include "qemu/tsan.h"
 #include "system/ioport.h"
 #include "system/kvm.h"
@@ -27,24 +27,6 @@
 
 #define VIRTIO_MMIO_MAGIC   0x74726976      /* "virt" */
 #define VIRTIO_MMIO_VERSION_MODERN 2
-/* Queues a migratable device may have (the section's array bound). */
-#define VIRTIO_MMIO_MAX_QUEUES 16
-
-/*
- * The section: written by pre_save from the live state, loaded here, and
- * applied by post_load only after every field passed its check, so a
- * refused section leaves the device as it was.
- */
-typedef struct VirtIOMMIOMigState {
-    uint32_t host_features_sel;
-    uint32_t guest_features_sel;
-    uint32_t queue_sel;
-    uint32_t isr;
-    VirtIODeviceState dev;
-    uint32_t num_queues;
-    VirtQueueState vq[VIRTIO_MMIO_MAX_QUEUES];
-} VirtIOMMIOMigState;
-
 struct VirtIOMMIOState {
     VirtIODevice *vdev;
     hwaddr base;                /* fixed */
@@ -63,7 +45,6 @@ struct VirtIOMMIOState {
     guint resample_watch;       /* main-loop source on resample_fd */
     bool *ioeventfd_on;         /* per queue: assigned in KVM (BQL) */
 
-    VirtIOMMIOMigState mig;     /* migration staging (BQL) */
 
     /* The interrupt (irq_lock, any thread). */
     GMutex irq_lock;
@@ -391,24 +372,18 @@ static const IORangeOps virtio_mmio_ops = {
 
 /* ---- Migration ---- */
 
-static bool virtio_mmio_pre_save(void *opaque, Error **errp)
+void virtio_mmio_mig_save(VirtIOMMIOState *s, VirtIOMMIOMigState *m)
 {
-    VirtIOMMIOMigState *m = opaque;
-    VirtIOMMIOState *s = container_of(m, VirtIOMMIOState, mig);
-
     m->host_features_sel = s->host_features_sel;
     m->guest_features_sel = s->guest_features_sel;
     m->queue_sel = s->queue_sel;
     m->isr = __atomic_load_n(&s->isr, __ATOMIC_ACQUIRE);
     m->num_queues = s->vdev->ops->num_queues;
     virtio_device_get_state(s->vdev, &m->dev, m->vq);
-    return true;
 }
 
-static bool virtio_mmio_post_load(void *opaque, int version_id, Error **errp)
+bool virtio_mmio_mig_load(VirtIOMMIOState *s, const VirtIOMMIOMigState *m, Error **errp)
 {
-    VirtIOMMIOMigState *m = opaque;
-    VirtIOMMIOState *s = container_of(m, VirtIOMMIOState, mig);
     VirtIODevice *vdev = s->vdev;
 
     if (m->num_queues != vdev->ops->num_queues) {
@@ -444,57 +419,10 @@ static bool virtio_mmio_post_load(void *opaque, int version_id, Error **errp)
     return true;
 }
 
-static const VMStateDescription vmstate_virtqueue = {
-    .name = "virtqueue",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT16(num, VirtQueueState),
-        VMSTATE_BOOL(ready, VirtQueueState),
-        VMSTATE_UINT64(desc_addr, VirtQueueState),
-        VMSTATE_UINT64(avail_addr, VirtQueueState),
-        VMSTATE_UINT64(used_addr, VirtQueueState),
-        VMSTATE_UINT16(last_avail_idx, VirtQueueState),
-        VMSTATE_UINT16(used_idx, VirtQueueState),
-        VMSTATE_UINT16(signalled_used, VirtQueueState),
-        VMSTATE_BOOL(signalled_used_valid, VirtQueueState),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_virtio_device = {
-    .name = "virtio-device",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(status, VirtIODeviceState),
-        VMSTATE_UINT64(guest_features, VirtIODeviceState),
-        VMSTATE_UINT32(config_generation, VirtIODeviceState),
-        VMSTATE_BOOL(broken, VirtIODeviceState),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_virtio_mmio = {
-    .name = "virtio-mmio",
-    .size = sizeof(VirtIOMMIOMigState),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .pre_save = virtio_mmio_pre_save,
-    .post_load = virtio_mmio_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(host_features_sel, VirtIOMMIOMigState),
-        VMSTATE_UINT32(guest_features_sel, VirtIOMMIOMigState),
-        VMSTATE_UINT32(queue_sel, VirtIOMMIOMigState),
-        VMSTATE_UINT32(isr, VirtIOMMIOMigState),
-        VMSTATE_STRUCT(dev, VirtIOMMIOMigState, vmstate_virtio_device, VirtIODeviceState),
-        VMSTATE_UINT32(num_queues, VirtIOMMIOMigState),
-        VMSTATE_STRUCT_VARRAY_UINT32(vq, VirtIOMMIOMigState, num_queues,
-                                     VIRTIO_MMIO_MAX_QUEUES, vmstate_virtqueue,
-                                     VirtQueueState),
-        VMSTATE_END_OF_LIST()
-    },
-};
+VirtIODevice *virtio_mmio_vdev(const VirtIOMMIOState *s)
+{
+    return s->vdev;
+}
 
 /* ---- Creation ---- */
 
@@ -528,8 +456,6 @@ static void virtio_mmio_irqfd_init(VirtIOMMIOState *s)
 
 VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Error **errp)
 {
-    /* Instance ids in creation order: microvm creates slots in order. */
-    static uint32_t instances;
     g_autofree VirtIOMMIOState *s = g_new0(VirtIOMMIOState, 1);
 
     if (vdev->ops->num_queues > VIRTIO_MMIO_MAX_QUEUES) {
@@ -555,7 +481,6 @@ VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Er
     s->use_ioeventfd = kvm_has_ioeventfd(kvm_state);
     virtio_mmio_irqfd_init(s);
     qemu_register_reset(virtio_mmio_system_reset, s);
-    vmstate_register("virtio-mmio", instances++, &vmstate_virtio_mmio, &s->mig);
     return g_steal_pointer(&s);
 }
 

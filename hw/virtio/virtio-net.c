@@ -468,57 +468,44 @@ static const VirtIODeviceOps virtio_net_ops = {
     .queue_notify = virtio_net_queue_notify,
 };
 
-/* ---- Migration: the "virtio-net" section (BQL, device thread stopped) ---- */
+/* ---- Migration (BQL, device thread stopped): virtio-net-mmio-state.c's ---- */
 
 /*
  * Only the config space: virtio_net_stop() left nothing between the
  * threads that the destination would need (see there); the queues and
- * the driver's features are the "virtio-mmio" section's.
+ * the driver's features are the transport's.
  */
-static bool virtio_net_pre_save(void *opaque, Error **errp)
+void virtio_net_mig_save(VirtIODevice *vdev, VirtIONetMigState *m)
 {
-    VirtIONetMigState *m = opaque;
-    VirtIONet *n = container_of(m, VirtIONet, mig);
+    VirtIONet *n = container_of(vdev, VirtIONet, vdev);
 
     memcpy(m->mac, n->mac, 6);
     m->status = n->status;
-    return true;
 }
 
-static bool virtio_net_post_load(void *opaque, int version_id, Error **errp)
+bool virtio_net_mig_check(VirtIODevice *vdev, const VirtIONetMigState *m, Error **errp)
 {
-    VirtIONetMigState *m = opaque;
-    VirtIONet *n = container_of(m, VirtIONet, mig);
-    MACAddr mac;
-    g_autofree char *macstr = NULL;
-
     /* We never take the link down, and know no other status bit. */
     if (m->status != VIRTIO_NET_S_LINK_UP) {
         error_setg(errp, "%s: status 0x%x is not 0x%x (link up, the only status this "
-                   "device has)", n->vdev.name, m->status, VIRTIO_NET_S_LINK_UP);
+                   "device has)", vdev->name, m->status, VIRTIO_NET_S_LINK_UP);
         return false;
     }
+    return true;
+}
+
+void virtio_net_mig_apply(VirtIODevice *vdev, const VirtIONetMigState *m)
+{
+    VirtIONet *n = container_of(vdev, VirtIONet, vdev);
+    MACAddr mac;
+    g_autofree char *macstr = NULL;
+
     /* Any six bytes are a MAC (QEMU takes a multicast one too): the guest keeps its own. */
     memcpy(n->mac, m->mac, 6);
     memcpy(mac.a, m->mac, 6);
     macstr = net_macaddr_str(&mac);
     net_client_set_info_str(n->nc, "model=%s,macaddr=%s", n->nc->model, macstr);
-    return true;
 }
-
-static const VMStateDescription vmstate_virtio_net = {
-    .name = "virtio-net",
-    .size = sizeof(VirtIONetMigState),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .pre_save = virtio_net_pre_save,
-    .post_load = virtio_net_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8_ARRAY(mac, VirtIONetMigState, 6),
-        VMSTATE_UINT16(status, VirtIONetMigState),
-        VMSTATE_END_OF_LIST()
-    },
-};
 
 /* ---- Options ---- */
 
@@ -579,7 +566,6 @@ void virtio_net_conf_free(VirtIONetConf *conf)
 
 VirtIONet *virtio_net_create(const VirtIONetConf *conf, Error **errp)
 {
-    static uint32_t instances;
     g_autofree VirtIONet *n = g_new0(VirtIONet, 1);
     MACAddr mac = conf->mac;
 
@@ -610,8 +596,6 @@ VirtIONet *virtio_net_create(const VirtIONetConf *conf, Error **errp)
     n->conf_mac = mac;
     memcpy(n->mac, mac.a, 6);
     n->status = VIRTIO_NET_S_LINK_UP;
-    /* Instances in creation order: the command line's, the same on both sides. */
-    vmstate_register("virtio-net", instances++, &vmstate_virtio_net, &n->mig);
     return g_steal_pointer(&n);
 }
 

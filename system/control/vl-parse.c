@@ -408,6 +408,19 @@ bool vl_parse_global(const char *arg, Error **errp)
     if (g_str_has_prefix(key, "migration.")) {
         return migration_set_global_property(key + strlen("migration."), eq + 1, errp);
     }
+    /*
+     * QEMU's microvm transports are legacy (version 1) unless told
+     * otherwise; ours are always virtio 1.x, so the line a QEMU guest is
+     * started with (force-legacy=false) means what we do anyway.
+     */
+    if (!strcmp(key, "virtio-mmio.force-legacy")) {
+        if (!strcmp(eq + 1, "false") || !strcmp(eq + 1, "off")) {
+            return true;
+        }
+        error_setg(errp, "virtio-mmio.force-legacy=%s: only modern (version 2) virtio-mmio "
+                   "transports are supported; use force-legacy=false", eq + 1);
+        return false;
+    }
     error_setg(errp, "can't apply global %s=%s: driver '%.*s' not found", key, eq + 1,
                (int)(strchr(key, '.') - key), key);
     return false;

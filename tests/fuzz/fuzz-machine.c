@@ -6,8 +6,9 @@
 
 /*
  * Keep in step with scripts/fuzz-corpus, whose streams must load here:
- * the same RAM and a serial port (which, as in QEMU, exists only with a
- * -serial backend).
+ * the same RAM, a serial port (which, as in QEMU, exists only with a
+ * -serial backend) and a virtio-net on slirp (its QEMU-layout section and
+ * slirp's are fuzzed too).
  */
 #define FUZZ_MACHINE_MEM "16M"
 
@@ -18,7 +19,8 @@ void fuzz_machine_start(const char *argv0)
     const char *argv[] = {
         argv0, "-M", "microvm", "-accel", "kvm", "-cpu", "host",
         "-m", FUZZ_MACHINE_MEM, "-smp", "1", "-nodefaults", "-no-user-config",
-        "-display", "none", "-serial", "null", "-S", "-kernel", firmware, "-incoming", "defer",
+        "-display", "none", "-serial", "null", "-netdev", "user,id=n0",
+        "-device", "virtio-net-device,netdev=n0", "-S", "-kernel", firmware, "-incoming", "defer",
         NULL,
     };
 

@@ -29,7 +29,7 @@
 #define ARP_RETRY_MS            500
 #define RESET_POLLS             1000
 #define FAR_BEYOND_RAM          (1ULL << 40)    /* no guest of ours has RAM at 1 TiB */
-#define MICROVM_VIRTIO_BASE     0xfeb00000ULL   /* our first slot, QEMU's microvm layout */
+#define MICROVM_VIRTIO_BASE     0xfeb00e00ULL   /* the first device's slot, QEMU's microvm layout */
 #define CHAIN_LEN               (VNET_HDR_LEN + 60)     /* a header and a minimal frame */
 
 #define ETH_MIN_FRAME           60

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests of the virtio-mmio transport's migration section (its
- * device's queues with it) on the bench of virtio-echo-test.h: a round
- * trip, hostile sections refused before anything acts on them, rings the
- * guest moved, rings never read at load, and a device thread left behind
- * on guest RAM a lazy restore lost.
+ * Unit tests of what the virtio-mmio transport migrates (its device's
+ * queues with it; virtio-mmio-mig.h) on the bench of virtio-echo-test.h: a
+ * round trip, hostile states refused before anything acts on them, rings
+ * the guest moved, rings never read at load, and a device thread left
+ * behind on guest RAM a lazy restore lost.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -13,39 +13,27 @@
 #include "qemu/thread.h"
 #include "qemu/userfaultfd.h"
 #include "virtio-echo-test.h"
+#include "../../hw/virtio/virtio-mmio-mig.h"
 #include <poll.h>
 #include <sys/mman.h>
 
-/* ---- Migration: the transport's section ---- */
+/* ---- Migration: what the transport saves and takes ---- */
 
-/* Byte offsets in the section (big-endian fields in table order). */
-#define SEC_ISR         12
-#define SEC_STATUS      16
-#define SEC_FEATURES    17
-#define SEC_BROKEN      29
-#define SEC_NUM_QUEUES  30
-#define SEC_QUEUE0      34
-#define SEC_QUEUE_SIZE  34
-#define SEC_Q_NUM       0
-#define SEC_Q_DESC      3
-#define SEC_Q_USED      19
-#define SEC_Q_LAST_AVAIL 27
-
-static void put_be(uint8_t *p, uint64_t v, int size)
-{
-    for (int i = size - 1; i >= 0; i--, v >>= 8) {
-        p[i] = v;
-    }
-}
+/*
+ * The stream layout is virtio-net-mmio-state.c's (QEMU's, tested in
+ * test-virtio-net and test-virtio-state.py); underneath it, the transport
+ * hands over and checks plain values (virtio-mmio-mig.h), tested here with
+ * the echo device.
+ */
 
 /*
  * A source that echoed one chain and then stopped with a second chain
- * offered but not kicked; the section it saves.
+ * offered but not kicked; the state it saves.
  */
-static uint8_t *save_source(size_t *len, bool ioeventfd)
+static VirtIOMMIOMigState *save_source(bool ioeventfd)
 {
+    VirtIOMMIOMigState *m = g_new0(VirtIOMMIOMigState, 1);
     Fixture f;
-    uint8_t *sec;
 
     fixture_setup(&f, ioeventfd, false);
     driver_init(&f, true);
@@ -55,8 +43,8 @@ static uint8_t *save_source(size_t *len, bool ioeventfd)
     vtest_vm_set_running(false);
     driver_send(&f, 1, "across");
     wr(VIRTIO_MMIO_QUEUE_SEL, 1);
-    sec = vtest_section_save(len);
-    g_assert_cmpuint(*len, ==, SEC_QUEUE0 + 2 * SEC_QUEUE_SIZE);
+    virtio_mmio_mig_save(f.mmio, m);
+    g_assert_cmpuint(m->num_queues, ==, 2);
     /*
      * The source goes away before it runs again: its guest RAM stays, as the
      * stream carried it at the stop (the load checks the rings in it).
@@ -66,19 +54,18 @@ static uint8_t *save_source(size_t *len, bool ioeventfd)
     vtest_vm_set_running(true);
     io_range_table_free(mmio_table);
     mmio_table = io_range_table_new();
-    return sec;
+    return m;
 }
 
 static void test_migrate_round_trip(void)
 {
-    size_t len;
-    g_autofree uint8_t *sec = save_source(&len, true);
+    g_autofree VirtIOMMIOMigState *m = save_source(true);
     Fixture f;
 
     /* The destination: a fresh device, VM stopped while the state comes in. */
     fixture_setup(&f, true, false);
     vtest_vm_set_running(false);
-    g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    g_assert_true(virtio_mmio_mig_load(f.mmio, m, ERRP_ABORT));
     g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, STATUS_FEATURES_DONE |
                      VIRTIO_CONFIG_S_DRIVER_OK);
     g_assert_true(virtio_has_feature(&f.dev.vdev, VIRTIO_RING_F_EVENT_IDX));
@@ -102,23 +89,18 @@ static void test_migrate_round_trip(void)
     fixture_teardown(&f);
 }
 
-static void load_expect_refused(const uint8_t *good, size_t len, size_t off, uint64_t val,
-                                int size, const char *needle)
+/* @bad (a changed copy of a good state) is refused with @needle; nothing reaches the device. */
+static void load_expect_refused(const VirtIOMMIOMigState *bad, const char *needle)
 {
-    g_autofree uint8_t *bad = g_malloc(len + SEC_QUEUE_SIZE);
     Error *err = NULL;
     Fixture f;
 
-    memcpy(bad, good, len);
-    memcpy(bad + len, good + SEC_QUEUE0, SEC_QUEUE_SIZE);   /* a spare queue entry */
-    put_be(bad + off, val, size);
     fixture_setup(&f, true, false);
     vtest_vm_set_running(false);
-    g_assert_false(vtest_section_load(bad, len + SEC_QUEUE_SIZE, &err));
+    g_assert_false(virtio_mmio_mig_load(f.mmio, bad, &err));
     g_test_message("refused: %s", error_get_pretty(err));
     g_assert_nonnull(strstr(error_get_pretty(err), needle));
     error_free(err);
-    /* Nothing of it reached the device. */
     g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, 0);
     g_assert_cmpuint(rd(VIRTIO_MMIO_QUEUE_READY), ==, 0);
     g_assert_cmpuint(rd(VIRTIO_MMIO_INTERRUPT_STATUS), ==, 0);
@@ -127,44 +109,42 @@ static void load_expect_refused(const uint8_t *good, size_t len, size_t off, uin
     fixture_teardown(&f);
 }
 
+#define REFUSED(good, field, val, needle) do {                                  \
+        VirtIOMMIOMigState bad_ = *(good);                                      \
+        bad_.field = (val);                                                     \
+        load_expect_refused(&bad_, (needle));                                   \
+    } while (0)
+
 static void test_migrate_hostile(void)
 {
-    size_t len;
-    g_autofree uint8_t *good = save_source(&len, false);
-    const size_t q0 = SEC_QUEUE0;
+    g_autofree VirtIOMMIOMigState *good = save_source(false);
 
-    load_expect_refused(good, len, q0 + SEC_Q_DESC, 0x100000000000ULL, 8,
-                        "outside guest RAM");
-    load_expect_refused(good, len, q0 + SEC_Q_DESC, DESC_GPA + 8, 8, "aligned");
-    load_expect_refused(good, len, q0 + SEC_Q_NUM, 12, 2, "power of two");
-    load_expect_refused(good, len, q0 + SEC_Q_NUM, 2 * QSIZE, 2, "above the maximum");
-    load_expect_refused(good, len, q0 + SEC_Q_LAST_AVAIL, 100, 2, "is not used_idx");
-    load_expect_refused(good, len, SEC_NUM_QUEUES, 3, 4, "3 queues in the stream");
-    load_expect_refused(good, len, SEC_NUM_QUEUES, 17, 4, "exceeds the maximum 16");
-    load_expect_refused(good, len, SEC_STATUS, 0x1f, 1, "invalid status");
-    load_expect_refused(good, len, SEC_STATUS, VIRTIO_CONFIG_S_DRIVER_OK, 1,
-                        "DRIVER_OK without FEATURES_OK");
-    load_expect_refused(good, len, SEC_FEATURES, (1ULL << VIRTIO_F_VERSION_1) | (1 << 7), 8,
-                        "does not offer");
-    load_expect_refused(good, len, SEC_FEATURES, 1ULL << DEV_FEATURE_BIT, 8,
-                        "without VIRTIO_F_VERSION_1");
-    load_expect_refused(good, len, SEC_ISR, 4, 4, "invalid InterruptStatus");
+    REFUSED(good, vq[0].desc_addr, 0x100000000000ULL, "outside guest RAM");
+    REFUSED(good, vq[0].desc_addr, DESC_GPA + 8, "aligned");
+    REFUSED(good, vq[0].num, 12, "power of two");
+    REFUSED(good, vq[0].num, 2 * QSIZE, "above the maximum");
+    REFUSED(good, vq[0].last_avail_idx, 100, "is not used_idx");
+    REFUSED(good, num_queues, 3, "3 queues in the stream");
+    REFUSED(good, num_queues, 17, "17 queues in the stream");
+    REFUSED(good, dev.status, 0x1f, "invalid status");
+    REFUSED(good, dev.status, VIRTIO_CONFIG_S_DRIVER_OK, "DRIVER_OK without FEATURES_OK");
+    REFUSED(good, dev.guest_features, (1ULL << VIRTIO_F_VERSION_1) | (1 << 7),
+            "does not offer");
+    REFUSED(good, dev.guest_features, 1ULL << DEV_FEATURE_BIT, "without VIRTIO_F_VERSION_1");
+    REFUSED(good, isr, 4, "invalid InterruptStatus");
 }
 
 /*
- * The section with one field changed loads; @broken: with the device
- * broken (NEEDS_RESET), its thread not started when the VM runs.
+ * @m loads; @broken: with the device broken (NEEDS_RESET), its thread not
+ * started when the VM runs.
  */
-static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint64_t val,
-                               int size, bool broken)
+static void load_expect_loaded(const VirtIOMMIOMigState *m, bool broken)
 {
-    g_autofree uint8_t *sec = g_memdup2(good, len);
     Fixture f;
 
-    put_be(sec + off, val, size);
     fixture_setup(&f, true, false);
     vtest_vm_set_running(false);
-    g_assert_true(vtest_section_load(sec, len, ERRP_ABORT));
+    g_assert_true(virtio_mmio_mig_load(f.mmio, m, ERRP_ABORT));
     g_assert_cmpint(virtio_device_is_broken(&f.dev.vdev), ==, broken);
     vtest_vm_set_running(true);
     if (broken) {
@@ -182,8 +162,8 @@ static void load_expect_loaded(const uint8_t *good, size_t len, size_t off, uint
  */
 static void test_migrate_guest_rings(void)
 {
-    size_t len;
-    g_autofree uint8_t *good = save_source(&len, false);
+    g_autofree VirtIOMMIOMigState *good = save_source(false);
+    VirtIOMMIOMigState moved = *good;
     VirtIOTestQueue q = { .index = 0, .num = QSIZE, .desc = DESC_GPA, .avail = AVAIL_GPA,
                           .used = USED_GPA };
     uint16_t used_idx;
@@ -191,21 +171,22 @@ static void test_migrate_guest_rings(void)
     /* The guest wrote the device ring's idx. */
     memcpy(&used_idx, vtest_gpa(USED_GPA + 2), 2);
     memcpy(vtest_gpa(USED_GPA + 2), &(uint16_t){ 7 }, 2);
-    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    load_expect_loaded(good, true);
     memcpy(vtest_gpa(USED_GPA + 2), &used_idx, 2);
     /* The guest offered a looping chain and never kicked (descriptors 2 -> 3 -> 2). */
     vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_NEXT, 2);
-    load_expect_loaded(good, len, SEC_ISR, 0, 4, true);
+    load_expect_loaded(good, true);
     vtest_put_desc(&q, 3, BUF_GPA + 0x200 + 0x100, 0x100, VRING_DESC_F_WRITE, 0);
     /*
-     * The device ring moved in the stream to another good place in RAM,
-     * whose idx (the two chains offered) is not used_idx: the stream is
+     * The device ring moved in the state to another good place in RAM,
+     * whose idx (the two chains offered) is not used_idx: the state is
      * consistent in itself, and to the destination this is the guest's
      * write above.
      */
-    load_expect_loaded(good, len, SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8, true);
+    moved.vq[0].used_addr = AVAIL_GPA;
+    load_expect_loaded(&moved, true);
     /* Put back, the rings agree again and the device runs. */
-    load_expect_loaded(good, len, SEC_ISR, 0, 4, false);
+    load_expect_loaded(good, false);
 }
 
 /*
@@ -216,19 +197,23 @@ static void test_migrate_guest_rings(void)
  */
 static void test_migrate_rings_not_read(void)
 {
-    size_t len;
-    g_autofree uint8_t *sec = save_source(&len, false);
+    g_autofree VirtIOMMIOMigState *m = save_source(false);
+    VirtIOMMIOMigState v;
     GPtrArray *rbs = ram_blocks();
 
     /* Each with the device ring moved where test_migrate_guest_rings breaks the device. */
-    put_be(sec + SEC_QUEUE0 + SEC_Q_USED, AVAIL_GPA, 8);
+    m->vq[0].used_addr = AVAIL_GPA;
     /* Broken on the source: broken here, without a second warning. */
-    load_expect_loaded(sec, len, SEC_BROKEN, 1, 1, true);
-    load_expect_loaded(sec, len, SEC_STATUS, STATUS_FEATURES_DONE, 1, false);
+    v = *m;
+    v.dev.broken = true;
+    load_expect_loaded(&v, true);
+    v = *m;
+    v.dev.status = STATUS_FEATURES_DONE;
+    load_expect_loaded(&v, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 1;
     }
-    load_expect_loaded(sec, len, SEC_ISR, 0, 4, false);
+    load_expect_loaded(m, false);
     for (guint i = 0; i < rbs->len; i++) {
         ((RAMBlock *)g_ptr_array_index(rbs, i))->uffd_missing = 0;
     }

