@@ -107,6 +107,15 @@ static bool kvm_pic_post_load(void *opaque, int version_id, Error **errp)
 #define PIC_PUT(f) chip.chip.pic.f = p->f;
     PIC_FIELDS(PIC_PUT)
 #undef PIC_PUT
+    /*
+     * last_irr is the input lines' levels as the source's PIC last saw
+     * them; here every line is low until a device drives it again. Kept,
+     * a high edge-triggered line swallows the next rising edge: QEMU's
+     * streams often carry IRQ0 high, and the PIT's next tick then never
+     * reached the guest while KVM waited for its acknowledgement, so a
+     * guest halted for that tick slept for ever.
+     */
+    chip.chip.pic.last_irr = 0;
     return kvm_chip_put(&chip, errp);
 }
 
@@ -326,6 +335,25 @@ static bool kvm_pit_post_load(void *opaque, int version_id, Error **errp)
     if (ret < 0) {
         error_setg_errno(errp, -ret, "KVM_SET_PIT2 failed");
         return false;
+    }
+    /*
+     * KVM re-injects PIT ticks one at a time: it holds the next until the
+     * guest acknowledges IRQ0, and KVM_SET_PIT2 does not reset that wait.
+     * Our PIT ticked once while this destination waited for the stream
+     * (KVM's reset state arms channel 0), and the stream's PIC state then
+     * erased the interrupt the guest would have acknowledged: a guest that
+     * halts for its next tick (from QEMU: it programmed channel 0 there)
+     * slept for ever. Turning re-injection off and on again resets the
+     * wait and the pending ticks (the stream carries none).
+     */
+    for (int on = 0; on < 2; on++) {
+        struct kvm_reinject_control rc = { .pit_reinject = on };
+
+        ret = kvm_vm_ioctl(kvm_state, KVM_REINJECT_CONTROL, &rc);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "KVM_REINJECT_CONTROL failed");
+            return false;
+        }
     }
     return true;
 }

@@ -211,6 +211,29 @@ class TestQemu10(InteropCase):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10)
 
+    def test_roundtrip_halting_guest(self):
+        """A guest that halts for each PIT tick (mode=idle) wakes on after each hop."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        src = self.vm(QEMU10, 'peer', append='mode=idle')
+        src.wait_serial(r'STAT[^\n]*\n[^\n]*STAT[^\n]*\n')
+        vm = src
+        for binary, name in ((QEMU, 'ours'), (QEMU10, 'peer'), (QEMU, 'ours')):
+            dst = self.vm(binary, name, incoming=True, append='mode=idle')
+            vm.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+            info = self.wait_end(vm, dst)
+            self.assertEqual(info['status'], 'completed', info)
+            end = time.monotonic() + DEADLINE
+            while self.status(dst) != 'running':
+                self.assertLess(time.monotonic(), end, '%s never ran' % dst.name)
+                time.sleep(0.05)
+            # A STAT line a second: two of them, or the guest sleeps on a lost tick.
+            end = time.monotonic() + 10
+            while dst.serial_text().count('STAT') < 2:
+                self.assertLess(time.monotonic(), end, '%s: the halted guest never woke: %s'
+                                % (dst.name, dst.serial_text()[-200:]))
+                time.sleep(0.1)
+            vm = dst
+
     def test_roundtrip_smp2(self):
         """Two vCPUs (the second waits for its SIPI): both vCPUs' sections each way."""
         need_binary(self, QEMU10, 'QEMU 10.0')
