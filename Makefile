@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Forwards to meson/ninja in build/; configures with defaults on first use.
 BUILD := build
-.PHONY: all check check-unit check-functional check-fuzz fuzz sweep demo bench clean distclean
+.PHONY: all check check-unit check-functional check-fuzz fuzz sweep interop-soak demo bench clean distclean
 FUZZ_SECONDS ?= 60
 SWEEP_MUTANTS ?= 10000
 SWEEP_SEED ?= 1
@@ -31,6 +31,11 @@ fuzz: all
 # Mutants of a mapped-ram file with the integrity record, each restored (not in make check).
 sweep: all
 	./scripts/mapped-ram-sweep --mutants $(SWEEP_MUTANTS) --seed $(SWEEP_SEED) --quiet
+
+# Every direction and mode with QEMU 7.2 and 10.0, SOAK_RUNS times each (issue 37: 20).
+SOAK_RUNS ?= 20
+interop-soak: all
+	./scripts/interop-soak --build $(BUILD) --runs $(SOAK_RUNS)
 
 demo: all
 	./scripts/demo

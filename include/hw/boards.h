@@ -16,7 +16,8 @@
 #define MICROVM_ISA_BIOS_BASE 0xf0000
 /*
  * virtio-mmio transports, as QEMU's microvm places them without ACPI:
- * slot i at 0xfeb00000 + i * 512 on GSI 5 + i, eight slots.
+ * slot i at 0xfeb00000 + i * 512 on GSI 5 + i, eight slots, the first
+ * device in the last slot (hw/microvm.c).
  */
 #define MICROVM_VIRTIO_MMIO_BASE   0xfeb00000ULL
 #define MICROVM_VIRTIO_MMIO_STRIDE 512
