@@ -95,7 +95,7 @@ bool microvm_ioapic2(const MachineState *ms)
     return ms->ioapic2 == ON_OFF_AUTO_AUTO ? microvm_acpi(ms) : ms->ioapic2 == ON_OFF_AUTO_ON;
 }
 
-bool microvm_qemu_ram_init(MachineState *ms, Error **errp)
+bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp)
 {
     /* QEMU's order: the ACPI tables' blob, the firmware, then the other two blobs. */
     static const struct { const char *id; uint64_t size; bool acpi; } roms[] = {
@@ -126,7 +126,7 @@ bool microvm_qemu_ram_init(MachineState *ms, Error **errp)
          * files, never mapped. QEMU also shows the firmware below 4 GiB,
          * for the reset vector, which a PVH boot never uses.
          */
-        if (!roms[i].acpi && microvm_lowmem_size(ms) > 1 * MiB &&
+        if (!roms[i].acpi && map_isa_bios &&
             !guest_ram_map(rb, 0, MICROVM_ISA_BIOS_BASE, BIOS_SIZE, errp)) {
             return false;
         }

@@ -362,7 +362,8 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         !microvm_read_file(ms->initrd_filename, "initrd", &ms->initrd_image, &ms->initrd_size, errp)) {
         return false;
     }
-    if (!microvm_ram_init(ms, errp) || !microvm_qemu_ram_init(ms, errp)) {
+    if (!microvm_ram_init(ms, errp) ||
+        !microvm_qemu_ram_init(ms, microvm_lowmem_size(ms) > 1 * MiB, errp)) {
         return false;
     }
     /* Before the KVM slots: the VRAM is guest RAM with a slot of its own. */

@@ -20,8 +20,12 @@
 #include "qemu/typedefs.h"
 #include "hw/boards.h"
 
-/* The ROM blocks after microvm.ram, in QEMU's order and sizes; none is mapped in the guest. */
-bool microvm_qemu_ram_init(MachineState *ms, Error **errp);
+/*
+ * The ROM blocks after microvm.ram, in QEMU's order and sizes; with
+ * @map_isa_bios (RAM reaches past 1 MiB: the machine left 0xf0000-0xfffff
+ * unmapped for it) pc.bios shows at 0xf0000, as in QEMU.
+ */
+bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp);
 /* "timer" and "fw_cfg": before the vCPUs' sections. */
 void microvm_qemu_register_head(MachineState *ms);
 /* "kvm-tpr-opt": right after the first vCPU's "cpu". */

@@ -22,7 +22,6 @@
 #define APPEND "mode=verify mem=384"
 #define SMALL_MEM "64M"
 #define SMALL_APPEND "mode=verify mem=32"
-#define TRAILER_SIZE 24
 
 /* A destination expected to refuse @incoming and exit: no QMP to wait for. */
 static VM *start_refusing_dest(const char *mem, const char *append, const char *incoming,
@@ -311,8 +310,6 @@ static void write_variant(const char *path, const uint8_t *good, size_t len, lon
 
     if (!strcmp(kind, "truncated")) {
         len /= 2;
-    } else if (!strcmp(kind, "no-trailer")) {
-        len -= TRAILER_SIZE;
     } else if (!strcmp(kind, "wrong-trailer")) {
         memcpy(b + len - 16, "00000000deadbeef", 16);
     } else if (!strcmp(kind, "version")) {
@@ -338,8 +335,12 @@ static void test_corrupt_files(void)
         const char *kind;
         const char *msg;
     } cases[] = {
+        /*
+         * Cut short: no marker, and not a whole stream either. (A whole
+         * stream without our marker is how QEMU writes its files, and loads:
+         * test-qemu-interop.py restores QEMU 10.0's.)
+         */
         { "truncated", "completion marker is missing" },
-        { "no-trailer", "completion marker is missing" },
         { "wrong-trailer", "does not belong to the stream" },
         { "version", "version not supported" },
         { "pages-past-end", "go past the end" },
