@@ -185,6 +185,18 @@ def supports_machine(machine, binary=None):
                for line in p.stdout.decode('utf-8', 'replace').splitlines())
 
 
+def need_binary(test, path, what):
+    """For a test: skip loudly when a peer binary (QEMU 7.2, 10.0) is missing,
+    or fail under VMTEST_FAIL_ON_SKIP (CI)."""
+    if os.access(path, os.X_OK):
+        return
+    msg = '%s is not installed at %s (scripts/install-deps.sh installs it)' % (what, path)
+    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+        raise AssertionError('%s cannot run: %s' % (test.id(), msg))
+    print('SKIP %s: %s' % (test.id(), msg), file=sys.stderr)
+    raise unittest.SkipTest(msg)
+
+
 def skip_class_without_kvm(test_name):
     """For a setUpClass: skip the class loudly without KVM, the binary or
     the firmware, or fail under VMTEST_FAIL_ON_SKIP (CI)."""

@@ -28,7 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
-from analyzevm import PEER, VM, MonitorGone, skip_class_without_kvm  # noqa: E402
+from analyzevm import PEER, VM, need_binary, MonitorGone, skip_class_without_kvm  # noqa: E402
 
 QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 MEM_MB = 128
@@ -58,17 +58,6 @@ def ram_diff(a, b):
                 pages.append(hex(off))
             off += 4096
     return 'pages ' + ', '.join(pages)
-
-
-def need_binary(test, path, what):
-    """Skip loudly when a peer is missing (a failure under VMTEST_FAIL_ON_SKIP)."""
-    if os.access(path, os.X_OK):
-        return
-    msg = '%s is not installed at %s (scripts/install-deps.sh installs it)' % (what, path)
-    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
-        raise AssertionError('test-qemu-interop cannot run: ' + msg)
-    print('SKIP %s: %s' % (test.id(), msg), file=sys.stderr)
-    raise unittest.SkipTest(msg)
 
 
 class InteropCase(unittest.TestCase):

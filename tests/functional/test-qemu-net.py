@@ -37,7 +37,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU, SRC_DIR  # noqa: E402
-from analyzevm import PEER, VM, skip_class_without_kvm  # noqa: E402
+from analyzevm import PEER, VM, need_binary, skip_class_without_kvm  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from netclient import UdpEchoClient  # noqa: E402
@@ -65,17 +65,6 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-def need_binary(test, path, what):
-    """Skip loudly when a peer is missing (a failure under VMTEST_FAIL_ON_SKIP)."""
-    if os.access(path, os.X_OK):
-        return
-    msg = '%s is not installed at %s (scripts/install-deps.sh installs it)' % (what, path)
-    if os.environ.get('VMTEST_FAIL_ON_SKIP'):
-        raise AssertionError('test-qemu-net cannot run: ' + msg)
-    print('SKIP %s: %s' % (test.id(), msg), file=sys.stderr)
-    raise unittest.SkipTest(msg)
 
 
 def event_time(ev):
