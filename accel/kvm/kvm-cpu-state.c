@@ -238,7 +238,8 @@ static void kvm_cpu_check_gap(X86CPUState *env)
     }
 }
 
-#define GET(req, arg, name)                                                     \
+/* A vCPU ioctl that must succeed, both ways (KVM_GET_* and KVM_SET_*). */
+#define VCPU_IOCTL(req, arg, name)                                                     \
     do {                                                                        \
         int ret_ = kvm_vcpu_ioctl(cpu, (req), (arg));                           \
         if (ret_ < 0) {                                                         \
@@ -255,7 +256,7 @@ bool kvm_cpu_get_mp_state(X86CPUState *env, Error **errp)
      * KVM_GET_MP_STATE accepts pending INIT/SIPI events, which may reset
      * the vCPU and so change everything read after it: read it first.
      */
-    GET(KVM_GET_MP_STATE, &env->kvm.mp_state, "KVM_GET_MP_STATE");
+    VCPU_IOCTL(KVM_GET_MP_STATE, &env->kvm.mp_state, "KVM_GET_MP_STATE");
     return true;
 }
 
@@ -272,13 +273,13 @@ bool kvm_cpu_get(X86CPUState *env, Error **errp)
     if (!kvm_cpu_get_mp_state(env, errp)) {
         return false;
     }
-    GET(KVM_GET_REGS, &k->regs, "KVM_GET_REGS");
-    GET(KVM_GET_SREGS, &k->sregs, "KVM_GET_SREGS");
+    VCPU_IOCTL(KVM_GET_REGS, &k->regs, "KVM_GET_REGS");
+    VCPU_IOCTL(KVM_GET_SREGS, &k->sregs, "KVM_GET_SREGS");
     memset(env->xsave, 0, env->xsave_len);
     if (s->xsave_size > 0) {
-        GET(KVM_GET_XSAVE2, env->xsave, "KVM_GET_XSAVE2");
+        VCPU_IOCTL(KVM_GET_XSAVE2, env->xsave, "KVM_GET_XSAVE2");
     } else {
-        GET(KVM_GET_XSAVE, env->xsave, "KVM_GET_XSAVE");
+        VCPU_IOCTL(KVM_GET_XSAVE, env->xsave, "KVM_GET_XSAVE");
     }
     memset(k->xsave, 0, sizeof(k->xsave));
     memcpy(k->xsave, env->xsave, MIN(sizeof(k->xsave), env->xsave_len));
@@ -286,7 +287,7 @@ bool kvm_cpu_get(X86CPUState *env, Error **errp)
     if (s->xcrs) {
         struct kvm_xcrs xcrs = { 0 };
 
-        GET(KVM_GET_XCRS, &xcrs, "KVM_GET_XCRS");
+        VCPU_IOCTL(KVM_GET_XCRS, &xcrs, "KVM_GET_XCRS");
         for (uint32_t i = 0; i < MIN(xcrs.nr_xcrs, KVM_MAX_XCRS); i++) {
             if (xcrs.xcrs[i].xcr == 0) {
                 k->xcr0 = xcrs.xcrs[i].value;
@@ -308,11 +309,11 @@ bool kvm_cpu_get(X86CPUState *env, Error **errp)
     }
     memset(&k->events, 0, sizeof(k->events));
     if (s->vcpu_events) {
-        GET(KVM_GET_VCPU_EVENTS, &k->events, "KVM_GET_VCPU_EVENTS");
+        VCPU_IOCTL(KVM_GET_VCPU_EVENTS, &k->events, "KVM_GET_VCPU_EVENTS");
     }
     memset(&k->debugregs, 0, sizeof(k->debugregs));
     if (s->debugregs) {
-        GET(KVM_GET_DEBUGREGS, &k->debugregs, "KVM_GET_DEBUGREGS");
+        VCPU_IOCTL(KVM_GET_DEBUGREGS, &k->debugregs, "KVM_GET_DEBUGREGS");
     }
     /* -EIO when the host TSC is unstable: then there is no rate to carry. */
     ret = kvm_vcpu_ioctl(cpu, KVM_GET_TSC_KHZ, NULL);
@@ -327,11 +328,10 @@ bool kvm_cpu_get_sregs(X86CPUState *env, Error **errp)
 {
     CPUState *cpu = env->cpu;
 
-    GET(KVM_GET_SREGS, &env->kvm.sregs, "KVM_GET_SREGS");
+    VCPU_IOCTL(KVM_GET_SREGS, &env->kvm.sregs, "KVM_GET_SREGS");
     return true;
 }
 
-#undef GET
 
 static void kvm_cpu_put_tsc_khz(X86CPUState *env)
 {
@@ -382,14 +382,6 @@ static bool kvm_cpu_put_msrs(X86CPUState *env, Error **errp)
     return kvm_msrs_skip_refused(cpu, KVM_SET_MSRS, e, n, refused, errp);
 }
 
-#define PUT(req, arg, name)                                                     \
-    do {                                                                        \
-        int ret_ = kvm_vcpu_ioctl(cpu, (req), (arg));                           \
-        if (ret_ < 0) {                                                         \
-            error_setg_errno(errp, -ret_, "cpu %d: %s failed", cpu->cpu_index, (name)); \
-            return false;                                                       \
-        }                                                                       \
-    } while (0)
 
 /*
  * Writes the checked image into KVM, all but what must follow the LAPIC
@@ -410,22 +402,22 @@ bool kvm_cpu_put(X86CPUState *env, Error **errp)
     if (k->tsc_khz) {
         kvm_cpu_put_tsc_khz(env);
     }
-    PUT(KVM_SET_REGS, &k->regs, "KVM_SET_REGS");
+    VCPU_IOCTL(KVM_SET_REGS, &k->regs, "KVM_SET_REGS");
     /* The components beyond AVX start from their init state (XSTATE_BV clear). */
     memset(env->xsave, 0, env->xsave_len);
     memcpy(env->xsave, k->xsave, MIN(sizeof(k->xsave), env->xsave_len));
-    PUT(KVM_SET_XSAVE, env->xsave, "KVM_SET_XSAVE");
+    VCPU_IOCTL(KVM_SET_XSAVE, env->xsave, "KVM_SET_XSAVE");
     if (s->xcrs) {
         struct kvm_xcrs xcrs = { .nr_xcrs = 1, .xcrs[0] = { .xcr = 0, .value = k->xcr0 } };
 
-        PUT(KVM_SET_XCRS, &xcrs, "KVM_SET_XCRS");
+        VCPU_IOCTL(KVM_SET_XCRS, &xcrs, "KVM_SET_XCRS");
     }
-    PUT(KVM_SET_SREGS, &k->sregs, "KVM_SET_SREGS");
+    VCPU_IOCTL(KVM_SET_SREGS, &k->sregs, "KVM_SET_SREGS");
     if (!kvm_cpu_put_msrs(env, errp)) {
         return false;
     }
     if (s->debugregs) {
-        PUT(KVM_SET_DEBUGREGS, &k->debugregs, "KVM_SET_DEBUGREGS");
+        VCPU_IOCTL(KVM_SET_DEBUGREGS, &k->debugregs, "KVM_SET_DEBUGREGS");
     }
     return true;
 }
@@ -455,14 +447,14 @@ bool kvm_cpu_put_tail(X86CPUState *env, Error **errp)
             return false;
         }
     }
-    PUT(KVM_SET_MP_STATE, &k->mp_state, "KVM_SET_MP_STATE");
+    VCPU_IOCTL(KVM_SET_MP_STATE, &k->mp_state, "KVM_SET_MP_STATE");
     if (s->vcpu_events) {
         struct kvm_vcpu_events ev = k->events;
 
         ev.flags = KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
-        PUT(KVM_SET_VCPU_EVENTS, &ev, "KVM_SET_VCPU_EVENTS");
+        VCPU_IOCTL(KVM_SET_VCPU_EVENTS, &ev, "KVM_SET_VCPU_EVENTS");
     }
     return true;
 }
 
-#undef PUT
+#undef VCPU_IOCTL
