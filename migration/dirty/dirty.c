@@ -197,6 +197,33 @@ void dirty_tracker_track_sent(DirtyTracker *dt)
     }
 }
 
+void dirty_tracker_share(DirtyTracker *dt)
+{
+    if (!dt->shared) {
+        dirty_tracker_guest_stopped(dt);
+        g_mutex_init(&dt->claim_lock);
+        dt->shared = true;
+    }
+}
+
+bool dirty_tracker_claim_urgent(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page)
+{
+    bool mine;
+
+    assert(dt->shared && page < b->npages);
+    /* No arming and no clear-log re-arm: the guest never runs here again. */
+    g_mutex_lock(&dt->claim_lock);
+    mine = test_and_clear_bit(page, b->send_bmap);
+    if (mine) {
+        dt->dirty_pages--;
+        if (b->sent_bmap) {
+            set_bit(page, b->sent_bmap);
+        }
+    }
+    g_mutex_unlock(&dt->claim_lock);
+    return mine;
+}
+
 void dirty_tracker_cleanup(DirtyTracker *dt)
 {
     if (dt->logging) {
@@ -217,6 +244,10 @@ void dirty_tracker_cleanup(DirtyTracker *dt)
     g_clear_pointer(&dt->slot_block, g_free);
     g_clear_pointer(&dt->slot_armed, g_free);
     dt->nblocks = 0;
+    if (dt->shared) {
+        g_mutex_clear(&dt->claim_lock);
+        dt->shared = false;
+    }
 }
 
 /* Marks the chunks of @b that hold a bit of @bits, taken from @slot (clear-log). */

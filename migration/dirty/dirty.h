@@ -4,14 +4,17 @@
  * at a time from the KVM slot bitmaps and the VMM's software bitmap, with an
  * incremental count of the pages still to send. Only dirty.c changes a
  * DirtyTracker; its one user is the precopy page source (dirty-scan.c) in
- * mig/src, so nothing here takes a lock. query-migrate reads the counters
- * from the main thread: single aligned words, a torn read is impossible.
+ * mig/src, so nothing here takes a lock until postcopy shares the tracker
+ * (dirty_tracker_share: then mig/src-rp claims pages too, and every claim
+ * holds claim_lock). query-migrate reads the counters from the main
+ * thread: single aligned words, a torn read is impossible.
  */
 #ifndef MIGRATION_DIRTY_H
 #define MIGRATION_DIRTY_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <glib.h>
 #include "qemu/typedefs.h"
 #include "system/kvm-dirty-client.h"
 
@@ -75,6 +78,17 @@ typedef struct DirtyTracker {
     uint64_t pages_merged;
     uint64_t last_sync_new;     /* pages newly dirty at the last sync */
     uint64_t unpopulated_pages; /* clear in the data_bmaps at init */
+
+    /*
+     * Postcopy with preempt (dirty_tracker_share): mig/src-rp claims the
+     * pages the destination asks for while mig/src claims the rest, and a
+     * page must go exactly once (a QEMU destination fails on a second
+     * copy). From then on whoever reads or changes the send_bmaps, the
+     * sent_bmaps or dirty_pages holds claim_lock (dirty_tracker_lock).
+     * Set by mig/src with the guest stopped for good, never cleared.
+     */
+    bool shared;
+    GMutex claim_lock;
 } DirtyTracker;
 
 /*
@@ -105,6 +119,31 @@ int64_t dirty_tracker_sync(DirtyTracker *dt);
  * (it may be read all the same: its slot logs).
  */
 bool dirty_tracker_claim_page(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page);
+/*
+ * dirty_tracker_share: from now on another thread may claim pages
+ * (dirty_tracker_claim_urgent). Only once the guest stopped for good:
+ * there are no syncs after it, and no slot needs to start logging.
+ */
+void dirty_tracker_share(DirtyTracker *dt);
+/* Around a find and a claim of mig/src's once shared; no-ops before. */
+static inline void dirty_tracker_lock(DirtyTracker *dt)
+{
+    if (dt->shared) {
+        g_mutex_lock(&dt->claim_lock);
+    }
+}
+static inline void dirty_tracker_unlock(DirtyTracker *dt)
+{
+    if (dt->shared) {
+        g_mutex_unlock(&dt->claim_lock);
+    }
+}
+/*
+ * dirty_tracker_claim_urgent: any thread, shared trackers only: claims
+ * @page of @b if still to send (the caller then sends it); false if mig/src
+ * claimed it already (it is on the main channel, or about to be).
+ */
+bool dirty_tracker_claim_urgent(DirtyTracker *dt, RAMBlockDirty *b, uint64_t page);
 /*
  * dirty_tracker_claim_word: the same for the up to BITS_PER_LONG pages of
  * send_bmap word @word at once (one clear-log chunk holds a whole word).

@@ -120,11 +120,9 @@ static void dirty_scan_send_page(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b
  * and hands its pages over at once, with those known to be zero without
  * reading them (dirty.h's data_bmap) when zero pages are detected at all.
  */
-static void dirty_scan_put_word(QEMUFile *f, RAMPageWriter *w, DirtyTracker *dt,
-                                RAMBlockDirty *b, uint64_t page)
+static void dirty_scan_put_word(QEMUFile *f, RAMPageWriter *w, RAMBlockDirty *b,
+                                uint64_t word, unsigned long bits)
 {
-    uint64_t word = page / BITS_PER_LONG;
-    unsigned long bits = dirty_tracker_claim_word(dt, b, word);
     unsigned long zero = dirty_tracker_known_zero(b, word, bits);
 
     if (migrate_zero_page_detection() == ZERO_PAGE_DETECTION_NONE) {
@@ -150,7 +148,10 @@ static bool dirty_scan_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
             return false;
         }
     }
+    /* Postcopy may share the bitmaps with mig/src-rp: find and claim under its lock. */
+    dirty_tracker_lock(dt);
     if (!dt->dirty_pages) {
+        dirty_tracker_unlock(dt);
         return false;
     }
     /* At most one full wrap: the counter guarantees a set bit exists. */
@@ -159,13 +160,20 @@ static bool dirty_scan_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
         uint64_t page = find_next_bit(b->send_bmap, b->npages, ds->cur_page);
 
         if (page < b->npages && ram_writer_takes_words(w)) {
-            ds->cur_page = (page / BITS_PER_LONG + 1) * BITS_PER_LONG;
-            dirty_scan_put_word(f, w, dt, b, page);
+            uint64_t word = page / BITS_PER_LONG;
+            unsigned long bits = dirty_tracker_claim_word(dt, b, word);
+
+            dirty_tracker_unlock(dt);
+            ds->cur_page = (word + 1) * BITS_PER_LONG;
+            dirty_scan_put_word(f, w, b, word, bits);
             return true;
         }
         if (page < b->npages) {
+            bool mine = dirty_tracker_claim_page(dt, b, page);
+
+            dirty_tracker_unlock(dt);
             ds->cur_page = page + 1;
-            if (dirty_tracker_claim_page(dt, b, page)) {
+            if (mine) {
                 dirty_scan_send_page(f, w, b, page);
             }
             return true;
@@ -173,6 +181,7 @@ static bool dirty_scan_send_next(void *src, QEMUFile *f, RAMPageWriter *w)
         ds->cur_block = (ds->cur_block + 1) % dt->nblocks;
         ds->cur_page = 0;
     }
+    dirty_tracker_unlock(dt);
     /* The counter and the bitmaps disagree: a bug in dirty.c. Do not guess. */
     qemu_file_set_error_msg(f, -EIO, "dirty page counter (%" PRIu64 ") does not match the "
                             "bitmaps", dt->dirty_pages);
@@ -205,6 +214,7 @@ static void dirty_scan_send_page_now(void *src, QEMUFile *f, RAMPageWriter *w, R
 {
     DirtyScan *ds = src;
     RAMBlockDirty *b = dirty_scan_block(ds, rb);
+    bool mine;
 
     /* A block that is not tracked is not migrated (read-only): nothing to send. */
     if (!b || page >= b->npages) {
@@ -215,9 +225,19 @@ static void dirty_scan_send_page_now(void *src, QEMUFile *f, RAMPageWriter *w, R
      * once, as from QEMU's source: a QEMU destination fails on a page it
      * holds (EEXIST), and ours maps zero pages once postcopy is advised.
      */
-    if (dirty_tracker_claim_page(&ds->dt, b, page)) {
+    dirty_tracker_lock(&ds->dt);
+    mine = dirty_tracker_claim_page(&ds->dt, b, page);
+    dirty_tracker_unlock(&ds->dt);
+    if (mine) {
         dirty_scan_send_page(f, w, b, page);
     }
+}
+
+bool dirty_scan_claim_urgent(DirtyScan *ds, RAMBlock *rb, uint64_t page)
+{
+    RAMBlockDirty *b = dirty_scan_block(ds, rb);
+
+    return b && page < b->npages && dirty_tracker_claim_urgent(&ds->dt, b, page);
 }
 
 static void dirty_scan_skip_pages(void *src, RAMBlock *rb, const unsigned long *present)

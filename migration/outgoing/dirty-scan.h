@@ -35,4 +35,12 @@ typedef struct DirtyScan {
     bool round_open;
 } DirtyScan;
 
+/*
+ * Postcopy-preempt, mig/src-rp, once the tracker is shared
+ * (dirty_tracker_share): claims @page of @rb for the caller to send, or
+ * false if it is not to send (mig/src has it, or the block is not
+ * migrated). A page claimed either way goes once.
+ */
+bool dirty_scan_claim_urgent(DirtyScan *ds, RAMBlock *rb, uint64_t page);
+
 #endif

@@ -65,6 +65,11 @@ typedef struct PostcopySrc {
      */
     QEMUFile *preempt;
     RAMRecordWriter preempt_rec;   /* records on the preempt channel: mig/src-rp */
+    /*
+     * The row's dirty scan (PostcopyOutState.pre.scan), whose pages
+     * mig/src-rp claims once in_postcopy: set by postcopy_init.
+     */
+    DirtyScan *scan;
     /* Written by mig/src, read by query-migrate (single aligned words). */
     uint64_t start_bytes;       /* this connection's stream bytes at the switchover */
     uint64_t end_bytes;         /* ... and at its end, 0 while it runs */
@@ -116,18 +121,18 @@ static int postcopy_ram_final_sync(void *src, QEMUFile *f)
 
 /*
  * mig/src-rp, postcopy-preempt: a requested page goes out at once on its
- * own channel. The guest is stopped here, so the page cannot change under
- * the send; mig/src may still send it on the main channel too (our
- * destination keeps whichever copy lands first; both are the same). A QEMU
- * destination fails on the second copy (EEXIST): claiming the page here
- * against mig/src made QEMU 10.0 wait for pages for ever (not understood
- * yet), so ours -> QEMU with postcopy-preempt is not supported yet.
+ * own channel, if this thread claims it first. The guest is stopped here,
+ * so the page cannot change under the send. A page goes once, as from
+ * QEMU's source (a QEMU destination fails on a second copy, EEXIST): if
+ * mig/src claimed it already, the request goes to mig/src, which flushes
+ * the main channel the page is in (postcopy_ram_send_next).
  */
 static bool postcopy_send_urgent(RAMBlock *rb, uint64_t page, int64_t received_ns)
 {
     const uint8_t *host;
 
-    if (!__atomic_load_n(&pcs.in_postcopy, __ATOMIC_ACQUIRE) || !pcs.preempt) {
+    if (!__atomic_load_n(&pcs.in_postcopy, __ATOMIC_ACQUIRE) || !pcs.preempt ||
+        !dirty_scan_claim_urgent(pcs.scan, rb, page)) {
         return false;
     }
     host = rb->host + (page << TARGET_PAGE_BITS);
@@ -193,6 +198,7 @@ static bool postcopy_ram_resume(void *src, QEMUFile *f, Error **errp)
         }
         dirty_scan_source.skip_pages(&ps->pre.scan, rb, present);
     }
+    dirty_tracker_share(&ps->pre.scan.dt);
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     return true;
 }
@@ -225,8 +231,11 @@ static bool postcopy_selected(void)
 
 static void postcopy_init(MigrationState *s, void *ms)
 {
+    PostcopyOutState *ps = ms;
+
     ram_select_source(&postcopy_ram_source, ms);
     memset(&pcs, 0, sizeof(pcs));
+    pcs.scan = &ps->pre.scan;
     rp_src_reset_stats();
 }
 
@@ -258,9 +267,12 @@ static bool postcopy_check_caps(const bool *old_caps, const bool *new_caps, Erro
 }
 
 /*
- * postcopy-preempt: a second connection for requested pages. It opens
- * with an EOS record, so that the destination tells it from the stream
- * and from multifd channels at once (its first word is neither magic).
+ * postcopy-preempt: a second connection for requested pages. Nothing goes
+ * on it before the first requested page, as from QEMU's source: QEMU 10.0
+ * as the destination never places a page that follows an EOS record there
+ * (it asked for the page for ever). A destination tells the channel from
+ * the stream and from multifd channels by its first word, whenever that
+ * comes (neither magic).
  */
 static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
 {
@@ -272,12 +284,6 @@ static bool postcopy_connect_preempt(MigrationState *s, Error **errp)
     }
     pcs.preempt = qemu_file_new_output(ch, "postcopy preempt channel");
     ram_record_writer_reset(&pcs.preempt_rec);
-    ram_put_eos(pcs.preempt);
-    qemu_fflush(pcs.preempt);
-    if (qemu_file_get_error(pcs.preempt)) {
-        error_setg(errp, "postcopy-preempt channel: %s", qemu_file_error_msg(pcs.preempt));
-        return false;
-    }
     return true;
 }
 
@@ -373,6 +379,8 @@ static bool postcopy_switch(MigrationState *s, PostcopyOutState *ps, QEMUFile *f
         error_setg(errp, "%s", qemu_file_error_msg(f));
         return false;
     }
+    /* From here mig/src-rp claims requested pages too. */
+    dirty_tracker_share(&ps->pre.scan.dt);
     __atomic_store_n(&pcs.in_postcopy, true, __ATOMIC_RELEASE);
     ram_save_enter_postcopy();
     t1 = get_clock_ns();

@@ -276,6 +276,78 @@ static void test_claim_clears_chunk(void)
 }
 
 /*
+ * Postcopy-preempt: mig/src claims words in scan order while mig/src-rp
+ * claims single requested pages (dirty_tracker_share). Every page must be
+ * claimed exactly once: a QEMU destination fails on a second copy, and a
+ * page claimed by nobody would leave a vCPU waiting for ever.
+ */
+typedef struct UrgentClaimer {
+    DirtyTracker *dt;
+    RAMBlockDirty *b;
+    unsigned long *mine;        /* pages this thread claimed */
+    uint64_t word;              /* the word the scan claims next (atomic) */
+    bool done;                  /* the scan ended (atomic) */
+} UrgentClaimer;
+
+static gpointer urgent_claimer(gpointer opaque)
+{
+    UrgentClaimer *u = opaque;
+    GRand *r = g_rand_new_with_seed(SEED);
+
+    /* Right where the scan is: the claims collide as often as they can. */
+    while (!__atomic_load_n(&u->done, __ATOMIC_ACQUIRE)) {
+        uint64_t p = __atomic_load_n(&u->word, __ATOMIC_RELAXED) * BITS_PER_LONG +
+                     g_rand_int_range(r, 0, BITS_PER_LONG);
+
+        if (p >= u->b->npages) {
+            continue;
+        }
+        if (dirty_tracker_claim_urgent(u->dt, u->b, p)) {
+            g_assert_false(test_and_set_bit(p, u->mine));
+        }
+    }
+    g_rand_free(r);
+    return NULL;
+}
+
+static void test_claim_shared(void)
+{
+    DirtyTracker *dt = setup(&pc_layout, true, 12);
+    RAMBlockDirty *b = &dt->blocks[0];
+    UrgentClaimer u = { dt, b, bitmap_new(b->npages), 0, false };
+    g_autofree unsigned long *scanned = bitmap_new(b->npages);
+    uint64_t before = dt->dirty_pages, claimed = 0;
+    GThread *t;
+
+    dirty_tracker_share(dt);
+    t = g_thread_new("urgent", urgent_claimer, &u);
+    for (uint64_t w = 0; w < BITS_TO_LONGS(b->npages); w++) {
+        unsigned long bits;
+
+        __atomic_store_n(&u.word, w, __ATOMIC_RELAXED);
+        dirty_tracker_lock(dt);
+        bits = dirty_tracker_claim_word(dt, b, w);
+        dirty_tracker_unlock(dt);
+        g_assert_cmphex(scanned[w] & bits, ==, 0);
+        scanned[w] |= bits;
+    }
+    __atomic_store_n(&u.done, true, __ATOMIC_RELEASE);
+    g_thread_join(t);
+    /* Nobody twice, nobody missed, and the counter says the same. */
+    for (uint64_t w = 0; w < BITS_TO_LONGS(b->npages); w++) {
+        g_assert_cmphex(scanned[w] & u.mine[w], ==, 0);
+        claimed += __builtin_popcountl(scanned[w] | u.mine[w]);
+    }
+    g_assert_cmpuint(claimed, ==, b->npages);
+    g_assert_cmpuint(dt->dirty_pages, ==, before - b->npages);
+    g_assert_cmpuint(naive_dirty(dt), ==, dt->dirty_pages);
+    /* Once claimed, a request finds the page gone to the main channel. */
+    g_assert_false(dirty_tracker_claim_urgent(dt, b, 0));
+    g_free(u.mine);
+    teardown(dt);
+}
+
+/*
  * A failed clear must not lose a write. The page being claimed is copied
  * while KVM still has its bit set (not re-protected); if a later claim in
  * the chunk re-armed it before a sync had read it again, a write landing
@@ -589,6 +661,7 @@ int main(int argc, char **argv)
     g_test_add_func("/dirty/sync/marks-chunks", test_sync_marks_chunks);
     g_test_add_func("/dirty/claim/clears-chunk-once", test_claim_clears_chunk);
     g_test_add_func("/dirty/claim/clear-fails", test_claim_clear_fails);
+    g_test_add_func("/dirty/claim/shared", test_claim_shared);
     g_test_add_func("/dirty/sync/fails", test_sync_fails);
     g_test_add_func("/dirty/init/fails", test_init_fails);
     for (size_t i = 0; i < G_N_ELEMENTS(sims); i++) {
