@@ -97,16 +97,27 @@ bool microvm_ioapic2(const MachineState *ms)
 
 bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp)
 {
-    /* QEMU's order: the ACPI tables' blob, the firmware, then the other two blobs. */
-    static const struct { const char *id; uint64_t size; bool acpi; } roms[] = {
-        { "/rom@etc/acpi/tables", ROM_BLOB_SIZE, true },
-        { "pc.bios", BIOS_SIZE, false },
-        { "/rom@etc/table-loader", ROM_BLOB_SIZE, true },
-        { "/rom@etc/acpi/rsdp", ROM_BLOB_SIZE, true },
+    /*
+     * QEMU's order: the ACPI tables' blob, the firmware, then the other two
+     * blobs. QEMU keeps room for the blobs to grow: the tables' block goes
+     * after a 1 MiB vga.vram and before a 2 MiB one in its streams (so 2 MiB
+     * here, which orders them alike: memory.h), and the loader's after
+     * pc.bios (64 KiB at most; the order needs no more).
+     */
+    static const struct {
+        const char *id;
+        uint64_t size, capacity;
+        bool acpi;
+    } roms[] = {
+        { "/rom@etc/acpi/tables", ROM_BLOB_SIZE, 2 * MiB, true },
+        { "pc.bios", BIOS_SIZE, BIOS_SIZE, false },
+        { "/rom@etc/table-loader", ROM_BLOB_SIZE, BIOS_SIZE, true },
+        { "/rom@etc/acpi/rsdp", ROM_BLOB_SIZE, ROM_BLOB_SIZE, true },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(roms); i++) {
-        RAMBackendOpts o = { .id = roms[i].id, .kind = RAM_BACKEND_ANON, .size = roms[i].size };
+        RAMBackendOpts o = { .id = roms[i].id, .kind = RAM_BACKEND_ANON, .size = roms[i].size,
+                             .capacity = roms[i].capacity };
         RAMBlock *rb;
 
         /*

@@ -287,8 +287,6 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
         if (!s) {
             return false;
         }
-        /* Its section's name holds the slot's address, as QEMU's does. */
-        virtio_net_mmio_state_register(s);
         g_ptr_array_add(ms->virtio_mmio, s);
     }
     return true;
@@ -298,9 +296,10 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
  * The device sections in the order QEMU's microvm sends them (what each
  * QEMU sends is in docs/devel/qemu-interop.md): a QEMU destination does not
  * care, but a stream in QEMU's order is one a reader can compare byte for
- * byte. virtio devices follow, then globalstate (migration_init).
+ * byte. The -device ones (virtio-net, isa-vga) follow in command-line
+ * order, then globalstate (migration_init).
  */
-static void microvm_register_sections(MachineState *ms, SerialState *serial)
+static void microvm_register_sections(MachineState *ms, SerialState *serial, ISAVGAState *vga)
 {
     CPUState *cpu;
     guint i;
@@ -320,6 +319,15 @@ static void microvm_register_sections(MachineState *ms, SerialState *serial)
     kvm_pic_pit_state_register();
     if (serial) {
         serial_state_register(serial);
+    }
+    for (i = 0; i <= ms->virtio_mmio->len; i++) {
+        if (vga && i == MIN(ms->vga.virtio_before, ms->virtio_mmio->len)) {
+            isa_vga_state_register(vga);
+        }
+        if (i < ms->virtio_mmio->len) {
+            /* Its section's name holds the slot's address, as QEMU's does. */
+            virtio_net_mmio_state_register(g_ptr_array_index(ms->virtio_mmio, i));
+        }
     }
 }
 
@@ -345,6 +353,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     uint32_t entry;
     PvhImageInfo info;
     SerialState *serial = NULL;
+    ISAVGAState *vga = NULL;
 
     if (!ms->kernel_filename) {
         error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
@@ -367,7 +376,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         return false;
     }
     /* Before the KVM slots: the VRAM is guest RAM with a slot of its own. */
-    if (ms->vga.present && !isa_vga_init(&ms->vga, errp)) {
+    if (ms->vga.present && !(vga = isa_vga_init(&ms->vga, errp))) {
         return false;
     }
     if (info.high > microvm_lowmem_size(ms)) {
@@ -394,10 +403,10 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
         return false;
     }
-    microvm_register_sections(ms, serial);
     if (!microvm_virtio_init(ms, errp)) {
         return false;
     }
+    microvm_register_sections(ms, serial, vga);
     if (!microvm_load_boot_data(ms, &entry, errp) ||
         !kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR, errp)) {
         return false;

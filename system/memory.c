@@ -261,6 +261,18 @@ static bool ram_block_prealloc(RAMBlock *rb, Error **errp)
     return true;
 }
 
+/* Into ram_blocks() after every block at least as large (see memory.h for why). */
+static void ram_block_insert(RAMBlock *rb)
+{
+    GPtrArray *b = ram_blocks();
+    guint i = 0;
+
+    while (i < b->len && ((RAMBlock *)g_ptr_array_index(b, i))->capacity >= rb->capacity) {
+        i++;
+    }
+    g_ptr_array_insert(b, i, rb);
+}
+
 RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
 {
     g_autofree RAMBlock *rb = g_new0(RAMBlock, 1);
@@ -319,7 +331,8 @@ RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
     if (opts->kind == RAM_BACKEND_FILE) {
         bitmap_fill(rb->vmm_written_bmap, rb->used_length >> TARGET_PAGE_BITS);
     }
-    g_ptr_array_add(ram_blocks(), rb);
+    rb->capacity = MAX(opts->capacity, opts->size);
+    ram_block_insert(rb);
     return g_steal_pointer(&rb);
 }
 

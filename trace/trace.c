@@ -22,7 +22,7 @@ static const char *const trace_event_names[] = {
     "migration_pass", "migration_postcopy_package",
     "migration_postcopy_start", "migration_postcopy_stopped", "migration_postcopy_switch",
     "migration_state", "migration_switchover", "postcopy_dst_step", "postcopy_preempt_end",
-    "ram_iterate", "savevm_device_load", "savevm_device_save", "vga_vbe_mode",
+    "ram_iterate", "savevm_device_load", "savevm_device_save", "vga_load_no_vbe", "vga_vbe_mode",
 };
 
 static void trace_list_events(void)

@@ -24,16 +24,26 @@ static bool vbe_enabled(const VBEState *s)
     return s->regs[VBE_DISPI_INDEX_ENABLE] & VBE_DISPI_ENABLED;
 }
 
+void vbe_reset_regs(VBEState *s)
+{
+    s->index = 0;
+    memset(s->regs, 0, sizeof(s->regs));
+    s->regs[VBE_DISPI_INDEX_ID] = VBE_DISPI_ID5;
+    s->regs[VBE_DISPI_INDEX_BPP] = 8;
+    s->line_offset = 0;
+    s->start = 0;
+    s->generation++;
+}
+
 void vbe_reset(VBEState *s, uint64_t vram_size)
 {
     /* Never repeat a generation: a display could take a new mode for one it has drawn. */
-    uint32_t generation = s->generation + 1;
+    uint32_t generation = s->generation;
 
     memset(s, 0, sizeof(*s));
     s->generation = generation;
     s->vram_size = vram_size;
-    s->regs[VBE_DISPI_INDEX_ID] = VBE_DISPI_ID5;
-    s->regs[VBE_DISPI_INDEX_BPP] = 8;
+    vbe_reset_regs(s);
 }
 
 uint16_t vbe_read_index(const VBEState *s)

@@ -6,7 +6,8 @@
  * free on microvm: low RAM ends at 3 GiB, MMIO starts at 0xfeb00000).
  * Being guest RAM with its own KVM slot, the VRAM migrates in the RAM
  * section by its name and is written by the guest without exits; the
- * display finds the written lines through its dirty-log client.
+ * display finds the written lines through its dirty-log client. The
+ * registers travel in QEMU's "vga" section (vga-isa-state.c).
  *
  * Not emulated: VGA text and planar modes, the 0xa0000 window (BANK is
  * stored but maps nothing). A guest without VBE set shows no picture.
@@ -23,13 +24,15 @@
 #include "system/runstate.h"
 #include "trace/trace.h"
 #include "ui/console.h"
+#include "vga-isa-state.h"
 
-typedef struct ISAVGAState {
+struct ISAVGAState {
     VBEState vbe;               /* registers and palette; BQL (vCPU exits, main loop) */
+    VGAQemuWire wire;           /* the "vga" section's staging; BQL */
     RAMBlock *vram;             /* immutable */
     uint32_t palette_rgb[256];  /* vbe.palette widened, made per refresh; main thread */
     QemuConsole *con;           /* immutable */
-} ISAVGAState;
+};
 
 uint64_t isa_vga_vram_size(uint32_t vgamem_mb)
 {
@@ -52,7 +55,7 @@ bool isa_vga_parse(QemuOpts *opts, ISAVGAConf *conf, Error **errp)
         return false;
     }
     if (!qemu_opts_check_known(opts, known, errp) ||
-        !qemu_opt_get_number(opts, "vgamem_mb", 16, &mb, errp)) {
+        !qemu_opt_get_number(opts, "vgamem_mb", 8, &mb, errp)) {
         return false;
     }
     if (mb > UINT32_MAX) {
@@ -182,67 +185,6 @@ static const GraphicHwOps isa_vga_hw_ops = {
     .get_framebuffer = isa_vga_get_framebuffer,
 };
 
-/*
- * Every field came from the stream. The registers a write would have
- * clamped must already be what the clamp gives: a source never sends
- * anything else, so a difference is a forged or broken stream.
- */
-static bool isa_vga_post_load(void *opaque, int version_id, Error **errp)
-{
-    VBEState *v = opaque;
-    VBEState fixed = *v;
-
-    if (v->regs[VBE_DISPI_INDEX_ID] < VBE_DISPI_ID0 ||
-        v->regs[VBE_DISPI_INDEX_ID] > VBE_DISPI_ID5) {
-        error_setg(errp, "vbe: invalid ID 0x%x", v->regs[VBE_DISPI_INDEX_ID]);
-        return false;
-    }
-    if (!vbe_bpp_supported(v->regs[VBE_DISPI_INDEX_BPP])) {
-        error_setg(errp, "vbe: unsupported bpp %u", v->regs[VBE_DISPI_INDEX_BPP]);
-        return false;
-    }
-    if (v->regs[VBE_DISPI_INDEX_BANK] > (v->vram_size >> 16) - 1) {
-        error_setg(errp, "vbe: bank %u past VRAM", v->regs[VBE_DISPI_INDEX_BANK]);
-        return false;
-    }
-    if (v->dac_sub_index > 2 || (v->dac_state != 0 && v->dac_state != 3)) {
-        error_setg(errp, "vbe: invalid DAC state (sub-index %u, state %u)", v->dac_sub_index,
-                   v->dac_state);
-        return false;
-    }
-    vbe_fixup_regs(&fixed);
-    for (int i = 0; i < VBE_DISPI_INDEX_NB; i++) {
-        if (fixed.regs[i] != v->regs[i]) {
-            error_setg(errp, "vbe: register %d is 0x%x, outside the mode's limits (0x%x)", i,
-                       v->regs[i], fixed.regs[i]);
-            return false;
-        }
-    }
-    v->line_offset = fixed.line_offset;
-    v->start = fixed.start;
-    v->generation++;            /* the display redraws all */
-    return true;
-}
-
-static const VMStateDescription vmstate_vbe = {
-    .name = "vbe",
-    .size = sizeof(VBEState),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .post_load = isa_vga_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT16(index, VBEState),
-        VMSTATE_UINT16_ARRAY(regs, VBEState, VBE_DISPI_INDEX_NB),
-        VMSTATE_UINT8(dac_state, VBEState),
-        VMSTATE_UINT8(dac_sub_index, VBEState),
-        VMSTATE_UINT8(dac_read_index, VBEState),
-        VMSTATE_UINT8(dac_write_index, VBEState),
-        VMSTATE_UINT8_ARRAY(dac_cache, VBEState, 3),
-        VMSTATE_UINT8_ARRAY(palette, VBEState, 768),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
 static void isa_vga_reset(void *opaque)
 {
     ISAVGAState *s = opaque;
@@ -250,7 +192,7 @@ static void isa_vga_reset(void *opaque)
     vbe_reset(&s->vbe, s->vram->used_length);
 }
 
-bool isa_vga_init(const ISAVGAConf *conf, Error **errp)
+ISAVGAState *isa_vga_init(const ISAVGAConf *conf, Error **errp)
 {
     ISAVGAState *s = g_new0(ISAVGAState, 1);
     RAMBackendOpts o = { .id = "vga.vram", .kind = RAM_BACKEND_ANON,
@@ -259,17 +201,22 @@ bool isa_vga_init(const ISAVGAConf *conf, Error **errp)
     s->vram = ram_block_create(&o, errp);
     if (!s->vram ||
         !guest_ram_map(s->vram, 0, VBE_DISPI_LFB_PHYSICAL_ADDRESS, o.size, errp)) {
-        return false;
+        return NULL;
     }
     pio_table = pio_table ?: io_range_table_new();
     if (io_range_add(pio_table, VBE_DISPI_IOPORT_INDEX, 3, &isa_vga_vbe_ops, s, "vbe") < 0 ||
         io_range_add(pio_table, VGA_DAC_READ_INDEX, 3, &isa_vga_dac_ops, s, "vga-dac") < 0) {
         error_setg(errp, "isa-vga: its I/O ports are already in use");
-        return false;
+        return NULL;
     }
     vbe_reset(&s->vbe, o.size);
+    vga_qemu_wire_init(&s->wire, &s->vbe);
     qemu_register_reset(isa_vga_reset, s);
-    vmstate_register("vbe", 0, &vmstate_vbe, &s->vbe);
     s->con = graphic_console_init(conf->id, &isa_vga_hw_ops, s, s->vram);
-    return true;
+    return s;
+}
+
+void isa_vga_state_register(ISAVGAState *s)
+{
+    vmstate_register("vga", 0, &vmstate_vga, &s->wire);
 }

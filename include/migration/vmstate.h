@@ -43,6 +43,7 @@ typedef struct VMStateField {
     uint32_t max;               /* ... and must not exceed max */
     const VMStateDescription *vmsd;     /* VMS_STRUCT */
     int version_id;             /* field exists since this version */
+    bool equal;                 /* scalar: the loaded value must be the one in memory */
 } VMStateField;
 
 struct VMStateDescription {
@@ -75,6 +76,15 @@ struct VMStateDescription {
         0 * sizeof(char[__builtin_types_compatible_p(typeof(((_state *)0)->_f), _ctype) ? 1 : -1]) }
 
 #define VMSTATE_UINT8(_f, _s)  VMSTATE_SCALAR(_f, _s, VMS_UINT8, uint8_t)
+/*
+ * QEMU's "uint8 equal": a byte that must come in as the device already
+ * holds it (a layout's marker with one valid value). Sent as is; a load
+ * with another value fails, naming both.
+ */
+#define VMSTATE_UINT8_EQUAL(_f, _s) {                                           \
+    .name = #_f, .type = VMS_UINT8, .offset = offsetof(_s, _f), .equal = true, \
+    .size = sizeof(uint8_t) +                                                   \
+        0 * sizeof(char[__builtin_types_compatible_p(typeof(((_s *)0)->_f), uint8_t) ? 1 : -1]) }
 #define VMSTATE_UINT16(_f, _s) VMSTATE_SCALAR(_f, _s, VMS_UINT16, uint16_t)
 #define VMSTATE_UINT32(_f, _s) VMSTATE_SCALAR(_f, _s, VMS_UINT32, uint32_t)
 #define VMSTATE_UINT64(_f, _s) VMSTATE_SCALAR(_f, _s, VMS_UINT64, uint64_t)

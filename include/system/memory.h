@@ -24,6 +24,7 @@ struct RAMBlock {
     char idstr[256];
     uint8_t *host;              /* immutable after creation */
     uint64_t used_length;       /* bytes, multiple of TARGET_PAGE_SIZE */
+    uint64_t capacity;          /* QEMU's room for the block (>= used_length); immutable */
     RAMBackendKind kind;
     int fd;                     /* -1 for anonymous memory */
     bool shared;                /* MAP_SHARED */
@@ -72,6 +73,12 @@ typedef struct RAMBackendOpts {
     bool share;
     bool prealloc;
     const char *mem_path;       /* file backend only */
+    /*
+     * The room QEMU keeps for this block, which may exceed @size (the ACPI
+     * blobs, which QEMU may grow); 0 means @size. It decides the block's
+     * place in ram_blocks().
+     */
+    uint64_t capacity;
 } RAMBackendOpts;
 
 /*
@@ -91,7 +98,13 @@ int ram_block_discard_range(RAMBlock *rb, uint64_t offset, uint64_t len);
 int ram_block_discard_ranges(RAMBlock *rb, const uint64_t *offset, const uint64_t *len,
                              size_t n);
 RAMBlock *ram_block_find(const char *idstr);
-/* Registered blocks in creation order (the order the stream lists them). */
+/*
+ * Registered blocks, the order the stream lists them: by capacity, the
+ * largest first, and in creation order among equals. QEMU 7.2 and 10.0 list
+ * theirs so (seen in their streams: -m 4M puts an 8 MiB vga.vram before
+ * microvm.ram, and a 1 MiB one after the ACPI tables' block, a 2 MiB one
+ * before it), so a stream of ours lists a machine's blocks as QEMU does.
+ */
 GPtrArray *ram_blocks(void);
 uint64_t ram_blocks_total_bytes(void);
 /* for (each registered RAMBlock @rb that is not read-only): the guest can write it. */

@@ -12,9 +12,13 @@
 
 #define QEMU_VM_SUBSECTION 0x05
 
-static const char *vmstate_type_name(VMStateType t)
+static const char *vmstate_type_name(const VMStateField *field)
 {
-    switch (t) {
+    if (field->equal) {
+        /* Only VMSTATE_UINT8_EQUAL makes one. */
+        return "uint8 equal";
+    }
+    switch (field->type) {
     case VMS_UINT8:  return "uint8";
     case VMS_UINT16: return "uint16";
     case VMS_UINT32: return "uint32";
@@ -124,7 +128,7 @@ static void vmdesc_field(VMDescWriter *vmdesc, const VMStateField *field, int64_
         vmdesc_add_int_value(vmdesc, index);
     }
     vmdesc_set_member_name(vmdesc, "type");
-    vmdesc_add_string_value(vmdesc, vmstate_type_name(field->type));
+    vmdesc_add_string_value(vmdesc, vmstate_type_name(field));
 }
 
 static void vmdesc_field_end(VMDescWriter *vmdesc, uint64_t size)
@@ -305,6 +309,15 @@ static bool vmstate_load_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
                 if (field->type == VMS_STRUCT || field->type == VMS_TMP) {
                     if (!vmstate_load_state(f, field->vmsd, p, field->vmsd->version_id, errp)) {
                         error_prepend(errp, "%s: ", vmsd->name);
+                        return false;
+                    }
+                } else if (field->equal) {
+                    uint8_t got = qemu_get_byte(f);
+
+                    /* A truncated stream's error is reported below, not as a mismatch. */
+                    if (!qemu_file_get_error(f) && got != *p) {
+                        error_setg(errp, "Failed to load %s:%s: %x != %x", vmsd->name,
+                                   field->name, *p, got);
                         return false;
                     }
                 } else {

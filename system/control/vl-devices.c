@@ -151,10 +151,14 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
     }
     if (driver && !strcmp(driver, "isa-vga")) {
         if (qemu_opt_has(opts, "help")) {
-            printf("isa-vga options:\n  vgamem_mb=<uint32>     -  (default: 16)\n");
+            printf("isa-vga options:\n  vgamem_mb=<uint32>     -  (default: 8)\n");
             exit(0);
         }
-        return isa_vga_parse(opts, &cfg->machine.vga, errp);
+        if (!isa_vga_parse(opts, &cfg->machine.vga, errp)) {
+            return false;
+        }
+        cfg->machine.vga.virtio_before = cfg->nic_devices->len;
+        return true;
     }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
         error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");

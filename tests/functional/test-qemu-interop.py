@@ -10,7 +10,9 @@ alike (-M microvm -cpu host,-arch-capabilities -nodefaults, the workload
 firmware in verify mode): the guest must verify on after each hop with no
 FAIL. A paused guest's RAM must arrive byte-identical (pmemsave on both
 ends). A stream from a QEMU whose machine differs is refused, and the
-destination never runs it.
+destination never runs it. A guest drawing into isa-vga's VBE framebuffer
+(mode=draw) keeps drawing after each hop, and our "vga" section and RAM
+blocks have QEMU's layout.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
@@ -18,7 +20,10 @@ binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 """
 
 import filecmp
+import json
 import os
+import re
+import subprocess
 import shutil
 import socket
 import sys
@@ -35,6 +40,9 @@ MEM_MB = 128
 APPEND = 'mode=verify mem=32'
 # verify rewrites its 32 MiB every pass, so each mode has pages to send again.
 DIRTY = APPEND
+VGA = ('-device', 'isa-vga')
+DRAW = 'mode=draw width=640 height=480 bpp=32'
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'scripts')
 
 
 def free_port():
@@ -58,6 +66,33 @@ def ram_diff(a, b):
                 pages.append(hex(off))
             off += 4096
     return 'pages ' + ', '.join(pages)
+
+
+def ram_blocks(path):
+    """The (name, bytes) of each RAM block a stream's RAM section lists, in order
+    (its first section; the stream's setup part, no capabilities)."""
+    with open(path, 'rb') as f:
+        data = f.read(1 << 16)
+    assert data[:8] == b'QEVM\0\0\0\3', path
+    i = 8
+    if data[i] == 0x07:                         # the configuration section
+        i += 5 + int.from_bytes(data[i + 1:i + 5], 'big')
+    assert data[i] == 0x01, 'no section start at %d' % i
+    i += 5
+    name = data[i + 1:i + 1 + data[i]]
+    assert name == b'ram', name
+    i += 1 + data[i] + 8
+    total = int.from_bytes(data[i:i + 8], 'big') & ~0xfff
+    i += 8
+    blocks = []
+    while total > 0:
+        n = data[i]
+        block = data[i + 1:i + 1 + n].decode()
+        size = int.from_bytes(data[i + 1 + n:i + 9 + n], 'big')
+        blocks.append((block, size))
+        total -= size
+        i += 9 + n
+    return blocks
 
 
 class InteropCase(unittest.TestCase):
@@ -117,14 +152,41 @@ class InteropCase(unittest.TestCase):
                             % (info, dst.log_tail()))
             time.sleep(0.05)
 
-    def hop(self, src, dst_binary, name, extra=(), caps=(), params=None, postcopy=False):
+    def total_frames(self, vm):
+        """The draw guest's frame count in its last STAT line (0 before one), and no FAIL."""
+        text = vm.serial_text()
+        self.assertNotIn('FAIL', text, '%s: %s' % (vm.name, text[-300:]))
+        counts = re.findall(r'^STAT [^\n]*total_frames=(\d+)[^\n]*\n', text, re.M)
+        return int(counts[-1]) if counts else 0
+
+    def wait_frames(self, vm):
+        """The draw guest's frame count grows between two STAT lines from now: it
+        draws on (on a new destination the first line may still count only the
+        source's frames)."""
+        start = self.total_frames(vm) or None
+        end = time.monotonic() + DEADLINE
+        while True:
+            total = self.total_frames(vm)
+            if start is None and total:
+                start = total
+            elif start is not None and total > start:
+                return
+            self.assertLess(time.monotonic(), end, '%s: no new frames; serial: %s; log: %s'
+                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.05)
+
+    def hop(self, src, dst_binary, name, extra=(), caps=(), params=None, postcopy=False,
+            append=None, settle=None):
         """Live-migrate @src into a new VM of @dst_binary; returns it, running.
         @caps and @params go to both ends, the destination's before it listens
-        (-incoming defer: QEMU 10.0 wants multifd and preempt set first)."""
+        (-incoming defer: QEMU 10.0 wants multifd and preempt set first).
+        @settle(dst) waits for the guest to go on (default: two verify passes)."""
         if not caps:
-            dst = self.vm(dst_binary, name, incoming=True, extra=extra)
+            dst = self.vm(dst_binary, name, incoming=True, extra=extra, append=append)
         else:
-            dst = self.vm(dst_binary, name, extra=list(extra) + ['-incoming', 'defer'])
+            dst = self.vm(dst_binary, name, extra=list(extra) + ['-incoming', 'defer'],
+                          append=append)
             dst.port = free_port()
             for vm in (dst, src):
                 vm.qmp.cmd('migrate-set-capabilities',
@@ -148,8 +210,47 @@ class InteropCase(unittest.TestCase):
         while self.status(dst) != 'running':
             self.assertLess(time.monotonic(), end, '%s never ran: %s' % (dst.name, dst.log_tail()))
             time.sleep(0.05)
-        self.wait_passes(dst, 2)
+        if settle:
+            settle(dst)
+        else:
+            self.wait_passes(dst, 2)
         return dst
+
+    def vga_roundtrip(self, peer):
+        """The draw guest, isa-vga with VBE at 640x480x32, QEMU -> ours -> QEMU:
+        frames go on after each hop. QEMU's stream has no VBE state, so our
+        display is dark after the first hop (the guest draws on into VRAM)."""
+        src = self.vm(peer, 'peer', extra=VGA, append=DRAW)
+        self.wait_frames(src)
+        ours = self.hop(src, QEMU, 'ours', VGA, append=DRAW, settle=self.wait_frames)
+        back = self.hop(ours, peer, 'peer', VGA, append=DRAW, settle=self.wait_frames)
+        self.assertEqual(back.qmp.cmd('query-status')['status'], 'running')
+
+    def vga_layout(self, peer):
+        """A paused draw guest saved by @peer and by us: the same "vga" section
+        layout and the same RAM blocks in the same order (an 8 MiB vga.vram
+        right after microvm.ram, before the ROMs)."""
+        streams = []
+        for binary, name in ((peer, 'peer'), (QEMU, 'ours')):
+            vm = self.vm(binary, name, extra=VGA, append=DRAW)
+            vm.qmp.cmd('stop')
+            path = os.path.join(self.tmp, '%s-vga.mig' % name)
+            vm.migrate(path)
+            vm.shutdown()
+            streams.append(path)
+        out = subprocess.run([sys.executable, os.path.join(SCRIPTS, 'vmdesc-compare.py'),
+                              '--sections', 'vga'] + streams, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        blocks = []
+        for path in streams:
+            out = subprocess.run([sys.executable, os.path.join(SCRIPTS, 'analyze-migration.py'),
+                                  '-f', path, '-d', 'desc'], capture_output=True, text=True,
+                                 check=True)
+            desc = json.loads(out.stdout)
+            self.assertIn('vga', [d['name'] for d in desc['devices']])
+            blocks.append(ram_blocks(path))
+        self.assertEqual(blocks[0], blocks[1])
+        self.assertEqual(blocks[1][:2], [('microvm.ram', MEM_MB << 20), ('vga.vram', 8 << 20)])
 
     def roundtrip(self, peer, extra=(), append=None, **mode):
         src = self.vm(peer, 'peer', extra=extra, append=append)
@@ -194,11 +295,27 @@ class TestQemu72(InteropCase):
         need_binary(self, PEER, 'QEMU 7.2')
         self.paused_ram(PEER, first_ours=False)
 
+    def test_vga_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.vga_roundtrip(PEER)
+
+    def test_vga_layout(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.vga_layout(PEER)
+
 
 class TestQemu10(InteropCase):
     def test_roundtrip(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10)
+
+    def test_vga_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.vga_roundtrip(QEMU10)
+
+    def test_vga_layout(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.vga_layout(QEMU10)
 
     def test_roundtrip_smp2(self):
         """Two vCPUs (the second waits for its SIPI): both vCPUs' sections each way."""

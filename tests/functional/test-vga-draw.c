@@ -20,7 +20,7 @@
                   "-serial stdio "
 #define COUNTER_BITS 32
 #define LFB_ADDR 0xe0000000ULL
-#define VRAM_BYTES (16ULL << 20)        /* isa-vga's default vgamem_mb */
+#define VRAM_BYTES (8ULL << 20)         /* isa-vga's default vgamem_mb, as QEMU's */
 
 /* The frame number in the first 32 pixels of line 0 (white: bit set). */
 static uint64_t picture_counter(const Picture *p)

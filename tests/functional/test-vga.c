@@ -2,7 +2,7 @@
 /*
  * -device isa-vga from outside: screendump's placeholder and errors (QEMU's words), the
  * vgamem_mb limits, and a migration that carries the "vga.vram" RAM
- * block and the "vbe" section while the 30 Hz display refresh (a second
+ * block and the "vga" section while the 30 Hz display refresh (a second
  * dirty-log client) runs beside the migration's.
  *
  * Byte-exact screendumps of frames a guest drew (the firmware's mode=draw)
@@ -328,11 +328,11 @@ static void test_bad_options(void)
 
 /*
  * A verifying guest with isa-vga and the display refreshing (no -display
- * none) migrates into a file: the stream lists "vga.vram" (16 MiB) and the
- * "vbe" section; a destination with isa-vga loads it and the guest runs
+ * none) migrates into a file: the stream lists "vga.vram" (8 MiB, QEMU's
+ * default) and the "vga" section; a destination with isa-vga loads it and the guest runs
  * on; one without the device refuses the unknown block.
  */
-static void test_migrate_vram_and_vbe(void)
+static void test_migrate_vram_and_vga(void)
 {
     const char *append = "mode=verify mem=32";
     g_autofree char *file = g_strdup_printf("%s/vga.stream", vmtest_tmpdir());
@@ -364,7 +364,8 @@ static void test_migrate_vram_and_vbe(void)
     summary = vmtest_analyze_stream(file, "summary", "");
     g_assert_nonnull(strstr(summary, "\"vga.vram\""));
     desc = vmtest_analyze_stream(file, "desc", "");
-    g_assert_nonnull(strstr(desc, "\"vbe\""));
+    g_assert_nonnull(strstr(desc, "\"vga\""));
+    g_assert_nonnull(strstr(desc, "\"is_vbe_vmstate\""));
     g_assert_nonnull(strstr(desc, "\"palette\""));
     dumpdir = g_strdup_printf("%s/vga-dump", vmtest_tmpdir());
     g_mkdir_with_parents(dumpdir, 0700);
@@ -374,7 +375,7 @@ static void test_migrate_vram_and_vbe(void)
         g_autofree char *path = g_strdup_printf("%s/vga.vram.bin", dumpdir);
 
         g_assert_true(g_file_get_contents(path, &vram, &vram_len, NULL));
-        g_assert_cmpuint(vram_len, ==, 16 << 20);
+        g_assert_cmpuint(vram_len, ==, 8 << 20);
     }
 
     dst = migtest_start_dest_extra("128M", append, false, incoming, "-device isa-vga,id=vga0");
@@ -396,6 +397,6 @@ int main(int argc, char **argv)
     g_test_add_func("/vga/screendump-errors", test_screendump_errors);
     g_test_add_func("/vga/screendump-target", test_screendump_target);
     g_test_add_func("/vga/bad-options", test_bad_options);
-    g_test_add_func("/vga/migrate-vram-and-vbe", test_migrate_vram_and_vbe);
+    g_test_add_func("/vga/migrate-vram-and-vga", test_migrate_vram_and_vga);
     return g_test_run();
 }

@@ -210,6 +210,52 @@ static void test_wire_unused(void)
     g_assert_false(load_buf(&vmstate_gap, &back, 1, in, 3, NULL, NULL));
 }
 
+/* QEMU's "uint8 equal": sent as held; a load must bring the value held. */
+static const VMStateDescription vmstate_equal = {
+    .name = "eq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_EQUAL(u8, Small),
+        VMSTATE_UINT16(u16, Small),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static void test_wire_equal(void)
+{
+    Small s = { .u8 = 2, .u16 = 0x2233 }, back = { .u8 = 2 };
+    static const uint8_t expect[] = { 2, 0x22, 0x33 };
+    static const uint8_t other[] = { 3, 0x44, 0x55 };
+    g_autoptr(VMDescWriter) b = vmdesc_new();
+    g_autofree uint8_t *data = NULL;
+    Error *err = NULL;
+    const char *text;
+    size_t len, text_len;
+
+    vmdesc_begin_object(b);
+    data = save_buf(&vmstate_equal, &s, b, &len);
+    vmdesc_end_object(b);
+    g_assert_cmpmem(data, len, expect, sizeof(expect));
+    text = vmdesc_get_data(b, &text_len);
+    g_assert_nonnull(g_strstr_len(text, text_len,
+                                  "\"name\":\"u8\",\"type\":\"uint8 equal\",\"size\":1"));
+    g_assert_true(load_buf(&vmstate_equal, &back, 1, expect, sizeof(expect), NULL,
+                           &error_abort));
+    g_assert_cmphex(back.u16, ==, 0x2233);
+    /* Another value: refused with QEMU's words, and the field after it never read. */
+    g_assert_false(load_buf(&vmstate_equal, &back, 1, other, sizeof(other), NULL, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "Failed to load eq:u8: 2 != 3");
+    error_free(err);
+    err = NULL;
+    g_assert_cmphex(back.u8, ==, 2);
+    g_assert_cmphex(back.u16, ==, 0x2233);
+    /* Nothing at all: the stream's error, not a mismatch with what a short read gave. */
+    g_assert_false(load_buf(&vmstate_equal, &back, 1, other, 0, NULL, &err));
+    g_assert_null(strstr(error_get_pretty(err), "!="));
+    error_free(err);
+}
+
 /* A "tmp" field: the bytes of a struct, described inline as QEMU's x86 fpregs are. */
 typedef struct TmpInner {
     uint64_t mant;
@@ -632,6 +678,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vmstate/wire-format", test_wire_format);
     g_test_add_func("/vmstate/wire-unused", test_wire_unused);
     g_test_add_func("/vmstate/wire-tmp", test_wire_tmp);
+    g_test_add_func("/vmstate/wire-equal", test_wire_equal);
     g_test_add_func("/vmstate/version/newer-refused", test_version_newer_refused);
     g_test_add_func("/vmstate/version/subsection-newer-refused",
                     test_version_subsection_newer_refused);

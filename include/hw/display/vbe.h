@@ -57,7 +57,7 @@
 
 typedef struct VBEState {
     uint64_t vram_size;         /* bytes; immutable after vbe_reset() */
-    /* Guest-written, and migrated ("vbe" section). The owner's lock: the BQL. */
+    /* Guest-written, and migrated ("vga" section). The owner's lock: the BQL. */
     uint16_t index;
     uint16_t regs[VBE_DISPI_INDEX_NB];
     uint8_t dac_state;          /* 0: last set was a write index, 3: a read index */
@@ -92,6 +92,8 @@ typedef struct VBEWriteEffect {
 } VBEWriteEffect;
 
 void vbe_reset(VBEState *s, uint64_t vram_size);
+/* The VBE registers alone as at reset (VBE off); the DAC and palette stay. */
+void vbe_reset_regs(VBEState *s);
 uint16_t vbe_read_index(const VBEState *s);
 void vbe_write_index(VBEState *s, uint16_t val);
 uint16_t vbe_read_data(const VBEState *s);
