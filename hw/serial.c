@@ -272,6 +272,17 @@ static bool serial_post_load(void *opaque, int version_id, Error **errp)
     s->rbr_fifo[0] = s->rbr_vmstate;
     /* QEMU sends the THR-empty interrupt apart only when IIR does not show it; IIR does here. */
     s->thr_ipending = (s->iir & 0x0f) == UART_IIR_THRI;
+    /*
+     * Our transmitter sends each byte as the guest writes it: it is never
+     * busy. QEMU's can be (its chardev was full), and the byte it held is
+     * not in these fields: taken as is, THRE would stay clear for ever and
+     * a guest that waits for it before each byte would wait for ever. The
+     * transmitter is empty here, as after a byte went out.
+     */
+    if (!(s->lsr & UART_LSR_THRE)) {
+        s->lsr |= UART_LSR_THRE | UART_LSR_TEMT;
+        s->thr_ipending = 1;
+    }
     /* Our line level is unknown to the new irqchip: always drive it once. */
     s->irq_level = -1;
     serial_update_irq(s);

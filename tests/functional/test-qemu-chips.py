@@ -228,6 +228,31 @@ class QEMUChips(unittest.TestCase):
         self.assertIn(message, err, name)
         os.unlink(out)
 
+    def test_serial_transmitter_busy(self):
+        """A UART saved while its transmitter held a byte (LSR without THRE and
+        TEMT: QEMU's, when its chardev was full) does not leave the guest,
+        which waits for THRE before each byte, waiting for ever: ours has no
+        transmission in flight, so the loaded transmitter is empty."""
+        key = ('serial', 0, 'serial.state.lsr')
+        self.assertIn(key, self.fields)
+        off, size, lsr = self.fields[key][0]
+        out = self.path('busy.mig')
+        shutil.copyfile(self.stream, out)
+        with open(out, 'r+b') as f:
+            f.seek(off)
+            f.write(bytes([lsr & ~0x60]))
+        serial = self.path('busy.serial')
+        proc = subprocess.Popen(vm_args(QEMU, CPU, serial, ['-incoming', 'file:' + out]),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            wait_for('the guest writing on after the load',
+                     lambda: read_from(serial, 0).count(b'\nPASS') >= 2, proc)
+        finally:
+            proc.kill()
+            proc.wait(timeout=DEADLINE)
+        os.unlink(out)
+
     def test_refusals(self):
         base = self.fields[('apic', 0, 'apic.apicbase')][0][2]
         cases = [
