@@ -516,6 +516,7 @@ void qemu_init(int argc, char **argv)
         }
         current_machine = g_new(MachineState, 1);
         *current_machine = cfg.machine;
+        current_machine->incoming = cfg.incoming != NULL;
         if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err) ||
             !display_init(!cfg.display_none, &err)) {
             error_report_err(err);
