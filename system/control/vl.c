@@ -269,6 +269,10 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_DEVICE:
         return vl_parse_device(cfg, arg, errp);
     case OPT_INCOMING:
+        /* A cpr channel given beside the main one is refused here, not dropped. */
+        if (!migration_incoming_check(arg, errp)) {
+            return false;
+        }
         g_free(cfg->incoming);
         cfg->incoming = g_strdup(arg);
         return true;
