@@ -4,14 +4,15 @@
 test-migrate-channels.py: QEMU 8.2's `channels` spelling of migrate and
 migrate-incoming, and QEMU 10.0's JSON form of -incoming (issue 38's first
 step). A running verify guest moves with each transport given as a channel
-(socket unix and inet, file with an offset, exec) and must go on with no
-FAIL; the refusals carry QEMU's messages: uri and channels both or
+(socket unix and inet, file with an offset, exec), and to and from QEMU
+10.0 (skipped loudly without it), and must go on with no FAIL; the refusals carry QEMU's messages: uri and channels both or
 neither, two main channels, a member the transport lacks or needs; a
 "cpr" channel is refused as not supported yet, from QMP and from
 -incoming, whose process then never starts.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
-VMTEST_FAIL_ON_SKIP (a skip is a failure).
+VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
+binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 """
 
 import json
@@ -26,7 +27,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import VM, QMPError, skip_class_without_kvm  # noqa: E402
+from analyzevm import VM, QMPError, need_binary, skip_class_without_kvm  # noqa: E402
+
+QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=16'
@@ -61,10 +64,10 @@ class ChannelsCase(unittest.TestCase):
         for vm in self.vms:
             vm.shutdown()
 
-    def vm(self, name, incoming=None):
+    def vm(self, name, incoming=None, binary=None):
         extra = ['-incoming', incoming] if incoming else []
         vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
-                extra=extra)
+                extra=extra, binary=binary)
         vm.name = name
         self.vms.append(vm)
         return vm
@@ -154,6 +157,24 @@ class TestChannels(ChannelsCase):
         dst.qmp.cmd('cont')
         self.wait_status(dst, 'query-status', ('running',))
         self.wait_passes(dst, 2)
+
+    def qemu10_hop(self, src_binary, dst_binary):
+        port = str(free_port())
+        addr = {'transport': 'socket', 'type': 'inet', 'host': '127.0.0.1', 'port': port}
+        src = self.vm('src', binary=src_binary)
+        self.wait_passes(src, 1)
+        dst = self.vm('dst', incoming=json.dumps({'channel-type': 'main', 'addr': addr}),
+                      binary=dst_binary)
+        self.migrate(src, dst, main(addr))
+
+    def test_to_qemu10(self):
+        """Our channels to QEMU 10.0's -incoming JSON: the same spelling both ends."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.qemu10_hop(QEMU, QEMU10)
+
+    def test_from_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.qemu10_hop(QEMU10, QEMU)
 
     def test_refusals(self):
         vm = self.vm('src')
