@@ -63,7 +63,7 @@ class IgnoreSharedCase(unittest.TestCase):
         for vm in self.vms:
             vm.shutdown()
 
-    def vm(self, binary, name, incoming=False, ram=None, share='on', cap=True):
+    def vm(self, binary, name, incoming=False, ram=None, share='on', cap=True, caps=()):
         """A verify guest whose RAM is the file @ram (default: the test's one)."""
         extra = ['-object', 'memory-backend-file,id=m,size=%dM,mem-path=%s,share=%s'
                  % (MEM_MB, ram or self.ram, share)]
@@ -74,7 +74,8 @@ class IgnoreSharedCase(unittest.TestCase):
         vm.name = '%s (%s)' % (name, binary)
         self.vms.append(vm)
         if cap:
-            vm.qmp.cmd('migrate-set-capabilities', capabilities=CAP)
+            vm.qmp.cmd('migrate-set-capabilities', capabilities=CAP + [
+                {'capability': c, 'state': True} for c in caps])
         if incoming:
             vm.port = free_port()
             vm.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % vm.port)
@@ -101,11 +102,12 @@ class IgnoreSharedCase(unittest.TestCase):
                             % (info, dst.log_tail()))
             time.sleep(0.05)
 
-    def hop(self, src_binary, dst_binary):
-        """A running guest from @src_binary to @dst_binary over the shared file."""
-        src = self.vm(src_binary, 'src')
+    def hop(self, src_binary, dst_binary, caps=()):
+        """A running guest from @src_binary to @dst_binary over the shared file,
+        @caps on at both ends with x-ignore-shared."""
+        src = self.vm(src_binary, 'src', caps=caps)
         self.wait_passes(src, 2)
-        dst = self.vm(dst_binary, 'dst', incoming=True)
+        dst = self.vm(dst_binary, 'dst', incoming=True, caps=caps)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
         info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
@@ -119,6 +121,7 @@ class IgnoreSharedCase(unittest.TestCase):
         self.wait_passes(dst, 3)
         # The RAM stayed in the file: only the firmware block and the devices went.
         self.assertLess(info['ram']['transferred'], 4 << 20, info)
+        self.assertLess(info['ram'].get('multifd-bytes', 0), 4 << 20, info)
         return info
 
     def refused(self, dst, text):
@@ -139,6 +142,10 @@ class TestOurs(IgnoreSharedCase):
         info = self.hop(QEMU, QEMU)
         # query-migrate counts only what it sends: the 64 KiB firmware and three 4 KiB ACPI blobs.
         self.assertEqual(info['ram']['total'], (64 + 3 * 4) << 10, info)
+
+    def test_shared_file_multifd(self):
+        """Multifd's channels send pages from the same tracker: the file stays out."""
+        self.hop(QEMU, QEMU, caps=('multifd',))
 
     def test_destination_not_shared(self):
         """The source leaves the file out; a destination with private RAM would run
