@@ -131,6 +131,10 @@ bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp)
         if (!rb) {
             return false;
         }
+        /* QEMU's firmware region itself sits below 4 GiB (x-ignore-shared sends it). */
+        if (!roms[i].acpi) {
+            rb->mr_addr = 4 * GiB - BIOS_SIZE;
+        }
         /*
          * The firmware shows at 0xf0000, over RAM, as in QEMU (where it is
          * read-only; a guest's writes stick here). The blobs are fw_cfg

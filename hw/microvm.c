@@ -407,8 +407,18 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         return false;
     }
     microvm_register_sections(ms, serial, vga);
-    if (!microvm_load_boot_data(ms, &entry, errp) ||
-        !kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR, errp)) {
+    /*
+     * A guest that arrives by migration in memory it shares with its source
+     * (a file mapped share=on, which x-ignore-shared leaves out of the
+     * stream) is already in that memory: the kernel and boot data written
+     * there would overwrite it. Elsewhere the stream overwrites them.
+     */
+    entry = info.entry;
+    if (!(ms->incoming && ram_block_shared_by_name(ms->ram)) &&
+        !microvm_load_boot_data(ms, &entry, errp)) {
+        return false;
+    }
+    if (!kvm_cpu_set_pvh_entry(g_ptr_array_index(vcpus, 0), entry, START_INFO_ADDR, errp)) {
         return false;
     }
     qemu_register_reset(microvm_reset, ms);

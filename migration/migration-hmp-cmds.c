@@ -282,7 +282,7 @@ void hmp_migrate(Monitor *mon, const HMPArgs *args)
     Error *err = NULL;
     bool detach = hmp_arg_bool(args, "detach", false);
 
-    if (!qmp_migrate(hmp_arg_str(args, "uri"), true, hmp_arg_bool(args, "blk", false),
+    if (!qmp_migrate(hmp_arg_str(args, "uri"), NULL, true, hmp_arg_bool(args, "blk", false),
                      true, hmp_arg_bool(args, "inc", false), true, detach, true,
                      hmp_arg_bool(args, "resume", false), &err)) {
         hmp_handle_error(mon, err);
@@ -297,7 +297,7 @@ void hmp_migrate_incoming(Monitor *mon, const HMPArgs *args)
 {
     Error *err = NULL;
 
-    qmp_migrate_incoming(hmp_arg_str(args, "uri"), &err);
+    qmp_migrate_incoming(hmp_arg_str(args, "uri"), NULL, &err);
     hmp_handle_error(mon, err);
 }
 

@@ -25,6 +25,7 @@
 #include "migration/incoming/incoming.h"
 #include "migration.h"
 #include "migration/incoming/lazy-restore.h"
+#include "migration/core/channel-list.h"
 #include "migration/core/options.h"
 #include "migration/outgoing/outgoing.h"
 #include "migration/outgoing/pacing.h"
@@ -372,13 +373,20 @@ static bool migration_resume(MigrationState *s, const char *uri, Error **errp)
     return true;
 }
 
-bool qmp_migrate(const char *uri, bool has_blk, bool blk, bool has_inc, bool inc,
-                 bool has_detach, bool detach, bool has_resume, bool resume, Error **errp)
+bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool has_blk,
+                 bool blk, bool has_inc, bool inc, bool has_detach, bool detach, bool has_resume,
+                 bool resume, Error **errp)
 {
     MigrationState *s = &current_migration;
     g_autofree char *fd_uri = NULL;
+    /* QEMU 8.2's channels list says what a URI says: one path for both. */
+    g_autofree char *uri_owned = migration_channels_uri(uri_arg, channels, errp);
+    const char *uri = uri_owned;
     bool named_fd;
 
+    if (!uri) {
+        return false;
+    }
     if ((has_blk && blk) || (has_inc && inc)) {
         error_setg(errp, "Block migration is not supported by this build");
         return false;

@@ -203,6 +203,7 @@ ISAVGAState *isa_vga_init(const ISAVGAConf *conf, Error **errp)
         !guest_ram_map(s->vram, 0, VBE_DISPI_LFB_PHYSICAL_ADDRESS, o.size, errp)) {
         return NULL;
     }
+    s->vram->mr_addr = VBE_DISPI_LFB_PHYSICAL_ADDRESS;
     pio_table = pio_table ?: io_range_table_new();
     if (io_range_add(pio_table, VBE_DISPI_IOPORT_INDEX, 3, &isa_vga_vbe_ops, s, "vbe") < 0 ||
         io_range_add(pio_table, VGA_DAC_READ_INDEX, 3, &isa_vga_dac_ops, s, "vga-dac") < 0) {

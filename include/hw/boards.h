@@ -56,6 +56,7 @@ struct MachineState {
     ISAVGAConf vga;             /* -device isa-vga / -vga std */
     /* VirtIODevice *, from -device, in command-line order (may be NULL). */
     GPtrArray *virtio_devices;
+    bool incoming;              /* -incoming given: the guest's memory comes from elsewhere */
 
     /* Built by machine init. */
     RAMBlock *ram;

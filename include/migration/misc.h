@@ -8,8 +8,14 @@
 
 /* Registers the migration sections; @machine_type goes into every stream. */
 void migration_init(const char *machine_type);
-/* -incoming URI|defer. */
-bool migration_incoming_start(const char *uri, Error **errp);
+/*
+ * -incoming URI|defer|JSON, JSON being one MigrationChannel object (QEMU
+ * 10.0's form, e.g. {"channel-type": "main", "addr": {"transport":
+ * "socket", "type": "unix", "path": "/tmp/s"}}).
+ */
+bool migration_incoming_start(const char *arg, Error **errp);
+/* Checks an -incoming argument as it is parsed: a JSON channel must be one we take. */
+bool migration_incoming_check(const char *arg, Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
 void migration_set_autostart(bool autostart);
 /*

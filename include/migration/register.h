@@ -35,6 +35,11 @@ typedef struct SaveVMHandlers {
     /* One START/PART/END payload. 0 or -errno with @errp set. */
     int (*load_state)(QEMUFile *f, void *opaque, int version_id, Error **errp);
     void (*load_cleanup)(void *opaque);
+    /*
+     * The stream's EOF, every section read, before the guest may run: a
+     * last check of what arrived. 0 or -errno with @errp set. NULL: none.
+     */
+    int (*load_complete)(void *opaque, Error **errp);
 } SaveVMHandlers;
 
 void register_savevm_live(const char *idstr, uint32_t instance_id, int version_id,

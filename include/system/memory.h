@@ -29,6 +29,13 @@ struct RAMBlock {
     int fd;                     /* -1 for anonymous memory */
     bool shared;                /* MAP_SHARED */
     bool readonly;
+    /*
+     * Where QEMU places the block's own memory region (its aliases aside):
+     * x-ignore-shared's block list carries it (QEMU 10.0's streams show
+     * pc.bios at 4 GiB - 64 KiB, isa-vga's vga.vram at its LFB, the rest at
+     * 0). Set by the block's creator at machine init; immutable after.
+     */
+    uint64_t mr_addr;
 
     /*
      * Set: the VMM itself wrote the page (loaders, device emulation; not the
@@ -64,6 +71,16 @@ typedef struct GuestRAMRange {
     RAMBlock *rb;
     uint64_t offset;            /* within rb */
 } GuestRAMRange;
+
+/*
+ * Whether another process can map the same memory by name: a file mapped
+ * share=on (x-ignore-shared leaves such a block out). A memfd cannot be
+ * opened by name, and QEMU 10.0 sends it (seen in its streams).
+ */
+static inline bool ram_block_shared_by_name(const RAMBlock *rb)
+{
+    return rb->shared && rb->kind == RAM_BACKEND_FILE;
+}
 
 /* Host memory backend options (from -object memory-backend-*). */
 typedef struct RAMBackendOpts {

@@ -12,6 +12,7 @@
 #include "qapi/qapi-commands.h"
 #include "migration/misc.h"
 #include "system/kvm.h"
+#include "system/memory.h"
 #include "options.h"
 
 /* Written by the main thread (BQL), read by any thread: single words. */
@@ -190,6 +191,16 @@ bool migrate_mapped_ram(void)
     return caps[MIGRATION_CAPABILITY_MAPPED_RAM];
 }
 
+bool migrate_ignore_shared(void)
+{
+    return caps[MIGRATION_CAPABILITY_X_IGNORE_SHARED];
+}
+
+bool migrate_ram_is_ignored(const RAMBlock *rb)
+{
+    return migrate_ignore_shared() && ram_block_shared_by_name(rb);
+}
+
 bool migrate_lazy_restore(void)
 {
     return caps[MIGRATION_CAPABILITY_X_LAZY_RESTORE];
@@ -277,6 +288,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
     case MIGRATION_CAPABILITY_AUTO_CONVERGE:
     case MIGRATION_CAPABILITY_DIRTY_LIMIT:
     case MIGRATION_CAPABILITY_RETURN_PATH:
+    case MIGRATION_CAPABILITY_X_IGNORE_SHARED:
         return true;
     default:
         return false;
@@ -318,6 +330,18 @@ bool migrate_caps_check_compat(const bool *new_caps, Error **errp)
                        "'dirty-ring-size' set");
             return false;
         }
+    }
+    /*
+     * Those modes list and send guest RAM without the dirty tracker, so
+     * they would still send what x-ignore-shared leaves out (not yet).
+     */
+    if (new_caps[MIGRATION_CAPABILITY_X_IGNORE_SHARED] &&
+        (new_caps[MIGRATION_CAPABILITY_MAPPED_RAM] ||
+         new_caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT] ||
+         new_caps[MIGRATION_CAPABILITY_X_LAZY_RESTORE])) {
+        error_setg(errp, "x-ignore-shared is not supported with mapped-ram, "
+                   "background-snapshot or x-lazy-restore yet");
+        return false;
     }
     if (new_caps[MIGRATION_CAPABILITY_MAPPED_RAM]) {
         for (size_t i = 0; i < ARRAY_SIZE(mapped_ram_incompatible); i++) {

@@ -30,6 +30,10 @@ bool migrate_xbzrle(void);
 uint64_t migrate_xbzrle_cache_size(void);
 bool migrate_multifd(void);
 bool migrate_mapped_ram(void);
+/* x-ignore-shared: RAM the two processes share is neither tracked nor sent. */
+bool migrate_ignore_shared(void);
+/* x-ignore-shared is on and @rb is one it leaves out (ram_block_shared_by_name). */
+bool migrate_ram_is_ignored(const RAMBlock *rb);
 /* x-lazy-restore (destination): the guest runs before its RAM was read. */
 bool migrate_lazy_restore(void);
 /* direct-io: mapped-ram pages written with O_DIRECT. */

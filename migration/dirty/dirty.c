@@ -134,7 +134,8 @@ static void dirty_data_harvest(DirtyTracker *dt, RAMBlockDirty *b, uint64_t base
     }
 }
 
-bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp)
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, bool ignore_shared,
+                        Error **errp)
 {
     GPtrArray *rbs = ram_blocks();
 
@@ -148,11 +149,19 @@ bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, E
         RAMBlockDirty *b = &dt->blocks[i];
 
         b->rb = g_ptr_array_index(rbs, i);
+        b->slots = g_new0(KVMSlot *, kvm->nr_slots);
+        /*
+         * x-ignore-shared: the other side maps this memory itself. As a
+         * block of no pages, with no slots, no scan, sync or count sees it
+         * and its slots never arm (deferred logging).
+         */
+        if (ignore_shared && ram_block_shared_by_name(b->rb)) {
+            continue;
+        }
         b->npages = b->rb->used_length >> TARGET_PAGE_BITS;
         b->send_bmap = bitmap_new(b->npages);
         bitmap_fill(b->send_bmap, b->npages);
         dt->total_pages += b->npages;
-        b->slots = g_new0(KVMSlot *, kvm->nr_slots);
         for (int s = 0; s < kvm->nr_slots; s++) {
             if (kvm->slots[s].rb == b->rb) {
                 b->slots[b->nslots++] = &kvm->slots[s];

@@ -93,9 +93,12 @@ typedef struct DirtyTracker {
 
 /*
  * dirty_tracker_init: every page starts dirty (the first pass sends all);
- * KVM and software dirty logging start.
+ * KVM and software dirty logging start. @ignore_shared (x-ignore-shared):
+ * blocks another process maps by name (ram_block_shared_by_name) are left
+ * out: blocks of no pages, no slots, not in the counts.
  */
-bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, Error **errp);
+bool dirty_tracker_init(DirtyTracker *dt, KVMState *kvm, unsigned clear_shift, bool ignore_shared,
+                        Error **errp);
 void dirty_tracker_cleanup(DirtyTracker *dt);
 /*
  * Right after init: remember which pages were ever claimed (postcopy

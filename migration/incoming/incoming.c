@@ -20,6 +20,7 @@
 #include "lazy-restore.h"
 #include "migration/transport/multifd.h"
 #include "multifd-recv.h"
+#include "migration/core/channel-list.h"
 #include "migration/core/options.h"
 #include "migration/stream/postcopy.h"
 #include "incoming-sort.h"
@@ -546,18 +547,39 @@ bool qmp_migrate_recover(const char *uri, Error **errp)
     return mig_channel_listen(uri, incoming_recover_ready, NULL, errp);
 }
 
-bool migration_incoming_start(const char *uri, Error **errp)
+bool migration_incoming_check(const char *arg, Error **errp)
 {
+    g_autofree char *uri = NULL;
+
+    if (arg[0] != '{') {
+        return true;
+    }
+    uri = migration_channel_json_uri(arg, errp);
+    return uri != NULL;
+}
+
+bool migration_incoming_start(const char *arg, Error **errp)
+{
+    g_autofree char *uri = NULL;
+
     incoming.requested = true;
-    if (!strcmp(uri, "defer")) {
+    if (!strcmp(arg, "defer")) {
         incoming.deferred = true;
         return true;
     }
-    return incoming_listen(uri, errp);
+    /* QEMU 10.0's JSON form: one channel object, what migrate-incoming's channels hold. */
+    uri = arg[0] == '{' ? migration_channel_json_uri(arg, errp) : g_strdup(arg);
+    return uri && incoming_listen(uri, errp);
 }
 
-bool qmp_migrate_incoming(const char *uri, Error **errp)
+bool qmp_migrate_incoming(const char *uri_arg, const MigrationChannelList *channels,
+                          Error **errp)
 {
+    g_autofree char *uri = migration_channels_uri(uri_arg, channels, errp);
+
+    if (!uri) {
+        return false;
+    }
     if (!incoming.requested) {
         error_setg(errp, "'-incoming' was not specified on the command line");
         return false;

@@ -17,6 +17,7 @@
 #include "postcopy-dst.h"
 #include "postcopy-rp-dst.h"
 #include "migration/transport/ram.h"
+#include "migration/core/options.h"
 #include "migration/stream/savevm.h"
 #include "loadvm.h"
 #include "migration/stream/savevm-int.h"
@@ -26,6 +27,7 @@
 
 /* The load in progress (mig/dst): what the stream's configuration said. */
 static bool stream_mapped_ram;
+static bool stream_ignore_shared;
 /* ...and its integrity record (mapped-ram-integrity.h), or NULL; freed when the load ends. */
 static MappedRamIntegrity *stream_integrity;
 /*
@@ -84,6 +86,10 @@ static bool loadvm_config_caps(QEMUFile *f, Error **errp)
             error_setg(errp, "reading the stream's capabilities failed: %s",
                        qemu_file_error_msg(f));
             return false;
+        }
+        if (!strcmp(name, SAVEVM_CAP_IGNORE_SHARED)) {
+            stream_ignore_shared = true;
+            continue;
         }
         if (strcmp(name, SAVEVM_CAP_MAPPED_RAM)) {
             g_autofree char *safe = g_strescape(name, NULL);
@@ -163,6 +169,13 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
         if (!loadvm_config_caps(f, errp)) {
             return false;
         }
+    }
+    /* Both ends must agree: the block list's layout depends on it. */
+    if (stream_ignore_shared != migrate_ignore_shared()) {
+        error_setg(errp, "Capability %s is %s, but received capability is %s",
+                   SAVEVM_CAP_IGNORE_SHARED, migrate_ignore_shared() ? "on" : "off",
+                   stream_ignore_shared ? "on" : "off");
+        return false;
     }
     if (!stream_mapped_ram) {
         return true;
@@ -412,6 +425,9 @@ static bool loadvm_check_complete(Error **errp)
                        se->instance_id);
             return false;
         }
+        if (se->ops && se->ops->load_complete && se->ops->load_complete(se->opaque, errp) < 0) {
+            return false;
+        }
     }
     return true;
 }
@@ -594,7 +610,7 @@ bool qemu_loadvm_state(QEMUFile *f, Error **errp)
             goto out;
         }
     }
-    stream_mapped_ram = false;
+    stream_mapped_ram = stream_ignore_shared = false;
     switchover_end_ns = switchover_devices_ns = 0;
     g_clear_pointer(&vmdesc_damage, g_free);
     if (hashing) {

@@ -70,7 +70,8 @@ static bool dirty_scan_setup(void *src, QEMUFile *f, Error **errp)
     DirtyScan *ds = src;
 
     memset(ds, 0, sizeof(*ds));
-    if (!dirty_tracker_init(&ds->dt, kvm_state, migrate_clear_bitmap_shift(), errp)) {
+    if (!dirty_tracker_init(&ds->dt, kvm_state, migrate_clear_bitmap_shift(),
+                            migrate_ignore_shared(), errp)) {
         return false;
     }
     ds->tracking = true;

@@ -23,6 +23,7 @@
 /* The configuration's subsection listing capabilities both sides must agree on (QEMU 9.0). */
 #define SAVEVM_CAPS_SUBSECTION "configuration/capabilities"
 #define SAVEVM_CAP_MAPPED_RAM "mapped-ram"
+#define SAVEVM_CAP_IGNORE_SHARED "x-ignore-shared"
 
 /* A vmdesc bigger than this is not ours to read. */
 #define VMDESC_MAX_LEN (16 * MiB)

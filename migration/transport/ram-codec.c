@@ -76,8 +76,8 @@ void ram_put_record(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page
     }
 }
 
-void ram_put_block_list_with(QEMUFile *f, void (*put_block)(void *opaque, QEMUFile *f,
-                                                            RAMBlock *rb),
+void ram_put_block_list_with(QEMUFile *f, bool addrs,
+                             void (*put_block)(void *opaque, QEMUFile *f, RAMBlock *rb),
                              void *opaque)
 {
     GPtrArray *rbs = ram_blocks();
@@ -88,6 +88,10 @@ void ram_put_block_list_with(QEMUFile *f, void (*put_block)(void *opaque, QEMUFi
 
         qemu_put_counted_string(f, rb->idstr);
         qemu_put_be64(f, rb->used_length);
+        /* Every block, ignored or not: the other side checks its shared ones' places. */
+        if (addrs) {
+            qemu_put_be64(f, rb->mr_addr);
+        }
         if (put_block) {
             put_block(opaque, f, rb);
         }
@@ -110,7 +114,32 @@ void ram_put_multifd_flush(QEMUFile *f)
 void ram_reader_reset(RAMPageReader *r)
 {
     g_free(r->stage);
+    if (r->paged) {
+        g_hash_table_destroy(r->paged);
+    }
     memset(r, 0, sizeof(*r));
+}
+
+/*
+ * x-ignore-shared: the block's place on the source, which a block left
+ * out must share (QEMU's check). A block the source may have left out
+ * while this side cannot see the same memory is refused at the end
+ * (ram_load_check_ignored).
+ */
+static bool ram_load_block_addr(RAMPageReader *r, QEMUFile *f, RAMBlock *rb, Error **errp)
+{
+    uint64_t addr = qemu_get_be64(f);
+
+    if (qemu_file_get_error(f)) {
+        error_setg(errp, "ram: reading the block list failed: %s", qemu_file_error_msg(f));
+        return false;
+    }
+    if (ram_block_shared_by_name(rb) && addr != rb->mr_addr) {
+        error_setg(errp, "Mismatched GPAs for block %s %" PRId64 "!= %" PRId64, rb->idstr,
+                   (int64_t)addr, (int64_t)rb->mr_addr);
+        return false;
+    }
+    return true;
 }
 
 static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, Error **errp)
@@ -142,6 +171,9 @@ static bool ram_load_block_list(RAMPageReader *r, QEMUFile *f, uint64_t total, E
         }
         if (len > total - seen) {
             error_setg(errp, "ram: block list exceeds the announced total 0x%" PRIx64, total);
+            return false;
+        }
+        if (r->ignore_shared && !ram_load_block_addr(r, f, rb, errp)) {
             return false;
         }
         if (r->map_block && !r->map_block(f, rb, r->map_opaque, errp)) {
@@ -177,7 +209,33 @@ static RAMBlock *ram_load_block(RAMPageReader *r, QEMUFile *f, uint64_t flags, E
         return NULL;
     }
     r->last_block = rb;
+    /* Only where the block changes, so a lookup per run of pages at most. */
+    if (r->ignore_shared) {
+        r->paged = r->paged ?: g_hash_table_new(NULL, NULL);
+        g_hash_table_add(r->paged, rb);
+    }
     return rb;
+}
+
+bool ram_load_check_ignored(RAMPageReader *r, Error **errp)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    if (!r->ignore_shared || r->map_block || r->multifd_flush || r->place) {
+        return true;
+    }
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        if (!ram_block_shared_by_name(rb) && !(r->paged && g_hash_table_contains(r->paged, rb))) {
+            error_setg(errp, "x-ignore-shared: no page of RAM block '%s' arrived: the source "
+                       "left it out as shared memory, but here it is not a file mapped "
+                       "with share=on (memory-backend-file,share=on on the same mem-path)",
+                       rb->idstr);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The body of an XBZRLE record for @host (the page as this side holds it). */

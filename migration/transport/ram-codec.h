@@ -77,12 +77,16 @@ void ram_put_xbzrle(RAMRecordWriter *w, QEMUFile *f, RAMBlock *rb, uint64_t page
  * MEM_SIZE: the total and every RAMBlock's name and length, each followed
  * by @put_block's part if it is not NULL, then EOS.
  */
-void ram_put_block_list_with(QEMUFile *f, void (*put_block)(void *opaque, QEMUFile *f,
-                                                            RAMBlock *rb),
+/*
+ * The block list; @addrs (x-ignore-shared on): each block's mr_addr
+ * follows its length, as QEMU's streams have it.
+ */
+void ram_put_block_list_with(QEMUFile *f, bool addrs,
+                             void (*put_block)(void *opaque, QEMUFile *f, RAMBlock *rb),
                              void *opaque);
 static inline void ram_put_block_list(QEMUFile *f)
 {
-    ram_put_block_list_with(f, NULL, NULL);
+    ram_put_block_list_with(f, false, NULL, NULL);
 }
 void ram_put_eos(QEMUFile *f);
 /* MULTIFD_FLUSH: the destination places every multifd page sent so far before it reads on. */
@@ -130,6 +134,13 @@ typedef struct RAMPageReader {
      */
     bool (*map_block)(QEMUFile *f, RAMBlock *rb, void *opaque, Error **errp);
     void *map_opaque;
+    /*
+     * x-ignore-shared is on (set after ram_reader_reset): the block list
+     * carries addresses, and the blocks shared by name are left out.
+     */
+    bool ignore_shared;
+    /* x-ignore-shared: the blocks some page record named (a set; NULL until the first). */
+    GHashTable *paged;
 } RAMPageReader;
 
 #define RAM_STAGE_PAGES 32
@@ -142,5 +153,14 @@ void ram_reader_reset(RAMPageReader *r);
  * Returns 0 or -errno with @errp set.
  */
 int ram_load_records(RAMPageReader *r, QEMUFile *f, Error **errp);
+/*
+ * x-ignore-shared, at the stream's end: a source sends every page of each
+ * block it does not leave out (zero pages too), so a block that no record
+ * named, and that this side does not leave out, was left out by the source
+ * as shared memory which is not shared here: its pages would never come.
+ * False with @errp set then. Unchecked (true) where pages arrive outside
+ * the records: mapped-ram, multifd, postcopy.
+ */
+bool ram_load_check_ignored(RAMPageReader *r, Error **errp);
 
 #endif

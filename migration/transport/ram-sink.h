@@ -228,10 +228,13 @@ static inline void ram_put_page(RAMPageWriter *w, QEMUFile *f, RAMBlock *rb, uin
     w->ops->put_page(w->sink, f, rb, page, data);
 }
 
-/* The block list (MEM_SIZE), with the sink's part after each block, then EOS. */
-static inline void ram_put_block_list_sink(RAMPageWriter *w, QEMUFile *f)
+/*
+ * The block list (MEM_SIZE), with the sink's part after each block, then
+ * EOS; @addrs: x-ignore-shared's addresses too (ram_put_block_list_with).
+ */
+static inline void ram_put_block_list_sink(RAMPageWriter *w, QEMUFile *f, bool addrs)
 {
-    ram_put_block_list_with(f, w->ops->put_block, w->sink);
+    ram_put_block_list_with(f, addrs, w->ops->put_block, w->sink);
 }
 
 /* @fn(@arg) once the memory of every page put through @w so far may change. */

@@ -148,11 +148,25 @@ uint64_t ram_data_pages_sent(void)
     return ram_sink_counts(&ram_state).data_pages;
 }
 
+/* The guest RAM this migration sends: x-ignore-shared's blocks are not (QEMU counts so). */
+static uint64_t ram_migrated_bytes(void)
+{
+    GPtrArray *rbs = ram_blocks();
+    uint64_t total = 0;
+
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        total += migrate_ram_is_ignored(rb) ? 0 : rb->used_length;
+    }
+    return total;
+}
+
 void ram_fill_info(MigrationInfo *info)
 {
     RAMState *rs = &ram_state;
 
-    info->ram->total = ram_blocks_total_bytes();
+    info->ram->total = ram_migrated_bytes();
     info->ram->page_size = TARGET_PAGE_SIZE;
     if (rs->writer.sink) {
         rs->writer.ops->fill_info(rs->writer.sink, info);
@@ -178,7 +192,7 @@ static void ram_add_scan_time(RAMState *rs, int64_t t0)
  */
 static uint64_t ram_xbzrle_cache_size(void)
 {
-    uint64_t ram = ram_blocks_total_bytes(), fit = TARGET_PAGE_SIZE;
+    uint64_t ram = ram_migrated_bytes(), fit = TARGET_PAGE_SIZE;
 
     while (fit < ram) {
         fit <<= 1;
@@ -204,7 +218,7 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     if (!rs->src->setup(rs->src_state, f, errp)) {
         return -EIO;
     }
-    ram_put_block_list_sink(&rs->writer, f);
+    ram_put_block_list_sink(&rs->writer, f, migrate_ignore_shared());
     return qemu_file_get_error(f);
 }
 
@@ -355,12 +369,18 @@ static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     ram_reader_reset(&ram_reader);
     ram_reader.multifd_flush = ram_load_flush;
+    ram_reader.ignore_shared = migrate_ignore_shared();
     return 0;
 }
 
 static void ram_load_cleanup(void *opaque)
 {
     ram_reader_reset(&ram_reader);
+}
+
+static int ram_load_complete(void *opaque, Error **errp)
+{
+    return ram_load_check_ignored(&ram_reader, errp) ? 0 : -EINVAL;
 }
 
 static int ram_load(QEMUFile *f, void *opaque, int version_id, Error **errp)
@@ -382,6 +402,7 @@ static const SaveVMHandlers savevm_ram_handlers = {
     .load_setup = ram_load_setup,
     .load_cleanup = ram_load_cleanup,
     .load_state = ram_load,
+    .load_complete = ram_load_complete,
 };
 
 void ram_mig_init(void)

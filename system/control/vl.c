@@ -269,6 +269,10 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_DEVICE:
         return vl_parse_device(cfg, arg, errp);
     case OPT_INCOMING:
+        /* A cpr channel given beside the main one is refused here, not dropped. */
+        if (!migration_incoming_check(arg, errp)) {
+            return false;
+        }
         g_free(cfg->incoming);
         cfg->incoming = g_strdup(arg);
         return true;
@@ -516,6 +520,7 @@ void qemu_init(int argc, char **argv)
         }
         current_machine = g_new(MachineState, 1);
         *current_machine = cfg.machine;
+        current_machine->incoming = cfg.incoming != NULL;
         if (!microvm_machine_init(current_machine, &err) || !net_clients_check(&err) ||
             !display_init(!cfg.display_none, &err)) {
             error_report_err(err);

@@ -243,7 +243,7 @@ DirtyTracker *setup(const Layout *l, bool clear_mode, unsigned shift)
         s->slots[i].npages = d->npages;
         s->slots[i].memory_size = d->npages << TARGET_PAGE_BITS;
     }
-    g_assert_true(dirty_tracker_init(dt, s, shift, &error_abort));
+    g_assert_true(dirty_tracker_init(dt, s, shift, false, &error_abort));
     return dt;
 }
 

@@ -91,6 +91,12 @@ bool migrate_mapped_ram(void)
     return false;
 }
 
+/* Off here: a stream that says x-ignore-shared is refused (the ends must agree). */
+bool migrate_ignore_shared(void)
+{
+    return false;
+}
+
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
                               int64_t *stream_end, Error **errp)
 {

@@ -393,13 +393,13 @@ static void test_init_fails(void)
 
     dirty_tracker_cleanup(dt);
     fake.start_fails = true;
-    g_assert_false(dirty_tracker_init(dt, fake.kvm, 8, &err));
+    g_assert_false(dirty_tracker_init(dt, fake.kvm, 8, false, &err));
     g_assert_nonnull(err);
     g_assert_false(fake.kvm_logging || fake.vmm_logging || dt->logging);
     g_assert_null(dt->blocks);
     g_assert_null(dt->slot_block);
     fake.start_fails = false;
-    g_assert_true(dirty_tracker_init(dt, fake.kvm, 8, &error_abort));
+    g_assert_true(dirty_tracker_init(dt, fake.kvm, 8, false, &error_abort));
     teardown(dt);
 }
 

@@ -111,7 +111,7 @@ static void out_open(Out *o, int channels, const char *path)
     o->w.ops = &ram_mapped_sink;
     o->w.sink = ram_mapped_sink.open(o->f, &(RAMSinkConfig) { 0 }, &error_abort);
     qemu_put_be32(o->f, 0x5145564d);   /* something before the block list */
-    ram_put_block_list_sink(&o->w, o->f);
+    ram_put_block_list_sink(&o->w, o->f, false);
 }
 
 static bool out_finish(Out *o, Error **errp)

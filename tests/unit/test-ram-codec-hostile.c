@@ -332,6 +332,97 @@ static void test_length_mismatch(void)
     fake_ram_free(ram);
 }
 
+/* x-ignore-shared's block list: each block's address after its length, @bad_idx's @bad. */
+static GByteArray *ignore_shared_list(FakeRAM *ram, int bad_idx, uint64_t bad)
+{
+    GByteArray *s = g_byte_array_new();
+
+    put_be64(s, ram_blocks_total_bytes() | RAM_SAVE_FLAG_MEM_SIZE);
+    for (guint i = 0; i < ram->blocks->len; i++) {
+        RAMBlock *rb = fake_block(ram, i);
+
+        put_str(s, rb->idstr);
+        put_be64(s, rb->used_length);
+        put_be64(s, (int)i == bad_idx ? bad : rb->mr_addr);
+    }
+    put_eos(s);
+    return s;
+}
+
+static int load_ignore_shared(RAMPageReader *r, const GByteArray *s, Error **errp)
+{
+    int loaded;
+
+    ram_reader_reset(r);
+    r->ignore_shared = true;
+    return load_chunks(r, s->data, s->len, 0, &loaded, NULL, errp);
+}
+
+/*
+ * pc.ram shared by name (a file mapped share=on) at address 0: the list
+ * must give it that address (QEMU's check), and the pages of every other
+ * block must come; another address, a block the source left out while it
+ * is private here, and every truncation are refused.
+ */
+static void test_ignore_shared(void)
+{
+    FakeRAM *ram = fake_ram_new(pc_blocks);
+    RAMBlock *pc_ram = fake_block(ram, PC_RAM);
+    RAMPageReader r = { 0 };
+    Error *err = NULL;
+
+    pc_ram->shared = true;
+    pc_ram->kind = RAM_BACKEND_FILE;
+    fake_block(ram, PC_VRAM)->mr_addr = 0xe0000000;
+    {
+        g_autoptr(GByteArray) s = ignore_shared_list(ram, -1, 0);
+
+        /* The ROM's and the VRAM's pages come; pc.ram's stay in the file. */
+        put_zero(s, 0, "/rom@etc/acpi/tables");
+        put_page(s, 1, "0000:00:02.0/vga.vram", 0x42);
+        put_eos(s);
+        g_assert_cmpint(load_ignore_shared(&r, s, &error_abort), ==, 0);
+        g_assert_true(ram_load_check_ignored(&r, &error_abort));
+        g_assert_true(page_is(fake_block(ram, PC_VRAM), 1, 0x42));
+        /* Were pc.ram private here, its pages would never have come. */
+        pc_ram->shared = false;
+        g_assert_false(ram_load_check_ignored(&r, &err));
+        assert_error(err, "no page of RAM block 'pc.ram' arrived");
+        err = NULL;
+        pc_ram->shared = true;
+        ram_reader_reset(&r);
+    }
+    {
+        g_autoptr(GByteArray) s = ignore_shared_list(ram, PC_RAM, 0x100000);
+
+        g_assert_cmpint(load_ignore_shared(&r, s, &err), <, 0);
+        assert_error(err, "Mismatched GPAs for block pc.ram");
+        err = NULL;
+        ram_reader_reset(&r);
+    }
+    {
+        /* A private block's address is not checked: QEMU does not either. */
+        g_autoptr(GByteArray) s = ignore_shared_list(ram, PC_ROM, 0x1234000);
+
+        g_assert_cmpint(load_ignore_shared(&r, s, &error_abort), ==, 0);
+        ram_reader_reset(&r);
+    }
+    {
+        g_autoptr(GByteArray) s = ignore_shared_list(ram, -1, 0);
+
+        for (guint cut = 8; cut < s->len - 8; cut++) {
+            g_autoptr(GByteArray) t = g_byte_array_new();
+
+            g_byte_array_append(t, s->data, cut);
+            g_assert_cmpint(load_ignore_shared(&r, t, &err), <, 0);
+            g_assert_nonnull(err);
+            g_clear_pointer(&err, error_free);
+            ram_reader_reset(&r);
+        }
+    }
+    fake_ram_free(ram);
+}
+
 static void test_list_exceeds_total(void)
 {
     FakeRAM *ram = fake_ram_new(pc_blocks);
@@ -525,6 +616,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ram-codec/hostile/unknown-block-in-page", test_unknown_block_in_page);
     g_test_add_func("/ram-codec/hostile/name-255-bytes", test_name_255_bytes);
     g_test_add_func("/ram-codec/hostile/length-mismatch", test_length_mismatch);
+    g_test_add_func("/ram-codec/hostile/ignore-shared", test_ignore_shared);
     g_test_add_func("/ram-codec/hostile/list-exceeds-total", test_list_exceeds_total);
     g_test_add_func("/ram-codec/hostile/list-short-of-total", test_list_short_of_total);
     g_test_add_func("/ram-codec/hostile/continue-without-block", test_continue_without_block);

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-migrate-channels.py: QEMU 8.2's `channels` spelling of migrate and
+migrate-incoming, and QEMU 10.0's JSON form of -incoming (issue 38's first
+step). A running verify guest moves with each transport given as a channel
+(socket unix and inet, file with an offset, exec), and to and from QEMU
+10.0 (skipped loudly without it), and must go on with no FAIL; the refusals carry QEMU's messages: uri and channels both or
+neither, two main channels, a member the transport lacks or needs; a
+"cpr" channel is refused as not supported yet, from QMP and from
+-incoming, whose process then never starts.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
+binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
+from analyzevm import VM, QMPError, need_binary, skip_class_without_kvm  # noqa: E402
+
+QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
+
+MEM_MB = 128
+APPEND = 'mode=verify mem=16'
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main(addr):
+    return [{'channel-type': 'main', 'addr': addr}]
+
+
+class ChannelsCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_class_without_kvm('test-migrate-channels')
+        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-channels-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.vms = []
+
+    def tearDown(self):
+        for vm in self.vms:
+            vm.shutdown()
+
+    def vm(self, name, incoming=None, binary=None):
+        extra = ['-incoming', incoming] if incoming else []
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
+                extra=extra, binary=binary)
+        vm.name = name
+        self.vms.append(vm)
+        return vm
+
+    def wait_passes(self, vm, n):
+        """@n more verified passes from now, and no FAIL ever."""
+        start = vm.serial_text().count('PASS')
+        end = time.monotonic() + DEADLINE
+        while vm.serial_text().count('PASS') < start + n:
+            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
+                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.05)
+        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
+
+    def wait_status(self, vm, cmd, statuses):
+        end = time.monotonic() + DEADLINE
+        while True:
+            info = vm.qmp.cmd(cmd)
+            if info.get('status') in statuses:
+                return info
+            self.assertLess(time.monotonic(), end, '%s: %s; log: %s' % (vm.name, info,
+                                                                        vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.05)
+
+    def migrate(self, src, dst, channels):
+        """migrate with @channels; the guest must run on at @dst."""
+        src.qmp.cmd('migrate', channels=channels)
+        info = self.wait_status(src, 'query-migrate', ('completed', 'failed', 'cancelled'))
+        self.assertEqual(info['status'], 'completed', '%s; destination: %s'
+                         % (info, dst.log_tail()))
+        self.wait_status(dst, 'query-status', ('running',))
+        self.wait_passes(dst, 2)
+
+    def refused(self, vm, cmd, text, **args):
+        with self.assertRaises(QMPError) as cm:
+            vm.qmp.cmd(cmd, **args)
+        self.assertIn(text, str(cm.exception))
+
+
+class TestChannels(ChannelsCase):
+    def test_unix_both_ends(self):
+        """migrate-incoming and migrate, each with a unix socket channel."""
+        path = os.path.join(self.tmp, 'unix.sock')
+        src = self.vm('src')
+        self.wait_passes(src, 1)
+        dst = self.vm('dst', incoming='defer')
+        addr = {'transport': 'socket', 'type': 'unix', 'path': path}
+        dst.qmp.cmd('migrate-incoming', channels=main(addr))
+        self.migrate(src, dst, main(addr))
+
+    def test_incoming_json_inet(self):
+        """-incoming's JSON channel object (QEMU 10.0), and migrate's inet channel."""
+        port = str(free_port())
+        addr = {'transport': 'socket', 'type': 'inet', 'host': '127.0.0.1', 'port': port}
+        src = self.vm('src')
+        self.wait_passes(src, 1)
+        dst = self.vm('dst', incoming=json.dumps({'channel-type': 'main', 'addr': addr}))
+        self.migrate(src, dst, main(addr))
+
+    def test_file_offset_and_exec(self):
+        """A file channel at an offset written, and read back by -incoming's JSON;
+        an exec channel runs its program with its arguments, unquoted by a shell."""
+        path = os.path.join(self.tmp, 'state, with a comma.mig')
+        src = self.vm('src')
+        self.wait_passes(src, 1)
+        src.qmp.cmd('stop')
+        src.qmp.cmd('migrate', channels=main({'transport': 'file', 'filename': path,
+                                              'offset': 8192}))
+        self.wait_status(src, 'query-migrate', ('completed',))
+        with open(path, 'rb') as f:
+            head = f.read(8196)
+        self.assertEqual(head[:8192], bytes(8192))
+        self.assertEqual(head[8192:], b'QEVM')
+        copy = path + '.exec'
+        src.qmp.cmd('migrate', channels=main({'transport': 'exec',
+                                              'args': ['/bin/sh', '-c', 'cat > "$0"', copy]}))
+        self.wait_status(src, 'query-migrate', ('completed',))
+        with open(copy, 'rb') as f:
+            self.assertEqual(f.read(4), b'QEVM')
+        dst = self.vm('dst', incoming=json.dumps(
+            {'channel-type': 'main', 'addr': {'transport': 'file', 'filename': path,
+                                              'offset': 8192}}))
+        # Saved paused, it loads paused (QEMU's global state) until cont.
+        self.wait_status(dst, 'query-migrate', ('completed',))
+        dst.qmp.cmd('cont')
+        self.wait_status(dst, 'query-status', ('running',))
+        self.wait_passes(dst, 2)
+
+    def qemu10_hop(self, src_binary, dst_binary):
+        port = str(free_port())
+        addr = {'transport': 'socket', 'type': 'inet', 'host': '127.0.0.1', 'port': port}
+        src = self.vm('src', binary=src_binary)
+        self.wait_passes(src, 1)
+        dst = self.vm('dst', incoming=json.dumps({'channel-type': 'main', 'addr': addr}),
+                      binary=dst_binary)
+        self.migrate(src, dst, main(addr))
+
+    def test_to_qemu10(self):
+        """Our channels to QEMU 10.0's -incoming JSON: the same spelling both ends."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.qemu10_hop(QEMU, QEMU10)
+
+    def test_from_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.qemu10_hop(QEMU10, QEMU)
+
+    def test_refusals(self):
+        vm = self.vm('src')
+        exe = {'transport': 'exec', 'args': ['/bin/true']}
+        self.refused(vm, 'migrate', "need either 'uri' or 'channels' argument")
+        self.refused(vm, 'migrate', "need either 'uri' or 'channels' argument",
+                     uri='exec:true', channels=main(exe))
+        self.refused(vm, 'migrate', 'Channel list has more than one main entry',
+                     channels=main(exe) + main(exe))
+        self.refused(vm, 'migrate', "Parameter 'channels[0].addr.offset' is missing",
+                     channels=main({'transport': 'file', 'filename': '/nonexistent/x'}))
+        self.refused(vm, 'migrate', "Parameter 'channels[0].addr.path' is unexpected",
+                     channels=main({'transport': 'socket', 'type': 'inet', 'host': 'h',
+                                    'port': '1', 'path': '/x'}))
+        self.refused(vm, 'migrate', "Parameter 'channels[0].addr.bogus' is unexpected",
+                     channels=main({'transport': 'exec', 'args': ['/bin/true'], 'bogus': 1}))
+        self.refused(vm, 'migrate', "Channel type 'cpr' is for migrate-set-parameters mode "
+                     "cpr-transfer, which is not supported yet",
+                     channels=main(exe) + [{'channel-type': 'cpr', 'addr': exe}])
+        self.assertEqual(vm.qmp.cmd('query-migrate').get('status'), None)
+        dst = self.vm('dst', incoming='defer')
+        self.refused(dst, 'migrate-incoming', "need either 'uri' or 'channels' argument")
+        self.refused(dst, 'migrate-incoming', "Channel type 'cpr'",
+                     channels=[{'channel-type': 'cpr', 'addr': exe}])
+        # Still deferred: a good channel list is taken after the refusals.
+        path = os.path.join(self.tmp, 'after-refusals.sock')
+        dst.qmp.cmd('migrate-incoming', channels=main({'transport': 'socket', 'type': 'unix',
+                                                       'path': path}))
+
+    def test_incoming_json_cpr(self):
+        """-incoming given twice, the second a cpr channel (QEMU 10.0's CPR form): the
+        process refuses to start, naming the mode."""
+        cpr = {'channel-type': 'cpr', 'addr': {'transport': 'socket', 'type': 'unix',
+                                               'path': os.path.join(self.tmp, 'cpr.sock')}}
+        out = subprocess.run([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-nodefaults',
+                              '-display', 'none', '-kernel', FIRMWARE, '-incoming', 'defer',
+                              '-incoming', json.dumps(cpr)],
+                             capture_output=True, text=True, timeout=DEADLINE)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("Channel type 'cpr'", out.stderr)
+        self.assertIn('cpr-transfer', out.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
