@@ -185,6 +185,20 @@ def supports_machine(machine, binary=None):
                for line in p.stdout.decode('utf-8', 'replace').splitlines())
 
 
+# QEMU 10.0 from bookworm-backports (scripts/install-qemu10.sh), a peer of the interop tests.
+QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def need_binary(test, path, what):
     """For a test: skip loudly when a peer binary (QEMU 7.2, 10.0) is missing,
     or fail under VMTEST_FAIL_ON_SKIP (CI)."""

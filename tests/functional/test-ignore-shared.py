@@ -18,7 +18,6 @@ binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -26,21 +25,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
-from analyzevm import VM, MonitorGone, need_binary, skip_class_without_kvm  # noqa: E402
+from analyzevm import (  # noqa: E402
+    VM, MonitorGone, need_binary, skip_class_without_kvm, free_port, QEMU10)
 
-QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 MEM_MB = 128
 # verify rewrites its 32 MiB every pass: without the capability all of it goes again.
 APPEND = 'mode=verify mem=32'
 CAP = [{'capability': 'x-ignore-shared', 'state': True}]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class IgnoreSharedCase(unittest.TestCase):

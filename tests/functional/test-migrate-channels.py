@@ -18,7 +18,6 @@ binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,20 +26,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import VM, QMPError, need_binary, skip_class_without_kvm  # noqa: E402
+from analyzevm import (  # noqa: E402
+    VM, QMPError, need_binary, skip_class_without_kvm, free_port, QEMU10)
 
-QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=16'
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main(addr):

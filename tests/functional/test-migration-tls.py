@@ -28,7 +28,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE  # noqa: E402
 from analyzetest import SRC_DIR  # noqa: E402
-from analyzevm import VM, QMPError, skip_class_without_kvm  # noqa: E402
+from analyzevm import VM, QMPError, skip_class_without_kvm, free_port  # noqa: E402
 from tamperproxy import TamperProxy  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
@@ -43,15 +43,6 @@ APPEND = 'mode=verify mem=64'
 MARKERS = (b'QEVM\x00\x00\x00\x03', b'\x03ram\x00\x00\x00\x00', b'vmsd_name')
 # What the side that did not refuse reads: the refusing side's alert.
 ALERT = 'A TLS fatal alert has been received'
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class TLSCase(unittest.TestCase):

@@ -25,7 +25,6 @@ import os
 import re
 import subprocess
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -33,9 +32,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
-from analyzevm import PEER, VM, need_binary, MonitorGone, skip_class_without_kvm  # noqa: E402
+from analyzevm import (  # noqa: E402
+    PEER, VM, need_binary, MonitorGone, skip_class_without_kvm, free_port, QEMU10)
 
-QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
 # verify rewrites its 32 MiB every pass, so each mode has pages to send again.
@@ -47,14 +46,6 @@ VGA = ('-device', 'isa-vga')
 # left"): SoakHalting soaks that; these tests are about isa-vga's state.
 DRAW = 'mode=draw width=640 height=480 bpp=32 rate=0'
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'scripts')
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def ram_diff(a, b):

@@ -37,12 +37,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU, SRC_DIR  # noqa: E402
-from analyzevm import PEER, VM, need_binary, skip_class_without_kvm  # noqa: E402
+from analyzevm import (  # noqa: E402
+    PEER, VM, need_binary, skip_class_without_kvm, free_port, QEMU10)
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from netclient import UdpEchoClient  # noqa: E402
 
-QEMU10 = os.environ.get('VMTEST_QEMU10', '/opt/qemu-10.0/bin/qemu-system-x86_64')
 MEM_MB = 128
 APPEND = 'mode=udpecho port=7'
 RATE = 50                       # datagrams per second
@@ -53,14 +53,6 @@ NET_SECTION = 'virtio-mmio@00000000feb00e00/virtio-net'
 
 def free_udp_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def free_port():
-    s = socket.socket()
     s.bind(('127.0.0.1', 0))
     port = s.getsockname()[1]
     s.close()
