@@ -25,8 +25,10 @@ import os
 import re
 import subprocess
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -390,11 +392,58 @@ class TestQemu10(InteropCase):
         self.paused_ram(QEMU10, first_ours=True)
 
 
+class StreamRecorder:
+    """A one-connection TCP relay to 127.0.0.1:@port that keeps in @path
+    what the source sent, so that a destination's rare failure can be
+    replayed from the very bytes it took (a live source cannot send them
+    again)."""
+
+    def __init__(self, port, path):
+        self.listener = socket.socket()
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(1)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self.run, args=(port, path), daemon=True)
+        self.thread.start()
+
+    def run(self, port, path):
+        conn, _ = self.listener.accept()
+        self.listener.close()
+        with conn, socket.create_connection(('127.0.0.1', port)) as dst, open(path, 'wb') as out:
+            back = threading.Thread(target=self.pump, args=(dst, conn, None), daemon=True)
+            back.start()
+            self.pump(conn, dst, out)
+            back.join(DEADLINE)
+
+    @staticmethod
+    def pump(src, dst, out):
+        try:
+            while True:
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                if out:
+                    out.write(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def join(self):
+        self.thread.join(DEADLINE)
+
+
 class SoakHalting(InteropCase):
     """Run by scripts/interop-soak only (load_tests below leaves it out of
     make check): 1 run in 20 of 20 still saw the guest sleep on after a hop
     into ours (docs/devel/qemu-interop.md, "What is left"); a flaky test in
-    make check would fail CI at random instead of pointing at the bug."""
+    make check would fail CI at random instead of pointing at the bug. Each
+    hop goes through a StreamRecorder, so that a hang keeps the stream the
+    destination took and its hung state (keep_states) to replay."""
 
     def test_roundtrip_halting_guest(self):
         """A guest that halts for each PIT tick (mode=idle) wakes on after each hop."""
@@ -402,10 +451,13 @@ class SoakHalting(InteropCase):
         src = self.vm(QEMU10, 'peer', append='mode=idle')
         src.wait_serial(r'STAT[^\n]*\n[^\n]*STAT[^\n]*\n')
         vm = src
-        for binary, name in ((QEMU, 'ours'), (QEMU10, 'peer'), (QEMU, 'ours')):
+        for hop, (binary, name) in enumerate(((QEMU, 'ours'), (QEMU10, 'peer'), (QEMU, 'ours'))):
             dst = self.vm(binary, name, incoming=True, append='mode=idle')
-            vm.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+            stream = os.path.join(self.tmp, 'hop%d.mig' % hop)
+            relay = StreamRecorder(dst.port, stream)
+            vm.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % relay.port)
             info = self.wait_end(vm, dst)
+            relay.join()
             self.assertEqual(info['status'], 'completed', info)
             end = time.monotonic() + DEADLINE
             while self.status(dst) != 'running':
@@ -414,10 +466,32 @@ class SoakHalting(InteropCase):
             # A STAT line a second: two of them, or the guest sleeps on a lost tick.
             end = time.monotonic() + 10
             while dst.serial_text().count('STAT') < 2:
-                self.assertLess(time.monotonic(), end, '%s: the halted guest never woke: %s'
-                                % (dst.name, dst.serial_text()[-200:]))
+                if time.monotonic() > end:
+                    kept = self.keep_states(stream, dst)
+                    self.fail('%s: the halted guest never woke: %s; %s'
+                              % (dst.name, dst.serial_text()[-200:], kept))
                 time.sleep(0.1)
             vm = dst
+
+    def keep_states(self, stream, dst):
+        """The hang is rare (see the class): keep what it takes to replay it,
+        the stream the destination took (@stream, recorded on its way) and
+        the hung destination's state, in $VMTEST_SAVE_DIR (interop-soak
+        sets it)."""
+        where = os.environ.get('VMTEST_SAVE_DIR')
+        if not where:
+            return 'states not kept (VMTEST_SAVE_DIR unset)'
+        stamp = time.strftime('%Y%m%d-%H%M%S')
+        kept = os.path.join(where, 'halting-%s-stream.mig' % stamp)
+        hung = os.path.join(where, 'halting-%s-hung.mig' % stamp)
+        try:
+            shutil.copyfile(stream, kept)
+            dst.qmp.cmd('stop')
+            dst.qmp.cmd('migrate', uri='exec:cat > ' + hung)
+            self.wait_end(dst, dst)
+        except (OSError, AssertionError, MonitorGone) as e:
+            return 'keeping the states failed: %s' % e
+        return 'kept: %s %s' % (kept, hung)
 
 
 class TestRefusals(InteropCase):
