@@ -116,7 +116,8 @@ bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp)
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(roms); i++) {
-        RAMBackendOpts o = { .id = roms[i].id, .kind = RAM_BACKEND_ANON, .size = roms[i].size,
+        RAMBackendOpts o = { .id = roms[i].id, .kind = RAM_BACKEND_ANON, .aux = true,
+                             .size = roms[i].size,
                              .capacity = roms[i].capacity };
         RAMBlock *rb;
 

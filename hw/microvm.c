@@ -410,11 +410,12 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     /*
      * A guest that arrives by migration in memory it shares with its source
      * (a file mapped share=on, which x-ignore-shared leaves out of the
-     * stream) is already in that memory: the kernel and boot data written
-     * there would overwrite it. Elsewhere the stream overwrites them.
+     * stream, or a live update's memory, handed over by fd) is already in
+     * that memory: the kernel and boot data written there would overwrite
+     * it. Elsewhere the stream overwrites them.
      */
     entry = info.entry;
-    if (!(ms->incoming && ram_block_shared_by_name(ms->ram)) &&
+    if (!(ms->incoming && (ram_block_shared_by_name(ms->ram) || ms->ram->preserved)) &&
         !microvm_load_boot_data(ms, &entry, errp)) {
         return false;
     }

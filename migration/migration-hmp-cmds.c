@@ -257,6 +257,12 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
     monitor_printf(mon, "x-vcpu-dirty-limit-period: %" PRIu64 " ms\n",
                    p->x_vcpu_dirty_limit_period);
     monitor_printf(mon, "vcpu-dirty-limit: %" PRIu64 " MB/s\n", p->vcpu_dirty_limit);
+    monitor_printf(mon, "mode: %s\n", MigMode_str(p->mode));
+    monitor_printf(mon, "cpr-exec-command:");
+    for (const strList *l = p->cpr_exec_command; l; l = l->next) {
+        monitor_printf(mon, " %s", l->value);
+    }
+    monitor_printf(mon, "\n");
 }
 
 /* HMP's "migrate" without -d: the monitor waits until the migration ends. */
@@ -348,6 +354,7 @@ typedef enum HmpParamKind {
     HP_SIZE,        /* bytes, suffixes allowed */
     HP_SIZE_MIB,    /* bare number means MiB (max-bandwidth) */
     HP_STR,
+    HP_STRLIST,     /* the words of the value (cpr-exec-command) */
     HP_ENUM,        /* a QAPI enum's name, parsed by the entry's parse function */
 } HmpParamKind;
 
@@ -371,6 +378,13 @@ static bool hmp_parse_zero_page_detection(const char *s, int *out)
     ZeroPageDetection v;
 
     return ZeroPageDetection_parse(s, &v) && (*out = v, true);
+}
+
+static bool hmp_parse_mig_mode(const char *s, int *out)
+{
+    MigMode v;
+
+    return MigMode_parse(s, &v) && (*out = v, true);
 }
 
 #define HPARAM(n, f, k) \
@@ -415,6 +429,8 @@ static const HmpParam hmp_params[] = {
     HPARAM("avail-switchover-bandwidth", avail_switchover_bandwidth, HP_SIZE),
     HPARAM("x-vcpu-dirty-limit-period", x_vcpu_dirty_limit_period, HP_U64),
     HPARAM("vcpu-dirty-limit", vcpu_dirty_limit, HP_U64),
+    HPARAM_ENUM("mode", mode, hmp_parse_mig_mode),
+    { "cpr-exec-command", HP_STRLIST, (size_t)-1, offsetof(MigrationParameters, cpr_exec_command) },
 };
 
 static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationParameters *p,
@@ -428,6 +444,20 @@ static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationPara
     case HP_STR:
         *(char **)(base + hp->val_off) = g_strdup(value);
         return true;
+    case HP_STRLIST: {
+        /* As QEMU's HMP: the words of the rest of the line. */
+        g_auto(GStrv) words = g_strsplit_set(value, " \t", -1);
+        strList **tail = (strList **)(base + hp->val_off);
+
+        for (char **w = words; *w; w++) {
+            if (**w) {
+                *tail = g_new0(strList, 1);
+                (*tail)->value = g_strdup(*w);
+                tail = &(*tail)->next;
+            }
+        }
+        return true;
+    }
     case HP_ENUM: {
         int e;
 

@@ -36,6 +36,7 @@
 
 /* The ways of sending RAM; qmp_migrate picks the first row its capabilities select. */
 static const MigrationOutMode *const outgoing_modes[] = {
+    &cpr_transfer_mode,
     &snapshot_mode,
     &postcopy_mode,
     &precopy_mode,          /* selects itself: the default, keep it last */
@@ -58,11 +59,24 @@ bool migration_is_running(void)
  * the guest and will restart it if it fails, and postcopy, whose guest may
  * run on the destination, refuse cont. BQL.
  */
+bool migration_guest_owned_here(Error **errp)
+{
+    const MigrationState *s = &current_migration;
+
+    if (s->committed && s->mode && s->mode->hands_over_memory) {
+        error_setg(errp, "The guest runs in the new process now, in this process's memory "
+                   "(%s): this process can no longer run, reset or migrate it; quit it",
+                   s->mode->name);
+        return false;
+    }
+    return true;
+}
+
 bool migration_allows_cont(Error **errp)
 {
     int st = migrate_get_state(&current_migration.state);
 
-    if (!migration_guest_ram_usable(errp)) {
+    if (!migration_guest_ram_usable(errp) || !migration_guest_owned_here(errp)) {
         return false;
     }
 
@@ -203,10 +217,20 @@ static void *migration_thread(void *opaque)
 {
     MigrationState *s = opaque;
     Error *err = NULL;
-    QEMUFile *f = migration_open_output(s, &err);
+    QEMUFile *f = NULL;
+    bool connected = false;
 
-    /* A resumed postcopy goes on over the new stream alone (its transport took no other). */
-    bool connected = f && (s->resuming || ram_transport_connect(s->uri, s->tls, f, &err));
+    /* A live update hands over the memory first; a failure there is the migration's. */
+    if (s->resuming || !s->mode->before_connect ||
+        s->mode->before_connect(s, s->mode_state, &err)) {
+        f = migration_open_output(s, &err);
+        if (!f && !s->resuming && s->mode->before_connect) {
+            error_prepend(&err, "the new process took the memory but does not listen on the "
+                          "main channel (it exited? its own log says why): ");
+        }
+        /* A resumed postcopy goes on over the new stream alone (its transport took no other). */
+        connected = f && (s->resuming || ram_transport_connect(s->uri, s->tls, f, &err));
+    }
 
     if (connected && s->resuming) {
         if (s->mode->resume(s, s->mode_state, f, &err)) {
@@ -378,13 +402,21 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
                  bool resume, Error **errp)
 {
     MigrationState *s = &current_migration;
-    g_autofree char *fd_uri = NULL;
+    g_autofree char *fd_uri = NULL, *cpr_uri = NULL;
     /* QEMU 8.2's channels list says what a URI says: one path for both. */
-    g_autofree char *uri_owned = migration_channels_uri(uri_arg, channels, errp);
+    g_autofree char *uri_owned = migration_channels_uri(uri_arg, channels, &cpr_uri, errp);
     const char *uri = uri_owned;
+    const MigrationOutMode *mode;
     bool named_fd;
 
     if (!uri) {
+        return false;
+    }
+    if (cpr_uri && migrate_mode() != MIG_MODE_CPR_TRANSFER) {
+        error_setg(errp, "a 'cpr' channel is for migrate-set-parameters mode cpr-transfer");
+        return false;
+    }
+    if (!migration_guest_owned_here(errp)) {
         return false;
     }
     if ((has_blk && blk) || (has_inc && inc)) {
@@ -414,6 +446,12 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     }
     if (runstate_check(RUN_STATE_INTERNAL_ERROR) || runstate_check(RUN_STATE_SHUTDOWN)) {
         error_setg(errp, "Cannot migrate a VM in state '%s'", RunState_str(runstate_get()));
+        return false;
+    }
+    mode = migration_select_mode();
+    g_free(s->cpr_uri);
+    s->cpr_uri = g_steal_pointer(&cpr_uri);
+    if (mode->check_start && !mode->check_start(s, errp)) {
         return false;
     }
     /* fd:NAME (a getfd name, as libvirt's virsh save sends) is taken below, once all is checked. */
@@ -456,7 +494,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     s->rp_use = MIG_RP_NONE;
     s->committed = false;
     s->result = MIGRATION_STATUS_NONE;
-    s->mode = migration_select_mode();
+    s->mode = mode;
     ram_transport_select();
     /* The "ram" section may point into the last mode's state: not once it is freed. */
     ram_select_source(NULL, NULL);

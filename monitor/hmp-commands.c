@@ -52,7 +52,7 @@ const HMPCommand hmp_cmds[] = {
       "original migration command.", hmp_migrate_start_postcopy },
     { "migrate_set_capability", "capability:s,state:b", "capability state",
       "Enable/Disable the usage of a capability for migration", hmp_migrate_set_capability },
-    { "migrate_set_parameter", "parameter:s,value:s", "parameter value",
+    { "migrate_set_parameter", "parameter:s,value:S", "parameter value",
       "Set the parameter for migration", hmp_migrate_set_parameter },
     { "calc_dirty_rate", "dirty_ring:-r,dirty_bitmap:-b,second:i,sample_pages_per_GB:i?",
       "[-r] [-b] second [sample_pages_per_GB]",

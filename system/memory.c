@@ -7,6 +7,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "system/memory.h"
+#include "qemu/cpr-fd.h"
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -273,10 +274,49 @@ static void ram_block_insert(RAMBlock *rb)
     g_ptr_array_insert(b, i, rb);
 }
 
-RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
+/*
+ * -machine aux-ram-share: read by ram_block_create, set once by machine
+ * configuration (main thread, before any block): a property of the machine
+ * that every device's RAM follows, which no device is handed.
+ */
+static bool aux_ram_share;
+
+void ram_set_aux_share(bool on)
+{
+    aux_ram_share = on;
+}
+
+/*
+ * A live update's block: the old process's memory, which must be the size
+ * this one expects (another -m, another vgamem_mb) or be refused before
+ * anything maps it.
+ */
+static bool ram_block_adopt_fd(RAMBlock *rb, const RAMBackendOpts *opts, int fd, Error **errp)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "cpr: the fd of RAM block '%s'", opts->id);
+        close(fd);
+        return false;
+    }
+    if ((uint64_t)st.st_size != opts->size) {
+        error_setg(errp, "cpr: RAM block '%s' is %" PRIu64 " bytes in the old process, but "
+                   "%" PRIu64 " here", opts->id, (uint64_t)st.st_size, opts->size);
+        close(fd);
+        return false;
+    }
+    rb->fd = fd;
+    rb->preserved = true;
+    return true;
+}
+
+RAMBlock *ram_block_create(const RAMBackendOpts *in, Error **errp)
 {
     g_autofree RAMBlock *rb = g_new0(RAMBlock, 1);
+    RAMBackendOpts o = *in, *opts = &o;
     int flags = MAP_NORESERVE;
+    int cpr_fd;
     void *host;
 
     if (!opts->size || opts->size % TARGET_PAGE_SIZE) {
@@ -292,14 +332,26 @@ RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
         error_setg(errp, "RAM block '%s' already exists", opts->id);
         return NULL;
     }
+    if (opts->aux && aux_ram_share) {
+        o.kind = RAM_BACKEND_MEMFD;
+        o.share = true;
+    }
     rb->fd = -1;
-    if (opts->kind != RAM_BACKEND_ANON) {
+    cpr_fd = cpr_fd_take(opts->id);
+    if (cpr_fd >= 0) {
+        if (!ram_block_adopt_fd(rb, opts, cpr_fd, errp)) {
+            return NULL;
+        }
+        /* It was shared memory there (ram_block_fd_shared), so it is here. */
+        o.share = true;
+        o.prealloc = false;     /* what the guest has is there; holes stay holes */
+    } else if (opts->kind != RAM_BACKEND_ANON) {
         rb->fd = ram_backend_open_fd(opts, errp);
         if (rb->fd < 0) {
             return NULL;
         }
     }
-    rb->shared = opts->kind == RAM_BACKEND_ANON ? opts->share : opts->share || opts->kind == RAM_BACKEND_MEMFD;
+    rb->shared = opts->share || opts->kind == RAM_BACKEND_MEMFD;
     flags |= rb->shared ? MAP_SHARED : MAP_PRIVATE;
     if (rb->fd < 0) {
         flags |= MAP_ANONYMOUS;
@@ -328,7 +380,8 @@ RAMBlock *ram_block_create(const RAMBackendOpts *opts, Error **errp)
     }
     rb->vmm_dirty_bmap = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
     rb->vmm_written_bmap = bitmap_new(rb->used_length >> TARGET_PAGE_BITS);
-    if (opts->kind == RAM_BACKEND_FILE) {
+    /* A file, or the old process's memory, may hold data: no page is known to be zero. */
+    if (opts->kind == RAM_BACKEND_FILE || rb->preserved) {
         bitmap_fill(rb->vmm_written_bmap, rb->used_length >> TARGET_PAGE_BITS);
     }
     rb->capacity = MAX(opts->capacity, opts->size);

@@ -195,7 +195,7 @@ static void isa_vga_reset(void *opaque)
 ISAVGAState *isa_vga_init(const ISAVGAConf *conf, Error **errp)
 {
     ISAVGAState *s = g_new0(ISAVGAState, 1);
-    RAMBackendOpts o = { .id = "vga.vram", .kind = RAM_BACKEND_ANON,
+    RAMBackendOpts o = { .id = "vga.vram", .kind = RAM_BACKEND_ANON, .aux = true,
                          .size = isa_vga_vram_size(conf->vgamem_mb) };
 
     s->vram = ram_block_create(&o, errp);

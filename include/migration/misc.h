@@ -14,8 +14,20 @@ void migration_init(const char *machine_type);
  * "socket", "type": "unix", "path": "/tmp/s"}}).
  */
 bool migration_incoming_start(const char *arg, Error **errp);
-/* Checks an -incoming argument as it is parsed: a JSON channel must be one we take. */
-bool migration_incoming_check(const char *arg, Error **errp);
+/*
+ * Checks an -incoming argument as it is parsed: a JSON channel must be one
+ * we take. @is_cpr: it is a live update's cpr channel (a unix socket), for
+ * cpr_incoming_receive rather than migration_incoming_start.
+ */
+bool migration_incoming_check(const char *arg, bool *is_cpr, Error **errp);
+/*
+ * A live update's new process, before it creates anything: waits on the
+ * cpr channel @arg (-incoming's JSON object) for the old process, takes
+ * the cpr state (the mode, the guest memory's fds, which the RAM blocks
+ * then adopt by name) and holds the channel open until the main channel
+ * listens. Blocks, as QEMU's does; exits nothing itself. Main thread.
+ */
+bool cpr_incoming_receive(const char *arg, Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
 void migration_set_autostart(bool autostart);
 /*
@@ -30,6 +42,13 @@ bool migration_allows_cont(Error **errp);
  * a missing page. BQL.
  */
 bool migration_guest_ram_usable(Error **errp);
+/*
+ * False (with @errp) once a live update (cpr-transfer) handed the guest
+ * over: the new process runs it in this process's memory, so running,
+ * resetting (which writes the boot data) or migrating it here would
+ * corrupt it. BQL.
+ */
+bool migration_guest_owned_here(Error **errp);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);
 /*

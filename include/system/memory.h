@@ -30,6 +30,12 @@ struct RAMBlock {
     bool shared;                /* MAP_SHARED */
     bool readonly;
     /*
+     * The memory came from the process this one replaces (a live update's
+     * cpr fd), contents and all: nothing may write it before the incoming
+     * stream was loaded. Immutable after creation.
+     */
+    bool preserved;
+    /*
      * Where QEMU places the block's own memory region (its aliases aside):
      * x-ignore-shared's block list carries it (QEMU 10.0's streams show
      * pc.bios at 4 GiB - 64 KiB, isa-vga's vga.vram at its LFB, the rest at
@@ -82,6 +88,16 @@ static inline bool ram_block_shared_by_name(const RAMBlock *rb)
     return rb->shared && rb->kind == RAM_BACKEND_FILE;
 }
 
+/*
+ * Whether a new process given this block's fd maps the same memory: shared
+ * memory with an fd (a memfd, or a file mapped share=on), which a live
+ * update hands over.
+ */
+static inline bool ram_block_fd_shared(const RAMBlock *rb)
+{
+    return rb->shared && rb->fd >= 0;
+}
+
 /* Host memory backend options (from -object memory-backend-*). */
 typedef struct RAMBackendOpts {
     const char *id;
@@ -96,7 +112,19 @@ typedef struct RAMBackendOpts {
      * place in ram_blocks().
      */
     uint64_t capacity;
+    /*
+     * A device's own RAM (firmware, VRAM, ROM blobs), not a memory backend:
+     * a memfd shared with other processes under -machine aux-ram-share=on.
+     */
+    bool aux;
 } RAMBackendOpts;
+
+/*
+ * -machine aux-ram-share: devices' RAM (RAMBackendOpts.aux) is made a
+ * shared memfd from now on, so a live update can hand it over. Set by
+ * machine configuration before any block is made.
+ */
+void ram_set_aux_share(bool on);
 
 /*
  * ram_block_create: allocate a RAMBlock as @opts says and register it.

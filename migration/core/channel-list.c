@@ -195,19 +195,27 @@ static char *channel_uri(const MigrationChannel *c, const char *path, Error **er
 {
     g_autofree char *addr_path = g_strdup_printf("%s%saddr", path, *path ? "." : "");
 
-    if (c->channel_type == MIGRATION_CHANNEL_TYPE_CPR) {
-        error_setg(errp, "Channel type 'cpr' is for migrate-set-parameters mode cpr-transfer, "
-                   "which is not supported yet (nor is cpr-exec): give only a 'main' channel");
+    /* The cpr state's fds cross only a unix socket (SCM_RIGHTS); QEMU's words. */
+    if (c->channel_type == MIGRATION_CHANNEL_TYPE_CPR &&
+        (c->addr->transport != MIGRATION_ADDRESS_TYPE_SOCKET || !c->addr->has_type ||
+         c->addr->type != MIGRATION_SOCKET_TYPE_UNIX)) {
+        error_setg(errp, "bad cpr channel address; must be unix");
         return NULL;
     }
     return address_uri(c->addr, addr_path, errp);
 }
 
-char *migration_channels_uri(const char *uri, const MigrationChannelList *channels, Error **errp)
+char *migration_channels_uri(const char *uri, const MigrationChannelList *channels,
+                             char **cpr_uri, Error **errp)
 {
-    const MigrationChannel *main_ch = NULL;
-    int main_i = 0, i = 0;
+    const MigrationChannel *main_ch = NULL, *cpr_ch = NULL;
+    int main_i = 0, cpr_i = 0, i = 0;
+    g_autofree char *main_path = NULL, *cpr_path = NULL, *cpr = NULL;
+    char *main_uri;
 
+    if (cpr_uri) {
+        *cpr_uri = NULL;
+    }
     if (!uri == !channels) {
         error_setg(errp, "need either 'uri' or 'channels' argument");
         return NULL;
@@ -216,26 +224,44 @@ char *migration_channels_uri(const char *uri, const MigrationChannelList *channe
         return g_strdup(uri);
     }
     for (const MigrationChannelList *l = channels; l; l = l->next, i++) {
-        if (l->value->channel_type == MIGRATION_CHANNEL_TYPE_CPR) {
-            g_autofree char *path = g_strdup_printf("channels[%d]", i);
+        bool is_cpr = l->value->channel_type == MIGRATION_CHANNEL_TYPE_CPR;
 
-            return channel_uri(l->value, path, errp);      /* refused, and says why */
-        }
-        if (main_ch) {
-            error_setg(errp, "Channel list has more than one main entry");
+        if (is_cpr ? cpr_ch != NULL : main_ch != NULL) {
+            error_setg(errp, "Channel list has more than one %s entry", is_cpr ? "cpr" : "main");
             return NULL;
         }
-        main_ch = l->value;
-        main_i = i;
+        if (is_cpr) {
+            cpr_ch = l->value;
+            cpr_i = i;
+        } else {
+            main_ch = l->value;
+            main_i = i;
+        }
     }
-    {
-        g_autofree char *path = g_strdup_printf("channels[%d]", main_i);
-
-        return channel_uri(main_ch, path, errp);
+    if (!main_ch) {
+        error_setg(errp, "Channel list has no main entry");
+        return NULL;
     }
+    if (cpr_ch && !cpr_uri) {
+        error_setg(errp, "a 'cpr' channel is given to the new process's -incoming, not here");
+        return NULL;
+    }
+    if (cpr_ch) {
+        cpr_path = g_strdup_printf("channels[%d]", cpr_i);
+        cpr = channel_uri(cpr_ch, cpr_path, errp);
+        if (!cpr) {
+            return NULL;
+        }
+    }
+    main_path = g_strdup_printf("channels[%d]", main_i);
+    main_uri = channel_uri(main_ch, main_path, errp);
+    if (main_uri && cpr_uri) {
+        *cpr_uri = g_steal_pointer(&cpr);
+    }
+    return main_uri;
 }
 
-char *migration_channel_json_uri(const char *json, Error **errp)
+char *migration_channel_json_uri(const char *json, bool *is_cpr, Error **errp)
 {
     g_autoptr(GError) gerr = NULL;
     g_autoptr(JsonNode) root = json_from_string(json, &gerr);
@@ -249,5 +275,6 @@ char *migration_channel_json_uri(const char *json, Error **errp)
     if (!c) {
         return NULL;
     }
+    *is_cpr = c->channel_type == MIGRATION_CHANNEL_TYPE_CPR;
     return channel_uri(c, "", errp);
 }

@@ -89,6 +89,8 @@ void migration_options_init(void)
     params->x_vcpu_dirty_limit_period = 1000;
     params->has_vcpu_dirty_limit = true;
     params->vcpu_dirty_limit = 1;
+    params->has_mode = true;
+    params->mode = MIG_MODE_NORMAL;
 }
 
 int migrate_throttle_trigger_threshold(void)
@@ -196,9 +198,35 @@ bool migrate_ignore_shared(void)
     return caps[MIGRATION_CAPABILITY_X_IGNORE_SHARED];
 }
 
+bool migrate_ram_ignore_shared(void)
+{
+    return migrate_ignore_shared() || migrate_mode_is_cpr();
+}
+
 bool migrate_ram_is_ignored(const RAMBlock *rb)
 {
-    return migrate_ignore_shared() && ram_block_shared_by_name(rb);
+    return (migrate_ignore_shared() && ram_block_shared_by_name(rb)) ||
+           (migrate_mode_is_cpr() && ram_block_fd_shared(rb));
+}
+
+MigMode migrate_mode(void)
+{
+    return params->mode;
+}
+
+bool migrate_mode_is_cpr(void)
+{
+    return params->mode != MIG_MODE_NORMAL;
+}
+
+void migrate_set_mode(MigMode mode)
+{
+    params->mode = mode;
+}
+
+const strList *migrate_cpr_exec_command(void)
+{
+    return params->cpr_exec_command;
 }
 
 bool migrate_lazy_restore(void)
@@ -534,6 +562,11 @@ void migrate_params_apply(const MigrationParameters *p)
     }
     APPLY(p, x_vcpu_dirty_limit_period);
     APPLY(p, vcpu_dirty_limit);
+    APPLY(p, mode);
+    if (p->cpr_exec_command) {
+        qapi_free_strList(params->cpr_exec_command);
+        params->cpr_exec_command = qapi_strList_clone(p->cpr_exec_command);
+    }
 }
 
 MigrationParameters *qmp_query_migrate_parameters(Error **errp)

@@ -32,8 +32,28 @@ bool migrate_multifd(void);
 bool migrate_mapped_ram(void);
 /* x-ignore-shared: RAM the two processes share is neither tracked nor sent. */
 bool migrate_ignore_shared(void);
-/* x-ignore-shared is on and @rb is one it leaves out (ram_block_shared_by_name). */
+/*
+ * The stream leaves shared RAM out and names each block's address: the
+ * x-ignore-shared capability, or a cpr mode (which implies it).
+ */
+bool migrate_ram_ignore_shared(void);
+/*
+ * @rb is one such RAM block: x-ignore-shared and a file another process
+ * maps by name (ram_block_shared_by_name), or a cpr mode and any shared
+ * memory with a file descriptor (ram_block_fd_shared), which crosses with
+ * the cpr state.
+ */
 bool migrate_ram_is_ignored(const RAMBlock *rb);
+/* The mode parameter; cpr: cpr-transfer or cpr-exec. */
+MigMode migrate_mode(void);
+bool migrate_mode_is_cpr(void);
+/* cpr-exec-command (NULL: not set); the caller must not keep it past a migrate-set-parameters. */
+const strList *migrate_cpr_exec_command(void);
+/*
+ * A destination's mode, from the cpr state it received (QEMU's destination
+ * takes it from there too: no parameter is set on it before).
+ */
+void migrate_set_mode(MigMode mode);
 /* x-lazy-restore (destination): the guest runs before its RAM was read. */
 bool migrate_lazy_restore(void);
 /* direct-io: mapped-ram pages written with O_DIRECT. */

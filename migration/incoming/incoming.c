@@ -63,10 +63,16 @@ typedef struct MigrationIncomingState {
      */
     bool unconfirmed;
     XIncomingDowntimeInfo *downtime;    /* a completed precopy's switchover here */
+    /*
+     * A live update's cpr channel, held open from the cpr state's arrival
+     * until the main channel listens: its hang-up tells the old process
+     * to connect (-1: none).
+     */
+    int cpr_conn;
 } MigrationIncomingState;
 
 /* The process's one incoming migration; each field says its owner. */
-static MigrationIncomingState incoming = { .autostart = true };
+static MigrationIncomingState incoming = { .autostart = true, .cpr_conn = -1 };
 
 void migration_set_autostart(bool on)
 {
@@ -446,7 +452,17 @@ static bool incoming_listen(const char *uri, Error **errp)
         return false;
     }
     incoming_set_state(MIGRATION_STATUS_SETUP);
+    if (incoming.cpr_conn >= 0) {
+        close(incoming.cpr_conn);
+        incoming.cpr_conn = -1;
+    }
     return true;
+}
+
+void migration_incoming_hold_cpr_conn(int fd)
+{
+    assert(incoming.cpr_conn < 0);
+    incoming.cpr_conn = fd;
 }
 
 /* Main loop: migrate-recover's stream arrived. */
@@ -547,20 +563,22 @@ bool qmp_migrate_recover(const char *uri, Error **errp)
     return mig_channel_listen(uri, incoming_recover_ready, NULL, errp);
 }
 
-bool migration_incoming_check(const char *arg, Error **errp)
+bool migration_incoming_check(const char *arg, bool *is_cpr, Error **errp)
 {
     g_autofree char *uri = NULL;
 
+    *is_cpr = false;
     if (arg[0] != '{') {
         return true;
     }
-    uri = migration_channel_json_uri(arg, errp);
+    uri = migration_channel_json_uri(arg, is_cpr, errp);
     return uri != NULL;
 }
 
 bool migration_incoming_start(const char *arg, Error **errp)
 {
     g_autofree char *uri = NULL;
+    bool is_cpr;
 
     incoming.requested = true;
     if (!strcmp(arg, "defer")) {
@@ -568,14 +586,14 @@ bool migration_incoming_start(const char *arg, Error **errp)
         return true;
     }
     /* QEMU 10.0's JSON form: one channel object, what migrate-incoming's channels hold. */
-    uri = arg[0] == '{' ? migration_channel_json_uri(arg, errp) : g_strdup(arg);
+    uri = arg[0] == '{' ? migration_channel_json_uri(arg, &is_cpr, errp) : g_strdup(arg);
     return uri && incoming_listen(uri, errp);
 }
 
 bool qmp_migrate_incoming(const char *uri_arg, const MigrationChannelList *channels,
                           Error **errp)
 {
-    g_autofree char *uri = migration_channels_uri(uri_arg, channels, errp);
+    g_autofree char *uri = migration_channels_uri(uri_arg, channels, NULL, errp);
 
     if (!uri) {
         return false;

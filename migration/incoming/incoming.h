@@ -15,5 +15,10 @@ bool migration_incoming_cancel(void);
 bool migration_incoming_in_postcopy(void);
 /* query-migrate on a destination: fills @info (status, time) and returns it. BQL. */
 MigrationInfo *migration_incoming_info(MigrationInfo *info);
+/*
+ * A live update's cpr channel @fd, which this side closes once the main
+ * channel listens (cpr-incoming.c). Main thread, before the listen.
+ */
+void migration_incoming_hold_cpr_conn(int fd);
 
 #endif

@@ -171,9 +171,9 @@ static bool loadvm_check_header(QEMUFile *f, int64_t stream_start, Error **errp)
         }
     }
     /* Both ends must agree: the block list's layout depends on it. */
-    if (stream_ignore_shared != migrate_ignore_shared()) {
+    if (stream_ignore_shared != migrate_ram_ignore_shared()) {
         error_setg(errp, "Capability %s is %s, but received capability is %s",
-                   SAVEVM_CAP_IGNORE_SHARED, migrate_ignore_shared() ? "on" : "off",
+                   SAVEVM_CAP_IGNORE_SHARED, migrate_ram_ignore_shared() ? "on" : "off",
                    stream_ignore_shared ? "on" : "off");
         return false;
     }

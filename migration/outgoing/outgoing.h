@@ -12,6 +12,7 @@
  *   precopy_mode          dirty_scan_source     pending <= bandwidth x downtime-limit
  *   snapshot_mode         snapshot_ram_source   every page is in the stream
  *   postcopy_mode         postcopy_ram_source   migrate-start-postcopy (or as precopy)
+ *   cpr_transfer_mode     cpr_ram_source        at once (the RAM is handed over by fd)
  *
  * A new mode is one file defining its row plus one line in outgoing_modes[]
  * (migration.c); docs/devel/migration.md says what the hooks must do.
@@ -45,6 +46,7 @@ typedef struct MigrationState {
     /* Set by qmp_migrate (BQL) before mig/src starts; read-only until the next migrate. */
     const MigrationOutMode *mode;
     char *uri;
+    char *cpr_uri;              /* the cpr channel ("unix:PATH"), or NULL */
     QemuThread thread;
     int64_t start_ns;
 
@@ -130,6 +132,12 @@ struct MigrationOutMode {
      * local file at disk speed by default, as QEMU's does).
      */
     bool bandwidth_only_if_set;
+    /*
+     * The destination runs the guest in this process's own memory (a live
+     * update): once committed, this process must never run, reset or
+     * migrate it again (migration_guest_owned_here).
+     */
+    bool hands_over_memory;
     /* Bytes of this mode's own state (MigrationState.mode_state), 0 for none. */
     size_t state_size;
 
@@ -143,6 +151,11 @@ struct MigrationOutMode {
      * Every hook below gets @ms.
      */
     void (*init)(MigrationState *s, void *ms);
+    /*
+     * migrate, before anything starts: what this mode refuses (its
+     * capabilities, the guest's memory, the channels given). NULL = none.
+     */
+    bool (*check_start)(MigrationState *s, Error **errp);
     /*
      * migrate-set-capabilities: checks that only this mode can make, such
      * as probing the kernel. NULL = none.
@@ -169,6 +182,11 @@ struct MigrationOutMode {
     void (*cleanup)(MigrationState *s, void *ms);
 
     /* ---- mig/src, BQL not held (a hook takes it itself if it must) ---- */
+    /*
+     * Before the main channel connects (a live update hands over the
+     * memory on its cpr channel). NULL = nothing.
+     */
+    bool (*before_connect)(MigrationState *s, void *ms, Error **errp);
     /*
      * Right after the stream's header, before the setup sections: what the
      * destination must hear first (postcopy: the return path, the advise).
@@ -226,6 +244,7 @@ typedef struct PrecopyState {
 extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
 extern const MigrationOutMode postcopy_mode;
+extern const MigrationOutMode cpr_transfer_mode;
 
 
 /*

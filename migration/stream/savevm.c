@@ -111,7 +111,7 @@ void qemu_savevm_state_header(QEMUFile *f)
     qemu_put_byte(f, QEMU_VM_CONFIGURATION);
     qemu_put_be32(f, strlen(machine));
     qemu_put_buffer(f, machine, strlen(machine));
-    if (migrate_ignore_shared() || migrate_mapped_ram()) {
+    if (migrate_ram_ignore_shared() || migrate_mapped_ram()) {
         /*
          * QEMU's configuration/capabilities subsection (x-ignore-shared
          * since 4.0, mapped-ram 9.0): the capabilities that change what
@@ -121,8 +121,8 @@ void qemu_savevm_state_header(QEMUFile *f)
         qemu_put_byte(f, QEMU_VM_SUBSECTION);
         qemu_put_counted_string(f, SAVEVM_CAPS_SUBSECTION);
         qemu_put_be32(f, 1);
-        qemu_put_be32(f, migrate_ignore_shared() + migrate_mapped_ram());
-        if (migrate_ignore_shared()) {
+        qemu_put_be32(f, migrate_ram_ignore_shared() + migrate_mapped_ram());
+        if (migrate_ram_ignore_shared()) {
             qemu_put_counted_string(f, SAVEVM_CAP_IGNORE_SHARED);
         }
         if (migrate_mapped_ram()) {

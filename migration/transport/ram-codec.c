@@ -120,6 +120,12 @@ void ram_reader_reset(RAMPageReader *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* The source left @rb out: its memory is this side's already (options.h's migrate_ram_is_ignored). */
+static bool ram_reader_block_ignored(const RAMPageReader *r, const RAMBlock *rb)
+{
+    return r->cpr ? ram_block_fd_shared(rb) : ram_block_shared_by_name(rb);
+}
+
 /*
  * x-ignore-shared: the block's place on the source, which a block left
  * out must share (QEMU's check). A block the source may have left out
@@ -134,7 +140,7 @@ static bool ram_load_block_addr(RAMPageReader *r, QEMUFile *f, RAMBlock *rb, Err
         error_setg(errp, "ram: reading the block list failed: %s", qemu_file_error_msg(f));
         return false;
     }
-    if (ram_block_shared_by_name(rb) && addr != rb->mr_addr) {
+    if (ram_reader_block_ignored(r, rb) && addr != rb->mr_addr) {
         error_setg(errp, "Mismatched GPAs for block %s %" PRId64 "!= %" PRId64, rb->idstr,
                    (int64_t)addr, (int64_t)rb->mr_addr);
         return false;
@@ -227,7 +233,13 @@ bool ram_load_check_ignored(RAMPageReader *r, Error **errp)
     for (guint i = 0; i < rbs->len; i++) {
         RAMBlock *rb = g_ptr_array_index(rbs, i);
 
-        if (!ram_block_shared_by_name(rb) && !(r->paged && g_hash_table_contains(r->paged, rb))) {
+        if (!ram_reader_block_ignored(r, rb) &&
+            !(r->paged && g_hash_table_contains(r->paged, rb))) {
+            if (r->cpr) {
+                error_setg(errp, "cpr: no page of RAM block '%s' arrived, and the old process "
+                           "did not hand over its memory", rb->idstr);
+                return false;
+            }
             error_setg(errp, "x-ignore-shared: no page of RAM block '%s' arrived: the source "
                        "left it out as shared memory, but here it is not a file mapped "
                        "with share=on (memory-backend-file,share=on on the same mem-path)",

@@ -139,6 +139,11 @@ typedef struct RAMPageReader {
      * carries addresses, and the blocks shared by name are left out.
      */
     bool ignore_shared;
+    /*
+     * A live update (a cpr mode, which implies ignore_shared): every block
+     * with shared memory and an fd was handed over, not only files.
+     */
+    bool cpr;
     /* x-ignore-shared: the blocks some page record named (a set; NULL until the first). */
     GHashTable *paged;
 } RAMPageReader;

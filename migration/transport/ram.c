@@ -218,7 +218,7 @@ static int ram_save_setup(QEMUFile *f, void *opaque, Error **errp)
     if (!rs->src->setup(rs->src_state, f, errp)) {
         return -EIO;
     }
-    ram_put_block_list_sink(&rs->writer, f, migrate_ignore_shared());
+    ram_put_block_list_sink(&rs->writer, f, migrate_ram_ignore_shared());
     return qemu_file_get_error(f);
 }
 
@@ -369,7 +369,8 @@ static int ram_load_setup(QEMUFile *f, void *opaque, Error **errp)
 {
     ram_reader_reset(&ram_reader);
     ram_reader.multifd_flush = ram_load_flush;
-    ram_reader.ignore_shared = migrate_ignore_shared();
+    ram_reader.ignore_shared = migrate_ram_ignore_shared();
+    ram_reader.cpr = migrate_mode_is_cpr();
     return 0;
 }
 

@@ -18,7 +18,7 @@ static const CmdlineParam machine_params[] = {
     { "rtc", S }, { "isa-serial", B }, { "x-option-roms", B }, { "auto-kernel-cmdline", B },
     { "acpi", S }, { "ioapic2", S }, { "pcie", S }, { "usb", B }, { "graphics", B },
     { "dump-guest-core", B }, { "mem-merge", B }, { "kernel-irqchip", S },
-    { "max-ram-below-4g", Z }, { NULL },
+    { "max-ram-below-4g", Z }, { "aux-ram-share", B }, { NULL },
 };
 
 static const CmdlineParam accel_params[] = {

@@ -56,8 +56,11 @@ bool qmp_cont(Error **errp)
 
 bool qmp_system_reset(Error **errp)
 {
-    /* QEMU always resets; ours would write the boot data into missing pages and hang. */
-    if (!migration_guest_ram_usable(errp)) {
+    /*
+     * QEMU always resets; ours would write the boot data into missing pages
+     * and hang, or into the memory a live update handed over.
+     */
+    if (!migration_guest_ram_usable(errp) || !migration_guest_owned_here(errp)) {
         return false;
     }
     qemu_system_reset_request(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);

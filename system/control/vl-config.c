@@ -40,6 +40,7 @@ void vl_config_free(Config *cfg)
     g_free(cfg->machine_accel);
     g_free(cfg->pidfile);
     g_free(cfg->incoming);
+    g_free(cfg->cpr_incoming);
     g_ptr_array_set_free_func(cfg->chardev_opts, (GDestroyNotify)qemu_opts_del);
     g_ptr_array_set_free_func(cfg->object_opts, (GDestroyNotify)qemu_opts_del);
     g_ptr_array_set_free_func(cfg->monitors, monitor_config_free);

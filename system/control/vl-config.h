@@ -40,6 +40,7 @@ typedef struct Config {
     bool mem_lock;              /* -overcommit mem-lock=on: mlockall once RAM exists */
     char *pidfile;
     char *incoming;
+    char *cpr_incoming;         /* -incoming's cpr channel (JSON), a live update's */
     GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
     GPtrArray *object_opts;     /* QemuOpts of -object */
     GPtrArray *monitors;        /* MonitorConfig */

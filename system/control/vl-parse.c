@@ -7,6 +7,7 @@
  * honoured is refused with the reason.
  */
 #include "qemu/osdep.h"
+#include "system/memory.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "qemu/option.h"
@@ -117,6 +118,15 @@ bool vl_parse_machine(Config *cfg, const char *arg, Error **errp)
             return false;
         }
         cfg->machine.max_ram_below_4g = v;
+    }
+    if (qemu_opt_get(opts, "aux-ram-share")) {
+        bool on;
+
+        if (!qemu_opt_get_bool(opts, "aux-ram-share", false, &on, errp)) {
+            return false;
+        }
+        /* Before any RAM block is made (qemu_init creates them after parsing). */
+        ram_set_aux_share(on);
     }
     return true;
 }

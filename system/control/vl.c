@@ -8,6 +8,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/cpr-fd.h"
 #include "qemu/fdset.h"
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
@@ -268,14 +269,21 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return parse_mon(cfg, arg, errp);
     case OPT_DEVICE:
         return vl_parse_device(cfg, arg, errp);
-    case OPT_INCOMING:
-        /* A cpr channel given beside the main one is refused here, not dropped. */
-        if (!migration_incoming_check(arg, errp)) {
+    case OPT_INCOMING: {
+        /* Given twice for a live update, as QEMU 10.0: the main channel and the cpr one. */
+        bool is_cpr;
+        char **dst = &cfg->incoming;
+
+        if (!migration_incoming_check(arg, &is_cpr, errp)) {
             return false;
         }
-        g_free(cfg->incoming);
-        cfg->incoming = g_strdup(arg);
+        if (is_cpr) {
+            dst = &cfg->cpr_incoming;
+        }
+        g_free(*dst);
+        *dst = g_strdup(arg);
         return true;
+    }
     case OPT_TRACE:
         return trace_parse_option(arg, errp);
     case OPT_GLOBAL:
@@ -388,6 +396,11 @@ static void validate_config(Config *cfg)
     if (!cfg->machine.ram_size_given) {
         cfg->machine.ram_size = 512 * MiB;
     }
+    if (cfg->cpr_incoming && !cfg->incoming) {
+        error_report("-incoming: a cpr channel needs a main channel too "
+                     "(-incoming URI, a JSON main channel, or defer)");
+        exit(1);
+    }
 }
 
 static gboolean terminate_on_signal(gpointer data)
@@ -470,6 +483,16 @@ void qemu_init(int argc, char **argv)
     g_unix_signal_add(SIGTERM, terminate_on_signal, GINT_TO_POINTER(SIGTERM));
     g_unix_signal_add(SIGHUP, terminate_on_signal, GINT_TO_POINTER(SIGHUP));
 
+    /*
+     * A live update's new process waits here for the old one's memory, as
+     * QEMU's does: every RAM block made below maps what the old one had.
+     */
+    if (cfg.cpr_incoming && !cpr_incoming_receive(cfg.cpr_incoming, &err)) {
+        error_prepend(&err, "-incoming %s: ", cfg.cpr_incoming);
+        error_report_err(err);
+        exit(1);
+    }
+
     /* 3. Chardevs, memory backends (-object), network backends (-netdev, -nic). */
     for (guint i = 0; i < cfg.chardev_opts->len; i++) {
         if (!qemu_chr_new_from_opts(g_ptr_array_index(cfg.chardev_opts, i), &err)) {
@@ -526,6 +549,10 @@ void qemu_init(int argc, char **argv)
             error_report_err(err);
             exit(1);
         }
+    }
+    /* What the old process had and this one does not is not this one's to keep. */
+    if (cpr_fd_close_unused()) {
+        warn_report("cpr: the old process handed over memory that no RAM block here took");
     }
     if (cfg.mem_lock && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
         error_report("locking memory failed: %s", strerror(errno));

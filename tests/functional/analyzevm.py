@@ -41,7 +41,7 @@ class QMP(qmp.QMP):
 
 class VM:
     def __init__(self, tmpdir, name, machine='microvm', mem_mb=256,
-                 append='mode=verify mem=64', binary=None, cpu=None, extra=()):
+                 append='mode=verify mem=64', binary=None, cpu=None, extra=(), connect=True):
         self.dir = tmpdir
         self.serial = os.path.join(tmpdir, name + '.serial')
         self._serial_read = 0
@@ -58,8 +58,14 @@ class VM:
                                      stdout=self.logf,
                                      stderr=subprocess.STDOUT)
         self.qmp = None
+        self.qmp_path = sock
+        # A live update's new process serves QMP only once the old one handed it the memory.
+        if connect:
+            self.connect_qmp()
+
+    def connect_qmp(self):
         try:
-            self.qmp = QMP(sock, self.proc)
+            self.qmp = QMP(self.qmp_path, self.proc)
         except Exception:
             self.shutdown()
             raise RuntimeError('VM did not start: %s' % self.log_tail())
@@ -162,6 +168,8 @@ class VM:
                 pass
             self.qmp.close()
             self.qmp = None
+        elif self.proc.poll() is None:
+            self.proc.terminate()     # never connected: nothing to ask to quit
         try:
             self.proc.wait(timeout=DEADLINE)
         except subprocess.TimeoutExpired:

@@ -7,8 +7,9 @@ step). A running verify guest moves with each transport given as a channel
 (socket unix and inet, file with an offset, exec), and to and from QEMU
 10.0 (skipped loudly without it), and must go on with no FAIL; the refusals carry QEMU's messages: uri and channels both or
 neither, two main channels, a member the transport lacks or needs; a
-"cpr" channel is refused as not supported yet, from QMP and from
--incoming, whose process then never starts.
+"cpr" channel outside mode cpr-transfer, or not on a unix socket, is
+refused from QMP and from -incoming, whose process then never starts
+(test-cpr-transfer.py moves guests with it).
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
@@ -182,32 +183,43 @@ class TestChannels(ChannelsCase):
                                     'port': '1', 'path': '/x'}))
         self.refused(vm, 'migrate', "Parameter 'channels[0].addr.bogus' is unexpected",
                      channels=main({'transport': 'exec', 'args': ['/bin/true'], 'bogus': 1}))
-        self.refused(vm, 'migrate', "Channel type 'cpr' is for migrate-set-parameters mode "
-                     "cpr-transfer, which is not supported yet",
+        self.refused(vm, 'migrate', 'bad cpr channel address; must be unix',
                      channels=main(exe) + [{'channel-type': 'cpr', 'addr': exe}])
+        unix_cpr = {'channel-type': 'cpr', 'addr': {'transport': 'socket', 'type': 'unix',
+                                                    'path': os.path.join(self.tmp, 'c.sock')}}
+        self.refused(vm, 'migrate', "a 'cpr' channel is for migrate-set-parameters mode "
+                     "cpr-transfer", channels=main(exe) + [unix_cpr])
+        self.refused(vm, 'migrate', 'Channel list has no main entry', channels=[unix_cpr])
         self.assertEqual(vm.qmp.cmd('query-migrate').get('status'), None)
         dst = self.vm('dst', incoming='defer')
         self.refused(dst, 'migrate-incoming', "need either 'uri' or 'channels' argument")
-        self.refused(dst, 'migrate-incoming', "Channel type 'cpr'",
-                     channels=[{'channel-type': 'cpr', 'addr': exe}])
+        self.refused(dst, 'migrate-incoming', "a 'cpr' channel is given to the new process's "
+                     "-incoming, not here", channels=main(exe) + [unix_cpr])
         # Still deferred: a good channel list is taken after the refusals.
         path = os.path.join(self.tmp, 'after-refusals.sock')
         dst.qmp.cmd('migrate-incoming', channels=main({'transport': 'socket', 'type': 'unix',
                                                        'path': path}))
 
     def test_incoming_json_cpr(self):
-        """-incoming given twice, the second a cpr channel (QEMU 10.0's CPR form): the
-        process refuses to start, naming the mode."""
-        cpr = {'channel-type': 'cpr', 'addr': {'transport': 'socket', 'type': 'unix',
-                                               'path': os.path.join(self.tmp, 'cpr.sock')}}
-        out = subprocess.run([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-nodefaults',
-                              '-display', 'none', '-kernel', FIRMWARE, '-incoming', 'defer',
-                              '-incoming', json.dumps(cpr)],
-                             capture_output=True, text=True, timeout=DEADLINE)
-        self.assertNotEqual(out.returncode, 0)
-        self.assertIn("Channel type 'cpr'", out.stderr)
-        self.assertIn('cpr-transfer', out.stderr)
+        """-incoming's cpr channel must be a unix socket, and comes with a main
+        channel: otherwise the process refuses to start, in QEMU's words."""
+        def start(*incoming):
+            args = [QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-nodefaults',
+                    '-display', 'none', '-kernel', FIRMWARE]
+            for i in incoming:
+                args += ['-incoming', i]
+            return subprocess.run(args, capture_output=True, text=True, timeout=DEADLINE)
 
+        tcp = {'channel-type': 'cpr', 'addr': {'transport': 'socket', 'type': 'inet',
+                                               'host': '127.0.0.1', 'port': '1'}}
+        out = start('defer', json.dumps(tcp))
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn('bad cpr channel address; must be unix', out.stderr)
+        unix = {'channel-type': 'cpr', 'addr': {'transport': 'socket', 'type': 'unix',
+                                                'path': os.path.join(self.tmp, 'cpr.sock')}}
+        out = start(json.dumps(unix))
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn('a cpr channel needs a main channel too', out.stderr)
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -97,6 +97,12 @@ bool migrate_ignore_shared(void)
     return false;
 }
 
+/* Nor is this a live update's destination (no cpr mode). */
+bool migrate_ram_ignore_shared(void)
+{
+    return false;
+}
+
 bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegrity **integ,
                               int64_t *stream_end, Error **errp)
 {

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-cpr-transfer.py: live update with cpr-transfer (issue 38), as QEMU
+10.0's CPR documentation spells it: the new process starts with -incoming
+given twice (a JSON cpr channel on a unix socket, and the main channel),
+waits for the old one's memory, and the old one's migrate (mode
+cpr-transfer, channels main and cpr) hands it over. A running verify guest
+in a shared memfd (aux-ram-share=on for the devices' RAM) must go on in
+the new process with no FAIL, its RAM never copied (no dirty sync, a few
+KiB of stream); the old process can then neither run, reset nor migrate
+it, and may quit. Every failure gives the guest back to the old process,
+untouched: a new process that refuses the memory (another size) or the
+state (other devices), one that never hangs up (migrate_cancel), and the
+refusals in QEMU's words. A hostile cpr state makes the new process exit
+with a clear error. The wire is checked too: the fds cross beside the
+state, one per RAM block.
+
+Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
+VMTEST_FAIL_ON_SKIP (a skip is a failure).
+"""
+
+import array
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
+from analyzevm import VM, QMPError, skip_class_without_kvm  # noqa: E402
+
+MEM_MB = 128
+APPEND = 'mode=verify mem=32'
+
+
+def memfd_args(mem_mb=MEM_MB, aux=True, vga=False):
+    machine = 'microvm,memory-backend=ram0' + (',aux-ram-share=on' if aux else '')
+    return (['-M', machine, '-object',
+             'memory-backend-memfd,id=ram0,size=%dM,share=on' % mem_mb] +
+            (['-device', 'isa-vga'] if vga else []))
+
+
+def unix_addr(path):
+    return {'transport': 'socket', 'type': 'unix', 'path': path}
+
+
+class CprCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        skip_class_without_kvm('test-cpr-transfer')
+        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-cpr-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.vms = []
+        self.n = len(os.listdir(self.tmp))
+        self.cpr_sock = os.path.join(self.tmp, 'cpr%d.sock' % self.n)
+        self.main_sock = os.path.join(self.tmp, 'main%d.sock' % self.n)
+
+    def tearDown(self):
+        for vm in self.vms:
+            vm.shutdown()
+
+    def vm(self, name, extra, mem_mb=MEM_MB, connect=True):
+        vm = VM(self.tmp, '%s%d-%d' % (name, self.n, len(self.vms)), machine='microvm',
+                mem_mb=mem_mb, append=APPEND, extra=extra, connect=connect)
+        vm.name = name
+        self.vms.append(vm)
+        return vm
+
+    def source(self, **kw):
+        src = self.vm('src', memfd_args(**kw))
+        self.wait_passes(src, 2)
+        src.qmp.cmd('migrate-set-parameters', mode='cpr-transfer')
+        return src
+
+    def new_process(self, mem_mb=MEM_MB, **kw):
+        """Started as QEMU's documentation shows; its QMP comes up only after the handover."""
+        cpr = {'channel-type': 'cpr', 'addr': unix_addr(self.cpr_sock)}
+        extra = memfd_args(mem_mb=mem_mb, **kw) + ['-incoming', json.dumps(cpr),
+                                                   '-incoming', 'unix:' + self.main_sock]
+        dst = self.vm('dst', extra, mem_mb=mem_mb, connect=False)
+        self.wait_path(dst, self.cpr_sock)
+        return dst
+
+    def channels(self):
+        return [{'channel-type': 'main', 'addr': unix_addr(self.main_sock)},
+                {'channel-type': 'cpr', 'addr': unix_addr(self.cpr_sock)}]
+
+    def wait_path(self, vm, path):
+        end = time.monotonic() + DEADLINE
+        while not os.path.exists(path):
+            self.assertLess(time.monotonic(), end, 'no %s: %s' % (path, vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.02)
+
+    def wait_passes(self, vm, n):
+        """@n more verified passes from now, and no FAIL ever."""
+        start = vm.serial_text().count('PASS')
+        end = time.monotonic() + DEADLINE
+        while vm.serial_text().count('PASS') < start + n:
+            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
+                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
+            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
+            time.sleep(0.02)
+        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
+
+    def wait_migration(self, vm, statuses=('completed', 'failed', 'cancelled')):
+        end = time.monotonic() + DEADLINE
+        while True:
+            info = vm.qmp.cmd('query-migrate')
+            if info.get('status') in statuses:
+                return info
+            self.assertLess(time.monotonic(), end, '%s: %s' % (vm.name, info))
+            time.sleep(0.02)
+
+    def wait_exit(self, vm):
+        try:
+            return vm.proc.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.fail('%s did not exit: %s' % (vm.name, vm.log_tail()))
+
+    def refused(self, vm, cmd, text, **args):
+        with self.assertRaises(QMPError) as cm:
+            vm.qmp.cmd(cmd, **args)
+        self.assertIn(text, str(cm.exception))
+
+    def assert_guest_back(self, src, info):
+        """A failed update: the old process runs its guest on, as before."""
+        self.assertEqual(info['status'], 'failed', info)
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'running')
+        self.wait_passes(src, 3)
+
+    def update(self, src, dst):
+        src.qmp.cmd('migrate', channels=self.channels())
+        info = self.wait_migration(src)
+        self.assertEqual(info['status'], 'completed', '%s; new process: %s'
+                         % (info, dst.log_tail()))
+        dst.connect_qmp()
+        end = time.monotonic() + DEADLINE
+        while dst.qmp.cmd('query-status')['status'] != 'running':
+            self.assertLess(time.monotonic(), end, dst.log_tail())
+            time.sleep(0.02)
+        return info
+
+
+class TestUpdate(CprCase):
+    def test_update_and_quit(self):
+        """The guest goes on in the new process; its RAM was never copied."""
+        src = self.source(vga=True)
+        dst = self.new_process(vga=True)
+        info = self.update(src, dst)
+        self.wait_passes(dst, 3)
+        ram = info['ram']
+        self.assertEqual(ram['dirty-sync-count'], 0, ram)
+        self.assertEqual(ram['normal'], 0, ram)
+        self.assertLess(ram['transferred'], 256 * 1024, ram)
+        # The old process holds the guest's memory, but the guest is not its own.
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'postmigrate')
+        for cmd, args in (('cont', {}), ('system_reset', {}),
+                          ('migrate', {'uri': 'exec:cat > /dev/null'})):
+            self.refused(src, cmd, 'The guest runs in the new process now', **args)
+        src.shutdown()
+        self.wait_passes(dst, 3)
+
+    def test_hmp_mode(self):
+        """migrate_set_parameter mode from HMP, as QEMU's, and info shows it."""
+        src = self.vm('src', memfd_args())
+        src.qmp.cmd('human-monitor-command', **{'command-line':
+                                                'migrate_set_parameter mode cpr-transfer'})
+        out = src.qmp.cmd('human-monitor-command',
+                          **{'command-line': 'info migrate_parameters'})
+        self.assertIn('mode: cpr-transfer', out)
+        self.assertEqual(src.qmp.cmd('query-migrate-parameters')['mode'], 'cpr-transfer')
+        self.wait_passes(src, 2)
+        dst = self.new_process()
+        self.update(src, dst)
+        self.wait_passes(dst, 3)
+
+
+class TestFailures(CprCase):
+    def test_new_process_other_size(self):
+        """Another -m: the new process refuses the memory and exits; the old runs on."""
+        src = self.source()
+        dst = self.new_process(mem_mb=MEM_MB * 2)
+        src.qmp.cmd('migrate', channels=self.channels())
+        self.assertNotEqual(self.wait_exit(dst), 0)
+        self.assertIn("cpr: RAM block 'ram0' is %d bytes in the old process"
+                      % (MEM_MB << 20), dst.log_tail())
+        info = self.wait_migration(src)
+        self.assertIn('the new process took the memory but does not listen on the main '
+                      'channel', info.get('error-desc', ''))
+        self.assert_guest_back(src, info)
+        # Nothing was destroyed: a good new process takes the guest after that.
+        self.cpr_sock += '.2'
+        self.main_sock += '.2'
+        self.update(src, self.new_process())
+
+    def test_new_process_other_devices(self):
+        """The new process lacks the old one's VGA: it refuses the state; the old runs on."""
+        src = self.source(vga=True)
+        dst = self.new_process(vga=False)
+        src.qmp.cmd('migrate', channels=self.channels())
+        info = self.wait_migration(src)
+        self.assertNotEqual(self.wait_exit(dst), 0)
+        self.assertIn('Unknown ramblock "vga.vram"', dst.log_tail())
+        self.assertIn('the destination closed the connection', info.get('error-desc', ''))
+        self.assert_guest_back(src, info)
+
+    def test_cancel_while_new_process_starts(self):
+        """A new process that takes the fds but never hangs up: migrate_cancel gives
+        the guest back. The fds cross beside the state, one per RAM block."""
+        src = self.source()
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(self.cpr_sock)
+        srv.listen(1)
+        got = {}
+
+        def take():
+            conn, _ = srv.accept()
+            fds = array.array('i')
+            data, anc, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(64 * fds.itemsize))
+            for level, typ, payload in anc:
+                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+            got['data'], got['fds'], got['conn'] = data, list(fds), conn
+
+        t = threading.Thread(target=take)
+        t.start()
+        src.qmp.cmd('migrate', channels=self.channels())
+        t.join(DEADLINE)
+        self.assertIn('data', got)
+        self.assertEqual(got['data'][:8], b'QMIGCPR1')
+        count = struct.unpack('>I', got['data'][12:16])[0]
+        self.assertEqual(len(got['fds']), count)
+        self.assertGreaterEqual(count, 1)
+        for fd in got['fds']:
+            self.assertTrue(os.readlink('/proc/self/fd/%d' % fd).startswith('/memfd:'))
+            os.close(fd)
+        time.sleep(0.3)
+        self.assertEqual(src.qmp.cmd('query-migrate')['status'], 'setup')
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'running')
+        src.qmp.cmd('migrate_cancel')
+        info = self.wait_migration(src)
+        self.assertEqual(info['status'], 'cancelled', info)
+        self.wait_passes(src, 3)
+        got['conn'].close()
+        srv.close()
+
+    def test_refusals(self):
+        """QEMU's words; the guest runs on after each."""
+        src = self.vm('src', memfd_args(aux=False))
+        self.wait_passes(src, 1)
+        self.refused(src, 'migrate', "a 'cpr' channel is for migrate-set-parameters mode "
+                     "cpr-transfer", channels=self.channels())
+        src.qmp.cmd('migrate-set-parameters', mode='cpr-transfer')
+        self.refused(src, 'migrate', "missing 'cpr' migration channel",
+                     uri='unix:' + self.main_sock)
+        tcp = {'transport': 'socket', 'type': 'inet', 'host': '127.0.0.1', 'port': '1'}
+        self.refused(src, 'migrate', 'bad cpr channel address; must be unix',
+                     channels=[self.channels()[0], {'channel-type': 'cpr', 'addr': tcp}])
+        self.refused(src, 'migrate', 'is not compatible with CPR. share=on is required for '
+                     'memory-backend objects, and aux-ram-share=on is required.',
+                     channels=self.channels())
+        for cap, what in (('postcopy-ram', 'postcopy'), ('multifd', 'multifd'),
+                          ('background-snapshot', 'background snapshot')):
+            src.qmp.cmd('migrate-set-capabilities',
+                        capabilities=[{'capability': cap, 'state': True}])
+            self.refused(src, 'migrate', 'Cannot use %s with CPR' % what,
+                         channels=self.channels())
+            src.qmp.cmd('migrate-set-capabilities',
+                        capabilities=[{'capability': cap, 'state': False}])
+        # No shared memory at all: -m alone.
+        plain = self.vm('plain', [])
+        plain.qmp.cmd('migrate-set-parameters', mode='cpr-transfer')
+        self.refused(plain, 'migrate', 'is not compatible with CPR', channels=self.channels())
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'running')
+        self.wait_passes(src, 2)
+
+
+class TestHostileState(CprCase):
+    def feed(self, payload, fds=()):
+        """A fake old process that sends @payload (and @fds) to a new process."""
+        dst = self.new_process()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.cpr_sock)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))] if fds else []
+        s.sendmsg([payload], anc)
+        s.close()
+        status = self.wait_exit(dst)
+        self.assertEqual(status, 1, dst.log_tail())     # an error, not a signal
+        return dst.log_tail()
+
+    def test_bad_magic(self):
+        self.assertIn('cpr state: not a cpr state (bad magic)', self.feed(b'X' * 64))
+
+    def test_truncated(self):
+        self.assertIn('closed it after 8 bytes of the cpr state', self.feed(b'QMIGCPR1'))
+
+    def test_entries_without_fds(self):
+        name = b'ram0'
+        body = struct.pack('>QIH', MEM_MB << 20, 5, len(name)) + name
+        hdr = b'QMIGCPR1' + struct.pack('>III', 1, 1, len(body))
+        self.assertIn('cpr state: 1 entries, but 0 fds came with them', self.feed(hdr + body))
+
+    def test_too_many_entries(self):
+        hdr = b'QMIGCPR1' + struct.pack('>III', 1, 1000, 0)
+        self.assertIn('1000 fds, more than the 64', self.feed(hdr))
+
+    def test_wrong_fd_kind(self):
+        """A name the new process takes, with an fd of the wrong size: refused before use."""
+        name = b'ram0'
+        body = struct.pack('>QIH', MEM_MB << 20, 5, len(name)) + name
+        hdr = b'QMIGCPR1' + struct.pack('>III', 1, 1, len(body))
+        with open(os.path.join(self.tmp, 'small'), 'wb+') as f:
+            f.truncate(4096)
+            log = self.feed(hdr + body, fds=[f.fileno()])
+        self.assertIn("cpr: RAM block 'ram0' is 4096 bytes in the old process", log)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
