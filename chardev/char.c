@@ -6,6 +6,7 @@
  * written synchronously by whoever holds the BQL.
  */
 #include "qemu/osdep.h"
+#include "qemu/cpr-fd.h"
 #include "qapi/error.h"
 #include "qemu/sockets.h"
 #include "qemu/cutils.h"
@@ -522,7 +523,12 @@ static Chardev *chr_open_stdio(const char *label, Error **errp)
 static Chardev *chr_open_file(const char *label, const char *path, bool append, Error **errp)
 {
     Chardev *chr;
-    int fd = qemu_open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0666, errp);
+    /*
+     * A live update's new process goes on where the old one wrote: the
+     * guest's console is one story, not two (never truncated).
+     */
+    bool keep = append || cpr_fd_received();
+    int fd = qemu_open(path, O_WRONLY | O_CREAT | (keep ? O_APPEND : O_TRUNC), 0666, errp);
 
     if (fd < 0) {
         return NULL;

@@ -37,6 +37,7 @@
 /* The ways of sending RAM; qmp_migrate picks the first row its capabilities select. */
 static const MigrationOutMode *const outgoing_modes[] = {
     &cpr_transfer_mode,
+    &cpr_exec_mode,
     &snapshot_mode,
     &postcopy_mode,
     &precopy_mode,          /* selects itself: the default, keep it last */
@@ -304,6 +305,23 @@ static void migration_cleanup_bh(void *opaque)
         /* The thread ended without an outcome (cancelled before connecting...). */
         s->result = MIGRATION_STATUS_FAILED;
     }
+    if (s->result == MIGRATION_STATUS_COMPLETED && s->mode->hand_over) {
+        Error *err = NULL;
+
+        /* Returns only if the new process could not take the guest: it runs here again. */
+        if (!s->mode->hand_over(s, s->mode_state, &err)) {
+            error_prepend(&err, "migration failed: ");
+            g_clear_pointer(&s->error, error_free);
+            s->error = err;
+            s->result = MIGRATION_STATUS_FAILED;
+            s->committed = false;
+            if (s->vm_was_running) {
+                vm_start();
+            } else {
+                runstate_set(RUN_STATE_PAUSED);
+            }
+        }
+    }
     if (migration_guest_moved(s) && s->result != MIGRATION_STATUS_COMPLETED) {
         /* Never both sides running: this one waits, stopped, for a recovery. */
         s->result = MIGRATION_STATUS_POSTCOPY_PAUSED;
@@ -451,7 +469,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     mode = migration_select_mode();
     g_free(s->cpr_uri);
     s->cpr_uri = g_steal_pointer(&cpr_uri);
-    if (mode->check_start && !mode->check_start(s, errp)) {
+    if (mode->check_start && !mode->check_start(s, uri, errp)) {
         return false;
     }
     /* fd:NAME (a getfd name, as libvirt's virsh save sends) is taken below, once all is checked. */

@@ -28,6 +28,12 @@ bool migration_incoming_check(const char *arg, bool *is_cpr, Error **errp);
  * listens. Blocks, as QEMU's does; exits nothing itself. Main thread.
  */
 bool cpr_incoming_receive(const char *arg, Error **errp);
+/*
+ * The same after a cpr-exec: the state is in an inherited memfd named by
+ * CPR_EXEC_STATE_ENV (migration/cpr-exec.h), the fds are inherited. True
+ * (and nothing done) if the variable is not set. Main thread, at startup.
+ */
+bool cpr_exec_incoming_adopt(Error **errp);
 /* Whether the destination starts the guest after loading (false with -S). */
 void migration_set_autostart(bool autostart);
 /*
@@ -56,6 +62,8 @@ bool migration_set_global_property(const char *name, const char *value, Error **
  * (postcopy): a VMM read of a missing page waits for it. Any thread.
  */
 bool migration_incoming_in_postcopy(void);
+/* This process's command line (cpr-exec restarts it if the new binary fails). */
+void migration_set_argv(int argc, char **argv);
 /* Defaults of capabilities and parameters; before option parsing. */
 void migration_options_init(void);
 

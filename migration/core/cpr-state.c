@@ -285,3 +285,48 @@ CprState *cpr_state_recv(int sock, Error **errp)
     }
     return st;
 }
+
+#define CPR_ROLLBACK_MAGIC "QMIGRBK1"
+#define CPR_ROLLBACK_MAX_ARGS 4096
+
+GByteArray *cpr_rollback_encode(int exe_fd, char *const *argv)
+{
+    GByteArray *b = g_byte_array_new();
+    uint8_t fd[4];
+
+    g_byte_array_append(b, (const uint8_t *)CPR_ROLLBACK_MAGIC, 8);
+    stl_be_p(fd, exe_fd);
+    g_byte_array_append(b, fd, 4);
+    for (; *argv; argv++) {
+        g_byte_array_append(b, (const uint8_t *)*argv, strlen(*argv) + 1);
+    }
+    return b;
+}
+
+char **cpr_rollback_parse(const uint8_t *buf, size_t len, int *exe_fd, Error **errp)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+    size_t off = 12;
+
+    if (len < 12 || memcmp(buf, CPR_ROLLBACK_MAGIC, 8)) {
+        error_setg(errp, "cpr-exec: not a rollback record");
+        return NULL;
+    }
+    *exe_fd = (int32_t)ldl_be_p(buf + 8);
+    while (off < len) {
+        const uint8_t *nul = memchr(buf + off, 0, len - off);
+
+        if (!nul || args->len >= CPR_ROLLBACK_MAX_ARGS) {
+            error_setg(errp, "cpr-exec: the rollback record's arguments are malformed");
+            return NULL;
+        }
+        g_ptr_array_add(args, g_strdup((const char *)buf + off));
+        off = nul - buf + 1;
+    }
+    if (!args->len) {
+        error_setg(errp, "cpr-exec: the rollback record names no program");
+        return NULL;
+    }
+    g_ptr_array_add(args, NULL);
+    return (char **)g_ptr_array_free(g_steal_pointer(&args), FALSE);
+}

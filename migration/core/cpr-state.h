@@ -63,4 +63,13 @@ bool cpr_state_send(int sock, MigMode mode, const CprFdEntry *e, unsigned n, Err
 /* Receives one state from @sock (blocking): its entries hold our fds, one per entry. */
 CprState *cpr_state_recv(int sock, Error **errp);
 
+/*
+ * cpr-exec's way back: the old binary (@exe_fd, an fd of it that survives
+ * the exec) and the arguments that restart it as the incoming side of the
+ * same state. The new image executes it if it fails before the guest runs.
+ */
+GByteArray *cpr_rollback_encode(int exe_fd, char *const *argv);
+/* The arguments (g_strfreev them) and the fd, or NULL with @errp set. */
+char **cpr_rollback_parse(const uint8_t *buf, size_t len, int *exe_fd, Error **errp);
+
 #endif

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A live update's new process takes the cpr state (migration/misc.h's
- * cpr_incoming_receive): before the memory backends exist, so that each
+ * cpr_incoming_receive from the cpr channel, cpr_exec_incoming_adopt from
+ * what the exec left it): before the memory backends exist, so that each
  * RAM block maps the old process's memory instead of making its own.
  */
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include "qapi/error.h"
 #include "qemu/cpr-fd.h"
+#include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include "migration/misc.h"
+#include "migration/cpr-exec.h"
 #include "migration/core/channel-list.h"
 #include "migration/core/cpr-state.h"
 #include "migration/core/options.h"
 #include "incoming.h"
+#include "cpr-rollback.h"
 
 /* The one connection the old process makes; the listener goes once it came. */
 static int cpr_accept_one(const char *path, Error **errp)
@@ -63,5 +67,86 @@ bool cpr_incoming_receive(const char *arg, Error **errp)
     /* As QEMU's: the new process takes its mode from the old one. */
     migrate_set_mode(st->mode);
     migration_incoming_hold_cpr_conn(fd);
+    return true;
+}
+
+/* The cpr state's bytes in the inherited memfd @fd (closed here). */
+static CprState *cpr_exec_read_state(int fd, Error **errp)
+{
+    g_autofree uint8_t *buf = NULL;
+    struct stat st;
+    ssize_t r;
+
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (1 << 20)) {
+        error_setg(errp, "cpr-exec: fd %d does not hold a cpr state", fd);
+        close(fd);
+        return NULL;
+    }
+    buf = g_malloc(st.st_size);
+    r = pread(fd, buf, st.st_size, 0);
+    close(fd);
+    if (r != st.st_size) {
+        error_setg(errp, "cpr-exec: reading the cpr state from fd %d failed", fd);
+        return NULL;
+    }
+    return cpr_state_parse(buf, st.st_size, errp);
+}
+
+bool cpr_exec_incoming_adopt(Error **errp)
+{
+    const char *v = getenv(CPR_EXEC_STATE_ENV);
+    g_autoptr(CprState) st = NULL;
+    Error *rb_err = NULL;
+    const char *rb;
+    int fd;
+
+    if (!v) {
+        return true;
+    }
+    if (qemu_strtoi(v, NULL, 10, &fd) < 0 || fd <= STDERR_FILENO || fcntl(fd, F_GETFD) < 0) {
+        error_setg(errp, "cpr-exec: %s=%s names no inherited fd", CPR_EXEC_STATE_ENV, v);
+        return false;
+    }
+    /* Not for whatever this process runs next (an exec: migration's command). */
+    g_unsetenv(CPR_EXEC_STATE_ENV);
+    st = cpr_exec_read_state(fd, errp);
+    if (!st) {
+        return false;
+    }
+    /* Armed first: whatever fails from here on, the old binary takes the guest back. */
+    rb = getenv(CPR_EXEC_ROLLBACK_ENV);
+    if (rb) {
+        int rb_fd;
+
+        if (qemu_strtoi(rb, NULL, 10, &rb_fd) < 0 || rb_fd <= STDERR_FILENO ||
+            fcntl(rb_fd, F_GETFD) < 0) {
+            warn_report("cpr-exec: %s=%s names no inherited fd: no way back",
+                        CPR_EXEC_ROLLBACK_ENV, rb);
+        } else if (!cpr_rollback_arm(rb_fd, st, &rb_err)) {
+            warn_report_err(rb_err);
+        }
+        g_unsetenv(CPR_EXEC_ROLLBACK_ENV);
+    }
+    if (st->mode != MIG_MODE_CPR_EXEC) {
+        error_setg(errp, "cpr-exec: the inherited state is for mode %s", MigMode_str(st->mode));
+        return false;
+    }
+    for (unsigned i = 0; i < st->n; i++) {
+        int efd = st->e[i].sender_fd;
+
+        if (efd <= STDERR_FILENO || fcntl(efd, F_GETFD) < 0) {
+            error_setg(errp, "cpr-exec: RAM block '%s' names fd %d, which this process did "
+                       "not inherit", st->e[i].name, efd);
+            return false;
+        }
+    }
+    for (unsigned i = 0; i < st->n; i++) {
+        int efd = st->e[i].sender_fd;
+
+        /* Ours now, and not the next exec's. */
+        fcntl(efd, F_SETFD, fcntl(efd, F_GETFD) | FD_CLOEXEC);
+        cpr_fd_add(st->e[i].name, efd);
+    }
+    migrate_set_mode(st->mode);
     return true;
 }

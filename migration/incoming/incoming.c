@@ -24,6 +24,7 @@
 #include "migration/core/options.h"
 #include "migration/stream/postcopy.h"
 #include "incoming-sort.h"
+#include "cpr-rollback.h"
 #include "postcopy-dst.h"
 #include "migration/transport/ram.h"
 #include "migration/transport/tls.h"
@@ -284,6 +285,8 @@ static void incoming_finish_bh(void *opaque)
         incoming_set_state(MIGRATION_STATUS_FAILED);
         return;
     }
+    /* The guest is whole here: a live update's way back is not needed any more. */
+    cpr_rollback_disarm();
     /* QEMU's order: an observer of COMPLETED may use the guest at once. */
     incoming_start_guest();
     incoming_record_downtime(handoff_ns);

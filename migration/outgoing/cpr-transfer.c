@@ -21,6 +21,7 @@
 #include "migration/transport/ram.h"
 #include "migration/transport/ram-source.h"
 #include "outgoing.h"
+#include "cpr.h"
 
 typedef struct CprTransferState {
     PrecopyState pre;           /* precopy's switchover and its phases (its hooks' state) */
@@ -53,7 +54,7 @@ static void cpr_ram_fill_info(void *src, MigrationInfo *info)
 {
 }
 
-static const RAMPageSource cpr_ram_source = {
+const RAMPageSource cpr_ram_source = {
     .name = "cpr",
     .setup = cpr_ram_setup,
     .send_next = cpr_ram_send_next,
@@ -75,7 +76,7 @@ static void cpr_transfer_init(MigrationState *s, void *ms)
 }
 
 /* QEMU's refusals, in its words; multifd and mapped-ram would carry nothing here. */
-static bool cpr_transfer_check_start(MigrationState *s, Error **errp)
+bool cpr_check_start(Error **errp)
 {
     static const struct {
         MigrationCapability cap;
@@ -88,10 +89,6 @@ static bool cpr_transfer_check_start(MigrationState *s, Error **errp)
     };
     GPtrArray *rbs = ram_blocks();
 
-    if (!s->cpr_uri) {
-        error_setg(errp, "missing 'cpr' migration channel");
-        return false;
-    }
     for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
         if (migrate_cap(refused[i].cap)) {
             error_setg(errp, "Cannot use %s with CPR", refused[i].what);
@@ -114,6 +111,28 @@ static bool cpr_transfer_check_start(MigrationState *s, Error **errp)
         return false;
     }
     return true;
+}
+
+unsigned cpr_fd_entries(CprFdEntry *e)
+{
+    GPtrArray *rbs = ram_blocks();
+
+    /* The blocks never change after machine init; cpr_check_start counted them. */
+    for (guint i = 0; i < rbs->len; i++) {
+        RAMBlock *rb = g_ptr_array_index(rbs, i);
+
+        e[i] = (CprFdEntry) { .name = rb->idstr, .fd = rb->fd, .size = rb->used_length };
+    }
+    return rbs->len;
+}
+
+static bool cpr_transfer_check_start(MigrationState *s, const char *uri, Error **errp)
+{
+    if (!s->cpr_uri) {
+        error_setg(errp, "missing 'cpr' migration channel");
+        return false;
+    }
+    return cpr_check_start(errp);
 }
 
 /*
@@ -159,8 +178,8 @@ static bool cpr_wait_hangup(MigrationState *s, int fd, Error **errp)
 static bool cpr_transfer_before_connect(MigrationState *s, void *ms, Error **errp)
 {
     CprTransferState *cs = ms;
-    GPtrArray *rbs = ram_blocks();
     CprFdEntry e[CPR_STATE_MAX_FDS];
+    unsigned n;
     bool ok;
     int fd;
 
@@ -168,13 +187,8 @@ static bool cpr_transfer_before_connect(MigrationState *s, void *ms, Error **err
     if (fd < 0) {
         return false;
     }
-    /* The blocks never change after machine init; check_start counted them. */
-    for (guint i = 0; i < rbs->len; i++) {
-        RAMBlock *rb = g_ptr_array_index(rbs, i);
-
-        e[i] = (CprFdEntry) { .name = rb->idstr, .fd = rb->fd, .size = rb->used_length };
-    }
-    ok = cpr_state_send(fd, MIG_MODE_CPR_TRANSFER, e, rbs->len, errp);
+    n = cpr_fd_entries(e);
+    ok = cpr_state_send(fd, MIG_MODE_CPR_TRANSFER, e, n, errp);
     cs->sent_ns = get_clock_ns();
     ok = ok && cpr_wait_hangup(s, fd, errp);
     cs->ready_ns = get_clock_ns();

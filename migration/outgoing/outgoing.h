@@ -13,6 +13,7 @@
  *   snapshot_mode         snapshot_ram_source   every page is in the stream
  *   postcopy_mode         postcopy_ram_source   migrate-start-postcopy (or as precopy)
  *   cpr_transfer_mode     cpr_ram_source        at once (the RAM is handed over by fd)
+ *   cpr_exec_mode         cpr_ram_source        at once (then the process execs)
  *
  * A new mode is one file defining its row plus one line in outgoing_modes[]
  * (migration.c); docs/devel/migration.md says what the hooks must do.
@@ -153,9 +154,10 @@ struct MigrationOutMode {
     void (*init)(MigrationState *s, void *ms);
     /*
      * migrate, before anything starts: what this mode refuses (its
-     * capabilities, the guest's memory, the channels given). NULL = none.
+     * capabilities, the guest's memory, the channels given: @uri the main
+     * one's, s->cpr_uri). NULL = none.
      */
-    bool (*check_start)(MigrationState *s, Error **errp);
+    bool (*check_start)(MigrationState *s, const char *uri, Error **errp);
     /*
      * migrate-set-capabilities: checks that only this mode can make, such
      * as probing the kernel. NULL = none.
@@ -175,6 +177,13 @@ struct MigrationOutMode {
      * mig/src reads what this sets. NULL = the mode ignores it.
      */
     void (*start_postcopy)(MigrationState *s, void *ms);
+    /*
+     * Once the migration completed and mig/src, its stream and its
+     * channels are gone: hand the guest to the new process (cpr-exec
+     * executes it, and does not return). False with @errp: it could not,
+     * and the guest runs here again. NULL = nothing to do.
+     */
+    bool (*hand_over)(MigrationState *s, void *ms, Error **errp);
     /*
      * After mig/src was joined, whatever the outcome, before the sections'
      * save_cleanup: undo what setup did. NULL = nothing.
@@ -245,6 +254,7 @@ extern const MigrationOutMode precopy_mode;
 extern const MigrationOutMode snapshot_mode;
 extern const MigrationOutMode postcopy_mode;
 extern const MigrationOutMode cpr_transfer_mode;
+extern const MigrationOutMode cpr_exec_mode;
 
 
 /*

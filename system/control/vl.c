@@ -17,6 +17,7 @@
 #include "hw/virtio/virtio-net.h"
 #include "monitor/monitor.h"
 #include "migration/misc.h"
+#include "migration/cpr-exec.h"
 #include "net/net.h"
 #include "system/kvm.h"
 #include "system/memory.h"
@@ -457,7 +458,13 @@ void qemu_init(int argc, char **argv)
     vl_config_init(&cfg);
     error_set_progname(argv[0]);
     migration_options_init();
+    migration_set_argv(argc, argv);
     signal(SIGPIPE, SIG_IGN);
+    /* First: what fails after it (options included) sends the guest back to the old binary. */
+    if (!getenv(CPR_EXEC_PROBE_ENV) && !cpr_exec_incoming_adopt(&err)) {
+        error_report_err(err);
+        exit(1);
+    }
 
     /*
      * 1. Parse and validate everything before creating anything but the
@@ -467,6 +474,18 @@ void qemu_init(int argc, char **argv)
     user_objects_init();
     parse_command_line(&cfg, argc, argv);
     validate_config(&cfg);
+    if (getenv(CPR_EXEC_PROBE_ENV)) {
+        /* cpr-exec's check of the new binary, before the old one stops the guest. */
+        if (!cfg.incoming) {
+            error_report("cpr-exec: the new process needs -incoming (the migrate URI's file)");
+            exit(1);
+        }
+        exit(0);
+    }
+    if (cpr_fd_received() && !cfg.cpr_incoming && !cfg.incoming) {
+        error_report("cpr-exec: the new process needs -incoming (the migrate URI's file)");
+        exit(1);
+    }
     if (cfg.daemonize) {
         os_daemonize();
     }
@@ -487,11 +506,13 @@ void qemu_init(int argc, char **argv)
      * A live update's new process waits here for the old one's memory, as
      * QEMU's does: every RAM block made below maps what the old one had.
      */
-    if (cfg.cpr_incoming && !cpr_incoming_receive(cfg.cpr_incoming, &err)) {
+    /* (After a cpr-exec the memory came with the exec: a cpr channel there is stale.) */
+    if (cfg.cpr_incoming && !cpr_fd_received() && !cpr_incoming_receive(cfg.cpr_incoming, &err)) {
         error_prepend(&err, "-incoming %s: ", cfg.cpr_incoming);
         error_report_err(err);
         exit(1);
     }
+
 
     /* 3. Chardevs, memory backends (-object), network backends (-netdev, -nic). */
     for (guint i = 0; i < cfg.chardev_opts->len; i++) {

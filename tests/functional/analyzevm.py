@@ -53,6 +53,7 @@ class VM:
                 '-nographic', '-serial', 'file:' + self.serial,
                 '-kernel', FIRMWARE, '-append', append,
                 '-qmp', 'unix:%s,server=on,wait=off' % sock] + list(extra)
+        self.args = args
         self.logf = open(self.log, 'wb')
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=self.logf,

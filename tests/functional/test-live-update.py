@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-test-cpr-transfer.py: live update with cpr-transfer (issue 38), as QEMU
+test-live-update.py: live update with cpr-transfer (issue 38), as QEMU
 10.0's CPR documentation spells it: the new process starts with -incoming
 given twice (a JSON cpr channel on a unix socket, and the main channel),
 waits for the old one's memory, and the old one's migrate (mode
@@ -15,6 +15,13 @@ state (other devices), one that never hangs up (migrate_cancel), and the
 refusals in QEMU's words. A hostile cpr state makes the new process exit
 with a clear error. The wire is checked too: the fds cross beside the
 state, one per RAM block.
+
+cpr-exec (QEMU 10.2's spelling, from QMP and HMP): the same process
+executes cpr-exec-command, keeps its PID and the guest's memory, and its
+QMP socket comes back at the same path; a binary that is missing or
+refuses its options is found before the guest stops; a new binary that
+fails after the exec (another size, other devices) executes the old one
+again, which takes the guest back.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure).
@@ -35,7 +42,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import VM, QMPError, skip_class_without_kvm  # noqa: E402
+from analyzevm import QMP, VM, QMPError, skip_class_without_kvm  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
@@ -55,7 +62,7 @@ def unix_addr(path):
 class CprCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        skip_class_without_kvm('test-cpr-transfer')
+        skip_class_without_kvm('test-live-update')
         cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-cpr-')
 
     @classmethod
@@ -215,7 +222,9 @@ class TestFailures(CprCase):
         info = self.wait_migration(src)
         self.assertNotEqual(self.wait_exit(dst), 0)
         self.assertIn('Unknown ramblock "vga.vram"', dst.log_tail())
-        self.assertIn('the destination closed the connection', info.get('error-desc', ''))
+        # Whichever the old process notices first: the refusal on the return path, or the hang-up.
+        self.assertRegex(info.get('error-desc', ''), 'the destination (closed the connection|'
+                         'failed to load)')
         self.assert_guest_back(src, info)
 
     def test_cancel_while_new_process_starts(self):
@@ -327,6 +336,133 @@ class TestHostileState(CprCase):
             f.truncate(4096)
             log = self.feed(hdr + body, fds=[f.fileno()])
         self.assertIn("cpr: RAM block 'ram0' is 4096 bytes in the old process", log)
+
+
+class TestExec(CprCase):
+    def exec_vm(self, vga=False, append=APPEND):
+        vm = VM(self.tmp, 'exec%d-%d' % (self.n, len(self.vms)), mem_mb=MEM_MB, append=append,
+                extra=memfd_args(vga=vga))
+        vm.name = 'exec'
+        self.vms.append(vm)
+        self.wait_passes(vm, 2)
+        self.state = os.path.join(self.tmp, 'state%d' % self.n)
+        return vm
+
+    def new_argv(self, vm, replace=None):
+        """The same command line, with -incoming of the state file (and @replace applied)."""
+        args = list(vm.args)
+        for old, new in (replace or {}).items():
+            args = [new if a == old else a for a in args if not (a == old and new is None)]
+        return args + ['-incoming', 'file:' + self.state]
+
+    def reconnect(self, vm):
+        """The exec closed the QMP socket; the image that runs the guest listens on the same
+        path (a new image that fails closes it again before it executes the old binary)."""
+        vm.qmp.close()
+        vm.qmp = None
+        end = time.monotonic() + DEADLINE
+        while True:
+            self.assertLess(time.monotonic(), end, vm.log_tail())
+            self.assertIsNone(vm.proc.poll(), vm.log_tail())   # the same process throughout
+            try:
+                vm.qmp = QMP(vm.qmp_path, vm.proc)
+                if vm.qmp.cmd('query-migrate').get('status') == 'completed' and \
+                        vm.qmp.cmd('query-status')['status'] == 'running':
+                    return
+            except Exception:       # the image went away under us: the next one listens soon
+                pass
+            if vm.qmp is not None:
+                vm.qmp.close()
+                vm.qmp = None
+            time.sleep(0.05)
+
+    def exec_update(self, vm, argv):
+        before = vm.serial_text().count('PASS')
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec', **{'cpr-exec-command': argv})
+        vm.qmp.cmd('migrate', uri='file:' + self.state)
+        self.reconnect(vm)
+        self.wait_passes(vm, 3)
+        # One console: the new image appended to what the old one wrote.
+        self.assertGreater(vm.serial_text().count('PASS'), before)
+        self.assertTrue(vm.serial_text().startswith('READY'), vm.serial_text()[:200])
+
+    def test_exec_update(self):
+        """QMP: the process becomes the new binary, the guest runs on in the same memory."""
+        vm = self.exec_vm(vga=True)
+        self.exec_update(vm, self.new_argv(vm))
+        self.assertEqual(vm.qmp.cmd('query-migrate')['status'], 'completed')
+        # And once more: the updated process updates again.
+        self.exec_update(vm, self.new_argv(vm))
+
+    def test_exec_hmp(self):
+        """HMP, as QEMU 10.2's documentation: migrate_set_parameter, migrate -d file:."""
+        vm = self.exec_vm(append='mode=verify')
+        hmp = lambda line: vm.qmp.cmd('human-monitor-command', **{'command-line': line})
+        hmp('migrate_set_parameter mode cpr-exec')
+        hmp('migrate_set_parameter cpr-exec-command ' + ' '.join(self.new_argv(vm)))
+        self.assertIn('cpr-exec-command: ' + ' '.join(self.new_argv(vm)),
+                      hmp('info migrate_parameters'))
+        hmp('migrate -d file:' + self.state)
+        self.reconnect(vm)
+        self.wait_passes(vm, 3)
+
+    def assert_not_executed(self, vm, text):
+        info = self.wait_migration(vm)
+        self.assertEqual(info['status'], 'failed', info)
+        self.assertIn(text, info.get('error-desc', ''))
+        self.assertEqual(vm.qmp.cmd('query-status')['status'], 'running')
+        self.wait_passes(vm, 3)
+
+    def test_exec_missing_binary(self):
+        vm = self.exec_vm()
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec',
+                   **{'cpr-exec-command': ['/nonexistent/qemu-system-x86_64']})
+        vm.qmp.cmd('migrate', uri='file:' + self.state)
+        self.assert_not_executed(vm, "cpr-exec: cannot execute '/nonexistent/qemu-system-x86_64'")
+
+    def test_exec_bad_options(self):
+        vm = self.exec_vm()
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec',
+                   **{'cpr-exec-command': self.new_argv(vm) + ['-bogus-option']})
+        vm.qmp.cmd('migrate', uri='file:' + self.state)
+        self.assert_not_executed(vm, 'refused to start (exit status 1)')
+        self.assertFalse(os.path.exists(self.state))     # nothing stopped, nothing written
+
+    def rolled_back(self, vm, argv):
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec', **{'cpr-exec-command': argv})
+        vm.qmp.cmd('migrate', uri='file:' + self.state)
+        self.reconnect(vm)
+        self.wait_passes(vm, 3)
+        self.assertIn('the old binary takes the guest back', vm.log_tail())
+
+    def test_exec_rollback_other_size(self):
+        """The new binary refuses the memory after the exec: the old one takes the guest back."""
+        vm = self.exec_vm()
+        self.rolled_back(vm, self.new_argv(vm, {
+            'memory-backend-memfd,id=ram0,size=%dM,share=on' % MEM_MB:
+            'memory-backend-memfd,id=ram0,size=%dM,share=on' % (MEM_MB * 2),
+            '%dM' % MEM_MB: '%dM' % (MEM_MB * 2)}))
+        self.assertIn("cpr: RAM block 'ram0' is", vm.log_tail())
+        # The process it became can update again, to a good binary this time.
+        self.exec_update(vm, self.new_argv(vm))
+
+    def test_exec_rollback_other_devices(self):
+        """The new binary lacks the VGA and refuses the state: the old one takes it back."""
+        vm = self.exec_vm(vga=True)
+        self.rolled_back(vm, self.new_argv(vm, {'-device': None, 'isa-vga': None}))
+        self.assertIn('Unknown ramblock "vga.vram"', vm.log_tail())
+
+    def test_exec_refusals(self):
+        vm = self.exec_vm()
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec')
+        self.refused(vm, 'migrate', 'cpr-exec: set the cpr-exec-command parameter first',
+                     uri='file:' + self.state)
+        vm.qmp.cmd('migrate-set-parameters', **{'cpr-exec-command': self.new_argv(vm)})
+        self.refused(vm, 'migrate', 'cpr-exec: the main channel must be a file',
+                     uri='unix:' + self.main_sock)
+        self.refused(vm, 'migrate', "a 'cpr' channel is for migrate-set-parameters mode "
+                     "cpr-transfer", channels=self.channels())
+        self.wait_passes(vm, 2)
 
 
 if __name__ == '__main__':
