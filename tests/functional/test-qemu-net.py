@@ -79,6 +79,8 @@ class NetInteropCase(unittest.TestCase):
     machine = MACHINE
     net_section = NET_SECTION
     ready_found = READY_FOUND
+    append = APPEND
+    irq = False                 # the guest takes rx interrupts (irq=1) and counts them
 
     @classmethod
     def setUpClass(cls):
@@ -107,7 +109,7 @@ class NetInteropCase(unittest.TestCase):
         if incoming:
             mig = free_port()
             args += ['-incoming', 'tcp:127.0.0.1:%d' % mig]
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=self.append,
                 binary=binary, extra=args)
         vm.mig_port = mig if incoming else None
         vm.name = '%s (%s)' % (name, binary)
@@ -153,9 +155,22 @@ class NetInteropCase(unittest.TestCase):
                                                                          dst.log_tail()))
             time.sleep(0.05)
         self.assert_woke(dst, '%s -> %s' % (src.name, dst.name))
+        irqs0 = self.irqs(dst)
         self.wait_more_echoes(RATE)     # a second of answers from the destination
         self.assertNotIn('FAIL', dst.serial_text(), dst.name)
+        if self.irq:
+            # The destination's IOAPIC delivers: the count goes on growing there.
+            end = time.monotonic() + WAKE_S
+            while self.irqs(dst) <= irqs0:
+                self.assertLess(time.monotonic(), end, '%s: no interrupt after %s -> %s (%d)'
+                                % (dst.name, src.name, dst.name, irqs0))
+                time.sleep(0.2)
         return dst
+
+    def irqs(self, vm):
+        """The guest's interrupt count in its last STAT line (irq=1), or -1."""
+        counts = re.findall(r'STAT [^\n]* irqs=(\d+)', vm.serial_text())
+        return int(counts[-1]) if counts else -1
 
     def assert_woke(self, dst, hop):
         """The firmware prints a STAT line a second: none in WAKE_S is a
@@ -358,6 +373,26 @@ class TestPlacement(NetInteropCase):
                       'virtio_mmio.device=512@0xfeb00a00:10', lines[QEMU])
 
 
+class IrqCase(AcpiCase):
+    """The guest routes its NIC's interrupt through the second IOAPIC."""
+    append = APPEND + ' irq=1'
+    irq = True
+
+
+class TestNetAcpiIrq(IrqCase):
+    """Interrupts delivered after every hop, QEMU -> ours -> QEMU and ours -> ours."""
+    def test_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+    def test_qemu72(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.roundtrip(PEER)
+
+    def test_ours(self):
+        self.roundtrip(QEMU)
+
+
 class TestPlacementAcpi(AcpiCase):
     def test_same_slots_as_qemu(self):
         """With ACPI, three NICs: the guest probes the 24 slots upwards and
@@ -370,7 +405,7 @@ class TestPlacementAcpi(AcpiCase):
             for i in range(3):
                 args += ['-netdev', 'user,id=n%d' % i,
                          '-device', 'virtio-net-device,netdev=n%d' % i]
-            vm = VM(self.tmp, 'place%d' % len(self.vms), mem_mb=MEM_MB, append=APPEND,
+            vm = VM(self.tmp, 'place%d' % len(self.vms), mem_mb=MEM_MB, append=self.append,
                     binary=binary, extra=args)
             self.vms.append(vm)
             ready = vm.wait_serial(r'READY [^\n]*\n').group(0)
