@@ -17,11 +17,14 @@
  *   then EOIs the IOAPIC itself through the EOI register (version 0x20)
  *   after its LAPIC EOI, as it does for any level interrupt whose TMR bit
  *   is clear.
- * - The line falling clears Remote IRR: the device was serviced (a
- *   virtio driver acknowledges InterruptStatus before its EOI), so a
- *   guest that EOIs only its LAPIC still gets the next interrupt. A line
- *   that never falls and a guest that never writes the EOI register would
- *   block the pin, as on hardware whose EOI broadcast was lost.
+ * - A low line clears Remote IRR: the device was serviced (a virtio
+ *   driver acknowledges InterruptStatus before its EOI), so a guest that
+ *   EOIs only its LAPIC still gets the next interrupt. A line that never
+ *   falls and a guest that never writes the EOI register would block the
+ *   pin, as on hardware whose EOI broadcast was lost.
+ * An entry with a reserved delivery mode (3, 6) or ExtINT (7, which only
+ * an 8259 behind the IOAPIC could answer) delivers nothing: KVM has no
+ * such MSI. Its edge or line stays in irr, as for a masked pin.
  * Polarity is stored and sent back but not applied: the devices wired here
  * drive active-high lines, as the DSDT QEMU builds says.
  */
@@ -36,6 +39,8 @@
 #define IOAPIC_ID_MAX           0xf
 /* The bits of an entry's low word a guest write leaves alone. */
 #define IOAPIC_RTE_RO_BITS      (IOAPIC_RTE_DELIVS | IOAPIC_RTE_REMOTE_IRR)
+/* Delivery modes an MSI can carry: fixed, lowest priority, SMI, NMI, INIT. */
+#define IOAPIC_DELIVERABLE      (1u << 0 | 1u << 1 | 1u << 2 | 1u << 4 | 1u << 5)
 
 struct IOAPIC {
     IOAPICDeliverFn deliver;    /* immutable */
@@ -62,7 +67,8 @@ static void ioapic_service_pin(IOAPIC *io, unsigned pin)
     uint64_t addr;
     uint32_t data;
 
-    if ((*e & IOAPIC_RTE_MASKED) || !(io->regs.irr & bit)) {
+    if ((*e & IOAPIC_RTE_MASKED) || !(io->regs.irr & bit) ||
+        !(IOAPIC_DELIVERABLE & (1u << ((*e >> IOAPIC_RTE_DELMODE_SHIFT) & 7)))) {
         return;
     }
     if (*e & IOAPIC_RTE_LEVEL) {
@@ -218,7 +224,7 @@ void ioapic_set_irq(IOAPIC *io, unsigned pin, bool level)
             io->regs.irr |= bit;
         } else {
             io->regs.irr &= ~bit;
-            /* The device was serviced: stands in for the EOI we never see (file comment). */
+            /* Low: the device was serviced; stands in for the EOI we never see (file comment). */
             io->regs.ioredtbl[pin] &= ~IOAPIC_RTE_REMOTE_IRR;
         }
     } else if (rising) {

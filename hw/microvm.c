@@ -2,7 +2,8 @@
 /*
  * The microvm machine: RAM below 3 GiB plus the rest at 4 GiB, in-kernel
  * irqchip (PIC, IOAPIC, LAPIC) and PIT, with ACPI QEMU's second IOAPIC in
- * userspace, COM1, optional isa-debug-exit, and PVH boot. Guest-physical layout of the boot data:
+ * userspace, COM1, optional isa-debug-exit, and PVH boot. Guest-physical
+ * layout of the boot data:
  *
  *   0x6000   struct hvm_start_info
  *   0x6100   memory map (up to 32 entries)

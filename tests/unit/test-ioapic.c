@@ -184,6 +184,18 @@ static void test_edge(void)
     /* Pins beyond the table are ignored. */
     ioapic_set_irq(f.io, IOAPIC_NUM_PINS, true);
     g_assert_cmpuint(f.sent->len, ==, 3);
+    /* Reserved delivery modes and ExtINT send nothing; the edge waits, as masked. */
+    for (uint64_t mode = 3; mode <= 7; mode++) {
+        if (mode == 4 || mode == 5) {
+            continue;
+        }
+        ioapic_set_irq(f.io, 7, false);
+        entry_write(f.io, 7, mode << IOAPIC_RTE_DELMODE_SHIFT | 0x51);
+        ioapic_set_irq(f.io, 7, true);
+        g_assert_cmpuint(f.sent->len, ==, 3);
+    }
+    entry_write(f.io, 7, 0x51);
+    g_assert_cmpuint(f.sent->len, ==, 4);
     fixture_fini(&f);
 }
 
