@@ -16,9 +16,10 @@
  * in QEMU's microvm slots (0xfeb00000 + 512 * slot), the first device in
  * the last slot and on downwards, as QEMU 7.2 and 10.0 place them (so a
  * driver bound there finds its device at the same address and interrupt
- * after a move). Without the second IOAPIC there are 8 slots on GSI
- * 5 + slot (KVM's IOAPIC); with it (ACPI and ioapic2, QEMU's default) 24
- * on its pins, GSI 24 + slot (hw/microvm-ioapic2.c). Only with acpi=off
+ * after a move). Without the second IOAPIC there are 8 slots on KVM's
+ * IOAPIC, GSI 5 + slot with acpi=off and 16 + slot with ACPI; with it
+ * (ACPI and ioapic2, QEMU's default) 24 on its pins, GSI 24 + slot
+ * (hw/microvm-ioapic2.c). Only with acpi=off
  * are they named to the kernel on its command line, in creation order, as
  * QEMU does; with ACPI QEMU describes them in its DSDT, which our PVH boot
  * does not build (docs/devel/qemu-interop.md).
@@ -278,6 +279,7 @@ static bool microvm_virtio_init(MachineState *ms, MicrovmIoapic2 *ioapic2, Error
 {
     guint n = ms->virtio_devices ? ms->virtio_devices->len : 0;
     guint slots = ioapic2 ? MICROVM_VIRTIO_SLOTS_IOAPIC2 : MICROVM_VIRTIO_SLOTS;
+    int gsi_base = microvm_acpi(ms) ? MICROVM_VIRTIO_IRQ_BASE_ACPI : MICROVM_VIRTIO_IRQ_BASE;
 
     if (n > slots) {
         error_setg(errp, "%u virtio devices given, but microvm has %u virtio-mmio slots", n,
@@ -293,7 +295,7 @@ static bool microvm_virtio_init(MachineState *ms, MicrovmIoapic2 *ioapic2, Error
         VirtIOMMIOState *s =
             ioapic2 ? virtio_mmio_create_on_line(vdev, base, MICROVM_IOAPIC2_GSI_BASE + slot,
                                                  microvm_ioapic2_set_irq, ioapic2, slot, errp)
-                    : virtio_mmio_create(vdev, base, MICROVM_VIRTIO_IRQ_BASE + slot, errp);
+                    : virtio_mmio_create(vdev, base, gsi_base + (int)slot, errp);
         if (!s) {
             return false;
         }

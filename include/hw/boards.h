@@ -17,12 +17,14 @@
 /*
  * virtio-mmio transports, as QEMU's microvm places them: slot i at
  * 0xfeb00000 + i * 512, the first device in the last slot (hw/microvm.c);
- * eight slots on GSI 5 + i without the second IOAPIC, 24 on its pins
- * (GSI 24 + i) with it.
+ * eight slots on GSI 5 + i with acpi=off, on GSI 16 + i with ACPI but
+ * ioapic2=off (QEMU's DSDT), 24 on the second IOAPIC's pins (GSI 24 + i)
+ * with both.
  */
 #define MICROVM_VIRTIO_MMIO_BASE   0xfeb00000ULL
 #define MICROVM_VIRTIO_MMIO_STRIDE 512
 #define MICROVM_VIRTIO_IRQ_BASE    5
+#define MICROVM_VIRTIO_IRQ_BASE_ACPI 16
 #define MICROVM_VIRTIO_SLOTS       8
 #define MICROVM_VIRTIO_SLOTS_IOAPIC2 24
 
