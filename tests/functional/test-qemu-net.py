@@ -20,7 +20,10 @@ interrupts of three NICs are QEMU's.
 All of it again with ACPI (QEMU's default microvm, the *Acpi classes):
 QEMU's transports then sit in 24 slots on its second IOAPIC, which ours
 emulates (hw/microvm-ioapic2.c), and its "ioapic" 1 section comes back
-byte for byte too; and ours -> ours -> ours with ACPI.
+byte for byte too; and ours -> ours -> ours with ACPI. With the firmware's
+irq=1 the guest takes its NIC's interrupts through the second IOAPIC (or,
+with ioapic2=off, KVM's at QEMU's GSI 23) and their count must grow on
+every side of every hop.
 
 After each hop the guest must print within WAKE_S: a guest halted at the
 switchover that never wakes (a PIT tick lost in the PIC's state, fixed in
@@ -391,6 +394,20 @@ class TestNetAcpiIrq(IrqCase):
 
     def test_ours(self):
         self.roundtrip(QEMU)
+
+
+class TestNetIoapic2OffIrq(IrqCase):
+    """ACPI without the second IOAPIC: QEMU's DSDT puts slot 7 on GSI 23 of
+    KVM's IOAPIC. The guest is told so (the DSDT is QEMU's alone) and takes
+    its interrupts there on both sides of every hop."""
+    machine = ('-M', 'microvm,ioapic2=off', '-global', 'virtio-mmio.force-legacy=false')
+    net_section = NET_SECTION
+    ready_found = 'transport=0xfeb00e00 found=probe irq=0'
+    append = APPEND + ' irq=gsi:23'
+
+    def test_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
 
 
 class TestPlacementAcpi(AcpiCase):

@@ -51,6 +51,7 @@ static struct {
     uint32_t dst_ip;
     uint16_t dst_port;          /* 0: the default, GATEWAY_IP:port */
     bool irq;                   /* irq=1: take rx interrupts through the IOAPIC (count them) */
+    uint64_t irq_gsi;           /* irq=gsi:N: the line is GSI N (else found as below) */
 } NP = { .port = 7 };
 
 /*
@@ -204,6 +205,15 @@ enum net_param net_param(const char *k, size_t kn, const char *v, size_t vn)
         return NET_PARAM_OK;
     }
     if (mem_eq(k, kn, "irq")) {
+        /* 0, 1, or gsi:N with N on one of microvm's two IOAPICs (0-47) */
+        if (vn > 4 && mem_eq(v, 4, "gsi:")) {
+            if (!parse_u64(v + 4, vn - 4, &x) || x >= 48) {
+                return NET_PARAM_BAD;
+            }
+            NP.irq = true;
+            NP.irq_gsi = x;
+            return NET_PARAM_OK;
+        }
         if (!parse_u64(v, vn, &x) || x > 1) {
             return NET_PARAM_BAD;
         }
@@ -649,19 +659,22 @@ static bool stream_tick(uint64_t rate, uint64_t now, uint64_t *t0, uint64_t *k)
  */
 /*
  * irq=1: route the transport's line to VNET_IRQ_VECTOR on CPU 0, level,
- * through the IOAPIC that has it: named on the command line (acpi=off),
- * KVM's at 0xfec00000, pin = its GSI; probed (QEMU's ACPI layout), the
- * second IOAPIC at 0xfec10000, pin = the slot. CPL0 (SVC_CALL).
+ * through the IOAPIC that has its GSI: given (irq=gsi:N), named on the
+ * command line (acpi=off), or, probed, QEMU's default layout (ACPI and the
+ * second IOAPIC: GSI 24 + slot). GSIs 0-23 are KVM's IOAPIC at
+ * 0xfec00000, 24-47 the second one's at 0xfec10000. CPL0 (SVC_CALL).
  */
 static uint64_t vnet_irq_setup_cpl0(void *arg)
 {
-    uint64_t ioapic = g_vnet.probed ? 0xfec10000ULL : 0xfec00000ULL;
-    uint64_t pin = g_vnet.probed ? (g_vnet.base - 0xfeb00000ULL) / 512 : g_vnet.irq;
+    uint64_t gsi = NP.irq_gsi ? NP.irq_gsi
+                   : g_vnet.probed ? 24 + (g_vnet.base - 0xfeb00000ULL) / 512 : g_vnet.irq;
+    uint64_t ioapic = gsi < 24 ? 0xfec00000ULL : 0xfec10000ULL;
+    uint64_t pin = gsi % 24;
     volatile uint32_t *sel = (volatile uint32_t *)ioapic;
     volatile uint32_t *win = (volatile uint32_t *)(ioapic + 0x10);
 
     (void)arg;
-    if (pin >= 24) {
+    if (gsi >= 48) {
         return 1;
     }
     g_vnet_irq_base = g_vnet.base;
