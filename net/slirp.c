@@ -13,6 +13,7 @@
 #include "qemu/main-loop.h"
 #include "net/net.h"
 #include "net/slirp.h"
+#include "slirp-cpr.h"
 #include "trace/trace.h"
 #include <slirp/libslirp.h>
 
@@ -144,6 +145,12 @@ static gboolean slirp_poll_prepare(GSource *source, gint *timeout)
 
     s->round++;
     g_ptr_array_set_size(s->polled, 0);
+    if (net_slirp_cpr_paused()) {
+        /* Not our guest (a live update): its sockets are the other process's to read. */
+        g_hash_table_foreach_remove(s->fds, slirp_fd_unused, s);
+        *timeout = 50;
+        return FALSE;
+    }
     slirp_pollfds_fill(s->slirp, &ms, slirp_add_poll, s);
     g_hash_table_foreach_remove(s->fds, slirp_fd_unused, s);
     if (ms != UINT32_MAX) {
@@ -343,8 +350,13 @@ static NetSlirpState *net_slirp_state(NetClientState *nc)
 static bool net_slirp_hostfwd_set(NetSlirpState *s, const char *rule,
                                   const NetSlirpHostFwd *fwd, Error **errp)
 {
-    if (slirp_add_hostfwd(s->slirp, fwd->udp, fwd->host_addr, fwd->host_port,
-                          fwd->guest_addr, fwd->guest_port) < 0) {
+    bool ok;
+
+    net_slirp_cpr_adopt_begin(fwd);
+    ok = slirp_add_hostfwd(s->slirp, fwd->udp, fwd->host_addr, fwd->host_port,
+                           fwd->guest_addr, fwd->guest_port) == 0;
+    net_slirp_cpr_adopt_end(fwd, ok);
+    if (!ok) {
         error_setg(errp, "Could not set up host forwarding rule '%s'", rule);
         return false;
     }
@@ -418,6 +430,7 @@ int net_slirp_hostfwd_remove(NetClientState *nc, const char *rule)
     if (!net_slirp_hostfwd_parse_host(rule, &fwd)) {
         return -1;
     }
+    net_slirp_cpr_forget(&fwd);
     return slirp_remove_hostfwd(net_slirp_state(nc)->slirp, fwd.udp, fwd.host_addr,
                                 fwd.host_port) == 0;
 }

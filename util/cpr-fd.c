@@ -48,3 +48,35 @@ unsigned cpr_fd_close_unused(void)
     }
     return n;
 }
+
+/* name -> fd the owner keeps open; main thread (see the header for why it is global). */
+static GHashTable *preserved;
+
+void cpr_fd_preserve(const char *name, int fd)
+{
+    if (!preserved) {
+        preserved = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    }
+    g_hash_table_replace(preserved, g_strdup(name), GINT_TO_POINTER(fd));
+}
+
+void cpr_fd_unpreserve(const char *name)
+{
+    if (preserved) {
+        g_hash_table_remove(preserved, name);
+    }
+}
+
+void cpr_fd_preserved_foreach(void (*fn)(const char *name, int fd, void *opaque), void *opaque)
+{
+    GHashTableIter it;
+    gpointer k, v;
+
+    if (!preserved) {
+        return;
+    }
+    g_hash_table_iter_init(&it, preserved);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        fn(k, GPOINTER_TO_INT(v), opaque);
+    }
+}

@@ -31,4 +31,14 @@ bool cpr_fd_received(void);
 /* Closes every fd nobody took; returns how many. */
 unsigned cpr_fd_close_unused(void);
 
+/*
+ * The other side: fds besides guest RAM that a live update hands over (a
+ * hostfwd's bound socket), kept by name by whoever owns them. The owner
+ * keeps the fd open and removes it before it closes it.
+ */
+void cpr_fd_preserve(const char *name, int fd);
+void cpr_fd_unpreserve(const char *name);
+/* @fn for each preserved fd, in no particular order. */
+void cpr_fd_preserved_foreach(void (*fn)(const char *name, int fd, void *opaque), void *opaque);
+
 #endif

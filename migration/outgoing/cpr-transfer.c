@@ -13,6 +13,7 @@
 #include "qemu/osdep.h"
 #include <poll.h>
 #include "qapi/error.h"
+#include "qemu/cpr-fd.h"
 #include "qemu/sockets.h"
 #include "system/memory.h"
 #include "migration/core/cpr-state.h"
@@ -113,17 +114,35 @@ bool cpr_check_start(Error **errp)
     return true;
 }
 
+typedef struct CprEntries {
+    CprFdEntry *e;
+    unsigned n;
+} CprEntries;
+
+static void cpr_add_preserved(const char *name, int fd, void *opaque)
+{
+    CprEntries *ce = opaque;
+
+    /* Past the limit a socket stays behind: the new process then cannot bind its port. */
+    if (ce->n < CPR_STATE_MAX_FDS) {
+        ce->e[ce->n++] = (CprFdEntry) { .name = (char *)name, .fd = fd };
+    }
+}
+
 unsigned cpr_fd_entries(CprFdEntry *e)
 {
     GPtrArray *rbs = ram_blocks();
+    CprEntries ce = { .e = e };
 
     /* The blocks never change after machine init; cpr_check_start counted them. */
     for (guint i = 0; i < rbs->len; i++) {
         RAMBlock *rb = g_ptr_array_index(rbs, i);
 
-        e[i] = (CprFdEntry) { .name = rb->idstr, .fd = rb->fd, .size = rb->used_length };
+        e[ce.n++] = (CprFdEntry) { .name = rb->idstr, .fd = rb->fd, .size = rb->used_length };
     }
-    return rbs->len;
+    /* Then what devices' backends keep open for the guest (hostfwd sockets). */
+    cpr_fd_preserved_foreach(cpr_add_preserved, &ce);
+    return ce.n;
 }
 
 static bool cpr_transfer_check_start(MigrationState *s, const char *uri, Error **errp)

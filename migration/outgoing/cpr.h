@@ -16,7 +16,11 @@ extern const RAMPageSource cpr_ram_source;
 
 /* Capabilities a cpr mode refuses, and RAM that cannot be handed over, in QEMU's words. */
 bool cpr_check_start(Error **errp);
-/* Fills @e (CPR_STATE_MAX_FDS long) with every RAM block's name, fd and size; returns the count. */
+/*
+ * Fills @e (CPR_STATE_MAX_FDS long) with every RAM block's name, fd and
+ * size, then the other fds kept for a live update (qemu/cpr-fd.h's
+ * preserved ones); returns the count.
+ */
 unsigned cpr_fd_entries(CprFdEntry *e);
 
 #endif

@@ -23,6 +23,10 @@ refuses its options is found before the guest stops; a new binary that
 fails after the exec (another size, other devices) executes the old one
 again, which takes the guest back.
 
+A guest behind -netdev user with hostfwd rules (udp and tcp) keeps
+answering a host client's datagrams across either update and after the
+old process quits: the bound sockets cross with the memory.
+
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure).
 """
@@ -463,6 +467,104 @@ class TestExec(CprCase):
         self.refused(vm, 'migrate', "a 'cpr' channel is for migrate-set-parameters mode "
                      "cpr-transfer", channels=self.channels())
         self.wait_passes(vm, 2)
+
+
+def free_port(kind):
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class EchoClient:
+    """Sends a datagram every 20 ms to the guest's hostfwd port and counts the echoes."""
+
+    def __init__(self, port):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.settimeout(0.02)
+        self.port, self.count, self.stopping = port, 0, False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        i = 0
+        while not self.stopping:
+            self.sock.sendto(b'seq=%d' % i, ('127.0.0.1', self.port))
+            i += 1
+            try:
+                if self.sock.recv(2048):
+                    self.count += 1
+            except socket.timeout:
+                pass
+
+    def wait_more(self, test, n):
+        start, end = self.count, time.monotonic() + DEADLINE
+        while self.count < start + n:
+            test.assertLess(time.monotonic(), end, 'no echoes: %d then %d' % (start, self.count))
+            time.sleep(0.02)
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+        self.sock.close()
+
+
+class TestNet(CprCase):
+    def setUp(self):
+        super().setUp()
+        self.udp, self.tcp = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
+        self.client = None
+
+    def tearDown(self):
+        if self.client:
+            self.client.stop()
+        super().tearDown()
+
+    def net_args(self):
+        return memfd_args() + ['-netdev', 'user,id=n0,hostfwd=udp:127.0.0.1:%d-:7,'
+                               'hostfwd=tcp:127.0.0.1:%d-:22' % (self.udp, self.tcp),
+                               '-device', 'virtio-net-device,netdev=n0']
+
+    def net_vm(self, name, extra, connect=True):
+        vm = VM(self.tmp, '%s%d-%d' % (name, self.n, len(self.vms)), mem_mb=MEM_MB,
+                append='mode=udpecho port=7', extra=extra, connect=connect)
+        vm.name = name
+        self.vms.append(vm)
+        return vm
+
+    def tcp_port_answers(self):
+        with socket.create_connection(('127.0.0.1', self.tcp), timeout=5):
+            return True
+
+    def test_transfer_keeps_hostfwd(self):
+        src = self.net_vm('src', self.net_args())
+        self.client = EchoClient(self.udp)
+        self.client.wait_more(self, 10)
+        src.qmp.cmd('migrate-set-parameters', mode='cpr-transfer')
+        cpr = {'channel-type': 'cpr', 'addr': unix_addr(self.cpr_sock)}
+        dst = self.net_vm('dst', self.net_args() + ['-incoming', json.dumps(cpr), '-incoming',
+                                                    'unix:' + self.main_sock], connect=False)
+        self.wait_path(dst, self.cpr_sock)
+        self.update(src, dst)
+        self.client.wait_more(self, 20)
+        src.shutdown()
+        self.client.wait_more(self, 20)
+        self.assertTrue(self.tcp_port_answers())
+        self.assertNotIn('FAIL', dst.serial_text())
+
+    def test_exec_keeps_hostfwd(self):
+        vm = self.net_vm('exec', self.net_args())
+        self.client = EchoClient(self.udp)
+        self.client.wait_more(self, 10)
+        state = os.path.join(self.tmp, 'net-state%d' % self.n)
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec',
+                   **{'cpr-exec-command': vm.args + ['-incoming', 'file:' + state]})
+        vm.qmp.cmd('migrate', uri='file:' + state)
+        TestExec.reconnect(self, vm)
+        self.client.wait_more(self, 20)
+        self.assertTrue(self.tcp_port_answers())
+        self.assertNotIn('FAIL', vm.serial_text())
 
 
 if __name__ == '__main__':

@@ -4,7 +4,9 @@
  * by the default GLib main context as the binary's main loop drives it: a
  * fake guest NIC (it answers ARP and echoes UDP) behind a hostfwd rule gets
  * a datagram from a host socket and its echo comes back; hostfwd rules
- * really bind and unbind their host ports; slirp's state saves and loads.
+ * really bind and unbind their host ports; slirp's state saves and loads;
+ * a live update's new process adopts the hostfwd socket the old one handed
+ * over instead of binding the port (net/slirp-cpr.c).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -12,9 +14,23 @@
 #include "qemu/option.h"
 #include "net/net.h"
 #include "net/slirp.h"
+#include "qemu/cpr-fd.h"
+#include "migration/misc.h"
+#include "system/runstate.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+/* No incoming migration and our own guest: net/slirp-cpr.c's questions. */
+bool runstate_check(RunState state)
+{
+    return state == RUN_STATE_RUNNING;
+}
+
+bool migration_guest_owned_here(Error **errp)
+{
+    return true;
+}
 
 static const MACAddr guest_mac = { { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 } };
 static const uint8_t guest_ip[4] = { 10, 0, 2, 15 };
@@ -251,6 +267,49 @@ static void test_info_str(void)
     net_client_free(a);
 }
 
+static void preserved_name(const char *name, int fd, void *opaque)
+{
+    if (!strcmp(name, opaque)) {
+        *(char *)opaque = 0;
+    }
+}
+
+/*
+ * The "old process's" bound socket handed over (cpr_fd_add): the hostfwd
+ * takes it instead of binding (which would fail: it is bound), datagrams
+ * sent to its port are echoed through it, and it is kept by name for the
+ * next update.
+ */
+static void test_hostfwd_adopts_cpr_socket(void)
+{
+    int port = free_udp_port();
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int old = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), host = socket(AF_INET, SOCK_DGRAM, 0);
+    g_autofree char *name = g_strdup_printf("hostfwd:udp:127.0.0.1:%d", port);
+    g_autofree char *params = g_strdup_printf("hostfwd=udp:127.0.0.1:%d-:7", port);
+    NetClientState *backend, *guest;
+    char buf[64] = { 0 };
+
+    g_assert_cmpint(bind(old, (struct sockaddr *)&a, sizeof(a)), ==, 0);
+    cpr_fd_add(name, fcntl(old, F_DUPFD_CLOEXEC, 3));
+    backend = make_backend("n0", params);
+    g_assert_cmpint(cpr_fd_take(name), ==, -1);         /* taken by the hostfwd */
+    guest = net_nic_new(&guest_info, "virtio-net-device", NULL, "n0", &guest_mac, NULL,
+                        ERRP_ABORT);
+    guest_send_arp(guest);
+    g_assert_cmpint(sendto(host, "across", 6, 0, (struct sockaddr *)&a, sizeof(a)), ==, 6);
+    g_assert_true(run_until_readable(host));
+    g_assert_cmpint(recv(host, buf, sizeof(buf) - 1, 0), ==, 6);
+    g_assert_cmpstr(buf, ==, "across");
+    cpr_fd_preserved_foreach(preserved_name, name);
+    g_assert_cmpstr(name, ==, "");
+    close(host);
+    close(old);
+    net_client_free(guest);
+    net_client_free(backend);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -261,5 +320,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/slirp/create-fails-bound", test_create_fails_on_bound_port);
     g_test_add_func("/net/slirp/state", test_state_save_load);
     g_test_add_func("/net/slirp/info-str", test_info_str);
+    /* Last: it leaves this process a live update's destination (cpr_fd_received). */
+    g_test_add_func("/net/slirp/hostfwd-adopts-cpr-socket", test_hostfwd_adopts_cpr_socket);
     return g_test_run();
 }

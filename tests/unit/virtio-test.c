@@ -6,6 +6,7 @@
 #include "system/kvm.h"
 #include "system/memory.h"
 #include "system/runstate.h"
+#include "migration/misc.h"
 #include "migration/qemu-file.h"
 #include "virtio-test.h"
 #include <linux/virtio_config.h>
@@ -79,6 +80,17 @@ void qemu_register_reset(QEMUResetHandler *fn, void *opaque)
 bool runstate_is_running(void)
 {
     return vtest_fake.running;
+}
+
+/* No incoming migration here, and no live update (net/slirp-cpr.c asks). */
+bool runstate_check(RunState state)
+{
+    return state == (vtest_fake.running ? RUN_STATE_RUNNING : RUN_STATE_PAUSED);
+}
+
+bool migration_guest_owned_here(Error **errp)
+{
+    return true;
 }
 
 VMChangeStateEntry *qemu_add_vm_change_state_handler(VMChangeStateHandler *cb, void *opaque)
