@@ -303,7 +303,7 @@ void hmp_migrate_incoming(Monitor *mon, const HMPArgs *args)
 {
     Error *err = NULL;
 
-    qmp_migrate_incoming(hmp_arg_str(args, "uri"), NULL, &err);
+    qmp_migrate_incoming(hmp_arg_str(args, "uri"), NULL, false, false, &err);
     hmp_handle_error(mon, err);
 }
 

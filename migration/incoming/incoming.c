@@ -70,6 +70,11 @@ typedef struct MigrationIncomingState {
      * to connect (-1: none).
      */
     int cpr_conn;
+    /*
+     * migrate-incoming exit-on-error=false: a failed load leaves the
+     * process up, in status failed, for query-migrate to say why.
+     */
+    bool stay_on_error;
 } MigrationIncomingState;
 
 /* The process's one incoming migration; each field says its owner. */
@@ -180,7 +185,16 @@ static void incoming_record_downtime(int64_t handoff_ns)
 
 bool migration_guest_ram_usable(Error **errp)
 {
+    int st = migrate_get_state(&incoming.state);
     const char *why;
+
+    /* exit-on-error=false kept a process whose guest never loaded. */
+    if ((st == MIGRATION_STATUS_FAILED || st == MIGRATION_STATUS_CANCELLED) &&
+        runstate_check(RUN_STATE_INMIGRATE)) {
+        error_setg(errp, "The incoming migration %s: the guest never loaded here",
+                   st == MIGRATION_STATUS_FAILED ? "failed" : "was cancelled");
+        return false;
+    }
 
     if (lazy_restore_failed(&why)) {
         error_setg(errp, "Guest RAM is incomplete (%s); the guest cannot run, and its "
@@ -219,6 +233,18 @@ static void incoming_lazy_restore_failed(const char *why)
 }
 
 /* Main thread: the load is over; start the guest or give up. */
+/*
+ * The load failed or was cancelled: the process ends (QEMU's default), or
+ * with exit-on-error=false stays, its guest never run (cont refused), for
+ * query-migrate.
+ */
+static void incoming_failed_exit(void)
+{
+    if (!incoming.stay_on_error) {
+        qemu_system_exit_now(1);
+    }
+}
+
 static void incoming_finish_bh(void *opaque)
 {
     bool ok = GPOINTER_TO_INT(opaque);
@@ -260,12 +286,14 @@ static void incoming_finish_bh(void *opaque)
     if (!ok && incoming.cancelled) {
         incoming_set_state(MIGRATION_STATUS_CANCELLED);
         error_report("incoming migration cancelled (migrate_cancel); the guest never ran");
-        qemu_system_exit_now(1);
+        incoming_failed_exit();
+        return;
     }
     if (!ok) {
         incoming_set_state(MIGRATION_STATUS_FAILED);
         error_report("load of migration failed: %s", error_get_pretty(incoming.error));
-        qemu_system_exit_now(1);
+        incoming_failed_exit();
+        return;
     }
     if (incoming.unconfirmed) {
         /*
@@ -594,7 +622,7 @@ bool migration_incoming_start(const char *arg, Error **errp)
 }
 
 bool qmp_migrate_incoming(const char *uri_arg, const MigrationChannelList *channels,
-                          Error **errp)
+                          bool has_exit_on_error, bool exit_on_error, Error **errp)
 {
     g_autofree char *uri = migration_channels_uri(uri_arg, channels, NULL, errp);
 
@@ -613,6 +641,7 @@ bool qmp_migrate_incoming(const char *uri_arg, const MigrationChannelList *chann
         return false;
     }
     incoming.deferred = false;
+    incoming.stay_on_error = has_exit_on_error && !exit_on_error;
     return true;
 }
 

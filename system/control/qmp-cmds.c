@@ -44,6 +44,9 @@ bool qmp_cont(Error **errp)
         return false;
     }
     if (runstate_check(RUN_STATE_INMIGRATE)) {
+        if (!migration_guest_ram_usable(errp)) {
+            return false;
+        }
         migration_set_autostart(true);
         return true;
     }

@@ -9,7 +9,9 @@ step). A running verify guest moves with each transport given as a channel
 neither, two main channels, a member the transport lacks or needs; a
 "cpr" channel outside mode cpr-transfer, or not on a unix socket, is
 refused from QMP and from -incoming, whose process then never starts
-(test-cpr-transfer.py moves guests with it).
+(test-live-update.py moves guests with it). migrate-incoming's
+exit-on-error (QEMU 9.1): false keeps a destination whose load failed,
+in status failed with the reason, and refuses cont; the default ends it.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure), VMTEST_QEMU10 (QEMU 10.0's
@@ -199,6 +201,20 @@ class TestChannels(ChannelsCase):
         path = os.path.join(self.tmp, 'after-refusals.sock')
         dst.qmp.cmd('migrate-incoming', channels=main({'transport': 'socket', 'type': 'unix',
                                                        'path': path}))
+
+    def test_exit_on_error(self):
+        bad = os.path.join(self.tmp, 'garbage.mig')
+        with open(bad, 'wb') as f:
+            f.write(b'QEVM\0\0\0\3' + b'garbage' * 10)
+        kept = self.vm('kept', incoming='defer')
+        kept.qmp.cmd('migrate-incoming', uri='file:' + bad, **{'exit-on-error': False})
+        info = self.wait_status(kept, 'query-migrate', ('failed',))
+        self.assertIn('Configuration section missing', info.get('error-desc', ''))
+        self.refused(kept, 'cont', 'The incoming migration failed: the guest never loaded')
+        self.assertIsNone(kept.proc.poll())
+        gone = self.vm('gone', incoming='defer')
+        gone.qmp.cmd('migrate-incoming', uri='file:' + bad)
+        self.assertEqual(gone.proc.wait(timeout=DEADLINE), 1)
 
     def test_incoming_json_cpr(self):
         """-incoming's cpr channel must be a unix socket, and comes with a main
