@@ -43,6 +43,10 @@ Each run's figures, all timed on the host:
                        their guest RAM (memfd pages count as used) and
                        anything else the host did meanwhile
   peak-mem/ram, peak-mem/populated  that over -m, over the populated MiB
+  peak-rss-MiB         the run's processes alone (what other work on the
+                       machine cannot inflate): their RssAnon and RssFile
+                       and the largest RssShmem (the memfd both map, once),
+                       at its peak; peak-rss/populated over the populated MiB
   dst-guest-ok         1 if the destination printed PASS lines for
                        SETTLE_S and no console printed FAIL
 
@@ -142,16 +146,21 @@ class ConsoleVM(VM):
 
 
 class HostMemory:
-    """System-wide used memory (MemTotal - MemAvailable) sampled every
-    MEM_SAMPLE_S by a thread of its own from start() to stop(); its peak
-    less the value at start(). Kills @guard's processes (VMs) if
-    MemAvailable falls below MEM_GUARD_MIB. Fields written by its thread
-    only, read after stop()."""
+    """Memory sampled every MEM_SAMPLE_S by a thread of its own from start()
+    to stop(): system-wide used memory (MemTotal - MemAvailable), its peak
+    less its value at start(); and the resident memory of the run's VMs
+    (@vms), their RssAnon and RssFile summed and the largest RssShmem once
+    (the memfd both map is one memory), at its peak: the run's own share,
+    whatever else the machine does meanwhile. Kills @vms if MemAvailable
+    falls below MEM_GUARD_MIB. @vms is appended to by the run's thread
+    before each VM is started; the other fields are written by the
+    sampling thread only and read after stop()."""
 
     def __init__(self):
-        self.vms = []           # the run's VMs, killed if memory runs out
+        self.vms = []
         self.tripped = None     # MemAvailable (MiB) when it ran out
         self.peak = self.base = None
+        self.peak_rss = 0
         self._stop = threading.Event()
         self._thread = None
 
@@ -166,6 +175,20 @@ class HostMemory:
                     vals[k] = int(v.split()[0]) // 1024
         return vals["MemTotal"] - vals["MemAvailable"], vals["MemAvailable"]
 
+    def rss(self):
+        """The VMs' resident MiB, the shared memfd counted once."""
+        own, shmem = 0, 0
+        for vm in list(self.vms):
+            try:
+                with open("/proc/%d/status" % vm.proc.pid) as f:
+                    vals = {k: int(v.split()[0]) for k, v in
+                            (line.split(":", 1) for line in f if line.startswith("Rss"))}
+            except (OSError, ValueError):
+                continue        # exited, or being reaped
+            own += vals.get("RssAnon", 0) + vals.get("RssFile", 0)
+            shmem = max(shmem, vals.get("RssShmem", 0))
+        return (own + shmem) // 1024
+
     def start(self):
         self.base = self.peak = self.sample()[0]
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -175,6 +198,7 @@ class HostMemory:
         while not self._stop.wait(MEM_SAMPLE_S):
             used, avail = self.sample()
             self.peak = max(self.peak, used)
+            self.peak_rss = max(self.peak_rss, self.rss())
             if avail < MEM_GUARD_MIB and self.tripped is None:
                 self.tripped = avail
                 for vm in self.vms:
@@ -240,12 +264,18 @@ def _boot(vm):
     time.sleep(GAP_BEFORE_S)
 
 
-def _poll(vm, until):
+def _poll(vm, until, seen=None):
     """query-migrate on @vm until its status is one of @until (or UPDATE_S
-    passes); the last reply. MonitorGone when the process went (exec)."""
+    passes); the last reply, kept in @seen too as it comes (MonitorGone
+    when the process went: an exec)."""
     deadline = time.monotonic() + UPDATE_S
     while True:
         info = vm.qmp.cmd("query-migrate")
+        if not isinstance(info, dict):
+            raise MonitorGone("not a query-migrate reply: %.60r" % info)
+        if seen is not None:
+            seen.clear()
+            seen.update(info)
         if info.get("status") in until:
             return info
         if time.monotonic() > deadline:
@@ -312,21 +342,27 @@ def _switch_exec(sc, g, binary, is_peer, tmp, mem):
         old.cmd("migrate", uri="file:" + state)
     except QMPError as e:
         raise _refused("migrate", e)
+    # The exec may come before a poll sees "completed" (the last reply seen
+    # is kept). A monitor connection that survives the exec (its fd kept)
+    # shows the new process's guest running on it instead.
     try:
-        info = _poll(src, ("completed", "failed", "cancelled"))
+        _poll(src, ("completed", "failed", "cancelled"), info)
         if info["status"] != "completed":
             return src, src, t_mig, info, old.events
         deadline = time.monotonic() + UPDATE_S
-        while time.monotonic() < deadline:      # until the exec closes it
-            old.cmd("query-status")
+        while old.cmd("query-status").get("status") != "running":
+            if time.monotonic() > deadline:
+                raise RuntimeError("completed, but no exec in %d s" % UPDATE_S)
             time.sleep(0.005)
-        raise RuntimeError("completed, but no exec in %d s" % UPDATE_S)
-    except MonitorGone:
+        after = old.cmd("query-migrate")
+        if after.get("status") == "failed":     # the old process took the guest back
+            raise RuntimeError("cpr-exec failed: %s" % after.get("error-desc"))
+        return src, src, t_mig, info, old.events
+    except (MonitorGone, AttributeError):       # AttributeError: a reply that is not a dict
         pass
     old.close()
     src.connect_qmp(UPDATE_S)
-    info = dict(info, status="completed")
-    return src, src, t_mig, info, old.events
+    return src, src, t_mig, dict(info, status="completed"), old.events
 
 
 def _switch_precopy(sc, g, binary, is_peer, tmp, mem):
@@ -362,6 +398,31 @@ def _max_gap(times, lo, hi):
     return max((b - a for a, b in zip(ts, ts[1:])), default=None)
 
 
+def first_output(dst_times, stop, same):
+    """The destination's first console output (monotonic s), or None yet:
+    its first chunk, or with @same (one process, cpr-exec) the first chunk
+    read READ_LAG_S after the source's STOP at @stop."""
+    if same:
+        return next((t for t in dst_times if t > stop + READ_LAG_S), None)
+    return dst_times[0] if dst_times else None
+
+
+def console_figures(src_times, dst_times, t_mig, stop, same):
+    """The console figures of one update from the read times of the
+    source's and the destination's output (the same list with @same),
+    the migrate command's time @t_mig and the source's STOP @stop, all
+    monotonic s. Read once the destination has printed for SETTLE_S."""
+    first = first_output(dst_times, stop, same)
+    last = max((t for t in src_times if t < first), default=None)
+    merged = sorted(set(src_times) | set(dst_times))
+    return {
+        "console-gap-ms": (_max_gap(merged, t_mig, first + SETTLE_S) or 0) * 1000,
+        "switch-gap-ms": (first - last) * 1000 if last is not None else None,
+        "console-gap-before-ms": (_max_gap(merged, t_mig - GAP_BEFORE_S, t_mig) or 0) * 1000,
+        "total-time-ms": (first - t_mig) * 1000,
+    }
+
+
 def run_update(sc, g, mode, binary, is_peer, log):
     """One update of guest @g by @mode; its figures (see the module's doc)."""
     tmp = tempfile.mkdtemp(prefix="migbench-lu-")
@@ -380,48 +441,38 @@ def run_update(sc, g, mode, binary, is_peer, log):
         stop = [_wall(e) - mono_off for e in src_events if e["event"] == "STOP"]
         if not stop:
             raise RuntimeError("the source sent no STOP event")
-        # The destination's first output: the first chunk after the switch.
+        same = src is dst       # cpr-exec: one process, one console
         deadline = time.monotonic() + 120
         while True:
-            if mode == "cpr-exec":
-                after = [t for t in dst.chunk_times() if t > stop[-1] + READ_LAG_S]
-            else:
-                after = dst.chunk_times()
-            if after:
+            first = first_output(dst.chunk_times(), stop[-1], same)
+            if first is not None:
                 break
             if time.monotonic() > deadline or dst.proc.poll() is not None:
                 raise RuntimeError("the destination's guest printed nothing%s" % dst.said())
             time.sleep(0.01)
-        first = after[0]
         time.sleep(max(0, first + SETTLE_S - time.monotonic()))
         if mem.tripped is not None:
             raise RuntimeError("stopped: MemAvailable fell to %d MiB" % mem.tripped)
         dst.qmp.cmd("query-status")     # the events it sent meanwhile
         resume = [_wall(e) - mono_off for e in dst.qmp.events if e["event"] == "RESUME"]
-        src_times = src.chunk_times()
-        if mode == "cpr-exec":
-            last = max((t for t in src_times if t < first), default=None)
-        else:
-            last = src_times[-1] if src_times else None
-        merged = sorted(set(src_times) | set(dst.chunk_times()))
+        res = console_figures(src.chunk_times(), dst.chunk_times(), t_mig, stop[-1], same)
         lines = dst.lines_since(0)
         passes = [t for t, l in lines if t >= first and l.startswith("PASS cpu=0")]
         failed = any("FAIL" in l for vm in {src, dst} for _, l in vm.lines_since(0))
         peak = mem.stop()
-        return {
-            "console-gap-ms": _max_gap(merged, t_mig, first + SETTLE_S) * 1000,
-            "switch-gap-ms": (first - last) * 1000 if last is not None else None,
-            "console-gap-before-ms": (_max_gap(merged, t_mig - GAP_BEFORE_S, t_mig) or 0) * 1000,
-            "stop-to-dst-run-ms": (resume[-1] - stop[-1]) * 1000 if stop and resume else None,
-            "total-time-ms": (first - t_mig) * 1000,
+        res.update({
+            "stop-to-dst-run-ms": (resume[-1] - stop[-1]) * 1000 if resume else None,
             "downtime-ms": info.get("downtime"),
             "transferred-MiB": info.get("ram", {}).get("transferred", 0) / 2**20
             if "ram" in info else None,
             "peak-mem-MiB": peak,
             "peak-mem/ram": peak / _mib(g["mem"]),
             "peak-mem/populated": peak / g["populate"],
+            "peak-rss-MiB": mem.peak_rss,
+            "peak-rss/populated": mem.peak_rss / g["populate"],
             "dst-guest-ok": 1 if len(passes) >= 2 and not failed else 0,
-        }
+        })
+        return res
     finally:
         mem.stop()
         for vm in (src, dst):
