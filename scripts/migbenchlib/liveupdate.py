@@ -283,6 +283,31 @@ def _poll(vm, until, seen=None):
         time.sleep(0.01)
 
 
+def _listening(path):
+    """Whether a unix socket bound to @path listens (/proc/net/unix's
+    SO_ACCEPTCON flag): the socket file exists from bind(), but a connect
+    before listen() is refused. Connecting to find out is no way: the
+    destination takes the first connection as its channel."""
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 8 and fields[7] == path and int(fields[3], 16) & 0x10000:
+                return True
+    return False
+
+
+def _wait_listening(dst, path):
+    """Until @dst listens on @path; Refused with its words if it exits."""
+    deadline = time.monotonic() + 60
+    while not _listening(path):
+        if dst.proc.poll() is not None:
+            raise _refused("the destination exited", dst.said().lstrip(": "))
+        if time.monotonic() > deadline:
+            raise RuntimeError("the destination did not listen on %s in 60 s" % path)
+        time.sleep(0.001)
+
+
 def _switch_transfer(sc, g, binary, is_peer, tmp, mem):
     """cpr-transfer: the destination starts with a cpr channel and blocks in
     its startup until the source's migrate sends the cpr state, so its QMP
@@ -302,13 +327,7 @@ def _switch_transfer(sc, g, binary, is_peer, tmp, mem):
                                              "path": main_path}}
     dst = _start(binary, args + ["-incoming", json.dumps(cpr), "-incoming", "unix:" + main_path],
                  "dst", tmp, mem)
-    deadline = time.monotonic() + 60
-    while not os.path.exists(cpr_path):
-        if dst.proc.poll() is not None:
-            raise _refused("the destination exited", dst.said().lstrip(": "))
-        if time.monotonic() > deadline:
-            raise RuntimeError("the destination made no cpr socket in 60 s")
-        time.sleep(0.001)
+    _wait_listening(dst, cpr_path)
     t_mig = time.monotonic()
     try:
         src.qmp.cmd("migrate", channels=[main, cpr])
@@ -373,6 +392,7 @@ def _switch_precopy(sc, g, binary, is_peer, tmp, mem):
     _boot(src)
     main_path = os.path.join(tmp, "main.sock")
     dst = _start(binary, args + ["-incoming", "unix:" + main_path], "dst", tmp, mem)
+    _wait_listening(dst, main_path)
     dst.connect_qmp(60)
     src.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": UNLIMITED})
     t_mig = time.monotonic()

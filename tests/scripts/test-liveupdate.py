@@ -7,8 +7,10 @@ mode, its table cells for refusals and its memory sampling of live
 processes. No KVM, no binary."""
 
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -109,6 +111,19 @@ class CellsCase(unittest.TestCase):
         cell = lu.na_cell(Refused("migrate: " + "x" * 200))
         self.assertLessEqual(len(cell), len("n/a (refused: )") + 60)
         self.assertTrue(cell.endswith("...)"))
+
+
+class ListeningCase(unittest.TestCase):
+    def test_bound_is_not_listening(self):
+        # A cpr-transfer destination's socket file exists before it listens.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cpr.sock")
+            with socket.socket(socket.AF_UNIX) as sk:
+                sk.bind(path)
+                self.assertFalse(lu._listening(path))
+                sk.listen(1)
+                self.assertTrue(lu._listening(path))
+                self.assertFalse(lu._listening(path + "x"))
 
 
 class MemoryCase(unittest.TestCase):
