@@ -27,6 +27,9 @@ Each run's figures, all timed on the host:
                        output merged and timed per read of their pipes: the
                        pause as the guest shows it, including its first slow
                        steps on the destination (re-faulting its memory)
+  console-gap-at-ms    when that silence began, from the source's last output
+                       (0: it is the switch; < 0: while the source still ran;
+                       > 0: on the destination)
   switch-gap-ms        the source's last console output to the destination's
                        first (cpr-exec: around the source's STOP, one process)
   console-gap-before-ms  the longest silence in the GAP_BEFORE_S before the
@@ -96,10 +99,11 @@ class ConsoleVM(VM):
 
     def __init__(self, binary, args, name, sock_dir):
         self.chunks = []
-        self.qmp_path_ = os.path.join(sock_dir, name + "-qmp.sock")
-        self.args = list(args) + ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path_]
+        path = os.path.join(sock_dir, name + "-qmp.sock")
+        # Its whole command line but the binary (cpr-exec-command repeats it).
+        self.args = list(args) + ["-qmp", "unix:%s,server=on,wait=off" % path]
         super().__init__(binary, self.args, name, qmp=False)
-        self.qmp_path = self.qmp_path_
+        self.qmp_path = path    # VM's own is for the QMP it did not start
 
     def _reader(self):
         fd = self.proc.stdout.fileno()
@@ -251,14 +255,18 @@ def _start(binary, args, name, tmp, mem):
     return vm
 
 
-def _boot(vm):
-    """Connect, wait for both CPUs' READY and GAP_BEFORE_S of output."""
+def _boot(vm, param=None, feature=None):
+    """Connect, check that its QMP lists migration parameter @param (else
+    Refused: no @feature, before the long boot), wait for both CPUs' READY
+    and GAP_BEFORE_S of output."""
     try:
         vm.connect_qmp(30)
     except RuntimeError as e:
         if vm.proc.poll() is None:
             raise
         raise _refused("did not start", e) from None
+    if param and not _has_param(vm, param):
+        raise Refused("no %s parameter" % param, feature)
     vm.qmp.set_reply_timeout(60)
     vm.wait_line("READY mode=dirty cpu=1", BOOT_S)
     time.sleep(GAP_BEFORE_S)
@@ -314,9 +322,7 @@ def _switch_transfer(sc, g, binary, is_peer, tmp, mem):
     is connected only after the migrate."""
     args = guest_args(sc, g, binary, is_peer, "cpr-transfer")
     src = _start(binary, args, "src", tmp, mem)
-    _boot(src)
-    if not _has_param(src, "mode"):
-        raise Refused("no mode parameter", "cpr-transfer")
+    _boot(src, "mode", "cpr-transfer")
     try:
         src.qmp.cmd("migrate-set-parameters", mode="cpr-transfer")
     except QMPError as e:
@@ -344,9 +350,7 @@ def _switch_exec(sc, g, binary, is_peer, tmp, mem):
     connection closes at the exec and is made again on the same path."""
     args = guest_args(sc, g, binary, is_peer, "cpr-exec")
     src = _start(binary, args, "src", tmp, mem)
-    _boot(src)
-    if not _has_param(src, "cpr-exec-command"):
-        raise Refused("no cpr-exec-command parameter", "cpr-exec")
+    _boot(src, "cpr-exec-command", "cpr-exec")
     state = os.path.join(tmp, "vm.state")
     try:
         src.qmp.cmd("migrate-set-parameters", **{
@@ -413,9 +417,10 @@ def _wall(e):
 
 
 def _max_gap(times, lo, hi):
-    """The longest interval between consecutive @times within [@lo, @hi], s."""
+    """The longest interval between consecutive @times within [@lo, @hi]
+    and when it began, s; (0, None) without two times there."""
     ts = [t for t in times if lo <= t <= hi]
-    return max((b - a for a, b in zip(ts, ts[1:])), default=None)
+    return max(((b - a, a) for a, b in zip(ts, ts[1:])), default=(0, None))
 
 
 def first_output(dst_times, stop, same):
@@ -435,10 +440,13 @@ def console_figures(src_times, dst_times, t_mig, stop, same):
     first = first_output(dst_times, stop, same)
     last = max((t for t in src_times if t < first), default=None)
     merged = sorted(set(src_times) | set(dst_times))
+    gap, gap_at = _max_gap(merged, t_mig, first + SETTLE_S)
     return {
-        "console-gap-ms": (_max_gap(merged, t_mig, first + SETTLE_S) or 0) * 1000,
+        "console-gap-ms": gap * 1000,
+        # Where it began against the switch: < 0 while the source ran.
+        "console-gap-at-ms": (gap_at - last) * 1000 if gap_at is not None and last else None,
         "switch-gap-ms": (first - last) * 1000 if last is not None else None,
-        "console-gap-before-ms": (_max_gap(merged, t_mig - GAP_BEFORE_S, t_mig) or 0) * 1000,
+        "console-gap-before-ms": _max_gap(merged, t_mig - GAP_BEFORE_S, t_mig)[0] * 1000,
         "total-time-ms": (first - t_mig) * 1000,
     }
 

@@ -36,6 +36,7 @@ class FiguresCase(unittest.TestCase):
         f = lu.console_figures(src, dst, 9.5, 10.0005, False)
         self.assertAlmostEqual(f["switch-gap-ms"], 30, delta=1.1)
         self.assertAlmostEqual(f["console-gap-ms"], 251, delta=1.1)
+        self.assertAlmostEqual(f["console-gap-at-ms"], 99, delta=1.1)
         self.assertAlmostEqual(f["console-gap-before-ms"], 1, delta=0.1)
         self.assertAlmostEqual(f["total-time-ms"], 530, delta=0.1)
 
@@ -45,6 +46,15 @@ class FiguresCase(unittest.TestCase):
         f = lu.console_figures(src, dst, 9.0, 10.0, False)
         self.assertAlmostEqual(f["console-gap-before-ms"], 21, delta=0.1)
         self.assertAlmostEqual(f["console-gap-ms"], 3, delta=0.1)
+
+    def test_silence_while_the_source_runs(self):
+        # A precopy: the source falls silent 1 s into the copy, for 900 ms.
+        src = ticks(6.0, 10.0, 0.001) + ticks(10.9, 12.0, 0.001)
+        dst = ticks(12.05, 16.0, 0.001)
+        f = lu.console_figures(src, dst, 9.5, 12.0, False)
+        self.assertAlmostEqual(f["console-gap-ms"], 901, delta=1.1)
+        self.assertAlmostEqual(f["console-gap-at-ms"], -2000, delta=2)
+        self.assertAlmostEqual(f["switch-gap-ms"], 51, delta=1.1)
 
     def test_gaps_outside_the_window_do_not_count(self):
         # After the destination's SETTLE_S, a hole is not the update's.
@@ -62,6 +72,7 @@ class FiguresCase(unittest.TestCase):
         self.assertEqual(lu.first_output(times, 10.0, True), 10.2)
         self.assertAlmostEqual(f["switch-gap-ms"], 199, delta=0.1)
         self.assertAlmostEqual(f["console-gap-ms"], 199, delta=0.1)
+        self.assertAlmostEqual(f["console-gap-at-ms"], 0, delta=0.01)
         self.assertAlmostEqual(f["total-time-ms"], 700, delta=0.1)
 
     def test_nothing_yet(self):
