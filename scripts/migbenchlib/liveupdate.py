@@ -444,7 +444,8 @@ def console_figures(src_times, dst_times, t_mig, stop, same):
     return {
         "console-gap-ms": gap * 1000,
         # Where it began against the switch: < 0 while the source ran.
-        "console-gap-at-ms": (gap_at - last) * 1000 if gap_at is not None and last else None,
+        "console-gap-at-ms": (gap_at - last) * 1000
+        if gap_at is not None and last is not None else None,
         "switch-gap-ms": (first - last) * 1000 if last is not None else None,
         "console-gap-before-ms": _max_gap(merged, t_mig - GAP_BEFORE_S, t_mig)[0] * 1000,
         "total-time-ms": (first - t_mig) * 1000,
