@@ -54,8 +54,8 @@ Each run's figures, all timed on the host:
                        SETTLE_S and no console printed FAIL
 
 A binary that refuses a mode (an option, a parameter, the migrate command)
-gets "n/a (refused: MESSAGE)" for that mode; one whose QMP does not list the
-mode's parameter at all gets "n/a (no cpr-exec)" (QEMU 10.0). A run that
+gets "n/a (refused: MESSAGE)" for that mode; one whose QMP schema has no
+such migration mode gets "n/a (no cpr-exec)" (QEMU 10.0). A run that
 would exhaust the host's memory is stopped (MEM_GUARD_MIB).
 """
 import json
@@ -235,11 +235,16 @@ def guest_args(sc, g, binary, is_peer, mode):
     return args
 
 
-def _has_param(vm, name):
+def _has_mode(vm, mode):
+    """Whether @vm's QMP schema has migration mode @mode (an enum with
+    "normal" and it). Asked of the schema: query-migrate-parameters leaves
+    cpr-exec-command out while it is unset (QEMU 10.2 as ours)."""
     try:
-        return name in vm.qmp.cmd("query-migrate-parameters")
+        schema = vm.qmp.cmd("query-qmp-schema")
     except (QMPError, MonitorGone):
         return True         # let the command itself say
+    return any(e.get("meta-type") == "enum" and "normal" in e.get("values", ()) and
+               mode in e["values"] for e in schema)
 
 
 def _refused(what, e):
@@ -255,18 +260,18 @@ def _start(binary, args, name, tmp, mem):
     return vm
 
 
-def _boot(vm, param=None, feature=None):
-    """Connect, check that its QMP lists migration parameter @param (else
-    Refused: no @feature, before the long boot), wait for both CPUs' READY
-    and GAP_BEFORE_S of output."""
+def _boot(vm, mode=None):
+    """Connect, check that it has migration mode @mode (else Refused: no
+    @mode, before the long boot), wait for both CPUs' READY and
+    GAP_BEFORE_S of output."""
     try:
         vm.connect_qmp(30)
     except RuntimeError as e:
         if vm.proc.poll() is None:
             raise
         raise _refused("did not start", e) from None
-    if param and not _has_param(vm, param):
-        raise Refused("no %s parameter" % param, feature)
+    if mode and not _has_mode(vm, mode):
+        raise Refused("its QMP schema has no migration mode %s" % mode, mode)
     vm.qmp.set_reply_timeout(60)
     vm.wait_line("READY mode=dirty cpu=1", BOOT_S)
     time.sleep(GAP_BEFORE_S)
@@ -322,7 +327,7 @@ def _switch_transfer(sc, g, binary, is_peer, tmp, mem):
     is connected only after the migrate."""
     args = guest_args(sc, g, binary, is_peer, "cpr-transfer")
     src = _start(binary, args, "src", tmp, mem)
-    _boot(src, "mode", "cpr-transfer")
+    _boot(src, "cpr-transfer")
     try:
         src.qmp.cmd("migrate-set-parameters", mode="cpr-transfer")
     except QMPError as e:
@@ -350,7 +355,7 @@ def _switch_exec(sc, g, binary, is_peer, tmp, mem):
     connection closes at the exec and is made again on the same path."""
     args = guest_args(sc, g, binary, is_peer, "cpr-exec")
     src = _start(binary, args, "src", tmp, mem)
-    _boot(src, "cpr-exec-command", "cpr-exec")
+    _boot(src, "cpr-exec")
     state = os.path.join(tmp, "vm.state")
     try:
         src.qmp.cmd("migrate-set-parameters", **{

@@ -109,7 +109,7 @@ class ArgsCase(unittest.TestCase):
 
 class CellsCase(unittest.TestCase):
     def test_missing_feature(self):
-        self.assertEqual(lu.na_cell(Refused("no cpr-exec-command parameter", "cpr-exec")),
+        self.assertEqual(lu.na_cell(Refused("its QMP schema has no migration mode cpr-exec", "cpr-exec")),
                          "n/a (no cpr-exec)")
 
     def test_refusal_keeps_the_binarys_words(self):
