@@ -273,6 +273,29 @@ for _base, _variants in (
             multifd(SCENARIOS[_base], _ch, _comp)
 
 
+# Live update (issue 38): the VMM replaced under a running guest by
+# cpr-transfer, cpr-exec and a plain precopy (scripts/migbenchlib/liveupdate.py).
+# CPU 0 verifies 64 MiB and prints a PASS line about every millisecond (the
+# console whose silence is timed); CPU 1 dirties the rest of the populated
+# area at 100 MB/s. populate: MiB filled at boot (the 16 GiB guest only 4 GiB:
+# a precopy holds it twice on this 24 GiB machine).
+LIVE_UPDATE_GUESTS = [{"mem": "1G", "populate": 960}, {"mem": "4G", "populate": 4032},
+                      {"mem": "16G", "populate": 4096}]
+SCENARIOS["live-update"] = {
+    "doc": "1, 4 and 16 GiB guests (960 MiB, 4032 MiB, 4 GiB populated), 2 vCPUs, each "
+           "updated by cpr-transfer, cpr-exec and a plain precopy over unix: console "
+           "gap, STOP to RESUME, total time, peak host memory",
+    "kind": "live-update", "mem0": 64,
+    "append": "mode0=verify mem0=%(mem0)d mode1=dirty mem1=%(mem1)d rate1=100 pattern1=random",
+    "guests": LIVE_UPDATE_GUESTS,
+    "quick": {"guests": LIVE_UPDATE_GUESTS[:1]},
+}
+for _g in LIVE_UPDATE_GUESTS:
+    SCENARIOS["live-update-%s" % _g["mem"].lower()] = dict(
+        SCENARIOS["live-update"], guests=[_g], quick={},
+        doc="live-update's %s guest alone" % _g["mem"])
+
+
 # TLS (issue 36): the seed scenario at 300 MiB/s and an unlimited 4 GiB one,
 # on the main stream alone and with 2 multifd channels, plaintext against
 # x509 with verify-peer on both ends (launch.tls_args), for every binary.

@@ -10,11 +10,14 @@ import qmp, migscenarios, netclient, rfbviewer and syncprobe from there).
   series    one run's time series for --json and --plot
   precopy   one precopy or postcopy run and its figures
   snapshot  one snapshot run (background or precopy into a file)
+  liveupdate  the live-update scenario: cpr-transfer, cpr-exec and precopy
+            of each guest size, its runs, figures and tables
   report    progress lines, the tables, --json and --plot
 
 scripts/migbench itself keeps the command line and the order of runs.
 Imports go one way, never in a loop: migbench -> binaries, precopy,
-snapshot, report, launch; precopy, snapshot -> binaries, launch, series,
-measure; launch -> measure; report -> binaries, series. binaries, measure
+snapshot, liveupdate, report, launch; precopy, snapshot -> binaries,
+launch, series, measure; liveupdate -> binaries, launch, report; launch ->
+measure; report -> binaries, series. binaries, measure
 and series import only qmp from scripts/ (snapbench.py imports binaries).
 """
