@@ -314,6 +314,17 @@ static bool kvm_pit_post_load(void *opaque, int version_id, Error **errp)
         error_setg_errno(errp, -ret, "KVM_GET_PIT2 failed");
         return false;
     }
+    /*
+     * Channel 0 never armed in this process (KVM's reset mode, 0xff: no
+     * timer): no tick ever waited for an acknowledgement, so there is no
+     * wait to reset below. The toggle costs two SRCU grace periods, about
+     * 12 ms inside every switchover into this process (a live update's
+     * pause was 4x QEMU's for it); it is needed only where the PIT ticked
+     * before the stream's state (a second load into a running VM).
+     */
+    if (pit.channels[0].mode == 0xff) {
+        img->reinject_reset = true;
+    }
     /* The "timer" section, loaded before this one, has set the VM clock. */
     mono_now = get_clock_ns();
     vm_now = vm_clock_ns();

@@ -17,16 +17,14 @@ binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
-from analyzevm import (  # noqa: E402
-    VM, MonitorGone, need_binary, skip_class_without_kvm, free_port, QEMU10)
+from analyzevm import VM, MonitorGone, need_binary, free_port, QEMU10  # noqa: E402
+from guestcase import GuestCase  # noqa: E402
 
 MEM_MB = 128
 # verify rewrites its 32 MiB every pass: without the capability all of it goes again.
@@ -34,25 +32,15 @@ APPEND = 'mode=verify mem=32'
 CAP = [{'capability': 'x-ignore-shared', 'state': True}]
 
 
-class IgnoreSharedCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        skip_class_without_kvm('test-ignore-shared')
-        # /dev/shm when there is one: the file is the guest's RAM.
-        base = '/dev/shm' if os.path.isdir('/dev/shm') else None
-        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-ignshared-', dir=base)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class IgnoreSharedCase(GuestCase):
+    NAME = 'test-ignore-shared'
+    TMP_PREFIX = 'qemu-mig-ignshared-'
+    # /dev/shm when there is one: the file is the guest's RAM.
+    TMP_BASE = '/dev/shm' if os.path.isdir('/dev/shm') else None
 
     def setUp(self):
-        self.vms = []
+        super().setUp()
         self.ram = os.path.join(self.tmp, '%s.ram' % self.id().split('.')[-1])
-
-    def tearDown(self):
-        for vm in self.vms:
-            vm.shutdown()
 
     def vm(self, binary, name, incoming=False, ram=None, share='on', cap=True, caps=()):
         """A verify guest whose RAM is the file @ram (default: the test's one)."""
@@ -60,10 +48,9 @@ class IgnoreSharedCase(unittest.TestCase):
                  % (MEM_MB, ram or self.ram, share)]
         if incoming:
             extra += ['-incoming', 'defer']
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), machine='microvm,memory-backend=m',
-                mem_mb=MEM_MB, append=APPEND, binary=binary, extra=extra)
-        vm.name = '%s (%s)' % (name, binary)
-        self.vms.append(vm)
+        vm = self.keep(VM(self.tmp, '%s%d' % (name, len(self.vms)),
+                          machine='microvm,memory-backend=m', mem_mb=MEM_MB, append=APPEND,
+                          binary=binary, extra=extra), '%s (%s)' % (name, binary))
         if cap:
             vm.qmp.cmd('migrate-set-capabilities', capabilities=CAP + [
                 {'capability': c, 'state': True} for c in caps])
@@ -72,27 +59,6 @@ class IgnoreSharedCase(unittest.TestCase):
             vm.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % vm.port)
         return vm
 
-    def wait_passes(self, vm, n):
-        """@n more verified passes from now, and no FAIL ever."""
-        start = vm.serial_text().count('PASS')
-        end = time.monotonic() + DEADLINE
-        while vm.serial_text().count('PASS') < start + n:
-            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
-                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
-            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.05)
-        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
-
-    def wait_end(self, src, dst):
-        end = time.monotonic() + DEADLINE
-        while True:
-            info = src.qmp.cmd('query-migrate')
-            if info.get('status') in ('completed', 'failed', 'cancelled'):
-                return info
-            self.assertLess(time.monotonic(), end, 'migration not done: %s; dst: %s'
-                            % (info, dst.log_tail()))
-            time.sleep(0.05)
-
     def hop(self, src_binary, dst_binary, caps=()):
         """A running guest from @src_binary to @dst_binary over the shared file,
         @caps on at both ends with x-ignore-shared."""
@@ -100,22 +66,18 @@ class IgnoreSharedCase(unittest.TestCase):
         self.wait_passes(src, 2)
         dst = self.vm(dst_binary, 'dst', incoming=True, caps=caps)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
-        info = self.wait_end(src, dst)
+        info = self.wait_migration(src, also=dst)
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
                          'destination log: %s' % (src.name, dst.name, info, src.log_tail(),
                                                   dst.log_tail()))
-        end = time.monotonic() + DEADLINE
-        while dst.qmp.cmd('query-status')['status'] != 'running':
-            self.assertLess(time.monotonic(), end, '%s never ran: %s' % (dst.name, dst.log_tail()))
-            self.assertIsNone(dst.proc.poll(), dst.log_tail())
-            time.sleep(0.05)
+        self.wait_running(dst)
         self.wait_passes(dst, 3)
         # The RAM stayed in the file: only the firmware block and the devices went.
         self.assertLess(info['ram']['transferred'], 4 << 20, info)
         self.assertLess(info['ram'].get('multifd-bytes', 0), 4 << 20, info)
         return info
 
-    def refused(self, dst, text):
+    def refused_load(self, dst, text):
         """The destination said @text and never ran the guest."""
         end = time.monotonic() + DEADLINE
         while text not in dst.log_tail():
@@ -145,12 +107,9 @@ class TestOurs(IgnoreSharedCase):
         self.wait_passes(src, 1)
         dst = self.vm(QEMU, 'dst', incoming=True, ram=self.ram + '.other', share='off')
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
-        self.wait_end(src, dst)
-        self.refused(dst, "x-ignore-shared: no page of RAM block 'm' arrived")
-        end = time.monotonic() + DEADLINE
-        while src.qmp.cmd('query-status')['status'] != 'running':
-            self.assertLess(time.monotonic(), end, src.log_tail())
-            time.sleep(0.05)
+        self.wait_migration(src, also=dst)
+        self.refused_load(dst, "x-ignore-shared: no page of RAM block 'm' arrived")
+        self.wait_running(src)
         self.wait_passes(src, 2)
 
     def test_capability_on_source_only(self):
@@ -158,8 +117,8 @@ class TestOurs(IgnoreSharedCase):
         self.wait_passes(src, 1)
         dst = self.vm(QEMU, 'dst', incoming=True, ram=self.ram + '.other', cap=False)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
-        self.wait_end(src, dst)
-        self.refused(dst, 'Capability x-ignore-shared is off, but received capability is on')
+        self.wait_migration(src, also=dst)
+        self.refused_load(dst, 'Capability x-ignore-shared is off, but received capability is on')
 
     def test_not_with_mapped_ram(self):
         vm = self.vm(QEMU, 'src')

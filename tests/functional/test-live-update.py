@@ -34,19 +34,19 @@ VMTEST_FAIL_ON_SKIP (a skip is a failure).
 import array
 import json
 import os
-import shutil
+import re
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import QMP, VM, QMPError, skip_class_without_kvm  # noqa: E402
+from analyzevm import QMP, VM  # noqa: E402
+from guestcase import GuestCase  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
@@ -63,32 +63,20 @@ def unix_addr(path):
     return {'transport': 'socket', 'type': 'unix', 'path': path}
 
 
-class CprCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        skip_class_without_kvm('test-live-update')
-        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-cpr-')
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class CprCase(GuestCase):
+    NAME = 'test-live-update'
+    TMP_PREFIX = 'qemu-mig-cpr-'
 
     def setUp(self):
-        self.vms = []
+        super().setUp()
         self.n = len(os.listdir(self.tmp))
         self.cpr_sock = os.path.join(self.tmp, 'cpr%d.sock' % self.n)
         self.main_sock = os.path.join(self.tmp, 'main%d.sock' % self.n)
 
-    def tearDown(self):
-        for vm in self.vms:
-            vm.shutdown()
-
-    def vm(self, name, extra, mem_mb=MEM_MB, connect=True):
-        vm = VM(self.tmp, '%s%d-%d' % (name, self.n, len(self.vms)), machine='microvm',
-                mem_mb=mem_mb, append=APPEND, extra=extra, connect=connect)
-        vm.name = name
-        self.vms.append(vm)
-        return vm
+    def vm(self, name, extra, mem_mb=MEM_MB, connect=True, append=APPEND):
+        return self.keep(VM(self.tmp, '%s%d-%d' % (name, self.n, len(self.vms)),
+                            machine='microvm', mem_mb=mem_mb, append=append, extra=extra,
+                            connect=connect), name)
 
     def source(self, **kw):
         src = self.vm('src', memfd_args(**kw))
@@ -114,38 +102,13 @@ class CprCase(unittest.TestCase):
         while not os.path.exists(path):
             self.assertLess(time.monotonic(), end, 'no %s: %s' % (path, vm.log_tail()))
             self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.02)
-
-    def wait_passes(self, vm, n):
-        """@n more verified passes from now, and no FAIL ever."""
-        start = vm.serial_text().count('PASS')
-        end = time.monotonic() + DEADLINE
-        while vm.serial_text().count('PASS') < start + n:
-            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
-                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
-            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.02)
-        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
-
-    def wait_migration(self, vm, statuses=('completed', 'failed', 'cancelled')):
-        end = time.monotonic() + DEADLINE
-        while True:
-            info = vm.qmp.cmd('query-migrate')
-            if info.get('status') in statuses:
-                return info
-            self.assertLess(time.monotonic(), end, '%s: %s' % (vm.name, info))
-            time.sleep(0.02)
+            time.sleep(self.POLL)
 
     def wait_exit(self, vm):
         try:
             return vm.proc.wait(timeout=DEADLINE)
         except subprocess.TimeoutExpired:
             self.fail('%s did not exit: %s' % (vm.name, vm.log_tail()))
-
-    def refused(self, vm, cmd, text, **args):
-        with self.assertRaises(QMPError) as cm:
-            vm.qmp.cmd(cmd, **args)
-        self.assertIn(text, str(cm.exception))
 
     def assert_guest_back(self, src, info):
         """A failed update: the old process runs its guest on, as before."""
@@ -159,10 +122,7 @@ class CprCase(unittest.TestCase):
         self.assertEqual(info['status'], 'completed', '%s; new process: %s'
                          % (info, dst.log_tail()))
         dst.connect_qmp()
-        end = time.monotonic() + DEADLINE
-        while dst.qmp.cmd('query-status')['status'] != 'running':
-            self.assertLess(time.monotonic(), end, dst.log_tail())
-            time.sleep(0.02)
+        self.wait_running(dst)
         return info
 
 
@@ -184,6 +144,40 @@ class TestUpdate(CprCase):
             self.refused(src, cmd, 'The guest runs in the new process now', **args)
         src.shutdown()
         self.wait_passes(dst, 3)
+        self.assert_clock_went_on(dst)
+
+    def assert_clock_went_on(self, vm):
+        """The guest times each pass by its TSC: across the update no pass took
+        longer than the whole test could have (a TSC that jumped or went back
+        reads as an absurd pass)."""
+        us = [int(u) for u in re.findall(r'PASS n=\d+ ms=\d+ us=(\d+)', vm.serial_text())]
+        self.assertTrue(us)
+        self.assertLess(max(us), DEADLINE * 1e6, 'a pass of %d us' % max(us))
+
+    def test_defer_and_the_same_qmp_path(self):
+        """QEMU's order with -incoming defer: migrate on the old process first (the new
+        one's monitor comes up once it has the memory), then migrate-incoming on the new
+        one. The new process also serves the old one's QMP path: a client that reconnects
+        there after the update finds the guest."""
+        src = self.source()
+        cpr = {'channel-type': 'cpr', 'addr': unix_addr(self.cpr_sock)}
+        dst = self.vm('dst', memfd_args() + ['-incoming', json.dumps(cpr), '-incoming', 'defer',
+                                             '-qmp', 'unix:%s,server=on,wait=off' % src.qmp_path],
+                      connect=False)
+        self.wait_path(dst, self.cpr_sock)
+        src.qmp.cmd('migrate', channels=self.channels())
+        dst.connect_qmp()
+        self.assertEqual(src.qmp.cmd('query-status')['status'], 'running')   # not yet
+        dst.qmp.cmd('migrate-incoming', uri='unix:' + self.main_sock)
+        self.assertEqual(self.wait_migration(src)['status'], 'completed')
+        self.wait_running(dst)
+        self.wait_passes(dst, 3)
+        again = QMP(src.qmp_path, dst.proc)
+        try:
+            self.assertEqual(again.cmd('query-status')['status'], 'running')
+            self.assertEqual(again.cmd('query-migrate')['status'], 'completed')
+        finally:
+            again.close()
 
     def test_hmp_mode(self):
         """migrate_set_parameter mode from HMP, as QEMU's, and info shows it."""
@@ -344,10 +338,7 @@ class TestHostileState(CprCase):
 
 class TestExec(CprCase):
     def exec_vm(self, vga=False, append=APPEND):
-        vm = VM(self.tmp, 'exec%d-%d' % (self.n, len(self.vms)), mem_mb=MEM_MB, append=append,
-                extra=memfd_args(vga=vga))
-        vm.name = 'exec'
-        self.vms.append(vm)
+        vm = self.vm('exec', memfd_args(vga=vga), append=append)
         self.wait_passes(vm, 2)
         self.state = os.path.join(self.tmp, 'state%d' % self.n)
         return vm
@@ -395,6 +386,7 @@ class TestExec(CprCase):
         vm = self.exec_vm(vga=True)
         self.exec_update(vm, self.new_argv(vm))
         self.assertEqual(vm.qmp.cmd('query-migrate')['status'], 'completed')
+        TestUpdate.assert_clock_went_on(self, vm)
         # And once more: the updated process updates again.
         self.exec_update(vm, self.new_argv(vm))
 
@@ -527,11 +519,7 @@ class TestNet(CprCase):
                                '-device', 'virtio-net-device,netdev=n0']
 
     def net_vm(self, name, extra, connect=True):
-        vm = VM(self.tmp, '%s%d-%d' % (name, self.n, len(self.vms)), mem_mb=MEM_MB,
-                append='mode=udpecho port=7', extra=extra, connect=connect)
-        vm.name = name
-        self.vms.append(vm)
-        return vm
+        return self.vm(name, extra, connect=connect, append='mode=udpecho port=7')
 
     def tcp_port_answers(self):
         with socket.create_connection(('127.0.0.1', self.tcp), timeout=5):

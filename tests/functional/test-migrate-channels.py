@@ -20,17 +20,14 @@ binary, default /opt/qemu-10.0/bin/qemu-system-x86_64).
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import (  # noqa: E402
-    VM, QMPError, need_binary, skip_class_without_kvm, free_port, QEMU10)
+from analyzevm import VM, need_binary, free_port, QEMU10  # noqa: E402
+from guestcase import GuestCase  # noqa: E402
 
 
 MEM_MB = 128
@@ -41,66 +38,23 @@ def main(addr):
     return [{'channel-type': 'main', 'addr': addr}]
 
 
-class ChannelsCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        skip_class_without_kvm('test-migrate-channels')
-        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-channels-')
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        self.vms = []
-
-    def tearDown(self):
-        for vm in self.vms:
-            vm.shutdown()
+class ChannelsCase(GuestCase):
+    NAME = 'test-migrate-channels'
+    TMP_PREFIX = 'qemu-mig-channels-'
 
     def vm(self, name, incoming=None, binary=None):
         extra = ['-incoming', incoming] if incoming else []
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
-                extra=extra, binary=binary)
-        vm.name = name
-        self.vms.append(vm)
-        return vm
-
-    def wait_passes(self, vm, n):
-        """@n more verified passes from now, and no FAIL ever."""
-        start = vm.serial_text().count('PASS')
-        end = time.monotonic() + DEADLINE
-        while vm.serial_text().count('PASS') < start + n:
-            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
-                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
-            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.05)
-        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
-
-    def wait_status(self, vm, cmd, statuses):
-        end = time.monotonic() + DEADLINE
-        while True:
-            info = vm.qmp.cmd(cmd)
-            if info.get('status') in statuses:
-                return info
-            self.assertLess(time.monotonic(), end, '%s: %s; log: %s' % (vm.name, info,
-                                                                        vm.log_tail()))
-            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.05)
+        return self.keep(VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB,
+                            append=APPEND, extra=extra, binary=binary), name)
 
     def migrate(self, src, dst, channels):
         """migrate with @channels; the guest must run on at @dst."""
         src.qmp.cmd('migrate', channels=channels)
-        info = self.wait_status(src, 'query-migrate', ('completed', 'failed', 'cancelled'))
+        info = self.wait_migration(src, also=dst)
         self.assertEqual(info['status'], 'completed', '%s; destination: %s'
                          % (info, dst.log_tail()))
-        self.wait_status(dst, 'query-status', ('running',))
+        self.wait_running(dst)
         self.wait_passes(dst, 2)
-
-    def refused(self, vm, cmd, text, **args):
-        with self.assertRaises(QMPError) as cm:
-            vm.qmp.cmd(cmd, **args)
-        self.assertIn(text, str(cm.exception))
 
 
 class TestChannels(ChannelsCase):

@@ -27,15 +27,14 @@ import subprocess
 import shutil
 import socket
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
-from analyzevm import (  # noqa: E402
-    PEER, VM, need_binary, MonitorGone, skip_class_without_kvm, free_port, QEMU10)
+from analyzevm import PEER, VM, need_binary, MonitorGone, free_port, QEMU10  # noqa: E402
+from guestcase import GuestCase  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
@@ -92,22 +91,10 @@ def ram_blocks(path):
     return blocks
 
 
-class InteropCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        skip_class_without_kvm('test-qemu-interop')
-        cls.tmp = tempfile.mkdtemp(prefix='qemu-mig-interop-')
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        self.vms = []
-
-    def tearDown(self):
-        for vm in self.vms:
-            vm.shutdown()
+class InteropCase(GuestCase):
+    NAME = 'test-qemu-interop'
+    TMP_PREFIX = 'qemu-mig-interop-'
+    POLL = 0.05
 
     def vm(self, binary, name, incoming=False, mem_mb=MEM_MB, extra=(), append=None):
         args = list(extra)
@@ -115,23 +102,11 @@ class InteropCase(unittest.TestCase):
         if incoming:
             port = free_port()
             args += ['-incoming', 'tcp:127.0.0.1:%d' % port]
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=mem_mb, append=append or APPEND,
-                binary=binary, extra=args)
+        vm = self.keep(VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=mem_mb,
+                          append=append or APPEND, binary=binary, extra=args),
+                       '%s (%s)' % (name, binary))
         vm.port = port
-        vm.name = '%s (%s)' % (name, binary)
-        self.vms.append(vm)
         return vm
-
-    def wait_passes(self, vm, n):
-        """@n more verified passes from now, and no FAIL ever."""
-        start = vm.serial_text().count('PASS')
-        end = time.monotonic() + DEADLINE
-        while vm.serial_text().count('PASS') < start + n:
-            self.assertLess(time.monotonic(), end, '%s: the guest stalled; serial: %s; log: %s'
-                            % (vm.name, vm.serial_text()[-300:], vm.log_tail()))
-            self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
-            time.sleep(0.05)
-        self.assertNotIn('FAIL', vm.serial_text(), vm.name)
 
     def status(self, vm):
         """query-status, or a failure that says why the VM is gone."""
@@ -140,14 +115,7 @@ class InteropCase(unittest.TestCase):
         return vm.qmp.cmd('query-status')['status']
 
     def wait_end(self, src, dst):
-        end = time.monotonic() + DEADLINE
-        while True:
-            info = src.qmp.cmd('query-migrate')
-            if info.get('status') in ('completed', 'failed', 'cancelled'):
-                return info
-            self.assertLess(time.monotonic(), end, 'migration not done: %s; dst: %s'
-                            % (info, dst.log_tail()))
-            time.sleep(0.05)
+        return self.wait_migration(src, also=dst)
 
     def total_frames(self, vm):
         """The draw guest's frame count in its last STAT line (0 before one), and no FAIL."""
