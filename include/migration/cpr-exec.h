@@ -20,5 +20,11 @@
  * before the guest runs.
  */
 #define CPR_EXEC_ROLLBACK_ENV "QEMU_MIG_CPR_EXEC_ROLLBACK"
+/*
+ * The pid of the task that holds the old image's address space across the
+ * exec, so that its teardown is not in the guest's pause: the new image's
+ * child (no exit signal), for it to reap.
+ */
+#define CPR_EXEC_REAP_ENV "QEMU_MIG_CPR_EXEC_REAP"
 
 #endif

@@ -7,6 +7,8 @@
  */
 #include "qemu/osdep.h"
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include "qemu/thread.h"
 #include "qapi/error.h"
 #include "qemu/cpr-fd.h"
 #include "qemu/cutils.h"
@@ -92,6 +94,33 @@ static CprState *cpr_exec_read_state(int fd, Error **errp)
     return cpr_state_parse(buf, st.st_size, errp);
 }
 
+/* The old image's address space goes in this thread's time, not the main one's. */
+static void *cpr_exec_reap(void *opaque)
+{
+    int status;
+
+    waitpid(GPOINTER_TO_INT(opaque), &status, __WALL);
+    return NULL;
+}
+
+/* The task that held the old image's memory map (CPR_EXEC_REAP_ENV) is ours to reap. */
+static void cpr_exec_reap_holder(void)
+{
+    const char *v = getenv(CPR_EXEC_REAP_ENV);
+    QemuThread t;
+    int pid;
+
+    if (!v) {
+        return;
+    }
+    g_unsetenv(CPR_EXEC_REAP_ENV);
+    if (qemu_strtoi(v, NULL, 10, &pid) < 0 || pid <= 1) {
+        return;
+    }
+    qemu_thread_create(&t, "cpr-reap", cpr_exec_reap, GINT_TO_POINTER(pid));
+    pthread_detach(t.thread);     /* nothing waits for it; the process may end first */
+}
+
 bool cpr_exec_incoming_adopt(Error **errp)
 {
     const char *v = getenv(CPR_EXEC_STATE_ENV);
@@ -100,6 +129,7 @@ bool cpr_exec_incoming_adopt(Error **errp)
     const char *rb;
     int fd;
 
+    cpr_exec_reap_holder();
     if (!v) {
         return true;
     }

@@ -15,6 +15,7 @@
  */
 #include "qemu/osdep.h"
 #include <sys/syscall.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include "qapi/error.h"
 #include "system/runstate.h"
@@ -228,6 +229,72 @@ static int cpr_exec_rollback_record(const char *uri, int *exe_fd)
 }
 
 /*
+ * The old image's address space outlives the exec by a moment. Tearing it
+ * down is the exec's last step otherwise, and with guest RAM mapped 4 KiB
+ * at a time (shmem here has no huge pages) that is about 80 ms per 4 GiB
+ * of populated RAM inside the guest's pause. A task that shares the
+ * address space (CLONE_VM, not a thread: the exec does not end it) keeps
+ * it alive, waits for the exec (the close-on-exec write end of @pipe
+ * closes) and exits, so the teardown runs there, beside the new image's
+ * start. The new image reaps it (CPR_EXEC_REAP_ENV). It runs on its own
+ * stack and only calls close, read and _exit.
+ */
+typedef struct CprExecHolder {
+    int read_fd, write_fd;
+} CprExecHolder;
+
+static int cpr_exec_holder(void *opaque)
+{
+    CprExecHolder *h = opaque;
+    char c;
+
+    close(h->write_fd);                 /* its copy: only the exec may close the last one */
+    while (read(h->read_fd, &c, 1) > 0) {
+    }
+    _exit(0);
+}
+
+#define CPR_EXEC_HOLDER_STACK (64 * 1024)
+
+/* The holder's pid, or -1 (then the exec tears the address space down itself). */
+static pid_t cpr_exec_hold_mm(int *write_fd)
+{
+    static CprExecHolder h;
+    static char *stack;
+    int p[2];
+    pid_t pid;
+
+    if (!stack) {
+        stack = g_malloc(CPR_EXEC_HOLDER_STACK);
+    }
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        return -1;
+    }
+    h = (CprExecHolder) { .read_fd = p[0], .write_fd = p[1] };
+    /* No exit signal: the new image reaps it with __WALL. */
+    pid = clone(cpr_exec_holder, stack + CPR_EXEC_HOLDER_STACK, CLONE_VM, &h);
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return -1;
+    }
+    *write_fd = p[1];
+    return pid;
+}
+
+/* The exec failed: the holder ends (its read sees EOF) and is reaped here. */
+static void cpr_exec_release_mm(pid_t pid, int write_fd)
+{
+    int status;
+
+    if (pid < 0) {
+        return;
+    }
+    close(write_fd);
+    waitpid(pid, &status, __WALL);
+}
+
+/*
  * Main thread, the state file written and closed: become the new binary.
  * Returns only if the exec failed, everything undone.
  */
@@ -240,7 +307,8 @@ static bool cpr_exec_hand_over(MigrationState *s, void *ms, Error **errp)
     g_auto(GStrv) envp = NULL;
     g_autofree char *fdstr = NULL;
     int sfd = syscall(SYS_memfd_create, "cpr-exec-state", 0);     /* no CLOEXEC: it must cross */
-    int rb_fd, exe_fd = -1;
+    int rb_fd, exe_fd = -1, holder_fd = -1;
+    pid_t holder;
 
     if (sfd < 0) {
         error_setg_errno(errp, errno, "cpr-exec: memfd for the cpr state");
@@ -259,10 +327,17 @@ static bool cpr_exec_hand_over(MigrationState *s, void *ms, Error **errp)
 
         envp = g_environ_setenv(envp, CPR_EXEC_ROLLBACK_ENV, rbstr, TRUE);
     }
+    holder = cpr_exec_hold_mm(&holder_fd);
+    if (holder >= 0) {
+        g_autofree char *pidstr = g_strdup_printf("%d", holder);
+
+        envp = g_environ_setenv(envp, CPR_EXEC_REAP_ENV, pidstr, TRUE);
+    }
     cpr_exec_set_cloexec(e, n, false);
     fflush(NULL);
     execvpe(argv[0], argv, envp);
     error_setg_errno(errp, errno, "cpr-exec: cannot execute '%s'", argv[0]);
+    cpr_exec_release_mm(holder, holder_fd);
     cpr_exec_set_cloexec(e, n, true);
     close(sfd);
     if (rb_fd >= 0) {
