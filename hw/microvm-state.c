@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QEMU's microvm pieces that ours carries but does not emulate: the ROM
- * blocks and the sections "timer", "fw_cfg", "kvm-tpr-opt", "ioapic" 1 and
- * "acpi-ged", in the layouts QEMU 7.2 and 10.0 send (learned from their
+ * blocks and the sections "timer", "fw_cfg", "kvm-tpr-opt" and "acpi-ged"
+ * (the second IOAPIC, "ioapic" 1, is emulated: hw/microvm-ioapic2.c), in
+ * the layouts QEMU 7.2 and 10.0 send (learned from their
  * streams' vmdescs: docs/devel/qemu-vmdesc/). See include/hw/microvm-state.h.
  */
 #include "qemu/osdep.h"
@@ -14,8 +15,6 @@
 
 #define ROM_BLOB_SIZE   4096        /* each fw_cfg ACPI blob's block, as QEMU sizes it here */
 #define BIOS_SIZE       (64 * KiB)  /* QEMU's microvm firmware block */
-#define IOAPIC_PINS     24
-#define IOAPIC_MASKED   (1ULL << 16)
 
 /* "timer" v2: QEMU's clocks at the stop; we keep the VM clock (cpu_clock_offset). */
 typedef struct MicrovmTimer {
@@ -47,13 +46,6 @@ typedef struct MicrovmTpr {
     uint32_t state, real_tpr_addr, rom_state_vaddr, vapic_paddr, rom_state_paddr;
 } MicrovmTpr;
 
-/* "ioapic" 1 v3: QEMU's second IOAPIC (GSIs 24-47), registers only. */
-typedef struct MicrovmIoapic2 {
-    uint8_t id, ioregsel;
-    uint32_t irr;
-    uint64_t ioredtbl[IOAPIC_PINS];
-} MicrovmIoapic2;
-
 /* "acpi-ged" v1: the generic event device's selectors. */
 typedef struct MicrovmGed {
     uint32_t sel;
@@ -64,7 +56,6 @@ struct MicrovmQemuState {
     MicrovmTimer timer;
     MicrovmFwCfg fw_cfg;
     MicrovmTpr tpr;
-    MicrovmIoapic2 ioapic2;
     MicrovmGed ged;
 };
 
@@ -74,12 +65,9 @@ static MicrovmQemuState *mqs(MachineState *ms)
         MicrovmQemuState *s = g_new0(MicrovmQemuState, 1);
 
         s->fw_cfg.ms = ms;
-        /* What a fresh QEMU microvm reports: the blobs' blocks whole, every pin masked. */
+        /* What a fresh QEMU microvm reports: the blobs' blocks whole. */
         s->fw_cfg.table_mr_size = s->fw_cfg.linker_mr_size = s->fw_cfg.rsdp_mr_size =
             ROM_BLOB_SIZE;
-        for (int i = 0; i < IOAPIC_PINS; i++) {
-            s->ioapic2.ioredtbl[i] = IOAPIC_MASKED;
-        }
         ms->qemu_state = s;
     }
     return ms->qemu_state;
@@ -92,7 +80,8 @@ bool microvm_acpi(const MachineState *ms)
 
 bool microvm_ioapic2(const MachineState *ms)
 {
-    return ms->ioapic2 == ON_OFF_AUTO_AUTO ? microvm_acpi(ms) : ms->ioapic2 == ON_OFF_AUTO_ON;
+    /* QEMU 7.2 and 10.0 make it only with ACPI: acpi=off,ioapic2=on has one IOAPIC. */
+    return microvm_acpi(ms) && ms->ioapic2 != ON_OFF_AUTO_OFF;
 }
 
 bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp)
@@ -324,35 +313,6 @@ static const VMStateDescription vmstate_tpr = {
     },
 };
 
-/* ---- ioapic 1 ---- */
-
-static bool ioapic2_post_load(void *opaque, int version_id, Error **errp)
-{
-    MicrovmIoapic2 *io = opaque;
-
-    if (io->id > 0xf || io->irr >> IOAPIC_PINS) {
-        error_setg(errp, "invalid IOAPIC state (id %u, irr 0x%x)", io->id, io->irr);
-        return false;
-    }
-    return true;
-}
-
-static const VMStateDescription vmstate_ioapic2 = {
-    .name = "ioapic",
-    .size = sizeof(MicrovmIoapic2),
-    .version_id = 3,
-    .minimum_version_id = 3,
-    .post_load = ioapic2_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(id, MicrovmIoapic2),
-        VMSTATE_UINT8(ioregsel, MicrovmIoapic2),
-        VMSTATE_UNUSED(8),
-        VMSTATE_UINT32(irr, MicrovmIoapic2),
-        VMSTATE_UINT64_ARRAY(ioredtbl, MicrovmIoapic2, IOAPIC_PINS),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
 /* ---- acpi-ged ---- */
 
 static const VMStateDescription vmstate_ged_state = {
@@ -417,13 +377,6 @@ void microvm_qemu_register_head(MachineState *ms)
 void microvm_qemu_register_tpr(MachineState *ms)
 {
     vmstate_register("kvm-tpr-opt", 0, &vmstate_tpr, &mqs(ms)->tpr);
-}
-
-void microvm_qemu_register_ioapic2(MachineState *ms)
-{
-    if (microvm_ioapic2(ms)) {
-        vmstate_register("ioapic", 1, &vmstate_ioapic2, &mqs(ms)->ioapic2);
-    }
 }
 
 void microvm_qemu_register_ged(MachineState *ms)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The microvm machine: RAM below 3 GiB plus the rest at 4 GiB, in-kernel
- * irqchip (PIC, IOAPIC, LAPIC) and PIT, COM1, optional isa-debug-exit, and
- * PVH boot. Guest-physical layout of the boot data:
+ * irqchip (PIC, IOAPIC, LAPIC) and PIT, with ACPI QEMU's second IOAPIC in
+ * userspace, COM1, optional isa-debug-exit, and PVH boot. Guest-physical
+ * layout of the boot data:
  *
  *   0x6000   struct hvm_start_info
  *   0x6100   memory map (up to 32 entries)
@@ -12,13 +13,16 @@
  *   top of low RAM: initrd
  *
  * virtio-mmio transports exist only for the devices given with -device,
- * in QEMU's microvm slots (0xfeb00000 + 512 * slot, GSI 5 + slot), the
- * first device in the last slot and on downwards, as QEMU 7.2 and 10.0
- * place them with acpi=off (so a driver bound there finds its device at
- * the same address and interrupt after a move), and are named to the
- * kernel on its command line in creation order, as QEMU does without ACPI.
- * With ACPI, QEMU uses 24 slots and the second IOAPIC, which we do not
- * emulate: our placement stays acpi=off's (docs/devel/qemu-interop.md).
+ * in QEMU's microvm slots (0xfeb00000 + 512 * slot), the first device in
+ * the last slot and on downwards, as QEMU 7.2 and 10.0 place them (so a
+ * driver bound there finds its device at the same address and interrupt
+ * after a move). Without the second IOAPIC there are 8 slots on KVM's
+ * IOAPIC, GSI 5 + slot with acpi=off and 16 + slot with ACPI; with it
+ * (ACPI and ioapic2, QEMU's default) 24 on its pins, GSI 24 + slot
+ * (hw/microvm-ioapic2.c). Only with acpi=off
+ * are they named to the kernel on its command line, in creation order, as
+ * QEMU does; with ACPI QEMU describes them in its DSDT, which our PVH boot
+ * does not build (docs/devel/qemu-interop.md).
  * -device isa-vga puts its VRAM at 0xe0000000 (hw/display/vga-isa.c),
  * which the memory map leaves out.
  */
@@ -26,6 +30,7 @@
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "hw/boards.h"
+#include "hw/microvm-ioapic2.h"
 #include "hw/microvm-state.h"
 #include "hw/pvh.h"
 #include "hw/serial.h"
@@ -176,7 +181,7 @@ static uint32_t microvm_build_memmap(const RAMBlock *current_machine_ram,
 }
 
 /*
- * The command line the guest gets: -append, then one
+ * The command line the guest gets: -append, then, with acpi=off, one
  * " virtio_mmio.device=512@0xADDR:IRQ" per transport (Linux's syntax, and
  * QEMU's exact text, so guests see the same line under both).
  */
@@ -184,7 +189,7 @@ static char *microvm_kernel_cmdline(const MachineState *ms)
 {
     GString *cmdline = g_string_new(ms->kernel_cmdline ? ms->kernel_cmdline : "");
 
-    for (guint i = 0; ms->virtio_mmio && i < ms->virtio_mmio->len; i++) {
+    for (guint i = 0; !microvm_acpi(ms) && ms->virtio_mmio && i < ms->virtio_mmio->len; i++) {
         VirtIOMMIOState *s = g_ptr_array_index(ms->virtio_mmio, i);
 
         g_string_append_printf(cmdline, " virtio_mmio.device=%d@0x%" HWADDR_PRIx ":%d",
@@ -266,24 +271,31 @@ static bool microvm_read_file(const char *path, const char *what, uint8_t **data
     return true;
 }
 
-/* One transport per -device virtio-*-device, in command-line order. */
-static bool microvm_virtio_init(MachineState *ms, Error **errp)
+/*
+ * One transport per -device virtio-*-device, in command-line order, on
+ * @ioapic2's pins if the machine has it (else on KVM's IOAPIC).
+ */
+static bool microvm_virtio_init(MachineState *ms, MicrovmIoapic2 *ioapic2, Error **errp)
 {
     guint n = ms->virtio_devices ? ms->virtio_devices->len : 0;
+    guint slots = ioapic2 ? MICROVM_VIRTIO_SLOTS_IOAPIC2 : MICROVM_VIRTIO_SLOTS;
+    int gsi_base = microvm_acpi(ms) ? MICROVM_VIRTIO_IRQ_BASE_ACPI : MICROVM_VIRTIO_IRQ_BASE;
 
-    if (n > MICROVM_VIRTIO_SLOTS) {
-        error_setg(errp, "%u virtio devices given, but microvm has %d virtio-mmio slots", n,
-                   MICROVM_VIRTIO_SLOTS);
+    if (n > slots) {
+        error_setg(errp, "%u virtio devices given, but microvm has %u virtio-mmio slots", n,
+                   slots);
         return false;
     }
     ms->virtio_mmio = g_ptr_array_new();
     for (guint i = 0; i < n; i++) {
-        /* QEMU's order (seen in the command line its guests get): from the top slot down. */
-        guint slot = MICROVM_VIRTIO_SLOTS - 1 - i;
-        VirtIOMMIOState *s = virtio_mmio_create(g_ptr_array_index(ms->virtio_devices, i),
-                                                MICROVM_VIRTIO_MMIO_BASE +
-                                                slot * MICROVM_VIRTIO_MMIO_STRIDE,
-                                                MICROVM_VIRTIO_IRQ_BASE + slot, errp);
+        /* QEMU's order (seen in the command line and the DSDT its guests get): top slot down. */
+        guint slot = slots - 1 - i;
+        VirtIODevice *vdev = g_ptr_array_index(ms->virtio_devices, i);
+        hwaddr base = MICROVM_VIRTIO_MMIO_BASE + slot * MICROVM_VIRTIO_MMIO_STRIDE;
+        VirtIOMMIOState *s =
+            ioapic2 ? virtio_mmio_create_on_line(vdev, base, MICROVM_IOAPIC2_GSI_BASE + slot,
+                                                 microvm_ioapic2_set_irq, ioapic2, slot, errp)
+                    : virtio_mmio_create(vdev, base, gsi_base + (int)slot, errp);
         if (!s) {
             return false;
         }
@@ -299,7 +311,8 @@ static bool microvm_virtio_init(MachineState *ms, Error **errp)
  * byte. The -device ones (virtio-net, isa-vga) follow in command-line
  * order, then globalstate (migration_init).
  */
-static void microvm_register_sections(MachineState *ms, SerialState *serial, ISAVGAState *vga)
+static void microvm_register_sections(MachineState *ms, MicrovmIoapic2 *ioapic2,
+                                      SerialState *serial, ISAVGAState *vga)
 {
     CPUState *cpu;
     guint i;
@@ -313,7 +326,9 @@ static void microvm_register_sections(MachineState *ms, SerialState *serial, ISA
         kvm_apic_state_register(cpu);
     }
     kvm_ioapic_state_register();
-    microvm_qemu_register_ioapic2(ms);
+    if (ioapic2) {
+        microvm_ioapic2_register(ioapic2);
+    }
     kvm_clock_state_register();
     microvm_qemu_register_ged(ms);
     kvm_pic_pit_state_register();
@@ -354,6 +369,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     PvhImageInfo info;
     SerialState *serial = NULL;
     ISAVGAState *vga = NULL;
+    MicrovmIoapic2 *ioapic2 = NULL;
 
     if (!ms->kernel_filename) {
         error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
@@ -403,10 +419,13 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
         !debug_exit_init(ms->debug_exit.iobase, ms->debug_exit.iosize, errp)) {
         return false;
     }
-    if (!microvm_virtio_init(ms, errp)) {
+    if (microvm_ioapic2(ms) && !(ioapic2 = microvm_ioapic2_create(errp))) {
         return false;
     }
-    microvm_register_sections(ms, serial, vga);
+    if (!microvm_virtio_init(ms, ioapic2, errp)) {
+        return false;
+    }
+    microvm_register_sections(ms, ioapic2, serial, vga);
     /*
      * A guest that arrives by migration in memory it shares with its source
      * (a file mapped share=on, which x-ignore-shared leaves out of the

@@ -285,3 +285,11 @@ int kvm_set_irq(KVMState *s, int irq, int level)
 
     return kvm_vm_ioctl(s, KVM_IRQ_LINE, &event);
 }
+
+int kvm_signal_msi(KVMState *s, uint64_t addr, uint32_t data)
+{
+    struct kvm_msi msi = { .address_lo = (uint32_t)addr, .address_hi = (uint32_t)(addr >> 32),
+                           .data = data };
+
+    return kvm_vm_ioctl(s, KVM_SIGNAL_MSI, &msi);
+}

@@ -412,7 +412,8 @@ static bool x86_cpu_check_subs(const X86CPUWire *w, const X86CPUCaps *c, int ind
         { 0x4b564d02, offsetof(X86CPUWire, async_pf_en_msr), 0x30, "async PF enable" },
         { 0x4b564d06, offsetof(X86CPUWire, async_pf_int_msr), ~0xffull, "async PF vector" },
         { 0x4b564d04, offsetof(X86CPUWire, pv_eoi_en_msr), 0x6, "PV EOI" },
-        { 0x4b564d03, offsetof(X86CPUWire, steal_time_msr), 0x7e, "steal time" },
+        /* Bits 1-5 (KVM_STEAL_RESERVED_MASK): the area is 64-byte aligned, bit 6 is address. */
+        { 0x4b564d03, offsetof(X86CPUWire, steal_time_msr), 0x3e, "steal time" },
         { 0x4b564d05, offsetof(X86CPUWire, poll_control_msr), ~1ull, "poll control" },
         { 0x3b, offsetof(X86CPUWire, tsc_adjust), 0, "TSC_ADJUST" },
         { X86_MSR_TSC_DEADLINE, offsetof(X86CPUWire, tsc_deadline), 0, "TSC deadline" },

@@ -9,7 +9,9 @@
  * non-zero. Through a resampling irqfd, a write asserts it; KVM keeps it
  * asserted until the guest's EOI, then drops it and tells us (resamplefd),
  * and we assert again if something is still pending. Without irqfd, the
- * level goes to KVM_IRQ_LINE whenever it changes.
+ * level goes to KVM_IRQ_LINE whenever it changes. A transport wired to a
+ * userspace interrupt controller (virtio_mmio_create_on_line: QEMU's
+ * microvm's second IOAPIC) hands it every change of the level instead.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -31,6 +33,10 @@ struct VirtIOMMIOState {
     VirtIODevice *vdev;
     hwaddr base;                /* fixed */
     int gsi;                    /* fixed */
+    /* A line to a userspace interrupt controller instead of KVM's GSI (fixed). */
+    VirtIOMMIOLineFn line_fn;
+    void *line_opaque;
+    unsigned int line_pin;
 
     /* Register selectors (BQL). */
     uint32_t host_features_sel;
@@ -93,6 +99,9 @@ static void virtio_mmio_update_line_locked(VirtIOMMIOState *s)
         if (level) {
             virtio_mmio_irqfd_assert_locked(s);
         }
+    } else if (level != s->line_level && s->line_fn) {
+        s->line_level = level;
+        s->line_fn(s->line_opaque, s->line_pin, level);
     } else if (level != s->line_level && kvm_state) {
         s->line_level = level;
         kvm_set_irq(kvm_state, s->gsi, level);
@@ -456,6 +465,13 @@ static void virtio_mmio_irqfd_init(VirtIOMMIOState *s)
 
 VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Error **errp)
 {
+    return virtio_mmio_create_on_line(vdev, base, gsi, NULL, NULL, 0, errp);
+}
+
+VirtIOMMIOState *virtio_mmio_create_on_line(VirtIODevice *vdev, hwaddr base, int gsi,
+                                            VirtIOMMIOLineFn line_fn, void *line_opaque,
+                                            unsigned int line_pin, Error **errp)
+{
     g_autofree VirtIOMMIOState *s = g_new0(VirtIOMMIOState, 1);
 
     if (vdev->ops->num_queues > VIRTIO_MMIO_MAX_QUEUES) {
@@ -472,6 +488,9 @@ VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Er
     s->vdev = vdev;
     s->base = base;
     s->gsi = gsi;
+    s->line_fn = line_fn;
+    s->line_opaque = line_opaque;
+    s->line_pin = line_pin;
     s->ioeventfd_on = g_new0(bool, vdev->ops->num_queues);
     g_mutex_init(&s->irq_lock);
     g_free(vdev->name);
@@ -479,7 +498,9 @@ VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Er
     vdev->raise = virtio_mmio_raise;
     vdev->transport = s;
     s->use_ioeventfd = kvm_has_ioeventfd(kvm_state);
-    virtio_mmio_irqfd_init(s);
+    if (!line_fn) {
+        virtio_mmio_irqfd_init(s);      /* KVM's GSI: an irqfd where KVM has one */
+    }
     qemu_register_reset(virtio_mmio_system_reset, s);
     return g_steal_pointer(&s);
 }

@@ -15,14 +15,18 @@
 /* Where QEMU's microvm shows the firmware's last 64 KiB below 1 MiB. */
 #define MICROVM_ISA_BIOS_BASE 0xf0000
 /*
- * virtio-mmio transports, as QEMU's microvm places them without ACPI:
- * slot i at 0xfeb00000 + i * 512 on GSI 5 + i, eight slots, the first
- * device in the last slot (hw/microvm.c).
+ * virtio-mmio transports, as QEMU's microvm places them: slot i at
+ * 0xfeb00000 + i * 512, the first device in the last slot (hw/microvm.c);
+ * eight slots on GSI 5 + i with acpi=off, on GSI 16 + i with ACPI but
+ * ioapic2=off (QEMU's DSDT), 24 on the second IOAPIC's pins (GSI 24 + i)
+ * with both.
  */
 #define MICROVM_VIRTIO_MMIO_BASE   0xfeb00000ULL
 #define MICROVM_VIRTIO_MMIO_STRIDE 512
 #define MICROVM_VIRTIO_IRQ_BASE    5
+#define MICROVM_VIRTIO_IRQ_BASE_ACPI 16
 #define MICROVM_VIRTIO_SLOTS       8
+#define MICROVM_VIRTIO_SLOTS_IOAPIC2 24
 
 /* QEMU's OnOffAuto property values; zero is auto, so a zeroed config means defaults. */
 typedef enum OnOffAuto {
@@ -49,7 +53,7 @@ struct MachineState {
     char *initrd_filename;
     char *memory_backend;       /* -machine memory-backend=ID */
     uint64_t max_ram_below_4g;  /* -machine max-ram-below-4g=SIZE, 0: default */
-    /* -machine acpi= and ioapic2= (auto: acpi on; ioapic2 as acpi). */
+    /* -machine acpi= and ioapic2= (auto: on; ioapic2 only with acpi, as in QEMU). */
     OnOffAuto acpi, ioapic2;
     Chardev *serial;            /* COM1; NULL: no UART (-nodefaults, -serial none) */
     DebugExitConfig debug_exit;

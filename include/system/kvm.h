@@ -142,6 +142,11 @@ void kvm_pic_pit_state_register(void);
 bool kvm_memslots_init(KVMState *s, Error **errp);
 int kvm_slot_set_flags(KVMState *s, KVMSlot *slot, uint32_t flags);
 int kvm_set_irq(KVMState *s, int irq, int level);
+/*
+ * One MSI message to the in-kernel LAPICs: > 0 delivered, 0 blocked (no
+ * LAPIC took it), -errno. Any thread.
+ */
+int kvm_signal_msi(KVMState *s, uint64_t addr, uint32_t data);
 
 /*
  * ioeventfd and irqfd (accel/kvm/kvm-eventfd.c); 0 or -errno, -ENOSYS

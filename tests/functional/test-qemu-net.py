@@ -17,6 +17,14 @@ STOP..RESUME window. The same with the guest paused across both hops
 here and saved again, are QEMU's bytes. The transport addresses and
 interrupts of three NICs are QEMU's.
 
+All of it again with ACPI (QEMU's default microvm, the *Acpi classes):
+QEMU's transports then sit in 24 slots on its second IOAPIC, which ours
+emulates (hw/microvm-ioapic2.c), and its "ioapic" 1 section comes back
+byte for byte too; and ours -> ours -> ours with ACPI. With the firmware's
+irq=1 the guest takes its NIC's interrupts through the second IOAPIC (or,
+with ioapic2=off, KVM's at QEMU's GSI 23) and their count must grow on
+every side of every hop.
+
 After each hop the guest must print within WAKE_S: a guest halted at the
 switchover that never wakes (a PIT tick lost in the PIC's state, fixed in
 accel/kvm/kvm-irqchip-state.c) fails here by name.
@@ -49,6 +57,12 @@ RATE = 50                       # datagrams per second
 WAKE_S = 10                     # the firmware prints STAT every second once it runs
 MACHINE = ('-M', 'microvm,acpi=off', '-global', 'virtio-mmio.force-legacy=false')
 NET_SECTION = 'virtio-mmio@00000000feb00e00/virtio-net'
+# The guest's READY line: the transport found, how, and the GSI it was told of.
+READY_FOUND = 'transport=0xfeb00e00 found=cmdline irq=12'
+# QEMU's default: ACPI, the second IOAPIC, 24 slots; the kernel is told nothing.
+MACHINE_ACPI = ('-M', 'microvm', '-global', 'virtio-mmio.force-legacy=false')
+NET_SECTION_ACPI = 'virtio-mmio@00000000feb02e00/virtio-net'
+READY_FOUND_ACPI = 'transport=0xfeb02e00 found=probe irq=0'
 
 
 def free_udp_port():
@@ -65,6 +79,12 @@ def event_time(ev):
 
 
 class NetInteropCase(unittest.TestCase):
+    machine = MACHINE
+    net_section = NET_SECTION
+    ready_found = READY_FOUND
+    append = APPEND
+    irq = False                 # the guest takes rx interrupts (irq=1) and counts them
+
     @classmethod
     def setUpClass(cls):
         skip_class_without_kvm('test-qemu-net')
@@ -87,12 +107,12 @@ class NetInteropCase(unittest.TestCase):
 
     def vm(self, binary, name, incoming=False):
         port = free_udp_port()
-        args = list(MACHINE) + ['-netdev', 'user,id=n0,hostfwd=udp:127.0.0.1:%d-:7' % port,
+        args = list(self.machine) + ['-netdev', 'user,id=n0,hostfwd=udp:127.0.0.1:%d-:7' % port,
                                 '-device', 'virtio-net-device,netdev=n0']
         if incoming:
             mig = free_port()
             args += ['-incoming', 'tcp:127.0.0.1:%d' % mig]
-        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=APPEND,
+        vm = VM(self.tmp, '%s%d' % (name, len(self.vms)), mem_mb=MEM_MB, append=self.append,
                 binary=binary, extra=args)
         vm.mig_port = mig if incoming else None
         vm.name = '%s (%s)' % (name, binary)
@@ -138,9 +158,22 @@ class NetInteropCase(unittest.TestCase):
                                                                          dst.log_tail()))
             time.sleep(0.05)
         self.assert_woke(dst, '%s -> %s' % (src.name, dst.name))
+        irqs0 = self.irqs(dst)
         self.wait_more_echoes(RATE)     # a second of answers from the destination
         self.assertNotIn('FAIL', dst.serial_text(), dst.name)
+        if self.irq:
+            # The destination's IOAPIC delivers: the count goes on growing there.
+            end = time.monotonic() + WAKE_S
+            while self.irqs(dst) <= irqs0:
+                self.assertLess(time.monotonic(), end, '%s: no interrupt after %s -> %s (%d)'
+                                % (dst.name, src.name, dst.name, irqs0))
+                time.sleep(0.2)
         return dst
+
+    def irqs(self, vm):
+        """The guest's interrupt count in its last STAT line (irq=1), or -1."""
+        counts = re.findall(r'STAT [^\n]* irqs=(\d+)', vm.serial_text())
+        return int(counts[-1]) if counts else -1
 
     def assert_woke(self, dst, hop):
         """The firmware prints a STAT line a second: none in WAKE_S is a
@@ -159,7 +192,7 @@ class NetInteropCase(unittest.TestCase):
         t0 = time.time()
         ours = self.hop(src, QEMU, 'ours')
         # The guest sees the same device on both: address, interrupt, MAC, queues.
-        self.assertIn('transport=0xfeb00e00 found=cmdline irq=12', ready, ready)
+        self.assertIn(self.ready_found, ready, ready)
         back = self.hop(ours, peer, 'peer')
         time.sleep(0.5)
         t1 = time.time()
@@ -208,13 +241,13 @@ class NetInteropCase(unittest.TestCase):
         self.assertNotIn('FAIL', back.serial_text(), back.name)
 
 
-def section_bytes(path, idstr):
-    """The bytes of full section @idstr of the stream at @path, between its
-    header (name, instance, version) and its footer."""
+def section_bytes(path, idstr, instance=0):
+    """The bytes of full section @idstr @instance of the stream at @path,
+    between its header (name, instance, version) and its footer."""
     with open(path, 'rb') as f:
         data = f.read()
     name = idstr.encode()
-    at = data.find(bytes([len(name)]) + name)
+    at = data.find(bytes([len(name)]) + name + instance.to_bytes(4, 'big'))
     assert at > 4, 'no section %s in %s' % (idstr, path)
     section_id = data[at - 4:at]
     start = at + 1 + len(name) + 8
@@ -230,6 +263,8 @@ def section_bytes(path, idstr):
 
 
 class TestSectionBytes(NetInteropCase):
+    sections = ((NET_SECTION, 0), ('slirp', 0))
+
     def test_qemu_section_saved_back_identical(self):
         """QEMU 10.0's sections of a running NIC, loaded here (the guest
         paused) and saved again, are QEMU's bytes: every field learned."""
@@ -243,15 +278,16 @@ class TestSectionBytes(NetInteropCase):
         ours_file = os.path.join(self.tmp, 'ours.mig')
         src.migrate(theirs)
         ours = VM(self.tmp, 'bytes-ours', mem_mb=MEM_MB, append=APPEND, binary=QEMU,
-                  extra=list(MACHINE) + ['-netdev', 'user,id=n0',
+                  extra=list(self.machine) + ['-netdev', 'user,id=n0',
                                          '-device', 'virtio-net-device,netdev=n0',
                                          '-incoming', 'exec:cat ' + theirs])
         ours.name = 'ours'
         self.vms.append(ours)
         self.wait_status(ours, 'paused')
         ours.migrate(ours_file)
-        for idstr in (NET_SECTION, 'slirp'):
-            a, b = section_bytes(theirs, idstr), section_bytes(ours_file, idstr)
+        for idstr, instance in self.sections:
+            a = section_bytes(theirs, idstr, instance)
+            b = section_bytes(ours_file, idstr, instance)
             self.assertGreater(len(a), 0, idstr)
             self.assertEqual(a.hex(), b.hex(), idstr)
 
@@ -274,6 +310,44 @@ class TestQemu72Net(NetInteropCase):
     def test_paused_roundtrip(self):
         need_binary(self, PEER, 'QEMU 7.2')
         self.paused_roundtrip(PEER)
+
+
+class AcpiCase(NetInteropCase):
+    """QEMU's default microvm: ACPI and the second IOAPIC."""
+    machine = MACHINE_ACPI
+    net_section = NET_SECTION_ACPI
+    ready_found = READY_FOUND_ACPI
+
+
+class TestSectionBytesAcpi(AcpiCase, TestSectionBytes):
+    # The second IOAPIC's registers come back as QEMU sent them.
+    sections = ((NET_SECTION_ACPI, 0), ('slirp', 0), ('ioapic', 1))
+
+
+class TestQemu10NetAcpi(AcpiCase):
+    def test_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+    def test_paused_roundtrip(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_roundtrip(QEMU10)
+
+
+class TestQemu72NetAcpi(AcpiCase):
+    def test_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.roundtrip(PEER)
+
+    def test_paused_roundtrip(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.paused_roundtrip(PEER)
+
+
+class TestOursNetAcpi(AcpiCase):
+    def test_roundtrip(self):
+        """ours -> ours -> ours, live, with ACPI."""
+        self.roundtrip(QEMU)
 
 
 class TestPlacement(NetInteropCase):
@@ -300,6 +374,64 @@ class TestPlacement(NetInteropCase):
         self.assertEqual(lines[QEMU10], lines[QEMU])
         self.assertIn('virtio_mmio.device=512@0xfeb00e00:12 virtio_mmio.device=512@0xfeb00c00:11 '
                       'virtio_mmio.device=512@0xfeb00a00:10', lines[QEMU])
+
+
+class IrqCase(AcpiCase):
+    """The guest routes its NIC's interrupt through the second IOAPIC."""
+    append = APPEND + ' irq=1'
+    irq = True
+
+
+class TestNetAcpiIrq(IrqCase):
+    """Interrupts delivered after every hop, QEMU -> ours -> QEMU and ours -> ours."""
+    def test_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+    def test_qemu72(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.roundtrip(PEER)
+
+    def test_ours(self):
+        self.roundtrip(QEMU)
+
+
+class TestNetIoapic2OffIrq(IrqCase):
+    """ACPI without the second IOAPIC: QEMU's DSDT puts slot 7 on GSI 23 of
+    KVM's IOAPIC. The guest is told so (the DSDT is QEMU's alone) and takes
+    its interrupts there on both sides of every hop."""
+    machine = ('-M', 'microvm,ioapic2=off', '-global', 'virtio-mmio.force-legacy=false')
+    net_section = NET_SECTION
+    ready_found = 'transport=0xfeb00e00 found=probe irq=0'
+    append = APPEND + ' irq=gsi:23'
+
+    def test_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.roundtrip(QEMU10)
+
+
+class TestPlacementAcpi(AcpiCase):
+    def test_same_slots_as_qemu(self):
+        """With ACPI, three NICs: the guest probes the 24 slots upwards and
+        finds the same NIC at the same address on both. (QEMU's microvm
+        creates no NIC for -nic: "requested NIC ... was not created".)"""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        found = {}
+        for binary in (QEMU10, QEMU):
+            args = list(self.machine)
+            for i in range(3):
+                args += ['-netdev', 'user,id=n%d' % i,
+                         '-device', 'virtio-net-device,netdev=n%d' % i]
+            vm = VM(self.tmp, 'place%d' % len(self.vms), mem_mb=MEM_MB, append=self.append,
+                    binary=binary, extra=args)
+            self.vms.append(vm)
+            ready = vm.wait_serial(r'READY [^\n]*\n').group(0)
+            found[binary] = re.search(r'mac=\S+ transport=\S+ found=\S+ irq=\S+',
+                                      ready).group(0)
+        self.assertEqual(found[QEMU10], found[QEMU])
+        # Three transports from slot 23 down: the lowest, 0xfeb02a00, is the third NIC.
+        self.assertIn('mac=52:54:00:12:34:58 transport=0xfeb02a00 found=probe irq=0',
+                      found[QEMU])
 
 
 if __name__ == '__main__':

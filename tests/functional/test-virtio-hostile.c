@@ -18,7 +18,7 @@
                 "-device virtio-net-device,netdev=n0 " \
                 "-device isa-debug-exit,iobase=0xf4,iosize=0x04 "
 
-#define WARN_PREFIX "warning: virtio-net-device at 0xfeb00e00: "
+#define WARN_PREFIX "warning: virtio-net-device at 0xfeb02e00: "
 #define WARN_SUFFIX "; device marked broken until the driver resets it"
 
 typedef struct HostileCase {
@@ -34,7 +34,7 @@ typedef struct HostileCase {
 static const HostileCase cases[] = {
     { "desc-outside-ram", "queue 1: descriptor ring 0x3fff800+0x1000 is outside guest RAM" },
     { "avail-outside-ram", "queue 1: driver ring 0x10000000000+0x206 is outside guest RAM" },
-    { "used-outside-ram", "queue 1: device ring 0xfeb00e00+0x806 is outside guest RAM" },
+    { "used-outside-ram", "queue 1: device ring 0xfeb02e00+0x806 is outside guest RAM" },
     { "desc-misaligned", "queue 1: descriptor ring at 0x" },
     { "queue-num-bad", "queue 1: size 3 is not a power of two" },
     { "queue-num-big", "queue 1: size 512 is above the maximum 256" },

@@ -165,7 +165,10 @@ static const BadCase bad_cases[] = {
     { "-device virtio-net-device,id=a -device virtio-net-device,id=a",
       "-device virtio-net-device,id=a: Duplicate ID 'a' for device" },
     { "-device virtio-net-devic", "'virtio-net-devic' is not a valid device model name" },
-    { NINE_NICS, "9 virtio devices given, but microvm has 8 virtio-mmio slots" },
+    { "-machine acpi=off " NINE_NICS, "9 virtio devices given, but microvm has 8 virtio-mmio slots" },
+    /* QEMU's default, ACPI: 24 slots on the second IOAPIC. */
+    { NINE_NICS " " NINE_NICS " " NINE_NICS,
+      "27 virtio devices given, but microvm has 24 virtio-mmio slots" },
 };
 
 static void test_bad_cmdline(gconstpointer data)
@@ -201,7 +204,7 @@ static void assert_net_sections(const char *file)
 {
     g_autofree char *desc = vmtest_analyze_stream(file, "desc", "");
     static const char *const want[] = {
-        "\"virtio-mmio@00000000feb00e00/virtio-net\"", "\"virtio\"", "\"mac\"",
+        "\"virtio-mmio@00000000feb02e00/virtio-net\"", "\"virtio\"", "\"mac\"",
         "\"net_status\"", "\"virtio/virtqueues\"", "\"virtio_mmio/state\"", "\"slirp\"",
         "\"data\"",
     };
@@ -306,11 +309,11 @@ static void test_hostile_sections(void)
         const char *expect;
     } cases[] = {
         /* virtio-net's link status (be16) at 0x68 of QEMU's layout (qemu-interop.md). */
-        { "virtio-mmio@00000000feb00e00/virtio-net", 0x69, 3, "error while loading state for "
-          "instance 0x0 of device 'virtio-mmio@00000000feb00e00/virtio-net': virtio-net: "
-          "virtio-net-device at 0xfeb00e00: status 0x3 is not 0x1" },
+        { "virtio-mmio@00000000feb02e00/virtio-net", 0x69, 3, "error while loading state for "
+          "instance 0x0 of device 'virtio-mmio@00000000feb02e00/virtio-net': virtio-net: "
+          "virtio-net-device at 0xfeb02e00: status 0x3 is not 0x1" },
         /* The queue count (be32 at 0x20): 4, where QEMU's virtio-net has 3. */
-        { "virtio-mmio@00000000feb00e00/virtio-net", 0x23, 4, "count 4 exceeds the maximum 3" },
+        { "virtio-mmio@00000000feb02e00/virtio-net", 0x23, 4, "count 4 exceeds the maximum 3" },
         /* slirp: libslirp's bytes, which open with 0 (no guestfwd). */
         { "slirp", 0, 42, "slirp state of netdev 'n0' holds guestfwd sockets" },
     };

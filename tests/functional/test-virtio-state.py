@@ -7,7 +7,7 @@ A guest running mode=udpecho on virtio-net (and slirp) is migrated live to a
 file.  Its sections are located with scripts/analyze-migration.py's own
 parser (the vmdesc at the end of the stream says where every field is), and
 copies of the stream are written with fields of the QEMU-layout
-"virtio-mmio@00000000feb00e00/virtio-net" or the "slirp" section changed: a
+"virtio-mmio@00000000feb02e00/virtio-net" or the "slirp" section changed: a
 ring outside RAM or misaligned, a queue size that is not a power of two or
 too big, a last_avail_idx more than a queue ahead of the used ring in RAM,
 status and feature bits that cannot go together, a queue count the device
@@ -47,7 +47,7 @@ FAR_BEYOND_RAM = 1 << 40
 # The guest prints a STAT line every 50 ms once it runs: a destination that
 # let it run at all before failing would show one.
 GUEST_APPEND = 'mode=udpecho port=7 report_ms=50'
-NET = 'virtio-mmio@00000000feb00e00/virtio-net'
+NET = 'virtio-mmio@00000000feb02e00/virtio-net'
 
 
 def vm_args(serial, extra=()):
@@ -262,8 +262,8 @@ class VirtioState(unittest.TestCase):
         self.refused('used-end', self.ring(1, 'used', MEM_MB * MiB - 8),
                      'queue 1: device ring 0x3fffff8+0x806 is outside guest RAM')
         # On the transport's own registers.
-        self.refused('avail-mmio', self.ring(1, 'avail', 0xfeb00e00),
-                     'queue 1: driver ring 0xfeb00e00+0x206 is outside guest RAM')
+        self.refused('avail-mmio', self.ring(1, 'avail', 0xfeb02e00),
+                     'queue 1: driver ring 0xfeb02e00+0x206 is outside guest RAM')
 
     def test_ring_misaligned(self):
         odd = self.value(NET, 'virtio/virtqueues.rings.avail', 1) + 1

@@ -87,7 +87,8 @@ struct trap_frame {
 };
 
 extern uint64_t gdt[], pml4[], pdpt[], pd[][512];
-extern char exc_stubs[], svc_entry[], irq0_entry[], ignore_entry[], lapic_timer_entry[];
+extern char exc_stubs[], svc_entry[], irq0_entry[], ignore_entry[], lapic_timer_entry[],
+    vnet_irq_entry[];
 
 const struct hvm_start_info *g_start_info;
 uint64_t g_tsc_khz;
@@ -95,6 +96,8 @@ uint64_t g_pit_khz;
 uint64_t g_map_top;
 const char *g_clock;
 volatile uint64_t g_ticks;
+uint64_t g_vnet_irq_base, g_vnet_irq_eoi;
+volatile uint64_t g_vnet_irqs;
 uint64_t g_lapic_khz;
 uint32_t g_cpus_started = 1;
 uint64_t ap_boot_rsp;
@@ -294,6 +297,7 @@ static void setup_cpu_tables(void)
         set_gate(v, ignore_entry, 0);
     }
     set_gate(LAPIC_TIMER_VECTOR, lapic_timer_entry, 0);
+    set_gate(VNET_IRQ_VECTOR, vnet_irq_entry, 0);
     load_idt();
 }
 

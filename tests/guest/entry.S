@@ -298,6 +298,32 @@ lapic_timer_entry:
         pop     %rax
         iretq
 
+/*
+ * virtio-net's level interrupt through an IOAPIC (net.c, irq=1), as a
+ * driver takes it: acknowledge InterruptStatus (the line falls), count,
+ * EOI the LAPIC, then the IOAPIC's EOI register (version 0x20), as Linux
+ * does for a level interrupt the LAPIC took as edge-triggered.
+ */
+        .globl  vnet_irq_entry
+vnet_irq_entry:
+        push    %rax
+        push    %rdx
+        mov     g_vnet_irq_base(%rip), %rdx
+        test    %rdx, %rdx
+        jz      1f
+        mov     0x60(%rdx), %eax        /* InterruptStatus */
+        mov     %eax, 0x64(%rdx)        /* InterruptACK */
+        lock incq g_vnet_irqs(%rip)
+1:      mov     $(LAPIC_BASE + LAPIC_EOI), %eax
+        movl    $0, (%rax)
+        mov     g_vnet_irq_eoi(%rip), %rdx
+        test    %rdx, %rdx
+        jz      2f
+        movl    $VNET_IRQ_VECTOR, (%rdx)
+2:      pop     %rdx
+        pop     %rax
+        iretq
+
 /* Masked 8259 lines can still raise a spurious IRQ 7/15: ignore. */
         .globl  ignore_entry
 ignore_entry:

@@ -50,6 +50,8 @@ static struct {
     uint64_t port;
     uint32_t dst_ip;
     uint16_t dst_port;          /* 0: the default, GATEWAY_IP:port */
+    bool irq;                   /* irq=1: take rx interrupts through the IOAPIC (count them) */
+    uint64_t irq_gsi;           /* irq=gsi:N: the line is GSI N (else found as below) */
 } NP = { .port = 7 };
 
 /*
@@ -200,6 +202,22 @@ enum net_param net_param(const char *k, size_t kn, const char *v, size_t vn)
             return NET_PARAM_BAD;
         }
         NP.port = x;
+        return NET_PARAM_OK;
+    }
+    if (mem_eq(k, kn, "irq")) {
+        /* 0, 1, or gsi:N with N on one of microvm's two IOAPICs (0-47) */
+        if (vn > 4 && mem_eq(v, 4, "gsi:")) {
+            if (!parse_u64(v + 4, vn - 4, &x) || x >= 48) {
+                return NET_PARAM_BAD;
+            }
+            NP.irq = true;
+            NP.irq_gsi = x;
+            return NET_PARAM_OK;
+        }
+        if (!parse_u64(v, vn, &x) || x > 1) {
+            return NET_PARAM_BAD;
+        }
+        NP.irq = x;
         return NET_PARAM_OK;
     }
     if (mem_eq(k, kn, "dst")) {
@@ -577,6 +595,9 @@ static void net_report(struct wstat *s, bool stream, uint64_t now)
     ln_key(&l, " tx_full=", N.tx_full);
     ln_key(&l, " bad=", N.bad);
     ln_key(&l, " ignored=", N.ignored);
+    if (NP.irq) {
+        ln_key(&l, " irqs=", g_vnet_irqs);
+    }
     ln_emit(&l);
 
     N.max_gap = 0;
@@ -636,6 +657,35 @@ static bool stream_tick(uint64_t rate, uint64_t now, uint64_t *t0, uint64_t *k)
  * int3 and hlt per tick instead of a spinning host core. Device interrupts
  * would wake it sooner but cost CPL0 work (acknowledge, EOI) per packet.
  */
+/*
+ * irq=1: route the transport's line to VNET_IRQ_VECTOR on CPU 0, level,
+ * through the IOAPIC that has its GSI: given (irq=gsi:N), named on the
+ * command line (acpi=off), or, probed, QEMU's default layout (ACPI and the
+ * second IOAPIC: GSI 24 + slot). GSIs 0-23 are KVM's IOAPIC at
+ * 0xfec00000, 24-47 the second one's at 0xfec10000. CPL0 (SVC_CALL).
+ */
+static uint64_t vnet_irq_setup_cpl0(void *arg)
+{
+    uint64_t gsi = NP.irq_gsi ? NP.irq_gsi
+                   : g_vnet.probed ? 24 + (g_vnet.base - 0xfeb00000ULL) / 512 : g_vnet.irq;
+    uint64_t ioapic = gsi < 24 ? 0xfec00000ULL : 0xfec10000ULL;
+    uint64_t pin = gsi % 24;
+    volatile uint32_t *sel = (volatile uint32_t *)ioapic;
+    volatile uint32_t *win = (volatile uint32_t *)(ioapic + 0x10);
+
+    (void)arg;
+    if (gsi >= 48) {
+        return 1;
+    }
+    g_vnet_irq_base = g_vnet.base;
+    g_vnet_irq_eoi = ioapic + 0x40;
+    *sel = (uint32_t)(0x11 + 2 * pin);
+    *win = 0;                                   /* destination: APIC ID 0 */
+    *sel = (uint32_t)(0x10 + 2 * pin);
+    *win = VNET_IRQ_VECTOR | 1u << 15;          /* fixed, physical, level, unmasked */
+    return 0;
+}
+
 _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate)
 {
     enum vnet_error err = vnet_setup(NULL);
@@ -653,6 +703,17 @@ _Noreturn void net_main(struct wstat *s, bool stream, uint64_t rate)
         }
         ln_emit(&l);
         wl_exit(s->cpu, EXIT_SETUP);
+    }
+    if (NP.irq) {
+        vnet_rx_interrupts();
+        if (svc_call(vnet_irq_setup_cpl0, NULL)) {
+            struct line l = { 0 };
+
+            ln_tag(&l, "FAIL", s->cpu);
+            ln_str(&l, "virtio-net reason=irq-pin");
+            ln_emit(&l);
+            wl_exit(s->cpu, EXIT_SETUP);
+        }
     }
     if (!NP.dst_port) {
         NP.dst_ip = GATEWAY_IP;

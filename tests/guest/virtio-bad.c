@@ -29,7 +29,6 @@
 #define ARP_RETRY_MS            500
 #define RESET_POLLS             1000
 #define FAR_BEYOND_RAM          (1ULL << 40)    /* no guest of ours has RAM at 1 TiB */
-#define MICROVM_VIRTIO_BASE     0xfeb00e00ULL   /* the first device's slot, QEMU's microvm layout */
 #define CHAIN_LEN               (VNET_HDR_LEN + 60)     /* a header and a minimal frame */
 
 #define ETH_MIN_FRAME           60
@@ -577,7 +576,7 @@ _Noreturn void vbad_main(struct wstat *s)
         wl_exit(s->cpu, EXIT_SETUP);
     }
     c.ram_end = ram_end();
-    c.transport = g_vnet.nslots ? g_vnet.slot[0].base : MICROVM_VIRTIO_BASE;
+    c.transport = g_vnet.base;         /* the transport found, by cmdline or probe */
     vnet_rings(VQ_TX, &c.r);
     print_ready(k, &c);
     if (k->bend == bend_indirect && !(g_vnet.offered & VIRTIO_RING_F_INDIRECT_DESC)) {

@@ -234,6 +234,11 @@ static uint64_t setup_cpl0(void *arg)
 
 /* ---- CPL3: the rings ---- */
 
+void vnet_rx_interrupts(void)
+{
+    __atomic_store_n(&rxq.avail.flags, 0, __ATOMIC_RELEASE);
+}
+
 /* Hands one rx buffer (back) to the device; vnet_kick() publishes it. */
 void vnet_rx_done(uint16_t id)
 {

@@ -38,6 +38,8 @@
 #define LAPIC_EOI       0x0b0
 #define LAPIC_TICR      0x380   /* timer initial count */
 #define LAPIC_TIMER_VECTOR 0x30
+/* virtio-net's interrupt with irq=1 (the slave 8259's IRQ 14 vector, masked there). */
+#define VNET_IRQ_VECTOR 0x2e
 
 #define MAX_MAP_GB      128     /* one page directory per GiB, in .noinit */
 #define KSTACK_SIZE     16384
@@ -94,6 +96,13 @@ extern uint32_t g_cpus_started; /* bit n: CPU n reached CPL3 (CPU 0 always) */
 extern uint64_t g_map_top;      /* end of the identity map */
 extern const char *g_clock;     /* "kvmclock" or "pit" */
 extern volatile uint64_t g_ticks;
+/*
+ * virtio-net interrupts (net.c, irq=1): the transport the handler
+ * acknowledges and the IOAPIC EOI register it writes (0: none yet),
+ * set at CPL0 before the IOAPIC entry is unmasked; the count it keeps.
+ */
+extern uint64_t g_vnet_irq_base, g_vnet_irq_eoi;
+extern volatile uint64_t g_vnet_irqs;
 
 /* entry.S */
 extern char kstack_top[], ustack_top[], ap_kstacks[], ap_ustacks[];
@@ -284,6 +293,8 @@ struct vnet_rings {
 
 /* CPL3 */
 enum vnet_error vnet_setup(const struct vnet_bend *bend);        /* NULL: a proper driver */
+/* After vnet_setup: the device interrupts for used rx buffers (CPL3). */
+void vnet_rx_interrupts(void);
 void vnet_rings(unsigned idx, struct vnet_rings *r);
 const uint8_t *vnet_rx_next(uint32_t *len, uint16_t *id);
 void vnet_rx_done(uint16_t id);

@@ -299,7 +299,7 @@ static void spoil_apf(X86CPUWire *w) { w->async_pf_en_msr = 0x1010; }
 static void spoil_apf_vec(X86CPUWire *w) { w->async_pf_int_msr = 0x100; }
 static void spoil_apf_novec(X86CPUWire *w) { w->async_pf_en_msr = 0x1009; }
 static void spoil_eoi(X86CPUWire *w) { w->pv_eoi_en_msr = 0x1003; }
-static void spoil_steal(X86CPUWire *w) { w->steal_time_msr = 0x1041; }
+static void spoil_steal(X86CPUWire *w) { w->steal_time_msr = 0x1021; }
 static void spoil_poll(X86CPUWire *w) { w->poll_control_msr = 2; }
 static void spoil_fpop(X86CPUWire *w) { w->fpop = 0x800; }
 
@@ -363,7 +363,7 @@ static void test_check_wire(void)
     w.async_pf_en_msr = 0x10e049;
     w.async_pf_int_msr = 0xec;
     w.pv_eoi_en_msr = 0x10bfc1;
-    w.steal_time_msr = 0x10c001;
+    w.steal_time_msr = 0x10c041;       /* 64-byte aligned: bit 6 is the address's */
     w.poll_control_msr = 0;
     w.misc_enable = 9;
     w.tsc_adjust = 0x10000;
@@ -446,7 +446,7 @@ static void random_wire(X86CPUWire *w)
     w->async_pf_en_msr &= ~0x30ull;
     w->async_pf_int_msr = g_test_rand_int_range(32, 256);
     w->pv_eoi_en_msr &= ~6ull;
-    w->steal_time_msr &= ~0x7eull;
+    w->steal_time_msr &= ~0x3eull;
     w->poll_control_msr &= 1;
     w->fpop = g_test_rand_int() & 0x7ff;
     w->fpip = rand64();

@@ -225,6 +225,57 @@ static void test_echo_exits(void)
     run_echo(false, false);
 }
 
+/* A line to a controller outside KVM (QEMU microvm's second IOAPIC). */
+typedef struct LineRecord {
+    int level;                  /* the last level handed over (atomic) */
+    unsigned int calls;         /* atomic */
+    unsigned int pin;           /* atomic */
+} LineRecord;
+
+static void record_line(void *opaque, unsigned int pin, bool level)
+{
+    LineRecord *r = opaque;
+
+    __atomic_store_n(&r->pin, pin, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r->level, level, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_echo_line(void)
+{
+    LineRecord r = { .level = -1 };
+    Fixture f;
+
+    /* KVM offers irqfd, but the line is the controller's: no irqfd, no KVM_IRQ_LINE. */
+    memset(&f, 0, sizeof(f));
+    f.q = (VirtIOTestQueue) { .index = 0, .num = QSIZE, .desc = DESC_GPA,
+                              .avail = AVAIL_GPA, .used = USED_GPA };
+    vtest_fakes_reset(true, true);
+    g_assert_true(virtio_device_init(&f.dev.vdev, &echo_ops, ERRP_ABORT));
+    f.mmio = virtio_mmio_create_on_line(&f.dev.vdev, BASE, 47, record_line, &r, 23,
+                                        ERRP_ABORT);
+    g_assert_false(virtio_mmio_uses_irqfd(f.mmio));
+    g_assert_cmpint(virtio_mmio_gsi(f.mmio), ==, 47);
+    driver_init(&f, false);
+    driver_send(&f, 0, "line");
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    g_assert_true(vtest_wait_used(&f.q, 1));
+    g_assert_cmphex(rd(VIRTIO_MMIO_INTERRUPT_STATUS), ==, VIRTIO_ISR_VRING);
+    g_assert_cmpint(__atomic_load_n(&r.level, __ATOMIC_SEQ_CST), ==, 1);
+    g_assert_cmpuint(__atomic_load_n(&r.pin, __ATOMIC_SEQ_CST), ==, 23);
+    /* Only changes are handed over: a second completion while high adds no call. */
+    driver_send(&f, 1, "again");
+    wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    g_assert_true(vtest_wait_used(&f.q, 2));
+    g_assert_cmpuint(__atomic_load_n(&r.calls, __ATOMIC_SEQ_CST), ==, 1);
+    wr(VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_ISR_VRING);
+    g_assert_cmpint(r.level, ==, 0);
+    g_assert_cmpuint(r.calls, ==, 2);
+    g_assert_cmpint(vtest_fake.irq_fd, ==, -1);
+    g_assert_cmpuint(vtest_fake.line_calls, ==, 0);
+    fixture_teardown(&f);
+}
+
 static void test_echo_eventfds(void)
 {
     run_echo(true, true);
@@ -411,6 +462,7 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-mmio/config-space", test_config_space);
     g_test_add_func("/virtio-mmio/echo/exits", test_echo_exits);
     g_test_add_func("/virtio-mmio/echo/eventfds", test_echo_eventfds);
+    g_test_add_func("/virtio-mmio/echo/line", test_echo_line);
     g_test_add_func("/virtio-mmio/vm-stop", test_vm_stop);
     g_test_add_func("/virtio-mmio/hostile/ring-outside-ram", test_ring_outside_ram);
     g_test_add_func("/virtio-mmio/hostile/bad-queue-size", test_bad_queue_size);

@@ -25,6 +25,20 @@ typedef struct VirtIOMMIOState VirtIOMMIOState;
  */
 VirtIOMMIOState *virtio_mmio_create(VirtIODevice *vdev, hwaddr base, int gsi, Error **errp);
 /*
+ * A line to an interrupt controller outside KVM: called with the new
+ * level whenever it changes (and once after a load), from any thread,
+ * under the transport's irq_lock (taken before the controller's locks).
+ */
+typedef void (*VirtIOMMIOLineFn)(void *opaque, unsigned int pin, bool level);
+/*
+ * virtio_mmio_create_on_line: as virtio_mmio_create, but the interrupt is
+ * @line_fn(@line_opaque, @line_pin, level) instead of KVM's @gsi, which
+ * is only the number the guest is told (virtio_mmio_gsi).
+ */
+VirtIOMMIOState *virtio_mmio_create_on_line(VirtIODevice *vdev, hwaddr base, int gsi,
+                                            VirtIOMMIOLineFn line_fn, void *line_opaque,
+                                            unsigned int line_pin, Error **errp);
+/*
  * virtio_mmio_destroy: reset the device and let go of the KVM side. The
  * window stays in mmio_table and the reset handler registered: only for
  * tests and teardown, where neither can be reached any more.
