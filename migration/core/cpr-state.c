@@ -330,3 +330,25 @@ char **cpr_rollback_parse(const uint8_t *buf, size_t len, int *exe_fd, Error **e
     g_ptr_array_add(args, NULL);
     return (char **)g_ptr_array_free(g_steal_pointer(&args), FALSE);
 }
+
+uint8_t *cpr_memfd_read(int fd, const char *what, size_t *len, Error **errp)
+{
+    g_autofree uint8_t *buf = NULL;
+    struct stat sb;
+    ssize_t r;
+
+    if (fstat(fd, &sb) < 0 || sb.st_size <= 0 || sb.st_size > (1 << 20)) {
+        error_setg(errp, "cpr-exec: fd %d does not hold a %s", fd, what);
+        close(fd);
+        return NULL;
+    }
+    buf = g_malloc(sb.st_size);
+    r = pread(fd, buf, sb.st_size, 0);
+    close(fd);
+    if (r != sb.st_size) {
+        error_setg(errp, "cpr-exec: reading the %s from fd %d failed", what, fd);
+        return NULL;
+    }
+    *len = sb.st_size;
+    return g_steal_pointer(&buf);
+}

@@ -71,5 +71,10 @@ CprState *cpr_state_recv(int sock, Error **errp);
 GByteArray *cpr_rollback_encode(int exe_fd, char *const *argv);
 /* The arguments (g_strfreev them) and the fd, or NULL with @errp set. */
 char **cpr_rollback_parse(const uint8_t *buf, size_t len, int *exe_fd, Error **errp);
+/*
+ * cpr-exec's memfds: the whole content of @fd (closed here; at most 1 MiB),
+ * its length in @len; NULL with @errp set (@what names it in the message).
+ */
+uint8_t *cpr_memfd_read(int fd, const char *what, size_t *len, Error **errp);
 
 #endif

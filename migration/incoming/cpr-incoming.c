@@ -75,23 +75,10 @@ bool cpr_incoming_receive(const char *arg, Error **errp)
 /* The cpr state's bytes in the inherited memfd @fd (closed here). */
 static CprState *cpr_exec_read_state(int fd, Error **errp)
 {
-    g_autofree uint8_t *buf = NULL;
-    struct stat st;
-    ssize_t r;
+    size_t len;
+    g_autofree uint8_t *buf = cpr_memfd_read(fd, "cpr state", &len, errp);
 
-    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (1 << 20)) {
-        error_setg(errp, "cpr-exec: fd %d does not hold a cpr state", fd);
-        close(fd);
-        return NULL;
-    }
-    buf = g_malloc(st.st_size);
-    r = pread(fd, buf, st.st_size, 0);
-    close(fd);
-    if (r != st.st_size) {
-        error_setg(errp, "cpr-exec: reading the cpr state from fd %d failed", fd);
-        return NULL;
-    }
-    return cpr_state_parse(buf, st.st_size, errp);
+    return buf ? cpr_state_parse(buf, len, errp) : NULL;
 }
 
 /* The old image's address space goes in this thread's time, not the main one's. */

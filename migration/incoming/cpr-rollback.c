@@ -72,24 +72,14 @@ static void cpr_rollback_run(void)
 
 bool cpr_rollback_arm(int record_fd, const CprState *st, Error **errp)
 {
-    g_autofree uint8_t *buf = NULL;
-    struct stat sb;
-    ssize_t r;
+    size_t len;
+    g_autofree uint8_t *buf = cpr_memfd_read(record_fd, "rollback record", &len, errp);
 
-    if (fstat(record_fd, &sb) < 0 || sb.st_size <= 0 || sb.st_size > (1 << 20)) {
-        error_setg(errp, "cpr-exec: fd %d does not hold a rollback record", record_fd);
-        close(record_fd);
-        return false;
-    }
-    buf = g_malloc(sb.st_size);
-    r = pread(record_fd, buf, sb.st_size, 0);
-    close(record_fd);
-    if (r != sb.st_size) {
-        error_setg(errp, "cpr-exec: reading the rollback record failed");
+    if (!buf) {
         return false;
     }
     cpr_rollback_disarm();
-    rollback.argv = cpr_rollback_parse(buf, sb.st_size, &rollback.exe_fd, errp);
+    rollback.argv = cpr_rollback_parse(buf, len, &rollback.exe_fd, errp);
     if (!rollback.argv) {
         return false;
     }
