@@ -46,10 +46,6 @@ void migration_set_argv(int argc, char **argv)
     }
 }
 
-typedef struct CprExecState {
-    PrecopyState pre;           /* precopy's switchover and its phases (its hooks' state) */
-} CprExecState;
-
 static bool cpr_exec_selected(void)
 {
     return migrate_mode() == MIG_MODE_CPR_EXEC;
@@ -151,31 +147,6 @@ static bool cpr_exec_before_connect(MigrationState *s, void *ms, Error **errp)
     }
     close(err_fd);
     return true;
-}
-
-static bool cpr_exec_switchover_ready(MigrationState *s, void *ms, bool all_sent)
-{
-    return true;        /* nothing to send before the stop */
-}
-
-static bool cpr_exec_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
-{
-    return precopy_mode.stream_start(s, &((CprExecState *)ms)->pre, f, errp);
-}
-
-static bool cpr_exec_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
-{
-    return precopy_mode.complete(s, &((CprExecState *)ms)->pre, f, errp);
-}
-
-static XDowntimeInfo *cpr_exec_downtime_info(const MigrationState *s, void *ms)
-{
-    return precopy_mode.downtime_info(s, &((CprExecState *)ms)->pre);
-}
-
-static void cpr_exec_cleanup(MigrationState *s, void *ms)
-{
-    precopy_mode.cleanup(s, &((CprExecState *)ms)->pre);
 }
 
 static void cpr_exec_set_cloexec(const CprFdEntry *e, unsigned n, bool on)
@@ -350,15 +321,15 @@ static bool cpr_exec_hand_over(MigrationState *s, void *ms, Error **errp)
 const MigrationOutMode cpr_exec_mode = {
     .name = "cpr-exec",
     .hands_over_memory = true,
-    .state_size = sizeof(CprExecState),
+    .state_size = sizeof(PrecopyState),
     .selected = cpr_exec_selected,
     .init = cpr_exec_init,
     .check_start = cpr_exec_check_start,
-    .downtime_info = cpr_exec_downtime_info,
+    .downtime_info = cpr_downtime_info,
     .before_connect = cpr_exec_before_connect,
-    .stream_start = cpr_exec_stream_start,
-    .switchover_ready = cpr_exec_switchover_ready,
-    .complete = cpr_exec_complete,
+    .stream_start = cpr_stream_start,
+    .switchover_ready = cpr_switchover_ready,
+    .complete = cpr_complete,
     .hand_over = cpr_exec_hand_over,
-    .cleanup = cpr_exec_cleanup,
+    .cleanup = cpr_cleanup,
 };

@@ -24,12 +24,6 @@
 #include "outgoing.h"
 #include "cpr.h"
 
-typedef struct CprTransferState {
-    PrecopyState pre;           /* precopy's switchover and its phases (its hooks' state) */
-    /* mig/src: when the fds went out, and when the new process hung up (ns). */
-    int64_t sent_ns, ready_ns;
-} CprTransferState;
-
 /* ---- the page source: every block is the new process's already ---- */
 
 static bool cpr_ram_setup(void *src, QEMUFile *f, Error **errp)
@@ -196,7 +190,6 @@ static bool cpr_wait_hangup(MigrationState *s, int fd, Error **errp)
 /* mig/src, the guest running: hand over the memory and wait for the new process. */
 static bool cpr_transfer_before_connect(MigrationState *s, void *ms, Error **errp)
 {
-    CprTransferState *cs = ms;
     CprFdEntry e[CPR_STATE_MAX_FDS];
     unsigned n;
     bool ok;
@@ -207,50 +200,52 @@ static bool cpr_transfer_before_connect(MigrationState *s, void *ms, Error **err
         return false;
     }
     n = cpr_fd_entries(e);
-    ok = cpr_state_send(fd, MIG_MODE_CPR_TRANSFER, e, n, errp);
-    cs->sent_ns = get_clock_ns();
-    ok = ok && cpr_wait_hangup(s, fd, errp);
-    cs->ready_ns = get_clock_ns();
+    ok = cpr_state_send(fd, MIG_MODE_CPR_TRANSFER, e, n, errp) &&
+         cpr_wait_hangup(s, fd, errp);
     close(fd);
     return ok;
 }
 
-static bool cpr_transfer_switchover_ready(MigrationState *s, void *ms, bool all_sent)
+/*
+ * The rest of both live-update rows is precopy's switchover with nothing
+ * left to send: their state is a PrecopyState (state_size), handed on.
+ */
+bool cpr_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
     return true;        /* nothing to send before the stop */
 }
 
-static bool cpr_transfer_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
+bool cpr_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
-    return precopy_mode.stream_start(s, &((CprTransferState *)ms)->pre, f, errp);
+    return precopy_mode.stream_start(s, ms, f, errp);
 }
 
-static bool cpr_transfer_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
+bool cpr_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
-    return precopy_mode.complete(s, &((CprTransferState *)ms)->pre, f, errp);
+    return precopy_mode.complete(s, ms, f, errp);
 }
 
-static XDowntimeInfo *cpr_transfer_downtime_info(const MigrationState *s, void *ms)
+XDowntimeInfo *cpr_downtime_info(const MigrationState *s, void *ms)
 {
-    return precopy_mode.downtime_info(s, &((CprTransferState *)ms)->pre);
+    return precopy_mode.downtime_info(s, ms);
 }
 
-static void cpr_transfer_cleanup(MigrationState *s, void *ms)
+void cpr_cleanup(MigrationState *s, void *ms)
 {
-    precopy_mode.cleanup(s, &((CprTransferState *)ms)->pre);
+    precopy_mode.cleanup(s, ms);
 }
 
 const MigrationOutMode cpr_transfer_mode = {
     .name = "cpr-transfer",
     .hands_over_memory = true,
-    .state_size = sizeof(CprTransferState),
+    .state_size = sizeof(PrecopyState),
     .selected = cpr_transfer_selected,
     .init = cpr_transfer_init,
     .check_start = cpr_transfer_check_start,
-    .downtime_info = cpr_transfer_downtime_info,
+    .downtime_info = cpr_downtime_info,
     .before_connect = cpr_transfer_before_connect,
-    .stream_start = cpr_transfer_stream_start,
-    .switchover_ready = cpr_transfer_switchover_ready,
-    .complete = cpr_transfer_complete,
-    .cleanup = cpr_transfer_cleanup,
+    .stream_start = cpr_stream_start,
+    .switchover_ready = cpr_switchover_ready,
+    .complete = cpr_complete,
+    .cleanup = cpr_cleanup,
 };

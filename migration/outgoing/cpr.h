@@ -11,6 +11,7 @@
 
 #include "migration/core/cpr-state.h"
 #include "migration/transport/ram-source.h"
+#include "outgoing.h"
 
 extern const RAMPageSource cpr_ram_source;
 
@@ -22,5 +23,15 @@ bool cpr_check_start(Error **errp);
  * preserved ones); returns the count.
  */
 unsigned cpr_fd_entries(CprFdEntry *e);
+
+/*
+ * The rows' hooks after the handover: precopy's switchover with nothing to
+ * send (at once; stop, devices, confirmation). Their state is a PrecopyState.
+ */
+bool cpr_switchover_ready(MigrationState *s, void *ms, bool all_sent);
+bool cpr_stream_start(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
+bool cpr_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp);
+XDowntimeInfo *cpr_downtime_info(const MigrationState *s, void *ms);
+void cpr_cleanup(MigrationState *s, void *ms);
 
 #endif
