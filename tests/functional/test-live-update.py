@@ -458,7 +458,36 @@ class TestExec(CprCase):
                      uri='unix:' + self.main_sock)
         self.refused(vm, 'migrate', "a 'cpr' channel is for migrate-set-parameters mode "
                      "cpr-transfer", channels=self.channels())
+        self.refused(vm, 'migrate-set-parameters', "'mode'", mode='cpr-bogus')
+        out = vm.qmp.cmd('human-monitor-command',
+                         **{'command-line': 'migrate_set_parameter mode cpr-bogus'})
+        self.assertIn("Parameter 'mode' does not accept value 'cpr-bogus'", out)
+        self.assertEqual(vm.qmp.cmd('query-migrate-parameters')['mode'], 'cpr-exec')
         self.wait_passes(vm, 2)
+
+    def start_fails(self, args, env=None, pass_fds=()):
+        """@args on our binary: it must exit 1 (a clear error, not a signal); its stderr."""
+        full = [QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-nodefaults',
+                '-display', 'none', '-kernel', FIRMWARE] + args
+        out = subprocess.run(full, capture_output=True, text=True, timeout=DEADLINE,
+                             env=dict(os.environ, **(env or {})), pass_fds=pass_fds)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        return out.stderr
+
+    def test_bad_startup_input(self):
+        """aux-ram-share takes on/off; a cpr-exec state variable that names no fd, or
+        an fd that holds no cpr state, ends the start with a clear error."""
+        self.assertIn('aux-ram-share', self.start_fails(['-M', 'microvm,aux-ram-share=maybe']))
+        self.assertIn('QEMU_MIG_CPR_EXEC_STATE=junk names no inherited fd', self.start_fails(
+            ['-incoming', 'defer'], env={'QEMU_MIG_CPR_EXEC_STATE': 'junk'}))
+        fd = os.memfd_create('not-a-cpr-state', 0)
+        try:
+            os.write(fd, b'junk' * 8)
+            self.assertIn('cpr state: not a cpr state (bad magic)', self.start_fails(
+                ['-incoming', 'defer'], env={'QEMU_MIG_CPR_EXEC_STATE': str(fd)},
+                pass_fds=(fd,)))
+        finally:
+            os.close(fd)
 
 
 def free_port(kind):
