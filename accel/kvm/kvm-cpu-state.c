@@ -451,7 +451,8 @@ bool kvm_cpu_put_tail(X86CPUState *env, Error **errp)
     if (s->vcpu_events) {
         struct kvm_vcpu_events ev = k->events;
 
-        ev.flags = KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
+        ev.flags = KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR |
+                   KVM_VCPUEVENT_VALID_SHADOW;
         VCPU_IOCTL(KVM_SET_VCPU_EVENTS, &ev, "KVM_SET_VCPU_EVENTS");
     }
     return true;

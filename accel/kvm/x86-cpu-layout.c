@@ -70,6 +70,11 @@ G_STATIC_ASSERT(offsetof(X86CPUWire, tsc_deadline) == 0 ||
 
 /* hflags bits, learned by comparing QEMU's streams with the guest's state. */
 #define HF_CPL_MASK 3u
+/*
+ * The interrupt shadow (after STI or MOV SS): QEMU 10.0's `info registers`
+ * shows "II=1" for a stream with this bit set and "II=0" without it.
+ */
+#define HF_INHIBIT_IRQ (1u << 3)
 #define HF_CS32     (1u << 4)
 #define HF_SS32     (1u << 5)
 #define HF_ADDSEG   (1u << 6)
@@ -318,6 +323,12 @@ void x86_cpu_to_wire(const X86KvmImage *k, const X86CPUCaps *c, X86CPUWire *w)
     w->eip = r->rip;
     w->eflags = r->rflags;
     w->hflags = x86_hflags(sr, r->rflags, ev->smi.smm);
+    /*
+     * A vCPU stopped right after STI: the next instruction (a HLT) must
+     * still run before any interrupt, or the wakeup is taken first and
+     * the guest halts past it.
+     */
+    w->hflags |= ev->interrupt.shadow ? HF_INHIBIT_IRQ : 0;
     x86_xsave_to_wire(k->xsave, w);
     /* Components beyond AVX-512 (PKRU...) go in QEMU subsections we do not produce. */
     w->xstate_bv &= X86_XSTATE_CARRIED;
@@ -552,7 +563,7 @@ void x86_cpu_from_wire(const X86CPUWire *w, X86KvmImage *k)
     }
     r->rip = w->eip;
     r->rflags = w->eflags;
-    /* hflags is QEMU's cache of the mode: the state itself follows. */
+    /* hflags is QEMU's cache of the mode (the state itself follows), and the shadow (events). */
     for (unsigned i = 0; i < 6; i++) {
         x86_seg_from_wire(&w->segs[i], segs[i]);
     }
@@ -586,6 +597,8 @@ void x86_cpu_from_wire(const X86CPUWire *w, X86KvmImage *k)
     ev->interrupt.injected = w->interrupt_injected >= 0;
     ev->interrupt.nr = w->interrupt_injected >= 0 ? w->interrupt_injected : 0;
     ev->interrupt.soft = !!w->soft_interrupt;
+    /* QEMU keeps one bit for both kinds of shadow; both block interrupts alike. */
+    ev->interrupt.shadow = w->hflags & HF_INHIBIT_IRQ ? KVM_X86_SHADOW_INT_STI : 0;
     /*
      * Without KVM_CAP_EXCEPTION_PAYLOAD KVM reports a pending exception
      * as injected, and so do we. Its error code is not among v12's

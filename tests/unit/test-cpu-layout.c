@@ -494,10 +494,12 @@ static void test_roundtrip_random(void)
         g_assert_cmphex(k->sregs.cr8, ==, cr8);
         g_assert_cmphex(k->events.nmi.masked, ==, !!(w->hflags2 & 8));
         g_assert_cmpint(k->events.exception.error_code, ==, 0);
+        g_assert_cmpint(!!k->events.interrupt.shadow, ==, !!(w->hflags & 8));
 
         x86_cpu_to_wire(k, &test_caps, w2);
         /* hflags is recomputed from the state, never taken from the stream. */
-        g_assert_cmphex(w2->hflags, ==, x86_hflags(&k->sregs, k->regs.rflags, false));
+        g_assert_cmphex(w2->hflags, ==, x86_hflags(&k->sregs, k->regs.rflags, false) |
+                        (w->hflags & 8));
         w->hflags = w2->hflags;
         g_assert_cmpmem(w2, offsetof(X86CPUWire, halted), w, offsetof(X86CPUWire, halted));
     }
