@@ -24,10 +24,7 @@ import json
 import os
 import re
 import subprocess
-import shutil
-import socket
 import sys
-import threading
 import time
 import unittest
 
@@ -35,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU  # noqa: E402
 from analyzevm import PEER, VM, need_binary, MonitorGone, free_port, QEMU10  # noqa: E402
 from guestcase import GuestCase  # noqa: E402
+from streamrec import StreamRecorder, keep_states  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=verify mem=32'
@@ -360,51 +358,6 @@ class TestQemu10(InteropCase):
         self.paused_ram(QEMU10, first_ours=True)
 
 
-class StreamRecorder:
-    """A one-connection TCP relay to 127.0.0.1:@port that keeps in @path
-    what the source sent, so that a destination's rare failure can be
-    replayed from the very bytes it took (a live source cannot send them
-    again)."""
-
-    def __init__(self, port, path):
-        self.listener = socket.socket()
-        self.listener.bind(('127.0.0.1', 0))
-        self.listener.listen(1)
-        self.port = self.listener.getsockname()[1]
-        self.thread = threading.Thread(target=self.run, args=(port, path), daemon=True)
-        self.thread.start()
-
-    def run(self, port, path):
-        conn, _ = self.listener.accept()
-        self.listener.close()
-        with conn, socket.create_connection(('127.0.0.1', port)) as dst, open(path, 'wb') as out:
-            back = threading.Thread(target=self.pump, args=(dst, conn, None), daemon=True)
-            back.start()
-            self.pump(conn, dst, out)
-            back.join(DEADLINE)
-
-    @staticmethod
-    def pump(src, dst, out):
-        try:
-            while True:
-                data = src.recv(1 << 16)
-                if not data:
-                    break
-                if out:
-                    out.write(data)
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                dst.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def join(self):
-        self.thread.join(DEADLINE)
-
-
 class SoakHalting(InteropCase):
     """Run by scripts/interop-soak only (load_tests below leaves it out of
     make check): 1 run in 20 of 20 still saw the guest sleep on after a hop
@@ -435,31 +388,11 @@ class SoakHalting(InteropCase):
             end = time.monotonic() + 10
             while dst.serial_text().count('STAT') < 2:
                 if time.monotonic() > end:
-                    kept = self.keep_states(stream, dst)
+                    kept = keep_states('halting', [stream], dst)
                     self.fail('%s: the halted guest never woke: %s; %s'
                               % (dst.name, dst.serial_text()[-200:], kept))
                 time.sleep(0.1)
             vm = dst
-
-    def keep_states(self, stream, dst):
-        """The hang is rare (see the class): keep what it takes to replay it,
-        the stream the destination took (@stream, recorded on its way) and
-        the hung destination's state, in $VMTEST_SAVE_DIR (interop-soak
-        sets it)."""
-        where = os.environ.get('VMTEST_SAVE_DIR')
-        if not where:
-            return 'states not kept (VMTEST_SAVE_DIR unset)'
-        stamp = time.strftime('%Y%m%d-%H%M%S')
-        kept = os.path.join(where, 'halting-%s-stream.mig' % stamp)
-        hung = os.path.join(where, 'halting-%s-hung.mig' % stamp)
-        try:
-            shutil.copyfile(stream, kept)
-            dst.qmp.cmd('stop')
-            dst.qmp.cmd('migrate', uri='exec:cat > ' + hung)
-            self.wait_end(dst, dst)
-        except (OSError, AssertionError, MonitorGone) as e:
-            return 'keeping the states failed: %s' % e
-        return 'kept: %s %s' % (kept, hung)
 
 
 class TestRefusals(InteropCase):

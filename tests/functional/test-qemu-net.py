@@ -50,6 +50,7 @@ from analyzevm import (  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from netclient import UdpEchoClient  # noqa: E402
+from streamrec import StreamRecorder, keep_states  # noqa: E402
 
 MEM_MB = 128
 APPEND = 'mode=udpecho port=7'
@@ -139,10 +140,18 @@ class NetInteropCase(unittest.TestCase):
         """The guest's reply counts ("seq=M") seen so far, from its STAT lines' sent=."""
         return [int(m) for m in re.findall(r'STAT [^\n]* sent=(\d+)', vm.serial_text())]
 
+    def migrate_recorded(self, src, dst):
+        """Start migrating @src into @dst through a StreamRecorder: a rare
+        hang after the hop keeps the very stream @dst took (assert_woke)."""
+        dst.stream = os.path.join(self.tmp, '%s.mig' % os.path.basename(dst.serial))
+        relay = StreamRecorder(dst.mig_port, dst.stream)
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % relay.port)
+        return relay
+
     def hop(self, src, dst_binary, name):
         """Live-migrate @src into a new VM of @dst_binary; returns it, answering."""
         dst = self.vm(dst_binary, name, incoming=True)
-        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.mig_port)
+        relay = self.migrate_recorded(src, dst)
         end = time.monotonic() + DEADLINE
         while True:
             info = src.qmp.cmd('query-migrate')
@@ -150,6 +159,7 @@ class NetInteropCase(unittest.TestCase):
                 break
             self.assertLess(time.monotonic(), end, 'migration not done: %s' % info)
             time.sleep(0.05)
+        relay.join()
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; source log: %s; '
                          'destination log: %s' % (src.name, dst.name, info, src.log_tail(),
                                                   dst.log_tail()))
@@ -180,8 +190,11 @@ class NetInteropCase(unittest.TestCase):
         halted vCPU never woken (the chips' state, not virtio's)."""
         end = time.monotonic() + WAKE_S
         while 'STAT' not in dst.serial_text():
-            self.assertLess(time.monotonic(), end, '%s: the guest never ran after %s (a '
-                            'halted vCPU not woken)' % (dst.name, hop))
+            if time.monotonic() > end:
+                streams = [vm.stream for vm in self.vms if getattr(vm, 'stream', None)]
+                kept = keep_states('net', streams, dst)
+                self.fail('%s: the guest never ran after %s (a halted vCPU not woken); %s'
+                          % (dst.name, hop, kept))
             time.sleep(0.1)
 
     def roundtrip(self, peer):
@@ -213,7 +226,7 @@ class NetInteropCase(unittest.TestCase):
     def paused_hop(self, src, dst_binary, name):
         """Migrate paused @src into a new VM of @dst_binary; it stays paused."""
         dst = self.vm(dst_binary, name, incoming=True)
-        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.mig_port)
+        relay = self.migrate_recorded(src, dst)
         end = time.monotonic() + DEADLINE
         while True:
             info = src.qmp.cmd('query-migrate')
@@ -221,6 +234,7 @@ class NetInteropCase(unittest.TestCase):
                 break
             self.assertLess(time.monotonic(), end, 'migration not done: %s' % info)
             time.sleep(0.05)
+        relay.join()
         self.assertEqual(info['status'], 'completed', '%s -> %s: %s; destination log: %s'
                          % (src.name, dst.name, info, dst.log_tail()))
         self.wait_status(dst, 'paused')
