@@ -18,6 +18,8 @@
 #include "migration/vmstate.h"
 #include "system/kvm.h"
 #include "system/runstate.h"
+#include "system/cpus.h"
+#include "trace.h"
 
 #define IOAPIC_BASE_ADDRESS 0xfec00000
 
@@ -78,6 +80,64 @@ static bool kvm_pic_pre_save(void *opaque, Error **errp)
     return true;
 }
 
+/* LVT LINT0 in the LAPIC page: delivery mode ExtINT, not masked. */
+#define APIC_LVT0_OFFSET    0x350
+#define APIC_LVT_MASKED     (1u << 16)
+#define APIC_DM_EXTINT      (7u << 8)
+#define APIC_DM_MASK        (7u << 8)
+#define RFLAGS_IF           (1ull << 9)
+#define PIC_CASCADE_IRQ     2
+
+/*
+ * An IRQ the master PIC holds in service (ISR) that the vCPU never took.
+ * QEMU on this host saves one now and then (3 of 80 saves of a guest
+ * halting for its PIT tick, QEMU 7.2): the PIC had handed IRQ0 to the
+ * vCPU, but the stream's vCPU has no interrupt being injected, RIP is
+ * still after its HLT and IF is set. Its handler never runs, never sends
+ * the EOI, and the PIC holds every later tick behind that ISR bit: the
+ * guest sleeps for ever, on QEMU's own destination too (2 of those 3
+ * streams hung QEMU 7.2). Our own saves never showed it (0 of 80).
+ *
+ * The rule: with the BSP taking the PIC through LINT0 (ExtINT), not
+ * injecting anything, and IF set, it is not inside that IRQ's handler,
+ * since an interrupt gate clears IF until the handler's IRET; so the IRQ
+ * goes back to pending (IRR) and is delivered and acknowledged again. A
+ * guest whose handler sets IF again before its EOI (not Linux, which
+ * EOIs the 8259 when it acknowledges) would take that IRQ twice; one
+ * spurious tick is the price, against a guest that never wakes.
+ * Called with the vCPU's own sections (cpu, apic) already in KVM: QEMU's
+ * streams and ours put them before i8259.
+ */
+static void kvm_pic_requeue_lost_irq(struct kvm_pic_state *pic)
+{
+    CPUState *bsp = vcpus && vcpus->len ? g_ptr_array_index(vcpus, 0) : NULL;
+    struct kvm_vcpu_events ev;
+    struct kvm_regs regs;
+    struct kvm_lapic_state lapic;
+    uint32_t lvt0;
+    int irq;
+
+    if (!bsp || !pic->isr || (pic->isr & (pic->isr - 1)) ||
+        (pic->isr & (1u << PIC_CASCADE_IRQ)) || (pic->isr & pic->imr)) {
+        return;                 /* nothing in service, nested handlers, or the slave's */
+    }
+    if (kvm_vcpu_ioctl(bsp, KVM_GET_VCPU_EVENTS, &ev) < 0 ||
+        kvm_vcpu_ioctl(bsp, KVM_GET_REGS, &regs) < 0 ||
+        kvm_vcpu_ioctl(bsp, KVM_GET_LAPIC, &lapic) < 0) {
+        return;
+    }
+    memcpy(&lvt0, lapic.regs + APIC_LVT0_OFFSET, sizeof(lvt0));
+    if (ev.interrupt.injected || ev.exception.injected || ev.nmi.injected ||
+        !(regs.rflags & RFLAGS_IF) || (lvt0 & APIC_LVT_MASKED) ||
+        (lvt0 & APIC_DM_MASK) != APIC_DM_EXTINT) {
+        return;
+    }
+    irq = __builtin_ctz(pic->isr);
+    trace_kvm_pic_requeue_lost_irq(irq, pic->irq_base + irq);
+    pic->isr = 0;
+    pic->irr |= 1u << irq;
+}
+
 static bool kvm_pic_post_load(void *opaque, int version_id, Error **errp)
 {
     KVMPICMig *mig = container_of((PICImage *)opaque, KVMPICMig, img);
@@ -107,6 +167,9 @@ static bool kvm_pic_post_load(void *opaque, int version_id, Error **errp)
 #define PIC_PUT(f) chip.chip.pic.f = p->f;
     PIC_FIELDS(PIC_PUT)
 #undef PIC_PUT
+    if (mig->chip_id == KVM_IRQCHIP_PIC_MASTER) {
+        kvm_pic_requeue_lost_irq(&chip.chip.pic);
+    }
     /*
      * last_irr is the input lines' levels as the source's PIC last saw
      * them; here every line is low until a device drives it again. Kept,

@@ -25,5 +25,9 @@
 #define trace_kvm_vcpu_exit_slow(cpu, reason, us) \
     TRACE_EVENT("kvm_vcpu_exit_slow", "cpu=%d reason=%u us=%" PRId64, (int)(cpu), \
                 (unsigned)(reason), (int64_t)(us))
+/* A QEMU stream's PIC had an IRQ in service that the vCPU never took: pending again. */
+#define trace_kvm_pic_requeue_lost_irq(irq, vector) \
+    TRACE_EVENT("kvm_pic_requeue_lost_irq", "irq=%u vector=%u", (unsigned)(irq), \
+                (unsigned)(vector))
 
 #endif
