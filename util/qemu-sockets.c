@@ -48,12 +48,31 @@ int unix_connect_path(const char *path, Error **errp)
 
 int unix_listen_private(const char *path, Error **errp)
 {
+    static unsigned seq;        /* atomic: tells two listeners of one process apart */
     struct sockaddr_un un;
     struct stat st;
+    g_autofree char *tmp = NULL;
+    const char *at;
     int fd;
 
     if (!unix_sockaddr(&un, path, errp)) {
         return -1;
+    }
+    /*
+     * The path appears only once it accepts: bind and listen under a
+     * sibling name, then rename it into place. bind() alone makes the
+     * file, and a client that saw it (waiting for the path, as a live
+     * update's operator does before 'migrate') got ECONNREFUSED until
+     * listen(); under ASan the window was wide enough to fail a test.
+     * A path too long for the sibling name takes the window as before.
+     */
+    tmp = g_strdup_printf("%s.%d.%u", path, (int)getpid(),
+                          __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    if (strlen(tmp) < sizeof(un.sun_path)) {
+        strcpy(un.sun_path, tmp);
+        at = tmp;
+    } else {
+        at = path;
     }
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -64,21 +83,27 @@ int unix_listen_private(const char *path, Error **errp)
         error_setg_errno(errp, errno, "Failed to restrict the mode of socket %s", path);
         goto fail;
     }
-    unlink(path);
+    unlink(at);
     if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
         error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
         goto fail;
     }
     /* A kernel that ignored the fchmod: fix the file before anyone can use it. */
-    if (stat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) &&
-        chmod(path, S_IRUSR | S_IWUSR) < 0) {
+    if (stat(at, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) &&
+        chmod(at, S_IRUSR | S_IWUSR) < 0) {
         error_setg_errno(errp, errno, "Failed to restrict the mode of socket %s", path);
-        unlink(path);
+        unlink(at);
         goto fail;
     }
     if (listen(fd, 16) < 0) {
         error_setg_errno(errp, errno, "Failed to listen on socket");
-        unlink(path);
+        unlink(at);
+        goto fail;
+    }
+    /* Replaces a stale file at @path in one step, as the unlink before bind did. */
+    if (at != path && rename(at, path) < 0) {
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        unlink(at);
         goto fail;
     }
     return fd;

@@ -75,6 +75,37 @@ static void test_replaces_stale(void)
     unlink(path);
 }
 
+/*
+ * The path appears only once it accepts (bound and listening under a
+ * sibling name, then renamed): nothing of that name is left beside it,
+ * and the file at the path is the listener's.
+ */
+static void test_appears_listening(void)
+{
+    g_autofree char *dir = g_strdup_printf("%s/appear", tmpdir);
+    g_autofree char *path = g_strdup_printf("%s/a.sock", dir);
+    GDir *d;
+    const char *name;
+    int fd, c, n = 0;
+
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+    fd = unix_listen_private(path, &error_abort);
+    d = g_dir_open(dir, 0, NULL);
+    g_assert_nonnull(d);
+    while ((name = g_dir_read_name(d))) {
+        g_assert_cmpstr(name, ==, "a.sock");
+        n++;
+    }
+    g_dir_close(d);
+    g_assert_cmpint(n, ==, 1);
+    c = connect_to(path);
+    g_assert_cmpint(c, >=, 0);
+    close(c);
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_bad_paths(void)
 {
     g_autofree char *longp = g_strnfill(200, 'x');
@@ -181,6 +212,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qemu-sockets/unix/owner-only", test_owner_only);
     g_test_add_func("/qemu-sockets/unix/replaces-stale", test_replaces_stale);
     g_test_add_func("/qemu-sockets/unix/bad-paths", test_bad_paths);
+    g_test_add_func("/qemu-sockets/unix/appears-listening", test_appears_listening);
     g_test_add_func("/qemu-sockets/inherited-fd", test_inherited_fd);
     ret = g_test_run();
     rmdir(tmpdir);
