@@ -61,7 +61,7 @@ typedef struct QemuMMIOQueue {
     uint32_t used[2];
 } QemuMMIOQueue;
 
-typedef struct VirtIONetMMIOQemu {
+struct VirtIONetMMIOQemu {
     VirtIOMMIOState *mmio;      /* fixed */
     VirtIODevice *vdev;         /* fixed */
 
@@ -95,7 +95,7 @@ typedef struct VirtIONetMMIOQemu {
 
     /* Which subsections a load brought (staging, BQL). */
     bool got_features, got_rings, got_mmio;
-} VirtIONetMMIOQemu;
+};
 
 /* ---- Save: our state in QEMU's image ---- */
 
@@ -548,9 +548,8 @@ static const VMStateDescription vmstate_virtio_net_mmio = {
     },
 };
 
-void virtio_net_mmio_state_register(VirtIOMMIOState *mmio)
+VirtIONetMMIOQemu *virtio_net_mmio_state_register(VirtIOMMIOState *mmio)
 {
-    /* Lives as long as the process: sections cannot be unregistered. */
     VirtIONetMMIOQemu *q = g_new0(VirtIONetMMIOQemu, 1);
     g_autofree char *idstr = g_strdup_printf("virtio-mmio@%016" PRIx64 "/virtio-net",
                                              (uint64_t)virtio_mmio_base(mmio));
@@ -563,4 +562,13 @@ void virtio_net_mmio_state_register(VirtIOMMIOState *mmio)
     q->mac_table = g_malloc0(1);
     /* QEMU's instance: 0, the address makes the name unique. */
     vmstate_register(idstr, 0, &vmstate_virtio_net_mmio, q);
+    return q;
+}
+
+void virtio_net_mmio_state_unregister(VirtIONetMMIOQemu *q)
+{
+    vmstate_unregister(&vmstate_virtio_net_mmio, q);
+    g_free(q->config);
+    g_free(q->mac_table);
+    g_free(q);
 }

@@ -191,5 +191,10 @@ bool vmstate_load_state(QEMUFile *f, const VMStateDescription *vmsd, void *opaqu
 /* Registers a device state section @idstr/@instance_id (savevm.c). */
 void vmstate_register(const char *idstr, uint32_t instance_id,
                       const VMStateDescription *vmsd, void *opaque);
+/*
+ * Removes the section registered for @vmsd and @opaque (a device that
+ * goes away: tests that make one per case). Main thread, no migration.
+ */
+void vmstate_unregister(const VMStateDescription *vmsd, void *opaque);
 
 #endif

@@ -82,6 +82,19 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
     se->opaque = opaque;
 }
 
+void vmstate_unregister(const VMStateDescription *vmsd, void *opaque)
+{
+    for (guint i = 0; registry.entries && i < registry.entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(registry.entries, i);
+
+        if (se->vmsd == vmsd && se->opaque == opaque) {
+            g_ptr_array_remove_index(registry.entries, i);
+            g_free(se);
+            return;
+        }
+    }
+}
+
 /* ---- outgoing ---- */
 
 static void save_section_header(QEMUFile *f, SaveStateEntry *se, uint8_t type)

@@ -35,6 +35,7 @@ static const uint8_t guest_ip[4] = { 10, 0, 2, 15 };
 typedef struct Guest {
     VirtIONet *n;
     VirtIOMMIOState *mmio;
+    VirtIONetMMIOQemu *sec;     /* its section, unregistered with it */
     NetClientState *backend;
     VNetDriver drv;
     uint16_t rx_seen;           /* used RX entries handled */
@@ -140,13 +141,14 @@ static void guest_setup(Guest *g, NetClientState *backend)
     g->backend = backend;
     g->n = virtio_net_create(&conf, ERRP_ABORT);
     g->mmio = virtio_mmio_create(&g->n->vdev, VNET_BASE, VNET_GSI, ERRP_ABORT);
-    virtio_net_mmio_state_register(g->mmio);
+    g->sec = virtio_net_mmio_state_register(g->mmio);
     vnet_driver_init(&g->drv, QNUM, (1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_NET_F_MAC));
     vnet_rx_post(&g->drv, QNUM, true);
 }
 
 static void guest_teardown(Guest *g)
 {
+    virtio_net_mmio_state_unregister(g->sec);
     virtio_mmio_destroy(g->mmio);
     virtio_net_destroy(g->n);
     io_range_table_free(mmio_table);

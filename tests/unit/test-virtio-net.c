@@ -66,6 +66,7 @@ typedef struct Fixture {
     FakeBackend be;
     VirtIONet *n;
     VirtIOMMIOState *mmio;
+    VirtIONetMMIOQemu *sec;     /* its section, unregistered with it */
     VNetDriver drv;
 } Fixture;
 
@@ -81,7 +82,7 @@ static void fixture_setup_mac(Fixture *f, const MACAddr *mac)
     f->be.nc = net_client_new(&fake_backend_info, "user", "n0", &f->be);
     f->n = virtio_net_create(&conf, ERRP_ABORT);
     f->mmio = virtio_mmio_create(&f->n->vdev, BASE, GSI, ERRP_ABORT);
-    virtio_net_mmio_state_register(f->mmio);
+    f->sec = virtio_net_mmio_state_register(f->mmio);
 }
 
 static void fixture_setup(Fixture *f)
@@ -92,6 +93,7 @@ static void fixture_setup(Fixture *f)
 /* The device only: the transport and the NIC go, the backend stays. */
 static void fixture_destroy_device(Fixture *f)
 {
+    virtio_net_mmio_state_unregister(f->sec);
     virtio_mmio_destroy(f->mmio);
     virtio_net_destroy(f->n);
     io_range_table_free(mmio_table);
@@ -324,7 +326,7 @@ static void test_tx_no_peer(void)
     fixture_destroy_device(&f);
     f.n = virtio_net_create(&conf, ERRP_ABORT);
     f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-    virtio_net_mmio_state_register(f.mmio);
+    f.sec = virtio_net_mmio_state_register(f.mmio);
     g_assert_null(f.n->nc->peer);
     driver_init(&f);
     tx_offer(&f, 0, 60, false);
@@ -619,7 +621,7 @@ static void test_migrate_round_trip(void)
 
         f.n = virtio_net_create(&conf, ERRP_ABORT);
         f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-        virtio_net_mmio_state_register(f.mmio);
+        f.sec = virtio_net_mmio_state_register(f.mmio);
     }
     g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
     /* What it loaded saves as the same bytes. */

@@ -126,6 +126,22 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
     vtest_fake.n_sections++;
 }
 
+void vmstate_unregister(const VMStateDescription *vmsd, void *opaque)
+{
+    for (unsigned int i = 0; i < vtest_fake.n_sections; i++) {
+        if (vtest_fake.sections[i].vmsd == vmsd && vtest_fake.sections[i].opaque == opaque) {
+            memmove(&vtest_fake.sections[i], &vtest_fake.sections[i + 1],
+                    (vtest_fake.n_sections - i - 1) * sizeof(vtest_fake.sections[0]));
+            vtest_fake.n_sections--;
+            break;
+        }
+    }
+    if (vtest_fake.vmsd == vmsd && vtest_fake.vmsd_opaque == opaque) {
+        vtest_fake.vmsd = NULL;
+        vtest_fake.vmsd_opaque = NULL;
+    }
+}
+
 static uint8_t *vtest_save(const VMStateDescription *vmsd, void *opaque, size_t *len)
 {
     QEMUFile *f = qemu_file_new_buffer_output();

@@ -134,9 +134,13 @@ void virtio_net_mig_apply(VirtIODevice *vdev, const VirtIONetMigState *m);
  * virtio_net_mmio_state_register: the device-state section of the
  * virtio-net behind @mmio, in QEMU's layout and under QEMU's name
  * ("virtio-mmio@<base>/virtio-net", instance 0, version 11). Machine
- * init, BQL, once per transport.
+ * init, BQL, once per transport. The machine keeps it for the process's
+ * life; virtio_net_mmio_state_unregister() is for a transport that goes
+ * away first (tests).
  */
-void virtio_net_mmio_state_register(VirtIOMMIOState *mmio);
+typedef struct VirtIONetMMIOQemu VirtIONetMMIOQemu;
+VirtIONetMMIOQemu *virtio_net_mmio_state_register(VirtIOMMIOState *mmio);
+void virtio_net_mmio_state_unregister(VirtIONetMMIOQemu *q);
 
 /*
  * virtio_net_conf_parse: the options of one -device virtio-net-device
