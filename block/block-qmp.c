@@ -73,7 +73,6 @@ BlockInfoList *qmp_query_block(Error **errp)
         info->qdev = g_strdup(blk->dev_name);
         info->type = g_strdup("unknown");
         info->removable = !blk->dev_name;
-        info->has_tray_open = info->removable;
         info->inserted = node_info(blk->root, blk->write_cache);
         if (blk_iostatus_enabled(blk)) {
             info->has_io_status = true;
