@@ -27,6 +27,8 @@ typedef struct BdrvNode {
     bool from_drive;
     const char *opt_prefix;         /* "file." for a child, "" for the top (open only) */
     BlockdevDetectZeroes detect_zeroes;
+    /* Its format was probed (raw): a write must not make block 0 look like another (fixed). */
+    bool probed;
     /*
      * Its length, for the bounds check of every request; read by any
      * request thread, written under the BQL with no request in flight
@@ -116,7 +118,6 @@ void blk_free(BlockBackend *blk);
 BlockBackend *blk_by_name(BlockLayer *bl, const char *name);
 /* Whether werror/rerror may stop the guest: io-status and BLOCK_IO_ERROR's nospace shown. */
 bool blk_iostatus_enabled(BlockBackend *blk);
-/* 'cont': every stop on error is over. */
-void blk_iostatus_reset_all(BlockLayer *bl);
+
 
 #endif

@@ -357,6 +357,7 @@ BlockDriverState *bdrv_open_opts(BlockLayer *bl, QemuOpts *opts, BlockDriverStat
         bs->filename = g_strdup(bs->file->filename);
         if (!drv) {
             drv = bdrv_probe_format(bs->file);
+            n->probed = true;
             if (drv == &bdrv_raw) {
                 fprintf(stderr, "WARNING: Image format was not specified for '%s' and probing "
                         "guessed raw.\n"
@@ -396,8 +397,13 @@ int bdrv_open_backing(BlockDriverState *bs, const char *filename, const char *fo
     BlockDriverState *file, *backing;
     const BlockDriver *drv;
 
+    /* A relative backing name is relative to the image's directory, as QEMU reads it. */
+    g_autofree char *dir = g_path_get_dirname(bs->filename ? bs->filename : ".");
+    g_autofree char *path = g_path_is_absolute(filename) || !strcmp(dir, ".")
+                            ? g_strdup(filename) : g_build_filename(dir, filename, NULL);
+
     qemu_opt_set(opts, "driver", "file");
-    qemu_opt_set(opts, "filename", filename);
+    qemu_opt_set(opts, "filename", path);
     file = bdrv_open_opts(bs->bl, opts, NULL, flags, false, "backing.file.", errp);
     if (!file) {
         return -EINVAL;

@@ -56,10 +56,47 @@ static int raw_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
     return bdrv_preadv(bs->file, s->offset + offset, bytes, iov, niov);
 }
 
+/*
+ * A probed raw image must not become another format under the guest's
+ * hands: the next start would probe it as that format (and, say, follow
+ * a backing file name the guest chose). So, as QEMU, a write that makes
+ * block 0 look like a format is refused.
+ */
+static bool raw_block0_probes(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                              const struct iovec *iov, int niov)
+{
+    BDRVRawState *s = bs->opaque;
+    uint8_t sector[BDRV_SECTOR_SIZE] = { 0 };
+    uint64_t len = MIN(MAX(bdrv_getlength(bs), 0), BDRV_SECTOR_SIZE);
+    uint64_t end = MIN(offset + bytes, len);
+
+    if (bdrv_pread(bs->file, s->offset, sector, len) < 0) {
+        return true;
+    }
+    /* The request's first end - offset bytes land on block 0 at @offset. */
+    for (int i = 0; i < niov && offset < end; i++) {
+        size_t n = MIN(iov[i].iov_len, end - offset);
+
+        memcpy(sector + offset, iov[i].iov_base, n);
+        offset += n;
+    }
+    for (size_t i = 0; bdrv_drivers[i]; i++) {
+        if (bdrv_drivers[i]->probe && bdrv_drivers[i]->probe(sector, len) > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int raw_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                        const struct iovec *iov, int niov, int flags)
 {
     BDRVRawState *s = bs->opaque;
+
+    if (bdrv_node(bs)->probed && offset < BDRV_SECTOR_SIZE &&
+        raw_block0_probes(bs, offset, bytes, iov, niov)) {
+        return -EPERM;
+    }
 
     return bdrv_pwritev(bs->file, s->offset + offset, bytes, iov, niov, flags);
 }

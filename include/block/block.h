@@ -224,6 +224,9 @@ BlockErrorAction blk_get_error_action(BlockBackend *blk, bool is_read, int err);
 /* The BLOCK_IO_ERROR event for @action (QEMU's fields), and the VM stop for STOP. BQL. */
 void blk_error_action(BlockBackend *blk, BlockErrorAction action, bool is_read, int err);
 
+/* 'cont': the stops on error are over; query-block's io-status is ok again, as QEMU. BQL. */
+void blk_iostatus_reset_all(BlockLayer *bl);
+
 /* query-blockstats' counters, any thread. */
 typedef enum BlockAcctType { BLOCK_ACCT_READ, BLOCK_ACCT_WRITE, BLOCK_ACCT_FLUSH,
                              BLOCK_ACCT_DISCARD, BLOCK_ACCT__MAX } BlockAcctType;
