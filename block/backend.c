@@ -76,11 +76,17 @@ BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name
     if (!blk) {
         bs = bdrv_find_node(bl, drive);
         if (!bs) {
-            /* QEMU names the property by the device type: @dev_name's first word. */
+            /*
+             * QEMU names the property by the device type: @dev_name's first
+             * word when it is one ("virtio-blk-device at 0x..."), else the
+             * only type that takes drives here (@dev_name is the device's id).
+             */
             int type_len = strcspn(dev_name, " ");
+            bool is_type = type_len > 7 && !strncmp(dev_name + type_len - 7, "-device", 7);
 
             error_setg(errp, "Property '%.*s.drive' can't find value '%s'",
-                       type_len, dev_name, drive);
+                       is_type ? type_len : (int)strlen("virtio-blk-device"),
+                       is_type ? dev_name : "virtio-blk-device", drive);
             return NULL;
         }
         blk = blk_by_root(bl, bs);

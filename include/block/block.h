@@ -201,6 +201,10 @@ void drive_check_orphans(BlockLayer *bl);
  * blk_attach: the device @dev_name takes @drive (a -drive id or a node
  * name). One device per drive ("Drive 'd0' is already in use by ..." as
  * QEMU says otherwise); BLK_PERM_WRITE on a read-only node is refused.
+ * @dev_name is what query-block's qdev and "info block" show (QEMU: the
+ * device's id, else its QOM path); an unknown @drive is QEMU's "Property
+ * 'virtio-blk-device.drive' can't find value", with @dev_name's first word
+ * as the type when it ends in "-device".
  */
 BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name,
                          unsigned perm, Error **errp);

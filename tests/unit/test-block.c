@@ -357,6 +357,8 @@ static void test_attach(void)
 
     g_assert_null(blk_attach(bl, "x", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &err));
     assert_error(&err, "Property 'virtio-blk-device.drive' can't find value 'x'");
+    g_assert_null(blk_attach(bl, "x", "vd0", BLK_PERM_READ, &err));
+    assert_error(&err, "Property 'virtio-blk-device.drive' can't find value 'x'");
     blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &error_abort);
     g_assert_null(blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00c00", BLK_PERM_READ, &err));
     assert_error(&err, "Drive 'd0' is already in use by another device");
