@@ -73,6 +73,19 @@ bool migration_guest_owned_here(Error **errp)
     return true;
 }
 
+/*
+ * The guest runs here again (as it was: running, or paused): first what
+ * the switchover released (the images), without which it must not run.
+ */
+static void migration_give_back(MigrationState *s)
+{
+    if (s->vm_was_running && migration_handover_reclaim()) {
+        vm_start();
+    } else {
+        runstate_set(RUN_STATE_PAUSED);
+    }
+}
+
 bool migration_allows_cont(Error **errp)
 {
     int st = migrate_get_state(&current_migration.state);
@@ -315,11 +328,7 @@ static void migration_cleanup_bh(void *opaque)
             s->error = err;
             s->result = MIGRATION_STATUS_FAILED;
             s->committed = false;
-            if (s->vm_was_running) {
-                vm_start();
-            } else {
-                runstate_set(RUN_STATE_PAUSED);
-            }
+            migration_give_back(s);
         }
     }
     if (migration_guest_moved(s) && s->result != MIGRATION_STATUS_COMPLETED) {
@@ -329,11 +338,7 @@ static void migration_cleanup_bh(void *opaque)
     } else if (s->result != MIGRATION_STATUS_COMPLETED &&
                runstate_check(RUN_STATE_FINISH_MIGRATE)) {
         /* The switchover started but did not finish: give the guest back. */
-        if (s->vm_was_running) {
-            vm_start();
-        } else {
-            runstate_set(RUN_STATE_PAUSED);
-        }
+        migration_give_back(s);
     }
     if (s->result == MIGRATION_STATUS_FAILED && s->error) {
         error_report("%s", error_get_pretty(s->error));

@@ -240,5 +240,7 @@ void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t
 /* ---- Migration (BQL, no request in flight) ---- */
 int bdrv_inactivate_all(BlockLayer *bl, Error **errp);
 int bdrv_activate_all(BlockLayer *bl, Error **errp);
+/* The two above as the migration's handover (migration_add_handover). Startup, BQL. */
+void block_layer_register_handover(BlockLayer *bl);
 
 #endif

@@ -55,6 +55,32 @@ bool migration_guest_ram_usable(Error **errp);
  * corrupt it. BQL.
  */
 bool migration_guest_owned_here(Error **errp);
+/*
+ * Handover: what only one running process may hold (an image's write
+ * lock), released by a migration's source as its guest stops for the
+ * switchover and taken by the destination before its guest first runs
+ * (migration/core/handover.c). Registered at startup, main thread.
+ *   release  source, BQL, guest stopped, before its device state leaves;
+ *            false fails the migration and the guest runs on here
+ *   take     destination before its guest runs, and 'cont' anywhere (a
+ *            source whose migration completed takes back, or is refused);
+ *            must be a no-op when nothing was released or taken yet
+ */
+typedef struct MigrationHandoverOps {
+    const char *name;           /* for messages: "block" */
+    bool (*release)(void *opaque, Error **errp);
+    bool (*take)(void *opaque, Error **errp);
+} MigrationHandoverOps;
+void migration_add_handover(const MigrationHandoverOps *ops, void *opaque);
+/* Each release in order; on a failure the earlier ones take back. BQL. */
+bool migration_handover_release(Error **errp);
+/* Each take in order. BQL. */
+bool migration_handover_take(Error **errp);
+/*
+ * A source giving its guest back: takes what it released, if it did.
+ * False (reported) if that failed: the guest must not run. BQL.
+ */
+bool migration_handover_reclaim(void);
 /* -global migration.NAME=VALUE */
 bool migration_set_global_property(const char *name, const char *value, Error **errp);
 /*

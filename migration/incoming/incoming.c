@@ -95,6 +95,14 @@ static void incoming_set_state(int new)
 static void incoming_start_guest(void)
 {
     int src_state = global_state_get_runstate();
+    g_autoptr(Error) err = NULL;
+
+    /* The images are ours only now; without them the guest waits for 'cont'. */
+    if (!migration_handover_take(&err)) {
+        error_report("the guest stays paused: %s", error_get_pretty(err));
+        runstate_set(RUN_STATE_PAUSED);
+        return;
+    }
 
     if (src_state < 0 || src_state == RUN_STATE_RUNNING) {
         if (incoming.autostart) {

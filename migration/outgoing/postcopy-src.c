@@ -19,6 +19,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "migration/misc.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/main-loop.h"
 #include "qemu/userfaultfd.h"
@@ -509,6 +510,11 @@ static bool postcopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     trace_migration_postcopy_stopped((get_clock_ns() - s->downtime_start_ns) / 1000);
+    /* Before the guest can move: a failure here gives it back (cleanup). */
+    if (!migration_handover_release(errp)) {
+        bql_unlock();
+        return false;
+    }
     migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     if (migrate_get_state(&s->state) != MIGRATION_STATUS_POSTCOPY_ACTIVE) {
         /* Cancelled just before: nothing went out, the cleanup gives the guest back. */

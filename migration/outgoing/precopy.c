@@ -9,6 +9,7 @@
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include "qapi/error.h"
+#include "migration/misc.h"
 #include "qemu/main-loop.h"
 #include "system/runstate.h"
 #include "migration/qemu-file.h"
@@ -259,6 +260,11 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);
+    /* The images' last writes and locks go before any device state does. */
+    if (!migration_handover_release(errp)) {
+        bql_unlock();
+        return false;
+    }
     ok = qemu_savevm_state_complete_live(f) == 0;
     /* The RAM's tail goes out here, so that last-ram holds all of its time. */
     qemu_fflush(f);

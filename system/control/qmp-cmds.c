@@ -55,6 +55,10 @@ bool qmp_cont(Error **errp)
     if (!migration_allows_cont(errp)) {
         return false;
     }
+    /* A completed migration's source, or a destination that could not, takes the images. */
+    if (!migration_handover_take(errp)) {
+        return false;
+    }
     if (current_machine && current_machine->block) {
         blk_iostatus_reset_all(current_machine->block);
     }

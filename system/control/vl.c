@@ -469,6 +469,7 @@ static void open_drives(Config *cfg)
     Error *err = NULL;
 
     cfg->machine.block = block_layer_new();
+    block_layer_register_handover(cfg->machine.block);
     if (cfg->incoming) {
         block_layer_set_incoming(cfg->machine.block);
     }
