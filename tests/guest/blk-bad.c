@@ -22,7 +22,8 @@
 #define WAIT_MS                 2000
 #define FAR_BEYOND_RAM          (1ULL << 40)
 #define FREE_DESC               200     /* descriptors above the request slots' */
-#define LONG_CHAIN              (VBLK_QSIZE + 8)
+/* Longer than the longest chain a device takes (VIRTQUEUE_MAX_SIZE, 1024, ours and QEMU's). */
+#define LONG_CHAIN              1100
 #define F_INDIRECT              (1ULL << 28)
 
 enum expect { E_OK, E_IOERR, E_UNSUPP, E_BROKEN };
@@ -31,8 +32,11 @@ static const char *const expect_names[] = {
     [E_OK] = "ok", [E_IOERR] = "ioerr", [E_UNSUPP] = "unsupp", [E_BROKEN] = "needs-reset",
 };
 
-/* An indirect table longer than any queue: a chain that never ends in time. */
-static struct vq_desc long_table[LONG_CHAIN] __attribute__((aligned(16)));
+/*
+ * An indirect table longer than any chain a device takes, in the data
+ * buffers of the slots from LONG_SLOT on (contiguous, unused here).
+ */
+#define LONG_SLOT               8
 
 struct bcase {
     const char *name;
@@ -160,6 +164,7 @@ static void plant_next_out_of_range(void)
 static void plant_chain_too_long(void)
 {
     struct vq_desc *d = vblk_desc_table();
+    struct vq_desc *long_table = (struct vq_desc *)vblk_buf(LONG_SLOT);
 
     hdr_set(VBLK_T_OUT, 0);
     long_table[0] = (struct vq_desc) { (uint64_t)vblk_hdr(0), 16, VRING_DESC_F_NEXT, 1 };
@@ -169,7 +174,7 @@ static void plant_chain_too_long(void)
     }
     long_table[LONG_CHAIN - 1] = (struct vq_desc) { (uint64_t)vblk_status_byte(0), 1,
                                                     VRING_DESC_F_WRITE, 0 };
-    d[FREE_DESC] = (struct vq_desc) { (uint64_t)long_table, sizeof(long_table),
+    d[FREE_DESC] = (struct vq_desc) { (uint64_t)long_table, LONG_CHAIN * sizeof(*long_table),
                                       VRING_DESC_F_INDIRECT, 0 };
     vblk_offer(FREE_DESC);
 }
@@ -222,6 +227,9 @@ static int outcome(void)
     }
     return -1;
 }
+
+_Static_assert(LONG_CHAIN * sizeof(struct vq_desc) <= (VBLK_MAX_SLOTS - LONG_SLOT) *
+               VBLK_SLOT_BYTES, "the long chain's table fits the slots' buffers");
 
 _Noreturn void blk_hostile_main(struct wstat *s)
 {

@@ -23,7 +23,7 @@
 #include "virtio.h"
 #include "vblk.h"
 
-#define MAX_SECTORS     65536           /* 32 MiB of disk: 512 KiB of table */
+#define MAX_SECTORS     65536           /* 32 MiB of disk: 256 KiB of table */
 #define READBACK_RING   VBLK_MAX_SLOTS
 #define REREAD_EVERY    4               /* one issue in four is a random re-read */
 
@@ -40,8 +40,11 @@ static struct {
     uint64_t sectors, iops, depth;
 } BP = { .depth = 8 };
 
-/* Last acknowledged generation per sector (0: never written); RAM, so it migrates. */
-static uint64_t acked[MAX_SECTORS] __attribute__((section(".noinit"), aligned(4096)));
+/*
+ * Last acknowledged generation per sector (0: never written); RAM, so it
+ * migrates. 32 bits: four billion writes are days of this workload.
+ */
+static uint32_t acked[MAX_SECTORS] __attribute__((section(".noinit"), aligned(4096)));
 
 static struct {
     struct slot slot[VBLK_MAX_SLOTS];
@@ -277,7 +280,7 @@ static void reap(struct wstat *s, uint64_t now)
         }
         B.period_ios++;
         if (sl->kind == K_WRITE) {
-            acked[sl->sector] = sl->gen;
+            acked[sl->sector] = (uint32_t)sl->gen;
             B.writes++;
             B.readback[(B.rb_head + B.rb_count) % READBACK_RING] = sl->sector;
             B.rb_count++;

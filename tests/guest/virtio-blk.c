@@ -198,6 +198,8 @@ uint8_t *vblk_buf(unsigned slot)
 void vblk_submit(unsigned slot, uint32_t type, uint64_t sector, uint32_t len)
 {
     uint16_t h = (uint16_t)(3 * slot);
+    /* Only IN and GET_ID fill the data buffer; OUT, DISCARD and WRITE_ZEROES send it. */
+    bool dev_writes = type == VBLK_T_IN || type == VBLK_T_GET_ID;
 
     hdrs[slot] = (struct bq_hdr) { .type = type, .sector = sector };
     statuses[slot] = 0xff;
@@ -206,7 +208,7 @@ void vblk_submit(unsigned slot, uint32_t type, uint64_t sector, uint32_t len)
     if (len) {
         q.desc[h + 1] = (struct vq_desc) {
             (uint64_t)bufs[slot], len,
-            (uint16_t)(VRING_DESC_F_NEXT | (type == VBLK_T_OUT ? 0 : VRING_DESC_F_WRITE)),
+            (uint16_t)(VRING_DESC_F_NEXT | (dev_writes ? VRING_DESC_F_WRITE : 0)),
             (uint16_t)(h + 2) };
     }
     q.desc[h + 2] = (struct vq_desc) { (uint64_t)&statuses[slot], 1, VRING_DESC_F_WRITE, 0 };
