@@ -671,10 +671,22 @@ bool virtio_blk_init(VirtIOBlock *b, Error **errp)
 void virtio_blk_fini(VirtIOBlock *b)
 {
     VirtIOBlkEvent *ev;
+    VirtIOBlockReq *r;
 
+    /*
+     * No worker may kick the device once its notifiers are closed: they
+     * finish first (the stop hook, run by the cleanup when the device ran,
+     * waits for them too, so the pool lives until after it).
+     */
+    worker_pool_wait_idle(b->pool);
     virtio_device_cleanup(&b->vdev);
     worker_pool_free(b->pool);
-    virtio_blk_reset(&b->vdev);
+    while ((r = g_queue_pop_head(&b->done))) {
+        virtio_blk_req_free(r);
+    }
+    while ((r = g_queue_pop_head(&b->held))) {
+        virtio_blk_req_free(r);
+    }
     while ((ev = g_queue_pop_head(&b->events))) {
         g_free(ev);
     }
