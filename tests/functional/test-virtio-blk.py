@@ -75,8 +75,9 @@ def host_check(path, n, acked):
 
 
 def stat_lines(text):
+    """The whole STAT lines of @text (the serial file may end inside one)."""
     return [dict(kv.split('=', 1) for kv in line.split()[1:] if '=' in kv)
-            for line in re.findall(r'^STAT [^\n]*$', text, re.M)]
+            for line in re.findall(r'^(STAT [^\n]*)\n', text, re.M)]
 
 
 class BlkCase(GuestCase):
@@ -186,7 +187,7 @@ class BlkCase(GuestCase):
         append = 'mode=blkverify depth=8 iops=3000'
         src = self.blk_vm('src', img, append)
         src.wait_serial(r'READY mode=blkverify[^\n]*\n')
-        self.wait_stats(src, 2)
+        before = int(self.wait_stats(src, 2)['writes'])
         port = free_port()
         dst = self.blk_vm('dst', img, append, ['-incoming', 'tcp:127.0.0.1:%d' % port])
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % port)
@@ -196,8 +197,34 @@ class BlkCase(GuestCase):
         src.shutdown()
         self.vms.remove(src)
         last = self.wait_stats(dst, 3)
-        self.assertGreater(int(last['writes']), 0)
+        self.assertGreater(int(last['writes']), before, 'the destination writes on')
         self.stop_and_check(dst, img, n)
+
+    def test_host_check_catches(self):
+        """The check itself: a good image passes, each kind of damage is found."""
+        n, acked = 8, 11
+        img = os.path.join(self.tmp, 'hand.raw')
+
+        def sector(s, gen):
+            w = [MAGIC, s, gen] + [(gen * 7 + i) & MASK for i in range(3, 63)]
+            return struct.pack('<64Q', *(w + [sector_sum(w + [0])]))
+
+        good = [sector(s, last_gen(s, n, acked)) for s in range(n)]
+        damaged = {
+            'lost': (1, sector(1, 1)),                  # generation 9 was acknowledged
+            'zero': (2, bytes(SECTOR)),
+            'torn': (3, good[3][:256] + sector(3, 12)[256:]),   # half of a later write
+            'misplaced': (4, sector(5, 6)),
+        }
+        for what, (s, raw) in [('none', (0, good[0]))] + list(damaged.items()):
+            with open(img, 'wb') as f:
+                f.write(b''.join(raw if i == s else good[i] for i in range(n)))
+            bad = host_check(img, n, acked)
+            if what == 'none':
+                self.assertEqual(bad, [])
+            else:
+                self.assertEqual(len(bad), 1, (what, bad))
+                self.assertIn('sector %d' % s, bad[0], what)
 
 
 if __name__ == '__main__':
