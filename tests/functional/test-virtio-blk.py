@@ -15,7 +15,9 @@ test-virtio-blk.py: -device virtio-blk-device on a raw image (issue 39).
   sentinel file next to it, and its own bytes are unchanged).
 - A live migration ours -> ours over TCP of a writing blkverify guest, the
   image shared by both processes: the destination goes on with no FAIL and
-  the host check passes after it.
+  the host check passes after it. The same from QEMU 7.2 into ours and from
+  ours into QEMU 7.2 (QEMU's transport modern, its image lock off: the two
+  processes share the file, and handing over the lock is not this test's).
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP (a skip is a failure).
@@ -31,7 +33,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import VM, free_port  # noqa: E402
+from analyzevm import PEER, PEER_CPU, VM, free_port, need_binary  # noqa: E402
 from guestcase import GuestCase  # noqa: E402
 
 SECTOR = 512
@@ -93,10 +95,14 @@ class BlkCase(GuestCase):
             f.write(os.urandom(4096))
         return path
 
-    def blk_vm(self, name, img, append, extra=()):
-        args = ['-drive', 'file=%s,format=raw,if=none,id=d0' % img,
-                '-device', 'virtio-blk-device,drive=d0'] + list(extra)
-        return self.keep(VM(self.tmp, name, mem_mb=MEM_MB, append=append, extra=args), name)
+    def blk_vm(self, name, img, append, extra=(), binary=None):
+        drive = 'file=%s,format=raw,if=none,id=d0' % img
+        args = ['-global', 'virtio-mmio.force-legacy=false']
+        if binary:
+            drive += ',file.locking=off'
+        args += ['-drive', drive, '-device', 'virtio-blk-device,drive=d0'] + list(extra)
+        return self.keep(VM(self.tmp, name, mem_mb=MEM_MB, append=append, extra=args,
+                            binary=binary, cpu=PEER_CPU if binary else None), name)
 
     def wait_stats(self, vm, n):
         """@n more STAT lines from now, and no FAIL."""
@@ -181,15 +187,19 @@ class BlkCase(GuestCase):
         with open(img + '.sentinel', 'rb') as f:
             self.assertEqual(f.read(), sentinel)
 
-    def test_migrate(self):
+    def migrate_writing(self, src_binary=None, dst_binary=None):
+        """A writing blkverify guest from @src_binary to @dst_binary (None:
+        ours) over TCP on one image; the destination writes on, the image
+        passes the host check."""
         n = 2048
-        img = self.image('mig', n)
+        img = self.image('mig%d' % len(os.listdir(self.tmp)), n)
         append = 'mode=blkverify depth=8 iops=3000'
-        src = self.blk_vm('src', img, append)
+        src = self.blk_vm('src', img, append, binary=src_binary)
         src.wait_serial(r'READY mode=blkverify[^\n]*\n')
         before = int(self.wait_stats(src, 2)['writes'])
         port = free_port()
-        dst = self.blk_vm('dst', img, append, ['-incoming', 'tcp:127.0.0.1:%d' % port])
+        dst = self.blk_vm('dst', img, append, ['-incoming', 'tcp:127.0.0.1:%d' % port],
+                          binary=dst_binary)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % port)
         info = self.wait_migration(src, dst)
         self.assertEqual(info['status'], 'completed', '%s; log: %s' % (info, src.log_tail()))
@@ -199,6 +209,17 @@ class BlkCase(GuestCase):
         last = self.wait_stats(dst, 3)
         self.assertGreater(int(last['writes']), before, 'the destination writes on')
         self.stop_and_check(dst, img, n)
+
+    def test_migrate(self):
+        self.migrate_writing()
+
+    def test_migrate_from_qemu(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.migrate_writing(src_binary=PEER)
+
+    def test_migrate_to_qemu(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.migrate_writing(dst_binary=PEER)
 
     def test_host_check_catches(self):
         """The check itself: a good image passes, each kind of damage is found."""
