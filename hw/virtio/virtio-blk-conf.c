@@ -29,7 +29,8 @@ static bool block_size_get(QemuOpts *opts, const char *name, uint64_t *out, Erro
     if (!qemu_opt_get_size(opts, name, 0, out, errp)) {
         return false;
     }
-    if (!qemu_opt_has(opts, name)) {
+    /* 0 (the default, also given explicitly) means the backend's: 512 here. */
+    if (!qemu_opt_has(opts, name) || *out == 0) {
         return true;
     }
     if (*out < BLOCK_SIZE_MIN || *out > BLOCK_SIZE_MAX) {
