@@ -30,6 +30,9 @@ typedef struct VirtIOBlkMMIOQemu {
     uint8_t req_end;            /* 0: no request follows (the only value we take) */
 } VirtIOBlkMMIOQemu;
 
+/* The shared head and subsections address the image through the device's struct. */
+QEMU_BUILD_BUG_ON(offsetof(VirtIOBlkMMIOQemu, img) != 0);
+
 static bool virtio_blk_qemu_pre_save(void *opaque, Error **errp)
 {
     VirtIOBlkMMIOQemu *q = opaque;
@@ -83,7 +86,7 @@ static const VMStateDescription vmstate_qemu_virtio_blk = {
     .minimum_version_id = 1,
     .pre_load = virtio_blk_qemu_pre_load,
     .fields = (const VMStateField[]) {
-        QEMU_VIRTIO_HEAD_FIELDS(VirtIOBlkMMIOQemu, QEMU_BLK_CONFIG_MAX, VIRTIO_BLK_MAX_QUEUES),
+        QEMU_VIRTIO_HEAD_FIELDS(QEMU_BLK_CONFIG_MAX, VIRTIO_BLK_MAX_QUEUES),
         /* virtio-blk's own: the list of requests in flight, empty */
         VMSTATE_UINT8(req_end, VirtIOBlkMMIOQemu),
         VMSTATE_END_OF_LIST()

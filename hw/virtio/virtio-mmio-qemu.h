@@ -73,19 +73,23 @@ typedef struct QemuVirtioImage {
     bool got_features, got_rings, got_mmio;
 } QemuVirtioImage;
 
-/* The head of the "virtio" field, up to the queues, for a device struct @_s embedding @img. */
-#define QEMU_VIRTIO_HEAD_FIELDS(_s, _config_max, _queues_max)                        \
-    VMSTATE_UINT32(img.host_features_sel, _s),                                      \
-    VMSTATE_UINT32(img.guest_features_sel, _s),                                     \
-    VMSTATE_UINT32(img.guest_page_shift, _s),                                       \
-    VMSTATE_UINT8(img.status, _s),                                                  \
-    VMSTATE_UINT8(img.isr, _s),                                                     \
-    VMSTATE_UINT16(img.queue_sel, _s),                                              \
-    VMSTATE_UINT32(img.features_lo, _s),                                            \
-    VMSTATE_UINT32(img.config_len, _s),                                             \
-    VMSTATE_VBUFFER_UINT32(img.config, _s, img.config_len, _config_max),            \
-    VMSTATE_UINT32(img.num_queues, _s),                                             \
-    VMSTATE_STRUCT_VARRAY_UINT32(img.vq, _s, img.num_queues, _queues_max,           \
+/*
+ * The head of the "virtio" field, up to the queues, for a device struct
+ * that embeds QemuVirtioImage at offset 0 (so the offsets are the image's,
+ * and the fields keep QEMU's plain names in our vmdesc).
+ */
+#define QEMU_VIRTIO_HEAD_FIELDS(_config_max, _queues_max)                           \
+    VMSTATE_UINT32(host_features_sel, QemuVirtioImage),                             \
+    VMSTATE_UINT32(guest_features_sel, QemuVirtioImage),                            \
+    VMSTATE_UINT32(guest_page_shift, QemuVirtioImage),                              \
+    VMSTATE_UINT8(status, QemuVirtioImage),                                         \
+    VMSTATE_UINT8(isr, QemuVirtioImage),                                            \
+    VMSTATE_UINT16(queue_sel, QemuVirtioImage),                                     \
+    VMSTATE_UINT32(features_lo, QemuVirtioImage),                                   \
+    VMSTATE_UINT32(config_len, QemuVirtioImage),                                    \
+    VMSTATE_VBUFFER_UINT32(config, QemuVirtioImage, config_len, _config_max),       \
+    VMSTATE_UINT32(num_queues, QemuVirtioImage),                                    \
+    VMSTATE_STRUCT_VARRAY_UINT32(vq, QemuVirtioImage, num_queues, _queues_max,      \
                                  qemu_vmstate_virtqueue, QemuVirtQueue)
 
 extern const VMStateDescription qemu_vmstate_virtqueue;
