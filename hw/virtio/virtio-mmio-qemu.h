@@ -13,8 +13,8 @@
  * head fields with QEMU_VIRTIO_HEAD_FIELDS, its own, and the shared
  * subsections. Its pre_save calls qemu_virtio_image_save(); its post_load
  * checks its own fields, then qemu_virtio_image_load() checks everything
- * and applies the transport's and the core's part. virtio-blk uses it;
- * virtio-net-mmio-state.c still has its own copy of the same logic.
+ * and applies the transport's and the core's part. virtio-net and
+ * virtio-blk use it (virtio-net-mmio-state.c, virtio-blk-mmio-state.c).
  */
 #ifndef HW_VIRTIO_VIRTIO_MMIO_QEMU_H
 #define HW_VIRTIO_VIRTIO_MMIO_QEMU_H
