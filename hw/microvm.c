@@ -340,8 +340,13 @@ static void microvm_register_sections(MachineState *ms, MicrovmIoapic2 *ioapic2,
             isa_vga_state_register(vga);
         }
         if (i < ms->virtio_mmio->len) {
+            VirtIOMMIOState *mmio = g_ptr_array_index(ms->virtio_mmio, i);
+            VirtIODevice *vdev = g_ptr_array_index(ms->virtio_devices, i);
+
             /* Its section's name holds the slot's address, as QEMU's does. */
-            virtio_net_mmio_state_register(g_ptr_array_index(ms->virtio_mmio, i));
+            if (vdev->ops->register_mmio_state) {
+                vdev->ops->register_mmio_state(mmio);
+            }
         }
     }
 }

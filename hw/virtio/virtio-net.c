@@ -465,6 +465,7 @@ static const VirtIODeviceOps virtio_net_ops = {
     .reset = virtio_net_reset,
     .start = virtio_net_start,
     .stop = virtio_net_stop,
+    .register_mmio_state = virtio_net_mmio_state_register,
     .queue_notify = virtio_net_queue_notify,
 };
 

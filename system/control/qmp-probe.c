@@ -72,6 +72,15 @@ static const ProbeProp virtio_net_props[] = {
     { NULL },
 };
 
+static const ProbeProp virtio_blk_props[] = {
+    { "drive", "str", "Node name or ID of a block device to use as a backend", NULL },
+    { "serial", "str", NULL, NULL },
+    { "logical_block_size", "size", "A power of two between 512 B and 2 MiB", "0" },
+    { "physical_block_size", "size", "A power of two between 512 B and 2 MiB", "0" },
+    { "num-queues", "uint16", NULL, "65535" },
+    { NULL },
+};
+
 static const ProbeProp cpu_props[] = {
     { "migratable", "bool", "leave out what a destination host could not promise (invtsc)",
       "true" },
@@ -165,6 +174,7 @@ static const ProbeType probe_types[] = {
     { "isa-vga", "isa-device", false, true, isa_vga_props },
     { "virtio-device", "device", true },
     { "virtio-net-device", "virtio-device", false, true, virtio_net_props },
+    { "virtio-blk-device", "virtio-device", false, true, virtio_blk_props },
 };
 
 static const ProbeType *probe_type_find(const char *name)

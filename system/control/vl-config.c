@@ -5,6 +5,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/option.h"
+#include "hw/virtio/virtio-blk.h"
 #include "hw/virtio/virtio-net.h"
 #include "net/net.h"
 #include "vl-config.h"
@@ -19,6 +20,8 @@ void vl_config_init(Config *cfg)
     cfg->nic_devices = g_ptr_array_new();
     cfg->drive_args = g_ptr_array_new_with_free_func(g_free);
     cfg->blockdev_args = g_ptr_array_new_with_free_func(g_free);
+    cfg->blk_devices = g_ptr_array_new();
+    cfg->virtio_order = g_string_new("");
 }
 
 static void monitor_config_free(gpointer p)
@@ -33,6 +36,12 @@ static void monitor_config_free(gpointer p)
 static void virtio_net_conf_destroy(gpointer p)
 {
     virtio_net_conf_free(p);
+    g_free(p);
+}
+
+static void virtio_blk_conf_destroy(gpointer p)
+{
+    virtio_blk_conf_free(p);
     g_free(p);
 }
 
@@ -54,4 +63,7 @@ void vl_config_free(Config *cfg)
     g_ptr_array_free(cfg->blockdev_args, TRUE);
     g_ptr_array_set_free_func(cfg->nic_devices, virtio_net_conf_destroy);
     g_ptr_array_free(cfg->nic_devices, TRUE);
+    g_ptr_array_set_free_func(cfg->blk_devices, virtio_blk_conf_destroy);
+    g_ptr_array_free(cfg->blk_devices, TRUE);
+    g_string_free(cfg->virtio_order, TRUE);
 }

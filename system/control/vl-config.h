@@ -48,6 +48,12 @@ typedef struct Config {
     GPtrArray *drive_args;      /* char *: -drive, in order, opened after parsing */
     GPtrArray *blockdev_args;   /* char *: -blockdev, in order */
     GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
+    GPtrArray *blk_devices;     /* VirtIOBlkConf *: -device virtio-blk-device, in order */
+    /*
+     * The -device virtio-*-device kinds in command-line order ('n' net,
+     * 'b' blk): microvm gives virtio-mmio slots in this order, as QEMU does.
+     */
+    GString *virtio_order;
 } Config;
 
 /* An empty Config: every list allocated, nothing asked for yet. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The command line's devices and objects: -device (isa-debug-exit,
- * virtio-net-device, isa-vga), -object memory-backend-*, checked into the
+ * virtio-net-device, virtio-blk-device, isa-vga), -object memory-backend-*, checked into the
  * Config while parsing and created by qemu_init() in its order (vl.c);
  * the other -object types go to the object registry (user-objects.c).
  */
@@ -10,6 +10,7 @@
 #include "qapi/error.h"
 #include "qemu/option.h"
 #include "hw/boards.h"
+#include "hw/virtio/virtio-blk.h"
 #include "hw/virtio/virtio-net.h"
 #include "net/net.h"
 #include "system/memory.h"
@@ -103,7 +104,7 @@ static bool parse_isa_serial(Config *cfg, QemuOpts *opts, Error **errp)
     return true;
 }
 
-/* Checked now, created after the backends (vl_create_virtio_net_devices). */
+/* Checked now, created after the backends (vl_create_virtio_devices). */
 static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts,
                                     Error **errp)
 {
@@ -119,6 +120,27 @@ static bool parse_virtio_net_device(Config *cfg, const char *arg, QemuOpts *opts
     }
     conf->opt = g_strdup_printf("-device %s", arg);
     g_ptr_array_add(cfg->nic_devices, conf);
+    g_string_append_c(cfg->virtio_order, 'n');
+    return true;
+}
+
+/* Checked now, created after the drives (vl_create_virtio_devices). */
+static bool parse_virtio_blk_device(Config *cfg, const char *arg, QemuOpts *opts,
+                                    Error **errp)
+{
+    VirtIOBlkConf *conf = g_new0(VirtIOBlkConf, 1);
+
+    if (qemu_opt_has(opts, "help")) {
+        virtio_blk_print_help();
+        exit(0);
+    }
+    if (!virtio_blk_conf_parse(opts, conf, errp)) {
+        g_free(conf);
+        return false;
+    }
+    conf->opt = g_strdup_printf("-device %s", arg);
+    g_ptr_array_add(cfg->blk_devices, conf);
+    g_string_append_c(cfg->virtio_order, 'b');
     return true;
 }
 
@@ -137,7 +159,8 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
         return false;
     }
     if (driver && !strcmp(driver, "help")) {
-        printf("Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
+        printf("Storage devices:\nname \"virtio-blk-device\", bus virtio-bus\n\n"
+               "Network devices:\nname \"virtio-net-device\", bus virtio-bus\n\n"
                "Display devices:\nname \"isa-vga\", bus ISA\n\n"
                "Input devices:\nname \"isa-serial\", bus ISA\n\n"
                "Misc devices:\nname \"isa-debug-exit\", bus ISA\n");
@@ -149,6 +172,9 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
     if (driver && !strcmp(driver, "virtio-net-device")) {
         return parse_virtio_net_device(cfg, arg, opts, errp);
     }
+    if (driver && !strcmp(driver, "virtio-blk-device")) {
+        return parse_virtio_blk_device(cfg, arg, opts, errp);
+    }
     if (driver && !strcmp(driver, "isa-vga")) {
         if (qemu_opt_has(opts, "help")) {
             printf("isa-vga options:\n  vgamem_mb=<uint32>     -  (default: 8)\n");
@@ -157,7 +183,7 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
         if (!isa_vga_parse(opts, &cfg->machine.vga, errp)) {
             return false;
         }
-        cfg->machine.vga.virtio_before = cfg->nic_devices->len;
+        cfg->machine.vga.virtio_before = cfg->virtio_order->len;
         return true;
     }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
@@ -289,26 +315,41 @@ bool vl_create_memory_backend(QemuOpts *opts, Error **errp)
 }
 
 /*
- * The virtio-net devices, before the machine (which gives each a
- * virtio-mmio slot in this order): -device ones in command-line order,
- * then one per -nic, as QEMU creates its board NICs after -device.
+ * The virtio devices, before the machine (which gives each a virtio-mmio
+ * slot in this order): -device ones in command-line order, whatever their
+ * kind, then one virtio-net per -nic, as QEMU creates its board NICs after
+ * -device.
  */
-void vl_create_virtio_net_devices(Config *cfg)
+void vl_create_virtio_devices(Config *cfg, BlockLayer *bl)
 {
     Error *err = NULL;
     NICInfo *nd;
+    guint n_net = 0, n_blk = 0;
 
     cfg->machine.virtio_devices = cfg->machine.virtio_devices ?: g_ptr_array_new();
-    for (guint i = 0; i < cfg->nic_devices->len; i++) {
-        VirtIONetConf *conf = g_ptr_array_index(cfg->nic_devices, i);
-        VirtIONet *n = virtio_net_create(conf, &err);
+    for (gsize i = 0; i < cfg->virtio_order->len; i++) {
+        VirtIODevice *vdev;
+        const char *opt;
 
-        if (!n) {
-            error_prepend(&err, "%s: ", conf->opt);
+        if (cfg->virtio_order->str[i] == 'n') {
+            VirtIONetConf *conf = g_ptr_array_index(cfg->nic_devices, n_net++);
+            VirtIONet *n = virtio_net_create(conf, &err);
+
+            opt = conf->opt;
+            vdev = n ? &n->vdev : NULL;
+        } else {
+            VirtIOBlkConf *conf = g_ptr_array_index(cfg->blk_devices, n_blk++);
+            VirtIOBlock *b = virtio_blk_create(bl, conf, &err);
+
+            opt = conf->opt;
+            vdev = b ? &b->vdev : NULL;
+        }
+        if (!vdev) {
+            error_prepend(&err, "%s: ", opt);
             error_report_err(err);
             exit(1);
         }
-        g_ptr_array_add(cfg->machine.virtio_devices, &n->vdev);
+        g_ptr_array_add(cfg->machine.virtio_devices, vdev);
     }
     while ((nd = net_nic_take("virtio-net-device"))) {
         VirtIONetConf conf = { .netdev = nd->netdev->name, .mac = nd->mac, .mac_given = true };

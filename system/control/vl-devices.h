@@ -7,6 +7,7 @@
 #define SYSTEM_CONTROL_VL_DEVICES_H
 
 #include "qemu/option.h"
+#include "block/block.h"
 #include "vl-config.h"
 
 /*
@@ -19,8 +20,9 @@ QemuOpts *vl_opts_parse_json_or_keyval(const char *arg, const char *implied_key,
 /* -device and -object, parsed into @cfg (nothing created yet). */
 bool vl_parse_device(Config *cfg, const char *arg, Error **errp);
 bool vl_parse_object(Config *cfg, const char *arg, Error **errp);
-/* qemu_init(), in its order: one -object memory-backend-*, then the NICs. */
+/* qemu_init(), in its order: one -object memory-backend-*, then the virtio devices. */
 bool vl_create_memory_backend(QemuOpts *opts, Error **errp);
-void vl_create_virtio_net_devices(Config *cfg);
+/* The -device virtio-*-device in command-line order (disks on @bl's drives), then -nic's. */
+void vl_create_virtio_devices(Config *cfg, BlockLayer *bl);
 
 #endif

@@ -371,7 +371,7 @@ static void validate_config(Config *cfg)
                            cfg->machine.kernel_filename ? "-kernel" :
                            cfg->machine.memory_backend ? "memory-backend=" :
                            cfg->machine.debug_exit.present || cfg->machine.vga.present ||
-                           cfg->nic_devices->len ? "-device" :
+                           cfg->virtio_order->len ? "-device" :
                            cfg->object_opts->len ? "-object" :
                            cfg->netdevs->len ? "-netdev" :
                            cfg->incoming ? "-incoming" : NULL;
@@ -589,7 +589,7 @@ void qemu_init(int argc, char **argv)
         error_report_err(err);
         exit(1);
     }
-    vl_create_virtio_net_devices(&cfg);
+    vl_create_virtio_devices(&cfg, cfg.machine.block);
 
     /*
      * 4. The accelerator, then the machine (RAM, memslots, irqchip, vCPUs,

@@ -199,13 +199,19 @@ class ProbeTest(unittest.TestCase):
                 continue
             if any(p['name'] == 'chardev' for p in plist):
                 given += ',chardev=c0'      # required: a chardev made for it
+            if any(p['name'] == 'drive' for p in plist):
+                given += ',drive=d0'        # required: a drive made for it
             self.assert_device_accepted(dev, given)
 
     def assert_device_accepted(self, dev, given):
         sock = os.path.join(self.tmpdir, 'dev.qmp')
+        disk = os.path.join(self.tmpdir, 'dev.raw')
+        with open(disk, 'wb') as f:
+            f.truncate(1 << 20)
         proc = subprocess.Popen([QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '64M',
                                  '-nodefaults', '-no-user-config', '-display', 'none', '-S',
                                  '-kernel', FIRMWARE, '-chardev', 'null,id=c0',
+                                 '-drive', 'file=%s,format=raw,if=none,id=d0' % disk,
                                  '-device', dev + ',' + given,
                                  '-qmp', 'unix:%s,server=on,wait=off' % sock],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -3,19 +3,21 @@
  * The CPL3 workload: parameters from the PVH command line, the work area
  * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
  * with modeN= keys, one per CPU (the network modes are in net.c, virtiobad
- * in virtio-bad.c, draw in draw.c, vbebad in vbe-bad.c, cpustate= in cpustate.c). All
+ * in virtio-bad.c, draw in draw.c, vbebad in vbe-bad.c, cpustate= in cpustate.c,
+ * blkverify in blk.c, blkhostile in blk-bad.c). All
  * loops run at CPL3 because it runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
 
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
-            MODE_UDPSTREAM, MODE_VIRTIOBAD, MODE_DRAW, MODE_VBEBAD };
+            MODE_UDPSTREAM, MODE_VIRTIOBAD, MODE_DRAW, MODE_VBEBAD, MODE_BLKVERIFY,
+            MODE_BLKHOSTILE };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 
 static const char *const mode_names[] = {
     "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", "virtiobad", "draw",
-    "vbebad", 0
+    "vbebad", "blkverify", "blkhostile", 0
 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
@@ -84,7 +86,8 @@ static uint64_t g_fill_tsc;     /* how long the fill took */
 static bool is_net_mode(uint64_t mode)
 {
     return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM || mode == MODE_VIRTIOBAD ||
-           mode == MODE_DRAW || mode == MODE_VBEBAD;
+           mode == MODE_DRAW || mode == MODE_VBEBAD || mode == MODE_BLKVERIFY ||
+           mode == MODE_BLKHOSTILE;
 }
 
 static _Noreturn void bad_param(const char *key, size_t n)
@@ -175,6 +178,9 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
     }
     if (r == NET_PARAM_UNKNOWN) {
         r = cpustate_param(k, kn, v, vn);
+    }
+    if (r == NET_PARAM_UNKNOWN) {
+        r = blk_param(k, kn, v, vn);
     }
     if (r == NET_PARAM_BAD) {
         bad_param(k, kn);
@@ -619,6 +625,10 @@ static _Noreturn void run_cpu(unsigned n)
         draw_main(&st, P.rate_given ? c->rate : 30);
     case MODE_VBEBAD:
         vbebad_main(&st);
+    case MODE_BLKVERIFY:
+        blk_verify_main(&st);
+    case MODE_BLKHOSTILE:
+        blk_hostile_main(&st);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);

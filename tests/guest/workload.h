@@ -320,6 +320,12 @@ _Noreturn void draw_main(struct wstat *s, uint64_t fps);
 enum net_param vbebad_param(const char *k, size_t kn, const char *v, size_t vn);
 _Noreturn void vbebad_main(struct wstat *s);
 
+/* blk.c: mode=blkverify on virtio-blk (vblk.h); blk-bad.c: mode=blkhostile. */
+enum net_param blk_param(const char *k, size_t kn, const char *v, size_t vn);
+void blk_print_device(void);
+_Noreturn void blk_verify_main(struct wstat *s);
+_Noreturn void blk_hostile_main(struct wstat *s);
+
 /* cpustate.c: cpustate=LIST, vCPU states only subsections carry (with mode=verify). */
 enum net_param cpustate_param(const char *k, size_t kn, const char *v, size_t vn);
 bool cpustate_wanted(void);

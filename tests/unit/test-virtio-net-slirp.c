@@ -141,7 +141,7 @@ static void guest_setup(Guest *g, NetClientState *backend)
     g->backend = backend;
     g->n = virtio_net_create(&conf, ERRP_ABORT);
     g->mmio = virtio_mmio_create(&g->n->vdev, VNET_BASE, VNET_GSI, ERRP_ABORT);
-    g->sec = virtio_net_mmio_state_register(g->mmio);
+    g->sec = virtio_net_mmio_state_add(g->mmio);
     vnet_driver_init(&g->drv, QNUM, (1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_NET_F_MAC));
     vnet_rx_post(&g->drv, QNUM, true);
 }

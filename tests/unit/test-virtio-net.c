@@ -82,7 +82,7 @@ static void fixture_setup_mac(Fixture *f, const MACAddr *mac)
     f->be.nc = net_client_new(&fake_backend_info, "user", "n0", &f->be);
     f->n = virtio_net_create(&conf, ERRP_ABORT);
     f->mmio = virtio_mmio_create(&f->n->vdev, BASE, GSI, ERRP_ABORT);
-    f->sec = virtio_net_mmio_state_register(f->mmio);
+    f->sec = virtio_net_mmio_state_add(f->mmio);
 }
 
 static void fixture_setup(Fixture *f)
@@ -326,7 +326,7 @@ static void test_tx_no_peer(void)
     fixture_destroy_device(&f);
     f.n = virtio_net_create(&conf, ERRP_ABORT);
     f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-    f.sec = virtio_net_mmio_state_register(f.mmio);
+    f.sec = virtio_net_mmio_state_add(f.mmio);
     g_assert_null(f.n->nc->peer);
     driver_init(&f);
     tx_offer(&f, 0, 60, false);
@@ -621,7 +621,7 @@ static void test_migrate_round_trip(void)
 
         f.n = virtio_net_create(&conf, ERRP_ABORT);
         f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-        f.sec = virtio_net_mmio_state_register(f.mmio);
+        f.sec = virtio_net_mmio_state_add(f.mmio);
     }
     g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
     /* What it loaded saves as the same bytes. */

@@ -16,7 +16,7 @@ typedef struct ISAVGAConf {
     uint32_t vgamem_mb;         /* as given (QEMU's default 8); isa_vga_init() clamps it */
     char *id;
     /*
-     * How many -device virtio-net-device came before it on the command
+     * How many -device virtio-*-device came before it on the command
      * line: QEMU sends device sections in -device order.
      */
     unsigned virtio_before;

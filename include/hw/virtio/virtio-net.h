@@ -139,7 +139,9 @@ void virtio_net_mig_apply(VirtIODevice *vdev, const VirtIONetMigState *m);
  * away first (tests).
  */
 typedef struct VirtIONetMMIOQemu VirtIONetMMIOQemu;
-VirtIONetMMIOQemu *virtio_net_mmio_state_register(VirtIOMMIOState *mmio);
+void virtio_net_mmio_state_register(VirtIOMMIOState *mmio);
+/* The same, returning what virtio_net_mmio_state_unregister() takes. */
+VirtIONetMMIOQemu *virtio_net_mmio_state_add(VirtIOMMIOState *mmio);
 void virtio_net_mmio_state_unregister(VirtIONetMMIOQemu *q);
 
 /*

@@ -40,6 +40,7 @@
 
 typedef struct VirtIODevice VirtIODevice;
 typedef struct VMChangeStateEntry VMChangeStateEntry;
+typedef struct VirtIOMMIOState VirtIOMMIOState;
 
 typedef struct VirtIODeviceOps {
     const char *name;           /* "virtio-net-device": messages */
@@ -64,6 +65,14 @@ typedef struct VirtIODeviceOps {
     bool (*start)(VirtIODevice *vdev, Error **errp);
     /* The device thread is joined; the device runs no more (may be NULL). */
     void (*stop)(VirtIODevice *vdev);
+
+    /* ---- Machine init, BQL ---- */
+    /*
+     * Registers the device-state section of this device behind the
+     * virtio-mmio transport @mmio (QEMU's layout and name for the device
+     * type). NULL: the device has no migratable state of its own.
+     */
+    void (*register_mmio_state)(VirtIOMMIOState *mmio);
 
     /* ---- Device thread, no BQL ---- */
     /*

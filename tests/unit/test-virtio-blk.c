@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for hw/virtio/virtio-blk.c on the virtio bench (virtio-test.c:
+ * real guest RAM, fake KVM and run state, a fake driver on the virtio-mmio
+ * transport) with a fake block layer: the blk_* calls of block.h over a
+ * disk in memory, with random delays (so the workers finish out of order)
+ * and failures on demand. The device thread and the workers are real; the
+ * test thread holds the BQL and runs the main loop, as the main thread does.
+ *
+ * The random test is the invariant check: with many requests in flight on
+ * disjoint sectors and VM stops at random moments, (1) every request
+ * completes exactly once with the right status, (2) a read returns what
+ * the last acknowledged write of each sector put there, and (3) once a VM
+ * stop has returned, nothing is in flight and no worker runs (the drain
+ * that makes a saved state complete).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "hw/virtio/virtio-mmio.h"
+#include "hw/virtio/virtio-blk.h"
+#include "system/ioport.h"
+#include "virtio-test.h"
+#include <linux/virtio_blk.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_mmio.h>
+#include <linux/virtio_ring.h>
+
+#define BASE            0xfeb00000ULL
+#define GSI             5
+#define QNUM            256
+#define QDESC           0x10000
+#define HDRS            0x20000         /* 16 bytes per request id */
+#define STATUSES        0x30000         /* 1 byte per request id */
+#define DATA            0x40000         /* 4 KiB per request id */
+#define DISK_SECTORS    2048
+#define SECTION         "virtio-mmio@00000000feb00000/virtio-blk"
+#define BLK_FEATURES    ((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_BLK_F_FLUSH))
+
+/* ---- A fake block layer: one drive "d0" in memory ---- */
+
+typedef struct FakeDisk {
+    GMutex lock;
+    uint8_t data[DISK_SECTORS * 512];
+    bool attached;
+    unsigned int delay_us;      /* each request sleeps up to this */
+    int fail_err;               /* the next fail_count writes fail with -fail_err */
+    unsigned int fail_count;
+    BlockErrorAction action;    /* what werror says for them */
+    unsigned int running;       /* requests inside the fake now (atomic) */
+    unsigned int events[3];     /* blk_error_action calls by action (BQL) */
+    unsigned int flushes;
+} FakeDisk;
+
+static FakeDisk disk;
+
+struct BlockBackend {
+    FakeDisk *d;
+};
+
+static BlockBackend the_blk = { &disk };
+
+BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name,
+                         unsigned perm, Error **errp)
+{
+    if (strcmp(drive, "d0")) {
+        error_setg(errp, "Property 'virtio-blk-device.drive' can't find value '%s'", drive);
+        return NULL;
+    }
+    if (disk.attached) {
+        error_setg(errp, "Drive '%s' is already in use by another device", drive);
+        return NULL;
+    }
+    disk.attached = true;
+    return &the_blk;
+}
+
+void blk_detach(BlockBackend *blk)
+{
+    blk->d->attached = false;
+}
+
+static void fake_delay(void)
+{
+    if (disk.delay_us) {
+        g_usleep(g_random_int_range(0, disk.delay_us));
+    }
+}
+
+static int fake_io(uint64_t offset, const struct iovec *iov, int niov, bool write)
+{
+    int ret = 0;
+
+    __atomic_fetch_add(&disk.running, 1, __ATOMIC_SEQ_CST);
+    fake_delay();
+    g_mutex_lock(&disk.lock);
+    if (write && disk.fail_count) {
+        disk.fail_count--;
+        ret = -disk.fail_err;
+    }
+    for (int i = 0; i < niov && !ret; i++) {
+        g_assert_cmpuint(offset + iov[i].iov_len, <=, sizeof(disk.data));
+        if (write) {
+            memcpy(disk.data + offset, iov[i].iov_base, iov[i].iov_len);
+        } else {
+            memcpy(iov[i].iov_base, disk.data + offset, iov[i].iov_len);
+        }
+        offset += iov[i].iov_len;
+    }
+    g_mutex_unlock(&disk.lock);
+    __atomic_fetch_sub(&disk.running, 1, __ATOMIC_SEQ_CST);
+    return ret;
+}
+
+int blk_preadv(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov)
+{
+    return fake_io(offset, iov, niov, false);
+}
+
+int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov, int flags)
+{
+    return fake_io(offset, iov, niov, true);
+}
+
+int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int flags)
+{
+    g_assert_cmpuint(offset + bytes, <=, sizeof(disk.data));
+    g_mutex_lock(&disk.lock);
+    memset(disk.data + offset, 0, bytes);
+    g_mutex_unlock(&disk.lock);
+    return 0;
+}
+
+int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes)
+{
+    g_assert_cmpuint(offset + bytes, <=, sizeof(disk.data));
+    return 0;
+}
+
+int blk_flush(BlockBackend *blk)
+{
+    __atomic_fetch_add(&disk.flushes, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+int64_t blk_getlength(BlockBackend *blk)
+{
+    return sizeof(disk.data);
+}
+
+bool blk_is_read_only(BlockBackend *blk)
+{
+    return false;
+}
+
+bool blk_enable_write_cache(BlockBackend *blk)
+{
+    return true;
+}
+
+BlockErrorAction blk_get_error_action(BlockBackend *blk, bool is_read, int err)
+{
+    return disk.action;
+}
+
+void blk_error_action(BlockBackend *blk, BlockErrorAction action, bool is_read, int err)
+{
+    g_assert_true(bql_locked());
+    disk.events[action]++;
+}
+
+void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t ns, bool failed)
+{
+}
+
+/* ---- The fixture and the fake driver ---- */
+
+typedef struct Fixture {
+    VirtIOBlock *b;
+    VirtIOMMIOState *mmio;
+    VirtIOTestQueue q;
+    uint16_t completed;         /* used entries the test has taken */
+} Fixture;
+
+static void device_create(Fixture *f)
+{
+    VirtIOBlkConf conf = { .drive = (char *)"d0", .serial = (char *)"serial-0123456789abcdef",
+                           .logical_block_size = 512, .physical_block_size = 512,
+                           .num_queues = 1 };
+
+    f->b = virtio_blk_create(NULL, &conf, ERRP_ABORT);
+    f->mmio = virtio_mmio_create(&f->b->vdev, BASE, GSI, ERRP_ABORT);
+    virtio_blk_mmio_state_register(f->mmio);
+}
+
+static void device_destroy(Fixture *f)
+{
+    virtio_mmio_destroy(f->mmio);
+    virtio_blk_destroy(f->b);
+    io_range_table_free(mmio_table);
+    mmio_table = io_range_table_new();
+}
+
+static void fixture_setup(Fixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    g_mutex_lock(&disk.lock);
+    memset(disk.data, 0, sizeof(disk.data));
+    g_mutex_unlock(&disk.lock);
+    disk.delay_us = 0;
+    disk.fail_count = 0;
+    memset(disk.events, 0, sizeof(disk.events));
+    vtest_fakes_reset(false, false);
+    vtest_vm_set_running(true);
+    device_create(f);
+}
+
+static void fixture_teardown(Fixture *f)
+{
+    device_destroy(f);
+    vtest_vm_set_running(true);
+}
+
+static uint32_t rd(uint64_t off)
+{
+    return vtest_read(BASE, off);
+}
+
+static void wr(uint64_t off, uint32_t val)
+{
+    vtest_write(BASE, off, val);
+}
+
+static bool broken(void)
+{
+    return rd(VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET;
+}
+
+static void driver_init(Fixture *f)
+{
+    uint32_t ok = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+                  VIRTIO_CONFIG_S_FEATURES_OK;
+
+    f->q = (VirtIOTestQueue) { .index = 0, .num = QNUM, .desc = QDESC,
+                               .avail = QDESC + 0x1000, .used = QDESC + 0x2000 };
+    f->completed = 0;
+    vtest_negotiate(BASE, BLK_FEATURES);
+    vtest_queue_setup(BASE, &f->q);
+    wr(VIRTIO_MMIO_STATUS, ok | VIRTIO_CONFIG_S_DRIVER_OK);
+    g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, ok | VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+static uint8_t *data_of(unsigned int id)
+{
+    return vtest_gpa(DATA + (uint64_t)id * 4096);
+}
+
+static uint8_t status_of(unsigned int id)
+{
+    return *vtest_gpa(STATUSES + id);
+}
+
+/*
+ * Request @id (descriptors 3 * id .. 3 * id + 2): @type at @sector with
+ * @len data bytes (0: none), offered and kicked.
+ */
+static void submit(Fixture *f, unsigned int id, uint32_t type, uint64_t sector, uint32_t len,
+                   bool kick)
+{
+    uint8_t *h = vtest_gpa(HDRS + id * 16);
+    uint16_t d = (uint16_t)(3 * id);
+    bool dev_writes = type == VIRTIO_BLK_T_IN || type == VIRTIO_BLK_T_GET_ID;
+
+    memset(h, 0, 16);
+    memcpy(h, &type, 4);
+    memcpy(h + 8, &sector, 8);
+    *vtest_gpa(STATUSES + id) = 0xff;
+    vtest_put_desc(&f->q, d, HDRS + id * 16, 16, VRING_DESC_F_NEXT, len ? d + 1 : d + 2);
+    if (len) {
+        vtest_put_desc(&f->q, d + 1, DATA + (uint64_t)id * 4096, len,
+                       VRING_DESC_F_NEXT | (dev_writes ? VRING_DESC_F_WRITE : 0), d + 2);
+    }
+    vtest_put_desc(&f->q, d + 2, STATUSES + id, 1, VRING_DESC_F_WRITE, 0);
+    vtest_publish(&f->q, d);
+    if (kick) {
+        wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+    }
+}
+
+static Fixture *pump_f;
+static uint16_t pump_want;
+
+static bool used_enough(void *opaque)
+{
+    return (uint16_t)(vtest_used_idx(&pump_f->q) - pump_want) < 0x8000;
+}
+
+/* Runs the main loop until the used ring reaches @want. */
+static void wait_used(Fixture *f, uint16_t want)
+{
+    gint64 end = g_get_monotonic_time() + VTEST_WAIT_US;
+
+    pump_f = f;
+    pump_want = want;
+    while (!used_enough(NULL)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(100);
+    }
+}
+
+/* One request, waited for: its status. */
+static uint8_t do_req(Fixture *f, unsigned int id, uint32_t type, uint64_t sector, uint32_t len)
+{
+    submit(f, id, type, sector, len, true);
+    wait_used(f, ++f->completed);
+    return status_of(id);
+}
+
+static void pump_for(unsigned int ms)
+{
+    gint64 end = g_get_monotonic_time() + ms * 1000;
+
+    while (g_get_monotonic_time() < end) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(200);
+    }
+}
+
+/* ---- Tests ---- */
+
+static void test_identity(void)
+{
+    Fixture f;
+    uint64_t v, features;
+
+    fixture_setup(&f);
+    g_assert_cmphex(rd(VIRTIO_MMIO_DEVICE_ID), ==, VIRTIO_ID_BLOCK);
+    wr(VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+    features = rd(VIRTIO_MMIO_DEVICE_FEATURES);
+    wr(VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+    features |= (uint64_t)rd(VIRTIO_MMIO_DEVICE_FEATURES) << 32;
+    /* QEMU 7.2's virtio-blk-device without VIRTIO_F_RING_RESET. */
+    g_assert_cmphex(features, ==, 0x130006e54ULL);
+    g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG, 4, &v));
+    g_assert_cmpuint(v, ==, DISK_SECTORS);
+    g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 12, 4, &v));
+    g_assert_cmpuint(v, ==, 254);
+    g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 20, 4, &v));
+    g_assert_cmpuint(v, ==, 512);
+    g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 36, 4, &v));
+    g_assert_cmpuint(v, ==, VIRTIO_BLK_MAX_DISCARD_SECTORS);
+    fixture_teardown(&f);
+}
+
+static void test_rw(void)
+{
+    Fixture f;
+
+    fixture_setup(&f);
+    driver_init(&f);
+    memset(data_of(0), 0x5a, 1024);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_OUT, 10, 1024), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmphex(disk.data[10 * 512], ==, 0x5a);
+    g_assert_cmphex(disk.data[12 * 512 - 1], ==, 0x5a);
+    g_assert_cmphex(disk.data[12 * 512], ==, 0);
+    memset(data_of(1), 0, 1024);
+    g_assert_cmpuint(do_req(&f, 1, VIRTIO_BLK_T_IN, 11, 512), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmphex(data_of(1)[511], ==, 0x5a);
+    g_assert_cmpuint(do_req(&f, 2, VIRTIO_BLK_T_FLUSH, 0, 0), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(disk.flushes, >=, 1);
+    g_assert_cmpuint(do_req(&f, 3, VIRTIO_BLK_T_GET_ID, 0, 512), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpmem(data_of(3), 20, "serial-0123456789abc", 20);
+    /* WRITE_ZEROES over the first of the two sectors, with the unmap flag. */
+    {
+        uint64_t seg[2] = { 10, 1 | (uint64_t)VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP << 32 };
+
+        memcpy(data_of(4), seg, 16);
+        g_assert_cmpuint(do_req(&f, 4, VIRTIO_BLK_T_WRITE_ZEROES, 0, 16), ==,
+                         VIRTIO_BLK_S_OK);
+        g_assert_cmphex(disk.data[10 * 512], ==, 0);
+        g_assert_cmphex(disk.data[11 * 512], ==, 0x5a);
+        seg[1] = 8;
+        memcpy(data_of(5), seg, 16);
+        g_assert_cmpuint(do_req(&f, 5, VIRTIO_BLK_T_DISCARD, 0, 16), ==, VIRTIO_BLK_S_OK);
+    }
+    g_assert_false(broken());
+    fixture_teardown(&f);
+}
+
+/* Well-formed requests the device must refuse, and go on working. */
+static void test_bad_requests(void)
+{
+    Fixture f;
+    uint64_t seg[4] = { DISK_SECTORS - 1, 8, 0, 1 };
+
+    fixture_setup(&f);
+    driver_init(&f);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_IN, DISK_SECTORS, 512), ==, VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(do_req(&f, 1, VIRTIO_BLK_T_OUT, DISK_SECTORS - 1, 1024), ==,
+                     VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(do_req(&f, 2, VIRTIO_BLK_T_OUT, UINT64_MAX / 256, 512), ==,
+                     VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(do_req(&f, 3, VIRTIO_BLK_T_OUT, 0, 100), ==, VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(do_req(&f, 4, 99, 0, 512), ==, VIRTIO_BLK_S_UNSUPP);
+    memcpy(data_of(5), seg, 16);
+    g_assert_cmpuint(do_req(&f, 5, VIRTIO_BLK_T_WRITE_ZEROES, 0, 16), ==, VIRTIO_BLK_S_IOERR);
+    memcpy(data_of(6), seg, 32);
+    g_assert_cmpuint(do_req(&f, 6, VIRTIO_BLK_T_DISCARD, 0, 32), ==, VIRTIO_BLK_S_UNSUPP);
+    g_assert_false(broken());
+    /* Nothing was written past the end, or anywhere. */
+    for (size_t i = 0; i < sizeof(disk.data); i++) {
+        g_assert_cmphex(disk.data[i], ==, 0);
+    }
+    g_assert_cmpuint(do_req(&f, 7, VIRTIO_BLK_T_IN, 0, 512), ==, VIRTIO_BLK_S_OK);
+    fixture_teardown(&f);
+}
+
+/* Chains that are no request: the device breaks (NEEDS_RESET), and a reset mends it. */
+static void test_hostile(void)
+{
+    Fixture f;
+
+    fixture_setup(&f);
+    for (int c = 0; c < 3; c++) {
+        driver_init(&f);
+        if (c == 0) {           /* no status byte */
+            vtest_put_desc(&f.q, 0, HDRS, 16, VRING_DESC_F_NEXT, 1);
+            vtest_put_desc(&f.q, 1, DATA, 512, 0, 0);
+        } else if (c == 1) {    /* the header in a buffer the device would write */
+            vtest_put_desc(&f.q, 0, HDRS, 16, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 1);
+            vtest_put_desc(&f.q, 1, STATUSES, 1, VRING_DESC_F_WRITE, 0);
+        } else {                /* a short header */
+            vtest_put_desc(&f.q, 0, HDRS, 8, VRING_DESC_F_NEXT, 1);
+            vtest_put_desc(&f.q, 1, STATUSES, 1, VRING_DESC_F_WRITE, 0);
+        }
+        vtest_publish(&f.q, 0);
+        wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+        pump_for(20);
+        g_assert_true(broken());
+        wr(VIRTIO_MMIO_STATUS, 0);
+        g_assert_false(broken());
+    }
+    driver_init(&f);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_IN, 0, 512), ==, VIRTIO_BLK_S_OK);
+    fixture_teardown(&f);
+}
+
+/* werror=report: IOERR and one event; werror=stop: held, retried when the VM runs again. */
+static void test_werror(void)
+{
+    Fixture f;
+
+    fixture_setup(&f);
+    driver_init(&f);
+    disk.fail_err = EIO;
+    disk.fail_count = 1;
+    disk.action = BLOCK_ERROR_ACTION_REPORT;
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_OUT, 0, 512), ==, VIRTIO_BLK_S_IOERR);
+    pump_for(10);
+    g_assert_cmpuint(disk.events[BLOCK_ERROR_ACTION_REPORT], ==, 1);
+
+    disk.fail_count = 1;
+    disk.action = BLOCK_ERROR_ACTION_STOP;
+    memset(data_of(1), 0x77, 512);
+    submit(&f, 1, VIRTIO_BLK_T_OUT, 3, 512, true);
+    pump_for(50);
+    g_assert_cmpuint(disk.events[BLOCK_ERROR_ACTION_STOP], ==, 1);
+    g_assert_cmpuint(vtest_used_idx(&f.q), ==, f.completed);    /* held, not completed */
+    /* The main loop stops the VM (blk_error_action's job, faked here). */
+    vtest_vm_set_running(false);
+    {
+        Error *err = NULL;
+
+        g_assert_false(virtio_blk_mig_can_save(&f.b->vdev, &err));
+        error_free(err);
+    }
+    vtest_vm_set_running(true);
+    wait_used(&f, ++f.completed);
+    g_assert_cmpuint(status_of(1), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmphex(disk.data[3 * 512], ==, 0x77);
+    g_assert_true(virtio_blk_mig_can_save(&f.b->vdev, ERRP_ABORT));
+    fixture_teardown(&f);
+}
+
+/*
+ * The invariant check: random reads and writes on disjoint sectors, many
+ * in flight, workers slowed at random, VM stops at random. See the top.
+ */
+static void test_random(void)
+{
+    enum { SLOTS = 32, ROUNDS = 3000 };
+    Fixture f;
+    uint8_t model[64];              /* sector i holds bytes model[i] (0: never written) */
+    struct { bool busy, write; unsigned int sector; uint8_t val; } slot[SLOTS] = { 0 };
+    GRand *rng = g_rand_new_with_seed(0x5eed);
+    unsigned int issued = 0, done = 0;
+
+    memset(model, 0, sizeof(model));
+    fixture_setup(&f);
+    driver_init(&f);
+    disk.delay_us = 300;
+    for (unsigned int round = 0; round < ROUNDS || done < issued; round++) {
+        uint16_t used = vtest_used_idx(&f.q);
+
+        while (f.completed != used) {
+            uint32_t id, len;
+
+            vtest_used_elem(&f.q, f.completed, &id, &len);
+            f.completed++;
+            g_assert_cmpuint(id % 3, ==, 0);
+            id /= 3;
+            g_assert_true(slot[id].busy);
+            g_assert_cmpuint(status_of(id), ==, VIRTIO_BLK_S_OK);
+            if (slot[id].write) {
+                model[slot[id].sector] = slot[id].val;
+                g_assert_cmpuint(len, ==, 1);
+            } else {
+                g_assert_cmpuint(len, ==, 513);
+                g_assert_cmphex(data_of(id)[0], ==, model[slot[id].sector]);
+                g_assert_cmphex(data_of(id)[511], ==, model[slot[id].sector]);
+            }
+            slot[id].busy = false;
+            done++;
+        }
+        if (round < ROUNDS) {
+            unsigned int id = g_rand_int_range(rng, 0, SLOTS);
+            unsigned int sector = g_rand_int_range(rng, 0, sizeof(model));
+            bool clash = false;
+
+            for (unsigned int i = 0; i < SLOTS; i++) {
+                clash |= slot[i].busy && slot[i].sector == sector;
+            }
+            if (!slot[id].busy && !clash) {
+                slot[id].busy = true;
+                slot[id].sector = sector;
+                slot[id].write = g_rand_boolean(rng);
+                slot[id].val = (uint8_t)g_rand_int_range(rng, 1, 256);
+                if (slot[id].write) {
+                    memset(data_of(id), slot[id].val, 512);
+                }
+                submit(&f, id, slot[id].write ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN, sector, 512,
+                       g_rand_int_range(rng, 0, 4) == 0);
+                issued++;
+            }
+        } else {
+            wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+        }
+        if (g_rand_int_range(rng, 0, 200) == 0) {
+            vtest_vm_set_running(false);
+            /* The drain: nothing in flight, no worker inside the block layer. */
+            g_assert_cmpuint(__atomic_load_n(&f.b->in_flight, __ATOMIC_SEQ_CST), ==, 0);
+            g_assert_cmpuint(__atomic_load_n(&disk.running, __ATOMIC_SEQ_CST), ==, 0);
+            vtest_vm_set_running(true);
+        }
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(50);
+    }
+    g_assert_false(broken());
+    g_rand_free(rng);
+    fixture_teardown(&f);
+}
+
+/* The section: saved after I/O, loaded into a new device that carries on. */
+static void test_migrate_round_trip(void)
+{
+    g_autofree uint8_t *sec = NULL, *again = NULL;
+    size_t len, len2;
+    Fixture f;
+
+    fixture_setup(&f);
+    driver_init(&f);
+    memset(data_of(0), 0x42, 512);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_OUT, 5, 512), ==, VIRTIO_BLK_S_OK);
+    vtest_vm_set_running(false);
+    sec = vtest_section_save_named(SECTION, &len);
+    device_destroy(&f);
+    device_create(&f);
+    g_assert_true(vtest_section_load_named(SECTION, 0, sec, len, ERRP_ABORT));
+    again = vtest_section_save_named(SECTION, &len2);
+    g_assert_cmpmem(again, len2, sec, len);
+    vtest_vm_set_running(true);
+    memset(data_of(1), 0, 512);
+    g_assert_cmpuint(do_req(&f, 1, VIRTIO_BLK_T_IN, 5, 512), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmphex(data_of(1)[0], ==, 0x42);
+    fixture_teardown(&f);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    g_mutex_init(&disk.lock);
+    qemu_main_loop_init();
+    vtest_init();
+    g_test_add_func("/virtio-blk/identity", test_identity);
+    g_test_add_func("/virtio-blk/rw", test_rw);
+    g_test_add_func("/virtio-blk/bad-requests", test_bad_requests);
+    g_test_add_func("/virtio-blk/hostile", test_hostile);
+    g_test_add_func("/virtio-blk/werror", test_werror);
+    g_test_add_func("/virtio-blk/random", test_random);
+    g_test_add_func("/virtio-blk/migrate/round-trip", test_migrate_round_trip);
+    ret = g_test_run();
+    vtest_cleanup();
+    return ret;
+}
