@@ -15,8 +15,8 @@ test-virtio-blk.py: -device virtio-blk-device on a raw image (issue 39).
   sentinel file next to it, and its own bytes are unchanged).
 - A live migration ours -> ours over TCP of a writing blkverify guest, the
   image shared by both processes: the destination goes on with no FAIL and
-  the host check passes after it. The same from QEMU 7.2 into ours and from
-  ours into QEMU 7.2 (QEMU's transport modern). The image locks are off on
+  the host check passes after it. The same from QEMU 7.2 and 10.0 into ours
+  and from ours into them (QEMU's transport modern). The image locks are off on
   both sides: handing the image over (locks, activation) is the block
   layer's and the migration's, not this device's.
 
@@ -34,7 +34,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
-from analyzevm import PEER, PEER_CPU, VM, free_port, need_binary  # noqa: E402
+from analyzevm import PEER, PEER_CPU, QEMU10, VM, free_port, need_binary  # noqa: E402
 from guestcase import GuestCase  # noqa: E402
 
 SECTOR = 512
@@ -234,6 +234,15 @@ class BlkCase(GuestCase):
     def test_migrate_to_qemu(self):
         need_binary(self, PEER, 'QEMU 7.2')
         self.migrate_writing(dst_binary=PEER)
+
+    # QEMU 10.0 offers the same features and sends the same section (version 2, 57 config bytes).
+    def test_migrate_from_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.migrate_writing(src_binary=QEMU10)
+
+    def test_migrate_to_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.migrate_writing(dst_binary=QEMU10)
 
     def test_host_check_catches(self):
         """The check itself: a good image passes, each kind of damage is found."""
