@@ -14,9 +14,12 @@
  *     read-only node;
  *   - werror/rerror: the action for each errno and the BLOCK_IO_ERROR
  *     event's fields (a fake event sender records them), the stop request;
- *   - option errors in QEMU's words for -drive and -blockdev.
+ *   - option errors in QEMU's words for -drive and -blockdev;
+ *   - QEMU 7.2 (when installed) and this layer on one image: each keeps the
+ *     other out while it has a writing device, with QEMU's message.
  */
 #include "qemu/osdep.h"
+#include <sys/wait.h>
 #include "qapi/error.h"
 #include "qapi/qapi-events.h"
 #include "block/block.h"
@@ -547,6 +550,79 @@ static void test_raw_offset_size(void)
     block_layer_free(bl);
 }
 
+/*
+ * QEMU 7.2 and us on one image, when it is installed: whoever has it with a
+ * writing device first keeps the other out, with QEMU's message both ways.
+ */
+#define QEMU72 "/usr/bin/qemu-system-x86_64"
+
+static GPid qemu_spawn(const char *path, GError **gerr, int *err_fd)
+{
+    g_autofree char *drive = g_strdup_printf("file=%s,if=none,id=d0,format=raw", path);
+    const char *argv[] = {
+        QEMU72, "-M", "microvm", "-nodefaults", "-display", "none", "-S",
+        "-drive", drive, "-device", "virtio-blk-device,drive=d0", NULL,
+    };
+    GPid pid = 0;
+
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD |
+                                           G_SPAWN_STDOUT_TO_DEV_NULL,
+                                           NULL, NULL, &pid, NULL, NULL, err_fd, gerr));
+    return pid;
+}
+
+static void test_qemu_interop(void)
+{
+    g_autofree char *path = make_image("interop.img", IMG_SIZE);
+    BlockLayer *bl;
+    BlockBackend *blk;
+    Error *err = NULL;
+    GPid pid;
+    int err_fd, status;
+    char msg[4096] = "";
+    ssize_t n, got = 0;
+
+    if (!g_file_test(QEMU72, G_FILE_TEST_IS_EXECUTABLE)) {
+        g_test_skip("QEMU 7.2 is not installed");
+        return;
+    }
+    /* QEMU first: once its write byte shows, our attach is refused. */
+    pid = qemu_spawn(path, NULL, &err_fd);
+    for (int i = 0; i < 1000 && locked_bytes(path) != 0x203; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmphex(locked_bytes(path), ==, 0x203);
+    bl = open_drive("file=%s,format=raw,if=none,id=d0", path);
+    g_assert_null(blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                             BLK_PERM_READ | BLK_PERM_WRITE, &err));
+    g_assert_nonnull(err);
+    g_assert_cmpstr(error_get_pretty(err), ==, "Failed to get \"write\" lock");
+    error_free(err);
+    err = NULL;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    g_spawn_close_pid(pid);
+    close(err_fd);
+
+    /* Us first: QEMU exits with its own message. */
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    pid = qemu_spawn(path, NULL, &err_fd);
+    while ((n = read(err_fd, msg + got, sizeof(msg) - 1 - got)) > 0) {
+        got += n;
+    }
+    msg[got] = 0;
+    waitpid(pid, &status, 0);
+    g_spawn_close_pid(pid);
+    close(err_fd);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    g_assert_nonnull(strstr(msg, "Failed to get \"write\" lock"));
+    g_assert_nonnull(strstr(msg, "Is another process using the image"));
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -562,6 +638,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/error-policy", test_error_policy);
     g_test_add_func("/block/bad-options", test_bad_options);
     g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
+    g_test_add_func("/block/qemu-interop", test_qemu_interop);
     ret = g_test_run();
     {
         g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
