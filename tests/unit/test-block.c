@@ -551,6 +551,114 @@ static void test_raw_offset_size(void)
 }
 
 /*
+ * Three layers (three processes, to the locks) on one image, in seeded
+ * random steps: attach for read or write, detach, inactivate, activate.
+ * A model predicts which steps succeed; after each step the invariant is
+ * checked: at most one active layer writes the image, a writer is alone
+ * among the active devices, and every active writer's write lands.
+ */
+#define NLAYERS 3
+
+typedef struct LayerModel {
+    BlockLayer *bl;
+    BlockBackend *blk;          /* attached, or NULL */
+    unsigned perm;
+    bool active;
+} LayerModel;
+
+/* Whether layer @me's device with @perm fits beside the other active devices. */
+static bool model_fits(LayerModel *m, int me, unsigned perm)
+{
+    for (int i = 0; i < NLAYERS; i++) {
+        if (i == me || !m[i].active || !m[i].blk) {
+            continue;
+        }
+        /* Every device unshares write, so a writer excludes every other device. */
+        if ((perm & BLK_PERM_WRITE) || (m[i].perm & BLK_PERM_WRITE)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void test_locks_random(void)
+{
+    g_autofree char *path = make_image("random.img", IMG_SIZE);
+    LayerModel m[NLAYERS];
+    uint8_t buf[512];
+
+    for (int i = 0; i < NLAYERS; i++) {
+        m[i] = (LayerModel) { .bl = open_drive("file=%s,format=raw,if=none,id=d0", path),
+                              .active = true };
+    }
+    for (int step = 0; step < 2000; step++) {
+        int me = g_test_rand_int_range(0, NLAYERS);
+        LayerModel *l = &m[me];
+        Error *err = NULL;
+        int writers = 0;
+
+        switch (g_test_rand_int_range(0, 4)) {
+        case 0: {       /* attach */
+            unsigned perm = BLK_PERM_READ |
+                            (g_test_rand_int_range(0, 2) ? BLK_PERM_WRITE : 0);
+            bool want;
+
+            if (l->blk || !l->active) {
+                break;
+            }
+            want = model_fits(m, me, perm);
+            l->blk = blk_attach(l->bl, "d0", "virtio-blk-device at 0xfeb00e00", perm, &err);
+            g_assert_true(!!l->blk == want);
+            if (err) {
+                g_assert_nonnull(strstr(error_get_pretty(err), "lock"));
+                error_free(err);
+            }
+            l->perm = l->blk ? perm : 0;
+            break;
+        }
+        case 1:         /* detach */
+            blk_detach(l->blk);
+            l->blk = NULL;
+            l->perm = 0;
+            break;
+        case 2:         /* inactivate (a migration source handing over) */
+            g_assert_cmpint(bdrv_inactivate_all(l->bl, &error_abort), ==, 0);
+            l->active = false;
+            break;
+        case 3: {       /* activate (a destination at the switchover) */
+            bool want = l->active || !l->blk || model_fits(m, me, l->perm);
+            int ret = bdrv_activate_all(l->bl, &err);
+
+            g_assert_true((ret == 0) == want);
+            error_free(err);
+            l->active = ret == 0;
+            break;
+        }
+        }
+
+        /* The invariant, on the real layers. */
+        for (int i = 0; i < NLAYERS; i++) {
+            if (m[i].blk && m[i].active && (m[i].perm & BLK_PERM_WRITE)) {
+                writers++;
+                g_assert_true(model_fits(m, i, m[i].perm));
+                memset(buf, step & 0xff, sizeof(buf));
+                g_assert_cmpint(rw(m[i].blk, true, 0, buf, sizeof(buf), 0), ==, 0);
+            } else if (m[i].blk) {
+                g_assert_cmpint(rw(m[i].blk, true, 0, buf, sizeof(buf), 0), ==,
+                                -EPERM);
+            }
+        }
+        g_assert_cmpint(writers, <=, 1);
+        g_assert_true(!!(locked_bytes(path) & 0x2) == (writers == 1));
+    }
+    for (int i = 0; i < NLAYERS; i++) {
+        blk_detach(m[i].blk);
+        block_layer_free(m[i].bl);
+    }
+    g_assert_cmphex(locked_bytes(path), ==, 0);
+}
+
+/*
  * QEMU 7.2 and us on one image, when it is installed: whoever has it with a
  * writing device first keeps the other out, with QEMU's message both ways.
  */
@@ -638,6 +746,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/error-policy", test_error_policy);
     g_test_add_func("/block/bad-options", test_bad_options);
     g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
+    g_test_add_func("/block/locks-random", test_locks_random);
     g_test_add_func("/block/qemu-interop", test_qemu_interop);
     ret = g_test_run();
     {
