@@ -23,6 +23,7 @@
 #include "qapi/error.h"
 #include "qapi/qapi-events.h"
 #include "block/block.h"
+#include "block/block-int.h"
 #include "qemu/bufferiszero.h"
 #include "system/runstate.h"
 
@@ -67,6 +68,81 @@ void qemu_system_vmstop_request(RunState state)
     fakes.stops++;
     fakes.stop_state = state;
 }
+
+/*
+ * ---- A fake format row, "testfmt" ----
+ * A 4 KiB header ("TESTFMT" and NUL, a backing file name at 16) before the
+ * guest's bytes. It probes, opens a backing image by name, and takes its
+ * file for itself (perm_passthrough false), as qcow2 does, so the core's
+ * probing, backing and permission rules are tested before qcow2 exists.
+ */
+#define TESTFMT_MAGIC "TESTFMT"
+#define TESTFMT_DATA 4096
+
+static int testfmt_probe(const uint8_t *buf, size_t len)
+{
+    return len >= 8 && !memcmp(buf, TESTFMT_MAGIC, 8) ? 100 : 0;
+}
+
+static int testfmt_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **errp)
+{
+    char hdr[16 + 256] = { 0 };
+    int ret = bdrv_pread(bs->file, 0, hdr, sizeof(hdr));
+
+    if (ret < 0 || memcmp(hdr, TESTFMT_MAGIC, 8)) {
+        error_setg(errp, "not a testfmt image");
+        return -EINVAL;
+    }
+    hdr[sizeof(hdr) - 1] = 0;
+    if (hdr[16] && bdrv_open_backing(bs, hdr + 16, NULL, errp) < 0) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int testfmt_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                          const struct iovec *iov, int niov)
+{
+    return bdrv_preadv(bs->file, TESTFMT_DATA + offset, bytes, iov, niov);
+}
+
+static int testfmt_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                           const struct iovec *iov, int niov, int flags)
+{
+    return bdrv_pwritev(bs->file, TESTFMT_DATA + offset, bytes, iov, niov, flags);
+}
+
+static int testfmt_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                                 int flags)
+{
+    return bdrv_pwrite_zeroes(bs->file, TESTFMT_DATA + offset, bytes, flags);
+}
+
+static int testfmt_flush(BlockDriverState *bs)
+{
+    return bdrv_flush(bs->file);
+}
+
+static int64_t testfmt_getlength(BlockDriverState *bs)
+{
+    int64_t len = bdrv_getlength(bs->file);
+
+    return len < TESTFMT_DATA ? 0 : len - TESTFMT_DATA;
+}
+
+static const BlockDriver bdrv_testfmt = {
+    .format_name = "testfmt",
+    .probe = testfmt_probe,
+    .open = testfmt_open,
+    .preadv = testfmt_preadv,
+    .pwritev = testfmt_pwritev,
+    .pwrite_zeroes = testfmt_pwrite_zeroes,
+    .flush = testfmt_flush,
+    .getlength = testfmt_getlength,
+};
+
+/* The rows this test's layer has (block/drivers.c's, plus the fake). */
+const BlockDriver *const bdrv_drivers[] = { &bdrv_file, &bdrv_raw, &bdrv_testfmt, NULL };
 
 /* ---- Helpers ---- */
 
@@ -550,6 +626,66 @@ static void test_raw_offset_size(void)
     block_layer_free(bl);
 }
 
+static char *make_testfmt(const char *name, const char *backing)
+{
+    char *path = make_image(name, TESTFMT_DATA + IMG_SIZE);
+    char hdr[16 + 256] = TESTFMT_MAGIC;
+    int fd = open(path, O_WRONLY);
+
+    g_strlcpy(hdr + 16, backing ? backing : "", 256);
+    g_assert_cmpint(pwrite(fd, hdr, sizeof(hdr), 0), ==, sizeof(hdr));
+    close(fd);
+    return path;
+}
+
+/* A -drive without format= probes; a format's backing opens by a relative name. */
+static void test_probe_and_backing(void)
+{
+    g_autofree char *base = make_testfmt("base.tf", NULL);
+    g_autofree char *top = make_testfmt("top.tf", "base.tf");
+    g_autofree char *raw = make_image("probed.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,if=none,id=d0", top);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    BlockDriverState *bs = bdrv_find_node(bl, blk_node_name(blk));
+    uint8_t sector[512] = TESTFMT_MAGIC;
+
+    g_assert_cmpstr(bs->drv->format_name, ==, "testfmt");
+    g_assert_cmpint(blk_getlength(blk), ==, IMG_SIZE);
+    g_assert_nonnull(bs->backing);
+    g_assert_cmpstr(bs->backing->filename, ==, base);
+    g_assert_true(bs->backing->read_only);
+    g_assert_cmpstr(bs->backing->drv->format_name, ==, "testfmt");
+    /* A format's own file: read, write, resize, and nobody else writes or resizes. */
+    g_assert_cmphex(locked_bytes(top), ==, 0xa0b);
+    /* Its backing image: read, and nobody else writes or resizes it. */
+    g_assert_cmphex(locked_bytes(base), ==, 0xa01);
+    /* The format's guest bytes start after its header. */
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    g_assert_cmphex(locked_bytes(top), ==, 0xa0b);     /* no device, still its own */
+    block_layer_free(bl);
+    g_assert_cmphex(locked_bytes(top) | locked_bytes(base), ==, 0);
+
+    /* A probed raw image: block 0 must not turn into a format's header. */
+    bl = open_drive("file=%s,if=none,id=d0", raw);
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpstr(bdrv_find_node(bl, blk_node_name(blk))->drv->format_name, ==, "raw");
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, -EPERM);
+    g_assert_cmpint(rw(blk, true, 0, sector + 8, 8, 0), ==, 0);     /* zeroes: fine */
+    g_assert_cmpint(rw(blk, true, 512, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    block_layer_free(bl);
+    /* format=raw given: the user said what it is. */
+    bl = open_drive("file=%s,if=none,id=d0,format=raw", raw);
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
 /*
  * Three layers (three processes, to the locks) on one image, in seeded
  * random steps: attach for read or write, detach, inactivate, activate.
@@ -746,6 +882,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/error-policy", test_error_policy);
     g_test_add_func("/block/bad-options", test_bad_options);
     g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
+    g_test_add_func("/block/probe-and-backing", test_probe_and_backing);
     g_test_add_func("/block/locks-random", test_locks_random);
     g_test_add_func("/block/qemu-interop", test_qemu_interop);
     ret = g_test_run();
