@@ -217,8 +217,13 @@ void hmp_info_block(Monitor *mon, const HMPArgs *args)
                        (flags & BDRV_O_NOCACHE) ? ", direct" : "",
                        (flags & BDRV_O_NO_FLUSH) ? ", ignore flushes" : "");
         if (bs->backing) {
+            int depth = 0;
+
+            for (BlockDriverState *b = bs->backing; b; b = b->backing) {
+                depth++;
+            }
             monitor_printf(mon, "    Backing file:     %s (chain depth: %d)\n",
-                           bs->backing->filename, 1);
+                           bs->backing->filename, depth);
         }
         if (bdrv_node(bs)->detect_zeroes != BDRV_DETECT_ZEROES_OFF) {
             monitor_printf(mon, "    Detect zeroes:    %s\n",

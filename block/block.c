@@ -402,6 +402,10 @@ BlockDriverState *bdrv_open_opts(BlockLayer *bl, QemuOpts *opts, BlockDriverStat
     bs->opaque = g_malloc0(drv->instance_size ? drv->instance_size : 1);
     own = opts_own(opts);
     if (!bdrv_open_driver(bs, opts, own, flags, errp)) {
+        /* A backing chain the driver opened before failing goes too. */
+        if (bs->backing) {
+            bdrv_unref(bs->backing);
+        }
         if (bs->file) {
             bdrv_unref(bs->file);
         }
