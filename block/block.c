@@ -572,6 +572,20 @@ bool bdrv_refresh_perms(BlockLayer *bl, Error **errp)
     return true;
 }
 
+int bdrv_flush_all(BlockLayer *bl)
+{
+    int first = 0;
+
+    for (guint i = bl->nodes->len; i-- > 0;) {
+        int ret = bdrv_flush(g_ptr_array_index(bl->nodes, i));
+
+        if (ret < 0 && !first) {
+            first = ret;
+        }
+    }
+    return first;
+}
+
 /* ---- Migration ---- */
 
 /*

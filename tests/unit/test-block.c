@@ -269,6 +269,7 @@ static void test_rw(void)
     /* Discard deallocates: the file's blocks go down. */
     g_assert_cmpint(rw(blk, true, 1024 * 1024, buf, 65536, 0), ==, 0);
     g_assert_cmpint(blk_flush(blk), ==, 0);
+    g_assert_cmpint(bdrv_flush_all(bl), ==, 0);
     g_assert_cmpint(stat(path, &st), ==, 0);
     {
         blkcnt_t before = st.st_blocks;
