@@ -548,7 +548,12 @@ static void test_bad_options(void)
         { "file=%s,format=raw,id=#x", "Parameter 'id' expects an identifier" },
         { "file=%s.nope,format=raw", "Could not open" },
         { "file=%s,format=raw,file.locking=bogus", "invalid parameter value: bogus" },
-        { "file=%s,format=raw,offset=5G", "has to be smaller or equal to the" },
+        { "file=%s,format=raw,offset=5G", "Offset (5368709120) cannot be greater than size "
+          "of the containing file (4194304)" },
+        { "file=%s,format=raw,offset=1M,size=4M", "The sum of offset (1048576) and size "
+          "(4194304) has to be smaller or equal to the  actual size of the containing file "
+          "(4194304)" },
+        { "file=%s,format=raw,size=1000", "Specified size is not multiple of 512" },
     };
     static const struct {
         const char *opts;
