@@ -331,7 +331,8 @@ void blk_error_action(BlockBackend *blk, BlockErrorAction action, bool is_read, 
     }
     qapi_event_send_block_io_error(blk->name, blk->root->node_name,
                                    is_read ? IO_OPERATION_TYPE_READ : IO_OPERATION_TYPE_WRITE,
-                                   qapi_action[action], blk_iostatus_enabled(blk), e == ENOSPC, strerror(e));
+                                   qapi_action[action], blk_iostatus_enabled(blk),
+                                   e == ENOSPC, strerror(e));
     if (action == BLOCK_ERROR_ACTION_STOP) {
         /* Through the main loop, as QEMU: a device thread may be the caller. */
         qemu_system_vmstop_request(RUN_STATE_IO_ERROR);
