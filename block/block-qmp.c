@@ -10,6 +10,7 @@
 #include "hw/boards.h"
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
+#include "qemu/tsan.h"
 #include "block-int.h"
 
 static BlockLayer *machine_block(void)
@@ -127,9 +128,9 @@ static BlockDeviceStats *backend_stats(BlockBackend *blk)
     BlockDeviceStats *s = stats_new();
     BlockAcctCounters c;
 
-    g_mutex_lock(&blk->stats_lock);
+    tsan_g_mutex_lock(&blk->stats_lock);
     c = blk->stats;
-    g_mutex_unlock(&blk->stats_lock);
+    tsan_g_mutex_unlock(&blk->stats_lock);
     s->rd_bytes = c.bytes[BLOCK_ACCT_READ];
     s->wr_bytes = c.bytes[BLOCK_ACCT_WRITE];
     s->unmap_bytes = c.bytes[BLOCK_ACCT_DISCARD];
