@@ -237,6 +237,10 @@ static void test_bad_options(void)
         const char *opts;       /* "%s" is the image */
         const char *error;
     } drive_cases[] = {
+        { "file=%s,format=raw,if=none,serial=x",
+          "Block format 'raw' does not support the option 'serial'" },
+        { "file=%s,format=raw,if=none,snapshot=on",
+          "-drive snapshot= is not supported by this machine" },
         { "file=%s,format=raw,if=none,foo=1",
           "Block format 'raw' does not support the option 'foo'" },
         { "file=%s,format=raw,if=none,file.foo=1",
