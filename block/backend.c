@@ -100,6 +100,10 @@ BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name
         error_setg(errp, "Drive '%s' is already in use by another device", drive);
         return NULL;
     }
+    if (perm & BLK_PERM_WRITE_IF_ALLOWED) {
+        perm = (perm & ~BLK_PERM_WRITE_IF_ALLOWED) |
+               (blk->root->read_only ? 0 : BLK_PERM_WRITE);
+    }
     if ((perm & BLK_PERM_WRITE) && blk->root->read_only) {
         error_setg(errp, "Block node is read-only");
         goto fail;

@@ -123,24 +123,21 @@ static void conf_copy(VirtIOBlkConf *dst, const VirtIOBlkConf *src)
 
 /*
  * The backend: writable unless the drive is read-only (then the device
- * offers VIRTIO_BLK_F_RO, as QEMU's does). blk_attach refuses write
- * permission on a read-only node, so a read-only attach asks first.
+ * offers VIRTIO_BLK_F_RO, as QEMU's does). One attach: a write lock held
+ * by another process is then refused as QEMU refuses it ("Failed to get
+ * "write" lock"), not as a read-only attach's conflict.
  */
 static BlockBackend *virtio_blk_attach(BlockLayer *bl, const VirtIOBlkConf *conf,
                                        bool *read_only, Error **errp)
 {
     const char *dev_name = conf->id ? conf->id : "virtio-blk-device";
-    BlockBackend *blk = blk_attach(bl, conf->drive, dev_name, BLK_PERM_READ, errp);
+    BlockBackend *blk = blk_attach(bl, conf->drive, dev_name,
+                                   BLK_PERM_READ | BLK_PERM_WRITE_IF_ALLOWED, errp);
 
-    if (!blk) {
-        return NULL;
+    if (blk) {
+        *read_only = blk_is_read_only(blk);
     }
-    *read_only = blk_is_read_only(blk);
-    if (*read_only) {
-        return blk;
-    }
-    blk_detach(blk);
-    return blk_attach(bl, conf->drive, dev_name, BLK_PERM_READ | BLK_PERM_WRITE, errp);
+    return blk;
 }
 
 VirtIOBlock *virtio_blk_create(BlockLayer *bl, const VirtIOBlkConf *conf, Error **errp)

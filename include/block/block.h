@@ -73,6 +73,12 @@ typedef struct BlockBackend BlockBackend;
 #define BLK_PERM_READ       0x1
 #define BLK_PERM_WRITE      0x2
 /*
+ * Write where the node allows it, read only where it is read-only (a
+ * device that offers read-only media then): one attach, so the locks are
+ * asked for at once and a conflict reads as QEMU's does.
+ */
+#define BLK_PERM_WRITE_IF_ALLOWED 0x4
+/*
  * The rest are the block layer's own, for a protocol's set_lock: QEMU's
  * permission bits (its "consistent read" and "write" are the two above),
  * and the ones no other process may hold, shifted by 8. QEMU's image
