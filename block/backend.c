@@ -43,16 +43,25 @@ void blk_free(BlockBackend *blk)
     g_free(blk);
 }
 
-BlockBackend *blk_by_name(BlockLayer *bl, const char *name)
+/* Backends first (each drops its top node), then the nodes nobody holds. */
+void block_layer_free(BlockLayer *bl)
 {
-    for (guint i = 0; i < bl->backends->len; i++) {
-        BlockBackend *blk = g_ptr_array_index(bl->backends, i);
-
-        if (blk->name[0] && !strcmp(blk->name, name)) {
-            return blk;
-        }
+    if (!bl) {
+        return;
     }
-    return NULL;
+    while (bl->backends->len) {
+        blk_free(g_ptr_array_index(bl->backends, bl->backends->len - 1));
+    }
+    /* Nodes nobody holds any more (-blockdev's): parents first. */
+    while (bl->nodes->len) {
+        BlockDriverState *bs = g_ptr_array_index(bl->nodes, bl->nodes->len - 1);
+
+        bs->refcnt = 1;
+        bdrv_unref(bs);
+    }
+    g_ptr_array_free(bl->nodes, TRUE);
+    g_ptr_array_free(bl->backends, TRUE);
+    g_free(bl);
 }
 
 /* The backend whose top node is @bs, if any. */

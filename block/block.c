@@ -39,6 +39,19 @@ void block_layer_set_incoming(BlockLayer *bl)
     bl->incoming = true;
 }
 
+/* The backends are the layer's too: their names share the node names' space. */
+BlockBackend *blk_by_name(BlockLayer *bl, const char *name)
+{
+    for (guint i = 0; i < bl->backends->len; i++) {
+        BlockBackend *blk = g_ptr_array_index(bl->backends, i);
+
+        if (blk->name[0] && !strcmp(blk->name, name)) {
+            return blk;
+        }
+    }
+    return NULL;
+}
+
 static void bdrv_close(BlockDriverState *bs)
 {
     BdrvNode *n = bdrv_node(bs);
@@ -68,26 +81,6 @@ void bdrv_unref(BlockDriverState *bs)
     if (--bs->refcnt == 0) {
         bdrv_close(bs);
     }
-}
-
-void block_layer_free(BlockLayer *bl)
-{
-    if (!bl) {
-        return;
-    }
-    while (bl->backends->len) {
-        blk_free(g_ptr_array_index(bl->backends, bl->backends->len - 1));
-    }
-    /* Nodes nobody holds any more (-blockdev's): parents first. */
-    while (bl->nodes->len) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, bl->nodes->len - 1);
-
-        bs->refcnt = 1;
-        bdrv_unref(bs);
-    }
-    g_ptr_array_free(bl->nodes, TRUE);
-    g_ptr_array_free(bl->backends, TRUE);
-    g_free(bl);
 }
 
 const BlockDriver *bdrv_find_driver(const char *format_name)
