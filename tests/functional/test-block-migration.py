@@ -16,11 +16,15 @@ QEMU's image locks are on everywhere (/proc/locks shows them):
   and its guest writes on;
 - 'cont' on a source whose migration completed: refused while the
   destination holds the image (QEMU's words), as QEMU refuses it;
-- a background snapshot: the source keeps its image and writes on.
+- a background snapshot: the source keeps its image and writes on;
+- a live update (cpr-transfer): the old process releases the image, the
+  new one takes it, and the guest writes on in the new process.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
 
+import importlib.util
+import json
 import os
 import signal
 import sys
@@ -30,6 +34,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE  # noqa: E402
 from analyzevm import free_port  # noqa: E402
 from blkcase import BlkGuestCase  # noqa: E402
+
+
+def _live_update():
+    """test-live-update.py's helpers (its name is not a module name)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-live-update.py')
+    spec = importlib.util.spec_from_file_location('live_update', path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+live_update = _live_update()
 
 N = 2048                        # sectors of the image: 1 MiB
 WRITING = 'mode=blkverify depth=8 iops=3000'
@@ -162,6 +178,33 @@ class BlockMigration(BlkGuestCase):
         self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
         self.wait_stats(src, 2)
         self.stop_and_check(src, img, N)
+
+
+
+class LiveUpdateWithDisk(live_update.CprCase, BlkGuestCase):
+    NAME = 'test-block-migration'
+    TMP_PREFIX = 'qemu-blkmig-cpr-'
+
+    def test_cpr_transfer(self):
+        """The new process takes the image at the handover; the guest writes on there."""
+        img = self.image('cpr', N)
+        disk = ['-global', 'virtio-mmio.force-legacy=false',
+                '-drive', 'file=%s,format=raw,if=none,id=d0' % img,
+                '-device', 'virtio-blk-device,drive=d0']
+        src = self.vm('src', live_update.memfd_args() + disk, append=WRITING)
+        src.wait_serial(r'READY mode=blkverify[^\n]*\n')
+        self.wait_stats(src, 1)
+        src.qmp.cmd('migrate-set-parameters', mode='cpr-transfer')
+        cpr = {'channel-type': 'cpr', 'addr': live_update.unix_addr(self.cpr_sock)}
+        dst = self.vm('dst', live_update.memfd_args() + disk +
+                      ['-incoming', json.dumps(cpr), '-incoming', 'unix:' + self.main_sock],
+                      connect=False, append=WRITING)
+        self.wait_path(dst, self.cpr_sock)
+        self.update(src, dst)
+        self.wait_stats(dst, 2)
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        src.qmp.cmd('quit')
+        self.stop_and_check(dst, img, N)
 
 
 if __name__ == '__main__':
