@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Forwards to meson/ninja in build/; configures with defaults on first use.
 BUILD := build
-.PHONY: all check check-unit check-functional check-fuzz fuzz sweep interop-soak demo bench clean distclean
+.PHONY: all check check-unit check-functional check-fuzz fuzz sweep interop-soak disk-soak demo bench clean distclean
 FUZZ_SECONDS ?= 60
 SWEEP_MUTANTS ?= 10000
 SWEEP_SEED ?= 1
@@ -36,6 +36,11 @@ sweep: all
 SOAK_RUNS ?= 20
 interop-soak: all
 	./scripts/interop-soak --build $(BUILD) --runs $(SOAK_RUNS)
+
+# A guest writing to a shared image, DISK_SOAK_HOPS live migrations (issue 39: 200).
+DISK_SOAK_HOPS ?= 200
+disk-soak: all
+	./scripts/disk-soak --build $(BUILD) --hops $(DISK_SOAK_HOPS)
 
 demo: all
 	./scripts/demo
