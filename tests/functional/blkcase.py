@@ -82,8 +82,9 @@ class BlkGuestCase(GuestCase):
             f.write(os.urandom(4096))
         return path
 
-    def blk_vm(self, name, img, append, extra=(), binary=None):
-        drive = 'file=%s,format=raw,if=none,id=d0' % img
+    def blk_vm(self, name, img, append, extra=(), binary=None, drive_opts=''):
+        """A VM of @binary (None: ours) with @img as its virtio-blk disk."""
+        drive = 'file=%s,format=raw,if=none,id=d0' % img + drive_opts
         args = ['-global', 'virtio-mmio.force-legacy=false']
         args += ['-drive', drive, '-device', 'virtio-blk-device,drive=d0'] + list(extra)
         return self.keep(VM(self.tmp, name, mem_mb=MEM_MB, append=append, extra=args,

@@ -10,6 +10,10 @@ test-virtio-blk.py: -device virtio-blk-device on a raw image (issue 39).
   every sector holds a valid sector of its own number whose generation is
   at least the last acknowledged one that went there.
 - The options QEMU refuses, refused with QEMU 7.2's words.
+- werror=stop: writes the host refuses (past the process's RLIMIT_FSIZE,
+  EFBIG) stop the guest with QEMU's BLOCK_IO_ERROR event and status
+  io-error; once the host takes writes again, 'cont' retries the held
+  requests and the guest writes on with no write lost.
 - blkhostile (tests/guest/blk-bad.c): every case answered as it must be,
   one warning on stderr, nothing written outside the image (its size, a
   sentinel file next to it, and its own bytes are unchanged).
@@ -25,9 +29,12 @@ VMTEST_FAIL_ON_SKIP (a skip is a failure).
 """
 
 import os
+import resource
+import signal
 import struct
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +47,37 @@ from blkcase import (MAGIC, MASK, MEM_MB, SECTOR, BlkGuestCase, host_check,  # n
 class BlkCase(BlkGuestCase):
     NAME = 'test-virtio-blk'
     TMP_PREFIX = 'qemu-vblk-'
+
+    def test_werror_stop(self):
+        n = 2048
+        img = self.image('werror', n)
+        # The limit's EFBIG comes with SIGXFSZ, whose default kills: ignored
+        # here, the VM inherits that, as a host would set it up.
+        old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        try:
+            vm = self.blk_vm('werror', img, 'mode=blkverify depth=8 iops=3000',
+                             drive_opts=',werror=stop')
+        finally:
+            signal.signal(signal.SIGXFSZ, old)
+        vm.wait_serial(r'READY mode=blkverify[^\n]*\n')
+        self.wait_stats(vm, 1)
+        soft, hard = resource.prlimit(vm.proc.pid, resource.RLIMIT_FSIZE)
+        # Half the image: the guest's next write to its upper half fails.
+        resource.prlimit(vm.proc.pid, resource.RLIMIT_FSIZE, (n * SECTOR // 2, hard))
+        self.wait_status(vm, 'query-status', ('io-error',))
+        ev = [e for e in vm.qmp.events if e.get('event') == 'BLOCK_IO_ERROR']
+        self.assertTrue(ev, vm.qmp.events)
+        self.assertEqual(ev[0]['data']['action'], 'stop', ev[0])
+        self.assertEqual(ev[0]['data']['operation'], 'write', ev[0])
+        stopped = len(vm.serial_text())
+        time.sleep(0.5)
+        self.assertEqual(len(vm.serial_text()), stopped, 'the guest ran on while stopped')
+        # Space again: cont retries what was held.
+        resource.prlimit(vm.proc.pid, resource.RLIMIT_FSIZE, (soft, hard))
+        vm.qmp.cmd('cont')
+        self.wait_running(vm)
+        self.wait_stats(vm, 2)
+        self.stop_and_check(vm, img, n)
 
     def test_verify(self):
         n = 2048
