@@ -223,6 +223,19 @@ int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64
     return bdrv_preadv(s->bs->file, (entry & QCOW2_OFFSET_MASK) + in_off, len, sub, n);
 }
 
+/* Is host cluster @host among the clusters the old entry's data occupies? */
+static bool old_holds(BDRVQcow2State *s, Qcow2ClusterType type, uint64_t entry, uint64_t host)
+{
+    uint64_t off, len;
+
+    if (type != QCOW2_CLUSTER_COMPRESSED) {
+        return (entry & QCOW2_OFFSET_MASK) == host;
+    }
+    compressed_range(s, entry, &off, &len);
+    return host >> s->cluster_bits >= off >> s->cluster_bits &&
+           host >> s->cluster_bits <= (off + len - 1) >> s->cluster_bits;
+}
+
 int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
                     uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off)
 {
@@ -270,7 +283,12 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     if (ret < 0) {
         return ret;
     }
-    if (qcow2_overlaps_metadata(s, host, s->cluster_size)) {
+    if (drop_old && old_holds(s, type, entry, host)) {
+        /* Counted 0 while in use: dropping its reference would free our new data. */
+        return qcow2_mark_corrupt(s, "Cluster in use has refcount 0");
+    }
+    if (qcow2_overlaps_metadata(s, host, s->cluster_size) ||
+        qcow2_overlaps_tables(s, host, s->cluster_size)) {
         return qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
     }
     ret = bdrv_pwrite(s->bs->file, host, buf, s->cluster_size, 0);

@@ -84,6 +84,33 @@ bool qcow2_overlaps_metadata(BDRVQcow2State *s, uint64_t offset, uint64_t len)
            (offset < rct_end && end > s->rct_offset);
 }
 
+bool qcow2_overlaps_tables(BDRVQcow2State *s, uint64_t offset, uint64_t len)
+{
+    uint64_t first = offset >> s->cluster_bits;
+    uint64_t last = (offset + len - 1) >> s->cluster_bits;
+
+    /*
+     * A loop over the L1 and refcount tables per check: a few hundred
+     * entries for a 100 GiB image of 64 KiB clusters, a handful for the
+     * refcount table's used part.
+     */
+    for (uint32_t i = 0; i < s->l1_size; i++) {
+        uint64_t c = (s->l1[i] & QCOW2_OFFSET_MASK) >> s->cluster_bits;
+
+        if (c && c >= first && c <= last) {
+            return true;
+        }
+    }
+    for (uint64_t i = 0; i < s->rct_top; i++) {
+        uint64_t c = (s->rct[i] & QCOW2_RCT_OFFSET_MASK) >> s->cluster_bits;
+
+        if (c && c >= first && c <= last) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int qcow2_mark_corrupt(BDRVQcow2State *s, const char *why)
 {
     if (!s->corrupt) {
@@ -190,6 +217,7 @@ static int new_refblock(BDRVQcow2State *s, uint64_t t, uint64_t c)
         return ret;
     }
     s->rct[t] = c << s->cluster_bits;
+    s->rct_top = MAX(s->rct_top, t + 1);
     ret = write_rct_entry(s, t);
     if (ret < 0) {
         s->rct[t] = 0;
@@ -277,6 +305,7 @@ retry:
     /* In memory first: refcount_set() finds blocks through s->rct. */
     s->rct = newrct;
     s->rct_entries = new_entries;
+    s->rct_top = new_entries;
     for (uint64_t t = a >> s->rb_bits; t <= (end - 1) >> s->rb_bits; t++) {
         if (t >= old_entries || !oldrct[t]) {
             Qcow2CacheEntry *ce;
@@ -348,6 +377,7 @@ fail:
     }
     s->rct = oldrct;
     s->rct_entries = old_entries;
+    s->rct_top = old_entries;
     g_free(newrct);
     return ret;
 }
@@ -391,7 +421,8 @@ int qcow2_alloc_cluster(BDRVQcow2State *s, uint64_t *offset)
             }
             continue;
         }
-        if (qcow2_overlaps_metadata(s, c << s->cluster_bits, s->cluster_size)) {
+        if (qcow2_overlaps_metadata(s, c << s->cluster_bits, s->cluster_size) ||
+            qcow2_overlaps_tables(s, c << s->cluster_bits, s->cluster_size)) {
             return qcow2_mark_corrupt(s, "Preventing invalid cluster allocation over metadata "
                                       "whose refcount is 0");
         }
@@ -411,8 +442,14 @@ int qcow2_free_cluster(BDRVQcow2State *s, uint64_t offset)
 {
     uint64_t c = offset >> s->cluster_bits;
     uint64_t rc;
-    int ret = qcow2_refcount_get(s, c, &rc);
+    int ret;
 
+    /* An entry naming the header or a table is hostile: its cluster is not data to free. */
+    if (qcow2_overlaps_metadata(s, offset, s->cluster_size) ||
+        qcow2_overlaps_tables(s, offset, s->cluster_size)) {
+        return qcow2_mark_corrupt(s, "Preventing the release of a metadata cluster");
+    }
+    ret = qcow2_refcount_get(s, c, &rc);
     if (ret < 0) {
         return ret;
     }

@@ -101,6 +101,9 @@ static int load_metadata(BDRVQcow2State *s, Error **errp)
         error_setg_errno(errp, -ret, "Could not read refcount table");
         goto fail;
     }
+    for (s->rct_top = s->rct_entries; s->rct_top && !s->rct[s->rct_top - 1]; s->rct_top--) {
+        /* the used part ends at the last entry naming a block */
+    }
     /*
      * Autoclear features (bitmaps) describe data a writer that does not
      * know them cannot keep in sync: the specification says to clear them.
@@ -291,7 +294,8 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
             /* In place: the cluster is ours alone and stays allocated (io_lock). */
             ret = qcow2_check_host(s, entry, pos);
             host = (entry & QCOW2_OFFSET_MASK) + in_off;
-            if (ret == 0 && qcow2_overlaps_metadata(s, host, n)) {
+            if (ret == 0 && (qcow2_overlaps_metadata(s, host, n) ||
+                             qcow2_overlaps_tables(s, host, n))) {
                 ret = qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
             }
             g_mutex_unlock(&s->lock);

@@ -143,6 +143,7 @@ typedef struct BDRVQcow2State {
     uint32_t l1_size;
     uint64_t *rct;                  /* refcount table, host byte order */
     uint64_t rct_entries;
+    uint64_t rct_top;               /* entries at and past this index are 0 */
     uint64_t rct_offset;
     uint32_t rct_clusters;
     Qcow2Cache l2_cache;            /* depends on refblock_cache */
@@ -172,6 +173,8 @@ int qcow2_alloc_cluster(BDRVQcow2State *s, uint64_t *offset);
 int qcow2_free_cluster(BDRVQcow2State *s, uint64_t offset);
 /* Header, L1 and refcount table ranges: data must never be written there. */
 bool qcow2_overlaps_metadata(BDRVQcow2State *s, uint64_t offset, uint64_t len);
+/* L2 tables (named by the L1 table) and refcount blocks: data must not go there either. */
+bool qcow2_overlaps_tables(BDRVQcow2State *s, uint64_t offset, uint64_t len);
 /* A refused write or inconsistent table: stop writing, say so once, mark the header. */
 int qcow2_mark_corrupt(BDRVQcow2State *s, const char *why);
 

@@ -113,14 +113,34 @@ BlockDriverState *fake_format_open(const BlockDriver *drv, BlockDriverState *fil
     return bs;
 }
 
-/* Backing images: qcow2 when the format says so or the bytes do, else the file itself (raw). */
+static const BlockDriver fake_mem_row;
+
+/*
+ * Backing images: qcow2 when the format says so or the bytes do, else the
+ * file itself (raw). An image in memory (a fuzz input) gets a raw memory
+ * backing file of a pattern instead: names from hostile bytes never reach
+ * the host's filesystem.
+ */
 int bdrv_open_backing(BlockDriverState *bs, const char *filename, const char *format,
                       Error **errp)
 {
-    BlockDriverState *file = fake_file_open(filename, false, errp);
+    BlockDriverState *file;
     uint8_t head[8] = { 0 };
     bool is_qcow2;
 
+    if (bs->file && bs->file->drv == &fake_mem_row) {
+        GByteArray *pattern = g_byte_array_sized_new(256 * KiB + 512);
+
+        for (unsigned i = 0; i < 256 * KiB + 512; i++) {
+            uint8_t b = i * 31 + (i >> 12);
+
+            g_byte_array_append(pattern, &b, 1);
+        }
+        bs->backing = fake_mem_open(pattern, 0);
+        bs->backing->read_only = true;
+        return 0;
+    }
+    file = fake_file_open(filename, false, errp);
     if (!file) {
         return -ENOENT;
     }
