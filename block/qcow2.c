@@ -58,9 +58,16 @@ static int read_table(BDRVQcow2State *s, uint64_t offset, uint64_t entries, uint
     return 0;
 }
 
-/* Header, L1 table and refcount table from the file (open and activate). */
-static int load_metadata(BDRVQcow2State *s, Error **errp)
+/*
+ * Header, L1 table and refcount table from the file (open and activate).
+ * @active: the image is ours to write now. An inactive node (a migration
+ * destination) must not refuse what its source may legitimately have set
+ * while it writes (QEMU's dirty bit under lazy refcounts) nor write the
+ * header; activation runs the read-write checks on what it reads then.
+ */
+static int load_metadata(BDRVQcow2State *s, bool active, Error **errp)
 {
+    bool rw = s->writable && active;
     size_t buflen = 1u << QCOW2_MAX_CLUSTER_BITS;
     g_autofree uint8_t *buf = g_malloc0(buflen);
     int64_t len = bdrv_getlength(s->bs->file);
@@ -75,7 +82,7 @@ static int load_metadata(BDRVQcow2State *s, Error **errp)
         error_setg_errno(errp, -ret, "Could not read qcow2 header");
         return ret;
     }
-    ret = qcow2_header_parse(&s->h, buf, buflen, s->writable, errp);
+    ret = qcow2_header_parse(&s->h, buf, buflen, rw, errp);
     if (ret < 0) {
         return ret;
     }
@@ -108,7 +115,7 @@ static int load_metadata(BDRVQcow2State *s, Error **errp)
      * Autoclear features (bitmaps) describe data a writer that does not
      * know them cannot keep in sync: the specification says to clear them.
      */
-    if (s->writable && s->h.version >= 3 && s->h.autoclear_features) {
+    if (rw && s->h.version >= 3 && s->h.autoclear_features) {
         uint8_t zero[8] = { 0 };
 
         ret = bdrv_pwrite(s->bs->file, 88, zero, 8, 0);
@@ -154,7 +161,7 @@ static int qcow2_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **e
     s->inactive = flags & BDRV_O_INACTIVE;
     g_mutex_init(&s->lock);
     g_rw_lock_init(&s->io_lock);
-    ret = load_metadata(s, errp);
+    ret = load_metadata(s, !s->inactive, errp);
     if (ret < 0) {
         goto fail;
     }
@@ -182,7 +189,7 @@ fail:
 
 static bool may_write_back(BDRVQcow2State *s)
 {
-    return s->writable && !s->inactive;
+    return s->writable && !s->inactive && !s->corrupt;
 }
 
 static void qcow2_close(BlockDriverState *bs)
@@ -259,7 +266,7 @@ static int flush_all(BDRVQcow2State *s)
     int ret = 0;
 
     g_mutex_lock(&s->lock);
-    if (may_write_back(s) && !s->corrupt) {
+    if (may_write_back(s)) {
         ret = qcow2_writeback_all(s);
     }
     g_mutex_unlock(&s->lock);
@@ -529,7 +536,7 @@ static int qcow2_activate(BlockDriverState *bs, Error **errp)
     g_free(s->rct);
     s->l1 = NULL;
     s->rct = NULL;
-    ret = load_metadata(s, errp);
+    ret = load_metadata(s, true, errp);
     if (ret < 0) {
         s->h = old;     /* the node stays inactive, its old header for close */
         return ret;

@@ -535,6 +535,43 @@ static void test_handover(void)
     g_rand_free(r);
 }
 
+/*
+ * A destination's inactive node opens an image whose source set the dirty
+ * bit (QEMU's lazy refcounts), writes nothing (autoclear bits stay), and
+ * runs the read-write checks only at activation.
+ */
+static void test_inactive_checks(void)
+{
+    g_autofree char *img = path("inactive.qcow2");
+    g_autofree char *data = NULL;
+    BlockDriverState *bs;
+    Error *err = NULL;
+    uint8_t be[8];
+    gsize len;
+
+    if (!have_qemu_img()) {
+        return;
+    }
+    g_assert_cmpint(run(NULL, "qemu-img create -q -f qcow2 %s 1M", img), ==, 0);
+    g_assert_true(g_file_get_contents(img, &data, &len, NULL));
+    stq_be_p(data + 72, QCOW2_INCOMPAT_DIRTY);
+    stq_be_p(data + 88, 1);                                 /* autoclear: bitmaps */
+    g_assert_true(g_file_set_contents(img, data, len, NULL));
+    bs = open_ok(img, BDRV_O_RDWR | BDRV_O_INACTIVE);
+    g_assert_cmphex(header_field(img, 88), ==, 1);
+    g_assert_cmpint(bs->drv->activate(bs, &err), <, 0);
+    g_assert_nonnull(strstr(error_get_pretty(err), "dirty"));
+    g_clear_pointer(&err, error_free);
+    /* The source closed cleanly: now it activates, and clears the autoclear bit. */
+    stq_be_p(be, 0);
+    g_assert_cmpint(bdrv_pwrite(bs->file, 72, be, 8, 0), ==, 0);
+    g_assert_cmpint(bs->drv->activate(bs, &err), ==, 0);
+    g_assert_cmphex(header_field(img, 88), ==, 0);
+    g_assert_cmpint(bdrv_pwrite(bs, 0, be, 8, 0), ==, 0);
+    fake_node_close(bs);
+    g_assert_cmpint(run(NULL, "qemu-img check -q %s", img), ==, 0);
+}
+
 /* ---- Threads: disjoint writers and readers, then QEMU's check ---- */
 
 typedef struct Worker {
@@ -617,6 +654,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2/bad-headers", test_bad_headers);
     g_test_add_func("/qcow2/metadata-overlap", test_metadata_overlap);
     g_test_add_func("/qcow2/handover", test_handover);
+    g_test_add_func("/qcow2/inactive-checks", test_inactive_checks);
     g_test_add_func("/qcow2/threads", test_threads);
     ret = g_test_run();
     run(NULL, "rm -rf %s", tmpdir);
