@@ -212,11 +212,7 @@ int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64
         }
         return ret;
     case QCOW2_CLUSTER_NORMAL:
-        break;
-    }
-    ret = qcow2_check_host(s, entry, guest);
-    if (ret < 0) {
-        return ret;
+        break;              /* its offset was checked under s->lock */
     }
     sub = g_new(struct iovec, niov);
     n = qcow2_iov_slice(iov, niov, iov_off, len, sub);

@@ -27,6 +27,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "block/qcow2.h"
 
@@ -219,9 +220,6 @@ static int check_request(BDRVQcow2State *s, uint64_t offset, uint64_t bytes, boo
     if (write && !s->writable) {
         return -EACCES;
     }
-    if (write && s->corrupt) {
-        return -EIO;
-    }
     return 0;
 }
 
@@ -244,9 +242,12 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         uint8_t *slot;
         uint64_t entry;
 
-        g_mutex_lock(&s->lock);
+        tsan_g_mutex_lock(&s->lock);
         ret = qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
-        g_mutex_unlock(&s->lock);
+        if (ret == 0 && qcow2_classify(s, entry) == QCOW2_CLUSTER_NORMAL) {
+            ret = qcow2_check_host(s, entry, pos);
+        }
+        tsan_g_mutex_unlock(&s->lock);
         if (ret < 0) {
             break;
         }
@@ -265,11 +266,11 @@ static int flush_all(BDRVQcow2State *s)
 {
     int ret = 0;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     if (may_write_back(s)) {
         ret = qcow2_writeback_all(s);
     }
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     return ret < 0 ? ret : bdrv_flush(s->bs->file);
 }
 
@@ -294,8 +295,9 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         uint8_t *slot;
         uint64_t entry, host;
 
-        g_mutex_lock(&s->lock);
-        ret = qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
+        tsan_g_mutex_lock(&s->lock);
+        /* Marked corrupt (by any request): no more writes, not even in place. */
+        ret = s->corrupt ? -EIO : qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
         if (ret == 0 && qcow2_classify(s, entry) == QCOW2_CLUSTER_NORMAL &&
             (entry & QCOW2_OFLAG_COPIED)) {
             /* In place: the cluster is ours alone and stays allocated (io_lock). */
@@ -305,7 +307,7 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                              qcow2_overlaps_tables(s, host, n))) {
                 ret = qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
             }
-            g_mutex_unlock(&s->lock);
+            tsan_g_mutex_unlock(&s->lock);
             if (ret == 0) {
                 int k = qcow2_iov_slice(iov, niov, done, n, sub);
 
@@ -316,7 +318,7 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                 ret = qcow2_cow_write(s, pos - in_off, entry, in_off, n, iov, niov, done);
                 allocated = true;
             }
-            g_mutex_unlock(&s->lock);
+            tsan_g_mutex_unlock(&s->lock);
         }
         if (ret < 0) {
             break;
@@ -368,6 +370,9 @@ static int zero_clusters(BDRVQcow2State *s, uint64_t first, uint64_t end, bool u
     g_autoptr(GArray) old = g_array_new(false, false, sizeof(uint64_t));
     int ret = 0;
 
+    if (s->corrupt) {
+        return -EIO;
+    }
     for (uint64_t pos = first; pos < end; pos += s->cluster_size) {
         Qcow2CacheEntry *ce;
         uint8_t *slot;
@@ -454,9 +459,9 @@ static int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t b
         }
     }
     g_rw_lock_writer_lock(&s->io_lock);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     ret = zero_clusters(s, first, end, unmap, false);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     g_rw_lock_writer_unlock(&s->io_lock);
     if (ret == 0 && (flags & BDRV_REQ_FUA)) {
         ret = flush_all(s);
@@ -482,9 +487,9 @@ static int qcow2_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
         return 0;
     }
     g_rw_lock_writer_lock(&s->io_lock);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     ret = zero_clusters(s, first, end, true, true);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     g_rw_lock_writer_unlock(&s->io_lock);
     return ret;
 }

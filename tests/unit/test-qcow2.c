@@ -572,7 +572,7 @@ static void test_inactive_checks(void)
     g_assert_cmpint(run(NULL, "qemu-img check -q %s", img), ==, 0);
 }
 
-/* ---- Threads: disjoint writers and readers, then QEMU's check ---- */
+/* ---- Threads: disjoint writers, zeroers, discarders and readers, then QEMU's check ---- */
 
 typedef struct Worker {
     BlockDriverState *bs;
@@ -592,10 +592,26 @@ static gpointer worker(gpointer opaque)
         uint64_t off = w->base + g_rand_int_range(r, 0, w->len - len);
         struct iovec v = { buf, len };
 
-        if (g_rand_boolean(r)) {
+        int op = g_rand_int_range(r, 0, 8);
+
+        if (op < 4) {
             memset(buf, g_rand_int(r), len);
             g_assert_cmpint(w->bs->drv->pwritev(w->bs, off, len, &v, 1, 0), ==, 0);
             memcpy(w->model + off, buf, len);
+        } else if (op == 4) {
+            /* Frees clusters: io_lock exclusive against the others' data I/O. */
+            g_assert_cmpint(w->bs->drv->pwrite_zeroes(w->bs, off, len, BDRV_REQ_MAY_UNMAP),
+                            ==, 0);
+            memset(w->model + off, 0, len);
+        } else if (op == 5) {
+            /* No backing file: discarded whole clusters read as zeroes. */
+            uint64_t cs = ((BDRVQcow2State *)w->bs->opaque)->cluster_size;
+            uint64_t first = QEMU_ALIGN_UP(off, cs), end = QEMU_ALIGN_DOWN(off + len, cs);
+
+            g_assert_cmpint(w->bs->drv->pdiscard(w->bs, off, len), ==, 0);
+            if (first < end) {
+                memset(w->model + first, 0, end - first);
+            }
         } else {
             g_assert_cmpint(w->bs->drv->preadv(w->bs, off, len, &v, 1), ==, 0);
             g_assert_cmpint(memcmp(buf, w->model + off, len), ==, 0);
@@ -619,7 +635,7 @@ static void test_threads(void)
     }
     g_assert_cmpint(run(NULL, "qemu-img create -q -f qcow2 -o cluster_size=4096 %s %" PRIu64,
                         img, size), ==, 0);
-    bs = open_ok(img, BDRV_O_RDWR);
+    bs = open_ok(img, BDRV_O_RDWR | BDRV_O_UNMAP);
     for (int i = 0; i < 4; i++) {
         /* Interleaved quarters: neighbours share L2 tables and refcount blocks. */
         w[i] = (Worker) { bs, model, i * part, part, SEED + 10 + i };
