@@ -69,8 +69,10 @@ static int read_table(BDRVQcow2State *s, uint64_t offset, uint64_t entries, uint
 static int load_metadata(BDRVQcow2State *s, bool active, Error **errp)
 {
     bool rw = s->writable && active;
-    size_t buflen = 1u << QCOW2_MAX_CLUSTER_BITS;
-    g_autofree uint8_t *buf = g_malloc0(buflen);
+    uint8_t first[QCOW2_V2_HEADER_LEN] = { 0 };
+    g_autofree uint8_t *buf = NULL;
+    size_t buflen;
+    unsigned bits;
     int64_t len = bdrv_getlength(s->bs->file);
     int ret;
 
@@ -78,6 +80,21 @@ static int load_metadata(BDRVQcow2State *s, bool active, Error **errp)
         error_setg_errno(errp, -len, "Could not get the size of the image file");
         return len;
     }
+    /*
+     * The header and its extensions fill the first cluster: read that much
+     * (zero-padded past a short file's end). An invalid cluster size is
+     * refused by the parser before it looks past the fixed header.
+     */
+    ret = bdrv_pread(s->bs->file, 0, first, MIN((uint64_t)len, sizeof(first)));
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read qcow2 header");
+        return ret;
+    }
+    bits = ldl_be_p(first + 20);
+    bits = bits >= QCOW2_MIN_CLUSTER_BITS && bits <= QCOW2_MAX_CLUSTER_BITS ?
+           bits : QCOW2_MIN_CLUSTER_BITS;
+    buflen = (size_t)1 << bits;
+    buf = g_malloc0(buflen);
     ret = bdrv_pread(s->bs->file, 0, buf, MIN((uint64_t)len, buflen));
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read qcow2 header");
@@ -345,6 +362,9 @@ static uint64_t zero_entry(BDRVQcow2State *s, uint64_t entry, bool unmap, bool d
                 (type == QCOW2_CLUSTER_NORMAL || type == QCOW2_CLUSTER_ZERO_ALLOC);
 
     *drop = !keep && type != QCOW2_CLUSTER_UNALLOCATED && type != QCOW2_CLUSTER_ZERO;
+    if (type == QCOW2_CLUSTER_UNALLOCATED && !s->bs->backing) {
+        return entry;       /* reads as zeroes already: no L2 table for a flag */
+    }
     if (keep) {
         return (entry & QCOW2_OFFSET_MASK) | QCOW2_OFLAG_COPIED | QCOW2_OFLAG_ZERO;
     }
