@@ -441,6 +441,30 @@ static int zero_clusters(BDRVQcow2State *s, uint64_t first, uint64_t end, bool u
     return ret;
 }
 
+/*
+ * zero_clusters() one L2 table's span at a time: the clusters waiting to
+ * be freed stay a table's worth (not 16 million entries for a 1 TiB
+ * discard), and each span ends with its own write-back and frees.
+ */
+static int zero_range(BDRVQcow2State *s, uint64_t first, uint64_t end, bool unmap,
+                      bool discard)
+{
+    uint64_t span = s->cluster_size << s->l2_bits;
+    int ret = 0;
+
+    g_rw_lock_writer_lock(&s->io_lock);
+    tsan_g_mutex_lock(&s->lock);
+    for (uint64_t pos = first; pos < end && ret == 0;) {
+        uint64_t next = MIN(end, QEMU_ALIGN_DOWN(pos, span) + span);
+
+        ret = zero_clusters(s, pos, next, unmap, discard);
+        pos = next;
+    }
+    tsan_g_mutex_unlock(&s->lock);
+    g_rw_lock_writer_unlock(&s->io_lock);
+    return ret;
+}
+
 static int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t bytes, int flags)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -478,11 +502,7 @@ static int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t b
             return ret;
         }
     }
-    g_rw_lock_writer_lock(&s->io_lock);
-    tsan_g_mutex_lock(&s->lock);
-    ret = zero_clusters(s, first, end, unmap, false);
-    tsan_g_mutex_unlock(&s->lock);
-    g_rw_lock_writer_unlock(&s->io_lock);
+    ret = zero_range(s, first, end, unmap, false);
     if (ret == 0 && (flags & BDRV_REQ_FUA)) {
         ret = flush_all(s);
     }
@@ -506,12 +526,7 @@ static int qcow2_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
     if (!(bs->open_flags & BDRV_O_UNMAP) || first >= end) {
         return 0;
     }
-    g_rw_lock_writer_lock(&s->io_lock);
-    tsan_g_mutex_lock(&s->lock);
-    ret = zero_clusters(s, first, end, true, true);
-    tsan_g_mutex_unlock(&s->lock);
-    g_rw_lock_writer_unlock(&s->io_lock);
-    return ret;
+    return zero_range(s, first, end, true, true);
 }
 
 static int qcow2_flush(BlockDriverState *bs)
@@ -554,6 +569,9 @@ static int qcow2_activate(BlockDriverState *bs, Error **errp)
     Qcow2Header old = s->h;
     int ret;
 
+    if (!s->inactive) {
+        return 0;           /* ours all along: the caches are the truth, keep them */
+    }
     /* Another process wrote the image since we last read it: forget everything. */
     qcow2_cache_drop_all(&s->l2_cache);
     qcow2_cache_drop_all(&s->refblock_cache);
