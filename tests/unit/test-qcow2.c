@@ -465,12 +465,56 @@ static void test_bad_headers(void)
     }
 }
 
-/* A hostile L2 entry pointing at the L1 table: the write is refused, the image marked. */
-static void test_metadata_overlap(void)
+/*
+ * Hostile L2 entries, each in a fresh 1 MiB image of 64 KiB clusters whose
+ * guest cluster 0 was written once: the entry for guest cluster 0 is
+ * replaced by @entry(l1_off) and @op runs. Expected: @ret, the header
+ * intact (the image opens read-only), and "corrupt: true" when @corrupt.
+ */
+typedef struct HostileL2 {
+    const char *name;
+    uint64_t (*entry)(uint64_t l1_off);
+    int op;                         /* 0 write 512 B at 0, 1 discard cluster 0 */
+    int ret;
+    bool corrupt;
+} HostileL2;
+
+static uint64_t at_l1_table(uint64_t l1_off)
 {
-    g_autofree char *img = path("overlap.qcow2");
+    return l1_off | QCOW2_OFLAG_COPIED;         /* written in place: onto the L1 table */
+}
+
+static uint64_t compressed_at_header(uint64_t l1_off)
+{
+    return QCOW2_OFLAG_COMPRESSED | 0;          /* one sector at offset 0 */
+}
+
+static uint64_t shared_uncounted(uint64_t l1_off)
+{
+    return 0x60000;     /* the first free cluster, no COPIED: copy-on-write onto itself */
+}
+
+static uint64_t unaligned(uint64_t l1_off)
+{
+    return 0x10200 | QCOW2_OFLAG_COPIED;
+}
+
+static const HostileL2 hostile_l2[] = {
+    { "at-l1-table", at_l1_table, 0, -EIO, true },
+    /* Freeing the "compressed data" would have punched the header away. */
+    { "compressed-at-header", compressed_at_header, 1, -EIO, true },
+    /* The copy would be given that very cluster, then lose it to the old reference's drop. */
+    { "shared-uncounted", shared_uncounted, 0, -EIO, true },
+    { "unaligned", unaligned, 0, -EIO, true },
+};
+
+static void test_hostile_l2(gconstpointer opaque)
+{
+    const HostileL2 *h = opaque;
+    g_autofree char *img = path("hostile.qcow2");
     g_autofree char *out = NULL;
-    uint8_t buf[512] = { 1 }, be[8];
+    uint8_t buf[512], be[8];
+    struct iovec v = { buf, sizeof(buf) };
     BlockDriverState *bs;
     uint64_t l1_off, l2_off;
     int fd;
@@ -478,24 +522,33 @@ static void test_metadata_overlap(void)
     if (!have_qemu_img()) {
         return;
     }
+    memset(buf, 0x11, sizeof(buf));
     g_assert_cmpint(run(NULL, "qemu-img create -q -f qcow2 %s 1M", img), ==, 0);
     bs = open_ok(img, BDRV_O_RDWR);
     g_assert_cmpint(bdrv_pwrite(bs, 0, buf, sizeof(buf), 0), ==, 0);
     fake_node_close(bs);
-    /* Point guest cluster 0 at the L1 table, flagged COPIED (written in place). */
     fd = open(img, O_RDWR);
     g_assert_cmpint(pread(fd, be, 8, 40), ==, 8);
     l1_off = ldq_be_p(be);
     g_assert_cmpint(pread(fd, be, 8, l1_off), ==, 8);
     l2_off = ldq_be_p(be) & QCOW2_OFFSET_MASK;
-    stq_be_p(be, l1_off | QCOW2_OFLAG_COPIED);
+    stq_be_p(be, h->entry(l1_off));
     g_assert_cmpint(pwrite(fd, be, 8, l2_off), ==, 8);
     close(fd);
-    bs = open_ok(img, BDRV_O_RDWR);
-    g_assert_cmpint(bdrv_pwrite(bs, 0, buf, sizeof(buf), 0), ==, -EIO);
+
+    bs = open_ok(img, BDRV_O_RDWR | BDRV_O_UNMAP);
+    memset(buf, 0x22, sizeof(buf));
+    if (h->op == 0) {
+        g_assert_cmpint(bs->drv->pwritev(bs, 0, sizeof(buf), &v, 1, 0), ==, h->ret);
+    } else {
+        g_assert_cmpint(bs->drv->pdiscard(bs, 0, 65536), ==, h->ret);
+    }
+    fake_node_close(bs);
+    bs = open_ok(img, 0);
     fake_node_close(bs);
     g_assert_cmpint(run(&out, "qemu-img info %s", img), ==, 0);
-    g_assert_nonnull(strstr(out, "corrupt: true"));
+    g_assert_true(!!strstr(out, "corrupt: true") == h->corrupt);
+    unlink(img);
 }
 
 /* ---- Migration: two nodes, one image, handed over ---- */
@@ -668,7 +721,11 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2/compressed", test_compressed);
     g_test_add_func("/qcow2/snapshots-readonly", test_snapshots_readonly);
     g_test_add_func("/qcow2/bad-headers", test_bad_headers);
-    g_test_add_func("/qcow2/metadata-overlap", test_metadata_overlap);
+    for (size_t i = 0; i < ARRAY_SIZE(hostile_l2); i++) {
+        g_autofree char *name = g_strdup_printf("/qcow2/hostile-l2/%s", hostile_l2[i].name);
+
+        g_test_add_data_func(name, &hostile_l2[i], test_hostile_l2);
+    }
     g_test_add_func("/qcow2/handover", test_handover);
     g_test_add_func("/qcow2/inactive-checks", test_inactive_checks);
     g_test_add_func("/qcow2/threads", test_threads);
