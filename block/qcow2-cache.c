@@ -9,8 +9,9 @@
  * cache, so an L2 entry on disk never names a cluster whose refcount on
  * disk is still 0 (which a later allocation would hand out a second
  * time). Every write of a dirty table goes through entry_write(), which
- * writes the dependency back first; eviction and qcow2_cache_writeback()
- * are its only callers.
+ * writes the dependency back first (and flushes, if the dependency has
+ * dirty tables or wrote any since the last flush); eviction and
+ * qcow2_cache_writeback() are its only callers.
  *
  * A pointer from qcow2_cache_get() stays valid until the next get on the
  * same cache (which may evict it): callers hold one table per cache at
@@ -57,12 +58,17 @@ static int entry_write(BDRVQcow2State *s, Qcow2Cache *c, Qcow2CacheEntry *e)
     if (!e->dirty) {
         return 0;
     }
-    if (c->depends && qcow2_cache_is_dirty(c->depends)) {
+    /*
+     * Clean is not stable: a dependency's table written at its eviction
+     * may still sit in the host's cache, so "written since the last flush"
+     * counts as much as dirty.
+     */
+    if (c->depends && (c->depends->unflushed || qcow2_cache_is_dirty(c->depends))) {
         ret = qcow2_cache_writeback(s, c->depends);
         if (ret < 0) {
             return ret;
         }
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
         if (ret < 0) {
             return ret;
         }
@@ -76,7 +82,19 @@ static int entry_write(BDRVQcow2State *s, Qcow2Cache *c, Qcow2CacheEntry *e)
         return ret;
     }
     e->dirty = false;
+    c->unflushed = true;
     return 0;
+}
+
+int qcow2_flush_file(BDRVQcow2State *s)
+{
+    int ret = bdrv_flush(s->bs->file);
+
+    if (ret == 0) {
+        s->l2_cache.unflushed = false;
+        s->refblock_cache.unflushed = false;
+    }
+    return ret;
 }
 
 int qcow2_cache_writeback(BDRVQcow2State *s, Qcow2Cache *c)

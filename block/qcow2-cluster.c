@@ -49,7 +49,7 @@ static int alloc_l2_table(BDRVQcow2State *s, uint64_t l1_index, uint64_t *l2_off
     /* Its refcount first (the cache's dependency), then the zeroes, then the L1 entry. */
     ret = qcow2_cache_writeback(s, &s->l2_cache);
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     if (ret < 0) {
         return ret;

@@ -309,7 +309,7 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     /* The old cluster loses a reference only once no L2 entry on disk names it. */
     ret = qcow2_cache_writeback(s, &s->l2_cache);
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     if (ret < 0) {
         return ret;

@@ -127,7 +127,7 @@ int qcow2_mark_corrupt(BDRVQcow2State *s, const char *why)
             s->h.incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
             stq_be_p(be, s->h.incompatible_features);
             if (bdrv_pwrite(s->bs->file, 72, be, 8, 0) == 0) {
-                bdrv_flush(s->bs->file);
+                qcow2_flush_file(s);
             }
         }
     }
@@ -210,7 +210,7 @@ static int new_refblock(BDRVQcow2State *s, uint64_t t, uint64_t c)
     ce->dirty = true;
     ret = qcow2_cache_writeback(s, &s->refblock_cache);
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     if (ret < 0) {
         qcow2_cache_forget(&s->refblock_cache, c << s->cluster_bits);
@@ -336,7 +336,7 @@ retry:
         ret = bdrv_pwrite(s->bs->file, a << s->cluster_bits, be, new_clusters * cs, 0);
     }
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     if (ret < 0) {
         goto fail;
@@ -346,7 +346,7 @@ retry:
     stl_be_p(hdr + 8, new_clusters);
     ret = bdrv_pwrite(s->bs->file, 48, hdr, 12, 0);
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     if (ret < 0) {
         goto fail;

@@ -427,7 +427,7 @@ static int zero_clusters(BDRVQcow2State *s, uint64_t first, uint64_t end, bool u
     }
     ret = qcow2_cache_writeback(s, &s->l2_cache);
     if (ret == 0) {
-        ret = bdrv_flush(s->bs->file);
+        ret = qcow2_flush_file(s);
     }
     for (guint i = 0; i < old->len && ret == 0; i++) {
         uint64_t entry = g_array_index(old, uint64_t, i);

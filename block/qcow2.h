@@ -117,6 +117,7 @@ typedef struct Qcow2Cache {
     int nb_entries;
     uint64_t tick;
     struct Qcow2Cache *depends;     /* written back (and flushed) before ours */
+    bool unflushed;                 /* a table written since the last qcow2_flush_file() */
 } Qcow2Cache;
 
 /* The node's state (bs->opaque). */
@@ -164,6 +165,8 @@ int qcow2_cache_writeback(BDRVQcow2State *s, Qcow2Cache *c);
 bool qcow2_cache_is_dirty(const Qcow2Cache *c);
 void qcow2_cache_forget(Qcow2Cache *c, uint64_t offset);    /* a freed table */
 void qcow2_cache_drop_all(Qcow2Cache *c);                   /* activate: reread later */
+/* bdrv_flush(s->bs->file), and both caches' tables count as stable after it. */
+int qcow2_flush_file(BDRVQcow2State *s);
 
 /* qcow2-refcount.c (all under s->lock) */
 int qcow2_refcount_get(BDRVQcow2State *s, uint64_t cluster, uint64_t *refcount);

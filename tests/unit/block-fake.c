@@ -272,11 +272,52 @@ BlockDriverState *fake_file_open(const char *path, bool rw, Error **errp)
 
 /* ---- The in-memory row ---- */
 
+typedef struct FakeWrite {
+    uint64_t offset;
+    GBytes *bytes;
+} FakeWrite;
+
 typedef struct FakeMem {
     GMutex lock;
-    GByteArray *data;               /* lock */
+    GByteArray *data;               /* lock; what reads see */
     uint64_t max;                   /* fixed */
+    /* Journaling (fake_mem_journal()), lock: */
+    GByteArray *durable;            /* the bytes as of the last flush; NULL: not journaling */
+    GPtrArray *pending;             /* of FakeWrite: since the last flush, in order */
 } FakeMem;
+
+static void fake_write_free(gpointer p)
+{
+    FakeWrite *w = p;
+
+    g_bytes_unref(w->bytes);
+    g_free(w);
+}
+
+/* Record a write since the last flush (under m->lock). */
+static void journal(FakeMem *m, uint64_t offset, const void *buf, uint64_t len)
+{
+    FakeWrite *w;
+
+    if (!m->durable) {
+        return;
+    }
+    w = g_new(FakeWrite, 1);
+    w->offset = offset;
+    w->bytes = g_bytes_new(buf, len);
+    g_ptr_array_add(m->pending, w);
+}
+
+static void apply(GByteArray *a, uint64_t offset, const void *buf, uint64_t len)
+{
+    if (offset + len > a->len) {
+        guint old = a->len;
+
+        g_byte_array_set_size(a, offset + len);
+        memset(a->data + old, 0, a->len - old);
+    }
+    memcpy(a->data + offset, buf, len);
+}
 
 static int mem_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                       const struct iovec *iov, int niov)
@@ -306,15 +347,15 @@ static int mem_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         return -ENOSPC;
     }
     g_mutex_lock(&m->lock);
-    if (offset + bytes > m->data->len) {
-        guint old = m->data->len;
-
-        g_byte_array_set_size(m->data, offset + bytes);
-        memset(m->data->data + old, 0, m->data->len - old);
-    }
     for (int i = 0; i < niov; i++) {
-        memcpy(m->data->data + offset, iov[i].iov_base, iov[i].iov_len);
+        apply(m->data, offset, iov[i].iov_base, iov[i].iov_len);
+        journal(m, offset, iov[i].iov_base, iov[i].iov_len);
         offset += iov[i].iov_len;
+    }
+    if (m->durable && (flags & BDRV_REQ_FUA)) {
+        g_byte_array_set_size(m->durable, 0);
+        g_byte_array_append(m->durable, m->data->data, m->data->len);
+        g_ptr_array_set_size(m->pending, 0);
     }
     g_mutex_unlock(&m->lock);
     return 0;
@@ -326,7 +367,11 @@ static int mem_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
 
     g_mutex_lock(&m->lock);
     if (offset < m->data->len) {
-        memset(m->data->data + offset, 0, MIN(bytes, m->data->len - offset));
+        uint64_t n = MIN(bytes, m->data->len - offset);
+        g_autofree uint8_t *zeroes = g_malloc0(n);
+
+        memset(m->data->data + offset, 0, n);
+        journal(m, offset, zeroes, n);
     }
     g_mutex_unlock(&m->lock);
     return 0;
@@ -334,8 +379,48 @@ static int mem_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
 
 static int mem_flush(BlockDriverState *bs)
 {
+    FakeMem *m = bs->opaque;
+
+    g_mutex_lock(&m->lock);
     fake_flush_count++;
+    if (m->durable) {
+        g_byte_array_set_size(m->durable, 0);
+        g_byte_array_append(m->durable, m->data->data, m->data->len);
+        g_ptr_array_set_size(m->pending, 0);
+    }
+    g_mutex_unlock(&m->lock);
     return 0;
+}
+
+void fake_mem_journal(BlockDriverState *bs)
+{
+    FakeMem *m = bs->opaque;
+
+    g_mutex_lock(&m->lock);
+    m->durable = g_byte_array_new();
+    g_byte_array_append(m->durable, m->data->data, m->data->len);
+    m->pending = g_ptr_array_new_with_free_func(fake_write_free);
+    g_mutex_unlock(&m->lock);
+}
+
+GByteArray *fake_mem_crash(BlockDriverState *bs, GRand *r)
+{
+    FakeMem *m = bs->opaque;
+    GByteArray *img = g_byte_array_new();
+
+    g_mutex_lock(&m->lock);
+    g_byte_array_append(img, m->durable->data, m->durable->len);
+    for (guint i = 0; i < m->pending->len; i++) {
+        FakeWrite *w = g_ptr_array_index(m->pending, i);
+        gsize len;
+        const void *p = g_bytes_get_data(w->bytes, &len);
+
+        if (g_rand_boolean(r)) {
+            apply(img, w->offset, p, len);
+        }
+    }
+    g_mutex_unlock(&m->lock);
+    return img;
 }
 
 static int64_t mem_getlength(BlockDriverState *bs)
@@ -354,6 +439,10 @@ static void mem_close(BlockDriverState *bs)
     FakeMem *m = bs->opaque;
 
     g_byte_array_unref(m->data);
+    if (m->durable) {
+        g_byte_array_unref(m->durable);
+        g_ptr_array_unref(m->pending);
+    }
     g_mutex_clear(&m->lock);
 }
 
