@@ -19,6 +19,7 @@ const HMPCommand hmp_info_cmds[] = {
       hmp_info_vcpu_dirty_limit },
     { "stats", "target:s,names:s?", "target [names]",
       "show statistics (target: vm or vcpu; names: comma-separated)", hmp_info_stats },
+    { "block", "", "", "show the block devices", hmp_info_block },
     { "network", "", "", "show the network state", hmp_info_network },
     { "usernet", "", "", "show user network stack connection states", hmp_info_usernet },
     { NULL },

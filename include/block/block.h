@@ -72,6 +72,14 @@ typedef struct BlockBackend BlockBackend;
 /* Permissions a backend's user asks for (blk_attach). */
 #define BLK_PERM_READ       0x1
 #define BLK_PERM_WRITE      0x2
+/*
+ * The rest are the block layer's own, for a protocol's set_lock: QEMU's
+ * permission bits (its "consistent read" and "write" are the two above),
+ * and the ones no other process may hold, shifted by 8. QEMU's image
+ * locks are one byte per bit of each set (block/file-posix.c).
+ */
+#define BLK_PERM_RESIZE     0x8     /* a format growing its file (qcow2) */
+#define BLK_PERM_UNSHARE(p) ((p) << 8)
 
 /* QEMU's BlockdevOnError: what a failed request does (werror=, rerror=). */
 typedef enum BlockdevOnError {
@@ -118,6 +126,8 @@ struct BlockDriver {
     int (*pdiscard)(BlockDriverState *bs, uint64_t offset, uint64_t bytes); /* NULL: no-op */
     int (*flush)(BlockDriverState *bs);
     int64_t (*getlength)(BlockDriverState *bs);
+    /* Protocols: set the file's length (bdrv_truncate); NULL: -ENOTSUP. */
+    int (*truncate)(BlockDriverState *bs, uint64_t length);
     /* Bytes the image takes on the host (query-block's actual-size); NULL: the child's. */
     int64_t (*get_allocated_size)(BlockDriverState *bs);
 
@@ -127,6 +137,14 @@ struct BlockDriver {
 
     /* Protocols: take or drop the image lock for @perm (BLK_PERM_*). NULL: no locking. */
     int (*set_lock)(BlockDriverState *bs, unsigned perm, Error **errp);
+
+    /*
+     * Formats: true for a format with no metadata of its own (raw), whose
+     * file child is locked for exactly what its users take, as QEMU's raw.
+     * false: the file child is taken for read (and write and resize when
+     * the node is writable) and nobody else may write or resize it.
+     */
+    bool perm_passthrough;
 };
 
 /* One node of the graph. Fields fixed after open unless said. */
@@ -145,6 +163,8 @@ struct BlockDriverState {
 
 /* ---- Nodes (BQL) ---- */
 BlockLayer *block_layer_new(void);
+/* -incoming: every node opened from now on opens with BDRV_O_INACTIVE. */
+void block_layer_set_incoming(BlockLayer *bl);
 void block_layer_free(BlockLayer *bl);
 /* The drivers, by driver= name (NULL if unknown). */
 const BlockDriver *bdrv_find_driver(const char *format_name);
@@ -181,6 +201,10 @@ void drive_check_orphans(BlockLayer *bl);
  * blk_attach: the device @dev_name takes @drive (a -drive id or a node
  * name). One device per drive ("Drive 'd0' is already in use by ..." as
  * QEMU says otherwise); BLK_PERM_WRITE on a read-only node is refused.
+ * @dev_name is what query-block's qdev and "info block" show (QEMU: the
+ * device's id, else its QOM path); an unknown @drive is QEMU's "Property
+ * 'virtio-blk-device.drive' can't find value", with @dev_name's first word
+ * as the type when it ends in "-device".
  */
 BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name,
                          unsigned perm, Error **errp);
@@ -203,6 +227,9 @@ const char *blk_node_name(BlockBackend *blk);      /* its top node's */
 BlockErrorAction blk_get_error_action(BlockBackend *blk, bool is_read, int err);
 /* The BLOCK_IO_ERROR event for @action (QEMU's fields), and the VM stop for STOP. BQL. */
 void blk_error_action(BlockBackend *blk, BlockErrorAction action, bool is_read, int err);
+
+/* 'cont': the stops on error are over; query-block's io-status is ok again, as QEMU. BQL. */
+void blk_iostatus_reset_all(BlockLayer *bl);
 
 /* query-blockstats' counters, any thread. */
 typedef enum BlockAcctType { BLOCK_ACCT_READ, BLOCK_ACCT_WRITE, BLOCK_ACCT_FLUSH,

@@ -58,6 +58,8 @@ struct MachineState {
     Chardev *serial;            /* COM1; NULL: no UART (-nodefaults, -serial none) */
     DebugExitConfig debug_exit;
     ISAVGAConf vga;             /* -device isa-vga / -vga std */
+    /* The drives (-drive, -blockdev): made before any device, freed at exit. */
+    struct BlockLayer *block;
     /* VirtIODevice *, from -device, in command-line order (may be NULL). */
     GPtrArray *virtio_devices;
     bool incoming;              /* -incoming given: the guest's memory comes from elsewhere */

@@ -48,6 +48,8 @@ HMPHandler hmp_calc_dirty_rate, hmp_info_dirty_rate, hmp_set_vcpu_dirty_limit;
 HMPHandler hmp_cancel_vcpu_dirty_limit, hmp_info_vcpu_dirty_limit;
 /* stats */
 HMPHandler hmp_info_stats;
+/* block/ */
+HMPHandler hmp_info_block;
 /* net/ */
 HMPHandler hmp_info_network, hmp_info_usernet, hmp_hostfwd_add, hmp_hostfwd_remove;
 /* ui/ */

@@ -3,6 +3,8 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
+#include "block/block.h"
+#include "hw/boards.h"
 #include "monitor/monitor.h"
 #include "migration/misc.h"
 #include "system/cpus.h"
@@ -52,6 +54,9 @@ bool qmp_cont(Error **errp)
     }
     if (!migration_allows_cont(errp)) {
         return false;
+    }
+    if (current_machine && current_machine->block) {
+        blk_iostatus_reset_all(current_machine->block);
     }
     vm_start();
     return true;

@@ -367,13 +367,3 @@ IOThreadInfoList *qmp_query_iothreads(Error **errp)
 {
     return NULL;
 }
-
-BlockInfoList *qmp_query_block(Error **errp)
-{
-    return NULL;
-}
-
-BlockDeviceInfoList *qmp_query_named_block_nodes(bool has_flat, bool flat, Error **errp)
-{
-    return NULL;
-}

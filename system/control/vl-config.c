@@ -17,6 +17,8 @@ void vl_config_init(Config *cfg)
     cfg->monitors = g_ptr_array_new();
     cfg->netdevs = net_pending_new();
     cfg->nic_devices = g_ptr_array_new();
+    cfg->drive_args = g_ptr_array_new_with_free_func(g_free);
+    cfg->blockdev_args = g_ptr_array_new_with_free_func(g_free);
 }
 
 static void monitor_config_free(gpointer p)
@@ -48,6 +50,8 @@ void vl_config_free(Config *cfg)
     g_ptr_array_free(cfg->object_opts, TRUE);
     g_ptr_array_free(cfg->monitors, TRUE);
     g_ptr_array_unref(cfg->netdevs);
+    g_ptr_array_free(cfg->drive_args, TRUE);
+    g_ptr_array_free(cfg->blockdev_args, TRUE);
     g_ptr_array_set_free_func(cfg->nic_devices, virtio_net_conf_destroy);
     g_ptr_array_free(cfg->nic_devices, TRUE);
 }

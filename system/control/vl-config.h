@@ -45,6 +45,8 @@ typedef struct Config {
     GPtrArray *object_opts;     /* QemuOpts of -object */
     GPtrArray *monitors;        /* MonitorConfig */
     GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */
+    GPtrArray *drive_args;      /* char *: -drive, in order, opened after parsing */
+    GPtrArray *blockdev_args;   /* char *: -blockdev, in order */
     GPtrArray *nic_devices;     /* VirtIONetConf *: -device virtio-net-device, in order */
 } Config;
 

@@ -13,6 +13,7 @@
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
+#include "block/block.h"
 #include "hw/boards.h"
 #include "hw/virtio/virtio-net.h"
 #include "monitor/monitor.h"
@@ -41,7 +42,7 @@ typedef enum {
     OPT_QMP_PRETTY, OPT_MONITOR, OPT_CHARDEV, OPT_MON, OPT_DEVICE, OPT_INCOMING, OPT_TRACE,
     OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC, OPT_NETDEV,
     OPT_UUID, OPT_OVERCOMMIT, OPT_RTC, OPT_NO_ACPI, OPT_BOOT, OPT_MSG, OPT_AUDIODEV,
-    OPT_ADD_FD,
+    OPT_ADD_FD, OPT_DRIVE, OPT_BLOCKDEV,
 } OptIndex;
 
 typedef struct QemuOption {
@@ -73,6 +74,7 @@ static const QemuOption qemu_options[] = {
     { "overcommit", true, OPT_OVERCOMMIT }, { "rtc", true, OPT_RTC },
     { "no-acpi", false, OPT_NO_ACPI }, { "boot", true, OPT_BOOT }, { "msg", true, OPT_MSG },
     { "audiodev", true, OPT_AUDIODEV }, { "add-fd", true, OPT_ADD_FD },
+    { "drive", true, OPT_DRIVE }, { "blockdev", true, OPT_BLOCKDEV },
 };
 
 static void version(void)
@@ -105,6 +107,10 @@ static void help(void)
            "-device isa-vga[,vgamem_mb=N][,id=ID] / -vga std|none   Bochs VBE display\n"
            "-netdev user,id=ID[,net=ADDR[/MASK]][,host=ADDR][,hostfwd=[tcp|udp]:[HADDR]:HPORT-[GADDR]:GPORT]...\n"
            "-nic user[,model=virtio-net-device][,mac=MAC][,netdev user options]\n"
+"-drive file=FILE,if=none,id=ID[,format=raw|qcow2][,cache=MODE][,aio=threads|io_uring|native]\n"
+           "       [,readonly=on][,discard=ignore|unmap][,detect-zeroes=off|on|unmap][,werror=,rerror=]\n"
+           "-blockdev driver=DRV,node-name=NAME[,file.driver=file,file.filename=FILE|file=NODE][,...]\n"
+           "                                 a block node (also in JSON: -blockdev '{...}')\n"
            "-incoming URI|defer              wait for an incoming migration\n"
            "-trace [enable=]PATTERN[,file=PATH]  trace points matching PATTERN (help: list)\n");
 }
@@ -289,6 +295,13 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         return trace_parse_option(arg, errp);
     case OPT_GLOBAL:
         return vl_parse_global(arg, errp);
+    case OPT_DRIVE:
+        /* Opened once -incoming is known: a destination opens its images inactive. */
+        g_ptr_array_add(cfg->drive_args, g_strdup(arg));
+        return true;
+    case OPT_BLOCKDEV:
+        g_ptr_array_add(cfg->blockdev_args, g_strdup(arg));
+        return true;
     case OPT_ADD_FD:
         /* Now, as QEMU does: the fds must be in their sets before anything opens a file. */
         return qemu_fdset_add_option(arg, errp);
@@ -450,6 +463,37 @@ static void create_monitors(Config *cfg)
     }
 }
 
+/* The images, into the machine's block layer; a failure exits as QEMU does. */
+static void open_drives(Config *cfg)
+{
+    Error *err = NULL;
+
+    cfg->machine.block = block_layer_new();
+    if (cfg->incoming) {
+        block_layer_set_incoming(cfg->machine.block);
+    }
+    for (guint i = 0; i < cfg->blockdev_args->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->blockdev_args, i);
+
+        loc_set_cmdline("blockdev", arg);
+        if (!blockdev_parse(cfg->machine.block, arg, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
+        loc_clear();
+    }
+    for (guint i = 0; i < cfg->drive_args->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->drive_args, i);
+
+        loc_set_cmdline("drive", arg);
+        if (!drive_parse(cfg->machine.block, arg, &err)) {
+            error_report_err(err);
+            exit(1);
+        }
+        loc_clear();
+    }
+}
+
 void qemu_init(int argc, char **argv)
 {
     Config cfg;
@@ -537,6 +581,8 @@ void qemu_init(int argc, char **argv)
             exit(1);
         }
     }
+    /* Before the machine: its devices take their drives (QEMU: -blockdev, then -drive). */
+    open_drives(&cfg);
     /* Before the machine: its NICs find their backends by id. */
     if (!net_clients_create(cfg.netdevs, &err)) {
         error_report_err(err);
@@ -570,6 +616,7 @@ void qemu_init(int argc, char **argv)
             error_report_err(err);
             exit(1);
         }
+        drive_check_orphans(current_machine->block);
     }
     /* What the old process had and this one does not is not this one's to keep. */
     if (cpr_fd_close_unused()) {

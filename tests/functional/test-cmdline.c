@@ -44,6 +44,29 @@ static const BadCase bad_cases[] = {
     { "-global migration.x-mapped-ram=on -global migration.x-xbzrle=on -kernel %s",
       "Mapped-ram migration is incompatible with xbzrle" },
     { "somefile.img", "disk images are not supported" },
+    /* -drive and -blockdev, with QEMU 7.2's words (its binary checked on each). */
+    { "-drive file=/nonexistent.img,if=none,id=d0 -kernel %s",
+      "-drive file=/nonexistent.img,if=none,id=d0: Could not open '/nonexistent.img': "
+      "No such file or directory" },
+    { "-drive file=/x.img,if=none,format=bogus -kernel %s", "Unknown driver 'bogus'" },
+    { "-drive file=/x.img,if=none,cache=bogus -kernel %s", "invalid cache option" },
+    { "-drive file=/x.img,if=none,werror=bogus -kernel %s", "'bogus' invalid write error action" },
+    { "-drive file=/x.img,if=virtio -kernel %s", "No 'PCI' bus found for device 'virtio-blk-pci'" },
+    { "-drive file=/x.img,if=none,format=raw,aio=native -kernel %s",
+      "aio=native was specified, but it requires cache.direct=on, which was not specified." },
+    { "-drive file=/x.img,if=none,id=#d -kernel %s", "Parameter 'id' expects an identifier" },
+    { "-drive file=/,if=none,format=raw,readonly=on -kernel %s",
+      "'file' driver requires '/' to be a regular file" },
+    { "-blockdev driver=bogus,node-name=n0 -kernel %s",
+      "Parameter 'driver' does not accept value 'bogus'" },
+    { "-blockdev driver=file,filename=/x.img -kernel %s",
+      "'node-name' must be specified for the root node" },
+    { "-blockdev driver=raw,node-name=n0,file=nope -kernel %s",
+      "Cannot find device='nope' nor node-name='nope'" },
+    { "-blockdev driver=raw,node-name=n0,file.driver=file,file.filename=/x.img,file.foo=1 "
+      "-kernel %s", "Parameter 'file.foo' is unexpected" },
+    { "-blockdev '{\"driver\":\"raw\",\"node-name\":\"n0\",\"file\":\"nope\"}' -kernel %s",
+      "Cannot find device='nope' nor node-name='nope'" },
 };
 
 static void test_bad_cmdline(gconstpointer data)

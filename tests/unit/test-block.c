@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for the block layer core (block/): raw over file on a real
+ * temporary file, opened as -drive and -blockdev do it.
+ *   - requests: read back what was written, zeroes (allocating and
+ *     punching), discard, flush, FUA; bounds and overflow refused before
+ *     the file sees them; two threads writing at once;
+ *   - image locks: two layers on one image exclude each other as two
+ *     processes do (OFD locks belong to the open file description), on
+ *     QEMU 7.2's bytes, checked from a third open; inactivation drops
+ *     them and refuses requests, activation takes them back or fails
+ *     without changing anything;
+ *   - attach: QEMU's messages for an unknown drive, a drive in use, a
+ *     read-only node;
+ *   - werror/rerror: the action for each errno and the BLOCK_IO_ERROR
+ *     event's fields (a fake event sender records them), the stop request;
+ *   - option errors in QEMU's words for -drive and -blockdev.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-events.h"
+#include "block/block.h"
+#include "qemu/bufferiszero.h"
+#include "system/runstate.h"
+
+/* ---- Fakes of what backend.c calls outside block/ ---- */
+
+typedef struct FakeEvent {
+    char *device, *node_name, *reason;
+    IoOperationType operation;
+    BlockIOErrorAction action;
+    bool has_nospace, nospace;
+    int count;
+} FakeEvent;
+
+/* The last BLOCK_IO_ERROR and the last stop request (main thread only: the tests). */
+typedef struct Fakes {
+    FakeEvent ev;
+    int stops;
+    RunState stop_state;
+} Fakes;
+
+static Fakes fakes;
+
+void qapi_event_send_block_io_error(const char *device, const char *node_name,
+                                    IoOperationType operation, BlockIOErrorAction action,
+                                    bool has_nospace, bool nospace, const char *reason)
+{
+    g_free(fakes.ev.device);
+    g_free(fakes.ev.node_name);
+    g_free(fakes.ev.reason);
+    fakes.ev.device = g_strdup(device);
+    fakes.ev.node_name = g_strdup(node_name);
+    fakes.ev.reason = g_strdup(reason);
+    fakes.ev.operation = operation;
+    fakes.ev.action = action;
+    fakes.ev.has_nospace = has_nospace;
+    fakes.ev.nospace = nospace;
+    fakes.ev.count++;
+}
+
+void qemu_system_vmstop_request(RunState state)
+{
+    fakes.stops++;
+    fakes.stop_state = state;
+}
+
+/* ---- Helpers ---- */
+
+#define IMG_SIZE (4 * 1024 * 1024)
+
+static char *tmpdir;
+
+static char *make_image(const char *name, uint64_t size)
+{
+    char *path = g_build_filename(tmpdir, name, NULL);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, size), ==, 0);
+    close(fd);
+    return path;
+}
+
+/* *@errp holds an error saying @want; it is freed and *@errp is NULL again. */
+static void assert_error(Error **errp, const char *want)
+{
+    g_assert_nonnull(*errp);
+    if (!strstr(error_get_pretty(*errp), want)) {
+        g_error("error '%s' lacks '%s'", error_get_pretty(*errp), want);
+    }
+    error_free(*errp);
+    *errp = NULL;
+}
+
+static BlockLayer *open_drive(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static BlockLayer *open_drive(const char *fmt, ...)
+{
+    BlockLayer *bl = block_layer_new();
+    g_autofree char *opts = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    opts = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_assert_true(drive_parse(bl, opts, &error_abort));
+    return bl;
+}
+
+static int rw(BlockBackend *blk, bool write, uint64_t off, void *buf, size_t len, int flags)
+{
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+    return write ? blk_pwritev(blk, off, &iov, 1, flags) : blk_preadv(blk, off, &iov, 1);
+}
+
+/* Whether any open file description holds a lock on @byte of @path (a fresh open asks). */
+static bool byte_locked(const char *path, off_t byte)
+{
+    struct flock fl = { .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
+                        .l_type = F_WRLCK };
+    int fd = open(path, O_RDONLY);
+    bool taken;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fcntl(fd, F_OFD_GETLK, &fl), ==, 0);
+    taken = fl.l_type != F_UNLCK;
+    close(fd);
+    return taken;
+}
+
+/* The set of QEMU lock bytes held on @path, as a bitmask: bit b for 100+b, bit 8+b for 200+b. */
+static unsigned locked_bytes(const char *path)
+{
+    unsigned mask = 0;
+
+    for (int b = 0; b < 4; b++) {
+        mask |= byte_locked(path, 100 + b) ? 1u << b : 0;
+        mask |= byte_locked(path, 200 + b) ? 1u << (8 + b) : 0;
+    }
+    return mask;
+}
+
+/* ---- Tests ---- */
+
+static void test_rw(void)
+{
+    g_autofree char *path = make_image("rw.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,discard=unmap", path);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_autofree uint8_t *buf = g_malloc(65536), *back = g_malloc(65536);
+    struct stat st;
+
+    g_assert_cmpint(blk_getlength(blk), ==, IMG_SIZE);
+    g_assert_cmpstr(blk_name(blk), ==, "d0");
+    g_assert_true(g_str_has_prefix(blk_node_name(blk), "#block"));
+    g_assert_false(blk_is_read_only(blk));
+    g_assert_true(blk_enable_write_cache(blk));
+
+    for (int i = 0; i < 65536; i++) {
+        buf[i] = i * 7 + 3;
+    }
+    g_assert_cmpint(rw(blk, true, 65536, buf, 65536, 0), ==, 0);
+    g_assert_cmpint(rw(blk, true, 0, buf, 512, BDRV_REQ_FUA), ==, 0);
+    g_assert_cmpint(rw(blk, false, 65536, back, 65536, 0), ==, 0);
+    g_assert_cmpmem(buf, 65536, back, 65536);
+
+    /* A scattered read: three pieces of one range. */
+    {
+        uint8_t a[100], b[1000], c[2996];
+        struct iovec iov[3] = { { a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) } };
+
+        g_assert_cmpint(blk_preadv(blk, 65536, iov, 3), ==, 0);
+        g_assert_cmpmem(a, sizeof(a), buf, sizeof(a));
+        g_assert_cmpmem(b, sizeof(b), buf + 100, sizeof(b));
+        g_assert_cmpmem(c, sizeof(c), buf + 1100, sizeof(c));
+    }
+
+    /* Zeroes: allocating, then punching (discard=unmap lets MAY_UNMAP through). */
+    g_assert_cmpint(blk_pwrite_zeroes(blk, 65536, 4096, 0), ==, 0);
+    g_assert_cmpint(rw(blk, false, 65536, back, 8192, 0), ==, 0);
+    g_assert_true(buffer_is_zero(back, 4096));
+    g_assert_cmpmem(back + 4096, 4096, buf + 4096, 4096);
+    g_assert_cmpint(blk_pwrite_zeroes(blk, 65536 + 4096, 65536 - 4096, BDRV_REQ_MAY_UNMAP),
+                    ==, 0);
+    g_assert_cmpint(rw(blk, false, 65536, back, 65536, 0), ==, 0);
+    g_assert_true(buffer_is_zero(back, 65536));
+
+    /* Discard deallocates: the file's blocks go down. */
+    g_assert_cmpint(rw(blk, true, 1024 * 1024, buf, 65536, 0), ==, 0);
+    g_assert_cmpint(blk_flush(blk), ==, 0);
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    {
+        blkcnt_t before = st.st_blocks;
+
+        g_assert_cmpint(blk_pdiscard(blk, 1024 * 1024, 65536), ==, 0);
+        g_assert_cmpint(stat(path, &st), ==, 0);
+        g_assert_cmpint(st.st_blocks, <, before);
+    }
+    g_assert_cmpint(st.st_size, ==, IMG_SIZE);
+
+    /* Bounds: the end, past it, and offsets that overflow. */
+    g_assert_cmpint(rw(blk, false, IMG_SIZE - 512, back, 512, 0), ==, 0);
+    g_assert_cmpint(rw(blk, false, IMG_SIZE - 512, back, 1024, 0), ==, -EIO);
+    g_assert_cmpint(rw(blk, true, IMG_SIZE, buf, 512, 0), ==, -EIO);
+    g_assert_cmpint(rw(blk, true, UINT64_MAX - 100, buf, 512, 0), ==, -EIO);
+    g_assert_cmpint(blk_pwrite_zeroes(blk, IMG_SIZE - 512, 1024, 0), ==, -EIO);
+    g_assert_cmpint(blk_pdiscard(blk, INT64_MAX, INT64_MAX), ==, -EIO);
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    g_assert_cmpint(st.st_size, ==, IMG_SIZE);
+
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
+typedef struct Writer {
+    BlockBackend *blk;
+    int id;
+} Writer;
+
+static gpointer writer_thread(gpointer opaque)
+{
+    Writer *w = opaque;
+    uint8_t buf[4096];
+
+    /* Writer i owns every other 4 KiB block, with its id in every byte. */
+    for (int round = 0; round < 4; round++) {
+        for (uint64_t blkno = w->id; blkno < IMG_SIZE / 4096; blkno += 2) {
+            memset(buf, w->id + 1 + round, sizeof(buf));
+            g_assert_cmpint(rw(w->blk, true, blkno * 4096, buf, sizeof(buf), 0), ==, 0);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    g_autofree char *path = make_image("threads.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,cache=none", path);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    Writer w[2] = { { blk, 0 }, { blk, 1 } };
+    GThread *t[2];
+    uint8_t buf[4096];
+
+    for (int i = 0; i < 2; i++) {
+        t[i] = g_thread_new("writer", writer_thread, &w[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_thread_join(t[i]);
+    }
+    for (uint64_t blkno = 0; blkno < IMG_SIZE / 4096; blkno++) {
+        g_assert_cmpint(rw(blk, false, blkno * 4096, buf, sizeof(buf), 0), ==, 0);
+        for (size_t i = 0; i < sizeof(buf); i++) {
+            g_assert_cmpint(buf[i], ==, (blkno & 1) + 1 + 3);
+        }
+    }
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
+static void test_locks(void)
+{
+    g_autofree char *path = make_image("locks.img", IMG_SIZE);
+    BlockLayer *a = open_drive("file=%s,format=raw,if=none,id=d0", path);
+    BlockLayer *b;
+    BlockBackend *ba, *bb;
+    Error *err = NULL;
+    uint8_t buf[512] = { 1 };
+
+    /* A drive no device took only reads, as QEMU: byte 100. */
+    g_assert_cmphex(locked_bytes(path), ==, 0x001);
+    ba = blk_attach(a, "d0", "virtio-blk-device at 0xfeb00e00",
+                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    /* A writing device: 100, 101 and 201, QEMU 7.2's bytes for the same drive. */
+    g_assert_cmphex(locked_bytes(path), ==, 0x203);
+
+    /* A second open of the image (another layer) is another process to the locks. */
+    b = open_drive("file=%s,format=raw,if=none,id=d0", path);
+    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
+                    BLK_PERM_READ | BLK_PERM_WRITE, &err);
+    g_assert_null(bb);
+    assert_error(&err, "Failed to get \"write\" lock");
+    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &err);
+    g_assert_null(bb);
+    assert_error(&err, "Failed to get shared \"write\" lock");
+    /* The failed attaches took nothing and left the first layer's locks alone. */
+    g_assert_cmphex(locked_bytes(path), ==, 0x203);
+
+    /* Inactive: no lock (QEMU's incoming side holds none), and no request. */
+    g_assert_cmpint(bdrv_inactivate_all(a, &error_abort), ==, 0);
+    g_assert_cmphex(locked_bytes(path), ==, 0x001);     /* b's drive: read */
+    g_assert_cmpint(rw(ba, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
+    g_assert_cmpint(rw(ba, false, 0, buf, sizeof(buf), 0), ==, -EPERM);
+
+    /* Now the other one may write; the first cannot take its image back. */
+    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
+                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpint(rw(bb, true, 0, buf, sizeof(buf), 0), ==, 0);
+    g_assert_cmpint(bdrv_activate_all(a, &err), <, 0);
+    assert_error(&err, "lock");
+    g_assert_cmpint(rw(ba, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
+    g_assert_cmphex(locked_bytes(path), ==, 0x203);
+
+    /* The other one leaves: activation takes the locks back and requests work again. */
+    blk_detach(bb);
+    block_layer_free(b);
+    g_assert_cmphex(locked_bytes(path), ==, 0x000);
+    g_assert_cmpint(bdrv_activate_all(a, &error_abort), ==, 0);
+    g_assert_cmphex(locked_bytes(path), ==, 0x203);
+    g_assert_cmpint(rw(ba, false, 0, buf, sizeof(buf), 0), ==, 0);
+    g_assert_cmpint(buf[0], ==, 1);
+
+    /* file.locking=off takes nothing and checks nothing. */
+    b = open_drive("file=%s,format=raw,if=none,id=d0,file.locking=off", path);
+    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
+                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    blk_detach(bb);
+    block_layer_free(b);
+
+    blk_detach(ba);
+    g_assert_cmphex(locked_bytes(path), ==, 0x001);
+    block_layer_free(a);
+    g_assert_cmphex(locked_bytes(path), ==, 0x000);
+}
+
+static void test_readonly(void)
+{
+    g_autofree char *path = make_image("ro.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,readonly=on", path);
+    BlockBackend *blk;
+    Error *err = NULL;
+    uint8_t buf[512] = { 0 };
+
+    g_assert_null(blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                             BLK_PERM_READ | BLK_PERM_WRITE, &err));
+    assert_error(&err, "Block node is read-only");
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ,
+                     &error_abort);
+    g_assert_true(blk_is_read_only(blk));
+    /* A read-only device: 100 and 201, as QEMU. */
+    g_assert_cmphex(locked_bytes(path), ==, 0x201);
+    g_assert_cmpint(rw(blk, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
+    g_assert_cmpint(rw(blk, false, 0, buf, sizeof(buf), 0), ==, 0);
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
+static void test_attach(void)
+{
+    g_autofree char *path = make_image("attach.img", IMG_SIZE);
+    g_autofree char *json = NULL;
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0", path);
+    BlockBackend *blk, *blk2;
+    Error *err = NULL;
+
+    g_assert_null(blk_attach(bl, "x", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &err));
+    assert_error(&err, "Property 'virtio-blk-device.drive' can't find value 'x'");
+    g_assert_null(blk_attach(bl, "x", "vd0", BLK_PERM_READ, &err));
+    assert_error(&err, "Property 'virtio-blk-device.drive' can't find value 'x'");
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &error_abort);
+    g_assert_null(blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00c00", BLK_PERM_READ, &err));
+    assert_error(&err, "Drive 'd0' is already in use by another device");
+    blk_detach(blk);
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00c00", BLK_PERM_READ, &error_abort);
+    blk_detach(blk);
+
+    /* -blockdev: a file node, a raw node over it by name, a device on the raw node. */
+    g_assert_true(blockdev_parse(bl, "driver=file,node-name=f0,filename=attach.img,"
+                                 "locking=off", &err) == false);
+    assert_error(&err, "Could not open 'attach.img'");
+    json = g_strdup_printf("{\"driver\":\"file\",\"node-name\":\"f0\",\"filename\":\"%s\"}",
+                           path);
+    g_assert_true(blockdev_parse(bl, json, &error_abort));
+    g_assert_true(blockdev_parse(bl, "driver=raw,node-name=n0,file=f0", &error_abort));
+    g_assert_nonnull(bdrv_find_node(bl, "f0"));
+    g_assert_true(bdrv_find_node(bl, "n0")->file == bdrv_find_node(bl, "f0"));
+    blk2 = blk_attach(bl, "n0", "virtio-blk-device at 0xfeb00a00", BLK_PERM_READ,
+                      &error_abort);
+    g_assert_cmpstr(blk_name(blk2), ==, "");
+    g_assert_cmpstr(blk_node_name(blk2), ==, "n0");
+    g_assert_null(blk_attach(bl, "n0", "virtio-blk-device at 0xfeb00800", BLK_PERM_READ, &err));
+    assert_error(&err, "Drive 'n0' is already in use by another device");
+    blk_detach(blk2);
+    block_layer_free(bl);
+}
+
+static void test_error_policy(void)
+{
+    g_autofree char *path = make_image("err.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0", path);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    BlockLayer *bl2;
+    BlockBackend *blk2;
+
+    /* The defaults: werror=enospc, rerror=report. */
+    g_assert_cmpint(blk_get_error_action(blk, false, ENOSPC), ==, BLOCK_ERROR_ACTION_STOP);
+    g_assert_cmpint(blk_get_error_action(blk, false, -ENOSPC), ==, BLOCK_ERROR_ACTION_STOP);
+    g_assert_cmpint(blk_get_error_action(blk, false, EIO), ==, BLOCK_ERROR_ACTION_REPORT);
+    g_assert_cmpint(blk_get_error_action(blk, true, ENOSPC), ==, BLOCK_ERROR_ACTION_REPORT);
+
+    memset(&fakes, 0, sizeof(fakes));
+    blk_error_action(blk, BLOCK_ERROR_ACTION_STOP, false, ENOSPC);
+    g_assert_cmpint(fakes.ev.count, ==, 1);
+    g_assert_cmpstr(fakes.ev.device, ==, "d0");
+    g_assert_cmpstr(fakes.ev.node_name, ==, blk_node_name(blk));
+    g_assert_cmpint(fakes.ev.operation, ==, IO_OPERATION_TYPE_WRITE);
+    g_assert_cmpint(fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_STOP);
+    g_assert_true(fakes.ev.has_nospace && fakes.ev.nospace);
+    g_assert_cmpstr(fakes.ev.reason, ==, strerror(ENOSPC));
+    g_assert_cmpint(fakes.stops, ==, 1);
+    g_assert_cmpint(fakes.stop_state, ==, RUN_STATE_IO_ERROR);
+
+    blk_error_action(blk, BLOCK_ERROR_ACTION_REPORT, true, EIO);
+    g_assert_cmpint(fakes.ev.count, ==, 2);
+    g_assert_cmpint(fakes.ev.operation, ==, IO_OPERATION_TYPE_READ);
+    g_assert_cmpint(fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_REPORT);
+    g_assert_false(fakes.ev.nospace);
+    g_assert_cmpint(fakes.stops, ==, 1);
+    blk_detach(blk);
+    block_layer_free(bl);
+
+    bl2 = open_drive("file=%s,format=raw,if=none,id=d1,werror=stop,rerror=ignore", path);
+    blk2 = blk_attach(bl2, "d1", "virtio-blk-device at 0xfeb00e00",
+                      BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpint(blk_get_error_action(blk2, false, EIO), ==, BLOCK_ERROR_ACTION_STOP);
+    g_assert_cmpint(blk_get_error_action(blk2, true, EIO), ==, BLOCK_ERROR_ACTION_IGNORE);
+    blk_detach(blk2);
+    block_layer_free(bl2);
+
+    bl2 = open_drive("file=%s,format=raw,if=none,id=d1,werror=report,rerror=report", path);
+    blk2 = blk_attach(bl2, "d1", "virtio-blk-device at 0xfeb00e00",
+                      BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpint(blk_get_error_action(blk2, false, ENOSPC), ==, BLOCK_ERROR_ACTION_REPORT);
+    blk_error_action(blk2, BLOCK_ERROR_ACTION_REPORT, false, ENOSPC);
+    g_assert_false(fakes.ev.has_nospace);       /* no stop policy: QEMU leaves it out */
+    blk_detach(blk2);
+    block_layer_free(bl2);
+}
+
+static void test_bad_options(void)
+{
+    g_autofree char *path = make_image("opts.img", IMG_SIZE);
+    static const struct {
+        const char *opts;       /* "%s" is the image */
+        const char *error;
+    } drive_cases[] = {
+        { "file=%s,format=raw,if=none,foo=1", "Block format 'raw' does not support the option 'foo'" },
+        { "file=%s,format=raw,if=none,file.foo=1",
+          "Block protocol 'file' does not support the option 'foo'" },
+        { "file=%s,format=bogus,if=none", "Unknown driver 'bogus'" },
+        { "file=%s,format=raw,cache=bogus", "invalid cache option" },
+        { "file=%s,format=raw,aio=native", "aio=native was specified, but it requires "
+          "cache.direct=on, which was not specified." },
+        { "file=%s,format=raw,aio=bogus", "invalid aio option" },
+        { "file=%s,format=raw,discard=bogus", "Invalid discard option" },
+        { "file=%s,format=raw,detect-zeroes=bogus", "invalid parameter value: bogus" },
+        { "file=%s,format=raw,detect-zeroes=unmap", "setting detect-zeroes to unmap is not "
+          "allowed without setting discard operation to unmap" },
+        { "file=%s,format=raw,werror=bogus", "'bogus' invalid write error action" },
+        { "file=%s,format=raw,rerror=enospc", "'enospc' invalid read error action" },
+        { "file=%s,format=raw,readonly=maybe", "Parameter 'read-only' expects 'on' or 'off'" },
+        { "file=%s,format=raw,if=virtio", "No 'PCI' bus found for device 'virtio-blk-pci'" },
+        { "file=%s,format=raw,if=ide", "machine type does not support if=ide,bus=0,unit=0" },
+        { "file=%s,format=raw,node-name=#x", "Invalid node-name: '#x'" },
+        { "file=%s,format=raw,id=#x", "Parameter 'id' expects an identifier" },
+        { "file=%s.nope,format=raw", "Could not open" },
+        { "file=%s,format=raw,file.locking=bogus", "invalid parameter value: bogus" },
+        { "file=%s,format=raw,offset=5G", "has to be smaller or equal to the" },
+    };
+    static const struct {
+        const char *opts;
+        const char *error;
+    } blockdev_cases[] = {
+        { "driver=raw,node-name=n0,file.driver=file,file.filename=%s,foo=1",
+          "Parameter 'foo' is unexpected" },
+        { "driver=raw,node-name=n0,file.driver=file,file.filename=%s,file.foo=1",
+          "Parameter 'file.foo' is unexpected" },
+        { "driver=bogus,node-name=n0,x=%s", "Parameter 'driver' does not accept value 'bogus'" },
+        { "node-name=n0,x=%s", "Parameter 'driver' is missing" },
+        { "driver=file,filename=%s", "'node-name' must be specified for the root node" },
+        { "driver=raw,node-name=n0,x=%s", "Parameter 'file' is missing" },
+        { "driver=raw,node-name=n0,file=nope,x=%s",
+          "Cannot find device='nope' nor node-name='nope'" },
+        { "driver=raw,node-name=n0,file.driver=file,file.filename=%s,discard=bad",
+          "Parameter 'discard' does not accept value 'bad'" },
+        { "driver=raw,node-name=n0,file.filename=%s", "Parameter 'file.driver' is missing" },
+        { "{\"driver\":\"raw\",\"node-name\":\"n0\",\"file\":{\"driver\":\"file\","
+          "\"filename\":\"%s\"},\"bad\":1}", "Parameter 'bad' is unexpected" },
+        { "{\"driver\":\"raw\",%s", "JSON parse error" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(drive_cases); i++) {
+        BlockLayer *bl = block_layer_new();
+        g_autofree char *opts = g_strdup_printf(drive_cases[i].opts, path);
+        Error *err = NULL;
+
+        g_assert_false(drive_parse(bl, opts, &err));
+        assert_error(&err, drive_cases[i].error);
+        block_layer_free(bl);
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(blockdev_cases); i++) {
+        BlockLayer *bl = block_layer_new();
+        g_autofree char *opts = g_strdup_printf(blockdev_cases[i].opts, path);
+        Error *err = NULL;
+
+        g_assert_false(blockdev_parse(bl, opts, &err));
+        assert_error(&err, blockdev_cases[i].error);
+        block_layer_free(bl);
+    }
+    /* Duplicates across options of one layer. */
+    {
+        BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,node-name=n0", path);
+        g_autofree char *dup_id = g_strdup_printf("file=%s,format=raw,id=d0", path);
+        g_autofree char *dup_node = g_strdup_printf("file=%s,format=raw,node-name=n0", path);
+        Error *err = NULL;
+
+        g_assert_false(drive_parse(bl, dup_id, &err));
+        assert_error(&err, "Duplicate ID 'd0' for drive");
+        g_assert_false(drive_parse(bl, dup_node, &err));
+        assert_error(&err, "Duplicate nodes with node-name='n0'");
+        block_layer_free(bl);
+    }
+}
+
+static void test_raw_offset_size(void)
+{
+    g_autofree char *path = make_image("window.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,offset=1M,size=64K", path);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    uint8_t buf[512];
+    int fd;
+
+    g_assert_cmpint(blk_getlength(blk), ==, 65536);
+    memset(buf, 0x5a, sizeof(buf));
+    g_assert_cmpint(rw(blk, true, 0, buf, sizeof(buf), 0), ==, 0);
+    g_assert_cmpint(rw(blk, true, 65536, buf, sizeof(buf), 0), ==, -EIO);
+    fd = open(path, O_RDONLY);
+    memset(buf, 0, sizeof(buf));
+    g_assert_cmpint(pread(fd, buf, sizeof(buf), 1024 * 1024), ==, sizeof(buf));
+    g_assert_cmpint(buf[0], ==, 0x5a);
+    close(fd);
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    tmpdir = g_dir_make_tmp("test-block-XXXXXX", NULL);
+    g_assert_nonnull(tmpdir);
+    g_test_add_func("/block/rw", test_rw);
+    g_test_add_func("/block/threads", test_threads);
+    g_test_add_func("/block/locks", test_locks);
+    g_test_add_func("/block/readonly", test_readonly);
+    g_test_add_func("/block/attach", test_attach);
+    g_test_add_func("/block/error-policy", test_error_policy);
+    g_test_add_func("/block/bad-options", test_bad_options);
+    g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
+    ret = g_test_run();
+    {
+        g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
+        const char *name;
+
+        while (d && (name = g_dir_read_name(d))) {
+            g_autofree char *p = g_build_filename(tmpdir, name, NULL);
+
+            unlink(p);
+        }
+    }
+    rmdir(tmpdir);
+    return ret;
+}
