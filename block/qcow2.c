@@ -153,18 +153,6 @@ fail:
     return ret;
 }
 
-/* The backing name as QEMU resolves it: relative to the image's directory. */
-static char *backing_path(BlockDriverState *bs, const char *name)
-{
-    g_autofree char *dir = NULL;
-
-    if (g_path_is_absolute(name) || !bs->filename) {
-        return g_strdup(name);
-    }
-    dir = g_path_get_dirname(bs->filename);
-    return g_build_filename(dir, name, NULL);
-}
-
 static int qcow2_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -187,9 +175,8 @@ static int qcow2_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **e
     qcow2_cache_init(&s->l2_cache, QCOW2_L2_CACHE_TABLES, s->cluster_size,
                      &s->refblock_cache);
     if (s->h.backing_file) {
-        g_autofree char *path = backing_path(bs, s->h.backing_file);
-
-        ret = bdrv_open_backing(bs, path, s->h.backing_format, errp);
+        /* As the header says it: the layer resolves it against the image's directory. */
+        ret = bdrv_open_backing(bs, s->h.backing_file, s->h.backing_format, errp);
         if (ret < 0) {
             qcow2_cache_destroy(&s->l2_cache);
             qcow2_cache_destroy(&s->refblock_cache);
@@ -569,8 +556,16 @@ static int qcow2_activate(BlockDriverState *bs, Error **errp)
     Qcow2Header old = s->h;
     int ret;
 
-    if (!s->inactive) {
-        return 0;           /* ours all along: the caches are the truth, keep them */
+    /*
+     * A node that was never inactivated may hold writes only its caches
+     * have: keep them. Clean caches are reloaded whatever this node
+     * believes: after a failed activation elsewhere the layer marks every
+     * node inactive again, and another process may write the image before
+     * the next attempt.
+     */
+    if (!s->inactive && (qcow2_cache_is_dirty(&s->l2_cache) ||
+                         qcow2_cache_is_dirty(&s->refblock_cache))) {
+        return 0;
     }
     /* Another process wrote the image since we last read it: forget everything. */
     qcow2_cache_drop_all(&s->l2_cache);

@@ -140,7 +140,15 @@ int bdrv_open_backing(BlockDriverState *bs, const char *filename, const char *fo
         bs->backing->read_only = true;
         return 0;
     }
-    file = fake_file_open(filename, false, errp);
+    /* Relative to the image's directory, as block/block.c resolves it. */
+    if (!g_path_is_absolute(filename) && bs->filename) {
+        g_autofree char *dir = g_path_get_dirname(bs->filename);
+        g_autofree char *path = g_build_filename(dir, filename, NULL);
+
+        file = fake_file_open(path, false, errp);
+    } else {
+        file = fake_file_open(filename, false, errp);
+    }
     if (!file) {
         return -ENOENT;
     }
