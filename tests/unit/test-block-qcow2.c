@@ -8,8 +8,8 @@
  *     discards (discard=unmap) and reads through a backend against a
  *     model; afterwards qemu-img check finds no error or leak and
  *     qemu-img compare finds the model;
- *   - while our backend writes the image, QEMU's qemu-img cannot open it
- *     (our locks are QEMU's), and after we let go it can;
+ *   - the lock bytes are QEMU 7.2's for a qcow2 drive, and while our
+ *     backend writes the image QEMU's qemu-img cannot open it;
  *   - a migration handover between two layers (a source and a destination
  *     started with -incoming): the destination opens inactive, the source
  *     writes, inactivates, the destination activates and reads everything,
@@ -70,6 +70,33 @@ static int run(char **out, const char *fmt, ...)
         *out = g_strconcat(o, e, NULL);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Whether any open file description holds a lock on @byte of @path (a fresh open asks). */
+static bool byte_locked(const char *path, off_t byte)
+{
+    struct flock fl = { .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
+                        .l_type = F_WRLCK };
+    int fd = open(path, O_RDONLY);
+    bool taken;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fcntl(fd, F_OFD_GETLK, &fl), ==, 0);
+    taken = fl.l_type != F_UNLCK;
+    close(fd);
+    return taken;
+}
+
+/* QEMU's lock bytes held on @path: bit b for byte 100 + b, bit 8 + b for 200 + b. */
+static unsigned locked_bytes(const char *path)
+{
+    unsigned mask = 0;
+
+    for (int b = 0; b < 4; b++) {
+        mask |= byte_locked(path, 100 + b) ? 1u << b : 0;
+        mask |= byte_locked(path, 200 + b) ? 1u << (8 + b) : 0;
+    }
+    return mask;
 }
 
 static BlockLayer *open_drive(bool incoming, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -187,7 +214,10 @@ static void test_drive(void)
     }
     img = make_image("drive.qcow2", size, model, r);
     bl = open_drive(false, "file=%s,if=none,id=d0,discard=unmap", img);
+    /* QEMU 7.2's bytes for a read-write qcow2 drive: 100, 101, 103, 201, 203. */
+    g_assert_cmphex(locked_bytes(img), ==, 0xa0b);
     blk = attach(bl);
+    g_assert_cmphex(locked_bytes(img), ==, 0xa0b);
     g_assert_cmpint(blk_getlength(blk), ==, size);
     check_all(blk, model, size);
     random_io(blk, model, size, r, 400);
@@ -222,10 +252,13 @@ static void test_handover(void)
     /* The destination started with -incoming: it opens the image without taking it. */
     dst = open_drive(true, "file=%s,if=none,id=d0,discard=unmap", img);
     bdst = attach(dst);
+    g_assert_cmphex(locked_bytes(img), ==, 0xa0b);      /* the source's alone */
 
     random_io(bsrc, model, size, r, 200);
     g_assert_cmpint(bdrv_inactivate_all(src, &error_abort), ==, 0);
+    g_assert_cmphex(locked_bytes(img), ==, 0);
     g_assert_cmpint(bdrv_activate_all(dst, &error_abort), ==, 0);
+    g_assert_cmphex(locked_bytes(img), ==, 0xa0b);
     check_all(bdst, model, size);
     random_io(bdst, model, size, r, 200);
     /* And back, as after a failed migration the source takes its image again. */
