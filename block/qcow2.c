@@ -227,6 +227,35 @@ static int check_request(BDRVQcow2State *s, uint64_t offset, uint64_t bytes, boo
     return 0;
 }
 
+/*
+ * How far the run of data clusters at @pos (whose L2 entry @entry is a
+ * checked normal cluster, @n bytes of it requested) goes on contiguously
+ * on the host, up to @left bytes in all: the following clusters' entries
+ * must be normal, carry @flags, and sit right after. One host request
+ * then serves the run (a sequential guest reads its disk in one piece
+ * where the image was written in order). Under s->lock.
+ */
+static uint64_t contiguous_run(BDRVQcow2State *s, uint64_t pos, uint64_t entry, uint64_t n,
+                               uint64_t left, uint64_t flags)
+{
+    uint64_t host_end = (entry & QCOW2_OFFSET_MASK) + (pos & (s->cluster_size - 1)) + n;
+
+    while (n < left) {
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t next;
+
+        if (qcow2_get_l2_entry(s, pos + n, false, &next, &ce, &slot) < 0 ||
+            qcow2_classify(s, next) != QCOW2_CLUSTER_NORMAL ||
+            (next & flags) != flags || (next & QCOW2_OFFSET_MASK) != host_end) {
+            break;
+        }
+        n += MIN(left - n, s->cluster_size);
+        host_end += s->cluster_size;
+    }
+    return n;
+}
+
 static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                         const struct iovec *iov, int niov)
 {
@@ -250,6 +279,9 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         ret = qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
         if (ret == 0 && qcow2_classify(s, entry) == QCOW2_CLUSTER_NORMAL) {
             ret = qcow2_check_host(s, entry, pos);
+            if (ret == 0) {
+                n = contiguous_run(s, pos, entry, n, bytes - done, 0);
+            }
         }
         tsan_g_mutex_unlock(&s->lock);
         if (ret < 0) {
@@ -304,8 +336,11 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         ret = s->corrupt ? -EIO : qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
         if (ret == 0 && qcow2_classify(s, entry) == QCOW2_CLUSTER_NORMAL &&
             (entry & QCOW2_OFLAG_COPIED)) {
-            /* In place: the cluster is ours alone and stays allocated (io_lock). */
+            /* In place: the clusters are ours alone and stay allocated (io_lock). */
             ret = qcow2_check_host(s, entry, pos);
+            if (ret == 0) {
+                n = contiguous_run(s, pos, entry, n, bytes - done, QCOW2_OFLAG_COPIED);
+            }
             host = (entry & QCOW2_OFFSET_MASK) + in_off;
             if (ret == 0 && (qcow2_overlaps_metadata(s, host, n) ||
                              qcow2_overlaps_tables(s, host, n))) {
