@@ -17,8 +17,12 @@
 
 int qcow2_probe(const uint8_t *buf, size_t len)
 {
-    if (len >= 8 && ldl_be_p(buf) == QCOW2_MAGIC &&
-        (ldl_be_p(buf + 4) == 2 || ldl_be_p(buf + 4) == 3)) {
+    /*
+     * Any version from 2 on, as QEMU probes: an image of a version we do
+     * not know is refused by open in QEMU's words, not taken for raw
+     * (version 1 is QEMU's older "qcow" format, not ours).
+     */
+    if (len >= 8 && ldl_be_p(buf) == QCOW2_MAGIC && ldl_be_p(buf + 4) >= 2) {
         return 100;
     }
     return 0;
@@ -134,6 +138,9 @@ static int check_encryption(const Qcow2Header *h, Error **errp)
     case 1:
         error_setg(errp, "Use of AES-CBC encrypted qcow2 images is no longer supported in "
                    "system emulators");
+        error_append_hint(errp, "You can use 'qemu-img convert' to convert your image to an "
+                          "alternative supported format, such as unencrypted qcow2, or raw "
+                          "with the LUKS format instead.\n");
         return -ENOTSUP;
     case 2:
         error_setg(errp, "qcow2: LUKS encrypted images are not supported");
