@@ -3,7 +3,7 @@
  * qcow2 (versions 2 and 3) inside the format driver: the on-disk layout,
  * the node's state and the parts' interfaces. Only block/qcow2*.c and
  * their tests include this; everyone else sees the driver row
- * (bdrv_qcow2) through include/block/block.h's driver table.
+ * (bdrv_qcow2, listed in block/drivers.c) through include/block/block.h.
  *
  * The layout (docs/interop/qcow2.txt, the QEMU project's specification):
  * everything big-endian; a header in cluster 0; a guest offset maps
