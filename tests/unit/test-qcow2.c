@@ -13,114 +13,17 @@
  * files (shorter than the image too), compressed clusters (read, and
  * copied on write), internal snapshots and the dirty bit (read-only
  * only), the inactivate/activate handover between two nodes, threads,
- * and headers QEMU refuses (refused here with QEMU's message).
+ * headers QEMU refuses (refused here with QEMU's message) and hostile L2
+ * entries. Crashes: test-qcow2-crash.c; helpers: qcow2-test.c.
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "block/qcow2.h"
 #include "block-fake.h"
+#include "qcow2-test.h"
 
 #define SEED 0x9c0e2
-
-static char *tmpdir;
-
-/* ---- Helpers ---- */
-
-static bool have_qemu_img(void)
-{
-    g_autofree char *p = g_find_program_in_path("qemu-img");
-
-    if (!p) {
-        g_test_skip("qemu-img not installed (qemu-utils, scripts/install-deps.sh)");
-    }
-    return p != NULL;
-}
-
-/* Run a command; its exit status, its output in *out (if given). */
-static int run(char **out, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static int run(char **out, const char *fmt, ...)
-{
-    g_autofree char *cmd = NULL, *o = NULL, *e = NULL;
-    GError *err = NULL;
-    int status;
-    va_list ap;
-
-    va_start(ap, fmt);
-    cmd = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    if (!g_spawn_command_line_sync(cmd, &o, &e, &status, &err)) {
-        g_error("%s: %s", cmd, err->message);
-    }
-    if (status && !out) {
-        g_test_message("%s: %s%s", cmd, o, e);      /* else the caller judges the output */
-    }
-    if (out) {
-        *out = g_strconcat(o, e, NULL);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static char *path(const char *name)
-{
-    return g_build_filename(tmpdir, name, NULL);
-}
-
-static BlockDriverState *open_qcow2(const char *file, int flags, Error **errp)
-{
-    BlockDriverState *f = fake_file_open(file, flags & BDRV_O_RDWR, errp);
-
-    return f ? fake_format_open(&bdrv_qcow2, f, flags, errp) : NULL;
-}
-
-static BlockDriverState *open_ok(const char *file, int flags)
-{
-    Error *err = NULL;
-    BlockDriverState *bs = open_qcow2(file, flags, &err);
-
-    if (!bs) {
-        g_error("open %s: %s", file, error_get_pretty(err));
-    }
-    return bs;
-}
-
-static void check_read(BlockDriverState *bs, const uint8_t *model, uint64_t off, uint64_t len)
-{
-    g_autofree uint8_t *buf = g_malloc(len);
-    /* Two pieces: the iovec paths split the request. */
-    struct iovec v[2] = { { buf, len / 3 }, { buf + len / 3, len - len / 3 } };
-
-    g_assert_cmpint(bs->drv->preadv(bs, off, len, v, 2), ==, 0);
-    if (memcmp(buf, model + off, len)) {
-        for (uint64_t i = 0; i < len; i++) {
-            if (buf[i] != model[off + i]) {
-                g_error("byte %#" PRIx64 ": %#x, expected %#x", off + i, buf[i], model[off + i]);
-            }
-        }
-    }
-}
-
-static void check_whole(BlockDriverState *bs, const uint8_t *model, uint64_t size)
-{
-    for (uint64_t off = 0; off < size; off += 1 * MiB) {
-        check_read(bs, model, off, MIN(1 * MiB, size - off));
-    }
-}
-
-/* QEMU's verdict: no errors, no leaks, and the same bytes as @model. */
-static void qemu_judges(const char *img, const uint8_t *model, uint64_t size)
-{
-    g_autofree char *raw = path("model.raw");
-    g_autofree char *out = NULL;
-
-    g_assert_true(g_file_set_contents(raw, (const char *)model, size, NULL));
-    if (run(&out, "qemu-img check -f qcow2 %s", img) != 0) {
-        g_error("qemu-img check %s:\n%s", img, out);
-    }
-    g_assert_null(strstr(out, "leaked"));
-    g_assert_cmpint(run(NULL, "qemu-img compare -f qcow2 -F raw %s %s", img, raw), ==, 0);
-    unlink(raw);
-}
 
 /* ---- Random I/O against a model ---- */
 
@@ -133,16 +36,6 @@ typedef struct RandomCfg {
     bool backing_qcow2;             /* ... a qcow2 one written by us */
     bool grows_rct;                 /* the refcount table must move to a bigger place */
 } RandomCfg;
-
-static uint64_t header_field(const char *img, unsigned off)
-{
-    g_autofree char *data = NULL;
-    gsize len;
-
-    g_assert_true(g_file_get_contents(img, &data, &len, NULL));
-    g_assert_cmpuint(len, >=, off + 8);
-    return ldq_be_p(data + off);
-}
 
 static void random_steps(BlockDriverState *bs, uint8_t *model, const uint8_t *backing,
                          uint64_t size, GRand *r, int steps, uint64_t max_len)
@@ -553,141 +446,6 @@ static void test_hostile_l2(gconstpointer opaque)
     unlink(img);
 }
 
-/*
- * ---- Crashes ----
- * The image lives in a journaling memory row (block-fake.h): at random
- * points, what a power cut could leave (the bytes as of the last flush plus
- * any subset of the writes since) goes to a file, and then: `qemu-img
- * check` finds no error (leaks are allowed: exit status 0 or 3), and every
- * guest byte not written since the guest's last flush reads as it was then.
- * This is the ordering argument of qcow2-refcount.c and qcow2-cache.c
- * tested: remove a flush between refcounts and L2 entries, and it fails.
- */
-typedef struct CrashCfg {
-    const char *name;
-    const char *create_opts;
-    uint64_t size;
-    uint64_t max_len;
-    /*
-     * Every L2 table allocated first (the image filled, then discarded),
-     * then only writes and crashes: no flush but what the caches' order
-     * needs, so L2 tables are evicted with entries whose refcounts are
-     * not yet stable (new L2 tables and frees flush, and hide it).
-     */
-    bool writes_only;
-} CrashCfg;
-
-static const CrashCfg crash_cfgs[] = {
-    { "mixed-4k", "cluster_size=4096", 4 * MiB, 40 * KiB },
-    { "mixed-512", "cluster_size=512,refcount_bits=64", 4 * MiB, 16 * KiB },
-    { "writes-only-512", "cluster_size=512", 4 * MiB, 4 * KiB, .writes_only = true },
-};
-
-static void test_crash(gconstpointer opaque)
-{
-    const CrashCfg *cfg = opaque;
-    g_autofree char *img = path("crash.qcow2");
-    g_autofree char *left = path("crash-left.qcow2");
-    g_autofree char *data = NULL;
-    g_autofree uint8_t *model = g_malloc0(cfg->size);
-    g_autofree uint8_t *stable = g_malloc0(cfg->size);     /* the model at the last flush */
-    g_autofree uint8_t *since = g_malloc0(cfg->size);      /* 1: written since that flush */
-    g_autofree uint8_t *buf = g_malloc(cfg->max_len);
-    GRand *r = g_rand_new_with_seed(SEED + 3);
-    BlockDriverState *file, *bs;
-    GByteArray *bytes;
-    gsize len;
-    int crashes = 0;
-
-    if (!have_qemu_img()) {
-        return;
-    }
-    g_assert_cmpint(run(NULL, "qemu-img create -q -f qcow2 -o %s %s %" PRIu64,
-                        cfg->create_opts, img, cfg->size), ==, 0);
-    g_assert_true(g_file_get_contents(img, &data, &len, NULL));
-    bytes = g_byte_array_new();
-    g_byte_array_append(bytes, (const uint8_t *)data, len);
-    file = fake_mem_open(bytes, 256 * MiB);
-    fake_mem_journal(file);
-    bs = fake_format_open(&bdrv_qcow2, file, BDRV_O_RDWR | BDRV_O_UNMAP, &error_abort);
-    if (cfg->writes_only) {
-        memset(buf, 0x5a, cfg->max_len);
-        for (uint64_t off = 0; off < cfg->size; off += cfg->max_len) {
-            g_assert_cmpint(bdrv_pwrite(bs, off, buf, cfg->max_len, 0), ==, 0);
-        }
-        g_assert_cmpint(bs->drv->pdiscard(bs, 0, cfg->size), ==, 0);
-        g_assert_cmpint(bs->drv->flush(bs), ==, 0);
-    }
-
-    for (int step = 0; step < 1200; step++) {
-        uint64_t n = g_rand_int_range(r, 1, cfg->max_len + 1);
-        uint64_t off = (uint64_t)g_rand_double_range(r, 0, cfg->size - n + 1);
-        /* Crashes are dear (qemu-img check): 1 in 40 steps, many requests between. */
-        int op = g_rand_int_range(r, 0, 40);
-
-        if (cfg->writes_only && op < 39) {
-            op = 0;
-        }
-
-        if (op < 24) {
-            struct iovec v = { buf, n };
-
-            memset(buf, g_rand_int(r), n);
-            g_assert_cmpint(bs->drv->pwritev(bs, off, n, &v, 1, 0), ==, 0);
-            memcpy(model + off, buf, n);
-            memset(since + off, 1, n);
-        } else if (op < 32) {
-            g_assert_cmpint(bs->drv->pwrite_zeroes(bs, off, n, op & 1 ? BDRV_REQ_MAY_UNMAP : 0),
-                            ==, 0);
-            memset(model + off, 0, n);
-            memset(since + off, 1, n);
-        } else if (op < 36) {
-            /* Whole clusters read zeroes after it (no backing file), the rest is untouched. */
-            uint64_t cs = ((BDRVQcow2State *)bs->opaque)->cluster_size;
-            uint64_t first = QEMU_ALIGN_UP(off, cs), end = QEMU_ALIGN_DOWN(off + n, cs);
-
-            g_assert_cmpint(bs->drv->pdiscard(bs, off, n), ==, 0);
-            if (first < end) {
-                memset(model + first, 0, end - first);
-                memset(since + first, 1, end - first);
-            }
-        } else if (op < 39) {
-            g_assert_cmpint(bs->drv->flush(bs), ==, 0);
-            memcpy(stable, model, cfg->size);
-            memset(since, 0, cfg->size);
-        } else {
-            GByteArray *crashed = fake_mem_crash(file, r);
-            g_autofree uint8_t *got = g_malloc(cfg->size);
-            g_autofree char *out = NULL;
-            struct iovec v = { got, cfg->size };
-            BlockDriverState *after;
-            int rc;
-
-            g_assert_true(g_file_set_contents(left, (const char *)crashed->data, crashed->len,
-                                              NULL));
-            g_byte_array_unref(crashed);
-            rc = run(&out, "qemu-img check -f qcow2 %s", left);
-            if (rc != 0 && rc != 3) {
-                g_error("%s, step %d: the image a crash left has errors:\n%s",
-                        cfg->name, step, out);
-            }
-            after = open_ok(left, 0);
-            g_assert_cmpint(after->drv->preadv(after, 0, cfg->size, &v, 1), ==, 0);
-            for (uint64_t i = 0; i < cfg->size; i++) {
-                if (!since[i] && got[i] != stable[i]) {
-                    g_error("step %d: flushed byte %#" PRIx64 " lost: %#x, expected %#x",
-                            step, i, got[i], stable[i]);
-                }
-            }
-            fake_node_close(after);
-            crashes++;
-        }
-    }
-    fake_node_close(bs);
-    g_test_message("%d crashes", crashes);
-    g_rand_free(r);
-}
-
 /* ---- Migration: two nodes, one image, handed over ---- */
 
 static void test_handover(void)
@@ -844,7 +602,7 @@ int main(int argc, char **argv)
     int ret;
 
     g_test_init(&argc, &argv, NULL);
-    tmpdir = g_dir_make_tmp("test-qcow2-XXXXXX", NULL);
+    qcow2_test_dir_init("test-qcow2");
     for (size_t i = 0; i < ARRAY_SIZE(random_cfgs); i++) {
         g_autofree char *name = g_strdup_printf("/qcow2/random/%zu-%s%s", i,
                                                 random_cfgs[i].create_opts,
@@ -863,16 +621,10 @@ int main(int argc, char **argv)
 
         g_test_add_data_func(name, &hostile_l2[i], test_hostile_l2);
     }
-    for (size_t i = 0; i < ARRAY_SIZE(crash_cfgs); i++) {
-        g_autofree char *name = g_strdup_printf("/qcow2/crash/%s", crash_cfgs[i].name);
-
-        g_test_add_data_func(name, &crash_cfgs[i], test_crash);
-    }
     g_test_add_func("/qcow2/handover", test_handover);
     g_test_add_func("/qcow2/inactive-checks", test_inactive_checks);
     g_test_add_func("/qcow2/threads", test_threads);
     ret = g_test_run();
-    run(NULL, "rm -rf %s", tmpdir);
-    g_free(tmpdir);
+    qcow2_test_dir_cleanup();
     return ret;
 }

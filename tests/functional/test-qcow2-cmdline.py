@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-test-qcow2.py: qcow2 images on our binary's command line, beside QEMU 7.2.
+test-qcow2-cmdline.py: qcow2 images on our binary's command line, beside QEMU 7.2.
 
 - Refusals: images qemu-img made, each with one header field broken
   (version, cluster size, encryption, unknown feature, refcount width,
@@ -69,8 +69,8 @@ def locked(path):
 class Qcow2Cmdline(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        skip_class_without_kvm('test-qcow2')
-        cls.dir = tempfile.mkdtemp(prefix='test-qcow2-')
+        skip_class_without_kvm('test-qcow2-cmdline')
+        cls.dir = tempfile.mkdtemp(prefix='test-qcow2-cmdline-')
         cls.good = os.path.join(cls.dir, 'good.qcow2')
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', cls.good, str(SIZE)],
                        check=True)
