@@ -11,6 +11,7 @@
 #include "qapi/qapi-events.h"
 #include "qemu/bufferiszero.h"
 #include "qemu/iov.h"
+#include "qemu/tsan.h"
 #include "system/runstate.h"
 #include "block-int.h"
 
@@ -141,7 +142,7 @@ void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t
     if (type >= BLOCK_ACCT__MAX) {
         return;
     }
-    g_mutex_lock(&blk->stats_lock);
+    tsan_g_mutex_lock(&blk->stats_lock);
     if (failed) {
         blk->stats.failed_ops[type]++;
     } else {
@@ -150,14 +151,14 @@ void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t
     }
     blk->stats.total_time_ns[type] += ns;
     blk->stats.last_ns = get_clock_ns();
-    g_mutex_unlock(&blk->stats_lock);
+    tsan_g_mutex_unlock(&blk->stats_lock);
 }
 
 static void blk_account_write_end(BlockBackend *blk, uint64_t end)
 {
-    g_mutex_lock(&blk->stats_lock);
+    tsan_g_mutex_lock(&blk->stats_lock);
     blk->stats.wr_highest_offset = MAX(blk->stats.wr_highest_offset, end);
-    g_mutex_unlock(&blk->stats_lock);
+    tsan_g_mutex_unlock(&blk->stats_lock);
 }
 
 /* The drive's own refusals, before a request reaches the node. */
@@ -331,7 +332,8 @@ void blk_error_action(BlockBackend *blk, BlockErrorAction action, bool is_read, 
     }
     qapi_event_send_block_io_error(blk->name, blk->root->node_name,
                                    is_read ? IO_OPERATION_TYPE_READ : IO_OPERATION_TYPE_WRITE,
-                                   qapi_action[action], blk_iostatus_enabled(blk), e == ENOSPC, strerror(e));
+                                   qapi_action[action], blk_iostatus_enabled(blk),
+                                   e == ENOSPC, strerror(e));
     if (action == BLOCK_ERROR_ACTION_STOP) {
         /* Through the main loop, as QEMU: a device thread may be the caller. */
         qemu_system_vmstop_request(RUN_STATE_IO_ERROR);

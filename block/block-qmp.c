@@ -10,6 +10,7 @@
 #include "hw/boards.h"
 #include "monitor/hmp.h"
 #include "monitor/monitor.h"
+#include "qemu/tsan.h"
 #include "block-int.h"
 
 static BlockLayer *machine_block(void)
@@ -127,9 +128,9 @@ static BlockDeviceStats *backend_stats(BlockBackend *blk)
     BlockDeviceStats *s = stats_new();
     BlockAcctCounters c;
 
-    g_mutex_lock(&blk->stats_lock);
+    tsan_g_mutex_lock(&blk->stats_lock);
     c = blk->stats;
-    g_mutex_unlock(&blk->stats_lock);
+    tsan_g_mutex_unlock(&blk->stats_lock);
     s->rd_bytes = c.bytes[BLOCK_ACCT_READ];
     s->wr_bytes = c.bytes[BLOCK_ACCT_WRITE];
     s->unmap_bytes = c.bytes[BLOCK_ACCT_DISCARD];
@@ -217,8 +218,13 @@ void hmp_info_block(Monitor *mon, const HMPArgs *args)
                        (flags & BDRV_O_NOCACHE) ? ", direct" : "",
                        (flags & BDRV_O_NO_FLUSH) ? ", ignore flushes" : "");
         if (bs->backing) {
+            int depth = 0;
+
+            for (BlockDriverState *b = bs->backing; b; b = b->backing) {
+                depth++;
+            }
             monitor_printf(mon, "    Backing file:     %s (chain depth: %d)\n",
-                           bs->backing->filename, 1);
+                           bs->backing->filename, depth);
         }
         if (bdrv_node(bs)->detect_zeroes != BDRV_DETECT_ZEROES_OFF) {
             monitor_printf(mon, "    Detect zeroes:    %s\n",

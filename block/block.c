@@ -290,6 +290,34 @@ static BlockDriverState *open_file_child(BlockLayer *bl, QemuOpts *opts,
     return bdrv_open_opts(bl, sub, NULL, flags, from_drive, sub_prefix, errp);
 }
 
+/*
+ * drv->open; with auto-read-only=on (libvirt's storage nodes), a protocol
+ * that may not be opened for writing opens read-only instead, as QEMU's.
+ */
+static bool bdrv_open_driver(BlockDriverState *bs, QemuOpts *opts, QemuOpts *own, int flags,
+                             Error **errp)
+{
+    Error *local_err = NULL;
+    bool auto_ro = false;
+    int ret;
+
+    if (!qemu_opt_get_bool(opts, "auto-read-only", false, &auto_ro, errp)) {
+        return false;
+    }
+    ret = bs->drv->open(bs, own, flags, &local_err);
+    if (ret < 0 && auto_ro && bs->drv->is_protocol && (flags & BDRV_O_RDWR) &&
+        (ret == -EACCES || ret == -EPERM || ret == -EROFS)) {
+        error_free(local_err);
+        local_err = NULL;
+        memset(bs->opaque, 0, bs->drv->instance_size);
+        bs->open_flags = flags & ~BDRV_O_RDWR;
+        bs->read_only = true;
+        ret = bs->drv->open(bs, own, bs->open_flags, &local_err);
+    }
+    error_propagate(errp, local_err);
+    return ret >= 0;
+}
+
 BlockDriverState *bdrv_open_opts(BlockLayer *bl, QemuOpts *opts, BlockDriverState *file,
                                  int flags, bool from_drive, const char *prefix,
                                  Error **errp)
@@ -373,7 +401,11 @@ BlockDriverState *bdrv_open_opts(BlockLayer *bl, QemuOpts *opts, BlockDriverStat
     bs->drv = drv;
     bs->opaque = g_malloc0(drv->instance_size ? drv->instance_size : 1);
     own = opts_own(opts);
-    if (drv->open(bs, own, flags, errp) < 0) {
+    if (!bdrv_open_driver(bs, opts, own, flags, errp)) {
+        /* A backing chain the driver opened before failing goes too. */
+        if (bs->backing) {
+            bdrv_unref(bs->backing);
+        }
         if (bs->file) {
             bdrv_unref(bs->file);
         }
@@ -538,6 +570,20 @@ bool bdrv_refresh_perms(BlockLayer *bl, Error **errp)
         }
     }
     return true;
+}
+
+int bdrv_flush_all(BlockLayer *bl)
+{
+    int first = 0;
+
+    for (guint i = bl->nodes->len; i-- > 0;) {
+        int ret = bdrv_flush(g_ptr_array_index(bl->nodes, i));
+
+        if (ret < 0 && !first) {
+            first = ret;
+        }
+    }
+    return first;
 }
 
 /* ---- Migration ---- */

@@ -15,7 +15,7 @@
 /* The -drive keys that are the drive's own; the rest go to its format node. */
 static const char *const drive_own_keys[] = {
     "file", "format", "if", "id", "index", "bus", "unit", "media", "cache", "aio",
-    "readonly", "werror", "rerror", "snapshot", "copy-on-read", "serial", "addr", NULL,
+    "readonly", "werror", "rerror", "snapshot", "copy-on-read", NULL,
 };
 
 static bool is_drive_key(const char *name)
@@ -136,8 +136,8 @@ bool drive_parse(BlockLayer *bl, const char *optstr, Error **errp)
         !drive_parse_on_error(qemu_opt_get(opts, "rerror"), true, &rerror, errp)) {
         return false;
     }
-    for (const char *const *k = (const char *const[]){ "snapshot", "copy-on-read", "serial",
-                                                       "addr", "index", "bus", "unit", NULL };
+    /* index=, bus=, unit= place a drive on a bus: if=none has none, QEMU ignores them. */
+    for (const char *const *k = (const char *const[]){ "snapshot", "copy-on-read", NULL };
          *k; k++) {
         if (qemu_opt_has(opts, *k)) {
             error_setg(errp, "-drive %s= is not supported by this machine", *k);

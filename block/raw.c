@@ -34,9 +34,12 @@ static int raw_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **err
         return file_len;
     }
     if (s->offset > (uint64_t)file_len) {
-        error_setg(errp, "The sum of offset (%" PRIu64 ") and size (0) has to be "
-                   "smaller or equal to the  actual size of the containing file (%" PRId64 ")",
-                   s->offset, file_len);
+        error_setg(errp, "Offset (%" PRIu64 ") cannot be greater than size of the "
+                   "containing file (%" PRId64 ")", s->offset, file_len);
+        return -EINVAL;
+    }
+    if (s->has_size && s->size % BDRV_SECTOR_SIZE) {
+        error_setg(errp, "Specified size is not multiple of %d", BDRV_SECTOR_SIZE);
         return -EINVAL;
     }
     if (s->has_size && (s->size > (uint64_t)file_len - s->offset)) {

@@ -237,6 +237,14 @@ typedef enum BlockAcctType { BLOCK_ACCT_READ, BLOCK_ACCT_WRITE, BLOCK_ACCT_FLUSH
 void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t ns,
                  bool failed);
 
+/*
+ * Every active node flushed, parents first (a format writes back its caches
+ * through its file): the process is exiting, as QEMU's close of every
+ * image. Requests may still run (device threads are not joined at exit).
+ * Returns 0 or the first -errno.
+ */
+int bdrv_flush_all(BlockLayer *bl);
+
 /* ---- Migration (BQL, no request in flight) ---- */
 int bdrv_inactivate_all(BlockLayer *bl, Error **errp);
 int bdrv_activate_all(BlockLayer *bl, Error **errp);

@@ -463,12 +463,31 @@ static void create_monitors(Config *cfg)
     }
 }
 
+/*
+ * At exit, however it comes (quit, a guest's shutdown, isa-debug-exit): the
+ * images get what was written, formats their cached metadata, as QEMU's
+ * close. The layer stays allocated: device threads are not joined.
+ */
+static void flush_drives_at_exit(void)
+{
+    int ret;
+
+    if (!current_machine || !current_machine->block) {
+        return;
+    }
+    ret = bdrv_flush_all(current_machine->block);
+    if (ret < 0) {
+        error_report("Failed to flush the images at exit: %s", strerror(-ret));
+    }
+}
+
 /* The images, into the machine's block layer; a failure exits as QEMU does. */
 static void open_drives(Config *cfg)
 {
     Error *err = NULL;
 
     cfg->machine.block = block_layer_new();
+    atexit(flush_drives_at_exit);
     if (cfg->incoming) {
         block_layer_set_incoming(cfg->machine.block);
     }

@@ -1,147 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for the block layer core (block/): raw over file on a real
- * temporary file, opened as -drive and -blockdev do it.
+ * Unit tests for the block layer core (block/): raw over file on real
+ * temporary files, opened as -drive and -blockdev do it.
  *   - requests: read back what was written, zeroes (allocating and
  *     punching), discard, flush, FUA; bounds and overflow refused before
  *     the file sees them; two threads writing at once;
- *   - image locks: two layers on one image exclude each other as two
- *     processes do (OFD locks belong to the open file description), on
- *     QEMU 7.2's bytes, checked from a third open; inactivation drops
- *     them and refuses requests, activation takes them back or fails
- *     without changing anything;
- *   - attach: QEMU's messages for an unknown drive, a drive in use, a
- *     read-only node;
+ *   - attach: QEMU's messages for an unknown drive and a drive in use;
+ *     -blockdev nodes by name and in JSON;
  *   - werror/rerror: the action for each errno and the BLOCK_IO_ERROR
  *     event's fields (a fake event sender records them), the stop request;
- *   - option errors in QEMU's words for -drive and -blockdev.
+ *   - option errors in QEMU's words for -drive and -blockdev;
+ *   - raw's offset= and size=; format probing and a backing image by a
+ *     relative name, with a fake qcow2-like row (block-test.c).
+ * The image locks are test-block-locks.c's.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qapi/qapi-events.h"
-#include "block/block.h"
 #include "qemu/bufferiszero.h"
-#include "system/runstate.h"
-
-/* ---- Fakes of what backend.c calls outside block/ ---- */
-
-typedef struct FakeEvent {
-    char *device, *node_name, *reason;
-    IoOperationType operation;
-    BlockIOErrorAction action;
-    bool has_nospace, nospace;
-    int count;
-} FakeEvent;
-
-/* The last BLOCK_IO_ERROR and the last stop request (main thread only: the tests). */
-typedef struct Fakes {
-    FakeEvent ev;
-    int stops;
-    RunState stop_state;
-} Fakes;
-
-static Fakes fakes;
-
-void qapi_event_send_block_io_error(const char *device, const char *node_name,
-                                    IoOperationType operation, BlockIOErrorAction action,
-                                    bool has_nospace, bool nospace, const char *reason)
-{
-    g_free(fakes.ev.device);
-    g_free(fakes.ev.node_name);
-    g_free(fakes.ev.reason);
-    fakes.ev.device = g_strdup(device);
-    fakes.ev.node_name = g_strdup(node_name);
-    fakes.ev.reason = g_strdup(reason);
-    fakes.ev.operation = operation;
-    fakes.ev.action = action;
-    fakes.ev.has_nospace = has_nospace;
-    fakes.ev.nospace = nospace;
-    fakes.ev.count++;
-}
-
-void qemu_system_vmstop_request(RunState state)
-{
-    fakes.stops++;
-    fakes.stop_state = state;
-}
-
-/* ---- Helpers ---- */
-
-#define IMG_SIZE (4 * 1024 * 1024)
-
-static char *tmpdir;
-
-static char *make_image(const char *name, uint64_t size)
-{
-    char *path = g_build_filename(tmpdir, name, NULL);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(ftruncate(fd, size), ==, 0);
-    close(fd);
-    return path;
-}
-
-/* *@errp holds an error saying @want; it is freed and *@errp is NULL again. */
-static void assert_error(Error **errp, const char *want)
-{
-    g_assert_nonnull(*errp);
-    if (!strstr(error_get_pretty(*errp), want)) {
-        g_error("error '%s' lacks '%s'", error_get_pretty(*errp), want);
-    }
-    error_free(*errp);
-    *errp = NULL;
-}
-
-static BlockLayer *open_drive(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static BlockLayer *open_drive(const char *fmt, ...)
-{
-    BlockLayer *bl = block_layer_new();
-    g_autofree char *opts = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    opts = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_assert_true(drive_parse(bl, opts, &error_abort));
-    return bl;
-}
-
-static int rw(BlockBackend *blk, bool write, uint64_t off, void *buf, size_t len, int flags)
-{
-    struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-    return write ? blk_pwritev(blk, off, &iov, 1, flags) : blk_preadv(blk, off, &iov, 1);
-}
-
-/* Whether any open file description holds a lock on @byte of @path (a fresh open asks). */
-static bool byte_locked(const char *path, off_t byte)
-{
-    struct flock fl = { .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
-                        .l_type = F_WRLCK };
-    int fd = open(path, O_RDONLY);
-    bool taken;
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(fcntl(fd, F_OFD_GETLK, &fl), ==, 0);
-    taken = fl.l_type != F_UNLCK;
-    close(fd);
-    return taken;
-}
-
-/* The set of QEMU lock bytes held on @path, as a bitmask: bit b for 100+b, bit 8+b for 200+b. */
-static unsigned locked_bytes(const char *path)
-{
-    unsigned mask = 0;
-
-    for (int b = 0; b < 4; b++) {
-        mask |= byte_locked(path, 100 + b) ? 1u << b : 0;
-        mask |= byte_locked(path, 200 + b) ? 1u << (8 + b) : 0;
-    }
-    return mask;
-}
-
-/* ---- Tests ---- */
+#include "block-test.h"
 
 static void test_rw(void)
 {
@@ -190,6 +66,7 @@ static void test_rw(void)
     /* Discard deallocates: the file's blocks go down. */
     g_assert_cmpint(rw(blk, true, 1024 * 1024, buf, 65536, 0), ==, 0);
     g_assert_cmpint(blk_flush(blk), ==, 0);
+    g_assert_cmpint(bdrv_flush_all(bl), ==, 0);
     g_assert_cmpint(stat(path, &st), ==, 0);
     {
         blkcnt_t before = st.st_blocks;
@@ -260,93 +137,6 @@ static void test_threads(void)
     block_layer_free(bl);
 }
 
-static void test_locks(void)
-{
-    g_autofree char *path = make_image("locks.img", IMG_SIZE);
-    BlockLayer *a = open_drive("file=%s,format=raw,if=none,id=d0", path);
-    BlockLayer *b;
-    BlockBackend *ba, *bb;
-    Error *err = NULL;
-    uint8_t buf[512] = { 1 };
-
-    /* A drive no device took only reads, as QEMU: byte 100. */
-    g_assert_cmphex(locked_bytes(path), ==, 0x001);
-    ba = blk_attach(a, "d0", "virtio-blk-device at 0xfeb00e00",
-                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
-    /* A writing device: 100, 101 and 201, QEMU 7.2's bytes for the same drive. */
-    g_assert_cmphex(locked_bytes(path), ==, 0x203);
-
-    /* A second open of the image (another layer) is another process to the locks. */
-    b = open_drive("file=%s,format=raw,if=none,id=d0", path);
-    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
-                    BLK_PERM_READ | BLK_PERM_WRITE, &err);
-    g_assert_null(bb);
-    assert_error(&err, "Failed to get \"write\" lock");
-    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ, &err);
-    g_assert_null(bb);
-    assert_error(&err, "Failed to get shared \"write\" lock");
-    /* The failed attaches took nothing and left the first layer's locks alone. */
-    g_assert_cmphex(locked_bytes(path), ==, 0x203);
-
-    /* Inactive: no lock (QEMU's incoming side holds none), and no request. */
-    g_assert_cmpint(bdrv_inactivate_all(a, &error_abort), ==, 0);
-    g_assert_cmphex(locked_bytes(path), ==, 0x001);     /* b's drive: read */
-    g_assert_cmpint(rw(ba, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
-    g_assert_cmpint(rw(ba, false, 0, buf, sizeof(buf), 0), ==, -EPERM);
-
-    /* Now the other one may write; the first cannot take its image back. */
-    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
-                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
-    g_assert_cmpint(rw(bb, true, 0, buf, sizeof(buf), 0), ==, 0);
-    g_assert_cmpint(bdrv_activate_all(a, &err), <, 0);
-    assert_error(&err, "lock");
-    g_assert_cmpint(rw(ba, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
-    g_assert_cmphex(locked_bytes(path), ==, 0x203);
-
-    /* The other one leaves: activation takes the locks back and requests work again. */
-    blk_detach(bb);
-    block_layer_free(b);
-    g_assert_cmphex(locked_bytes(path), ==, 0x000);
-    g_assert_cmpint(bdrv_activate_all(a, &error_abort), ==, 0);
-    g_assert_cmphex(locked_bytes(path), ==, 0x203);
-    g_assert_cmpint(rw(ba, false, 0, buf, sizeof(buf), 0), ==, 0);
-    g_assert_cmpint(buf[0], ==, 1);
-
-    /* file.locking=off takes nothing and checks nothing. */
-    b = open_drive("file=%s,format=raw,if=none,id=d0,file.locking=off", path);
-    bb = blk_attach(b, "d0", "virtio-blk-device at 0xfeb00e00",
-                    BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
-    blk_detach(bb);
-    block_layer_free(b);
-
-    blk_detach(ba);
-    g_assert_cmphex(locked_bytes(path), ==, 0x001);
-    block_layer_free(a);
-    g_assert_cmphex(locked_bytes(path), ==, 0x000);
-}
-
-static void test_readonly(void)
-{
-    g_autofree char *path = make_image("ro.img", IMG_SIZE);
-    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,readonly=on", path);
-    BlockBackend *blk;
-    Error *err = NULL;
-    uint8_t buf[512] = { 0 };
-
-    g_assert_null(blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
-                             BLK_PERM_READ | BLK_PERM_WRITE, &err));
-    assert_error(&err, "Block node is read-only");
-    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00", BLK_PERM_READ,
-                     &error_abort);
-    g_assert_true(blk_is_read_only(blk));
-    /* A read-only device: 100 and 201, as QEMU. */
-    g_assert_cmphex(locked_bytes(path), ==, 0x201);
-    g_assert_cmpint(rw(blk, true, 0, buf, sizeof(buf), 0), ==, -EPERM);
-    g_assert_cmpint(rw(blk, false, 0, buf, sizeof(buf), 0), ==, 0);
-    blk_detach(blk);
-    block_layer_free(bl);
-}
-
 static void test_attach(void)
 {
     g_autofree char *path = make_image("attach.img", IMG_SIZE);
@@ -401,24 +191,24 @@ static void test_error_policy(void)
     g_assert_cmpint(blk_get_error_action(blk, false, EIO), ==, BLOCK_ERROR_ACTION_REPORT);
     g_assert_cmpint(blk_get_error_action(blk, true, ENOSPC), ==, BLOCK_ERROR_ACTION_REPORT);
 
-    memset(&fakes, 0, sizeof(fakes));
+    memset(&block_test_fakes, 0, sizeof(block_test_fakes));
     blk_error_action(blk, BLOCK_ERROR_ACTION_STOP, false, ENOSPC);
-    g_assert_cmpint(fakes.ev.count, ==, 1);
-    g_assert_cmpstr(fakes.ev.device, ==, "d0");
-    g_assert_cmpstr(fakes.ev.node_name, ==, blk_node_name(blk));
-    g_assert_cmpint(fakes.ev.operation, ==, IO_OPERATION_TYPE_WRITE);
-    g_assert_cmpint(fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_STOP);
-    g_assert_true(fakes.ev.has_nospace && fakes.ev.nospace);
-    g_assert_cmpstr(fakes.ev.reason, ==, strerror(ENOSPC));
-    g_assert_cmpint(fakes.stops, ==, 1);
-    g_assert_cmpint(fakes.stop_state, ==, RUN_STATE_IO_ERROR);
+    g_assert_cmpint(block_test_fakes.ev.count, ==, 1);
+    g_assert_cmpstr(block_test_fakes.ev.device, ==, "d0");
+    g_assert_cmpstr(block_test_fakes.ev.node_name, ==, blk_node_name(blk));
+    g_assert_cmpint(block_test_fakes.ev.operation, ==, IO_OPERATION_TYPE_WRITE);
+    g_assert_cmpint(block_test_fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_STOP);
+    g_assert_true(block_test_fakes.ev.has_nospace && block_test_fakes.ev.nospace);
+    g_assert_cmpstr(block_test_fakes.ev.reason, ==, strerror(ENOSPC));
+    g_assert_cmpint(block_test_fakes.stops, ==, 1);
+    g_assert_cmpint(block_test_fakes.stop_state, ==, RUN_STATE_IO_ERROR);
 
     blk_error_action(blk, BLOCK_ERROR_ACTION_REPORT, true, EIO);
-    g_assert_cmpint(fakes.ev.count, ==, 2);
-    g_assert_cmpint(fakes.ev.operation, ==, IO_OPERATION_TYPE_READ);
-    g_assert_cmpint(fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_REPORT);
-    g_assert_false(fakes.ev.nospace);
-    g_assert_cmpint(fakes.stops, ==, 1);
+    g_assert_cmpint(block_test_fakes.ev.count, ==, 2);
+    g_assert_cmpint(block_test_fakes.ev.operation, ==, IO_OPERATION_TYPE_READ);
+    g_assert_cmpint(block_test_fakes.ev.action, ==, BLOCKIO_ERROR_ACTION_REPORT);
+    g_assert_false(block_test_fakes.ev.nospace);
+    g_assert_cmpint(block_test_fakes.stops, ==, 1);
     blk_detach(blk);
     block_layer_free(bl);
 
@@ -435,7 +225,7 @@ static void test_error_policy(void)
                       BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
     g_assert_cmpint(blk_get_error_action(blk2, false, ENOSPC), ==, BLOCK_ERROR_ACTION_REPORT);
     blk_error_action(blk2, BLOCK_ERROR_ACTION_REPORT, false, ENOSPC);
-    g_assert_false(fakes.ev.has_nospace);       /* no stop policy: QEMU leaves it out */
+    g_assert_false(block_test_fakes.ev.has_nospace);       /* no stop policy: QEMU leaves it out */
     blk_detach(blk2);
     block_layer_free(bl2);
 }
@@ -447,7 +237,12 @@ static void test_bad_options(void)
         const char *opts;       /* "%s" is the image */
         const char *error;
     } drive_cases[] = {
-        { "file=%s,format=raw,if=none,foo=1", "Block format 'raw' does not support the option 'foo'" },
+        { "file=%s,format=raw,if=none,serial=x",
+          "Block format 'raw' does not support the option 'serial'" },
+        { "file=%s,format=raw,if=none,snapshot=on",
+          "-drive snapshot= is not supported by this machine" },
+        { "file=%s,format=raw,if=none,foo=1",
+          "Block format 'raw' does not support the option 'foo'" },
         { "file=%s,format=raw,if=none,file.foo=1",
           "Block protocol 'file' does not support the option 'foo'" },
         { "file=%s,format=bogus,if=none", "Unknown driver 'bogus'" },
@@ -468,7 +263,12 @@ static void test_bad_options(void)
         { "file=%s,format=raw,id=#x", "Parameter 'id' expects an identifier" },
         { "file=%s.nope,format=raw", "Could not open" },
         { "file=%s,format=raw,file.locking=bogus", "invalid parameter value: bogus" },
-        { "file=%s,format=raw,offset=5G", "has to be smaller or equal to the" },
+        { "file=%s,format=raw,offset=5G", "Offset (5368709120) cannot be greater than size "
+          "of the containing file (4194304)" },
+        { "file=%s,format=raw,offset=1M,size=4M", "The sum of offset (1048576) and size "
+          "(4194304) has to be smaller or equal to the  actual size of the containing file "
+          "(4194304)" },
+        { "file=%s,format=raw,size=1000", "Specified size is not multiple of 512" },
     };
     static const struct {
         const char *opts;
@@ -547,32 +347,63 @@ static void test_raw_offset_size(void)
     block_layer_free(bl);
 }
 
+/* A -drive without format= probes; a format's backing opens by a relative name. */
+static void test_probe_and_backing(void)
+{
+    g_autofree char *base = make_testfmt("base.tf", NULL);
+    g_autofree char *top = make_testfmt("top.tf", "base.tf");
+    g_autofree char *raw = make_image("probed.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,if=none,id=d0", top);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    BlockDriverState *bs = bdrv_find_node(bl, blk_node_name(blk));
+    uint8_t sector[512] = TESTFMT_MAGIC;
+
+    g_assert_cmpstr(bs->drv->format_name, ==, "testfmt");
+    g_assert_cmpint(blk_getlength(blk), ==, IMG_SIZE);
+    g_assert_nonnull(bs->backing);
+    g_assert_cmpstr(bs->backing->filename, ==, base);
+    g_assert_true(bs->backing->read_only);
+    g_assert_cmpstr(bs->backing->drv->format_name, ==, "testfmt");
+    /* A format's own file: read, write, resize, and nobody else writes or resizes. */
+    g_assert_cmphex(locked_bytes(top), ==, 0xa0b);
+    /* Its backing image: read, and nobody else writes or resizes it. */
+    g_assert_cmphex(locked_bytes(base), ==, 0xa01);
+    /* The format's guest bytes start after its header. */
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    g_assert_cmphex(locked_bytes(top), ==, 0xa0b);     /* no device, still its own */
+    block_layer_free(bl);
+    g_assert_cmphex(locked_bytes(top) | locked_bytes(base), ==, 0);
+
+    /* A probed raw image: block 0 must not turn into a format's header. */
+    bl = open_drive("file=%s,if=none,id=d0", raw);
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpstr(bdrv_find_node(bl, blk_node_name(blk))->drv->format_name, ==, "raw");
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, -EPERM);
+    g_assert_cmpint(rw(blk, true, 0, sector + 8, 8, 0), ==, 0);     /* zeroes: fine */
+    g_assert_cmpint(rw(blk, true, 512, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    block_layer_free(bl);
+    /* format=raw given: the user said what it is. */
+    bl = open_drive("file=%s,if=none,id=d0,format=raw", raw);
+    blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_cmpint(rw(blk, true, 0, sector, sizeof(sector), 0), ==, 0);
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
 int main(int argc, char **argv)
 {
-    int ret;
-
-    g_test_init(&argc, &argv, NULL);
-    tmpdir = g_dir_make_tmp("test-block-XXXXXX", NULL);
-    g_assert_nonnull(tmpdir);
+    block_test_init(&argc, &argv);
     g_test_add_func("/block/rw", test_rw);
     g_test_add_func("/block/threads", test_threads);
-    g_test_add_func("/block/locks", test_locks);
-    g_test_add_func("/block/readonly", test_readonly);
     g_test_add_func("/block/attach", test_attach);
     g_test_add_func("/block/error-policy", test_error_policy);
     g_test_add_func("/block/bad-options", test_bad_options);
     g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
-    ret = g_test_run();
-    {
-        g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
-        const char *name;
-
-        while (d && (name = g_dir_read_name(d))) {
-            g_autofree char *p = g_build_filename(tmpdir, name, NULL);
-
-            unlink(p);
-        }
-    }
-    rmdir(tmpdir);
-    return ret;
+    g_test_add_func("/block/probe-and-backing", test_probe_and_backing);
+    return block_test_run();
 }
