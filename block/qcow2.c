@@ -256,6 +256,38 @@ static uint64_t contiguous_run(BDRVQcow2State *s, uint64_t pos, uint64_t entry, 
     return n;
 }
 
+/*
+ * The same for clusters that read without their own data: a run of
+ * unallocated clusters is one read of the backing image (bounded, as it
+ * goes through a buffer), a run of zero clusters one memset. Under s->lock.
+ */
+#define QCOW2_MAX_BACKING_RUN (4 * MiB)
+
+static uint64_t dataless_run(BDRVQcow2State *s, uint64_t pos, Qcow2ClusterType type,
+                             uint64_t n, uint64_t left)
+{
+    bool zero = type != QCOW2_CLUSTER_UNALLOCATED;
+
+    left = MIN(left, zero ? left : QCOW2_MAX_BACKING_RUN);
+    while (n < left) {
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t next;
+        Qcow2ClusterType t;
+
+        if (qcow2_get_l2_entry(s, pos + n, false, &next, &ce, &slot) < 0) {
+            break;
+        }
+        t = qcow2_classify(s, next);
+        if (zero ? (t != QCOW2_CLUSTER_ZERO && t != QCOW2_CLUSTER_ZERO_ALLOC)
+                 : t != QCOW2_CLUSTER_UNALLOCATED) {
+            break;
+        }
+        n += MIN(left - n, s->cluster_size);
+    }
+    return n;
+}
+
 static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                         const struct iovec *iov, int niov)
 {
@@ -282,6 +314,8 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
             if (ret == 0) {
                 n = contiguous_run(s, pos, entry, n, bytes - done, 0);
             }
+        } else if (ret == 0 && qcow2_classify(s, entry) != QCOW2_CLUSTER_COMPRESSED) {
+            n = dataless_run(s, pos, qcow2_classify(s, entry), n, bytes - done);
         }
         tsan_g_mutex_unlock(&s->lock);
         if (ret < 0) {

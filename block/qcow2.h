@@ -212,8 +212,9 @@ int qcow2_check_host(BDRVQcow2State *s, uint64_t entry, uint64_t guest);
 /*
  * Bytes [@in_off, @in_off + @len) of the guest cluster at @guest (cluster
  * aligned) whose L2 entry is @entry, to/from the request's iovec at
- * @iov_off. For a normal cluster (reads) @len may run on into the
- * following clusters when they follow on the host too. Reads run without s->lock (the caller checked a data
+ * @iov_off. For reads, @len may run on into the following clusters:
+ * normal ones that follow on the host too, or ones of the same kind
+ * without data (unallocated; zero). Reads run without s->lock (the caller checked a data
  * cluster's offset under it); the copy-on-write runs under it.
  */
 int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
