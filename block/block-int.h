@@ -111,6 +111,7 @@ bool block_id_wellformed(const char *id);
 extern const BlockDriver *const bdrv_drivers[];
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
+extern const BlockDriver bdrv_qcow2;             /* block/qcow2.c */
 
 /* ---- backend.c ---- */
 BlockBackend *blk_new(BlockLayer *bl, const char *name, BlockDriverState *root);

@@ -10,5 +10,6 @@
 const BlockDriver *const bdrv_drivers[] = {
     &bdrv_file,
     &bdrv_raw,
+    &bdrv_qcow2,
     NULL,
 };

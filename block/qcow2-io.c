@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qcow2's data path: reading a guest cluster from wherever its L2 entry
+ * says (a host cluster, a compressed run, zeroes, the backing image), and
+ * writing one with copy-on-write into a new host cluster. Shared by the
+ * requests in qcow2.c.
+ *
+ * The order of an allocating write (under BDRVQcow2State.lock): count
+ * the new cluster (refcount cache), write the whole cluster's data, then
+ * change the L2 entry (L2 cache). The caches write the refcount before
+ * the L2 entry (qcow2-cache.c), so after a crash the entry either still
+ * names the old contents or names a counted cluster whose data was
+ * written first.
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qapi/error.h"
+#include "block/qcow2.h"
+#include <zlib.h>
+
+int qcow2_iov_slice(const struct iovec *iov, int niov, uint64_t off, uint64_t len,
+                    struct iovec *out)
+{
+    int n = 0;
+
+    for (int i = 0; i < niov && len; i++) {
+        uint64_t take;
+
+        if (off >= iov[i].iov_len) {
+            off -= iov[i].iov_len;
+            continue;
+        }
+        take = MIN(len, iov[i].iov_len - off);
+        out[n].iov_base = (uint8_t *)iov[i].iov_base + off;
+        out[n].iov_len = take;
+        n++;
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+void qcow2_iov_copy(const struct iovec *iov, int niov, uint64_t off, uint8_t *buf,
+                    uint64_t len, bool to_iov)
+{
+    for (int i = 0; i < niov && len; i++) {
+        uint64_t take;
+
+        if (off >= iov[i].iov_len) {
+            off -= iov[i].iov_len;
+            continue;
+        }
+        take = MIN(len, iov[i].iov_len - off);
+        if (to_iov) {
+            memcpy((uint8_t *)iov[i].iov_base + off, buf, take);
+        } else {
+            memcpy(buf, (uint8_t *)iov[i].iov_base + off, take);
+        }
+        buf += take;
+        len -= take;
+        off = 0;
+    }
+}
+
+void qcow2_iov_zero(const struct iovec *iov, int niov, uint64_t off, uint64_t len)
+{
+    for (int i = 0; i < niov && len; i++) {
+        uint64_t take;
+
+        if (off >= iov[i].iov_len) {
+            off -= iov[i].iov_len;
+            continue;
+        }
+        take = MIN(len, iov[i].iov_len - off);
+        memset((uint8_t *)iov[i].iov_base + off, 0, take);
+        len -= take;
+        off = 0;
+    }
+}
+
+Qcow2ClusterType qcow2_classify(BDRVQcow2State *s, uint64_t entry)
+{
+    if (entry & QCOW2_OFLAG_COMPRESSED) {
+        return QCOW2_CLUSTER_COMPRESSED;
+    }
+    if (s->h.version >= 3 && (entry & QCOW2_OFLAG_ZERO)) {
+        return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC : QCOW2_CLUSTER_ZERO;
+    }
+    return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL : QCOW2_CLUSTER_UNALLOCATED;
+}
+
+int qcow2_check_host(BDRVQcow2State *s, uint64_t entry, uint64_t guest)
+{
+    uint64_t host = entry & QCOW2_OFFSET_MASK;
+
+    if (host & (s->cluster_size - 1)) {
+        g_autofree char *why = g_strdup_printf("Cluster allocation offset %#" PRIx64
+                                               " unaligned (guest offset: %#" PRIx64 ")",
+                                               host, guest);
+        return qcow2_mark_corrupt(s, why);
+    }
+    return 0;
+}
+
+/* The host byte range of a compressed cluster's data. */
+static void compressed_range(BDRVQcow2State *s, uint64_t entry, uint64_t *off, uint64_t *len)
+{
+    unsigned x = 62 - (s->cluster_bits - 8);
+    uint64_t sectors = (entry >> x) & ((1ull << (s->cluster_bits - 8)) - 1);
+
+    *off = entry & ((1ull << x) - 1);
+    *len = (sectors + 1) * 512 - (*off & 511);
+}
+
+static int read_compressed(BDRVQcow2State *s, uint64_t entry, uint8_t *out)
+{
+    uint64_t off, len;
+    g_autofree uint8_t *in = NULL;
+    z_stream z = { 0 };
+    int ret;
+
+    compressed_range(s, entry, &off, &len);
+    in = g_malloc(len);
+    ret = bdrv_pread(s->bs->file, off, in, len);
+    if (ret < 0) {
+        return ret;
+    }
+    /* Raw deflate; the largest window inflates any smaller one. */
+    if (inflateInit2(&z, -15) != Z_OK) {
+        return -ENOMEM;
+    }
+    z.next_in = in;
+    z.avail_in = len;
+    z.next_out = out;
+    z.avail_out = s->cluster_size;
+    ret = inflate(&z, Z_FINISH);
+    inflateEnd(&z);
+    /* The run is rounded up to sectors: trailing bytes after the stream are fine. */
+    if ((ret != Z_STREAM_END && ret != Z_BUF_ERROR) || z.avail_out != 0) {
+        return -EIO;
+    }
+    return 0;
+}
+
+int qcow2_free_compressed(BDRVQcow2State *s, uint64_t entry)
+{
+    uint64_t off, len;
+
+    compressed_range(s, entry, &off, &len);
+    for (uint64_t c = off >> s->cluster_bits; c <= (off + len - 1) >> s->cluster_bits; c++) {
+        int ret = qcow2_free_cluster(s, c << s->cluster_bits);
+
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/* Bytes [@off, @off + @len) of the backing image into @buf: zeroes past its end. */
+static int read_backing(BDRVQcow2State *s, uint64_t off, uint8_t *buf, uint64_t len)
+{
+    BlockDriverState *backing = s->bs->backing;
+    int64_t blen;
+    uint64_t n;
+    int ret;
+
+    memset(buf, 0, len);
+    if (!backing) {
+        return 0;
+    }
+    blen = bdrv_getlength(backing);
+    if (blen < 0) {
+        return blen;
+    }
+    if (off >= (uint64_t)blen) {
+        return 0;
+    }
+    n = MIN(len, (uint64_t)blen - off);
+    ret = bdrv_pread(backing, off, buf, n);
+    return ret < 0 ? ret : 0;
+}
+
+int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
+                       uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off)
+{
+    g_autofree struct iovec *sub = NULL;
+    g_autofree uint8_t *buf = NULL;
+    int n, ret;
+
+    switch (qcow2_classify(s, entry)) {
+    case QCOW2_CLUSTER_ZERO:
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        qcow2_iov_zero(iov, niov, iov_off, len);
+        return 0;
+    case QCOW2_CLUSTER_UNALLOCATED:
+        if (!s->bs->backing) {
+            qcow2_iov_zero(iov, niov, iov_off, len);
+            return 0;
+        }
+        buf = g_malloc(len);
+        ret = read_backing(s, guest + in_off, buf, len);
+        if (ret == 0) {
+            qcow2_iov_copy(iov, niov, iov_off, buf, len, true);
+        }
+        return ret;
+    case QCOW2_CLUSTER_COMPRESSED:
+        buf = g_malloc(s->cluster_size);
+        ret = read_compressed(s, entry, buf);
+        if (ret == 0) {
+            qcow2_iov_copy(iov, niov, iov_off, buf + in_off, len, true);
+        }
+        return ret;
+    case QCOW2_CLUSTER_NORMAL:
+        break;              /* its offset was checked under s->lock */
+    }
+    sub = g_new(struct iovec, niov);
+    n = qcow2_iov_slice(iov, niov, iov_off, len, sub);
+    return bdrv_preadv(s->bs->file, (entry & QCOW2_OFFSET_MASK) + in_off, len, sub, n);
+}
+
+/* Is host cluster @host among the clusters the old entry's data occupies? */
+static bool old_holds(BDRVQcow2State *s, Qcow2ClusterType type, uint64_t entry, uint64_t host)
+{
+    uint64_t off, len;
+
+    if (type != QCOW2_CLUSTER_COMPRESSED) {
+        return (entry & QCOW2_OFFSET_MASK) == host;
+    }
+    compressed_range(s, entry, &off, &len);
+    return host >> s->cluster_bits >= off >> s->cluster_bits &&
+           host >> s->cluster_bits <= (off + len - 1) >> s->cluster_bits;
+}
+
+int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
+                    uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off)
+{
+    Qcow2ClusterType type = qcow2_classify(s, entry);
+    g_autofree uint8_t *buf = g_malloc(s->cluster_size);
+    uint64_t host;
+    bool drop_old;
+    int ret = 0;
+
+    if (len < s->cluster_size) {
+        switch (type) {
+        case QCOW2_CLUSTER_ZERO:
+        case QCOW2_CLUSTER_ZERO_ALLOC:
+            memset(buf, 0, s->cluster_size);
+            break;
+        case QCOW2_CLUSTER_UNALLOCATED:
+            ret = read_backing(s, guest, buf, s->cluster_size);
+            break;
+        case QCOW2_CLUSTER_COMPRESSED:
+            ret = read_compressed(s, entry, buf);
+            break;
+        case QCOW2_CLUSTER_NORMAL:
+            /* Shared (refcount > 1, no COPIED flag): copy it before writing our own. */
+            ret = qcow2_check_host(s, entry, guest);
+            if (ret == 0) {
+                ret = bdrv_pread(s->bs->file, entry & QCOW2_OFFSET_MASK, buf, s->cluster_size);
+            }
+            break;
+        }
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    qcow2_iov_copy(iov, niov, iov_off, buf + in_off, len, false);
+
+    /* A zero cluster that keeps its allocation (refcount 1) is written in place. */
+    drop_old = type == QCOW2_CLUSTER_COMPRESSED || type == QCOW2_CLUSTER_NORMAL ||
+               (type == QCOW2_CLUSTER_ZERO_ALLOC && !(entry & QCOW2_OFLAG_COPIED));
+    if (type == QCOW2_CLUSTER_ZERO_ALLOC && (entry & QCOW2_OFLAG_COPIED)) {
+        ret = qcow2_check_host(s, entry, guest);
+        host = entry & QCOW2_OFFSET_MASK;
+    } else {
+        ret = qcow2_alloc_cluster(s, &host);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    if (drop_old && old_holds(s, type, entry, host)) {
+        /* Counted 0 while in use: dropping its reference would free our new data. */
+        return qcow2_mark_corrupt(s, "Cluster in use has refcount 0");
+    }
+    if (qcow2_overlaps_metadata(s, host, s->cluster_size) ||
+        qcow2_overlaps_tables(s, host, s->cluster_size)) {
+        return qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
+    }
+    ret = bdrv_pwrite(s->bs->file, host, buf, s->cluster_size, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    {
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t cur;
+
+        ret = qcow2_get_l2_entry(s, guest, true, &cur, &ce, &slot);
+        if (ret < 0) {
+            return ret;
+        }
+        stq_be_p(slot, host | QCOW2_OFLAG_COPIED);
+        ce->dirty = true;
+    }
+    if (!drop_old) {
+        return 0;
+    }
+    /* The old cluster loses a reference only once no L2 entry on disk names it. */
+    ret = qcow2_cache_writeback(s, &s->l2_cache);
+    if (ret == 0) {
+        ret = qcow2_flush_file(s);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    if (type == QCOW2_CLUSTER_COMPRESSED) {
+        return qcow2_free_compressed(s, entry);
+    }
+    return qcow2_free_cluster(s, entry & QCOW2_OFFSET_MASK);
+}
