@@ -15,6 +15,7 @@ a lost or torn write fails the check.
 import os
 import re
 import struct
+import subprocess
 import sys
 import time
 
@@ -73,18 +74,25 @@ class BlkGuestCase(GuestCase):
     NAME = 'test-virtio-blk'
     TMP_PREFIX = 'qemu-vblk-'
 
-    def image(self, name, sectors):
-        """A zero raw image of @sectors and a sentinel file beside it."""
-        path = os.path.join(self.tmp, name + '.raw')
-        with open(path, 'wb') as f:
-            f.truncate(sectors * SECTOR)
+    def image(self, name, sectors, fmt='raw'):
+        """A zero image of @sectors (raw, or qcow2 made by qemu-img as a user
+        would) and a sentinel file beside it."""
+        path = os.path.join(self.tmp, '%s.%s' % (name, fmt))
+        if fmt == 'raw':
+            with open(path, 'wb') as f:
+                f.truncate(sectors * SECTOR)
+        else:
+            subprocess.run(['qemu-img', 'create', '-q', '-f', fmt, path, str(sectors * SECTOR)],
+                           check=True, timeout=DEADLINE)
         with open(path + '.sentinel', 'wb') as f:
             f.write(os.urandom(4096))
         return path
 
     def blk_vm(self, name, img, append, extra=(), binary=None, drive_opts=''):
-        """A VM of @binary (None: ours) with @img as its virtio-blk disk."""
-        drive = 'file=%s,format=raw,if=none,id=d0' % img + drive_opts
+        """A VM of @binary (None: ours) with @img as its virtio-blk disk
+        (its format from its name: .raw or .qcow2)."""
+        fmt = os.path.splitext(img)[1][1:]
+        drive = 'file=%s,format=%s,if=none,id=d0' % (img, fmt) + drive_opts
         args = ['-global', 'virtio-mmio.force-legacy=false']
         args += ['-drive', drive, '-device', 'virtio-blk-device,drive=d0'] + list(extra)
         return self.keep(VM(self.tmp, name, mem_mb=MEM_MB, append=append, extra=args,
@@ -111,15 +119,24 @@ class BlkGuestCase(GuestCase):
         self.vms.remove(vm)
         acked = int(last['acked_gen'])
         self.assertGreater(acked, n // 4, 'too few writes to check much: %s' % last)
+        if img.endswith('.qcow2'):
+            # qemu-img's own check (no error, no leak), then the guest's data as raw.
+            p = subprocess.run(['qemu-img', 'check', img], capture_output=True, text=True,
+                               timeout=DEADLINE)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            raw = img + '.raw'
+            subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw', img, raw],
+                           check=True, timeout=DEADLINE)
+            img = raw
         self.assertEqual(host_check(img, n, acked), [])
         return last
 
-    def migrate_writing(self, src_binary=None, dst_binary=None):
+    def migrate_writing(self, src_binary=None, dst_binary=None, fmt='raw'):
         """A writing blkverify guest from @src_binary to @dst_binary (None:
         ours) over TCP on one image; the destination writes on, the image
         passes the host check."""
         n = 2048
-        img = self.image('mig%d' % len(os.listdir(self.tmp)), n)
+        img = self.image('mig%d' % len(os.listdir(self.tmp)), n, fmt)
         append = 'mode=blkverify depth=8 iops=3000'
         src = self.blk_vm('src', img, append, binary=src_binary)
         src.wait_serial(r'READY mode=blkverify[^\n]*\n')

@@ -149,6 +149,15 @@ class BlkCase(BlkGuestCase):
         need_binary(self, PEER, 'QEMU 7.2')
         self.migrate_writing(dst_binary=PEER)
 
+    def test_migrate_qcow2_from_qemu(self):
+        """A qcow2 image QEMU 7.2 wrote to, and its tables, taken over here."""
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.migrate_writing(src_binary=PEER, fmt='qcow2')
+
+    def test_migrate_qcow2_to_qemu(self):
+        need_binary(self, PEER, 'QEMU 7.2')
+        self.migrate_writing(dst_binary=PEER, fmt='qcow2')
+
     # QEMU 10.0 offers the same features and sends the same section (version 2, 57 config bytes).
     def test_migrate_from_qemu10(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
