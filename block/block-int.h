@@ -30,6 +30,13 @@ typedef struct BdrvNode {
     /* Its format was probed (raw): a write must not make block 0 look like another (fixed). */
     bool probed;
     /*
+     * backing= was given (open only): the backing node is @backing_node,
+     * or none (JSON null, as libvirt passes it), whatever the image's
+     * header names.
+     */
+    bool backing_given;
+    BlockDriverState *backing_node;
+    /*
      * Its length, for the bounds check of every request; read by any
      * request thread, written under the BQL with no request in flight
      * (open, activate, truncate). Protocol nodes are growable and not

@@ -190,7 +190,7 @@ static QemuOpts *opts_own(QemuOpts *opts)
         const QemuOpt *o = qemu_opts_nth(opts, i);
 
         if (is_common_option(o->name) || g_str_has_prefix(o->name, "file.") ||
-            !strcmp(o->name, "file")) {
+            !strcmp(o->name, "file") || !strcmp(o->name, "backing")) {
             continue;
         }
         qemu_opt_set(own, o->name, o->value);
@@ -391,6 +391,22 @@ BlockDriverState *bdrv_open_opts(BlockLayer *bl, QemuOpts *opts, BlockDriverStat
     } else {
         bs->filename = g_strdup(qemu_opt_get(opts, "filename"));
     }
+    if (qemu_opt_has(opts, "backing")) {
+        const char *ref = qemu_opt_get(opts, "backing");
+
+        n->backing_given = true;
+        if (ref[0]) {
+            n->backing_node = bdrv_find_node(bl, ref);
+            if (!n->backing_node) {
+                error_setg(errp, "Could not open backing file: Cannot find device='%s' nor "
+                           "node-name='%s'", ref, ref);
+                bdrv_unref(bs->file);
+                g_free(bs->filename);
+                g_free(n);
+                return NULL;
+            }
+        }
+    }
     bs->drv = drv;
     bs->opaque = g_malloc0(drv->instance_size ? drv->instance_size : 1);
     own = opts_own(opts);
@@ -421,6 +437,16 @@ int bdrv_open_backing(BlockDriverState *bs, const char *filename, const char *fo
     int flags = bs->open_flags & ~(BDRV_O_RDWR | BDRV_O_UNMAP);
     BlockDriverState *file, *backing;
     const BlockDriver *drv;
+    BdrvNode *n = bdrv_node(bs);
+
+    if (n->backing_given) {
+        /* The options named the backing node (or none): the header's name is not opened. */
+        if (n->backing_node) {
+            n->backing_node->refcnt++;
+            bs->backing = n->backing_node;
+        }
+        return 0;
+    }
 
     /* A relative backing name is relative to the image's directory, as QEMU reads it. */
     g_autofree char *dir = g_path_get_dirname(bs->filename ? bs->filename : ".");

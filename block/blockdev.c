@@ -277,6 +277,9 @@ static bool json_flatten(JsonObject *obj, const char *prefix, QemuOpts *opts, Er
                 return false;
             }
             qemu_opt_set(opts, key, val);
+        } else if (JSON_NODE_HOLDS_NULL(node) && !strcmp(name, "backing")) {
+            /* "backing": null, as libvirt passes it: no backing image at all. */
+            qemu_opt_set(opts, key, "");
         } else {
             error_setg(errp, "Parameter '%s' is unexpected", key);
             return false;

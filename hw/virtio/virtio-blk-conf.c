@@ -18,6 +18,7 @@ void virtio_blk_print_help(void)
     printf("virtio-blk-device options:\n"
            "  drive=<str>            - Node name or ID of a block device to use as a backend\n"
            "  logical_block_size=<size> - A power of two between 512 B and 2 MiB (default: 0)\n"
+           "  bootindex=<int32>\n"
            "  num-queues=<uint16>    -  (default: 65535)\n"
            "  physical_block_size=<size> - A power of two between 512 B and 2 MiB (default: 0)\n"
            "  serial=<str>\n");
@@ -50,8 +51,10 @@ bool virtio_blk_conf_parse(QemuOpts *opts, VirtIOBlkConf *conf, Error **errp)
 {
     static const char *const known[] = { "driver", "drive", "id", "serial",
                                          "logical_block_size", "physical_block_size",
-                                         "num-queues", NULL };
+                                         "num-queues", "bootindex", NULL };
+    const char *bootindex = qemu_opt_get(opts, "bootindex");
     uint64_t lbs, pbs, nq;
+    gint64 unused;
 
     memset(conf, 0, sizeof(*conf));
     for (size_t i = 0; i < qemu_opts_count(opts); i++) {
@@ -65,6 +68,16 @@ bool virtio_blk_conf_parse(QemuOpts *opts, VirtIOBlkConf *conf, Error **errp)
             error_setg(errp, "Property 'virtio-blk-device.%s' not found", name);
             return false;
         }
+    }
+    /*
+     * libvirt passes bootindex=1 for a domain's first disk. The firmware
+     * is loaded with -kernel here, so the order is checked and unused, as
+     * QEMU 7.2's microvm takes any integer.
+     */
+    if (bootindex && !g_ascii_string_to_signed(bootindex, 10, INT32_MIN, INT32_MAX, &unused,
+                                               NULL)) {
+        error_setg(errp, "Parameter 'bootindex' expects integer");
+        return false;
     }
     if (!block_size_get(opts, "logical_block_size", &lbs, errp) ||
         !block_size_get(opts, "physical_block_size", &pbs, errp) ||

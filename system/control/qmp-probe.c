@@ -78,6 +78,7 @@ static const ProbeProp virtio_blk_props[] = {
     { "logical_block_size", "size", "A power of two between 512 B and 2 MiB", "0" },
     { "physical_block_size", "size", "A power of two between 512 B and 2 MiB", "0" },
     { "num-queues", "uint16", NULL, "65535" },
+    { "bootindex", "int32", NULL, NULL },
     { NULL },
 };
 
@@ -172,6 +173,12 @@ static const ProbeType probe_types[] = {
     { "isa-device", "device", true },
     { "isa-debug-exit", "isa-device", false, true, isa_debug_exit_props },
     { "isa-vga", "isa-device", false, true, isa_vga_props },
+    /*
+     * The transport QEMU's microvm puts virtio devices on. libvirt allows
+     * <address type='virtio-mmio'/> only when the binary lists this type.
+     */
+    { "sys-bus-device", "device", true },
+    { "virtio-mmio", "sys-bus-device", false },
     { "virtio-device", "device", true },
     { "virtio-net-device", "virtio-device", false, true, virtio_net_props },
     { "virtio-blk-device", "virtio-device", false, true, virtio_blk_props },

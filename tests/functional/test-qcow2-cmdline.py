@@ -145,6 +145,43 @@ class Qcow2Cmdline(unittest.TestCase):
             self.assertEqual(block['image']['virtual-size'], SIZE)
             self.assertEqual(drvs, ['file', 'file', 'qcow2', 'raw'])
 
+    def test_blockdev_backing_as_libvirt_gives_it(self):
+        """libvirt's -blockdev names the backing node itself, or null for none: the
+        header's backing name is then not opened (QEMU 7.2 answers alike)."""
+        storage = '{"driver":"file","filename":"%s","node-name":"s0"}'
+        base = ('{"driver":"file","filename":"%s","node-name":"b0"}'
+                % os.path.join(self.dir, 'base.raw'))
+        cases = [
+            # (the -blockdev arguments, the node names query-named-block-nodes lists)
+            ([storage % self.top,
+              '{"driver":"qcow2","node-name":"f0","file":"s0","backing":null}'],
+             ['f0', 's0']),
+            ([base, '{"driver":"raw","node-name":"r0","file":"b0"}', storage % self.top,
+              '{"driver":"qcow2","node-name":"f0","file":"s0","backing":"r0"}'],
+             ['b0', 'f0', 'r0', 's0']),
+        ]
+        binaries = [QEMU] + ([QEMU72] if os.access(QEMU72, os.X_OK) else [])
+        for args, names in cases:
+            for binary in binaries:
+                extra = []
+                for a in args:
+                    extra += ['-blockdev', a]
+                vm = VM(binary, base_args(binary) + extra, name='bd')
+                self.addCleanup(vm.kill)
+                nodes = vm.qmp.cmd('query-named-block-nodes')
+                self.assertEqual(sorted(n['node-name'] for n in nodes), names, binary)
+                top = [n for n in nodes if n['node-name'] == 'f0'][0]
+                self.assertEqual(top['backing_file_depth'], 0 if len(names) == 2 else 1,
+                                 (binary, top))
+                vm.kill()
+        out = subprocess.run([QEMU] + base_args(QEMU) + [
+            '-blockdev', storage % self.top,
+            '-blockdev', '{"driver":"qcow2","node-name":"f0","file":"s0","backing":"nope"}'],
+            capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("Could not open backing file: Cannot find device='nope' nor "
+                      "node-name='nope'", out.stderr)
+
     @unittest.skipUnless(os.access(QEMU72, os.X_OK), 'QEMU 7.2 not installed')
     def test_locks_against_qemu(self):
         drive = 'file=%s,if=none,id=d0' % self.good
