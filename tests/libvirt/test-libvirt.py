@@ -341,11 +341,11 @@ class LibvirtTest(unittest.TestCase):
         self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
         self.assertEqual(self.log_errors_about(emulator), [])
 
+    # Not with QEMU 7.2 as the emulator: its virtio-mmio transport is legacy
+    # (version 1) unless told otherwise, which libvirt's XML cannot say and
+    # the firmware's driver does not speak.
     def test_disk_domain_ours(self):
         self.run_disk_domain('disk-ours', QEMU)
-
-    def test_disk_domain_qemu72(self):
-        self.run_disk_domain('disk-qemu72', QEMU72)
 
     def test_domain_ours(self):
         self.run_domain('ours', QEMU)
