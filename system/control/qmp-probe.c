@@ -178,7 +178,7 @@ static const ProbeType probe_types[] = {
      * <address type='virtio-mmio'/> only when the binary lists this type.
      */
     { "sys-bus-device", "device", true },
-    { "virtio-mmio", "sys-bus-device", false },
+    { "virtio-mmio", "sys-bus-device", false, true },
     { "virtio-device", "device", true },
     { "virtio-net-device", "virtio-device", false, true, virtio_net_props },
     { "virtio-blk-device", "virtio-device", false, true, virtio_blk_props },
