@@ -18,7 +18,9 @@
  * a time.
  */
 #include "qemu/osdep.h"
-#include "block/qcow2.h"
+#include "qemu/bswap.h"
+#include "qapi/error.h"
+#include "block/qcow2-int.h"
 
 void qcow2_cache_init(Qcow2Cache *c, int nb_entries, uint64_t cluster_size, Qcow2Cache *depends)
 {
@@ -95,6 +97,29 @@ int qcow2_flush_file(BDRVQcow2State *s)
         s->refblock_cache.unflushed = false;
     }
     return ret;
+}
+
+int qcow2_mark_corrupt(BDRVQcow2State *s, const char *why)
+{
+    if (!s->corrupt) {
+        error_report("qcow2: Marking image as corrupt: %s; further corruption events will "
+                     "be suppressed", why);
+        s->corrupt = true;
+        /*
+         * v3 records it in the header so that no one writes the image again
+         * until it is checked; v2 has no bit for it.
+         */
+        if (s->writable && s->h.version >= 3) {
+            uint8_t be[8];
+
+            s->h.incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
+            stq_be_p(be, s->h.incompatible_features);
+            if (bdrv_pwrite(s->bs->file, 72, be, 8, 0) == 0) {
+                qcow2_flush_file(s);
+            }
+        }
+    }
+    return -EIO;
 }
 
 int qcow2_cache_writeback(BDRVQcow2State *s, Qcow2Cache *c)

@@ -12,7 +12,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 
 int qcow2_write_l1_entry(BDRVQcow2State *s, uint32_t index)
 {

@@ -13,7 +13,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 
 int qcow2_probe(const uint8_t *buf, size_t len)
 {
@@ -314,4 +314,42 @@ int qcow2_header_parse(Qcow2Header *h, const uint8_t *buf, size_t len, bool writ
         }
     }
     return 0;
+}
+
+bool qcow2_overlaps_metadata(BDRVQcow2State *s, uint64_t offset, uint64_t len)
+{
+    uint64_t end = offset + len;
+    uint64_t l1_end = s->h.l1_table_offset + (uint64_t)s->l1_size * 8;
+    uint64_t rct_end = s->rct_offset + (uint64_t)s->rct_clusters * s->cluster_size;
+
+    return offset < s->cluster_size ||
+           (offset < l1_end && end > s->h.l1_table_offset) ||
+           (offset < rct_end && end > s->rct_offset);
+}
+
+bool qcow2_overlaps_tables(BDRVQcow2State *s, uint64_t offset, uint64_t len)
+{
+    uint64_t first = offset >> s->cluster_bits;
+    uint64_t last = (offset + len - 1) >> s->cluster_bits;
+
+    /*
+     * A loop over the L1 and refcount tables per check: a few hundred
+     * entries for a 100 GiB image of 64 KiB clusters, a handful for the
+     * refcount table's used part.
+     */
+    for (uint32_t i = 0; i < s->l1_size; i++) {
+        uint64_t c = (s->l1[i] & QCOW2_OFFSET_MASK) >> s->cluster_bits;
+
+        if (c && c >= first && c <= last) {
+            return true;
+        }
+    }
+    for (uint64_t i = 0; i < s->rct_top; i++) {
+        uint64_t c = (s->rct[i] & QCOW2_RCT_OFFSET_MASK) >> s->cluster_bits;
+
+        if (c && c >= first && c <= last) {
+            return true;
+        }
+    }
+    return false;
 }

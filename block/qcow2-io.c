@@ -15,7 +15,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 #include <zlib.h>
 
 int qcow2_iov_slice(const struct iovec *iov, int niov, uint64_t off, uint64_t len,

@@ -23,7 +23,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 
 static uint64_t rb_entry_get(const uint8_t *t, unsigned order, uint64_t i)
 {
@@ -71,67 +71,6 @@ static void rb_entry_set(uint8_t *t, unsigned order, uint64_t i, uint64_t v)
         break;
     }
     }
-}
-
-bool qcow2_overlaps_metadata(BDRVQcow2State *s, uint64_t offset, uint64_t len)
-{
-    uint64_t end = offset + len;
-    uint64_t l1_end = s->h.l1_table_offset + (uint64_t)s->l1_size * 8;
-    uint64_t rct_end = s->rct_offset + (uint64_t)s->rct_clusters * s->cluster_size;
-
-    return offset < s->cluster_size ||
-           (offset < l1_end && end > s->h.l1_table_offset) ||
-           (offset < rct_end && end > s->rct_offset);
-}
-
-bool qcow2_overlaps_tables(BDRVQcow2State *s, uint64_t offset, uint64_t len)
-{
-    uint64_t first = offset >> s->cluster_bits;
-    uint64_t last = (offset + len - 1) >> s->cluster_bits;
-
-    /*
-     * A loop over the L1 and refcount tables per check: a few hundred
-     * entries for a 100 GiB image of 64 KiB clusters, a handful for the
-     * refcount table's used part.
-     */
-    for (uint32_t i = 0; i < s->l1_size; i++) {
-        uint64_t c = (s->l1[i] & QCOW2_OFFSET_MASK) >> s->cluster_bits;
-
-        if (c && c >= first && c <= last) {
-            return true;
-        }
-    }
-    for (uint64_t i = 0; i < s->rct_top; i++) {
-        uint64_t c = (s->rct[i] & QCOW2_RCT_OFFSET_MASK) >> s->cluster_bits;
-
-        if (c && c >= first && c <= last) {
-            return true;
-        }
-    }
-    return false;
-}
-
-int qcow2_mark_corrupt(BDRVQcow2State *s, const char *why)
-{
-    if (!s->corrupt) {
-        error_report("qcow2: Marking image as corrupt: %s; further corruption events will "
-                     "be suppressed", why);
-        s->corrupt = true;
-        /*
-         * v3 records it in the header so that no one writes the image again
-         * until it is checked; v2 has no bit for it.
-         */
-        if (s->writable && s->h.version >= 3) {
-            uint8_t be[8];
-
-            s->h.incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
-            stq_be_p(be, s->h.incompatible_features);
-            if (bdrv_pwrite(s->bs->file, 72, be, 8, 0) == 0) {
-                qcow2_flush_file(s);
-            }
-        }
-    }
-    return -EIO;
 }
 
 /* The refcount block covering @cluster: *ce NULL when the table has no block for it. */

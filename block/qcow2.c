@@ -29,7 +29,7 @@
 #include "qemu/bswap.h"
 #include "qemu/tsan.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 
 #define QCOW2_L2_CACHE_TABLES       16
 #define QCOW2_REFBLOCK_CACHE_TABLES 4

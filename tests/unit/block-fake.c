@@ -2,7 +2,7 @@
 /* A test-only block layer under qcow2: see block-fake.h. */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 #include "block-fake.h"
 
 unsigned fake_flush_count;

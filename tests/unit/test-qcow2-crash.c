@@ -6,7 +6,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 #include "block-fake.h"
 #include "qcow2-test.h"
 

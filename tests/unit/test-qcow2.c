@@ -19,7 +19,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 #include "block-fake.h"
 #include "qcow2-test.h"
 
