@@ -17,7 +17,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "block/qcow2.h"
+#include "block/qcow2-int.h"
 #include "../unit/block-fake.h"
 #include "fuzz.h"
 
