@@ -17,8 +17,8 @@ QEMU's image locks are on everywhere (/proc/locks shows them):
 - 'cont' on a source whose migration completed: refused while the
   destination holds the image (QEMU's words), as QEMU refuses it;
 - a background snapshot: the source keeps its image and writes on;
-- a live update (cpr-transfer): the old process releases the image, the
-  new one takes it, and the guest writes on in the new process.
+- a live update (cpr-transfer, cpr-exec): the old process (or image)
+  releases the image, the new one takes it, and the guest writes on.
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
@@ -213,6 +213,24 @@ class LiveUpdateWithDisk(live_update.CprCase, BlkGuestCase):
         self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
         src.qmp.cmd('quit')
         self.stop_and_check(dst, img, N)
+
+    def test_cpr_exec(self):
+        """The exec'd image takes the image at the end of its load; the guest writes on."""
+        img = self.image('exec', N)
+        disk = ['-global', 'virtio-mmio.force-legacy=false',
+                '-drive', 'file=%s,format=raw,if=none,id=d0' % img,
+                '-device', 'virtio-blk-device,drive=d0']
+        vm = self.vm('exec', live_update.memfd_args() + disk, append=WRITING)
+        vm.wait_serial(r'READY mode=blkverify[^\n]*\n')
+        self.wait_stats(vm, 1)
+        state = os.path.join(self.tmp, 'exec-state')
+        vm.qmp.cmd('migrate-set-parameters', mode='cpr-exec',
+                   **{'cpr-exec-command': vm.args + ['-incoming', 'file:' + state]})
+        vm.qmp.cmd('migrate', uri='file:' + state)
+        live_update.TestExec.reconnect(self, vm)
+        self.wait_stats(vm, 2)
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        self.stop_and_check(vm, img, N)
 
 
 if __name__ == '__main__':
