@@ -109,6 +109,9 @@ class BlkCase(BlkGuestCase):
              "maximum: 2097152)"),
             (drive, 'virtio-blk-device,drive=d0,logical_block_size=4096,physical_block_size=512',
              'logical_block_size > physical_block_size not supported'),
+            # libvirt passes bootindex=1; QEMU 7.2's microvm takes any integer, nothing else.
+            (drive, 'virtio-blk-device,drive=d0,bootindex=x',
+             "Parameter 'bootindex' expects integer"),
         ]
         for pre, dev, msg in cases:
             args = [QEMU, '-M', 'microvm', '-enable-kvm', '-cpu', CPU, '-m', '%dM' % MEM_MB,
