@@ -50,6 +50,7 @@ typedef struct FakeDisk {
     unsigned int running;       /* requests inside the fake now (atomic) */
     unsigned int events[3];     /* blk_error_action calls by action (BQL) */
     unsigned int flushes;
+    int last_write_flags;       /* blk_pwritev's @flags, last call (atomic) */
 } FakeDisk;
 
 static FakeDisk disk;
@@ -119,6 +120,7 @@ int blk_preadv(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int 
 
 int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov, int flags)
 {
+    __atomic_store_n(&disk.last_write_flags, flags, __ATOMIC_SEQ_CST);
     return fake_io(offset, iov, niov, true);
 }
 
@@ -236,7 +238,7 @@ static bool broken(void)
     return rd(VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET;
 }
 
-static void driver_init(Fixture *f)
+static void driver_init_features(Fixture *f, uint64_t features)
 {
     uint32_t ok = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
                   VIRTIO_CONFIG_S_FEATURES_OK;
@@ -244,10 +246,15 @@ static void driver_init(Fixture *f)
     f->q = (VirtIOTestQueue) { .index = 0, .num = QNUM, .desc = QDESC,
                                .avail = QDESC + 0x1000, .used = QDESC + 0x2000 };
     f->completed = 0;
-    vtest_negotiate(BASE, BLK_FEATURES);
+    vtest_negotiate(BASE, features);
     vtest_queue_setup(BASE, &f->q);
     wr(VIRTIO_MMIO_STATUS, ok | VIRTIO_CONFIG_S_DRIVER_OK);
     g_assert_cmpuint(rd(VIRTIO_MMIO_STATUS), ==, ok | VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+static void driver_init(Fixture *f)
+{
+    driver_init_features(f, BLK_FEATURES);
 }
 
 static uint8_t *data_of(unsigned int id)
@@ -385,6 +392,29 @@ static void test_rw(void)
         g_assert_cmpuint(do_req(&f, 5, VIRTIO_BLK_T_DISCARD, 0, 16), ==, VIRTIO_BLK_S_OK);
     }
     g_assert_false(broken());
+    fixture_teardown(&f);
+}
+
+/*
+ * A driver without VIRTIO_BLK_F_FLUSH cannot make its writes durable
+ * later: each must be at completion (FUA), whatever the drive's cache
+ * mode. With FLUSH, writeback.
+ */
+static void test_writethrough_without_flush(void)
+{
+    Fixture f;
+
+    fixture_setup(&f);
+    driver_init_features(&f, BLK_FEATURES & ~(1ULL << VIRTIO_BLK_F_FLUSH));
+    memset(data_of(0), 0x11, 512);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_OUT, 3, 512), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(disk.last_write_flags & BDRV_REQ_FUA, ==, BDRV_REQ_FUA);
+    fixture_teardown(&f);
+
+    fixture_setup(&f);
+    driver_init(&f);
+    g_assert_cmpuint(do_req(&f, 0, VIRTIO_BLK_T_OUT, 3, 512), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(disk.last_write_flags & BDRV_REQ_FUA, ==, 0);
     fixture_teardown(&f);
 }
 
@@ -599,6 +629,7 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-blk/bad-requests", test_bad_requests);
     g_test_add_func("/virtio-blk/hostile", test_hostile);
     g_test_add_func("/virtio-blk/werror", test_werror);
+    g_test_add_func("/virtio-blk/writethrough-without-flush", test_writethrough_without_flush);
     g_test_add_func("/virtio-blk/random", test_random);
     g_test_add_func("/virtio-blk/migrate/round-trip", test_migrate_round_trip);
     ret = g_test_run();
