@@ -311,3 +311,40 @@ for _base in ("dirty-random", "random-4g"):
     SCENARIOS["%s-mfd2-tls" % _base] = tls(SCENARIOS["%s-mfd2" % _base])
 GROUPS["tls"] = [n for b in ("dirty-random", "random-4g")
                  for n in (b, b + "-tls", b + "-mfd2", b + "-mfd2-tls")]
+
+
+# Disks (issue 39). The device alone: the firmware's blkbench (fio-like, no
+# verification) on a fresh, fully allocated 1 GiB raw image per run, 2 s of
+# warmup then 10 STAT seconds (scripts/migbenchlib/blkbench.py).
+def blk(doc, append):
+    return {"doc": doc + ": 4 KiB requests on a fresh preallocated 1 GiB raw image, "
+                         "cache=none (writeback where O_DIRECT is refused)",
+            "kind": "blkbench", "mem": "256M", "append": "mode=blkbench bs=4096 " + append,
+            "disk": {"format": "raw", "size": "1G", "prealloc": "full"},
+            "warmup": 2, "measure": 10, "quick": {"measure": 3}}
+
+
+SCENARIOS["blk-seqread-qd1"] = blk("sequential reads, queue depth 1", "rw=read depth=1")
+SCENARIOS["blk-randread-qd32"] = blk("random reads, queue depth 32", "rw=randread depth=32")
+SCENARIOS["blk-randwrite-qd32"] = blk("random writes, queue depth 32", "rw=randwrite depth=32")
+SCENARIOS["blk-seqwrite-qd32"] = blk("sequential writes, queue depth 32", "rw=write depth=32")
+GROUPS["blk"] = ["blk-seqread-qd1", "blk-randread-qd32", "blk-randwrite-qd32",
+                 "blk-seqwrite-qd32"]
+
+# The seed scenario with a writing disk: CPU 1 does dirty-random's writes
+# (2 GiB at 220 MB/s), CPU 0 writes 4 KiB at random at 2000 IOPS (8 in
+# flight) over all of a 4 GiB qcow2 image that qemu-img made (blkbench
+# addresses any capacity; blkverify's table stops at 32 MiB), shared by
+# source and destination. disk-vs-nodisk runs it beside dirty-random
+# (ours alone) for the downtime target.
+SCENARIOS["disk"] = dict(
+    SCENARIOS["dirty-random"],
+    doc="dirty-random (CPU 1) plus CPU 0 writing 4 KiB at random at 2000 IOPS, 8 in flight, "
+        "to a 4 GiB qcow2 image (qemu-img create), shared storage; 300 MiB/s, 100 ms",
+    smp=2, append="mode0=blkbench rw=randwrite bs=4096 depth=8 iops=2000 "
+                  "mode1=dirty mem1=2048 rate1=220 pattern1=random",
+    disk={"format": "qcow2", "size": "4G"}, warmup=3,
+    quick={"mem": "1G", "append": "mode0=blkbench rw=randwrite bs=4096 depth=8 iops=2000 "
+                                  "mode1=dirty mem1=512 rate1=110 pattern1=random",
+           "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}})
+GROUPS["disk-vs-nodisk"] = ["disk", ("dirty-random", "ours-only")]

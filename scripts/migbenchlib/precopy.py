@@ -15,6 +15,7 @@ import syncprobe
 from qmp import VM, MonitorGone, QMPError, kv
 
 from .binaries import Refused, set_migration  # noqa: F401 (Refused: migbench's)
+from .blkbench import Disk, blk_stats, blk_summary
 from .launch import display_args, free_udp_port, free_vnc_port, net_args, pin_threads, \
     tls_args, trace_args, vm_args, TLS_DST_PARAMS, TLS_SRC_PARAMS
 from .measure import compute_ips, cpu_steal_ms, display_delta, display_sample, find_thread, \
@@ -53,10 +54,12 @@ def run_precopy(sc, binary, is_peer, log):
         raise RuntimeError("--source does not measure the display")
     src_accel = accel if (src_binary, src_is_peer) == (binary, is_peer) else \
         sc.get("peer_accel" if src_is_peer else "ours_accel")
+    # Shared storage: one image, opened by the source and the destination.
+    disk = Disk(sc["disk"]) if sc.get("disk") else None
     src = VM(src_binary, display_args(disp, src_is_peer, vm_args(
         src_binary, src_is_peer, sc["mem"], sc["append"], smp + trace_args(sc, src_is_peer) +
-        tls_args(sc, "client") + (net_args(src_is_peer, ports[0]) if net else []),
-        accel=src_accel), vnc_port), "src")
+        tls_args(sc, "client") + (net_args(src_is_peer, ports[0]) if net else []) +
+        (disk.args(src_is_peer) if disk else []), accel=src_accel), vnc_port), "src")
     dst = None
     client = None
     viewer = probe = None
@@ -85,7 +88,8 @@ def run_precopy(sc, binary, is_peer, log):
             src.wait_line("STAT", 30, src.line_count())
         dst = VM(binary, display_args(disp, is_peer, vm_args(
             binary, is_peer, sc["mem"], sc["append"], smp + ["-incoming", "defer"] +
-            tls_args(sc, "server") + (net_args(is_peer, ports[1]) if net else []), accel)),
+            tls_args(sc, "server") + (net_args(is_peer, ports[1]) if net else []) +
+            (disk.args(is_peer) if disk else []), accel)),
             "dst")
         if sc.get("_pin") or sc.get("pin_vcpus"):
             pin_threads(src, dst, sc.get("pin_vcpus", ("CPU ",)))
@@ -320,6 +324,12 @@ def run_precopy(sc, binary, is_peer, log):
             res["compute-kept-%"] = idur * 100 / ib if ib and idur else None
             res["throttle-max-%"] = throttle_max
             res["dirty-limited"] = 1 if dirty_limited else 0
+        if disk:
+            # The guest's disk (blkbench on CPU 0) before and during the
+            # migration: what the switchover and the dirty tracking cost it.
+            res.update(blk_summary(blk_stats(before, 0), "guest-io-before-"))
+            res.update(blk_summary(blk_stats(during, 0), "guest-io-during-"))
+            res["o-direct"] = 1 if disk.cache == "none" else 0
         if last_expected is not None and not switch:
             # The last expected-downtime seen while active (polled every 50 ms).
             res["expected-downtime-ms"] = last_expected
@@ -358,5 +368,7 @@ def run_precopy(sc, binary, is_peer, log):
         src.kill()
         if dst:
             dst.kill()
+        if disk:
+            disk.close()
         if os.path.exists(tmp):
             os.unlink(tmp)

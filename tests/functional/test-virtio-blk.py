@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU  # noqa: E402
 from analyzevm import PEER, QEMU10, need_binary  # noqa: E402
 from blkcase import (MAGIC, MASK, MEM_MB, SECTOR, BlkGuestCase, host_check,  # noqa: E402
-                     last_gen, sector_sum)
+                     last_gen, sector_sum, stat_lines)
 
 
 class BlkCase(BlkGuestCase):
@@ -88,6 +88,29 @@ class BlkCase(BlkGuestCase):
         self.assertGreater(int(last['verified']), 0, last)
         self.assertGreater(int(last['flushes']), 0, last)
         self.stop_and_check(vm, img, n)
+
+    def test_blkbench(self):
+        """blkbench on CPU 0 (64 KiB random writes over 1 MiB) beside a
+        dirtying CPU 1: both report, the writes reach the image, and an
+        area beyond the disk is refused."""
+        n = 2048
+        img = self.image('bench', n)
+        vm = self.blk_vm('bench', img, 'mode=blkbench rw=randwrite bs=65536 depth=8 size_mb=1 '
+                         'mode1=dirty mem1=8 rate1=10 pattern1=random', extra=['-smp', '2'])
+        vm.wait_serial(r'READY mode=blkbench rw=randwrite bs=65536 size_mb=1 [^\n]*\n')
+        self.wait_stats(vm, 4)
+        lines = stat_lines(vm.serial_text())
+        disk = [s for s in lines if s.get('cpu') == '0']
+        self.assertTrue(disk, vm.serial_text())
+        self.assertTrue(any(int(s['iops']) > 0 for s in disk), disk)
+        self.assertTrue(all('lat_p99_us' in s and 'kib_s' in s for s in disk), disk)
+        self.assertTrue(any(s.get('cpu') == '1' and 'rate_mbps' in s for s in lines), lines)
+        vm.shutdown()
+        self.vms.remove(vm)
+        # Writes of whole blocks inside the area: the image did not grow.
+        self.assertEqual(os.path.getsize(img), n * SECTOR)
+        big = self.blk_vm('bench-big', img, 'mode=blkbench rw=read size_mb=2')
+        big.wait_serial(r'FAIL blkbench-params[^\n]*\n')
 
     def test_bad_options(self):
         img = self.image('opts', 64)

@@ -76,6 +76,13 @@ enum net_param blk_param(const char *k, size_t kn, const char *v, size_t vn)
     return NET_PARAM_OK;
 }
 
+/* blkbench takes the same depth= and iops= (one parser for the keys). */
+void blk_depth_iops(uint64_t *depth, uint64_t *iops)
+{
+    *depth = BP.depth;
+    *iops = BP.iops;
+}
+
 /* ---- the sector image ---- */
 
 static uint64_t fill_word(uint64_t sector, uint64_t gen, unsigned i)

@@ -60,7 +60,7 @@ static uint64_t bucket_us(unsigned b)
     return b < HIST_LINEAR ? b : 1ULL << (b - HIST_LINEAR + 10);
 }
 
-static uint64_t p99_us(const struct wstat *s)
+uint64_t stat_p99_us(const struct wstat *s)
 {
     uint64_t want = (s->period_writes * 99 + 99) / 100, seen = 0;
     unsigned b;
@@ -94,7 +94,7 @@ void stat_report(struct wstat *s, uint64_t now)
     ln_str(&l, " max_write_us=");
     ln_u64(&l, tsc_to_us(s->max_tsc));
     ln_str(&l, " p99_write_us=");
-    ln_u64(&l, p99_us(s));
+    ln_u64(&l, stat_p99_us(s));
     ln_str(&l, " writes=");
     ln_u64(&l, s->period_writes);
     ln_str(&l, " slow_writes=");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The firmware's virtio-blk driver (virtio-blk.c) and its two modes:
- * blkverify (blk.c) and blkhostile (blk-bad.c). Numbers from virtio 1.x,
+ * The firmware's virtio-blk driver (virtio-blk.c) and its modes:
+ * blkverify (blk.c), blkbench (blkbench.c) and blkhostile (blk-bad.c). Numbers from virtio 1.x,
  * section 5.2.
  */
 #ifndef GUEST_VBLK_H
@@ -48,6 +48,7 @@ extern struct vblk_info g_vblk;
 enum vnet_error vblk_setup(uint64_t want);
 uint8_t *vblk_buf(unsigned slot);
 void vblk_submit(unsigned slot, uint32_t type, uint64_t sector, uint32_t len);
+void vblk_submit_buf(unsigned slot, uint32_t type, uint64_t sector, void *buf, uint32_t len);
 void vblk_offer(uint16_t head);
 void vblk_kick(void);
 bool vblk_poll(uint16_t *head, uint32_t *len, uint8_t *status);

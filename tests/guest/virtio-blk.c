@@ -197,6 +197,15 @@ uint8_t *vblk_buf(unsigned slot)
  */
 void vblk_submit(unsigned slot, uint32_t type, uint64_t sector, uint32_t len)
 {
+    vblk_submit_buf(slot, type, sector, bufs[slot], len);
+}
+
+/*
+ * As vblk_submit, with the data in @buf (@len bytes, one descriptor: the
+ * device's seg_max limits chains, not one descriptor's length).
+ */
+void vblk_submit_buf(unsigned slot, uint32_t type, uint64_t sector, void *buf, uint32_t len)
+{
     uint16_t h = (uint16_t)(3 * slot);
     /* Only IN and GET_ID fill the data buffer; OUT, DISCARD and WRITE_ZEROES send it. */
     bool dev_writes = type == VBLK_T_IN || type == VBLK_T_GET_ID;
@@ -207,7 +216,7 @@ void vblk_submit(unsigned slot, uint32_t type, uint64_t sector, uint32_t len)
                                    VRING_DESC_F_NEXT, (uint16_t)(h + (len ? 1 : 2)) };
     if (len) {
         q.desc[h + 1] = (struct vq_desc) {
-            (uint64_t)bufs[slot], len,
+            (uint64_t)buf, len,
             (uint16_t)(VRING_DESC_F_NEXT | (dev_writes ? VRING_DESC_F_WRITE : 0)),
             (uint16_t)(h + 2) };
     }

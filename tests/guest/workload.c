@@ -4,7 +4,7 @@
  * from the PVH memory map (filled by fill.c), and the modes, on CPU 0 or,
  * with modeN= keys, one per CPU (the network modes are in net.c, virtiobad
  * in virtio-bad.c, draw in draw.c, vbebad in vbe-bad.c, cpustate= in cpustate.c,
- * blkverify in blk.c, blkhostile in blk-bad.c). All
+ * blkverify in blk.c, blkbench in blkbench.c, blkhostile in blk-bad.c). All
  * loops run at CPL3 because it runs natively under kvm-pvm and CPL0 does not.
  */
 #include "workload.h"
@@ -12,12 +12,12 @@
 /* Indexes into the name tables below. */
 enum mode { MODE_VERIFY, MODE_DIRTY, MODE_MEMUSER, MODE_IDLE, MODE_COMPUTE, MODE_UDPECHO,
             MODE_UDPSTREAM, MODE_VIRTIOBAD, MODE_DRAW, MODE_VBEBAD, MODE_BLKVERIFY,
-            MODE_BLKHOSTILE };
+            MODE_BLKHOSTILE, MODE_BLKBENCH };
 enum pattern { PATTERN_RANDOM, PATTERN_SEQ };
 
 static const char *const mode_names[] = {
     "verify", "dirty", "memuser", "idle", "compute", "udpecho", "udpstream", "virtiobad", "draw",
-    "vbebad", "blkverify", "blkhostile", 0
+    "vbebad", "blkverify", "blkhostile", "blkbench", 0
 };
 static const char *const pattern_names[] = { "random", "seq", 0 };
 static const char *const fill_names[] = { "random", "zero", "text", "sparse", "zeroed", 0 };
@@ -87,7 +87,7 @@ static bool is_net_mode(uint64_t mode)
 {
     return mode == MODE_UDPECHO || mode == MODE_UDPSTREAM || mode == MODE_VIRTIOBAD ||
            mode == MODE_DRAW || mode == MODE_VBEBAD || mode == MODE_BLKVERIFY ||
-           mode == MODE_BLKHOSTILE;
+           mode == MODE_BLKHOSTILE || mode == MODE_BLKBENCH;
 }
 
 static _Noreturn void bad_param(const char *key, size_t n)
@@ -181,6 +181,9 @@ static void set_param(const char *k, size_t kn, const char *v, size_t vn)
     }
     if (r == NET_PARAM_UNKNOWN) {
         r = blk_param(k, kn, v, vn);
+    }
+    if (r == NET_PARAM_UNKNOWN) {
+        r = blkbench_param(k, kn, v, vn);
     }
     if (r == NET_PARAM_BAD) {
         bad_param(k, kn);
@@ -629,6 +632,8 @@ static _Noreturn void run_cpu(unsigned n)
         blk_verify_main(&st);
     case MODE_BLKHOSTILE:
         blk_hostile_main(&st);
+    case MODE_BLKBENCH:
+        blk_bench_main(&st);
     default:
         for (;;) {
             stat_idle_until(&st, UINT64_MAX);

@@ -194,6 +194,8 @@ void stat_report_compute(struct wstat *s, uint64_t now, uint64_t iters, uint64_t
 void stat_nap(struct wstat *s);
 void stat_next_period(struct wstat *s, uint64_t now);
 void stat_idle_until(struct wstat *s, uint64_t until);
+/* The period's 99th percentile of what stat_write() timed, in us (a bucket's lower bound). */
+uint64_t stat_p99_us(const struct wstat *s);
 void ln_tag(struct line *l, const char *word, int cpu);
 
 static inline void stat_write(struct wstat *s, uint64_t delta)
@@ -325,6 +327,10 @@ enum net_param blk_param(const char *k, size_t kn, const char *v, size_t vn);
 void blk_print_device(void);
 _Noreturn void blk_verify_main(struct wstat *s);
 _Noreturn void blk_hostile_main(struct wstat *s);
+/* blkbench.c: mode=blkbench, fio-like throughput (takes blkverify's depth= and iops=). */
+void blk_depth_iops(uint64_t *depth, uint64_t *iops);
+enum net_param blkbench_param(const char *k, size_t kn, const char *v, size_t vn);
+_Noreturn void blk_bench_main(struct wstat *s);
 
 /* cpustate.c: cpustate=LIST, vCPU states only subsections carry (with mode=verify). */
 enum net_param cpustate_param(const char *k, size_t kn, const char *v, size_t vn);

@@ -52,8 +52,14 @@
 #define VIRTIO_BLK_ID_BYTES     20
 /* QEMU's max-discard-sectors and max-write-zeroes-sectors defaults. */
 #define VIRTIO_BLK_MAX_DISCARD_SECTORS  4194303
-/* Worker threads per device: enough for a queue of requests in flight. */
-#define VIRTIO_BLK_WORKERS      4
+/*
+ * Worker threads per device, each with its own queue (requests go round
+ * robin): one per request of a queue depth of 32, or storage that serves
+ * requests in parallel sees at most this many at once (4 kept random reads
+ * at QD32 at 0.7x and sequential writes at 0.3x QEMU 7.2's, whose
+ * aio=threads pool grows to 64; docs/benchmarks.md, issue 39).
+ */
+#define VIRTIO_BLK_WORKERS      32
 /* Queues a device may have (num-queues=): virtio-mmio's migration bound. */
 #define VIRTIO_BLK_MAX_QUEUES   16
 
