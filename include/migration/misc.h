@@ -68,10 +68,19 @@ bool migration_guest_owned_here(Error **errp);
  */
 typedef struct MigrationHandoverOps {
     const char *name;           /* for messages: "block" */
+    /*
+     * Source, mig/src, no BQL, the guest still running, just before it
+     * stops for the switchover: do now what release would do, so that
+     * release (inside the downtime) has only the last moments left.
+     * May be NULL; never fails the migration.
+     */
+    void (*prepare)(void *opaque);
     bool (*release)(void *opaque, Error **errp);
     bool (*take)(void *opaque, Error **errp);
 } MigrationHandoverOps;
 void migration_add_handover(const MigrationHandoverOps *ops, void *opaque);
+/* Each prepare in order (mig/src, no BQL, the guest running). */
+void migration_handover_prepare(void);
 /* Each release in order; on a failure the earlier ones take back. BQL. */
 bool migration_handover_release(Error **errp);
 /* Each take in order. BQL. */

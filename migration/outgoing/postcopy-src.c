@@ -507,6 +507,7 @@ static bool postcopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **
         return precopy_mode.complete(s, &ps->pre, f, errp);
     }
     postcopy_drain_stream(s, f);
+    migration_handover_prepare();
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     trace_migration_postcopy_stopped((get_clock_ns() - s->downtime_start_ns) / 1000);

@@ -254,6 +254,8 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     bool ok, state_whole;
 
     ps->phases_valid = false;
+    /* While the guest runs: the images' flush, so that the one inside the stop is short. */
+    migration_handover_prepare();
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
