@@ -125,12 +125,6 @@ static bool all_zero(const uint64_t *w)
 
 /* ---- lines ---- */
 
-static void ln_key(struct line *l, const char *key, uint64_t v)
-{
-    ln_str(l, key);
-    ln_u64(l, v);
-}
-
 static _Noreturn void fail(struct wstat *s, const char *what, uint64_t sector, uint64_t want,
                            uint64_t got)
 {

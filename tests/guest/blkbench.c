@@ -76,12 +76,6 @@ enum net_param blkbench_param(const char *k, size_t kn, const char *v, size_t vn
     return NET_PARAM_UNKNOWN;
 }
 
-static void ln_key(struct line *l, const char *key, uint64_t v)
-{
-    ln_str(l, key);
-    ln_u64(l, v);
-}
-
 static _Noreturn void bb_fail(struct wstat *s, const char *what, uint64_t a, uint64_t b,
                               enum exit_code code)
 {

@@ -54,6 +54,12 @@ void ln_u64(struct line *l, uint64_t v)
     }
 }
 
+void ln_key(struct line *l, const char *key, uint64_t v)
+{
+    ln_str(l, key);
+    ln_u64(l, v);
+}
+
 void ln_hex(struct line *l, uint64_t v)
 {
     char tmp[16];

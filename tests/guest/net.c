@@ -531,12 +531,6 @@ static void ln_ip(struct line *l, uint32_t ip)
     }
 }
 
-static void ln_key(struct line *l, const char *key, uint64_t v)
-{
-    ln_str(l, key);
-    ln_u64(l, v);
-}
-
 static void print_ready(const struct wstat *s, bool stream, uint64_t rate)
 {
     struct line l = { 0 };

@@ -121,6 +121,8 @@ extern void (*g_out)(const char *s, size_t n);
 void ln_str(struct line *l, const char *s);
 void ln_mem(struct line *l, const char *s, size_t n);
 void ln_u64(struct line *l, uint64_t v);
+/* @key (" name=") then @v in decimal: one field of a STAT or READY line. */
+void ln_key(struct line *l, const char *key, uint64_t v);
 void ln_hex(struct line *l, uint64_t v);
 void ln_tenths(struct line *l, uint64_t tenths);
 void ln_emit(struct line *l);
