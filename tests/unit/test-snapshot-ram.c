@@ -417,6 +417,25 @@ static void run_snapshot(const Scenario *sc, int round)
     for (int v = 0; v < NVCPUS; v++) {
         qemu_thread_create(&vcpu[v], "fake/vcpu", fake_vcpu, GINT_TO_POINTER(v));
     }
+    /*
+     * One vCPU fault at least before the scan starts: on a busy host (a
+     * build beside) the scan alone could send every page before any vCPU
+     * ran, and what this tests is faults overtaking the scan.
+     */
+    for (int waited_ms = 0;; waited_ms++) {
+        uint64_t seen = 0;
+
+        pthread_mutex_lock(&uf.lock);
+        for (int v = 0; v < NVCPUS; v++) {
+            seen += uf.vcpu_faults[v];
+        }
+        pthread_mutex_unlock(&uf.lock);
+        if (seen || sc->cancel_after || sc->unprotect_fail_at) {
+            break;
+        }
+        g_assert_cmpint(waited_ms, <, 20000);
+        g_usleep(1000);
+    }
     /* The "ram" section's loop, slowed now and then so that faults overtake the scan. */
     while (!qemu_file_get_error(out) && snapshot_ram_source.send_next(&sram, out, &w)) {
         if (++steps == sc->cancel_after) {
