@@ -9,9 +9,10 @@
  * cache, so an L2 entry on disk never names a cluster whose refcount on
  * disk is still 0 (which a later allocation would hand out a second
  * time). Every write of a dirty table goes through entry_write(), which
- * writes the dependency back first (and flushes, if the dependency has
- * dirty tables or wrote any since the last flush); eviction and
- * qcow2_cache_writeback() are its only callers.
+ * writes the dependency back whole and flushes first unless a flush that
+ * began after such a writeback, itself after the table's last change,
+ * already completed (Qcow2CacheEntry.dep_need); eviction and the two
+ * writebacks are its only callers.
  *
  * A pointer from qcow2_cache_get() stays valid until the next get on the
  * same cache (which may evict it): callers hold one table per cache at
@@ -20,6 +21,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "block/qcow2-int.h"
 
 void qcow2_cache_init(Qcow2Cache *c, int nb_entries, uint64_t cluster_size, Qcow2Cache *depends)
@@ -61,11 +63,12 @@ static int entry_write(BDRVQcow2State *s, Qcow2Cache *c, Qcow2CacheEntry *e)
         return 0;
     }
     /*
-     * Clean is not stable: a dependency's table written at its eviction
-     * may still sit in the host's cache, so "written since the last flush"
-     * counts as much as dirty.
+     * Only a whole writeback of the dependency after our change, flushed,
+     * makes its changes before ours stable: a table it wrote at an
+     * eviction may still sit in the host's cache. Changes it had after
+     * ours (other requests' allocations) need not wait for us.
      */
-    if (c->depends && (c->depends->unflushed || qcow2_cache_is_dirty(c->depends))) {
+    if (c->depends && e->dep_need > c->depends->flushed) {
         ret = qcow2_cache_writeback(s, c->depends);
         if (ret < 0) {
             return ret;
@@ -84,8 +87,15 @@ static int entry_write(BDRVQcow2State *s, Qcow2Cache *c, Qcow2CacheEntry *e)
         return ret;
     }
     e->dirty = false;
-    c->unflushed = true;
     return 0;
+}
+
+void qcow2_cache_mark_dirty(Qcow2Cache *c, Qcow2CacheEntry *e)
+{
+    e->dirty = true;
+    if (c->depends) {
+        e->dep_need = c->depends->writebacks + 1;
+    }
 }
 
 int qcow2_flush_file(BDRVQcow2State *s)
@@ -93,8 +103,24 @@ int qcow2_flush_file(BDRVQcow2State *s)
     int ret = bdrv_flush(s->bs->file);
 
     if (ret == 0) {
-        s->l2_cache.unflushed = false;
-        s->refblock_cache.unflushed = false;
+        s->l2_cache.flushed = s->l2_cache.writebacks;
+        s->refblock_cache.flushed = s->refblock_cache.writebacks;
+    }
+    return ret;
+}
+
+int qcow2_flush_file_unlocked(BDRVQcow2State *s)
+{
+    uint64_t l2 = s->l2_cache.writebacks, rb = s->refblock_cache.writebacks;
+    int ret;
+
+    tsan_g_mutex_unlock(&s->lock);
+    ret = bdrv_flush(s->bs->file);
+    tsan_g_mutex_lock(&s->lock);
+    if (ret == 0) {
+        /* Another flush may have ended meanwhile with more: counts only grow. */
+        s->l2_cache.flushed = MAX(s->l2_cache.flushed, l2);
+        s->refblock_cache.flushed = MAX(s->refblock_cache.flushed, rb);
     }
     return ret;
 }
@@ -127,6 +153,24 @@ int qcow2_cache_writeback(BDRVQcow2State *s, Qcow2Cache *c)
     for (int i = 0; i < c->nb_entries; i++) {
         int ret = entry_write(s, c, &c->entries[i]);
 
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    c->writebacks++;
+    return 0;
+}
+
+int qcow2_cache_writeback_ready(BDRVQcow2State *s, Qcow2Cache *c)
+{
+    for (int i = 0; i < c->nb_entries; i++) {
+        Qcow2CacheEntry *e = &c->entries[i];
+        int ret;
+
+        if (c->depends && e->dep_need > c->depends->flushed) {
+            continue;
+        }
+        ret = entry_write(s, c, e);
         if (ret < 0) {
             return ret;
         }

@@ -45,7 +45,7 @@ static int alloc_l2_table(BDRVQcow2State *s, uint64_t l1_index, uint64_t *l2_off
     if (ret < 0) {
         return ret;
     }
-    ce->dirty = true;
+    qcow2_cache_mark_dirty(&s->l2_cache, ce);
     /* Its refcount first (the cache's dependency), then the zeroes, then the L1 entry. */
     ret = qcow2_cache_writeback(s, &s->l2_cache);
     if (ret == 0) {
@@ -123,6 +123,6 @@ int qcow2_set_l2_entry(BDRVQcow2State *s, uint64_t offset, uint64_t entry)
         return -EIO;
     }
     stq_be_p(slot, entry);
-    ce->dirty = true;
+    qcow2_cache_mark_dirty(&s->l2_cache, ce);
     return 0;
 }

@@ -110,6 +110,13 @@ typedef struct Qcow2CacheEntry {
     uint8_t *table;                 /* one cluster */
     uint64_t last_use;              /* the cache's tick at the last get */
     bool dirty;                     /* differs from the disk */
+    /*
+     * The dependency's whole writebacks that a completed flush must cover
+     * before this table may be written: one more than it had when the
+     * table was last changed (qcow2_cache_mark_dirty), so every refcount
+     * change made before that is on stable storage first.
+     */
+    uint64_t dep_need;
 } Qcow2CacheEntry;
 
 typedef struct Qcow2Cache {
@@ -117,7 +124,8 @@ typedef struct Qcow2Cache {
     int nb_entries;
     uint64_t tick;
     struct Qcow2Cache *depends;     /* written back (and flushed) before ours */
-    bool unflushed;                 /* a table written since the last qcow2_flush_file() */
+    uint64_t writebacks;            /* whole writebacks done (qcow2_cache_writeback) */
+    uint64_t flushed;               /* of those, how many a completed flush began after */
 } Qcow2Cache;
 
 /* The node's state (bs->opaque). */
@@ -152,6 +160,13 @@ typedef struct BDRVQcow2State {
     uint64_t free_hint;             /* no free cluster below this index */
     uint64_t end_cluster;           /* no cluster in use at or past this index */
     bool corrupt;                   /* inconsistent metadata seen: no more writes */
+    /*
+     * Guest cluster indexes whose allocating write is between its prepare
+     * and commit (its data being written without @lock); another write to
+     * one waits on @alloc_cond, so a guest cluster is allocated once.
+     */
+    GArray *allocating;
+    GCond alloc_cond;
     bool inactive;                  /* between inactivate and activate: -EPERM */
 } BDRVQcow2State;
 
@@ -162,11 +177,21 @@ void qcow2_cache_destroy(Qcow2Cache *c);
 int qcow2_cache_get(BDRVQcow2State *s, Qcow2Cache *c, uint64_t offset, bool fresh,
                     Qcow2CacheEntry **out);
 int qcow2_cache_writeback(BDRVQcow2State *s, Qcow2Cache *c);
+/* Only the dirty tables whose dependency is already flushed (qcow2_flush: no flush here). */
+int qcow2_cache_writeback_ready(BDRVQcow2State *s, Qcow2Cache *c);
+/* A table of @c was changed: dirty, and what it depends on from now (dep_need). */
+void qcow2_cache_mark_dirty(Qcow2Cache *c, Qcow2CacheEntry *e);
 bool qcow2_cache_is_dirty(const Qcow2Cache *c);
 void qcow2_cache_forget(Qcow2Cache *c, uint64_t offset);    /* a freed table */
 void qcow2_cache_drop_all(Qcow2Cache *c);                   /* activate: reread later */
 /* bdrv_flush(s->bs->file), and both caches' tables count as stable after it. */
 int qcow2_flush_file(BDRVQcow2State *s);
+/*
+ * The same with s->lock dropped around the flush (held on entry and on
+ * return): what the caches wrote before it counts as stable after it;
+ * other requests go on meanwhile.
+ */
+int qcow2_flush_file_unlocked(BDRVQcow2State *s);
 
 /* qcow2-refcount.c (all under s->lock) */
 int qcow2_refcount_get(BDRVQcow2State *s, uint64_t cluster, uint64_t *refcount);
@@ -219,8 +244,15 @@ int qcow2_check_host(BDRVQcow2State *s, uint64_t entry, uint64_t guest);
  */
 int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
                        uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off);
+/*
+ * An allocating write (copy-on-write) of one guest cluster: s->lock held
+ * on entry and on return, dropped around the new cluster's data write
+ * with the guest cluster's index in s->allocating (qcow2_cluster_allocating
+ * says so to a second writer, which waits on s->alloc_cond).
+ */
 int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
                     uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off);
+bool qcow2_cluster_allocating(BDRVQcow2State *s, uint64_t index);
 /* Drop the references a compressed cluster's data holds. */
 int qcow2_free_compressed(BDRVQcow2State *s, uint64_t entry);
 int qcow2_iov_slice(const struct iovec *iov, int niov, uint64_t off, uint64_t len,

@@ -5,9 +5,10 @@
  * writing one with copy-on-write into a new host cluster. Shared by the
  * requests in qcow2.c.
  *
- * The order of an allocating write (under BDRVQcow2State.lock): count
- * the new cluster (refcount cache), write the whole cluster's data, then
- * change the L2 entry (L2 cache). The caches write the refcount before
+ * The order of an allocating write: count the new cluster (refcount
+ * cache, under BDRVQcow2State.lock), write the whole cluster's data
+ * (without it: other requests allocate meanwhile), then change the L2
+ * entry (L2 cache, under it again). The caches write the refcount before
  * the L2 entry (qcow2-cache.c), so after a crash the entry either still
  * names the old contents or names a counted cluster whose data was
  * written first.
@@ -15,6 +16,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "block/qcow2-int.h"
 #include <zlib.h>
 
@@ -232,78 +234,115 @@ static bool old_holds(BDRVQcow2State *s, Qcow2ClusterType type, uint64_t entry, 
            host >> s->cluster_bits <= (off + len - 1) >> s->cluster_bits;
 }
 
-int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
-                    uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off)
+/*
+ * An allocating write between its two halves under s->lock: prepare
+ * builds the whole new cluster and counts a host cluster for it; commit,
+ * given how the data write went, points the L2 entry at it (or gives the
+ * cluster back) and drops the old data's reference.
+ */
+typedef struct Qcow2Cow {
+    uint64_t guest;                 /* the guest cluster, aligned */
+    uint64_t entry;                 /* its L2 entry at prepare */
+    Qcow2ClusterType type;          /* of @entry */
+    uint64_t host;                  /* where the new data goes */
+    bool fresh;                     /* @host was counted for this write */
+    bool drop_old;                  /* @entry's data loses a reference at commit */
+    uint8_t *buf;                   /* the whole cluster's new data; commit frees it */
+} Qcow2Cow;
+
+static int cow_prepare(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
+                       uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off,
+                       Qcow2Cow *cow)
 {
     Qcow2ClusterType type = qcow2_classify(s, entry);
-    g_autofree uint8_t *buf = g_malloc(s->cluster_size);
-    uint64_t host;
-    bool drop_old;
     int ret = 0;
 
+    *cow = (Qcow2Cow) { .guest = guest, .entry = entry, .type = type };
+    cow->buf = g_malloc(s->cluster_size);
     if (len < s->cluster_size) {
         switch (type) {
         case QCOW2_CLUSTER_ZERO:
         case QCOW2_CLUSTER_ZERO_ALLOC:
-            memset(buf, 0, s->cluster_size);
+            memset(cow->buf, 0, s->cluster_size);
             break;
         case QCOW2_CLUSTER_UNALLOCATED:
-            ret = read_backing(s, guest, buf, s->cluster_size);
+            ret = read_backing(s, guest, cow->buf, s->cluster_size);
             break;
         case QCOW2_CLUSTER_COMPRESSED:
-            ret = read_compressed(s, entry, buf);
+            ret = read_compressed(s, entry, cow->buf);
             break;
         case QCOW2_CLUSTER_NORMAL:
             /* Shared (refcount > 1, no COPIED flag): copy it before writing our own. */
             ret = qcow2_check_host(s, entry, guest);
             if (ret == 0) {
-                ret = bdrv_pread(s->bs->file, entry & QCOW2_OFFSET_MASK, buf, s->cluster_size);
+                ret = bdrv_pread(s->bs->file, entry & QCOW2_OFFSET_MASK, cow->buf,
+                                 s->cluster_size);
             }
             break;
         }
         if (ret < 0) {
-            return ret;
+            goto fail;
         }
     }
-    qcow2_iov_copy(iov, niov, iov_off, buf + in_off, len, false);
+    qcow2_iov_copy(iov, niov, iov_off, cow->buf + in_off, len, false);
 
     /* A zero cluster that keeps its allocation (refcount 1) is written in place. */
-    drop_old = type == QCOW2_CLUSTER_COMPRESSED || type == QCOW2_CLUSTER_NORMAL ||
-               (type == QCOW2_CLUSTER_ZERO_ALLOC && !(entry & QCOW2_OFLAG_COPIED));
+    cow->drop_old = type == QCOW2_CLUSTER_COMPRESSED || type == QCOW2_CLUSTER_NORMAL ||
+                    (type == QCOW2_CLUSTER_ZERO_ALLOC && !(entry & QCOW2_OFLAG_COPIED));
     if (type == QCOW2_CLUSTER_ZERO_ALLOC && (entry & QCOW2_OFLAG_COPIED)) {
         ret = qcow2_check_host(s, entry, guest);
-        host = entry & QCOW2_OFFSET_MASK;
+        cow->host = entry & QCOW2_OFFSET_MASK;
     } else {
-        ret = qcow2_alloc_cluster(s, &host);
+        ret = qcow2_alloc_cluster(s, &cow->host);
+        cow->fresh = ret == 0;
     }
     if (ret < 0) {
-        return ret;
+        goto fail;
     }
-    if (drop_old && old_holds(s, type, entry, host)) {
+    if (cow->drop_old && old_holds(s, type, entry, cow->host)) {
         /* Counted 0 while in use: dropping its reference would free our new data. */
-        return qcow2_mark_corrupt(s, "Cluster in use has refcount 0");
+        ret = qcow2_mark_corrupt(s, "Cluster in use has refcount 0");
+        goto fail;
     }
-    if (qcow2_overlaps_metadata(s, host, s->cluster_size) ||
-        qcow2_overlaps_tables(s, host, s->cluster_size)) {
-        return qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
+    if (qcow2_overlaps_metadata(s, cow->host, s->cluster_size) ||
+        qcow2_overlaps_tables(s, cow->host, s->cluster_size)) {
+        ret = qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
+        goto fail;
     }
-    ret = bdrv_pwrite(s->bs->file, host, buf, s->cluster_size, 0);
+    return 0;
+
+fail:
+    g_free(cow->buf);
+    cow->buf = NULL;
+    return ret;
+}
+
+static int cow_commit(BDRVQcow2State *s, Qcow2Cow *cow, int write_ret)
+{
+    Qcow2CacheEntry *ce;
+    uint8_t *slot;
+    uint64_t cur;
+    int ret = write_ret;
+
+    g_free(cow->buf);
+    cow->buf = NULL;
+    /* Marked corrupt meanwhile (by any request): the entry stays as it was. */
+    if (ret == 0 && s->corrupt) {
+        ret = -EIO;
+    }
+    if (ret == 0) {
+        ret = qcow2_get_l2_entry(s, cow->guest, true, &cur, &ce, &slot);
+    }
     if (ret < 0) {
+        /* Counted, named by nothing: give it back (else a leak for qemu-img check). */
+        if (cow->fresh && !s->corrupt) {
+            qcow2_free_cluster(s, cow->host);
+        }
         return ret;
     }
-    {
-        Qcow2CacheEntry *ce;
-        uint8_t *slot;
-        uint64_t cur;
-
-        ret = qcow2_get_l2_entry(s, guest, true, &cur, &ce, &slot);
-        if (ret < 0) {
-            return ret;
-        }
-        stq_be_p(slot, host | QCOW2_OFLAG_COPIED);
-        ce->dirty = true;
-    }
-    if (!drop_old) {
+    stq_be_p(slot, cow->host | QCOW2_OFLAG_COPIED);
+    qcow2_cache_mark_dirty(&s->l2_cache, ce);
+    if (!cow->drop_old) {
         return 0;
     }
     /* The old cluster loses a reference only once no L2 entry on disk names it. */
@@ -314,8 +353,50 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     if (ret < 0) {
         return ret;
     }
-    if (type == QCOW2_CLUSTER_COMPRESSED) {
-        return qcow2_free_compressed(s, entry);
+    if (cow->type == QCOW2_CLUSTER_COMPRESSED) {
+        return qcow2_free_compressed(s, cow->entry);
     }
-    return qcow2_free_cluster(s, entry & QCOW2_OFFSET_MASK);
+    return qcow2_free_cluster(s, cow->entry & QCOW2_OFFSET_MASK);
+}
+
+bool qcow2_cluster_allocating(BDRVQcow2State *s, uint64_t index)
+{
+    for (guint i = 0; i < s->allocating->len; i++) {
+        if (g_array_index(s->allocating, uint64_t, i) == index) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * An allocating write of one guest cluster, s->lock held on entry and
+ * return but not around the data's write: allocating writes of other
+ * clusters run side by side (they were one at a time, each holding the
+ * lock for its host write, so a migration's drain waited for them in a
+ * row). @guest's index is in s->allocating meanwhile.
+ */
+int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
+                    uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off)
+{
+    uint64_t index = guest >> s->cluster_bits;
+    Qcow2Cow cow;
+    int ret = cow_prepare(s, guest, entry, in_off, len, iov, niov, iov_off, &cow);
+
+    if (ret < 0) {
+        return ret;
+    }
+    g_array_append_val(s->allocating, index);
+    tsan_g_mutex_unlock(&s->lock);
+    ret = bdrv_pwrite(s->bs->file, cow.host, cow.buf, s->cluster_size, 0);
+    tsan_g_mutex_lock(&s->lock);
+    ret = cow_commit(s, &cow, ret);
+    for (guint i = 0; i < s->allocating->len; i++) {
+        if (g_array_index(s->allocating, uint64_t, i) == index) {
+            g_array_remove_index_fast(s->allocating, i);
+            break;
+        }
+    }
+    g_cond_broadcast(&s->alloc_cond);
+    return ret;
 }

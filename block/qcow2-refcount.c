@@ -116,7 +116,7 @@ static int refcount_set(BDRVQcow2State *s, uint64_t cluster, uint64_t value)
         return qcow2_mark_corrupt(s, "Refcount block missing for a cluster in use");
     }
     rb_entry_set(ce->table, s->h.refcount_order, cluster & ((1ull << s->rb_bits) - 1), value);
-    ce->dirty = true;
+    qcow2_cache_mark_dirty(&s->refblock_cache, ce);
     return 0;
 }
 
@@ -146,7 +146,7 @@ static int new_refblock(BDRVQcow2State *s, uint64_t t, uint64_t c)
         return ret;
     }
     rb_entry_set(ce->table, s->h.refcount_order, c & ((1ull << s->rb_bits) - 1), 1);
-    ce->dirty = true;
+    qcow2_cache_mark_dirty(&s->refblock_cache, ce);
     ret = qcow2_cache_writeback(s, &s->refblock_cache);
     if (ret == 0) {
         ret = qcow2_flush_file(s);
@@ -253,7 +253,7 @@ retry:
             if (ret < 0) {
                 goto fail;
             }
-            ce->dirty = true;
+            qcow2_cache_mark_dirty(&s->refblock_cache, ce);
         }
     }
     for (uint64_t c = a; c < end; c++) {

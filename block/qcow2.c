@@ -8,9 +8,11 @@
  * their whole run (they use host offsets after dropping s->lock) and
  * exclusive by write_zeroes and discard, the requests that free clusters,
  * so no request still reads or writes a host cluster that is being freed
- * and reallocated. Data I/O to clusters already allocated (and COPIED)
- * runs without s->lock; an allocating write holds it from the lookup to
- * the L2 update, so two writers never allocate one guest cluster twice.
+ * and reallocated. Data I/O runs without s->lock: to clusters already
+ * allocated (and COPIED), and an allocating write's too, between counting
+ * its host cluster and the L2 update, with its guest cluster listed in
+ * s->allocating so that a second writer waits and never allocates one
+ * guest cluster twice.
  *
  * Crash consistency (cache=writeback, as QEMU): data, then refcounts,
  * then L2 entries, ordered by the caches (qcow2-cache.c) and flushed
@@ -167,6 +169,8 @@ static int qcow2_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **e
     s->inactive = flags & BDRV_O_INACTIVE;
     g_mutex_init(&s->lock);
     g_rw_lock_init(&s->io_lock);
+    g_cond_init(&s->alloc_cond);
+    s->allocating = g_array_new(false, false, sizeof(uint64_t));
     ret = load_metadata(s, !s->inactive, errp);
     if (ret < 0) {
         goto fail;
@@ -187,6 +191,8 @@ static int qcow2_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **e
     return 0;
 
 fail:
+    g_array_free(s->allocating, true);
+    g_cond_clear(&s->alloc_cond);
     g_rw_lock_clear(&s->io_lock);
     g_mutex_clear(&s->lock);
     return ret;
@@ -209,6 +215,8 @@ static void qcow2_close(BlockDriverState *bs)
     qcow2_cache_destroy(&s->l2_cache);
     qcow2_cache_destroy(&s->refblock_cache);
     free_tables(s);
+    g_array_free(s->allocating, true);
+    g_cond_clear(&s->alloc_cond);
     g_rw_lock_clear(&s->io_lock);
     g_mutex_clear(&s->lock);
 }
@@ -331,17 +339,34 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
     return ret;
 }
 
-/* Caches to disk, then the file to stable storage. Takes s->lock. */
+/*
+ * Caches to disk, then the file to stable storage, with s->lock dropped
+ * around both host flushes: the refcount blocks written, a flush, the L2
+ * tables whose refcounts that flush covered, a flush. Requests allocate
+ * meanwhile (a migration's prepare flush held every allocating write for
+ * the whole of its fdatasync). An L2 table changed after this began is
+ * left dirty: the writes it maps completed after the flush was asked
+ * for, so it owes them nothing. Takes s->lock.
+ */
 static int flush_all(BDRVQcow2State *s)
 {
     int ret = 0;
 
     tsan_g_mutex_lock(&s->lock);
     if (may_write_back(s)) {
-        ret = qcow2_writeback_all(s);
+        ret = qcow2_cache_writeback(s, &s->refblock_cache);
+        if (ret == 0) {
+            ret = qcow2_flush_file_unlocked(s);
+        }
+        if (ret == 0) {
+            ret = qcow2_cache_writeback_ready(s, &s->l2_cache);
+        }
+    }
+    if (ret == 0) {
+        ret = qcow2_flush_file_unlocked(s);
     }
     tsan_g_mutex_unlock(&s->lock);
-    return ret < 0 ? ret : bdrv_flush(s->bs->file);
+    return ret;
 }
 
 static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
@@ -386,6 +411,11 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
 
                 ret = bdrv_pwritev(bs->file, host, n, sub, k, flags & BDRV_REQ_FUA);
             }
+        } else if (ret == 0 && qcow2_cluster_allocating(s, pos >> s->cluster_bits)) {
+            /* Another request allocates it: once that is done, it is in place for us. */
+            tsan_g_cond_wait(&s->alloc_cond, &s->lock);
+            tsan_g_mutex_unlock(&s->lock);
+            continue;
         } else {
             if (ret == 0) {
                 ret = qcow2_cow_write(s, pos - in_off, entry, in_off, n, iov, niov, done);
@@ -473,7 +503,7 @@ static int zero_clusters(BDRVQcow2State *s, uint64_t first, uint64_t end, bool u
             }
         }
         stq_be_p(slot, new);
-        ce->dirty = true;
+        qcow2_cache_mark_dirty(&s->l2_cache, ce);
         if (drop) {
             g_array_append_val(old, entry);
         }
@@ -611,6 +641,16 @@ static int qcow2_inactivate(BlockDriverState *bs, Error **errp)
         return 0;
     }
     ret = flush_all(s);
+    /* No request runs now (drained), so flush_all left nothing; whatever did change goes too. */
+    tsan_g_mutex_lock(&s->lock);
+    if (ret == 0 && may_write_back(s) &&
+        (qcow2_cache_is_dirty(&s->l2_cache) || qcow2_cache_is_dirty(&s->refblock_cache))) {
+        ret = qcow2_writeback_all(s);
+        if (ret == 0) {
+            ret = qcow2_flush_file(s);
+        }
+    }
+    tsan_g_mutex_unlock(&s->lock);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "qcow2: could not write back the image's tables");
         return ret;

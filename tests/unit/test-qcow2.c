@@ -597,6 +597,77 @@ static void test_threads(void)
     qemu_judges(img, model, size);
 }
 
+/*
+ * Writers that share every cluster: each owns one 512-byte slot of each
+ * 4 KiB cluster, so first writes race to allocate the same guest cluster.
+ * One allocation per cluster must win and the others write in place into
+ * it: a cluster allocated twice loses a slot (the model says which) or
+ * leaks a host cluster (qemu-img check says so).
+ */
+typedef struct SlotWriter {
+    BlockDriverState *bs;
+    uint8_t *model;
+    uint64_t clusters;
+    int slot;
+} SlotWriter;
+
+static gpointer slot_writer(gpointer opaque)
+{
+    SlotWriter *w = opaque;
+    GRand *r = g_rand_new_with_seed(SEED + 40 + w->slot);
+    g_autofree uint32_t *order = g_new(uint32_t, w->clusters);
+    uint8_t buf[512];
+
+    for (uint64_t c = 0; c < w->clusters; c++) {
+        order[c] = c;
+    }
+    for (int round = 0; round < 3; round++) {
+        for (uint64_t c = w->clusters - 1; c > 0; c--) {
+            uint32_t k = g_rand_int_range(r, 0, c + 1), t = order[c];
+
+            order[c] = order[k];
+            order[k] = t;
+        }
+        for (uint64_t c = 0; c < w->clusters; c++) {
+            uint64_t off = (uint64_t)order[c] * 4096 + w->slot * 512;
+            struct iovec v = { buf, sizeof(buf) };
+
+            memset(buf, 1 + ((order[c] * 7 + w->slot * 31 + round) & 0xfe), sizeof(buf));
+            g_assert_cmpint(w->bs->drv->pwritev(w->bs, off, sizeof(buf), &v, 1, 0), ==, 0);
+            memcpy(w->model + off, buf, sizeof(buf));
+        }
+    }
+    g_rand_free(r);
+    return NULL;
+}
+
+static void test_same_cluster_writers(void)
+{
+    g_autofree char *img = path("slots.qcow2");
+    uint64_t size = 2 * MiB, clusters = size / 4096;
+    g_autofree uint8_t *model = g_malloc0(size);
+    SlotWriter w[4];
+    GThread *t[4];
+    BlockDriverState *bs;
+
+    if (!have_qemu_img()) {
+        return;
+    }
+    g_assert_cmpint(run(NULL, "qemu-img create -q -f qcow2 -o cluster_size=4096 %s %" PRIu64,
+                        img, size), ==, 0);
+    bs = open_ok(img, BDRV_O_RDWR | BDRV_O_UNMAP);
+    for (int i = 0; i < 4; i++) {
+        w[i] = (SlotWriter) { bs, model, clusters, i };
+        t[i] = g_thread_new("qcow2-slots", slot_writer, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        g_thread_join(t[i]);
+    }
+    check_whole(bs, model, size);
+    fake_node_close(bs);
+    qemu_judges(img, model, size);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -624,6 +695,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2/handover", test_handover);
     g_test_add_func("/qcow2/inactive-checks", test_inactive_checks);
     g_test_add_func("/qcow2/threads", test_threads);
+    g_test_add_func("/qcow2/same-cluster-writers", test_same_cluster_writers);
     ret = g_test_run();
     qcow2_test_dir_cleanup();
     return ret;
