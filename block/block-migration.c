@@ -33,7 +33,7 @@ static bool block_any_inactive(BlockLayer *bl)
  * switchover. Flushing is a request (any thread); the node list is the
  * BQL's, so it is copied, with references, under it.
  */
-static void block_handover_prepare(void *opaque)
+static bool block_handover_prepare(void *opaque)
 {
     BlockLayer *bl = opaque;
     g_autoptr(GPtrArray) nodes = g_ptr_array_new();
@@ -57,6 +57,7 @@ static void block_handover_prepare(void *opaque)
         bdrv_unref(g_ptr_array_index(nodes, i));
     }
     bql_unlock();
+    return nodes->len > 0;
 }
 
 static bool block_handover_release(void *opaque, Error **errp)

@@ -68,10 +68,11 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
         if (info->x_downtime) {
             XDowntimeInfo *d = info->x_downtime;
 
-            monitor_printf(mon, "downtime phases: stop-vcpus %" PRIu64 " us, final-sync %" PRIu64
-                           " us, last-ram %" PRIu64 " us, device-state %" PRIu64 " us, "
-                           "unattributed %" PRIu64 " us (of %" PRIu64 " us, expected %"
-                           PRIu64 " us)\n", d->stop_vcpus, d->final_sync, d->last_ram,
+            monitor_printf(mon, "downtime phases: stop-vcpus %" PRIu64 " us, handover %" PRIu64
+                           " us, final-sync %" PRIu64 " us, last-ram %" PRIu64
+                           " us, device-state %" PRIu64 " us, unattributed %" PRIu64
+                           " us (of %" PRIu64 " us, expected %" PRIu64 " us)\n",
+                           d->stop_vcpus, d->handover, d->final_sync, d->last_ram,
                            d->device_state, d->unattributed, d->total, d->expected);
         }
         if (info->x_incoming_downtime) {

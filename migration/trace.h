@@ -39,10 +39,11 @@
 #define trace_savevm_device_load(idstr, instance, us) \
     TRACE_EVENT("savevm_device_load", "idstr=%s instance=%u us=%" PRId64, (idstr), \
                 (unsigned)(instance), (int64_t)(us))
-#define trace_migration_downtime(stop_us, sync_us, ram_us, devices_us, total_us) \
-    TRACE_EVENT("migration_downtime", "stop_us=%" PRId64 " final_sync_us=%" PRId64 \
-                " last_ram_us=%" PRId64 " devices_us=%" PRId64 " total_us=%" PRId64, \
-                (int64_t)(stop_us), (int64_t)(sync_us), (int64_t)(ram_us), \
+#define trace_migration_downtime(stop_us, handover_us, sync_us, ram_us, devices_us, total_us) \
+    TRACE_EVENT("migration_downtime", "stop_us=%" PRId64 " handover_us=%" PRId64 \
+                " final_sync_us=%" PRId64 " last_ram_us=%" PRId64 " devices_us=%" PRId64 \
+                " total_us=%" PRId64, \
+                (int64_t)(stop_us), (int64_t)(handover_us), (int64_t)(sync_us), (int64_t)(ram_us), \
                 (int64_t)(devices_us), (int64_t)(total_us))
 #define trace_migration_incoming_downtime(ram_us, devices_us, handoff_us, start_us, total_us) \
     TRACE_EVENT("migration_incoming_downtime", "last_ram_us=%" PRIu64 " devices_us=%" PRIu64 \

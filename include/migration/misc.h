@@ -72,15 +72,17 @@ typedef struct MigrationHandoverOps {
      * Source, mig/src, no BQL, the guest still running, just before it
      * stops for the switchover: do now what release would do, so that
      * release (inside the downtime) has only the last moments left.
-     * May be NULL; never fails the migration.
+     * True if there was anything to do (precopy then sends one more pass
+     * before it stops: what the guest dirtied meanwhile). May be NULL;
+     * never fails the migration.
      */
-    void (*prepare)(void *opaque);
+    bool (*prepare)(void *opaque);
     bool (*release)(void *opaque, Error **errp);
     bool (*take)(void *opaque, Error **errp);
 } MigrationHandoverOps;
 void migration_add_handover(const MigrationHandoverOps *ops, void *opaque);
-/* Each prepare in order (mig/src, no BQL, the guest running). */
-void migration_handover_prepare(void);
+/* Each prepare in order (mig/src, no BQL, the guest running); true if any had work. */
+bool migration_handover_prepare(void);
 /* Each release in order; on a failure the earlier ones take back. BQL. */
 bool migration_handover_release(Error **errp);
 /* Each take in order. BQL. */

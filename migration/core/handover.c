@@ -36,16 +36,19 @@ void migration_add_handover(const MigrationHandoverOps *ops, void *opaque)
     g_array_append_val(handovers.list, h);
 }
 
-void migration_handover_prepare(void)
+bool migration_handover_prepare(void)
 {
+    bool worked = false;
+
     /* The list is filled at startup and never changes after: no lock to read it. */
     for (guint i = 0; handovers.list && i < handovers.list->len; i++) {
         Handover *h = &g_array_index(handovers.list, Handover, i);
 
         if (h->ops->prepare) {
-            h->ops->prepare(h->opaque);
+            worked |= h->ops->prepare(h->opaque);
         }
     }
+    return worked;
 }
 
 bool migration_handover_release(Error **errp)

@@ -240,8 +240,10 @@ typedef struct PrecopyState {
      * before the state turns completed, read after.
      */
     bool phases_valid;
-    int64_t stop_ns, sync_ns, ram_ns, dev_ns, total_ns;
+    int64_t stop_ns, handover_ns, sync_ns, ram_ns, dev_ns, total_ns;
     int64_t expected_us;        /* predicted when the switchover was decided */
+    /* mig/src's: when the handover's prepare (the images' flush) last ended; 0: never. */
+    int64_t prepared_ns;
     /*
      * mig/src's: what is left already fits the downtime limit, and a pass
      * more is being sent to leave less (precopy_switchover_ready); the

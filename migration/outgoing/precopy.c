@@ -48,6 +48,22 @@ static void precopy_init(MigrationState *s, void *ms)
  */
 #define PRECOPY_AIM_DIVISOR 4
 
+/*
+ * The handover's prepare (the images' flush) runs with the guest running
+ * once the switchover is decided, and one more pass follows it: what the
+ * guest dirtied during the flush goes out then, not inside the downtime
+ * (a guest writing 2000 IOPS to a qcow2 image and 220 MB/s to its RAM
+ * stopped for 27 ms with the flush between the last sync and the stop,
+ * most of it that RAM). The flush inside the stop then commits only the
+ * writes since, so a prepare counts for this long.
+ */
+#define PRECOPY_PREPARED_FRESH_NS (1000 * 1000 * 1000LL)
+
+static bool precopy_prepared(PrecopyState *ps)
+{
+    return ps->prepared_ns && get_clock_ns() - ps->prepared_ns < PRECOPY_PREPARED_FRESH_NS;
+}
+
 /* Switch over when the estimate fits; a fresh sync must then agree. */
 static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
 {
@@ -79,6 +95,11 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
     }
     if (aiming) {
         ps->aim_from = pending;
+        return false;
+    }
+    if (!precopy_prepared(ps) && migration_handover_prepare()) {
+        ps->prepared_ns = get_clock_ns();
+        trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms, "prepared");
         return false;
     }
     /* The prediction this switchover is judged against (x-downtime.expected). */
@@ -250,12 +271,14 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
 {
     PrecopyState *ps = ms;
     g_autoptr(Error) vmdesc_err = NULL;
-    int64_t t_stop, t_ram, t_dev;
+    int64_t t_stop, t_rel, t_ram, t_dev;
     bool ok, state_whole;
 
     ps->phases_valid = false;
-    /* While the guest runs: the images' flush, so that the one inside the stop is short. */
-    migration_handover_prepare();
+    /* While the guest runs: the images' flush, unless the decision just did it (cpr's do not). */
+    if (!precopy_prepared(ps)) {
+        migration_handover_prepare();
+    }
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
@@ -267,6 +290,7 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
         bql_unlock();
         return false;
     }
+    t_rel = get_clock_ns();
     ok = qemu_savevm_state_complete_live(f) == 0;
     /* The RAM's tail goes out here, so that last-ram holds all of its time. */
     qemu_fflush(f);
@@ -297,13 +321,14 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
         ps->stop_ns = t_stop - s->downtime_start_ns;
-        ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_stop);
-        ps->ram_ns = t_ram - t_stop - ps->sync_ns;
+        ps->handover_ns = t_rel - t_stop;
+        ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_rel);
+        ps->ram_ns = t_ram - t_rel - ps->sync_ns;
         ps->dev_ns = t_dev - t_ram;
         ps->total_ns = t_dev - s->downtime_start_ns;
         ps->phases_valid = true;
-        trace_migration_downtime(ps->stop_ns / 1000, ps->sync_ns / 1000, ps->ram_ns / 1000,
-                                 ps->dev_ns / 1000, ps->total_ns / 1000);
+        trace_migration_downtime(ps->stop_ns / 1000, ps->handover_ns / 1000, ps->sync_ns / 1000,
+                                 ps->ram_ns / 1000, ps->dev_ns / 1000, ps->total_ns / 1000);
         if (!ram_transport_finishes()) {
             /* The last step that can fail; otherwise migration.c commits after the transport's. */
             migration_commit_locked(s);
@@ -324,13 +349,14 @@ static XDowntimeInfo *precopy_downtime_info(const MigrationState *s, void *ms)
     }
     d = g_new0(XDowntimeInfo, 1);
     d->stop_vcpus = ps->stop_ns / 1000;
+    d->handover = ps->handover_ns / 1000;
     d->final_sync = ps->sync_ns / 1000;
     d->last_ram = ps->ram_ns / 1000;
     d->device_state = ps->dev_ns / 1000;
     d->total = ps->total_ns / 1000;
     d->expected = ps->expected_us;
-    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->final_sync + d->last_ram +
-                                                d->device_state);
+    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->handover + d->final_sync +
+                                                d->last_ram + d->device_state);
     return d;
 }
 

@@ -342,6 +342,9 @@ def run_precopy(sc, binary, is_peer, log):
         if xdt:
             res["downtime-attributed-%"] = (xdt["total"] - xdt["unattributed"]) * 100 / max(
                 xdt["total"], 1)
+            # Ours: the stop (devices drained) and the images' handover.
+            for ph in ("stop-vcpus", "handover", "final-sync", "last-ram", "device-state"):
+                res["downtime-%s-ms" % ph] = xdt.get(ph, 0) / 1000
         xb = info.get("xbzrle-cache")
         if xb:
             res["xbzrle-pages"] = xb["pages"]

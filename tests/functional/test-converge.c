@@ -41,6 +41,7 @@ static void assert_downtime_attributed(JsonNode *info)
 {
     int64_t total = json_get_int(info, "x-downtime.total");
     int64_t sum = json_get_int(info, "x-downtime.stop-vcpus") +
+                  json_get_int(info, "x-downtime.handover") +
                   json_get_int(info, "x-downtime.final-sync") +
                   json_get_int(info, "x-downtime.last-ram") +
                   json_get_int(info, "x-downtime.device-state");

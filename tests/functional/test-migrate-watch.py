@@ -186,7 +186,7 @@ class Watched(unittest.TestCase):
                          r'MiB\), [\d.]+ Mbit/s, [\d.]+ MiB/s on average, '
                          r'\d+ passes\n')
         self.assertRegex(summary, r'downtime phases: stop-vcpus \S+, '
-                         r'final-sync \S+, last-ram \S+, device-state')
+                         r'handover \S+, final-sync \S+, last-ram \S+, device-state')
         self.assertEqual(dst.qmp.cmd('query-status')['status'], 'running')
 
     def test_background_snapshot(self):
