@@ -95,6 +95,19 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t bytes, in
     if (!(bs->open_flags & BDRV_O_UNMAP)) {
         flags &= ~BDRV_REQ_MAY_UNMAP;
     }
+    if (!bs->drv->pwrite_zeroes) {
+        /* A driver without its own: zeroes written as data, a chunk at a time. */
+        g_autofree void *zero = g_malloc0(MIN(bytes, 1 << 20));
+
+        while (bytes && ret == 0) {
+            struct iovec iov = { .iov_base = zero, .iov_len = MIN(bytes, 1 << 20) };
+
+            ret = bs->drv->pwritev(bs, offset, iov.iov_len, &iov, 1, flags & BDRV_REQ_FUA);
+            offset += iov.iov_len;
+            bytes -= iov.iov_len;
+        }
+        return ret;
+    }
     return bs->drv->pwrite_zeroes(bs, offset, bytes, flags);
 }
 

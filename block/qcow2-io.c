@@ -236,7 +236,10 @@ static bool old_holds(BDRVQcow2State *s, Qcow2ClusterType type, uint64_t entry, 
 
 /*
  * An allocating write between its two halves under s->lock: prepare
- * builds the whole new cluster and counts a host cluster for it; commit,
+ * builds the whole new cluster where its old contents must be copied
+ * (or leaves @buf NULL: the request's data goes straight to the host, over
+ * zeroes where the cluster read as zeroes) and counts a host cluster for
+ * it; commit,
  * given how the data write went, points the L2 entry at it (or gives the
  * cluster back) and drops the old data's reference.
  */
@@ -247,8 +250,22 @@ typedef struct Qcow2Cow {
     uint64_t host;                  /* where the new data goes */
     bool fresh;                     /* @host was counted for this write */
     bool drop_old;                  /* @entry's data loses a reference at commit */
-    uint8_t *buf;                   /* the whole cluster's new data; commit frees it */
+    uint8_t *buf;                   /* the whole cluster's new data, or NULL; commit frees it */
 } Qcow2Cow;
+
+/*
+ * Whether what the cluster held reads as zeroes, so a partial write needs
+ * no copy: the host range is zeroed (fallocate's ZERO_RANGE, no data
+ * written) and only the request's bytes are. A 4 KiB write into a new
+ * 64 KiB cluster then writes 4 KiB, not 64: the migration's flush of a
+ * guest writing 2000 IOPS had 16 times the data to commit (a first
+ * fdatasync of 715 ms after 26 s; QEMU, which zeroes the same way, 1 ms).
+ */
+static bool reads_as_zeroes(BDRVQcow2State *s, Qcow2ClusterType type)
+{
+    return type == QCOW2_CLUSTER_ZERO || type == QCOW2_CLUSTER_ZERO_ALLOC ||
+           (type == QCOW2_CLUSTER_UNALLOCATED && !s->bs->backing);
+}
 
 static int cow_prepare(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
                        uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off,
@@ -258,8 +275,8 @@ static int cow_prepare(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64
     int ret = 0;
 
     *cow = (Qcow2Cow) { .guest = guest, .entry = entry, .type = type };
-    cow->buf = g_malloc(s->cluster_size);
-    if (len < s->cluster_size) {
+    if (len < s->cluster_size && !reads_as_zeroes(s, type)) {
+        cow->buf = g_malloc(s->cluster_size);
         switch (type) {
         case QCOW2_CLUSTER_ZERO:
         case QCOW2_CLUSTER_ZERO_ALLOC:
@@ -283,8 +300,8 @@ static int cow_prepare(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64
         if (ret < 0) {
             goto fail;
         }
+        qcow2_iov_copy(iov, niov, iov_off, cow->buf + in_off, len, false);
     }
-    qcow2_iov_copy(iov, niov, iov_off, cow->buf + in_off, len, false);
 
     /* A zero cluster that keeps its allocation (refcount 1) is written in place. */
     cow->drop_old = type == QCOW2_CLUSTER_COMPRESSED || type == QCOW2_CLUSTER_NORMAL ||
@@ -388,7 +405,18 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     }
     g_array_append_val(s->allocating, index);
     tsan_g_mutex_unlock(&s->lock);
-    ret = bdrv_pwrite(s->bs->file, cow.host, cow.buf, s->cluster_size, 0);
+    if (cow.buf) {
+        ret = bdrv_pwrite(s->bs->file, cow.host, cow.buf, s->cluster_size, 0);
+    } else {
+        g_autofree struct iovec *sub = g_new(struct iovec, niov ? niov : 1);
+        int k = qcow2_iov_slice(iov, niov, iov_off, len, sub);
+
+        ret = len < s->cluster_size ? bdrv_pwrite_zeroes(s->bs->file, cow.host,
+                                                         s->cluster_size, 0) : 0;
+        if (ret == 0) {
+            ret = bdrv_pwritev(s->bs->file, cow.host + in_off, len, sub, k, 0);
+        }
+    }
     tsan_g_mutex_lock(&s->lock);
     ret = cow_commit(s, &cow, ret);
     for (guint i = 0; i < s->allocating->len; i++) {
