@@ -167,6 +167,18 @@ void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t
     tsan_g_mutex_unlock(&blk->stats_lock);
 }
 
+void blk_account_merged(BlockBackend *blk, BlockAcctType type, unsigned int n, uint64_t ns)
+{
+    if (type >= BLOCK_ACCT__MAX || !n) {
+        return;
+    }
+    tsan_g_mutex_lock(&blk->stats_lock);
+    blk->stats.ops[type] += n;
+    blk->stats.merged[type] += n;
+    blk->stats.total_time_ns[type] += ns;
+    tsan_g_mutex_unlock(&blk->stats_lock);
+}
+
 static void blk_account_write_end(BlockBackend *blk, uint64_t end)
 {
     tsan_g_mutex_lock(&blk->stats_lock);

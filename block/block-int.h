@@ -67,6 +67,7 @@ typedef struct BlockAcctCounters {
     uint64_t ops[BLOCK_ACCT__MAX];
     uint64_t failed_ops[BLOCK_ACCT__MAX];
     uint64_t total_time_ns[BLOCK_ACCT__MAX];
+    uint64_t merged[BLOCK_ACCT__MAX];       /* requests a device merged into another */
     uint64_t wr_highest_offset;
     int64_t last_ns;                /* the end of the last request, for idle_time_ns */
 } BlockAcctCounters;

@@ -143,6 +143,8 @@ static BlockDeviceStats *backend_stats(BlockBackend *blk)
     s->flush_total_time_ns = c.total_time_ns[BLOCK_ACCT_FLUSH];
     s->unmap_total_time_ns = c.total_time_ns[BLOCK_ACCT_DISCARD];
     s->wr_highest_offset = c.wr_highest_offset;
+    s->rd_merged = c.merged[BLOCK_ACCT_READ];
+    s->wr_merged = c.merged[BLOCK_ACCT_WRITE];
     s->failed_rd_operations = c.failed_ops[BLOCK_ACCT_READ];
     s->failed_wr_operations = c.failed_ops[BLOCK_ACCT_WRITE];
     s->failed_flush_operations = c.failed_ops[BLOCK_ACCT_FLUSH];

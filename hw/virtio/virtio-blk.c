@@ -8,7 +8,8 @@
  * Who runs what:
  *   device thread   virtio_blk_queue_notify(): pushes what the workers
  *                   finished, pops and checks new chains, hands each
- *                   request to a worker (or answers it at once: a bad
+ *                   request to a worker, adjacent ones merged into one job
+ *                   (virtio-blk-merge.c), or answers it at once (a bad
  *                   sector, an unsupported type, GET_ID)
  *   workers         virtio_blk_worker_run(): one blocking blk_* call
  *   main loop (BQL) virtio_blk_doorbell() (error actions), start, stop
@@ -26,8 +27,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
-#include "qemu/tsan.h"
-#include "hw/virtio/virtio-blk.h"
+#include "virtio-blk-int.h"
 #include <glib-unix.h>
 #include <sys/eventfd.h>
 #include <linux/virtio_ids.h>
@@ -37,20 +37,6 @@
 #define VIRTIO_BLK_HDR_LEN      16      /* type (le32), ioprio (le32), sector (le64) */
 #define VIRTIO_BLK_SEG_LEN      16      /* discard/write zeroes: sector, num_sectors, flags */
 
-struct VirtIOBlockReq {
-    VirtIOBlock *b;
-    VirtQueue *vq;
-    VirtQueueElement *elem;
-    uint32_t type;
-    uint64_t offset;            /* bytes, checked against the capacity */
-    uint64_t bytes;
-    uint32_t flags;             /* BDRV_REQ_* for write zeroes */
-    struct iovec *iov;          /* the data part of the chain (IN, OUT) */
-    int niov;
-    uint32_t in_written;        /* data bytes written into the chain's in_sg */
-    uint8_t status;             /* VIRTIO_BLK_S_* */
-};
-
 /* An error action for the main loop (blk_error_action needs the BQL). */
 typedef struct VirtIOBlkEvent {
     BlockErrorAction action;
@@ -58,30 +44,12 @@ typedef struct VirtIOBlkEvent {
     int err;
 } VirtIOBlkEvent;
 
-static void virtio_blk_lock(VirtIOBlock *b)
-{
-    tsan_g_mutex_lock(&b->lock);
-}
-
-static void virtio_blk_unlock(VirtIOBlock *b)
-{
-    tsan_g_mutex_unlock(&b->lock);
-}
-
 static void virtio_blk_req_free(VirtIOBlockReq *r)
 {
     __atomic_fetch_sub(&r->b->in_flight, 1, __ATOMIC_RELEASE);
     g_free(r->iov);
     g_free(r->elem);
     g_free(r);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 /*
@@ -161,26 +129,26 @@ static bool virtio_blk_is_read(uint32_t type)
     return type == VIRTIO_BLK_T_IN;
 }
 
-static int virtio_blk_do(VirtIOBlockReq *r, BlockAcctType *acct)
+/*
+ * The blk_* call of @r. The block layer counts it for query-blockstats
+ * (one host request, one operation): the device counts nothing there but
+ * the requests it merged into another (virtio-blk-merge.c).
+ */
+static int virtio_blk_do(VirtIOBlockReq *r)
 {
     BlockBackend *blk = r->b->blk;
 
     switch (r->type) {
     case VIRTIO_BLK_T_IN:
-        *acct = BLOCK_ACCT_READ;
         r->in_written = r->bytes;
         return blk_preadv(blk, r->offset, r->iov, r->niov);
     case VIRTIO_BLK_T_OUT:
-        *acct = BLOCK_ACCT_WRITE;
         return blk_pwritev(blk, r->offset, r->iov, r->niov, r->flags);
     case VIRTIO_BLK_T_FLUSH:
-        *acct = BLOCK_ACCT_FLUSH;
         return blk_flush(blk);
     case VIRTIO_BLK_T_DISCARD:
-        *acct = BLOCK_ACCT_DISCARD;
         return blk_pdiscard(blk, r->offset, r->bytes);
     case VIRTIO_BLK_T_WRITE_ZEROES:
-        *acct = BLOCK_ACCT_WRITE;
         return blk_pwrite_zeroes(blk, r->offset, r->bytes, r->flags);
     default:
         g_assert_not_reached();
@@ -188,26 +156,21 @@ static int virtio_blk_do(VirtIOBlockReq *r, BlockAcctType *acct)
 }
 
 /*
- * One request, in a worker. A failure goes through werror/rerror: REPORT
- * and IGNORE complete it (IOERR or OK) and tell the main loop for the
- * event; STOP keeps it for a retry when the VM runs again and has the
+ * One request alone, in a worker. A failure goes through werror/rerror:
+ * REPORT and IGNORE complete it (IOERR or OK) and tell the main loop for
+ * the event; STOP keeps it for a retry when the VM runs again and has the
  * main loop stop the VM.
  */
-static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **errp)
+void virtio_blk_run_one(VirtIOBlock *b, VirtIOBlockReq *r)
 {
-    VirtIOBlock *b = opaque;
-    VirtIOBlockReq *r = job;
-    BlockAcctType acct = BLOCK_ACCT_READ;
-    uint64_t t0 = now_ns();
-    int ret = virtio_blk_do(r, &acct);
+    int ret = virtio_blk_do(r);
     bool is_read = virtio_blk_is_read(r->type);
     VirtIOBlkEvent *ev = NULL;
     unsigned int qidx = r->vq->index;
     bool held = false;
 
-    blk_account(b->blk, acct, r->type == VIRTIO_BLK_T_FLUSH ? 0 : r->bytes, now_ns() - t0,
-                ret < 0);
-    __atomic_fetch_add(is_read ? &b->reads : acct == BLOCK_ACCT_FLUSH ? &b->flushes : &b->writes,
+    __atomic_fetch_add(is_read ? &b->reads : r->type == VIRTIO_BLK_T_FLUSH ? &b->flushes
+                                                                           : &b->writes,
                        1, __ATOMIC_RELAXED);
     r->status = VIRTIO_BLK_S_OK;
     if (ret < 0) {
@@ -236,6 +199,19 @@ static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **err
     if (!held) {
         virtio_queue_kick(&b->vdev, qidx);
     }
+}
+
+/* A job: a request alone, or the head of a merged job (virtio-blk-merge.c). */
+static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **errp)
+{
+    VirtIOBlock *b = opaque;
+    VirtIOBlockReq *r = job;
+
+    if (r->merged_next) {
+        virtio_blk_run_merged(b, r);
+    } else {
+        virtio_blk_run_one(b, r);
+    }
     return 0;
 }
 
@@ -243,7 +219,7 @@ static const WorkerPoolOps virtio_blk_pool_ops = {
     .run = virtio_blk_worker_run,
 };
 
-static void virtio_blk_submit(VirtIOBlock *b, VirtIOBlockReq *r)
+void virtio_blk_submit(VirtIOBlock *b, VirtIOBlockReq *r)
 {
     worker_pool_submit(b->pool, b->next_worker++ % VIRTIO_BLK_WORKERS, r);
 }
@@ -385,12 +361,13 @@ static bool virtio_blk_prepare(VirtIOBlock *b, VirtIOBlockReq *r)
 }
 
 /*
- * One popped chain. A chain without room for the header or the status
- * byte is no request at all: the device is broken (virtio_error), as the
- * spec allows and QEMU does. Returns false then.
+ * One popped chain: answered now, or into @run (which may send the run
+ * before it to a worker). A chain without room for the header or the
+ * status byte is no request at all: the device is broken (virtio_error),
+ * as the spec allows and QEMU does. Returns false then.
  */
 static bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e,
-                              uint32_t *pushed)
+                              VirtIOBlkRun *run, uint32_t *pushed)
 {
     VirtIOBlockReq *r;
 
@@ -412,29 +389,38 @@ static bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e
         virtio_blk_req_free(r);
         return true;
     }
-    virtio_blk_submit(b, r);
+    virtio_blk_run_add(b, run, r);
     return true;
 }
 
 static void virtio_blk_queue_notify(VirtIODevice *vdev, VirtQueue *vq)
 {
     VirtIOBlock *b = container_of(vdev, VirtIOBlock, vdev);
+    VirtIOBlkRun run = { 0 };
     uint32_t pushed = 0;
 
     virtio_blk_complete_done(b, &pushed);
-    /* No kicks while we take chains; after, look once more for what came meanwhile. */
+    /*
+     * No kicks while we take chains; after, look once more for what came
+     * meanwhile. What one pass takes may merge (virtio-blk-merge.c); the
+     * pass sends its last run before it sleeps, so no request waits for a
+     * kick that may never come.
+     */
     do {
         VirtQueueElement *e;
 
         virtqueue_set_notification(vq, false);
         while ((e = virtqueue_pop(vq))) {
-            if (!virtio_blk_handle(b, vq, e, &pushed)) {
+            if (!virtio_blk_handle(b, vq, e, &run, &pushed)) {
                 goto out;       /* broken: every queue is stopped now */
             }
         }
+        virtio_blk_run_submit(b, &run);
         virtqueue_set_notification(vq, true);
     } while (!virtqueue_empty(vq));
 out:
+    /* Popped before the break: run, as unmerged they would have been; the drain waits for them. */
+    virtio_blk_run_submit(b, &run);
     virtio_blk_notify_queues(b, pushed);
 }
 

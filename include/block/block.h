@@ -242,6 +242,13 @@ typedef enum BlockAcctType { BLOCK_ACCT_READ, BLOCK_ACCT_WRITE, BLOCK_ACCT_FLUSH
                              BLOCK_ACCT_DISCARD, BLOCK_ACCT__MAX } BlockAcctType;
 void blk_account(BlockBackend *blk, BlockAcctType type, uint64_t bytes, uint64_t ns,
                  bool failed);
+/*
+ * A device merged @n more requests of @type into the one blk_* call it
+ * just made (which counted one operation and all the bytes): they count as
+ * operations too, and as query-blockstats' rd_merged/wr_merged, with @ns
+ * of time between them. Any thread.
+ */
+void blk_account_merged(BlockBackend *blk, BlockAcctType type, unsigned int n, uint64_t ns);
 
 /*
  * Every active node flushed, parents first (a format writes back its caches

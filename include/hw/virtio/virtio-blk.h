@@ -8,9 +8,12 @@
  * Three kinds of thread meet here:
  *
  *   device thread   pops chains, checks them, hands each request to a
- *                   worker; pushes finished requests to the used ring
+ *                   worker (adjacent reads or writes of one pass merged
+ *                   into one job); pushes finished requests to the used
+ *                   ring
  *   workers         (a small pool) run the blocking blk_* call of one
- *                   request, then queue it as done and kick its queue
+ *                   request or merged job, then queue it as done and kick
+ *                   its queue
  *   main loop (BQL) the control plane, and the werror/rerror actions
  *                   (blk_error_action needs the BQL): workers ring a
  *                   doorbell eventfd for it
@@ -18,9 +21,11 @@
  *   guest chain --device thread: check--> worker: blk_preadv/pwritev/...
  *        --done list, kick--> device thread: status byte, used ring, irq
  *
- * A request lives in exactly one place at a time: a worker's queue, the
- * done list, or the held list (failed under werror/rerror=stop, retried
- * when the VM runs again). Before the device state is saved the stop hook
+ * A request lives in exactly one place at a time: a worker's queue (alone
+ * or in the merged job its head leads), the done list, or the held list
+ * (failed under werror/rerror=stop, retried alone when the VM runs
+ * again); between its pop and its submission, in the device thread's run,
+ * which is submitted before the pass that popped it ends. Before the device state is saved the stop hook
  * waits for every worker and pushes what is done (the drain), so the only
  * requests a stopped device can still own are held ones.
  */
