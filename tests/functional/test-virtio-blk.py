@@ -198,6 +198,15 @@ class BlkCase(BlkGuestCase):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.migrate_writing(dst_binary=QEMU10)
 
+    def test_migrate_qcow2_from_qemu10(self):
+        """QEMU 10.0's qcow2 (its own allocation and table writeback) taken over here."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.migrate_writing(src_binary=QEMU10, fmt='qcow2')
+
+    def test_migrate_qcow2_to_qemu10(self):
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.migrate_writing(dst_binary=QEMU10, fmt='qcow2')
+
     def test_host_check_catches(self):
         """The check itself: a good image passes, each kind of damage is found."""
         n, acked = 8, 11
