@@ -6,7 +6,7 @@
  * Files: block.c (the layer, opening nodes, permissions and locks,
  * activation), io.c (node requests), backend.c (backends: attach, requests,
  * accounting, error policy), drivers.c (the driver rows), file-posix.c and
- * raw.c (two rows), blockdev.c (-drive, -blockdev), block-qmp.c (QMP and
+ * raw.c (two rows), nbd*.c (the nbd client row, nbd-int.h), blockdev.c (-drive, -blockdev), block-qmp.c (QMP and
  * HMP queries).
  */
 #ifndef BLOCK_BLOCK_INT_H
@@ -111,6 +111,11 @@ bool bdrv_refresh_perms(BlockLayer *bl, Error **errp);
 /* A driver's open: refuse options it does not know, in QEMU's words for -drive or -blockdev. */
 bool bdrv_check_options(BlockDriverState *bs, QemuOpts *opts, const char *const *known,
                         Error **errp);
+/*
+ * The protocol row for a filename where no driver is named: the row whose
+ * protocol_prefixes it starts with ("nbd:..."), else "file".
+ */
+const BlockDriver *bdrv_find_protocol(const char *filename);
 /* QEMU's node-name and id rule: letters, digits, '-', '.', '_', starting with a letter. */
 bool block_id_wellformed(const char *id);
 
@@ -120,6 +125,7 @@ extern const BlockDriver *const bdrv_drivers[];
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_qcow2;             /* block/qcow2.c */
+extern const BlockDriver bdrv_nbd;               /* block/nbd.c */
 
 /* ---- backend.c ---- */
 BlockBackend *blk_new(BlockLayer *bl, const char *name, BlockDriverState *root);

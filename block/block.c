@@ -93,6 +93,20 @@ const BlockDriver *bdrv_find_driver(const char *format_name)
     return NULL;
 }
 
+const BlockDriver *bdrv_find_protocol(const char *filename)
+{
+    for (size_t i = 0; bdrv_drivers[i]; i++) {
+        const char *const *p = bdrv_drivers[i]->protocol_prefixes;
+
+        for (; p && *p; p++) {
+            if (g_str_has_prefix(filename, *p)) {
+                return bdrv_drivers[i];
+            }
+        }
+    }
+    return &bdrv_file;
+}
+
 BlockDriverState *bdrv_find_node(BlockLayer *bl, const char *node_name)
 {
     for (guint i = 0; i < bl->nodes->len; i++) {

@@ -192,7 +192,9 @@ bool drive_parse(BlockLayer *bl, const char *optstr, Error **errp)
         }
     } else {
         if (!qemu_opt_has(node, "file.driver")) {
-            qemu_opt_set(node, "file.driver", "file");
+            /* file=nbd:... opens an nbd node, as QEMU's protocol prefixes do. */
+            qemu_opt_set(node, "file.driver",
+                         file ? bdrv_find_protocol(file)->format_name : "file");
         }
         if (file) {
             qemu_opt_set(node, "file.filename", file);

@@ -9,6 +9,7 @@
 
 const BlockDriver *const bdrv_drivers[] = {
     &bdrv_file,
+    &bdrv_nbd,
     &bdrv_raw,
     &bdrv_qcow2,
     NULL,

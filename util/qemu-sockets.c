@@ -13,6 +13,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 /* @un := @path, or false with @errp set if it does not fit. */
 static bool unix_sockaddr(struct sockaddr_un *un, const char *path, Error **errp)
@@ -42,6 +45,39 @@ int unix_connect_path(const char *path, Error **errp)
             close(fd);
         }
         return -1;
+    }
+    return fd;
+}
+
+int inet_connect_host_port(const char *host, const char *port, Error **errp)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res;
+    int fd = -1, err, saved = ECONNREFUSED;
+
+    err = getaddrinfo(host, port, &hints, &res);
+    if (err) {
+        error_setg(errp, "address resolution failed for %s:%s: %s", host, port,
+                   gai_strerror(err));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        int one = 1;
+
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            break;
+        }
+        saved = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        error_setg_errno(errp, saved, "Failed to connect to '%s:%s'", host, port);
     }
     return fd;
 }

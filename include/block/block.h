@@ -111,6 +111,12 @@ struct BlockDriver {
     const char *format_name;        /* "file", "raw", "qcow2": the driver= value */
     size_t instance_size;           /* bs->opaque, zeroed */
     bool is_protocol;               /* opens options' filename itself, no file child */
+    /*
+     * Protocols: filenames starting with one of these ("nbd:") open with
+     * this row where no driver is named (-drive file=, a mirror's target),
+     * as QEMU's. NULL-terminated; NULL: none (the "file" row takes the rest).
+     */
+    const char *const *protocol_prefixes;
     /* Formats: how sure the first bytes are this format (0: not; raw is never probed). */
     int (*probe)(const uint8_t *buf, size_t len);
 
@@ -134,6 +140,12 @@ struct BlockDriver {
     int64_t (*getlength)(BlockDriverState *bs);
     /* Protocols: set the file's length (bdrv_truncate); NULL: -ENOTSUP. */
     int (*truncate)(BlockDriverState *bs, uint64_t length);
+    /*
+     * What [offset, offset + bytes) holds from its start (bdrv_block_status,
+     * which checked the range, bytes > 0): *pnum in 1..bytes. NULL: data.
+     */
+    int (*block_status)(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                        uint64_t *pnum, bool *is_zero_or_hole);
     /* Bytes the image takes on the host (query-block's actual-size); NULL: the child's. */
     int64_t (*get_allocated_size)(BlockDriverState *bs);
 
@@ -193,6 +205,19 @@ int bdrv_flush(BlockDriverState *bs);
 int64_t bdrv_getlength(BlockDriverState *bs);
 /* A protocol's length change (qcow2 growing its file); -ENOTSUP where not a file. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t length);
+/*
+ * bdrv_block_status: what the bytes of @bs from @offset hold, for a copy
+ * that skips what reads as zeroes (the mirror). Any thread, as a read.
+ * Sets *@pnum to how many bytes from @offset (1..@bytes, less at the end
+ * of @bs) have one status, and *@is_zero_or_hole to true if they read as
+ * zeroes (unallocated, a hole, zeroes written), false if they are data or
+ * nobody knows (a driver without the hook, which is always right to say).
+ * Returns 0, -EINVAL for @bytes 0 or @offset at or past the end, or the
+ * driver's -errno. Rows: nbd (NBD_CMD_BLOCK_STATUS, base:allocation), raw
+ * (its file's); others say data.
+ */
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                      bool *is_zero_or_hole);
 
 /* ---- Command line (BQL) ---- */
 /* -drive: a format node over a file node, and a backend named by id=. */

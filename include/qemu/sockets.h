@@ -19,6 +19,11 @@ int unix_listen_private(const char *path, Error **errp);
 /* A connected Unix stream socket to @path: the fd, or -1 with @errp set. */
 int unix_connect_path(const char *path, Error **errp);
 /*
+ * A connected TCP socket to @host:@port (each address getaddrinfo gives
+ * tried in turn; TCP_NODELAY, close-on-exec): the fd, or -1 with @errp set.
+ */
+int inet_connect_host_port(const char *host, const char *port, Error **errp);
+/*
  * socket_inherited_fd: take over the stream socket numbered @str that
  * our parent left open for us (-chardev socket,fd=N). With @server it is
  * made to listen (it may be listening already); without, it must be

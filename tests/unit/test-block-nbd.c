@@ -1,0 +1,621 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The nbd client row (block/nbd*.c) through the real block layer, against
+ * QEMU's own server (qemu-nbd, Debian's qemu-utils) and against scripted
+ * servers of our own for what a real one does not do:
+ *   - /nbd/qemu-nbd/unix: -blockdev driver=nbd over a unix socket to a
+ *     qcow2 image; four threads write and read patterns at once (one
+ *     write larger than a request may be, so it goes in pieces), FUA,
+ *     flush, write zeroes with and without unmap, discard, block status on
+ *     the sparse image; afterwards qemu-img compare finds our model;
+ *   - /nbd/qemu-nbd/tcp: -drive file=nbd://... and file=nbd:HOST:PORT:
+ *     exportname=..., a read-only export, the filename the node shows;
+ *   - /nbd/qemu-nbd/killed: the server killed (SIGKILL) while four threads
+ *     read: every request fails with -EIO within a bounded time, the node
+ *     stays and fails later requests at once, the layer closes;
+ *   - /nbd/scripted/...: a server that breaks the protocol (a reply to an
+ *     unknown cookie, a data chunk outside its request, a bad magic, an
+ *     unknown chunk type) fails its connection, nothing else;
+ * (tests/unit/test-nbd-reply.c has the reply parser alone, and the filenames.)
+ * The qemu-nbd parts are skipped without qemu-nbd and qemu-img.
+ */
+#include "qemu/osdep.h"
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include "qapi/error.h"
+#include "qapi/qapi-events.h"
+#include "qemu/bswap.h"
+#include "qemu/sockets.h"
+#include "block/block.h"
+#include "block/nbd-int.h"
+#include "system/runstate.h"
+
+#define SEED 0x4e42
+#define IMG_SIZE (64 * MiB)
+
+/* ---- Fakes of what backend.c calls outside block/ ---- */
+
+void qapi_event_send_block_io_error(const char *device, const char *node_name,
+                                    IoOperationType operation, BlockIOErrorAction action,
+                                    bool has_nospace, bool nospace, const char *reason)
+{
+}
+
+void qemu_system_vmstop_request(RunState state)
+{
+    g_assert_not_reached();
+}
+
+/* ---- Helpers ---- */
+
+static char *tmpdir;
+
+static bool have_tools(void)
+{
+    g_autofree char *a = g_find_program_in_path("qemu-nbd");
+    g_autofree char *b = g_find_program_in_path("qemu-img");
+
+    if (!a || !b) {
+        g_test_skip("qemu-nbd or qemu-img not installed (qemu-utils)");
+    }
+    return a && b;
+}
+
+static int run(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static int run(const char *fmt, ...)
+{
+    g_autofree char *cmd = NULL, *o = NULL, *e = NULL;
+    GError *err = NULL;
+    int status;
+    va_list ap;
+
+    va_start(ap, fmt);
+    cmd = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (!g_spawn_command_line_sync(cmd, &o, &e, &status, &err)) {
+        g_error("%s: %s", cmd, err->message);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        g_printerr("%s: %s%s", cmd, o, e);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A qemu-nbd serving @img as export "exp": its pid (from its pid file). */
+typedef struct Server {
+    pid_t pid;
+    char *sock;                 /* unix, or NULL */
+    int port;                   /* tcp, or 0 */
+} Server;
+
+static int free_port(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static Server serve(const char *img, bool tcp, const char *extra)
+{
+    g_autofree char *pidfile = g_build_filename(tmpdir, "nbd.pid", NULL);
+    g_autofree char *pidtext = NULL;
+    g_autofree char *where = NULL;
+    Server s = { 0 };
+
+    unlink(pidfile);
+    if (tcp) {
+        s.port = free_port();
+        where = g_strdup_printf("-b 127.0.0.1 -p %d", s.port);
+    } else {
+        s.sock = g_build_filename(tmpdir, "nbd.sock", NULL);
+        where = g_strdup_printf("--socket=%s", s.sock);
+    }
+    /* --fork returns once the socket listens. */
+    g_assert_cmpint(run("qemu-nbd --fork --persistent --pid-file=%s -f qcow2 -x exp %s %s %s",
+                        pidfile, where, extra, img), ==, 0);
+    g_assert_true(g_file_get_contents(pidfile, &pidtext, NULL, NULL));
+    s.pid = atoi(pidtext);
+    g_assert_cmpint(s.pid, >, 0);
+    return s;
+}
+
+static void server_stop(Server *s)
+{
+    kill(s->pid, SIGKILL);
+    /* Not our child (it forked): wait until the pid is gone. */
+    for (int i = 0; i < 500 && kill(s->pid, 0) == 0; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_free(s->sock);
+    s->sock = NULL;
+}
+
+static char *make_image(const char *name)
+{
+    char *img = g_build_filename(tmpdir, name, NULL);
+
+    g_assert_cmpint(run("qemu-img create -q -f qcow2 %s %d", img, (int)IMG_SIZE), ==, 0);
+    return img;
+}
+
+static void qemu_compares(const char *img, const uint8_t *model)
+{
+    g_autofree char *raw = g_build_filename(tmpdir, "model.raw", NULL);
+
+    g_assert_true(g_file_set_contents(raw, (const char *)model, IMG_SIZE, NULL));
+    g_assert_cmpint(run("qemu-img check -q -f qcow2 %s", img), ==, 0);
+    g_assert_cmpint(run("qemu-img compare -q -f qcow2 -F raw %s %s", img, raw), ==, 0);
+}
+
+static BlockBackend *attach(BlockLayer *bl, const char *name)
+{
+    return blk_attach(bl, name, "test", BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+}
+
+static void check_range(BlockBackend *blk, const uint8_t *model, uint64_t off, uint64_t len)
+{
+    g_autofree uint8_t *buf = g_malloc(len);
+    struct iovec v = { buf, len };
+
+    g_assert_cmpint(blk_preadv(blk, off, &v, 1), ==, 0);
+    g_assert_true(memcmp(buf, model + off, len) == 0);
+}
+
+/* ---- Against qemu-nbd ---- */
+
+typedef struct Worker {
+    BlockBackend *blk;
+    uint8_t *model;             /* this worker's region only */
+    uint64_t base, size;
+    guint32 seed;
+    int fails;                  /* /killed: requests that failed, and how */
+    int last_error;
+    volatile bool *stop;
+} Worker;
+
+/* Writes (some FUA, some in two iovecs) and reads in the worker's own region. */
+static gpointer write_worker(gpointer opaque)
+{
+    Worker *w = opaque;
+    g_autoptr(GRand) r = g_rand_new_with_seed(w->seed);
+    g_autofree uint8_t *buf = g_malloc(256 * KiB);
+
+    for (int i = 0; i < 60; i++) {
+        uint64_t len = g_rand_int_range(r, 1, 512) * 512;
+        uint64_t off = w->base + g_rand_int_range(r, 0, (w->size - len) / 512 + 1) * 512ull;
+        struct iovec v[2] = { { buf, len / 2 }, { buf + len / 2, len - len / 2 } };
+
+        if (g_rand_boolean(r)) {
+            for (uint64_t j = 0; j < len; j++) {
+                buf[j] = g_rand_int(r);
+            }
+            g_assert_cmpint(blk_pwritev(w->blk, off, v, 2, i % 5 ? 0 : BDRV_REQ_FUA), ==, 0);
+            memcpy(w->model + off - w->base, buf, len);
+        } else {
+            g_assert_cmpint(blk_preadv(w->blk, off, v, 2), ==, 0);
+            g_assert_true(memcmp(buf, w->model + off - w->base, len) == 0);
+        }
+    }
+    return NULL;
+}
+
+static void test_unix(void)
+{
+    g_autofree char *img = NULL, *opts = NULL;
+    g_autofree uint8_t *model = g_malloc0(IMG_SIZE);
+    g_autofree uint8_t *big = g_malloc(40 * MiB);
+    BlockDriverState *bs;
+    BlockLayer *bl;
+    BlockBackend *blk;
+    GThread *t[4];
+    Worker w[4];
+    uint64_t pnum;
+    bool zero;
+    Server s;
+    struct iovec v = { big, 40 * MiB };
+
+    if (!have_tools()) {
+        return;
+    }
+    img = make_image("unix.qcow2");
+    s = serve(img, false, "");
+    bl = block_layer_new();
+    opts = g_strdup_printf("driver=nbd,node-name=nbd0,server.type=unix,server.path=%s,"
+                           "export=exp,discard=unmap", s.sock);
+    g_assert_true(blockdev_parse(bl, opts, &error_abort));
+    bs = bdrv_find_node(bl, "nbd0");
+    g_assert_cmpint(bdrv_getlength(bs), ==, IMG_SIZE);
+    g_assert_true(g_str_has_prefix(bs->filename, "nbd+unix:///exp?socket="));
+    blk = attach(bl, "nbd0");
+
+    /* A fresh image is one hole that reads as zeroes. */
+    g_assert_cmpint(bdrv_block_status(bs, 0, IMG_SIZE, &pnum, &zero), ==, 0);
+    g_assert_true(zero);
+    g_assert_cmpuint(pnum, ==, IMG_SIZE);
+
+    /* Four writers at once, each in its own 4 MiB. */
+    for (int i = 0; i < 4; i++) {
+        w[i] = (Worker) { .blk = blk, .model = model + i * 4 * MiB, .base = i * 4 * MiB,
+                          .size = 4 * MiB, .seed = SEED + i };
+        t[i] = g_thread_new("writer", write_worker, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        g_thread_join(t[i]);
+    }
+    g_assert_cmpint(bdrv_block_status(bs, 0, IMG_SIZE, &pnum, &zero), ==, 0);
+    g_assert_false(zero);
+
+    /* More than one request may carry (32 MiB): it goes in pieces. */
+    for (uint64_t j = 0; j < 40 * MiB; j++) {
+        big[j] = j * 7 + (j >> 20);
+    }
+    g_assert_cmpint(blk_pwritev(blk, 20 * MiB, &v, 1, 0), ==, 0);
+    memcpy(model + 20 * MiB, big, 40 * MiB);
+    g_assert_cmpint(blk_flush(blk), ==, 0);
+    check_range(blk, model, 0, IMG_SIZE);
+
+    /* Zeroes kept allocated, zeroes that may unmap, a discard (reads back as zeroes here). */
+    g_assert_cmpint(blk_pwrite_zeroes(blk, 1 * MiB, 64 * KiB, 0), ==, 0);
+    memset(model + 1 * MiB, 0, 64 * KiB);
+    g_assert_cmpint(blk_pwrite_zeroes(blk, 30 * MiB, 2 * MiB, BDRV_REQ_MAY_UNMAP), ==, 0);
+    memset(model + 30 * MiB, 0, 2 * MiB);
+    g_assert_cmpint(bdrv_block_status(bs, 30 * MiB, 2 * MiB, &pnum, &zero), ==, 0);
+    g_assert_true(zero);
+    g_assert_cmpint(blk_pdiscard(blk, 40 * MiB, 1 * MiB), ==, 0);
+    check_range(blk, model, 0, 40 * MiB);
+    {
+        g_autofree uint8_t *buf = g_malloc(1 * MiB);
+        struct iovec dv = { buf, 1 * MiB };
+
+        /* A discard may leave the data or zeroes: take what it left. */
+        g_assert_cmpint(blk_preadv(blk, 40 * MiB, &dv, 1), ==, 0);
+        for (uint64_t j = 0; j < 1 * MiB; j++) {
+            g_assert_true(buf[j] == model[40 * MiB + j] || buf[j] == 0);
+        }
+        memcpy(model + 40 * MiB, buf, 1 * MiB);
+    }
+    check_range(blk, model, 0, IMG_SIZE);
+    /* Past the end is refused by the row (a protocol node is not bounds-checked above). */
+    g_assert_cmpint(blk_pwrite_zeroes(blk, IMG_SIZE - 512, 1024, 0), <, 0);
+    g_assert_cmpint(blk_flush(blk), ==, 0);
+
+    blk_detach(blk);
+    block_layer_free(bl);
+    server_stop(&s);
+    qemu_compares(img, model);
+}
+
+static void test_tcp(void)
+{
+    g_autofree char *img = NULL, *opts = NULL, *opts2 = NULL, *opts3 = NULL;
+    g_autofree uint8_t *model = g_malloc0(IMG_SIZE);
+    g_autofree uint8_t *buf = g_malloc(64 * KiB);
+    struct iovec v = { buf, 64 * KiB };
+    Error *err = NULL;
+    BlockLayer *bl;
+    BlockBackend *blk;
+    Server s;
+
+    if (!have_tools()) {
+        return;
+    }
+    img = make_image("tcp.qcow2");
+    s = serve(img, true, "");
+    bl = block_layer_new();
+    opts = g_strdup_printf("file=nbd://127.0.0.1:%d/exp,format=raw,if=none,id=d0", s.port);
+    g_assert_true(drive_parse(bl, opts, &error_abort));
+    blk = attach(bl, "d0");
+    memset(buf, 0xa5, 64 * KiB);
+    g_assert_cmpint(blk_pwritev(blk, 4096, &v, 1, BDRV_REQ_FUA), ==, 0);
+    memset(model + 4096, 0xa5, 64 * KiB);
+    check_range(blk, model, 0, 1 * MiB);
+    blk_detach(blk);
+    block_layer_free(bl);
+
+    /* The legacy syntax, probing the format (raw over nbd, with QEMU's warning). */
+    bl = block_layer_new();
+    opts2 = g_strdup_printf("file=nbd:127.0.0.1:%d:exportname=exp,if=none,id=d1,format=raw",
+                            s.port);
+    g_assert_true(drive_parse(bl, opts2, &error_abort));
+    blk = attach(bl, "d1");
+    check_range(blk, model, 0, 1 * MiB);
+    blk_detach(blk);
+    block_layer_free(bl);
+    server_stop(&s);
+
+    /* A read-only export: refused read-write (as QEMU), taken read-only. */
+    s = serve(img, true, "-r");
+    bl = block_layer_new();
+    opts3 = g_strdup_printf("driver=nbd,node-name=ro,server.type=inet,server.host=127.0.0.1,"
+                            "server.port=%d,export=exp", s.port);
+    g_assert_false(blockdev_parse(bl, opts3, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "NBD export is read-only");
+    g_clear_pointer(&err, error_free);
+    g_free(opts3);
+    opts3 = g_strdup_printf("driver=nbd,node-name=ro,server.type=inet,server.host=127.0.0.1,"
+                            "server.port=%d,export=exp,auto-read-only=on", s.port);
+    g_assert_true(blockdev_parse(bl, opts3, &error_abort));
+    g_assert_true(bdrv_find_node(bl, "ro")->read_only);
+    block_layer_free(bl);
+
+    /* An export that is not there: the server's refusal, in words. */
+    bl = block_layer_new();
+    g_free(opts3);
+    opts3 = g_strdup_printf("driver=nbd,node-name=no,server.type=inet,server.host=127.0.0.1,"
+                            "server.port=%d,export=nosuch,read-only=on", s.port);
+    g_assert_false(blockdev_parse(bl, opts3, &err));
+    g_test_message("%s", error_get_pretty(err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "nosuch"));
+    error_free(err);
+    block_layer_free(bl);
+    server_stop(&s);
+}
+
+static gpointer read_worker(gpointer opaque)
+{
+    Worker *w = opaque;
+    g_autofree uint8_t *buf = g_malloc(1 * MiB);
+    struct iovec v = { buf, 1 * MiB };
+
+    while (!*w->stop) {
+        int ret = blk_preadv(w->blk, w->base, &v, 1);
+
+        if (ret < 0) {
+            w->fails++;
+            w->last_error = ret;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void test_killed(void)
+{
+    g_autofree char *img = NULL, *opts = NULL;
+    g_autofree uint8_t *buf = g_malloc(4096);
+    struct iovec v = { buf, 4096 };
+    volatile bool stop = false;
+    gint64 t0;
+    BlockLayer *bl;
+    BlockBackend *blk;
+    GThread *t[4];
+    Worker w[4];
+    Server s;
+
+    if (!have_tools()) {
+        return;
+    }
+    img = make_image("killed.qcow2");
+    s = serve(img, false, "");
+    bl = block_layer_new();
+    opts = g_strdup_printf("driver=nbd,node-name=k,server.type=unix,server.path=%s,export=exp",
+                           s.sock);
+    g_assert_true(blockdev_parse(bl, opts, &error_abort));
+    blk = attach(bl, "k");
+    for (int i = 0; i < 4; i++) {
+        w[i] = (Worker) { .blk = blk, .base = i * MiB, .stop = &stop };
+        t[i] = g_thread_new("reader", read_worker, &w[i]);
+    }
+    g_usleep(200 * 1000);
+    t0 = g_get_monotonic_time();
+    server_stop(&s);
+    /* Bounded: every reader is out within 10 s (a hang fails here, not at the timeout). */
+    for (int i = 0; i < 4; i++) {
+        while (!w[i].fails && g_get_monotonic_time() - t0 < 10 * G_USEC_PER_SEC) {
+            g_usleep(10 * 1000);
+        }
+        g_assert_cmpint(w[i].fails, ==, 1);
+        g_assert_cmpint(w[i].last_error, ==, -EIO);
+        g_thread_join(t[i]);
+    }
+    /* The node stays, and says so at once. */
+    g_assert_cmpint(blk_preadv(blk, 0, &v, 1), ==, -EIO);
+    g_assert_cmpint(blk_pwritev(blk, 0, &v, 1, 0), ==, -EIO);
+    g_assert_cmpint(blk_flush(blk), ==, -EIO);
+    g_assert_cmpint(blk_getlength(blk), ==, IMG_SIZE);
+    blk_detach(blk);
+    block_layer_free(bl);
+}
+
+/* ---- Scripted servers that break the protocol ---- */
+
+typedef enum Script {
+    BAD_COOKIE,                 /* a simple reply to a cookie nobody sent */
+    BAD_MAGIC,                  /* a reply that is not one */
+    DATA_OUTSIDE,               /* a data chunk past its request's end */
+    UNKNOWN_TYPE,               /* a chunk type without the error bit */
+    ERROR_CHUNK,                /* an error chunk: the request fails, the connection stays */
+} Script;
+
+typedef struct Scripted {
+    Script script;
+    int listen_fd;
+} Scripted;
+
+static void wr(int fd, const void *p, size_t n)
+{
+    g_assert_cmpint(write(fd, p, n), ==, n);
+}
+
+static bool rd(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = read(fd, (uint8_t *)p + got, n - got);
+
+        if (r <= 0) {
+            return false;
+        }
+        got += r;
+    }
+    return true;
+}
+
+static void opt_reply(int fd, uint32_t opt, uint32_t type)
+{
+    uint8_t b[20];
+
+    stq_be_p(b, NBD_REP_MAGIC);
+    stl_be_p(b + 8, opt);
+    stl_be_p(b + 12, type);
+    stl_be_p(b + 16, 0);
+    wr(fd, b, sizeof(b));
+}
+
+static void chunk_hdr(int fd, uint16_t flags, uint16_t type, uint64_t cookie, uint32_t len)
+{
+    uint8_t b[20];
+
+    stl_be_p(b, NBD_STRUCTURED_REPLY_MAGIC);
+    nbd_st16(b + 4, flags);
+    nbd_st16(b + 6, type);
+    stq_be_p(b + 8, cookie);
+    stl_be_p(b + 16, len);
+    wr(fd, b, sizeof(b));
+}
+
+static gpointer scripted_server(gpointer opaque)
+{
+    Scripted *sc = opaque;
+    bool structured = sc->script != BAD_COOKIE && sc->script != BAD_MAGIC;
+    int fd = accept(sc->listen_fd, NULL, NULL);
+    uint8_t b[64 * 1024];
+    int nreq = 0;
+
+    g_assert_cmpint(fd, >=, 0);
+    stq_be_p(b, NBD_INIT_MAGIC);
+    stq_be_p(b + 8, NBD_OPTS_MAGIC);
+    nbd_st16(b + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+    wr(fd, b, 18);
+    g_assert_true(rd(fd, b, 4));
+    for (;;) {
+        uint32_t opt, len;
+
+        g_assert_true(rd(fd, b, 16));
+        opt = ldl_be_p(b + 8);
+        len = ldl_be_p(b + 12);
+        g_assert_cmpuint(len, <, sizeof(b));
+        g_assert_true(rd(fd, b, len));
+        if (opt == NBD_OPT_EXPORT_NAME) {
+            break;
+        }
+        /* Structured replies maybe; no GO, no contexts: the EXPORT_NAME path. */
+        opt_reply(fd, opt, opt == NBD_OPT_STRUCTURED_REPLY && structured ? NBD_REP_ACK
+                                                                          : NBD_REP_ERR_UNSUP);
+    }
+    stq_be_p(b, 1 * MiB);
+    nbd_st16(b + 8, NBD_FLAG_HAS_FLAGS | NBD_FLAG_READ_ONLY);
+    wr(fd, b, 10);
+    while (rd(fd, b, NBD_REQUEST_SIZE)) {
+        uint64_t cookie = ldq_be_p(b + 8), off = ldq_be_p(b + 16);
+        uint32_t len = ldl_be_p(b + 24);
+
+        if (nbd_ld16(b + 6) == NBD_CMD_DISC) {
+            break;
+        }
+        g_assert_cmpuint(nbd_ld16(b + 6), ==, NBD_CMD_READ);
+        g_assert_cmpuint(len, <=, sizeof(b) - 8);
+        nreq++;
+        switch (sc->script) {
+        case BAD_COOKIE:
+            stl_be_p(b, NBD_SIMPLE_REPLY_MAGIC);
+            stl_be_p(b + 4, 0);
+            stq_be_p(b + 8, cookie + 1000);
+            wr(fd, b, 16);
+            break;
+        case BAD_MAGIC:
+            memset(b, 0x55, 16);
+            wr(fd, b, 16);
+            break;
+        case DATA_OUTSIDE:
+            chunk_hdr(fd, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, cookie, 8 + 1);
+            stq_be_p(b, off + len);
+            wr(fd, b, 9);
+            break;
+        case UNKNOWN_TYPE:
+            chunk_hdr(fd, NBD_REPLY_FLAG_DONE, 77, cookie, 0);
+            break;
+        case ERROR_CHUNK:
+            if (nreq == 1) {
+                chunk_hdr(fd, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie, 6 + 4);
+                stl_be_p(b, NBD_ENOSPC);
+                nbd_st16(b + 4, 4);
+                memcpy(b + 6, "full", 4);
+                wr(fd, b, 10);
+            } else {
+                chunk_hdr(fd, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, cookie, 8 + len);
+                stq_be_p(b, off);
+                memset(b + 8, 0x3c, len);
+                wr(fd, b, 8 + len);
+            }
+            break;
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void test_scripted(gconstpointer data)
+{
+    Scripted sc = { .script = GPOINTER_TO_INT(data) };
+    g_autofree char *path = g_build_filename(tmpdir, "scripted.sock", NULL);
+    g_autofree char *opts = NULL;
+    uint8_t buf[4096];
+    struct iovec v = { buf, sizeof(buf) };
+    BlockLayer *bl = block_layer_new();
+    BlockBackend *blk;
+    GThread *t;
+
+    sc.listen_fd = unix_listen_private(path, &error_abort);
+    t = g_thread_new("scripted", scripted_server, &sc);
+    opts = g_strdup_printf("driver=nbd,node-name=s,server.type=unix,server.path=%s,"
+                           "read-only=on", path);
+    g_assert_true(blockdev_parse(bl, opts, &error_abort));
+    blk = blk_attach(bl, "s", "test", BLK_PERM_READ, &error_abort);
+    if (sc.script == ERROR_CHUNK) {
+        /* The request's own error; the connection goes on. */
+        g_assert_cmpint(blk_preadv(blk, 0, &v, 1), ==, -ENOSPC);
+        g_assert_cmpint(blk_preadv(blk, 0, &v, 1), ==, 0);
+        g_assert_cmpuint(buf[0], ==, 0x3c);
+        g_assert_cmpuint(buf[4095], ==, 0x3c);
+    } else {
+        g_assert_cmpint(blk_preadv(blk, 0, &v, 1), ==, -EIO);
+        g_assert_cmpint(blk_preadv(blk, 0, &v, 1), ==, -EIO);
+    }
+    g_assert_cmpint(blk_getlength(blk), ==, 1 * MiB);
+    blk_detach(blk);
+    block_layer_free(bl);
+    g_thread_join(t);
+    close(sc.listen_fd);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    tmpdir = g_dir_make_tmp("test-block-nbd-XXXXXX", NULL);
+    g_test_add_data_func("/nbd/scripted/bad-cookie", GINT_TO_POINTER(BAD_COOKIE), test_scripted);
+    g_test_add_data_func("/nbd/scripted/bad-magic", GINT_TO_POINTER(BAD_MAGIC), test_scripted);
+    g_test_add_data_func("/nbd/scripted/data-outside", GINT_TO_POINTER(DATA_OUTSIDE),
+                         test_scripted);
+    g_test_add_data_func("/nbd/scripted/unknown-type", GINT_TO_POINTER(UNKNOWN_TYPE),
+                         test_scripted);
+    g_test_add_data_func("/nbd/scripted/error-chunk", GINT_TO_POINTER(ERROR_CHUNK),
+                         test_scripted);
+    g_test_add_func("/nbd/qemu-nbd/unix", test_unix);
+    g_test_add_func("/nbd/qemu-nbd/tcp", test_tcp);
+    g_test_add_func("/nbd/qemu-nbd/killed", test_killed);
+    ret = g_test_run();
+    run("rm -rf %s", tmpdir);
+    return ret;
+}
