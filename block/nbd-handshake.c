@@ -340,6 +340,10 @@ int nbd_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **e
         if (ret == 0) {
             ret = opt_go(c, export, info, errp);
         }
+        if (ret < 0 && ret != -EPROTO) {
+            /* A refusal: the protocol asks for a soft disconnect (best effort). */
+            send_opt(c, NBD_OPT_ABORT, NULL, 0);
+        }
         if (ret <= 0) {
             return ret;
         }

@@ -321,7 +321,7 @@ static void test_tcp(void)
 
     /* The legacy syntax, probing the format (raw over nbd, with QEMU's warning). */
     bl = block_layer_new();
-    opts2 = g_strdup_printf("file=nbd:127.0.0.1:%d:exportname=exp,if=none,id=d1,format=raw",
+    opts2 = g_strdup_printf("file=nbd:127.0.0.1:%d:exportname=exp,if=none,id=d1",
                             s.port);
     g_assert_true(drive_parse(bl, opts2, &error_abort));
     blk = attach(bl, "d1");
