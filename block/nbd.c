@@ -423,6 +423,77 @@ static int nbd_block_status(BlockDriverState *bs, uint64_t offset, uint64_t byte
 
 /* ---- Open and close (BQL) ---- */
 
+/*
+ * A server that accepts and then says nothing (qemu-nbd serving another
+ * client: --shared=1 is its default) would hold the opener, under the
+ * BQL, forever: a watchdog shuts the channel down at the deadline, which
+ * fails the handshake's blocked read.
+ */
+#define NBD_OPEN_TIMEOUT_DEFAULT 60
+
+typedef struct Watchdog {
+    GMutex lock;
+    GCond cond;
+    bool done;                  /* the handshake is over (lock) */
+    bool fired;                 /* the deadline passed first (lock) */
+    Channel *ch;                /* fixed */
+    gint64 deadline;            /* fixed: g_get_monotonic_time() units */
+    QemuThread thread;
+} Watchdog;
+
+static void *watchdog_thread(void *opaque)
+{
+    Watchdog *w = opaque;
+
+    g_mutex_lock(&w->lock);
+    while (!w->done && g_cond_wait_until(&w->cond, &w->lock, w->deadline)) {
+        /* woken early: look again */
+    }
+    if (!w->done) {
+        w->fired = true;
+        channel_shutdown(w->ch, CHANNEL_SHUT_BOTH);
+    }
+    g_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static int handshake_bounded(BDRVNbdState *s, const char *export, uint64_t seconds,
+                             Error **errp)
+{
+    Watchdog w = { .ch = s->ch,
+                   .deadline = g_get_monotonic_time() + seconds * G_USEC_PER_SEC };
+    Error *local_err = NULL;
+    int ret;
+
+    g_mutex_init(&w.lock);
+    g_cond_init(&w.cond);
+    ret = qemu_thread_create(&w.thread, "nbd/open", watchdog_thread, &w);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not start the NBD open watchdog");
+        goto out;
+    }
+    ret = nbd_handshake(s->ch, export, &s->info, &local_err);
+    g_mutex_lock(&w.lock);
+    w.done = true;
+    g_cond_signal(&w.cond);
+    g_mutex_unlock(&w.lock);
+    qemu_thread_join(&w.thread);
+    if (w.fired && ret == 0) {
+        ret = -ETIMEDOUT;       /* done at the deadline: the channel is shut, unusable */
+    }
+    if (w.fired) {
+        error_free(local_err);
+        error_setg(errp, "NBD server %s did not complete the handshake within %" PRIu64
+                   " s", channel_peer(s->ch), seconds);
+    } else {
+        error_propagate(errp, local_err);
+    }
+out:
+    g_cond_clear(&w.cond);
+    g_mutex_clear(&w.lock);
+    return ret < 0 ? ret : 0;
+}
+
 static void nbd_state_free(BDRVNbdState *s)
 {
     if (s->ch) {
@@ -442,17 +513,24 @@ static int nbd_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **err
     BDRVNbdState *s = bs->opaque;
     BdrvNode *n = bdrv_node(bs);
     g_auto(NbdAddr) addr = { 0 };
+    uint64_t timeout;
     int fd, ret;
 
     g_mutex_init(&s->lock);
     g_mutex_init(&s->send_lock);
     s->inflight = g_hash_table_new(g_int64_hash, g_int64_equal);
     if (!bdrv_check_options(bs, opts, nbd_options, errp) ||
+        !qemu_opt_get_number(opts, "open-timeout", 0, &timeout, errp) ||
         !nbd_addr_from_opts(opts, n->opt_prefix, &addr, errp)) {
         ret = -EINVAL;
         goto fail;
     }
-    /* reconnect-delay, open-timeout: no reconnection yet, a failed open fails at once. */
+    /*
+     * No reconnection yet: reconnect-delay is ignored, a failed connect
+     * fails the open at once, and open-timeout (default 60 s) bounds the
+     * handshake.
+     */
+    timeout = timeout ? MIN(timeout, 24 * 3600) : NBD_OPEN_TIMEOUT_DEFAULT;
     fd = addr.is_unix ? unix_connect_path(addr.path, errp)
                       : inet_connect_host_port(addr.host, addr.port, errp);
     if (fd < 0) {
@@ -460,7 +538,7 @@ static int nbd_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **err
         goto fail;
     }
     s->ch = channel_socket_new(fd);
-    ret = nbd_handshake(s->ch, addr.export, &s->info, errp);
+    ret = handshake_bounded(s, addr.export, timeout, errp);
     if (ret < 0) {
         goto fail;
     }

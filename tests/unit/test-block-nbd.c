@@ -15,7 +15,9 @@
  *     stays and fails later requests at once, the layer closes;
  *   - /nbd/scripted/...: a server that breaks the protocol (a reply to an
  *     unknown cookie, a data chunk outside its request, a bad magic, an
- *     unknown chunk type) fails its connection, nothing else;
+ *     unknown chunk type) fails its connection, nothing else; an error
+ *     chunk fails its request only; a server that never speaks fails the
+ *     open at open-timeout;
  * (tests/unit/test-nbd-reply.c has the reply parser alone, and the filenames.)
  * The qemu-nbd parts are skipped without qemu-nbd and qemu-img.
  */
@@ -597,6 +599,27 @@ static void test_scripted(gconstpointer data)
     close(sc.listen_fd);
 }
 
+/* A server that never speaks (qemu-nbd busy with another client): the open gives up. */
+static void test_silent(void)
+{
+    g_autofree char *path = g_build_filename(tmpdir, "silent.sock", NULL);
+    g_autofree char *opts = NULL;
+    int fd = unix_listen_private(path, &error_abort);
+    BlockLayer *bl = block_layer_new();
+    Error *err = NULL;
+    gint64 t0 = g_get_monotonic_time();
+
+    /* Never accepted: the connect succeeds from the backlog, no greeting comes. */
+    opts = g_strdup_printf("driver=nbd,node-name=q,server.type=unix,server.path=%s,"
+                           "open-timeout=1", path);
+    g_assert_false(blockdev_parse(bl, opts, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "did not complete the handshake within 1 s"));
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+    error_free(err);
+    block_layer_free(bl);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -612,6 +635,7 @@ int main(int argc, char **argv)
                          test_scripted);
     g_test_add_data_func("/nbd/scripted/error-chunk", GINT_TO_POINTER(ERROR_CHUNK),
                          test_scripted);
+    g_test_add_func("/nbd/scripted/silent", test_silent);
     g_test_add_func("/nbd/qemu-nbd/unix", test_unix);
     g_test_add_func("/nbd/qemu-nbd/tcp", test_tcp);
     g_test_add_func("/nbd/qemu-nbd/killed", test_killed);
