@@ -404,8 +404,16 @@ static int nbd_block_status(BlockDriverState *bs, uint64_t offset, uint64_t byte
     NbdRequest st;
     int ret;
 
+    uint64_t align = s->info.min_block;
+
     bytes = MIN(bytes, NBD_MAX_NOPAYLOAD);
-    if (!s->info.base_allocation) {
+    if (align > 1 && (offset & (align - 1))) {
+        /* The server wants aligned requests: up to the next boundary, say data. */
+        bytes = MIN(bytes, align - (offset & (align - 1)));
+    } else if (align > 1 && bytes >= align) {
+        bytes &= ~(align - 1);
+    }
+    if (!s->info.base_allocation || !aligned(s, offset, bytes)) {
         *pnum = bytes;
         *is_zero_or_hole = false;
         return 0;
