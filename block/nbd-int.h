@@ -4,9 +4,11 @@
  * and the reply parser, which the fuzz target (tests/fuzz/fuzz-nbd-client.c)
  * drives without a socket or a thread.
  *
- * Files: nbd.c (the row: options, filenames, requests, the receiving
- * thread), nbd-handshake.c (fixed newstyle negotiation), nbd-reply.c (one
- * reply message read, checked against its request and applied).
+ * Files: nbd.c (the row: options, requests fitted to the server),
+ * nbd-addr.c (options and filenames), nbd-client.c (a connection:
+ * requests in flight, the receiving thread), nbd-handshake.c (fixed
+ * newstyle negotiation), nbd-reply.c (one reply message read, checked
+ * against its request and applied).
  * docs/devel/nbd-client.md has the story.
  */
 #ifndef BLOCK_NBD_INT_H
@@ -117,5 +119,29 @@ int nbd_reply_recv(const NbdReplyOps *ops, void *opaque, const NbdExportInfo *in
 void nbd_request_cleanup(NbdRequest *req);
 /* An NBD_E* on the wire as -errno (unknown values are -EINVAL, as the protocol says). */
 int nbd_errno_from_wire(uint32_t err);
+
+/* ---- A connection (nbd-client.c) ---- */
+
+typedef struct NbdClient NbdClient;
+
+/*
+ * The handshake on @ch (taken, whatever happens) for @export, bounded by
+ * @timeout_s seconds, then the receiving thread started. NULL with @errp
+ * set on failure.
+ */
+NbdClient *nbd_client_open(Channel *ch, const char *export, uint64_t timeout_s,
+                           Error **errp);
+/* What the handshake learnt (fixed). */
+const NbdExportInfo *nbd_client_info(NbdClient *c);
+/*
+ * One request on the wire, waited for: 0 or -errno (-EIO once the
+ * connection is gone). Any thread. @iov: a READ's destination or a
+ * WRITE's data, exactly @length bytes; @status: a BLOCK_STATUS's extent.
+ */
+int nbd_client_request(NbdClient *c, uint16_t type, uint16_t flags, uint64_t offset,
+                       uint32_t length, const struct iovec *iov, int niov,
+                       NbdRequest *status);
+/* A soft disconnect, the thread joined, everything freed. Nothing may be in flight. */
+void nbd_client_close(NbdClient *c);
 
 #endif
