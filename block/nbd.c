@@ -16,10 +16,8 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/bswap.h"
 #include "qemu/option.h"
 #include "qemu/sockets.h"
-#include "qemu/thread.h"
 #include "io/channel.h"
 #include "block-int.h"
 #include "nbd-int.h"
