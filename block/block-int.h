@@ -12,6 +12,7 @@
 #ifndef BLOCK_BLOCK_INT_H
 #define BLOCK_BLOCK_INT_H
 
+#include <pthread.h>
 #include "block/block.h"
 
 typedef enum BlockdevDetectZeroes {
@@ -59,6 +60,7 @@ struct BlockLayer {
     unsigned node_counter;          /* for "#blockNNN" names (BQL) */
     unsigned drive_counter;         /* for -drive ids QEMU makes up ("none0") (BQL) */
     bool incoming;                  /* open new nodes inactive (BQL) */
+    struct JobRegistry *jobs;       /* block jobs (include/block/job.h) (BQL) */
 };
 
 /* query-blockstats' counters of one backend (stats_lock). */
@@ -91,6 +93,13 @@ struct BlockBackend {
     BlockIOStatus iostatus;         /* after a stop on error (BQL) */
     GMutex stats_lock;
     BlockAcctCounters stats;        /* stats_lock */
+    /*
+     * Every write holds it for reading around the node's request and the
+     * hook; the writer side (writer-preferring, so a stream of guest
+     * writes cannot starve it) installs a hook or quiesces the writes.
+     */
+    pthread_rwlock_t hook_lock;
+    const BlkWriteHook *write_hook; /* hook_lock */
 };
 
 /* ---- block.c ---- */

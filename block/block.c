@@ -23,6 +23,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/option.h"
+#include "block/job.h"
 #include "block-int.h"
 
 BlockLayer *block_layer_new(void)
@@ -31,6 +32,7 @@ BlockLayer *block_layer_new(void)
 
     bl->nodes = g_ptr_array_new();
     bl->backends = g_ptr_array_new();
+    bl->jobs = job_registry_new();
     return bl;
 }
 

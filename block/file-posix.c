@@ -390,6 +390,34 @@ static int file_truncate(BlockDriverState *bs, uint64_t length)
     return ftruncate(s->fd, length) < 0 ? -errno : 0;
 }
 
+/*
+ * Holes by SEEK_DATA/SEEK_HOLE. A file system without them answers as if
+ * the whole file were data, which costs a copy of zeroes, never a loss.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                             uint64_t *pnum)
+{
+    BDRVFileState *s = bs->opaque;
+    off_t data = lseek(s->fd, offset, SEEK_DATA);
+    off_t hole;
+
+    if (data < 0 && errno == ENXIO) {
+        *pnum = bytes;                  /* no data from here to the end */
+        return BDRV_BLOCK_ZERO;
+    }
+    if (data < 0) {
+        *pnum = bytes;
+        return BDRV_BLOCK_DATA;
+    }
+    if ((uint64_t)data > offset) {
+        *pnum = MIN(bytes, (uint64_t)data - offset);
+        return BDRV_BLOCK_ZERO;
+    }
+    hole = lseek(s->fd, offset, SEEK_HOLE);
+    *pnum = hole > (off_t)offset ? MIN(bytes, (uint64_t)hole - offset) : bytes;
+    return BDRV_BLOCK_DATA;
+}
+
 const BlockDriver bdrv_file = {
     .format_name = "file",
     .instance_size = sizeof(BDRVFileState),
@@ -404,5 +432,6 @@ const BlockDriver bdrv_file = {
     .getlength = file_getlength,
     .truncate = file_truncate,
     .get_allocated_size = file_get_allocated_size,
+    .block_status = file_block_status,
     .set_lock = file_set_lock,
 };

@@ -153,3 +153,32 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t length)
     }
     return bs->drv->truncate(bs, length);
 }
+
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum)
+{
+    int64_t len = bdrv_getlength(bs);
+    int ret;
+
+    *pnum = 0;
+    if (len < 0) {
+        return len;
+    }
+    if (offset >= (uint64_t)len || !bytes) {
+        return 0;
+    }
+    bytes = MIN(bytes, (uint64_t)len - offset);
+    if (bs->drv->block_status) {
+        ret = bs->drv->block_status(bs, offset, bytes, pnum);
+    } else if (!bs->drv->is_protocol && bs->drv->perm_passthrough && bs->file) {
+        ret = bdrv_block_status(bs->file, offset, bytes, pnum);
+    } else {
+        *pnum = bytes;
+        ret = BDRV_BLOCK_DATA;
+    }
+    if (ret >= 0 && (*pnum == 0 || *pnum > bytes)) {
+        /* A row that answered nothing would stall its caller's walk. */
+        *pnum = bytes;
+        ret = BDRV_BLOCK_DATA;
+    }
+    return ret;
+}

@@ -261,6 +261,9 @@ void qcow2_iov_copy(const struct iovec *iov, int niov, uint64_t off, uint8_t *bu
                     uint64_t len, bool to_iov);
 void qcow2_iov_zero(const struct iovec *iov, int niov, uint64_t off, uint64_t len);
 
+/* The row's block_status: a run of clusters of one kind (data, zero, unallocated). */
+int qcow2_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum);
+
 extern const BlockDriver bdrv_qcow2;
 
 #endif

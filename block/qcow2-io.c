@@ -428,3 +428,56 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     g_cond_broadcast(&s->alloc_cond);
     return ret;
 }
+
+/* What a cluster of this kind holds, as bdrv_block_status says it. */
+static int qcow2_status_of(Qcow2ClusterType t)
+{
+    switch (t) {
+    case QCOW2_CLUSTER_UNALLOCATED:
+        return 0;                       /* the backing image's, or zeroes */
+    case QCOW2_CLUSTER_ZERO:
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        return BDRV_BLOCK_ZERO;
+    default:
+        return BDRV_BLOCK_DATA;
+    }
+}
+
+/*
+ * The run of clusters of one kind from @offset, read from the L2 tables
+ * under s->lock: only the mapping is read, no data, so no io_lock.
+ */
+int qcow2_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t n = 0;
+    int status = -1;
+    int ret = 0;
+
+    tsan_g_mutex_lock(&s->lock);
+    while (n < bytes) {
+        uint64_t pos = offset + n;
+        uint64_t in_off = pos & (s->cluster_size - 1);
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t entry;
+        int st;
+
+        ret = qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
+        if (ret < 0) {
+            break;
+        }
+        st = qcow2_status_of(qcow2_classify(s, entry));
+        if (status >= 0 && st != status) {
+            break;
+        }
+        status = st;
+        n += MIN(bytes - n, s->cluster_size - in_off);
+    }
+    tsan_g_mutex_unlock(&s->lock);
+    if (n == 0) {
+        return ret < 0 ? ret : -EIO;
+    }
+    *pnum = n;
+    return status;
+}

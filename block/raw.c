@@ -135,6 +135,14 @@ static int64_t raw_getlength(BlockDriverState *bs)
     return len < 0 ? len : len - (int64_t)MIN((uint64_t)len, s->offset);
 }
 
+static int raw_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                            uint64_t *pnum)
+{
+    BDRVRawState *s = bs->opaque;
+
+    return bdrv_block_status(bs->file, s->offset + offset, bytes, pnum);
+}
+
 const BlockDriver bdrv_raw = {
     .format_name = "raw",
     .instance_size = sizeof(BDRVRawState),
@@ -145,5 +153,6 @@ const BlockDriver bdrv_raw = {
     .pdiscard = raw_pdiscard,
     .flush = raw_flush,
     .getlength = raw_getlength,
+    .block_status = raw_block_status,
     .perm_passthrough = true,
 };

@@ -20,6 +20,8 @@ const HMPCommand hmp_info_cmds[] = {
     { "stats", "target:s,names:s?", "target [names]",
       "show statistics (target: vm or vcpu; names: comma-separated)", hmp_info_stats },
     { "block", "", "", "show the block devices", hmp_info_block },
+    { "block-jobs", "", "", "show progress of ongoing block device operations",
+      hmp_info_block_jobs },
     { "network", "", "", "show the network state", hmp_info_network },
     { "usernet", "", "", "show user network stack connection states", hmp_info_usernet },
     { NULL },

@@ -134,6 +134,14 @@ struct BlockDriver {
     int64_t (*getlength)(BlockDriverState *bs);
     /* Protocols: set the file's length (bdrv_truncate); NULL: -ENOTSUP. */
     int (*truncate)(BlockDriverState *bs, uint64_t length);
+    /*
+     * What this layer holds at @offset (bdrv_block_status): BDRV_BLOCK_*
+     * for the first *pnum bytes (1 <= *pnum <= @bytes), or -errno. NULL:
+     * a format passing through to its file (perm_passthrough) asks its
+     * file, any other row holds data everywhere.
+     */
+    int (*block_status)(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                        uint64_t *pnum);
     /* Bytes the image takes on the host (query-block's actual-size); NULL: the child's. */
     int64_t (*get_allocated_size)(BlockDriverState *bs);
 
@@ -194,6 +202,17 @@ int64_t bdrv_getlength(BlockDriverState *bs);
 /* A protocol's length change (qcow2 growing its file); -ENOTSUP where not a file. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t length);
 
+/* bdrv_block_status's answer: bits for a range of one node's layer. */
+#define BDRV_BLOCK_DATA     0x1     /* this layer holds bytes for it (else: backing's, or zeroes) */
+#define BDRV_BLOCK_ZERO     0x2     /* it reads as zeroes (a hole, a zero cluster) */
+/*
+ * What @bs's own layer holds at [@offset, @offset + @bytes): BDRV_BLOCK_*
+ * of its first *pnum bytes (at least 1 when @bytes is), or -errno. A range
+ * with neither bit reads from the backing node (or as zeroes without one).
+ * Any thread, like a read. Inside the node's length.
+ */
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum);
+
 /* ---- Command line (BQL) ---- */
 /* -drive: a format node over a file node, and a backend named by id=. */
 bool drive_parse(BlockLayer *bl, const char *optstr, Error **errp);
@@ -228,6 +247,35 @@ bool blk_is_read_only(BlockBackend *blk);
 bool blk_enable_write_cache(BlockBackend *blk);
 const char *blk_name(BlockBackend *blk);           /* the -drive id, or "" */
 const char *blk_node_name(BlockBackend *blk);      /* its top node's */
+
+/*
+ * A write hook: one job (the mirror) sees every write of a backend once it
+ * reached the node. @after runs in the writer's thread, after the node's
+ * request returned @ret; @iov is the data of a BLK_HOOK_WRITE (NULL for
+ * zeroes and discards). The hook holds the backend's hook lock for
+ * reading, so it may block the write it sees (write-blocking mirror).
+ */
+typedef enum BlkHookOp { BLK_HOOK_WRITE, BLK_HOOK_ZEROES, BLK_HOOK_DISCARD } BlkHookOp;
+typedef struct BlkWriteHook {
+    void (*after)(void *opaque, BlkHookOp op, uint64_t offset, uint64_t bytes,
+                  const struct iovec *iov, int niov, int ret);
+    void *opaque;
+} BlkWriteHook;
+/*
+ * Install @hook (NULL: remove it). BQL. Returns once no write that
+ * started without it is in flight: every write from then on is seen.
+ * -EBUSY when another hook is installed.
+ */
+int blk_set_write_hook(BlockBackend *blk, const BlkWriteHook *hook);
+/*
+ * New writes of @blk wait, and the call returns once none is in flight,
+ * until blk_writes_resume(). Any thread but a writer's; reads go on.
+ */
+void blk_writes_quiesce(BlockBackend *blk);
+void blk_writes_resume(BlockBackend *blk);
+/* The backend named @name (a -drive id), else the one on the node named @name, else NULL. */
+BlockBackend *blk_find(BlockLayer *bl, const char *name);
+BlockDriverState *blk_bs(BlockBackend *blk);
 
 /* werror=/rerror= for a failed request of errno @err: what to do. */
 BlockErrorAction blk_get_error_action(BlockBackend *blk, bool is_read, int err);

@@ -50,6 +50,7 @@ HMPHandler hmp_cancel_vcpu_dirty_limit, hmp_info_vcpu_dirty_limit;
 HMPHandler hmp_info_stats;
 /* block/ */
 HMPHandler hmp_info_block;
+HMPHandler hmp_info_block_jobs;
 /* net/ */
 HMPHandler hmp_info_network, hmp_info_usernet, hmp_hostfwd_add, hmp_hostfwd_remove;
 /* ui/ */
