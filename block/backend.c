@@ -265,11 +265,12 @@ void blk_writes_resume(BlockBackend *blk)
  * write could let the copy read the old bytes and clear the new mark).
  */
 static void blk_write_end(BlockBackend *blk, BlkHookOp op, uint64_t offset, uint64_t bytes,
-                          const struct iovec *iov, int niov, int ret)
+                          const struct iovec *iov, int niov, bool reached, int ret)
 {
     const BlkWriteHook *hook = blk->write_hook;
 
-    if (hook) {
+    /* A write the drive refused (inactive, read-only) changed nothing. */
+    if (hook && reached) {
         hook->after(hook->opaque, op, offset, bytes, iov, niov, ret);
     }
     pthread_rwlock_unlock(&blk->hook_lock);
@@ -299,6 +300,7 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
     BdrvNode *n = bdrv_node(blk->root);
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
@@ -314,7 +316,7 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
             ret = bdrv_pwritev(blk->root, offset, bytes, iov, niov, flags);
         }
     }
-    blk_write_end(blk, BLK_HOOK_WRITE, offset, bytes, iov, niov, ret);
+    blk_write_end(blk, BLK_HOOK_WRITE, offset, bytes, iov, niov, reached, ret);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -326,12 +328,13 @@ int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int fl
 {
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pwrite_zeroes(blk->root, offset, bytes, flags);
     }
-    blk_write_end(blk, BLK_HOOK_ZEROES, offset, bytes, NULL, 0, ret);
+    blk_write_end(blk, BLK_HOOK_ZEROES, offset, bytes, NULL, 0, reached, ret);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -343,12 +346,13 @@ int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes)
 {
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pdiscard(blk->root, offset, bytes);
     }
-    blk_write_end(blk, BLK_HOOK_DISCARD, offset, bytes, NULL, 0, ret);
+    blk_write_end(blk, BLK_HOOK_DISCARD, offset, bytes, NULL, 0, reached, ret);
     blk_account(blk, BLOCK_ACCT_DISCARD, bytes, get_clock_ns() - t0, ret < 0);
     return ret;
 }

@@ -617,6 +617,14 @@ int bdrv_flush_all(BlockLayer *bl)
  */
 int bdrv_inactivate_all(BlockLayer *bl, Error **errp)
 {
+    /*
+     * The jobs first: a mirror copies what is still dirty and flushes its
+     * target (the destination must find the guest's last writes there),
+     * then issues nothing while its nodes are inactive.
+     */
+    if (job_registry_drain_all(bl->jobs, errp) < 0) {
+        return -EIO;
+    }
     for (guint i = bl->nodes->len; i-- > 0;) {
         BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
         int ret;
@@ -667,6 +675,7 @@ int bdrv_activate_all(BlockLayer *bl, Error **errp)
         }
         bdrv_node(bs)->length = bs->drv->getlength(bs);
     }
+    job_registry_resume_all(bl->jobs);
     return 0;
 
 fail:

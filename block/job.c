@@ -74,6 +74,48 @@ static void job_free(Job *job)
     g_free(job);
 }
 
+void job_wake(Job *job)
+{
+    g_mutex_lock(&job->sleep_lock);
+    g_cond_broadcast(&job->sleep_cond);
+    g_mutex_unlock(&job->sleep_lock);
+}
+
+static bool job_has_thread(Job *job)
+{
+    return job->status == JOB_STATUS_RUNNING || job->status == JOB_STATUS_READY;
+}
+
+int job_registry_drain_all(JobRegistry *reg, Error **errp)
+{
+    for (guint i = 0; reg && i < reg->jobs->len; i++) {
+        Job *job = g_ptr_array_index(reg->jobs, i);
+        int ret;
+
+        if (!job_has_thread(job) || !job->drv->drain) {
+            continue;
+        }
+        ret = job->drv->drain(job, errp);
+        if (ret < 0) {
+            /* Nothing goes inactive: the drained ones work on. */
+            job_registry_resume_all(reg);
+            return ret;
+        }
+    }
+    return 0;
+}
+
+void job_registry_resume_all(JobRegistry *reg)
+{
+    for (guint i = 0; reg && i < reg->jobs->len; i++) {
+        Job *job = g_ptr_array_index(reg->jobs, i);
+
+        if (job->drv->resume) {
+            job->drv->resume(job);
+        }
+    }
+}
+
 static void job_kick(Job *job)
 {
     g_mutex_lock(&job->sleep_lock);

@@ -21,9 +21,14 @@
  *      read the old bytes cannot overwrite the newer ones on the target; a
  *      copy that starts later reads the newer bytes itself. A failed target
  *      write marks the range dirty instead.
- *   4. The final copy runs with the backend's writes quiesced (its hook
+ *   4. At the migration's switchover (guest stopped) the job copies
+ *      what is dirty and flushes before the nodes go inactive, and then
+ *      issues nothing (mirror_drain): the destination finds every write.
+ *   5. The final copy runs with the backend's writes quiesced (its hook
  *      lock held for writing): nothing lands while the last chunks are
  *      copied; then the hook stops (s->stopped) before writes resume.
+ *
+ * (Rule 5 is rule 4 for a completion while the guest runs.)
  *
  * Threads and locks: the job's thread copies; guest writes call the hook
  * in their threads; QMP runs under the BQL. Lock order: the backend's
@@ -65,6 +70,15 @@ typedef struct MirrorState {
     uint64_t op_start, op_end;      /* the copy in flight, bytes; op_end 0: none (lock) */
     bool stopped;                   /* the job is over: the hook does nothing (lock) */
     bool final;                     /* in the final copy (job thread) */
+    /*
+     * The switchover (mirror_drain): the main thread asks (park_req), the
+     * job copies what is dirty, flushes, answers (parked, park_ret) and
+     * issues nothing until the request is withdrawn or the job cancelled.
+     * (lock, with park_cond)
+     */
+    bool park_req, parked;
+    int park_ret;
+    GCond park_cond;
 
     uint8_t *buf;                   /* the copy's buffer (job thread) */
     uint64_t op_max;                /* its size, whole chunks (fixed) */
@@ -363,6 +377,87 @@ static int mirror_converge(MirrorState *s, Error **errp)
     return r;
 }
 
+static bool park_requested(MirrorState *s)
+{
+    bool req;
+
+    g_mutex_lock(&s->lock);
+    req = s->park_req;
+    g_mutex_unlock(&s->lock);
+    return req;
+}
+
+/* Rule 4, in the job's thread: everything copied and flushed, then parked. */
+static int mirror_park(MirrorState *s, Error **errp)
+{
+    int r;
+
+    s->final = true;
+    while ((r = mirror_copy_one(s, false, errp)) > 0) {
+    }
+    s->final = false;
+    if (r == 0) {
+        r = bdrv_flush(s->target);
+        if (r < 0) {
+            error_setg_errno(errp, -r, "Could not flush '%s'", s->target->node_name);
+        }
+    }
+    g_mutex_lock(&s->lock);
+    s->parked = true;
+    s->park_ret = r;
+    g_cond_broadcast(&s->park_cond);
+    while (s->park_req && !job_is_cancelled(s->job) && r == 0) {
+        g_cond_wait(&s->park_cond, &s->lock);
+    }
+    s->parked = false;
+    g_mutex_unlock(&s->lock);
+    return r;
+}
+
+static int mirror_drain(Job *job, Error **errp)
+{
+    MirrorState *s = job->opaque;
+    int r = 0;
+
+    g_mutex_lock(&s->lock);
+    s->park_req = true;
+    g_mutex_unlock(&s->lock);
+    job_wake(job);
+    g_mutex_lock(&s->lock);
+    while (!s->parked && !s->stopped) {
+        g_cond_wait(&s->park_cond, &s->lock);
+    }
+    if (s->parked) {
+        r = s->park_ret;
+    }
+    g_mutex_unlock(&s->lock);
+    if (r < 0) {
+        error_setg_errno(errp, -r, "Mirror job '%s' could not bring '%s' up to date",
+                         job->id, s->target->node_name);
+    }
+    return r;
+}
+
+static void mirror_resume(Job *job)
+{
+    MirrorState *s = job->opaque;
+
+    g_mutex_lock(&s->lock);
+    s->park_req = false;
+    g_cond_broadcast(&s->park_cond);
+    g_mutex_unlock(&s->lock);
+}
+
+/* A cancel or complete: out of a park too. */
+static void mirror_kick(Job *job)
+{
+    MirrorState *s = job->opaque;
+
+    g_mutex_lock(&s->lock);
+    g_cond_broadcast(&s->park_cond);
+    g_mutex_unlock(&s->lock);
+}
+
 static int mirror_run(Job *job, Error **errp)
 {
     MirrorState *s = job->opaque;
@@ -375,6 +470,15 @@ static int mirror_run(Job *job, Error **errp)
         if (job_is_force_cancelled(job)) {
             r = -ECANCELED;
             break;
+        }
+        if (park_requested(s) && !job_is_cancelled(job)) {
+            r = mirror_park(s, errp);
+            if (r == 0 && park_requested(s) && !job_is_cancelled(job)) {
+                continue;               /* still requested: a spurious wake */
+            }
+            if (r < 0) {
+                break;
+            }
         }
         if (ready && job_should_complete(job) && dirty_bytes(s) <= MIRROR_CONVERGE_BYTES) {
             r = mirror_converge(s, errp);
@@ -399,6 +503,7 @@ static int mirror_run(Job *job, Error **errp)
     }
     g_mutex_lock(&s->lock);
     s->stopped = true;
+    g_cond_broadcast(&s->park_cond);    /* a drain waiting for a job that ended */
     g_mutex_unlock(&s->lock);
     if (s->hooked) {
         blk_set_write_hook(s->blk, NULL);
@@ -432,6 +537,7 @@ static void mirror_free(Job *job)
     bdrv_unref(s->target);
     g_mutex_clear(&s->lock);
     g_cond_clear(&s->op_done);
+    g_cond_clear(&s->park_cond);
     g_free(s->dirty);
     g_free(s->buf);
     g_free(s);
@@ -441,7 +547,10 @@ static const JobDriver mirror_job_driver = {
     .type = JOB_TYPE_MIRROR,
     .run = mirror_run,
     .complete = mirror_complete,
+    .kick = mirror_kick,
     .free = mirror_free,
+    .drain = mirror_drain,
+    .resume = mirror_resume,
 };
 
 /* ---- Start (BQL) ---- */
@@ -537,6 +646,7 @@ Job *mirror_start(BlockLayer *bl, const char *job_id, BlockBackend *blk,
     s->hook = (BlkWriteHook){ .after = mirror_write_hook, .opaque = s };
     g_mutex_init(&s->lock);
     g_cond_init(&s->op_done);
+    g_cond_init(&s->park_cond);
     source->refcnt++;
     target->refcnt++;
 

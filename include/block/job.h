@@ -51,6 +51,14 @@ typedef struct JobDriver {
     void (*kick)(Job *job);
     /* After the thread ended (BQL): drop what the job holds. */
     void (*free)(Job *job);
+    /*
+     * The migration's switchover (BQL, guest stopped): finish every
+     * request, leave nothing undone that the nodes' inactivation would
+     * refuse, and issue none until @resume (or a cancel). NULL: the job
+     * needs nothing.
+     */
+    int (*drain)(Job *job, Error **errp);
+    void (*resume)(Job *job);
 } JobDriver;
 
 /*
@@ -98,6 +106,9 @@ void job_registry_set_hooks(JobRegistry *reg, const JobHooks *hooks, void *opaqu
 Job *job_nth(JobRegistry *reg, guint i);
 Job *job_find(JobRegistry *reg, const char *id);
 JobRegistry *block_layer_jobs(BlockLayer *bl);
+/* Before the nodes go inactive / after they are active again: every job's drain, resume. */
+int job_registry_drain_all(JobRegistry *reg, Error **errp);
+void job_registry_resume_all(JobRegistry *reg);
 /* The binary's hooks: QEMU's events, the main loop's bottom halves (block/job-qmp.c). */
 void block_jobs_register_qmp(BlockLayer *bl);
 
@@ -122,7 +133,9 @@ bool job_should_complete(Job *job);     /* job-complete, or a soft cancel of a r
 void job_set_ready(Job *job);
 void job_progress_set_len(Job *job, uint64_t len);
 void job_progress_add(Job *job, uint64_t done);
-/* Sleep up to @ns (0: only yield), woken early by a cancel, complete or speed. */
+/* Wake the thread from job_sleep_ns (any thread). */
+void job_wake(Job *job);
+/* Sleep up to @ns (0: only yield), woken early by a cancel, complete, speed or job_wake. */
 void job_sleep_ns(Job *job, int64_t ns);
 /* BLOCK_JOB_ERROR, sent from the main thread. */
 void job_report_io_error(Job *job, bool is_read, BlockErrorAction action);

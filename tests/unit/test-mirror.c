@@ -15,6 +15,9 @@
  *   - a target that fails writes: BLOCK_JOB_ERROR, then
  *     BLOCK_JOB_COMPLETED with the error; the source and its drive are
  *     untouched and still written;
+ *   - the migration's switchover: inactivation drains the job (the
+ *     target then equals the source), a cancel while inactive completes
+ *     it, a failed migration's activation lets it work on;
  *   - refusals: granularity, sizes, a busy node, a second job id.
  */
 #include "qemu/osdep.h"
@@ -380,6 +383,55 @@ static void test_target_error(void)
     bench_free(&b);
 }
 
+/* ---- The migration's switchover ---- */
+
+/*
+ * As libvirt's storage migration goes: ready, the guest's last writes,
+ * the switchover inactivates the nodes (the job copies what is dirty and
+ * flushes first), then block-job-cancel while inactive completes the job.
+ * A failed migration activates again and the job works on.
+ */
+static void test_switchover(void)
+{
+    g_autofree char *src = make_image("sw-src.img", 16 * MIB);
+    g_autofree char *dst = make_image("sw-dst.img", 16 * MIB);
+    g_autofree uint8_t *buf = g_malloc(4 * MIB);
+    BlockBackend *blk;
+    BlockLayer *bl = open_pair(src, dst, &blk);
+    MirrorOptions o;
+    Bench b = { 0 };
+    Job *job;
+
+    bench_init(&b, bl);
+    fill(buf, 4 * MIB, 3);
+    g_assert_cmpint(rw(blk, true, 0, buf, 4 * MIB, 0), ==, 0);
+    mirror_options_init(&o);
+    o.speed = 4 * MIB;              /* slow: the writes below are still dirty */
+    job = start(bl, blk, &o);
+    pump_until(&b, "READY");
+
+    /* A failed migration: drained, activated again, and the job follows on. */
+    fill(buf, 4 * MIB, 4);
+    g_assert_cmpint(rw(blk, true, 8 * MIB, buf, 4 * MIB, 0), ==, 0);
+    g_assert_cmpint(bdrv_inactivate_all(bl, &error_abort), ==, 0);
+    assert_same_files(src, dst);
+    g_assert_cmpint(rw(blk, true, 0, buf, 4096, 0), ==, -EPERM);
+    g_assert_cmpint(bdrv_activate_all(bl, &error_abort), ==, 0);
+    fill(buf, 4 * MIB, 5);
+    g_assert_cmpint(rw(blk, true, 4 * MIB, buf, 4 * MIB, 0), ==, 0);
+
+    /* The migration that succeeds: the last writes reach the target at the switchover. */
+    g_assert_cmpint(bdrv_inactivate_all(bl, &error_abort), ==, 0);
+    assert_same_files(src, dst);
+    g_assert_true(job_user_cancel(job, false, &error_abort));
+    pump_until(&b, "status:null");
+    g_assert_nonnull(strstr(b.log->str, "COMPLETED"));
+    g_assert_null(b.error);
+    block_layer_free(bl);
+    assert_same_files(src, dst);
+    bench_free(&b);
+}
+
 /* ---- Refusals ---- */
 
 static void test_refusals(void)
@@ -436,5 +488,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/cancel-before-ready", test_cancel_before_ready);
     g_test_add_func("/mirror/target-error", test_target_error);
     g_test_add_func("/mirror/refusals", test_refusals);
+    g_test_add_func("/mirror/switchover", test_switchover);
     return block_test_run();
 }
