@@ -331,7 +331,20 @@ bool qmp_drive_mirror(const DriveMirror *arg, Error **errp)
     if (arg->node_name) {
         qemu_opt_set(opts, "node-name", arg->node_name);
     }
-    qemu_opt_set(opts, "file.driver", "file");
+    /*
+     * libvirt without -blockdev names an NBD export here ("nbd:host:port:
+     * exportname=x", "nbd+unix://..."): the nbd protocol row opens it when
+     * the layer has one, as its filename.
+     */
+    if (g_str_has_prefix(arg->target, "nbd:") || g_str_has_prefix(arg->target, "nbd+")) {
+        if (!bdrv_find_driver("nbd")) {
+            error_setg(errp, "Unknown protocol 'nbd'");
+            return false;
+        }
+        qemu_opt_set(opts, "file.driver", "nbd");
+    } else {
+        qemu_opt_set(opts, "file.driver", "file");
+    }
     qemu_opt_set(opts, "file.filename", arg->target);
     /* Without format=, probed as -drive does (from_drive). */
     target = bdrv_open_opts(bl, opts, NULL, BDRV_O_RDWR, !arg->format, "", errp);
