@@ -18,11 +18,14 @@
  *   - the migration's switchover: inactivation drains the job (the
  *     target then equals the source), a cancel while inactive completes
  *     it, a failed migration's activation lets it work on;
+ *   - the runs the copies take, in seeded random steps: never two copies
+ *     of one chunk in flight;
  *   - refusals: granularity, sizes, a busy node, a second job id.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "block/mirror.h"
+#include "qemu/bitmap.h"
+#include "block/mirror-int.h"
 #include "block-test.h"
 
 #define MIB (1024 * 1024)
@@ -270,7 +273,8 @@ static void run_concurrent(MirrorCopyMode mode, uint32_t seed)
         g_assert_cmpint(rw(blk, true, off, buf, MIB, 0), ==, 0);
     }
     for (int i = 0; i < 2; i++) {
-        w[i] = (Writer){ .blk = blk, .size = 64 * MIB, .seed = seed + i };
+        /* The second one on a hot spot: its chunks are dirtied again while being copied. */
+        w[i] = (Writer){ .blk = blk, .size = i ? 512 * 1024 : 64 * MIB, .seed = seed + i };
         t[i] = g_thread_new("writer", writer_thread, &w[i]);
     }
     mirror_options_init(&o);
@@ -432,6 +436,89 @@ static void test_switchover(void)
     bench_free(&b);
 }
 
+/* ---- The runs the copies take, in seeded random steps ---- */
+
+/* Whether chunk @b is inside a busy op of @s. */
+static bool chunk_held(MirrorState *s, uint64_t b)
+{
+    for (unsigned i = 0; i <= s->nworkers; i++) {
+        if (s->ops[i].end && s->ops[i].start >> s->gran_bits <= b &&
+            b <= (s->ops[i].end - 1) >> s->gran_bits) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Marks, takes and ends in random order against mirror-dirty.c: two busy
+ * ops never share a chunk (an older copy could overwrite a newer one), a
+ * take finds nothing only when every dirty chunk is being copied, and the
+ * count of dirty chunks is never recounted wrong.
+ */
+static void test_take_runs(void)
+{
+    MirrorState s = {
+        /* Small, so the cursor comes round to chunks still being copied. */
+        .len = 24 * 4096 - 512, .gran_bits = 12, .nbits = 24, .op_max = 3 * 4096,
+        .nworkers = 4,
+    };
+    GRand *r = g_rand_new_with_seed(40);
+
+    s.ops = g_new0(MirrorOp, s.nworkers + 1);
+    s.dirty = bitmap_new(s.nbits);
+    g_mutex_init(&s.lock);
+    g_cond_init(&s.op_done);
+    g_cond_init(&s.work);
+    for (int step = 0; step < 20000; step++) {
+        unsigned slot = g_rand_int_range(r, 0, s.nworkers + 1);
+        uint64_t off, bytes;
+
+        switch (g_rand_int_range(r, 0, 5)) {
+        case 0:
+        case 1:
+            off = g_rand_int_range(r, 0, s.len);
+            mirror_mark_dirty(&s, off, g_rand_int_range(r, 1, 6 * 4096));
+            break;
+        case 2:
+        case 3:
+            if (s.ops[slot].end) {
+                break;
+            }
+            g_mutex_lock(&s.lock);
+            if (mirror_take_run_locked(&s, slot, &off, &bytes)) {
+                g_assert_cmpuint(off % 4096, ==, 0);
+                g_assert_cmpuint(bytes, <=, s.op_max);
+                g_assert_cmpuint(off + bytes, <=, s.len);
+            } else {
+                for (uint64_t b = 0; b < s.nbits; b++) {
+                    g_assert_true(!test_bit(b, s.dirty) || chunk_held(&s, b));
+                }
+            }
+            g_mutex_unlock(&s.lock);
+            break;
+        default:
+            if (s.ops[slot].end) {
+                mirror_op_end(&s, slot);
+            }
+            break;
+        }
+        for (unsigned i = 0; i <= s.nworkers; i++) {
+            for (unsigned j = i + 1; j <= s.nworkers; j++) {
+                g_assert_true(!s.ops[i].end || !s.ops[j].end ||
+                              s.ops[i].end <= s.ops[j].start || s.ops[j].end <= s.ops[i].start);
+            }
+        }
+        g_assert_cmpuint(s.dirty_count, ==, bitmap_count_one(s.dirty, s.nbits));
+    }
+    g_rand_free(r);
+    g_mutex_clear(&s.lock);
+    g_cond_clear(&s.op_done);
+    g_cond_clear(&s.work);
+    g_free(s.ops);
+    g_free(s.dirty);
+}
+
 /* ---- Refusals ---- */
 
 static void test_refusals(void)
@@ -489,5 +576,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/target-error", test_target_error);
     g_test_add_func("/mirror/refusals", test_refusals);
     g_test_add_func("/mirror/switchover", test_switchover);
+    g_test_add_func("/mirror/take-runs", test_take_runs);
     return block_test_run();
 }
