@@ -409,8 +409,8 @@ bool qmp_blockdev_del(const char *node_name, Error **errp)
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
 
         if (blk->root == bs) {
-            error_setg(errp, "Node '%s' is busy: node is used as backing hd of '%s'",
-                       node_name, blk->dev_name ? blk->dev_name : blk->name);
+            error_setg(errp, "Node '%s' is busy: it is the drive '%s'", node_name,
+                       blk->name[0] ? blk->name : (blk->dev_name ? blk->dev_name : ""));
             return false;
         }
     }

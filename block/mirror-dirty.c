@@ -240,4 +240,3 @@ int mirror_scan(MirrorState *s, Error **errp)
     }
     return 0;
 }
-
