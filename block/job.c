@@ -165,6 +165,10 @@ Job *job_create(JobRegistry *reg, const JobDriver *drv, const char *id, void *op
         error_setg(errp, "Invalid job ID '%s'", id);
         return NULL;
     }
+    if (!reg->hooks || !reg->hooks->defer) {
+        error_setg(errp, "Block jobs need the main loop (job_registry_set_hooks)");
+        return NULL;
+    }
     if (job_find(reg, id)) {
         error_setg(errp, "Job ID '%s' already in use", id);
         return NULL;

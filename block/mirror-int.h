@@ -66,12 +66,14 @@ struct MirrorState {
     bool stopped;                   /* the job is over: the hook does nothing (lock) */
     /*
      * The switchover (mirror_drain): the main thread asks (park_req), the
-     * job copies what is dirty, flushes, answers (parked, park_ret) and
-     * issues nothing until the request is withdrawn or the job cancelled.
+     * job copies what is dirty, flushes, answers (park_answered, park_ret)
+     * and issues nothing (parked) until the request is withdrawn or the
+     * job cancelled. A job that ends instead answers with end_ret.
      * (lock, with park_cond)
      */
-    bool park_req, parked;
+    bool park_req, parked, park_answered;
     int park_ret;
+    int end_ret;                    /* the job's result once stopped (lock) */
     GCond park_cond;
 
     MirrorWorker *workers;          /* job thread */

@@ -266,6 +266,7 @@ static int mirror_converge(MirrorState *s, Error **errp)
     r = mirror_copy_all(s, errp);
     g_mutex_lock(&s->lock);
     s->stopped = true;
+    s->end_ret = r;
     g_mutex_unlock(&s->lock);
     if (s->blk) {
         blk_writes_resume(s->blk);
@@ -292,6 +293,7 @@ static int mirror_park(MirrorState *s, Error **errp)
     r = mirror_copy_all(s, errp);
     g_mutex_lock(&s->lock);
     s->parked = true;
+    s->park_answered = true;
     s->park_ret = r;
     g_cond_broadcast(&s->park_cond);
     while (s->park_req && !job_is_cancelled(s->job) && r == 0) {
@@ -312,16 +314,20 @@ static int mirror_drain(Job *job, Error **errp)
 
     g_mutex_lock(&s->lock);
     s->park_req = true;
+    s->park_answered = false;
     g_cond_broadcast(&s->op_done);
     g_mutex_unlock(&s->lock);
     job_wake(job);
     g_mutex_lock(&s->lock);
-    while (!s->parked && !s->stopped) {
+    while (!s->park_answered && !s->stopped) {
         g_cond_wait(&s->park_cond, &s->lock);
     }
-    if (s->parked) {
-        r = s->park_ret;
-    }
+    /*
+     * A job that ended without parking: its completion copied everything,
+     * else (failed, cancelled) the target misses writes and the nodes must
+     * not go inactive as if it did not.
+     */
+    r = s->park_answered ? s->park_ret : s->end_ret;
     g_mutex_unlock(&s->lock);
     if (r < 0) {
         error_setg_errno(errp, -r, "Mirror job '%s' could not bring '%s' up to date",
@@ -403,6 +409,7 @@ static int mirror_run(Job *job, Error **errp)
     workers_stop(s);
     g_mutex_lock(&s->lock);
     s->stopped = true;
+    s->end_ret = r;
     g_cond_broadcast(&s->park_cond);    /* a drain waiting for a job that ended */
     g_mutex_unlock(&s->lock);
     if (s->hooked) {

@@ -436,6 +436,38 @@ static void test_switchover(void)
     bench_free(&b);
 }
 
+/* A switchover whose mirror cannot reach its target: the nodes stay active. */
+static void test_switchover_target_error(void)
+{
+    g_autofree char *src = make_image("swe-src.img", 8 * MIB);
+    g_autofree char *dst = make_image("swe-dst.img", 8 * MIB);
+    g_autofree uint8_t *buf = g_malloc(8 * MIB);
+    BlockBackend *blk;
+    BlockLayer *bl = open_pair(src, dst, &blk);
+    BlockDriverState *t0 = bdrv_find_node(bl, "t0");
+    MirrorOptions o;
+    Error *err = NULL;
+    Bench b = { 0 };
+
+    bench_init(&b, bl);
+    fill(buf, 8 * MIB, 12);
+    g_assert_cmpint(rw(blk, true, 0, buf, 8 * MIB, 0), ==, 0);
+    mirror_options_init(&o);
+    o.speed = MIB;
+    start(bl, blk, &o);
+    __atomic_store_n(&t0->read_only, true, __ATOMIC_SEQ_CST);
+    g_assert_cmpint(bdrv_inactivate_all(bl, &err), <, 0);
+    assert_error(&err, "could not bring 't0' up to date");
+    /* Nothing went inactive: the drive writes on. */
+    g_assert_cmpint(rw(blk, true, 0, buf, 4096, 0), ==, 0);
+    pump_until(&b, "status:null");
+    g_assert_nonnull(strstr(b.log->str, "COMPLETED"));
+    g_assert_nonnull(b.error);
+    __atomic_store_n(&t0->read_only, false, __ATOMIC_SEQ_CST);
+    block_layer_free(bl);
+    bench_free(&b);
+}
+
 /* ---- The runs the copies take, in seeded random steps ---- */
 
 /* Whether chunk @b is inside a busy op of @s. */
@@ -577,5 +609,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/refusals", test_refusals);
     g_test_add_func("/mirror/switchover", test_switchover);
     g_test_add_func("/mirror/take-runs", test_take_runs);
+    g_test_add_func("/mirror/switchover-target-error", test_switchover_target_error);
     return block_test_run();
 }
