@@ -60,25 +60,33 @@ void mirror_options_init(MirrorOptions *o)
 
 /* ---- One copy (a worker, or the job thread with the workers held) ---- */
 
-/* Sleep as long as @bytes take at the job's speed, shared by every copy. */
-static void mirror_rate_limit(MirrorState *s, uint64_t bytes)
+/*
+ * The rate limit, shared by the workers (lock held): a run may start once
+ * the clock reaches next_ns, and taking it moves the clock on by its
+ * bytes at the job's speed, so even the first runs of all the workers
+ * keep to the speed. How long to wait still (0: go on).
+ */
+static int64_t rate_delay_locked(MirrorState *s)
 {
     int64_t speed = __atomic_load_n(&s->job->speed, __ATOMIC_SEQ_CST);
-    int64_t now = g_get_monotonic_time() * 1000, delay;
+    int64_t now = g_get_monotonic_time() * 1000;
 
     if (speed <= 0) {
-        return;
+        return 0;
     }
-    g_mutex_lock(&s->lock);
     /* Behind by more than a second (a new speed, an idle spell): start afresh. */
     if (s->next_ns < now - 1000000000LL) {
         s->next_ns = now;
     }
-    s->next_ns += (int64_t)(bytes * 1000000000.0 / speed);
-    delay = s->next_ns - now;
-    g_mutex_unlock(&s->lock);
-    if (delay > 0) {
-        job_sleep_ns(s->job, delay);
+    return MAX(s->next_ns - now, 0);
+}
+
+static void rate_account_locked(MirrorState *s, uint64_t bytes)
+{
+    int64_t speed = __atomic_load_n(&s->job->speed, __ATOMIC_SEQ_CST);
+
+    if (speed > 0) {
+        s->next_ns += (int64_t)(bytes * 1000000000.0 / speed);
     }
 }
 
@@ -130,11 +138,11 @@ static int mirror_copy_run(MirrorState *s, unsigned slot, uint8_t *buf, uint64_t
     if (r < 0) {
         return mirror_error(s, false, r, offset, bytes, final, errp) ?: 1;
     }
+    /* Under the lock, so the workers' answers come in order and the last is right. */
+    g_mutex_lock(&s->lock);
     job_progress_set_len(s->job, __atomic_load_n(&s->job->offset, __ATOMIC_SEQ_CST) +
-                                 mirror_dirty_bytes(s));
-    if (!final) {
-        mirror_rate_limit(s, bytes);
-    }
+                                 MIN(s->dirty_count << s->gran_bits, s->len));
+    g_mutex_unlock(&s->lock);
     return 1;
 }
 
@@ -152,10 +160,21 @@ static gpointer mirror_worker(gpointer arg)
         int r;
 
         g_mutex_lock(&s->lock);
-        while (!(stop = s->workers_stop) &&
-               (s->hold || s->copy_err ||
-                !mirror_take_run_locked(s, w->slot, &offset, &bytes))) {
-            g_cond_wait(&s->work, &s->lock);
+        while (!(stop = s->workers_stop)) {
+            int64_t delay = 0;
+
+            if (!s->hold && !s->copy_err && s->dirty_count) {
+                delay = rate_delay_locked(s);
+                if (!delay && mirror_take_run_locked(s, w->slot, &offset, &bytes)) {
+                    rate_account_locked(s, bytes);
+                    break;
+                }
+            }
+            if (delay) {
+                g_cond_wait_until(&s->work, &s->lock, g_get_monotonic_time() + delay / 1000 + 1);
+            } else {
+                g_cond_wait(&s->work, &s->lock);
+            }
         }
         g_mutex_unlock(&s->lock);
         if (stop) {
@@ -354,6 +373,7 @@ static void mirror_kick(Job *job)
     g_mutex_lock(&s->lock);
     g_cond_broadcast(&s->park_cond);
     g_cond_broadcast(&s->op_done);
+    g_cond_broadcast(&s->work);         /* a new speed */
     g_mutex_unlock(&s->lock);
 }
 
@@ -396,6 +416,8 @@ static int mirror_run(Job *job, Error **errp)
             break;
         }
         if (idle && !ready) {
+            /* As QEMU's: ready with len == offset. */
+            job_progress_set_len(job, __atomic_load_n(&job->offset, __ATOMIC_SEQ_CST));
             ready = true;
             job_set_ready(job);
             continue;

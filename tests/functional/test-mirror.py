@@ -118,8 +118,15 @@ class Mirror(BlkGuestCase):
         def start(vm, dst):
             vm.qmp.cmd('blockdev-add', **{'driver': 'raw', 'node-name': 't0',
                                           'file': {'driver': 'file', 'filename': dst}})
+            # Slow at first: the guest's writes race the first pass.
             vm.qmp.cmd('blockdev-mirror', **{'job-id': 'm0', 'device': 'd0',
-                                             'target': 't0', 'sync': 'full'})
+                                             'target': 't0', 'sync': 'full',
+                                             'speed': 64 * 1024})
+            time.sleep(1)
+            job = vm.qmp.cmd('query-block-jobs')[0]
+            self.assertEqual((job['status'], job['speed']), ('running', 64 * 1024), job)
+            self.assertGreater(job['offset'], 0, job)
+            vm.qmp.cmd('block-job-set-speed', device='m0', speed=0)
         self.mirror_writing('raw', start)
 
     def test_blockdev_mirror_qcow2_write_blocking(self):
