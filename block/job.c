@@ -387,20 +387,25 @@ bool job_set_speed(Job *job, int64_t speed, Error **errp)
 
 /* ---- The thread's side ---- */
 
+/* A request flag that the BQL side sets and the job's threads poll. */
+static bool flag(const bool *f)
+{
+    return __atomic_load_n(f, __ATOMIC_SEQ_CST);
+}
+
 bool job_is_cancelled(Job *job)
 {
-    return __atomic_load_n(&job->cancelled, __ATOMIC_SEQ_CST);
+    return flag(&job->cancelled);
 }
 
 bool job_is_force_cancelled(Job *job)
 {
-    return __atomic_load_n(&job->cancelled, __ATOMIC_SEQ_CST) && __atomic_load_n(&job->force, __ATOMIC_SEQ_CST);
+    return flag(&job->cancelled) && flag(&job->force);
 }
 
 bool job_should_complete(Job *job)
 {
-    return __atomic_load_n(&job->should_complete, __ATOMIC_SEQ_CST) ||
-           (__atomic_load_n(&job->cancelled, __ATOMIC_SEQ_CST) && !__atomic_load_n(&job->force, __ATOMIC_SEQ_CST));
+    return flag(&job->should_complete) || (flag(&job->cancelled) && !flag(&job->force));
 }
 
 void job_progress_set_len(Job *job, uint64_t len)
@@ -420,7 +425,7 @@ void job_sleep_ns(Job *job, int64_t ns)
     }
     g_mutex_lock(&job->sleep_lock);
     /* A request that came before the lock is seen here, so no wake-up is lost. */
-    if (!__atomic_load_n(&job->cancelled, __ATOMIC_SEQ_CST) && !__atomic_load_n(&job->should_complete, __ATOMIC_SEQ_CST)) {
+    if (!flag(&job->cancelled) && !flag(&job->should_complete)) {
         __atomic_store_n(&job->busy, false, __ATOMIC_SEQ_CST);
         g_cond_wait_until(&job->sleep_cond, &job->sleep_lock,
                           g_get_monotonic_time() + ns / 1000);
