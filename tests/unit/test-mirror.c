@@ -4,6 +4,7 @@
  * real raw images through the block layer, with the registry's hooks
  * recorded here and its deferred calls run by the test's thread (the
  * binary's main loop):
+ *   - bdrv_block_status of raw over a sparse file;
  *   - a sparse source: only its data is copied (the job's bytes and the
  *     target's allocated size), the target equals the source, and the
  *     statuses come in QEMU's order;
@@ -217,6 +218,48 @@ static void test_sparse(void)
     block_layer_free(bl);
     assert_same_files(src, dst);
     bench_free(&b);
+}
+
+/* bdrv_block_status on raw over file: SEEK_DATA's answer, walked to the end. */
+static void test_block_status(void)
+{
+    g_autofree char *path = make_image("status.img", 8 * MIB);
+    g_autofree char *opt = g_strdup_printf("driver=raw,node-name=r0,offset=1048576,"
+                                           "file.driver=file,file.filename=%s", path);
+    g_autofree uint8_t *buf = g_malloc(MIB);
+    BlockLayer *bl = block_layer_new();
+    BlockDriverState *r0;
+    uint64_t off = 0, pnum, data = 0;
+    int fd = open(path, O_WRONLY);
+
+    /* Data at 2 MiB and 5 MiB of the file: 1 MiB and 4 MiB of raw's disk. */
+    fill(buf, MIB, 1);
+    g_assert_cmpint(pwrite(fd, buf, MIB, 2 * MIB), ==, MIB);
+    g_assert_cmpint(pwrite(fd, buf, 64 * 1024, 5 * MIB), ==, 64 * 1024);
+    close(fd);
+    g_assert_true(blockdev_parse(bl, opt, &error_abort));
+    r0 = bdrv_find_node(bl, "r0");
+    while (off < 7 * MIB) {
+        int st = bdrv_block_status(r0, off, 7 * MIB - off, &pnum);
+
+        g_assert_cmpint(st, >=, 0);
+        g_assert_cmpuint(pnum, >, 0);
+        if (st & BDRV_BLOCK_DATA) {
+            g_assert_true((off >= MIB && off < 2 * MIB) || (off >= 4 * MIB && off < 5 * MIB));
+            data += pnum;
+        } else {
+            g_assert_true(st & BDRV_BLOCK_ZERO);
+        }
+        off += pnum;
+    }
+    g_assert_cmpuint(off, ==, 7 * MIB);
+    /* File systems allocate in blocks: the data, rounded up to a block or so. */
+    g_assert_cmpuint(data, >=, MIB + 64 * 1024);
+    g_assert_cmpuint(data, <=, MIB + 128 * 1024);
+    /* Past the end: nothing. */
+    g_assert_cmpint(bdrv_block_status(r0, 7 * MIB, 4096, &pnum), ==, 0);
+    g_assert_cmpuint(pnum, ==, 0);
+    block_layer_free(bl);
 }
 
 /* ---- Writers during the copy ---- */
@@ -604,6 +647,7 @@ int main(int argc, char **argv)
 {
     block_test_init(&argc, &argv);
     g_test_add_func("/mirror/sparse", test_sparse);
+    g_test_add_func("/mirror/block-status", test_block_status);
     g_test_add_func("/mirror/concurrent/background", test_concurrent_background);
     g_test_add_func("/mirror/concurrent/write-blocking", test_concurrent_write_blocking);
     g_test_add_func("/mirror/cancel-before-ready", test_cancel_before_ready);
