@@ -12,11 +12,13 @@ answer in QEMU's shape; the guest writes on while the job is ready; then
 the VM stops and block-job-cancel ends the job with BLOCK_JOB_COMPLETED
 (a ready mirror's cancel, as QEMU reports it). The target then equals the
 source (qemu-img compare) and passes the host's check of every
-acknowledged write.
+acknowledged write. sync=top between two qcow2 overlays of one base
+copies only the overlay's data (qemu-img map of the target).
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -144,6 +146,44 @@ class Mirror(BlkGuestCase):
                                           'format': 'raw', 'mode': 'existing',
                                           'sync': 'full'})
         self.mirror_writing('raw', start, 'drive')
+
+    def test_blockdev_mirror_top(self):
+        """sync=top from a qcow2 overlay of a raw base full of data into an
+        overlay of the same base: only what the guest wrote in the overlay
+        (its first half) is copied, and the chains read the same."""
+        base = os.path.join(self.tmp, 'base.raw')
+        with open(base, 'wb') as f:
+            f.write(os.urandom(N * 512))
+        imgs = []
+        for name in ('top-src', 'top-dst'):
+            path = os.path.join(self.tmp, name + '.qcow2')
+            subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', '-b', base, '-F', 'raw',
+                            path], check=True, timeout=DEADLINE)
+            imgs.append(path)
+        src, dst = imgs
+        vm = self.blk_vm('top', src, WRITING + ' sectors=%d' % (N // 2))
+        vm.wait_serial(r'READY mode=blkverify[^\n]*\n')
+        self.wait_stats(vm, 1)
+        vm.qmp.cmd('blockdev-add', **{'driver': 'qcow2', 'node-name': 't0',
+                                      'file': {'driver': 'file', 'filename': dst}})
+        vm.qmp.cmd('blockdev-mirror', **{'job-id': 'm0', 'device': 'd0', 'target': 't0',
+                                         'sync': 'top'})
+        self.wait_event(vm, 'BLOCK_JOB_READY')
+        self.wait_stats(vm, 1)
+        vm.qmp.cmd('stop')
+        vm.qmp.cmd('block-job-cancel', device='m0')
+        done = self.wait_event(vm, 'BLOCK_JOB_COMPLETED')
+        self.assertNotIn('error', done, done)
+        vm.shutdown()
+        self.vms.remove(vm)
+        self.compare(src, dst, 'qcow2', 'qcow2')
+        # The target's own layer holds only the guest's half.
+        p = subprocess.run(['qemu-img', 'map', '--output=json', dst], capture_output=True,
+                           text=True, check=True, timeout=DEADLINE)
+        own = [e for e in json.loads(p.stdout) if e['depth'] == 0 and e['data']]
+        self.assertTrue(own, p.stdout)
+        self.assertLessEqual(max(e['start'] + e['length'] for e in own), N // 2 * 512,
+                             p.stdout)
 
     def test_refusals(self):
         src_img = self.image('ref-src', 64)
