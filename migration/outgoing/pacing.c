@@ -32,6 +32,21 @@ void rate_limit_changed(MigrationState *s)
     g_mutex_unlock(&s->rate_lock);
 }
 
+bool switchover_pause(MigrationState *s)
+{
+    bool go;
+
+    g_mutex_lock(&s->rate_lock);
+    while (!s->switchover_go &&
+           migrate_get_state(&s->state) == MIGRATION_STATUS_PRE_SWITCHOVER) {
+        g_cond_wait(&s->rate_cond, &s->rate_lock);
+    }
+    go = s->switchover_go;
+    s->switchover_go = false;
+    g_mutex_unlock(&s->rate_lock);
+    return go;
+}
+
 /* Sleeps until @deadline_ns unless cancel or a bandwidth change wakes us; returns ns slept. */
 int64_t rate_wait(MigrationState *s, int64_t deadline_ns)
 {

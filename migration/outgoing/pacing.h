@@ -33,6 +33,11 @@ void rate_window_start(RateWindow *w, QEMUFile *f);
  * (bandwidth, threshold, rates, expected downtime) and open the next.
  */
 void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f);
+/*
+ * mig/src, without the BQL, in pre-switchover: wait for migrate-continue
+ * (true) or a cancel (false: the state left pre-switchover).
+ */
+bool switchover_pause(MigrationState *s);
 /* mig/src: sleep until @deadline_ns unless rate_limit_changed() wakes it; ns slept. */
 int64_t rate_wait(MigrationState *s, int64_t deadline_ns);
 /*

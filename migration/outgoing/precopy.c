@@ -272,7 +272,7 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
 {
     PrecopyState *ps = ms;
     g_autoptr(Error) vmdesc_err = NULL;
-    int64_t t_stop, t_rel, t_ram, t_dev;
+    int64_t t_stop, t_go, t_rel, t_ram, t_dev;
     bool ok, state_whole;
 
     ps->phases_valid = false;
@@ -286,7 +286,26 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
-    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+    if (migrate_pause_before_switchover()) {
+        /*
+         * The guest stopped, nothing of it sent, its images still ours:
+         * libvirt ends its disk mirrors here (their last writes go out
+         * while nothing writes the disks), then says migrate-continue.
+         */
+        migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_PRE_SWITCHOVER);
+        bql_unlock();
+        ok = switchover_pause(s);
+        bql_lock();
+        if (!ok) {
+            error_setg(errp, "migration cancelled in pre-switchover");
+            bql_unlock();
+            return false;
+        }
+        migrate_set_state(&s->state, MIGRATION_STATUS_PRE_SWITCHOVER, MIGRATION_STATUS_DEVICE);
+    } else {
+        migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+    }
+    t_go = get_clock_ns();      /* a pause in pre-switchover stays unattributed */
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);
     /* The images' last writes and locks go before any device state does. */
@@ -325,7 +344,7 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
         ps->stop_ns = t_stop - s->downtime_start_ns;
-        ps->handover_ns = t_rel - t_stop;
+        ps->handover_ns = t_rel - t_go;
         ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_rel);
         ps->ram_ns = t_ram - t_rel - ps->sync_ns;
         ps->dev_ns = t_dev - t_ram;
