@@ -7,9 +7,11 @@ local to the source moves with it, the way libvirt's `virsh migrate --live
                empty image (writable), -S so that it runs only when told
   source       blockdev-add of an nbd client node, blockdev-mirror
                sync=full into it; BLOCK_JOB_READY (polled: query-block-jobs)
-  both         the RAM's precopy (the seed scenario's parameters)
-  source       block-job-cancel once the source stopped (after READY: the
-               mirror copies what is left and ends COMPLETED, no pivot)
+  both         the RAM's precopy (the seed scenario's parameters), the
+               source with pause-before-switchover
+  source       in pre-switchover (guest stopped): block-job-cancel (after
+               READY the mirror copies what is left and ends COMPLETED, no
+               pivot), job-dismiss, migrate-continue
   destination  nbd-server-stop (then it could run: libvirt's 'cont', not
                sent here so that its image stays comparable)
 
@@ -161,6 +163,17 @@ def wait_job(vm, job, want, timeout):
     raise RuntimeError("block job %s: not %s in %d s (%s)" % (job, want, timeout, last))
 
 
+def poll_migration(vm, statuses, timeout=900):
+    deadline = time.monotonic() + timeout
+    while True:
+        info = vm.qmp.cmd("query-migrate")
+        if info.get("status") in statuses:
+            return info
+        if time.monotonic() > deadline:
+            raise RuntimeError("migration not %s in %d s: %s" % (statuses, timeout, info))
+        time.sleep(0.02)
+
+
 def wait_concluded(vm, job, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -206,7 +219,7 @@ def run_storage(sc, binary, is_peer, log):
         dst.qmp.set_reply_timeout(STALL_S)
         params = (sc.get("params") if is_peer else
                   sc.get("ours_params", sc.get("params"))) or {}
-        set_migration(src, "on the source", params, [])
+        set_migration(src, "on the source", params, ["pause-before-switchover"])
         try:
             dst.qmp.cmd("nbd-server-start",
                         addr={"type": "unix", "data": {"path": nbd_sock}})
@@ -235,19 +248,15 @@ def run_storage(sc, binary, is_peer, log):
         nbd_at_ready = relay.bytes_to_back
         dst.qmp.cmd("migrate-incoming", uri="unix:" + mig_sock)
         src.qmp.cmd("migrate", uri="unix:" + mig_sock)
-        deadline = time.monotonic() + 900
-        while True:
-            info = src.qmp.cmd("query-migrate")
-            if info.get("status") in ("completed", "failed", "cancelled"):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError("migration did not finish in 900 s")
-            time.sleep(0.05)
-        if info["status"] != "completed":
-            raise RuntimeError("migration %s: %s" % (info["status"], info.get("error-desc")))
+        info = poll_migration(src, ("pre-switchover", "completed", "failed", "cancelled"))
+        if info["status"] != "pre-switchover":
+            raise RuntimeError("migration %s before pre-switchover: %s"
+                               % (info["status"], info.get("error-desc")))
         t_ram = time.monotonic()
-        note("RAM moved in %.1f s, downtime %s ms" % (t_ram - t_ready, info.get("downtime")))
-        # The source stopped: the mirror copies what is left and ends (no pivot).
+        note("RAM sent in %.1f s; the source stopped in pre-switchover"
+             % (t_ram - t_ready))
+        # The guest stopped: the mirror copies what is left and ends (after
+        # READY a cancel completes the copy and leaves the source as it is).
         src.qmp.cmd("block-job-cancel", device="mirror0")
         end = wait_concluded(src, "mirror0", 300)
         if end and end.get("error"):
@@ -257,7 +266,11 @@ def run_storage(sc, binary, is_peer, log):
         except Exception:
             pass
         t_mirror_end = time.monotonic()
-        note("mirror ended in %.1f s" % (t_mirror_end - t_ram))
+        note("mirror ended in %.2f s" % (t_mirror_end - t_ram))
+        src.qmp.cmd("migrate-continue", state="pre-switchover")
+        info = poll_migration(src, ("completed", "failed", "cancelled"))
+        if info["status"] != "completed":
+            raise RuntimeError("migration %s: %s" % (info["status"], info.get("error-desc")))
         dst.qmp.cmd("nbd-server-stop")
         # The destination could run now ('cont', as libvirt does next): the
         # end of the measure. It is not run, so that its image stays the
@@ -270,6 +283,7 @@ def run_storage(sc, binary, is_peer, log):
             "total-time-ms": (t_end - t0) * 1000,
             "mirror-ready-ms": (t_ready - t0) * 1000,
             "ram-migration-ms": (t_ram - t_ready) * 1000,
+            "switchover-ms": (t_end - t_ram) * 1000,
             "mirror-end-ms": (t_mirror_end - t_ram) * 1000,
             "downtime-ms": info.get("downtime"),
             "nbd-MiB": nbd_bytes / 2**20,
