@@ -273,6 +273,7 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     PrecopyState *ps = ms;
     g_autoptr(Error) vmdesc_err = NULL;
     int64_t t_stop, t_go, t_rel, t_ram, t_dev;
+    int from = MIGRATION_STATUS_ACTIVE;
     bool ok, state_whole;
 
     ps->phases_valid = false;
@@ -286,25 +287,11 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
-    if (migrate_pause_before_switchover()) {
-        /*
-         * The guest stopped, nothing of it sent, its images still ours:
-         * libvirt ends its disk mirrors here (their last writes go out
-         * while nothing writes the disks), then says migrate-continue.
-         */
-        migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_PRE_SWITCHOVER);
+    if (!switchover_pause_if_asked(s, &from, errp)) {
         bql_unlock();
-        ok = switchover_pause(s);
-        bql_lock();
-        if (!ok) {
-            error_setg(errp, "migration cancelled in pre-switchover");
-            bql_unlock();
-            return false;
-        }
-        migrate_set_state(&s->state, MIGRATION_STATUS_PRE_SWITCHOVER, MIGRATION_STATUS_DEVICE);
-    } else {
-        migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+        return false;
     }
+    migrate_set_state(&s->state, from, MIGRATION_STATUS_DEVICE);
     t_go = get_clock_ns();      /* a pause in pre-switchover stays unattributed */
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);

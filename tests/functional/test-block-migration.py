@@ -196,6 +196,27 @@ class BlockMigration(BlkGuestCase):
         self.wait_running(dst)
         self.finish(src, dst, img)
 
+    def test_postcopy_pause_before_switchover(self):
+        """The same pause before postcopy starts (libvirt --postcopy with mirrors)."""
+        src, img = self.writing_source('pausepc')
+        dst = self.destination(img)
+        for vm in (src, dst):
+            vm.qmp.cmd('migrate-set-capabilities', capabilities=[
+                {'capability': 'postcopy-ram', 'state': True}])
+        src.qmp.cmd('migrate-set-capabilities', capabilities=[
+            {'capability': 'pause-before-switchover', 'state': True}])
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': 1 << 20, 'downtime-limit': 1})
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        self.wait_status(src, 'query-migrate', ('active',))
+        src.qmp.cmd('migrate-start-postcopy')
+        self.wait_status(src, 'query-migrate', ('pre-switchover',))
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        src.qmp.cmd('migrate-continue', state='pre-switchover')
+        info = self.wait_migration(src, dst)
+        self.assertEqual(info['status'], 'completed', info)
+        self.wait_running(dst)
+        self.finish(src, dst, img)
+
     def test_cancel_in_pre_switchover(self):
         """A cancel while paused gives the guest back, image and all."""
         src, img = self.writing_source('pausecancel')
