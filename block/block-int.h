@@ -85,6 +85,7 @@ struct BlockBackend {
     char *dev_name;                 /* the device that took it, or NULL (BQL) */
     unsigned perm;                  /* BLK_PERM_* its device asked for (BQL) */
     bool anonymous;                 /* made by blk_attach on a node name: freed at detach */
+    bool user;                      /* blk_attach_user's (an export): no drive, no device */
     bool write_cache;               /* cache=writeback, none, unsafe (fixed) */
     char *if_name;                  /* -drive if=, NULL for a -blockdev node's (fixed) */
     BlockdevOnError on_read_error, on_write_error;     /* fixed */

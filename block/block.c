@@ -642,23 +642,32 @@ int bdrv_inactivate_all(BlockLayer *bl, Error **errp)
 /*
  * Children first: the locks are taken before anything is read (a format
  * reloads its caches through its active file child), so nobody else writes
- * what we load. On failure every node goes back to inactive, without locks.
+ * what we load. Only the nodes in @set that are inactive change: one that
+ * is active already (an exported node, bdrv_activate) holds its lock and
+ * may be serving requests, so its caches are neither reloaded nor dropped.
+ * On failure those nodes go back to inactive, without locks.
  */
-int bdrv_activate_all(BlockLayer *bl, Error **errp)
+static int activate_nodes(BlockLayer *bl, GHashTable *set, Error **errp)
 {
+    g_autoptr(GPtrArray) changed = g_ptr_array_new();
     guint i;
 
-    bl->incoming = false;
     for (i = 0; i < bl->nodes->len; i++) {
         BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
 
-        bs->open_flags &= ~BDRV_O_INACTIVE;
+        if ((!set || g_hash_table_contains(set, bs)) && (bs->open_flags & BDRV_O_INACTIVE)) {
+            bs->open_flags &= ~BDRV_O_INACTIVE;
+            g_ptr_array_add(changed, bs);
+        }
+    }
+    if (!changed->len) {
+        return 0;
     }
     if (!bdrv_refresh_perms(bl, errp)) {
         goto fail;
     }
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
+    for (i = 0; i < changed->len; i++) {
+        BlockDriverState *bs = g_ptr_array_index(changed, i);
 
         if (bs->drv->activate && bs->drv->activate(bs, errp) < 0) {
             goto fail;
@@ -668,11 +677,35 @@ int bdrv_activate_all(BlockLayer *bl, Error **errp)
     return 0;
 
 fail:
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
+    for (i = 0; i < changed->len; i++) {
+        BlockDriverState *bs = g_ptr_array_index(changed, i);
 
         bs->open_flags |= BDRV_O_INACTIVE;
     }
     bdrv_refresh_perms(bl, NULL);
     return -EPERM;
+}
+
+int bdrv_activate_all(BlockLayer *bl, Error **errp)
+{
+    bl->incoming = false;
+    return activate_nodes(bl, NULL, errp);
+}
+
+static void add_subtree(GHashTable *set, BlockDriverState *bs)
+{
+    for (; bs; bs = bs->backing) {
+        g_hash_table_add(set, bs);
+        if (bs->file) {
+            add_subtree(set, bs->file);
+        }
+    }
+}
+
+int bdrv_activate(BlockDriverState *bs, Error **errp)
+{
+    g_autoptr(GHashTable) set = g_hash_table_new(NULL, NULL);
+
+    add_subtree(set, bs);
+    return activate_nodes(bs->bl, set, errp);
 }
