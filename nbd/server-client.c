@@ -216,8 +216,11 @@ static int opt_export_name(ClientState *cs, const NbdOption *o)
     uint8_t reply[8 + 2 + 124] = { 0 };
 
     if (!export_lookup(cs, o->name, &v, true)) {
+        /* The name is the client's: escaped, so it cannot write control bytes to the log. */
+        g_autofree char *shown = g_strescape(o->name, NULL);
+
         warn_report("NBD client %s asked for export '%.256s', which is not present",
-                    cs->c->peer, o->name);
+                    cs->c->peer, shown);
         return -ENOENT;
     }
     g_free(v.description);
