@@ -152,6 +152,28 @@ NbdExport *nbd_export_find_name(NbdServer *s, const char *name);     /* under s-
 /* @hard: its clients are cut off; otherwise refused while it has any. */
 bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp);
 
+/* The context id SET_META_CONTEXT gives base:allocation (any number would do). */
+#define NBD_META_ID_ALLOCATION  1
+
+/* A client's protocol state, owned by its thread (server-handshake.c, server-client.c). */
+typedef struct ClientState {
+    NbdClient *c;
+    NbdServer *s;
+    Channel *ch;
+    /* Set by the handshake, then fixed while requests are served: */
+    bool no_zeroes;             /* NBD_FLAG_C_NO_ZEROES: no 124 bytes after EXPORT_NAME */
+    bool structured;            /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
+    bool meta_allocation;       /* SET_META_CONTEXT chose base:allocation ... */
+    char meta_name[NBD_MAX_STRING + 1];     /* ... for the export of this name */
+    NbdExport *exp;             /* in transmission */
+    /* Transmission: */
+    GMutex send_lock;           /* one reply on the channel at a time (reader and workers) */
+    GMutex buf_lock;
+    GPtrArray *free_bufs;       /* NbdBuf *, payload buffers to reuse (buf_lock) */
+} ClientState;
+
+/* server-handshake.c: 1 once in transmission, 0 when the client ended it, -errno otherwise. */
+int nbd_handshake(ClientState *cs);
 /* server-client.c: the thread's body (the handshake, then the requests). */
 void *nbd_client_thread(void *opaque);
 

@@ -12,6 +12,8 @@ client written here for what those never send.
   block status) and the data just written; qemu-img compare finds the
   export and the image file identical; a qcow2 node's unallocated
   clusters are holes too.
+- qemu-img convert with 16 requests in flight, out of order, into the
+  export: the export and the image file equal the source.
 - A wrong export name is qemu-img's error; a read-only export refuses a
   write.
 - Hostile clients: garbage instead of options, a request with a bad
@@ -34,6 +36,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -185,6 +188,24 @@ class NbdServer(unittest.TestCase):
         # The export's backend is not a drive of its own.
         self.assertEqual(len(vm.qmp.cmd('query-block')), 1)
 
+    def test_parallel_convert(self):
+        """qemu-img convert with 16 requests in flight, out of order: every byte lands."""
+        src = os.path.join(self.dir, 'src.img')
+        with open(src, 'wb') as f:
+            f.truncate(IMG_SIZE)
+            for i in range(0, IMG_SIZE - (2 << 20), 3 << 20):
+                f.seek(i)
+                f.write(os.urandom(1 << 20) + bytes(64 << 10) + os.urandom(300 << 10))
+        vm, url = self.start_unix('-incoming', 'defer')
+        p = run('qemu-img', 'convert', '-n', '-W', '-m', '16', '-f', 'raw', '-O', 'raw',
+                src, url)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = run('qemu-img', 'compare', '-f', 'raw', '-F', 'raw', src, url)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        vm.qmp.cmd('nbd-server-stop')
+        p = run('qemu-img', 'compare', '-U', '-f', 'raw', '-F', 'raw', src, self.img)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
     def test_tcp_block_export_add_qcow2(self):
         """block-export-add of a qcow2 -blockdev node over TCP; holes from its L2 tables."""
         qcow = os.path.join(self.dir, 'b.qcow2')
@@ -209,7 +230,16 @@ class NbdServer(unittest.TestCase):
         with self.assertRaises(QMPError) as e:
             qmp(vm, 'block-export-add', type='nbd', id='e1', **{'node-name': 'nope'})
         self.assertIn("Cannot find device='nope' nor node-name='nope'", str(e.exception))
-        vm.qmp.cmd('block-export-del', id='e0')
+        # qemu-io has gone, but its connection's thread may still be ending: safe mode waits.
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            try:
+                vm.qmp.cmd('block-export-del', id='e0')
+                break
+            except QMPError as e:
+                if 'still in use' not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         self.assertEqual(vm.qmp.cmd('query-block-exports'), [])
         vm.qmp.cmd('nbd-server-stop')
         vm.qmp.cmd('quit')
