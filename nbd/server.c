@@ -267,7 +267,10 @@ bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp)
     clients_reap(s);
     g_mutex_lock(&s->lock);
     for (guint i = 0; i < s->clients->len; i++) {
-        users += ((NbdClient *)g_ptr_array_index(s->clients, i))->exp == exp;
+        NbdClient *c = g_ptr_array_index(s->clients, i);
+
+        /* One that is done no longer touches the export: it is joined below anyway. */
+        users += c->exp == exp && !c->done;
     }
     if (users && !hard) {
         g_mutex_unlock(&s->lock);
