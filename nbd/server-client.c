@@ -24,12 +24,15 @@
 #include "qapi/error.h"
 #include "qemu/worker-pool.h"
 #include "io/channel.h"
+#include "qemu/tsan.h"
 #include "nbd/server-int.h"
 
 /* Block status descriptors in one reply at most: a client asks again for the rest. */
 #define MAX_STATUS_DESCRIPTORS 4096
 /* Requests of one client served at once, each by a worker of its own. */
 #define NBD_CLIENT_WORKERS 8
+/* Payload buffers up to this size are kept for reuse (a mirror's chunks are smaller). */
+#define NBD_KEEP_BUFFER_SIZE (4u << 20)
 
 /* ---- transmission ---- */
 
@@ -74,9 +77,9 @@ static int send_simple(ClientState *cs, uint64_t cookie, uint32_t error, const v
     stl_be_p(hdr, NBD_SIMPLE_REPLY_MAGIC);
     stl_be_p(hdr + 4, error);
     stq_be_p(hdr + 8, cookie);
-    g_mutex_lock(&cs->send_lock);
+    tsan_g_mutex_lock(&cs->send_lock);
     ret = channel_writev_all(cs->ch, iov, len ? 2 : 1);
-    g_mutex_unlock(&cs->send_lock);
+    tsan_g_mutex_unlock(&cs->send_lock);
     return ret;
 }
 
@@ -98,9 +101,9 @@ static int send_chunk(ClientState *cs, uint64_t cookie, uint16_t type, const voi
 
     stq_be_p(hdr + 8, cookie);
     stl_be_p(hdr + 16, pre_len + len);
-    g_mutex_lock(&cs->send_lock);
+    tsan_g_mutex_lock(&cs->send_lock);
     ret = channel_writev_all(cs->ch, iov, 3);
-    g_mutex_unlock(&cs->send_lock);
+    tsan_g_mutex_unlock(&cs->send_lock);
     return ret;
 }
 
@@ -128,11 +131,11 @@ static NbdBuf *buf_get(ClientState *cs, size_t len)
 {
     NbdBuf *b = NULL;
 
-    g_mutex_lock(&cs->buf_lock);
+    tsan_g_mutex_lock(&cs->buf_lock);
     if (cs->free_bufs->len) {
         b = g_ptr_array_steal_index_fast(cs->free_bufs, cs->free_bufs->len - 1);
     }
-    g_mutex_unlock(&cs->buf_lock);
+    tsan_g_mutex_unlock(&cs->buf_lock);
     b = b ? b : g_new0(NbdBuf, 1);
     if (b->size < len) {
         g_free(b->data);
@@ -155,12 +158,13 @@ static void buf_put(ClientState *cs, NbdBuf *b)
     if (!b) {
         return;
     }
-    g_mutex_lock(&cs->buf_lock);
-    if (cs->free_bufs->len <= NBD_CLIENT_WORKERS) {
+    tsan_g_mutex_lock(&cs->buf_lock);
+    /* Big ones are not kept: a burst of 32 MiB reads must not stay resident. */
+    if (cs->free_bufs->len <= NBD_CLIENT_WORKERS && b->size <= NBD_KEEP_BUFFER_SIZE) {
         g_ptr_array_add(cs->free_bufs, b);
         b = NULL;
     }
-    g_mutex_unlock(&cs->buf_lock);
+    tsan_g_mutex_unlock(&cs->buf_lock);
     if (b) {
         buf_free(b);
     }
@@ -409,8 +413,8 @@ void *nbd_client_thread(void *opaque)
     g_ptr_array_free(cs.free_bufs, TRUE);
     g_mutex_clear(&cs.send_lock);
     g_mutex_clear(&cs.buf_lock);
-    g_mutex_lock(&c->server->lock);
+    tsan_g_mutex_lock(&c->server->lock);
     c->done = true;
-    g_mutex_unlock(&c->server->lock);
+    tsan_g_mutex_unlock(&c->server->lock);
     return NULL;
 }

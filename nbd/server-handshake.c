@@ -16,6 +16,7 @@
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "io/channel.h"
+#include "qemu/tsan.h"
 #include "nbd/server-int.h"
 
 /* What the handshake tells of an export, copied under the lock. */
@@ -65,7 +66,7 @@ static bool export_lookup(ClientState *cs, const char *name, ExportView *v, bool
 {
     NbdExport *exp;
 
-    g_mutex_lock(&cs->s->lock);
+    tsan_g_mutex_lock(&cs->s->lock);
     exp = nbd_export_find_name(cs->s, name);
     if (exp) {
         v->size = exp->size;
@@ -76,7 +77,7 @@ static bool export_lookup(ClientState *cs, const char *name, ExportView *v, bool
             cs->exp = exp;
         }
     }
-    g_mutex_unlock(&cs->s->lock);
+    tsan_g_mutex_unlock(&cs->s->lock);
     return exp != NULL;
 }
 
@@ -85,11 +86,11 @@ static int opt_list(ClientState *cs)
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
     int ret = 0;
 
-    g_mutex_lock(&cs->s->lock);
+    tsan_g_mutex_lock(&cs->s->lock);
     for (guint i = 0; i < cs->s->exports->len; i++) {
         g_ptr_array_add(names, g_strdup(((NbdExport *)g_ptr_array_index(cs->s->exports, i))->name));
     }
-    g_mutex_unlock(&cs->s->lock);
+    tsan_g_mutex_unlock(&cs->s->lock);
     for (guint i = 0; i < names->len && ret == 0; i++) {
         const char *name = g_ptr_array_index(names, i);
         g_autofree uint8_t *data = g_malloc(4 + strlen(name));

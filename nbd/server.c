@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include "qapi/error.h"
 #include "io/channel.h"
+#include "qemu/tsan.h"
 #include "nbd/server-int.h"
 
 NbdServer *nbd_server_new(BlockLayer *bl, uint32_t max_connections)
@@ -64,7 +65,7 @@ static void clients_reap(NbdServer *s)
 {
     g_autoptr(GPtrArray) done = g_ptr_array_new();
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     for (guint i = 0; i < s->clients->len;) {
         NbdClient *c = g_ptr_array_index(s->clients, i);
 
@@ -74,7 +75,7 @@ static void clients_reap(NbdServer *s)
             i++;
         }
     }
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     for (guint i = 0; i < done->len; i++) {
         client_free(g_ptr_array_index(done, i));
     }
@@ -102,15 +103,15 @@ static gboolean server_accept(GIOChannel *gch, GIOCondition cond, gpointer opaqu
     c->server = s;
     c->ch = channel_socket_new(fd);
     c->peer = g_strdup(channel_peer(c->ch));
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     g_ptr_array_add(s->clients, c);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     ret = qemu_thread_create(&c->thread, "nbd/client", nbd_client_thread, c);
     if (ret < 0) {
         warn_report("NBD server: cannot start a thread for %s: %s", c->peer, strerror(-ret));
-        g_mutex_lock(&s->lock);
+        tsan_g_mutex_lock(&s->lock);
         g_ptr_array_remove(s->clients, c);
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         client_free(c);
         return G_SOURCE_CONTINUE;
     }
@@ -154,10 +155,10 @@ void nbd_server_free(NbdServer *s)
     if (s->unix_path) {
         unlink(s->unix_path);
     }
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     clients = s->clients;
     s->clients = g_ptr_array_new();
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     clients_cut(clients);
     /* No client thread is left: the exports' backends have no request in flight. */
     for (guint i = 0; i < s->exports->len; i++) {
@@ -252,9 +253,9 @@ NbdExport *nbd_export_add(NbdServer *s, const char *id, const char *device, cons
     exp->size = size;
     exp->writable = writable;
     exp->writethrough = writethrough;
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     g_ptr_array_add(s->exports, exp);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     return exp;
 }
 
@@ -265,7 +266,7 @@ bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp)
     unsigned users = 0;
 
     clients_reap(s);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     for (guint i = 0; i < s->clients->len; i++) {
         NbdClient *c = g_ptr_array_index(s->clients, i);
 
@@ -273,7 +274,7 @@ bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp)
         users += c->exp == exp && !c->done;
     }
     if (users && !hard) {
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         error_setg(errp, "export '%s' still in use", exp->id);
         error_append_hint(errp, "Use mode='hard' to force client disconnect\n");
         return false;
@@ -289,7 +290,7 @@ bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp)
             i++;
         }
     }
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     clients_cut(victims);
     export_free(exp);
     return true;

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include "qapi/error.h"
 #include "io/channel.h"
+#include "qemu/tsan.h"
 #include "nbd/server-int.h"
 #include "fuzz.h"
 
@@ -98,8 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     channel_unref(c.ch);
     close(sv[1]);
     /* The export outlives any client. */
-    g_mutex_lock(&server->lock);
+    tsan_g_mutex_lock(&server->lock);
     g_assert(nbd_export_find_name(server, "disk"));
-    g_mutex_unlock(&server->lock);
+    tsan_g_mutex_unlock(&server->lock);
     return 0;
 }
