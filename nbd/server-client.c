@@ -410,6 +410,9 @@ void *nbd_client_thread(void *opaque)
     }
     /* The peer sees the end now, not when the main thread next reaps us. */
     channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
+    if (cs.tls) {
+        channel_unref(cs.tls);          /* and its reference to c->ch */
+    }
     g_ptr_array_free(cs.free_bufs, TRUE);
     g_mutex_clear(&cs.send_lock);
     g_mutex_clear(&cs.buf_lock);

@@ -16,6 +16,7 @@
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "io/channel.h"
+#include "io/channel-tls.h"
 #include "qemu/tsan.h"
 #include "nbd/server-int.h"
 
@@ -191,6 +192,39 @@ static int opt_meta(ClientState *cs, uint32_t opt, const NbdOption *o)
     return ret ? ret : send_rep(cs, opt, NBD_REP_ACK, NULL, 0);
 }
 
+/*
+ * NBD_OPT_STARTTLS: ACK in clear, then the TLS handshake in this thread
+ * (the main thread's shutdown of NbdClient.ch still wakes it: the TLS row
+ * blocks only in its inner channel). Everything after goes through TLS.
+ */
+static int opt_starttls(ClientState *cs)
+{
+    Error *err = NULL;
+    Channel *t;
+    int ret;
+
+    if (!cs->s->tls_creds) {
+        return send_rep_err(cs, NBD_OPT_STARTTLS, NBD_REP_ERR_POLICY, "TLS not configured");
+    }
+    if (cs->tls) {
+        return send_rep_err(cs, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID,
+                            "TLS already negotiated");
+    }
+    ret = send_rep(cs, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    t = channel_tls_server_new(channel_ref(cs->ch), cs->s->tls_creds, cs->s->tls_authz, &err);
+    if (!t) {
+        error_prepend(&err, "NBD client %s: ", cs->c->peer);
+        warn_report_err(err);
+        return -EPROTO;
+    }
+    cs->tls = t;
+    cs->ch = t;
+    return 0;
+}
+
 /* NBD_OPT_EXPORT_NAME: 1 in transmission; an unknown name ends the client (no way to say it). */
 static int opt_export_name(ClientState *cs, const NbdOption *o)
 {
@@ -254,6 +288,20 @@ int nbd_handshake(ClientState *cs)
             return -EPIPE;
         }
         err = nbd_parse_option(h.option, payload, h.length, o, &why);
+        if (cs->s->tls_creds && !cs->tls && h.option != NBD_OPT_STARTTLS &&
+            h.option != NBD_OPT_ABORT) {
+            /* Nothing but TLS (or leaving) before TLS: no export is even named in clear. */
+            if (h.option == NBD_OPT_EXPORT_NAME) {
+                warn_report("NBD client %s: export requested before TLS", cs->c->peer);
+                return -EPERM;
+            }
+            ret = send_rep_err(cs, h.option, NBD_REP_ERR_TLS_REQD,
+                               "TLS negotiation required before this option");
+            if (ret < 0) {
+                return ret;
+            }
+            continue;
+        }
         switch (h.option) {
         case NBD_OPT_EXPORT_NAME:
         case NBD_OPT_ABORT:
@@ -263,9 +311,9 @@ int nbd_handshake(ClientState *cs)
         case NBD_OPT_STRUCTURED_REPLY:
         case NBD_OPT_LIST_META_CONTEXT:
         case NBD_OPT_SET_META_CONTEXT:
+        case NBD_OPT_STARTTLS:
             break;
         default:
-            /* STARTTLS too: TLS is not offered, so refusing it is the honest answer. */
             ret = send_rep_err(cs, h.option, NBD_REP_ERR_UNSUP, "option not supported");
             if (ret < 0) {
                 return ret;
@@ -283,6 +331,8 @@ int nbd_handshake(ClientState *cs)
         } else if (h.option == NBD_OPT_ABORT) {
             send_rep(cs, h.option, NBD_REP_ACK, NULL, 0);
             return 0;
+        } else if (h.option == NBD_OPT_STARTTLS) {
+            ret = opt_starttls(cs);
         } else if (h.option == NBD_OPT_LIST) {
             ret = opt_list(cs);
         } else if (h.option == NBD_OPT_INFO || h.option == NBD_OPT_GO) {

@@ -28,6 +28,8 @@
 #include "qemu/thread.h"
 #include "block/block.h"
 #include "block/nbd-proto.h"
+#include "authz/authz.h"
+#include "crypto/tls-creds.h"
 
 /* ---- server-parse.c: pure, bounds-checked parsers ---- */
 
@@ -132,13 +134,17 @@ struct NbdServer {
     guint listen_watch;         /* main thread */
     char *unix_path;            /* unlinked at stop (main thread) */
     uint32_t max_connections;   /* 0: no limit (fixed) */
+    TLSCreds *tls_creds;        /* a reference; NULL: no TLS (fixed) */
+    Authz *tls_authz;           /* a reference; NULL: whoever the credentials admit (fixed) */
     GMutex lock;
     GPtrArray *exports;         /* NbdExport * (lock to read from a client; BQL to change) */
     GPtrArray *clients;         /* NbdClient * (main thread adds and reaps; lock) */
 };
 
 /* server.c, main thread */
-NbdServer *nbd_server_new(BlockLayer *bl, uint32_t max_connections);
+/* Takes references to @creds and @authz (either may be NULL). */
+NbdServer *nbd_server_new(BlockLayer *bl, uint32_t max_connections, TLSCreds *creds,
+                          Authz *authz);
 /* Listening on @fd (bound and listening; taken): accepts in the main loop. */
 void nbd_server_listen(NbdServer *s, int fd, const char *unix_path);
 /* Every client shut down and joined, every export freed, the listener closed. */
@@ -159,7 +165,8 @@ bool nbd_export_remove(NbdExport *exp, bool hard, Error **errp);
 typedef struct ClientState {
     NbdClient *c;
     NbdServer *s;
-    Channel *ch;
+    Channel *ch;                /* NbdClient.ch, or the TLS channel over it */
+    Channel *tls;               /* after STARTTLS: our reference to that TLS channel */
     /* Set by the handshake, then fixed while requests are served: */
     bool no_zeroes;             /* NBD_FLAG_C_NO_ZEROES: no 124 bytes after EXPORT_NAME */
     bool structured;            /* NBD_OPT_STRUCTURED_REPLY was acknowledged */

@@ -152,6 +152,7 @@ uint32_t nbd_parse_option(uint32_t option, const uint8_t *payload, uint32_t len,
         return parse_meta(option, payload, len, out, why);
     case NBD_OPT_ABORT:
     case NBD_OPT_LIST:
+    case NBD_OPT_STARTTLS:
     case NBD_OPT_STRUCTURED_REPLY:
         if (len) {
             *why = "payload on an option that takes none";

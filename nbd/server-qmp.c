@@ -14,6 +14,7 @@
 #include "qapi/qapi-commands.h"
 #include "qapi/qapi-events.h"
 #include "qemu/sockets.h"
+#include "system/user-objects.h"
 #include "hw/boards.h"
 #include "nbd/server-int.h"
 
@@ -86,6 +87,8 @@ bool qmp_nbd_server_start(const SocketAddressLegacy *addr, const char *tls_creds
 {
     const SocketAddressLegacyData *a = addr->data;
     const char *unix_path = NULL;
+    TLSCreds *creds = NULL;
+    Authz *authz = NULL;
     int fd;
 
     if (!current_machine || !current_machine->block) {
@@ -96,10 +99,29 @@ bool qmp_nbd_server_start(const SocketAddressLegacy *addr, const char *tls_creds
         error_setg(errp, "NBD server already running");
         return false;
     }
-    if (tls_creds || tls_authz) {
-        error_setg(errp, "NBD server: TLS is not supported yet");
+    if (tls_authz && !tls_creds) {
+        error_setg(errp, "'tls-authz' is supported only when 'tls-creds' is set");
         return false;
     }
+    if (tls_creds) {
+        creds = user_objects_tls_creds(tls_creds, errp);
+        if (!creds) {
+            return false;
+        }
+        if (!tls_creds_is_server(creds)) {
+            error_setg(errp, "Expecting TLS credentials with a server endpoint");
+            tls_creds_unref(creds);
+            return false;
+        }
+        if (tls_authz) {
+            authz = user_objects_authz(tls_authz, errp);
+            if (!authz) {
+                tls_creds_unref(creds);
+                return false;
+            }
+        }
+    }
+    fd = -1;
     switch (addr->type) {
     case SOCKET_ADDRESS_TYPE_INET:
         fd = listen_inet(a, errp);
@@ -107,24 +129,32 @@ bool qmp_nbd_server_start(const SocketAddressLegacy *addr, const char *tls_creds
     case SOCKET_ADDRESS_TYPE_UNIX:
         if (!a->path) {
             error_setg(errp, "Parameter 'path' is missing");
-            return false;
-        }
-        if (a->has_abstract && a->abstract) {
+        } else if (a->has_abstract && a->abstract) {
             error_setg(errp, "NBD server: abstract unix sockets are not supported");
-            return false;
+        } else {
+            fd = unix_listen_private(a->path, errp);
+            unix_path = a->path;
         }
-        fd = unix_listen_private(a->path, errp);
-        unix_path = a->path;
         break;
     default:
         error_setg(errp, "NBD server: only inet and unix addresses are supported");
-        return false;
+        break;
+    }
+    if (fd >= 0) {
+        current_machine->nbd = nbd_server_new(current_machine->block,
+                                              has_max_connections ? max_connections : 0,
+                                              creds, authz);
+    }
+    /* The server took its own references. */
+    if (creds) {
+        tls_creds_unref(creds);
+    }
+    if (authz) {
+        authz_unref(authz);
     }
     if (fd < 0) {
         return false;
     }
-    current_machine->nbd = nbd_server_new(current_machine->block,
-                                          has_max_connections ? max_connections : 0);
     nbd_server_listen(current_machine->nbd, fd, unix_path);
     return true;
 }

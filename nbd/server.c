@@ -20,10 +20,13 @@
 #include "qemu/tsan.h"
 #include "nbd/server-int.h"
 
-NbdServer *nbd_server_new(BlockLayer *bl, uint32_t max_connections)
+NbdServer *nbd_server_new(BlockLayer *bl, uint32_t max_connections, TLSCreds *creds,
+                          Authz *authz)
 {
     NbdServer *s = g_new0(NbdServer, 1);
 
+    s->tls_creds = creds ? tls_creds_ref(creds) : NULL;
+    s->tls_authz = authz ? authz_ref(authz) : NULL;
     s->bl = bl;
     s->listen_fd = -1;
     s->max_connections = max_connections;
@@ -167,6 +170,12 @@ void nbd_server_free(NbdServer *s)
     g_ptr_array_free(s->exports, TRUE);
     g_ptr_array_free(s->clients, TRUE);
     g_mutex_clear(&s->lock);
+    if (s->tls_creds) {
+        tls_creds_unref(s->tls_creds);
+    }
+    if (s->tls_authz) {
+        authz_unref(s->tls_authz);
+    }
     g_free(s->unix_path);
     g_free(s);
 }

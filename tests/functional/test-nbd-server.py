@@ -14,6 +14,9 @@ client written here for what those never send.
   clusters are holes too.
 - qemu-img convert with 16 requests in flight, out of order, into the
   export: the export and the image file equal the source.
+- With tls-creds, a client without TLS is refused and qemu-io with the
+  CA's client certificate writes and reads (certificates from
+  scripts/tlscerts.py; skipped without certtool).
 - A wrong export name is qemu-img's error; a read-only export refuses a
   write.
 - Hostile clients: garbage instead of options, a request with a bad
@@ -45,6 +48,7 @@ from analyzevm import free_port, skip_class_without_kvm  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from qmp import VM, QMPError  # noqa: E402
+import tlscerts  # noqa: E402
 
 IMG_SIZE = 64 * 1024 * 1024
 OPTS_MAGIC = 0x49484156454f5054
@@ -249,6 +253,35 @@ class NbdServer(unittest.TestCase):
         p = run('qemu-io', '-f', 'qcow2', '-c', 'read -P 0x5a 1M 128k', qcow)
         self.check_ok(p)
 
+    def test_tls(self):
+        """tls-creds: a client without TLS is refused, qemu-io with the CA's client works."""
+        if not tlscerts.certtool():
+            self.skipTest('certtool is missing (Debian package gnutls-bin)')
+        dirs = tlscerts.make_cert_dirs(os.path.join(self.dir, 'certs'))
+        port = free_port()
+        vm = self.start('-drive', 'file=%s,if=none,id=d0,format=raw' % self.img,
+                        '-object', 'tls-creds-x509,id=tls0,endpoint=server,dir=%s'
+                        % dirs['server'])
+        with self.assertRaises(QMPError) as e:
+            vm.qmp.cmd('nbd-server-start', addr={'type': 'inet', 'data': {
+                'host': '127.0.0.1', 'port': str(port)}}, **{'tls-creds': 'nope'})
+        vm.qmp.cmd('nbd-server-start', addr={'type': 'inet', 'data': {
+            'host': '127.0.0.1', 'port': str(port)}}, **{'tls-creds': 'tls0'})
+        vm.qmp.cmd('nbd-server-add', device='d0', writable=True)
+        p = run('qemu-img', 'info', 'nbd://127.0.0.1:%d/d0' % port)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('TLS', p.stderr)
+        opts = ('driver=raw,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,'
+                'file.server.port=%d,file.export=d0,file.tls-creds=tls0' % port)
+        obj = 'tls-creds-x509,id=tls0,endpoint=client,dir=%s' % dirs['client']
+        self.check_ok(run('qemu-io', '--object', obj, '--image-opts', opts,
+                          '-c', 'write -P 0x77 0 64k', '-c', 'read -P 0x77 0 64k'))
+        m = json.loads(run('qemu-img', 'map', '--output=json', '--object', obj,
+                           '--image-opts', opts).stdout)
+        self.assertTrue(m[0]['data'] and m[-1]['zero'], m)
+        with open(self.img, 'rb') as f:
+            self.assertEqual(f.read(65536), b'\x77' * 65536)
+
     def test_refusals(self):
         """A wrong name, a read-only export, QMP's refusals."""
         vm, url = self.start_unix(writable=False)
@@ -266,10 +299,11 @@ class NbdServer(unittest.TestCase):
         with self.assertRaises(QMPError) as e:
             vm.qmp.cmd('nbd-server-add', device='d0')
         self.assertIn("already has export named 'd0'", str(e.exception))
+        vm.qmp.cmd('nbd-server-stop')
         with self.assertRaises(QMPError) as e:
             vm.qmp.cmd('nbd-server-start', addr={'type': 'unix', 'data': {'path': 'x'}},
-                       **{'tls-creds': 'tls0'})
-        vm.qmp.cmd('nbd-server-stop')
+                       **{'tls-authz': 'authz0'})
+        self.assertIn("only when 'tls-creds' is set", str(e.exception))
         with self.assertRaises(QMPError) as e:
             vm.qmp.cmd('nbd-server-add', device='d0')
         self.assertIn('NBD server not running', str(e.exception))

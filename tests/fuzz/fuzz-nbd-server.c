@@ -55,7 +55,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!blockdev_parse(bl, opts, &error_abort)) {
         abort();
     }
-    server = nbd_server_new(bl, 0);
+    server = nbd_server_new(bl, 0, NULL, NULL);
     if (!nbd_export_add(server, "e0", "n0", "disk", "fuzzed", true, false, &error_abort)) {
         abort();
     }
