@@ -3,17 +3,21 @@
  * The NBD server inside nbd/: the pure parsers of what a client sends
  * (server-parse.c, which the unit test and tests/fuzz/fuzz-nbd-server.c
  * drive alone), and the server's instance, exports and clients
- * (server.c, server-client.c). The QMP side is server-qmp.c;
- * docs/devel/nbd.md has the whole story.
+ * (server.c; server-handshake.c and server-client.c run in a client's
+ * thread). The QMP side is server-qmp.c; docs/devel/nbd.md has the whole
+ * story.
  *
  * Threads and locks:
  *   - main thread, BQL: start, stop, listen, accept, add and remove
  *     exports, join client threads, query-block-exports.
- *   - one thread per connection ("nbd/client"): the handshake and every
- *     request of that client, one at a time, through its export's
- *     BlockBackend (any thread may call blk_*); it never takes the BQL.
+ *   - one thread per connection ("nbd/client"): the handshake, then it
+ *     reads the client's requests and hands them to its workers
+ *     ("nbd/workerN", joined by the client thread before it ends), which
+ *     serve them through the export's BlockBackend (any thread may call
+ *     blk_*) and send the replies under ClientState.send_lock. None of
+ *     them takes the BQL.
  *   - NbdServer.lock guards the export list and each client's export and
- *     state as seen by the other side; it is never held across I/O.
+ *     done flag as seen by the other side; it is never held across I/O.
  *
  * The invariant: an export's BlockBackend is detached only by the main
  * thread, after every client thread that could use it was joined. A
