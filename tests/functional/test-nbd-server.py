@@ -168,7 +168,8 @@ class NbdServer(unittest.TestCase):
 
     def test_incoming_unix(self):
         """Write, read, map and compare through an -incoming destination's export."""
-        vm, url = self.start_unix('-incoming', 'defer')
+        # The destination's disk has its device too, as libvirt starts it.
+        vm, url = self.start_unix('-device', 'virtio-blk-device,drive=d0', '-incoming', 'defer')
         info = json.loads(run('qemu-img', 'info', '--output=json', url).stdout)
         self.assertEqual(info['virtual-size'], IMG_SIZE)
         self.check_ok(run('qemu-io', '-f', 'raw', url, '-c', 'write -P 0xab 0 64k',
@@ -189,8 +190,10 @@ class NbdServer(unittest.TestCase):
                          [{'id': 'd0', 'type': 'nbd', 'node-name': vm.qmp.cmd(
                              'query-block')[0]['inserted']['node-name'],
                            'shutting-down': False}])
-        # The export's backend is not a drive of its own.
-        self.assertEqual(len(vm.qmp.cmd('query-block')), 1)
+        # The export's backend is not a drive of its own; the device keeps the drive.
+        blocks = vm.qmp.cmd('query-block')
+        self.assertEqual(len(blocks), 1)
+        self.assertIn('virtio', blocks[0]['qdev'])
 
     def test_parallel_convert(self):
         """qemu-img convert with 16 requests in flight, out of order: every byte lands."""
