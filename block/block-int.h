@@ -3,8 +3,8 @@
  * Private to block/: the layer's instance, a node's private part and a
  * backend. The public contract is include/block/block.h.
  *
- * Files: block.c (the layer, opening nodes, permissions and locks,
- * activation), io.c (node requests), backend.c (backends: attach, requests,
+ * Files: block.c (the layer, opening nodes, permissions and locks),
+ * activate.c (inactivation and activation), io.c (node requests), backend.c (backends: attach, requests,
  * accounting, error policy), drivers.c (the driver rows), file-posix.c and
  * raw.c (two rows), blockdev.c (-drive, -blockdev), block-qmp.c (QMP and
  * HMP queries).
