@@ -396,6 +396,39 @@ static int64_t file_getlength(BlockDriverState *bs)
     return fstat(s->fd, &st) < 0 ? -errno : st.st_size;
 }
 
+/*
+ * Holes by SEEK_DATA and SEEK_HOLE. Both take the offset they start from,
+ * so threads asking at once get right answers; the file position they
+ * move is used by nobody (positional I/O only). A file system without
+ * them answers data everywhere, which is never wrong.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                             uint64_t *pnum, unsigned *status)
+{
+    BDRVFileState *s = bs->opaque;
+    off_t data = lseek(s->fd, offset, SEEK_DATA);
+    off_t hole;
+
+    *pnum = bytes;
+    if (data < 0) {
+        /* ENXIO: no data from @offset to the end (and past it, reads are zeroes). */
+        *status = errno == ENXIO ? BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED
+                                 : BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    if ((uint64_t)data > offset) {
+        *pnum = MIN(bytes, (uint64_t)data - offset);
+        *status = BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    hole = lseek(s->fd, offset, SEEK_HOLE);
+    if (hole > 0 && (uint64_t)hole > offset) {
+        *pnum = MIN(bytes, (uint64_t)hole - offset);
+    }
+    *status = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+    return 0;
+}
+
 static int64_t file_get_allocated_size(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
@@ -425,6 +458,7 @@ const BlockDriver bdrv_file = {
     .pdiscard = file_pdiscard,
     .flush = file_flush,
     .getlength = file_getlength,
+    .block_status = file_block_status,
     .truncate = file_truncate,
     .get_allocated_size = file_get_allocated_size,
     .set_lock = file_set_lock,

@@ -123,6 +123,14 @@ static int raw_flush(BlockDriverState *bs)
     return bdrv_flush(bs->file);
 }
 
+static int raw_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                            uint64_t *pnum, unsigned *status)
+{
+    BDRVRawState *s = bs->opaque;
+
+    return bdrv_block_status(bs->file, s->offset + offset, bytes, pnum, status);
+}
+
 static int64_t raw_getlength(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
@@ -145,5 +153,6 @@ const BlockDriver bdrv_raw = {
     .pdiscard = raw_pdiscard,
     .flush = raw_flush,
     .getlength = raw_getlength,
+    .block_status = raw_block_status,
     .perm_passthrough = true,
 };
