@@ -81,7 +81,7 @@ static BlockBackend *blk_by_root(BlockLayer *bl, BlockDriverState *bs)
     for (guint i = 0; i < bl->backends->len; i++) {
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
 
-        if (blk->root == bs) {
+        if (blk->root == bs && !blk->user) {
             return blk;
         }
     }
@@ -142,6 +142,32 @@ fail:
         blk_free(blk);
     }
     return NULL;
+}
+
+BlockBackend *blk_attach_user(BlockLayer *bl, const char *drive, const char *user,
+                              unsigned perm, Error **errp)
+{
+    BlockBackend *blk = blk_by_name(bl, drive);
+    BlockDriverState *bs = blk ? blk->root : bdrv_find_node(bl, drive);
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", drive, drive);
+        return NULL;
+    }
+    if ((perm & BLK_PERM_WRITE) && bs->read_only) {
+        error_setg(errp, "Block node is read-only");
+        return NULL;
+    }
+    blk = blk_new(bl, "", bs);
+    blk->anonymous = true;
+    blk->user = true;
+    blk->dev_name = g_strdup(user);
+    blk->perm = perm & (BLK_PERM_READ | BLK_PERM_WRITE);
+    if (!bdrv_refresh_perms(bl, errp)) {
+        blk_free(blk);
+        return NULL;
+    }
+    return blk;
 }
 
 void blk_detach(BlockBackend *blk)
@@ -367,6 +393,14 @@ int blk_flush(BlockBackend *blk)
     }
     blk_account(blk, BLOCK_ACCT_FLUSH, 0, get_clock_ns() - t0, ret < 0);
     return ret;
+}
+
+int blk_block_status(BlockBackend *blk, uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                     unsigned *status)
+{
+    int ret = blk_check(blk, false);
+
+    return ret < 0 ? ret : bdrv_block_status(blk->root, offset, bytes, pnum, status);
 }
 
 int64_t blk_getlength(BlockBackend *blk)

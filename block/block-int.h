@@ -3,8 +3,8 @@
  * Private to block/: the layer's instance, a node's private part and a
  * backend. The public contract is include/block/block.h.
  *
- * Files: block.c (the layer, opening nodes, permissions and locks,
- * activation), io.c (node requests), backend.c (backends: attach, requests,
+ * Files: block.c (the layer, opening nodes, permissions and locks),
+ * activate.c (inactivation and activation), io.c (node requests), backend.c (backends: attach, requests,
  * accounting, error policy), drivers.c (the driver rows), file-posix.c and
  * raw.c (two rows), blockdev.c (-drive, -blockdev), block-qmp.c (QMP and
  * HMP queries).
@@ -87,6 +87,7 @@ struct BlockBackend {
     char *dev_name;                 /* the device that took it, or NULL (BQL) */
     unsigned perm;                  /* BLK_PERM_* its device asked for (BQL) */
     bool anonymous;                 /* made by blk_attach on a node name: freed at detach */
+    bool user;                      /* blk_attach_user's (an export): no drive, no device */
     bool write_cache;               /* cache=writeback, none, unsafe (fixed) */
     char *if_name;                  /* -drive if=, NULL for a -blockdev node's (fixed) */
     BlockdevOnError on_read_error, on_write_error;     /* fixed */

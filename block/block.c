@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The block layer's graph: nodes opened from options (children first),
- * their names, the image locks their users need, and the migration
- * handover (inactivate, activate).
+ * their names and the image locks their users need. The migration
+ * handover (inactivate, activate) is activate.c, over the same locks.
  *
  * The invariant: a protocol node holds exactly the locks that its users
  * need now (bdrv_refresh_perms), so a process that holds the "write" lock
@@ -605,85 +605,4 @@ int bdrv_flush_all(BlockLayer *bl)
         }
     }
     return first;
-}
-
-/* ---- Migration ---- */
-
-/*
- * Parents first: a format writes its caches back through its file child,
- * which is still active; then the file child flushes. The locks go last,
- * once every node is inactive, so no other process writes before our last
- * write reached the file.
- */
-int bdrv_inactivate_all(BlockLayer *bl, Error **errp)
-{
-    /*
-     * The jobs first: a mirror copies what is still dirty and flushes its
-     * target (the destination must find the guest's last writes there),
-     * then issues nothing while its nodes are inactive.
-     */
-    if (job_registry_drain_all(bl->jobs, errp) < 0) {
-        return -EIO;
-    }
-    for (guint i = bl->nodes->len; i-- > 0;) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-        int ret;
-
-        if (bs->open_flags & BDRV_O_INACTIVE) {
-            continue;
-        }
-        if (bs->drv->inactivate) {
-            ret = bs->drv->inactivate(bs, errp);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        ret = bdrv_flush(bs);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to flush '%s'", bs->node_name);
-            return ret;
-        }
-        bs->open_flags |= BDRV_O_INACTIVE;
-    }
-    bdrv_refresh_perms(bl, NULL);       /* dropping locks does not fail */
-    return 0;
-}
-
-/*
- * Children first: the locks are taken before anything is read (a format
- * reloads its caches through its active file child), so nobody else writes
- * what we load. On failure every node goes back to inactive, without locks.
- */
-int bdrv_activate_all(BlockLayer *bl, Error **errp)
-{
-    guint i;
-
-    bl->incoming = false;
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        bs->open_flags &= ~BDRV_O_INACTIVE;
-    }
-    if (!bdrv_refresh_perms(bl, errp)) {
-        goto fail;
-    }
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        if (bs->drv->activate && bs->drv->activate(bs, errp) < 0) {
-            goto fail;
-        }
-        bdrv_node(bs)->length = bs->drv->getlength(bs);
-    }
-    job_registry_resume_all(bl->jobs);
-    return 0;
-
-fail:
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        bs->open_flags |= BDRV_O_INACTIVE;
-    }
-    bdrv_refresh_perms(bl, NULL);
-    return -EPERM;
 }

@@ -129,6 +129,34 @@ int bdrv_flush(BlockDriverState *bs)
     return bs->drv->flush ? bs->drv->flush(bs) : 0;
 }
 
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, unsigned *status)
+{
+    int ret = check_range(bs, offset, bytes);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (!bytes) {
+        return -EINVAL;
+    }
+    /* An inactive format has no tables loaded: they belong to another process now. */
+    if (bs->open_flags & BDRV_O_INACTIVE) {
+        return -EPERM;
+    }
+    if (!bs->drv->block_status) {
+        *pnum = bytes;
+        *status = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    ret = bs->drv->block_status(bs, offset, bytes, pnum, status);
+    /* A driver that answered nothing would make its caller loop for ever. */
+    if (ret == 0 && (*pnum == 0 || *pnum > bytes)) {
+        return -EIO;
+    }
+    return ret;
+}
+
 int64_t bdrv_getlength(BlockDriverState *bs)
 {
     if (!bs->drv->is_protocol) {
@@ -152,33 +180,4 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t length)
         return -EINVAL;
     }
     return bs->drv->truncate(bs, length);
-}
-
-int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum)
-{
-    int64_t len = bdrv_getlength(bs);
-    int ret;
-
-    *pnum = 0;
-    if (len < 0) {
-        return len;
-    }
-    if (offset >= (uint64_t)len || !bytes) {
-        return 0;
-    }
-    bytes = MIN(bytes, (uint64_t)len - offset);
-    if (bs->drv->block_status) {
-        ret = bs->drv->block_status(bs, offset, bytes, pnum);
-    } else if (!bs->drv->is_protocol && bs->drv->perm_passthrough && bs->file) {
-        ret = bdrv_block_status(bs->file, offset, bytes, pnum);
-    } else {
-        *pnum = bytes;
-        ret = BDRV_BLOCK_DATA;
-    }
-    if (ret >= 0 && (*pnum == 0 || *pnum > bytes)) {
-        /* A row that answered nothing would stall its caller's walk. */
-        *pnum = bytes;
-        ret = BDRV_BLOCK_DATA;
-    }
-    return ret;
 }

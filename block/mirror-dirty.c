@@ -186,24 +186,23 @@ void mirror_write_hook(void *opaque, BlkHookOp op, uint64_t offset, uint64_t byt
 /* ---- The initial bitmap ---- */
 
 /*
- * Whether [@offset, +*pnum) of @bs's chain must be copied: data in some
- * layer (@top_only: in @bs's own layer, or zeroes there that hide a
- * backing image). A hole or a zero range with sync=full is left out: the
- * target reads zeroes there (a new image; see docs/devel/mirror.md).
+ * Whether [@offset, +*pnum) of @bs's chain must be copied: it reads as
+ * data in some layer (@top_only: @bs's own layer decides it, with data,
+ * or with zeroes that hide a backing image). A range that reads as zeroes
+ * with sync=full is left out: the target reads zeroes there (a new image;
+ * see docs/devel/mirror.md).
  */
 static int range_needs_copy(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                             bool top_only, uint64_t *pnum)
 {
-    int st = bdrv_block_status(bs, offset, bytes, pnum);
+    unsigned st;
+    int r = bdrv_block_status(bs, offset, bytes, pnum, &st);
 
-    if (st < 0) {
-        return st;
+    if (r < 0) {
+        return r;
     }
-    if (st & BDRV_BLOCK_DATA) {
-        return 1;
-    }
-    if (st & BDRV_BLOCK_ZERO) {
-        return top_only && bs->backing;
+    if (st & BDRV_BLOCK_ALLOCATED) {
+        return (st & BDRV_BLOCK_ZERO) ? top_only && bs->backing : 1;
     }
     if (top_only || !bs->backing) {
         return 0;
@@ -211,6 +210,7 @@ static int range_needs_copy(BlockDriverState *bs, uint64_t offset, uint64_t byte
     if (offset >= (uint64_t)MAX(bdrv_getlength(bs->backing), 0)) {
         return 0;                       /* past a shorter backing image: zeroes */
     }
+    *pnum = MIN(*pnum, (uint64_t)bdrv_getlength(bs->backing) - offset);
     return range_needs_copy(bs->backing, offset, *pnum, false, pnum);
 }
 

@@ -47,6 +47,8 @@ const HMPCommand hmp_cmds[] = {
     { "migrate_incoming", "uri:s", "uri",
       "Continue an incoming migration from an -incoming defer", hmp_migrate_incoming },
     { "migrate_cancel", "", "", "cancel the current VM migration", hmp_migrate_cancel },
+    { "migrate_continue", "state:s", "state",
+      "Continue migration from the given paused state", hmp_migrate_continue },
     { "migrate_recover", "uri:s", "uri",
       "Continue a paused incoming postcopy migration", hmp_migrate_recover },
     { "migrate_start_postcopy", "", "",

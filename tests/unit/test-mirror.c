@@ -240,9 +240,9 @@ static void test_block_status(void)
     g_assert_true(blockdev_parse(bl, opt, &error_abort));
     r0 = bdrv_find_node(bl, "r0");
     while (off < 7 * MIB) {
-        int st = bdrv_block_status(r0, off, 7 * MIB - off, &pnum);
+        unsigned st;
 
-        g_assert_cmpint(st, >=, 0);
+        g_assert_cmpint(bdrv_block_status(r0, off, 7 * MIB - off, &pnum, &st), ==, 0);
         g_assert_cmpuint(pnum, >, 0);
         if (st & BDRV_BLOCK_DATA) {
             g_assert_true((off >= MIB && off < 2 * MIB) || (off >= 4 * MIB && off < 5 * MIB));
@@ -256,9 +256,6 @@ static void test_block_status(void)
     /* File systems allocate in blocks: the data, rounded up to a block or so. */
     g_assert_cmpuint(data, >=, MIB + 64 * 1024);
     g_assert_cmpuint(data, <=, MIB + 128 * 1024);
-    /* Past the end: nothing. */
-    g_assert_cmpint(bdrv_block_status(r0, 7 * MIB, 4096, &pnum), ==, 0);
-    g_assert_cmpuint(pnum, ==, 0);
     block_layer_free(bl);
 }
 
