@@ -185,6 +185,24 @@ class Mirror(BlkGuestCase):
         self.assertLessEqual(max(e['start'] + e['length'] for e in own), N // 2 * 512,
                              p.stdout)
 
+    def test_quit_while_copying(self):
+        """quit with a slow mirror running: the process ends at once and cleanly."""
+        src_img = self.image('quit-src', N)
+        dst_img = self.image('quit-dst', N)
+        vm = self.blk_vm('quit', src_img, WRITING)
+        vm.wait_serial(r'READY mode=blkverify[^\n]*\n')
+        self.wait_stats(vm, 1)
+        vm.qmp.cmd('drive-mirror', **{'job-id': 'm0', 'device': 'd0', 'target': dst_img,
+                                      'format': 'raw', 'mode': 'existing', 'sync': 'full',
+                                      'speed': 4096})
+        time.sleep(0.5)
+        self.assertEqual(vm.qmp.cmd('query-block-jobs')[0]['status'], 'running')
+        start = time.monotonic()
+        vm.shutdown()
+        self.vms.remove(vm)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(vm.proc.returncode, 0, vm.log_tail())
+
     def test_refusals(self):
         src_img = self.image('ref-src', 64)
         vm = self.blk_vm('ref', src_img, WRITING)
