@@ -13,6 +13,7 @@
 #include "qemu/iov.h"
 #include "qemu/tsan.h"
 #include "system/runstate.h"
+#include "block/job.h"
 #include "block-int.h"
 
 BlockBackend *blk_new(BlockLayer *bl, const char *name, BlockDriverState *root)
@@ -26,7 +27,13 @@ BlockBackend *blk_new(BlockLayer *bl, const char *name, BlockDriverState *root)
     blk->write_cache = true;
     blk->on_read_error = BLOCKDEV_ON_ERROR_REPORT;
     blk->on_write_error = BLOCKDEV_ON_ERROR_ENOSPC;
+    pthread_rwlockattr_t attr;
+
     g_mutex_init(&blk->stats_lock);
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&blk->hook_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     g_ptr_array_add(bl->backends, blk);
     return blk;
 }
@@ -37,6 +44,7 @@ void blk_free(BlockBackend *blk)
     bdrv_refresh_perms(blk->bl, NULL);  /* dropping locks does not fail */
     bdrv_unref(blk->root);
     g_mutex_clear(&blk->stats_lock);
+    pthread_rwlock_destroy(&blk->hook_lock);
     g_free(blk->name);
     g_free(blk->dev_name);
     g_free(blk->if_name);
@@ -49,6 +57,9 @@ void block_layer_free(BlockLayer *bl)
     if (!bl) {
         return;
     }
+    /* Jobs first: their threads use the nodes and backends. */
+    job_registry_free(bl->jobs);
+    bl->jobs = NULL;
     while (bl->backends->len) {
         blk_free(g_ptr_array_index(bl->backends, bl->backends->len - 1));
     }
@@ -70,7 +81,7 @@ static BlockBackend *blk_by_root(BlockLayer *bl, BlockDriverState *bs)
     for (guint i = 0; i < bl->backends->len; i++) {
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
 
-        if (blk->root == bs) {
+        if (blk->root == bs && !blk->user) {
             return blk;
         }
     }
@@ -131,6 +142,32 @@ fail:
         blk_free(blk);
     }
     return NULL;
+}
+
+BlockBackend *blk_attach_user(BlockLayer *bl, const char *drive, const char *user,
+                              unsigned perm, Error **errp)
+{
+    BlockBackend *blk = blk_by_name(bl, drive);
+    BlockDriverState *bs = blk ? blk->root : bdrv_find_node(bl, drive);
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", drive, drive);
+        return NULL;
+    }
+    if ((perm & BLK_PERM_WRITE) && bs->read_only) {
+        error_setg(errp, "Block node is read-only");
+        return NULL;
+    }
+    blk = blk_new(bl, "", bs);
+    blk->anonymous = true;
+    blk->user = true;
+    blk->dev_name = g_strdup(user);
+    blk->perm = perm & (BLK_PERM_READ | BLK_PERM_WRITE);
+    if (!bdrv_refresh_perms(bl, errp)) {
+        blk_free(blk);
+        return NULL;
+    }
+    return blk;
 }
 
 void blk_detach(BlockBackend *blk)
@@ -221,6 +258,67 @@ static bool iov_is_zero(const struct iovec *iov, int niov)
     return true;
 }
 
+/* ---- The write hook ---- */
+
+int blk_set_write_hook(BlockBackend *blk, const BlkWriteHook *hook)
+{
+    int ret = 0;
+
+    pthread_rwlock_wrlock(&blk->hook_lock);
+    if (hook && blk->write_hook) {
+        ret = -EBUSY;
+    } else {
+        blk->write_hook = hook;
+    }
+    pthread_rwlock_unlock(&blk->hook_lock);
+    return ret;
+}
+
+void blk_writes_quiesce(BlockBackend *blk)
+{
+    pthread_rwlock_wrlock(&blk->hook_lock);
+}
+
+void blk_writes_resume(BlockBackend *blk)
+{
+    pthread_rwlock_unlock(&blk->hook_lock);
+}
+
+/*
+ * The hook sees a write after the node has it: a job that copies a range
+ * it found dirty reads the node after clearing the bit, so a write that
+ * lands after that read sets the bit again here (setting it before the
+ * write could let the copy read the old bytes and clear the new mark).
+ */
+static void blk_write_end(BlockBackend *blk, BlkHookOp op, uint64_t offset, uint64_t bytes,
+                          const struct iovec *iov, int niov, bool reached, int ret)
+{
+    const BlkWriteHook *hook = blk->write_hook;
+
+    /* A write the drive refused (inactive, read-only) changed nothing. */
+    if (hook && reached) {
+        hook->after(hook->opaque, op, offset, bytes, iov, niov, ret);
+    }
+    pthread_rwlock_unlock(&blk->hook_lock);
+}
+
+BlockBackend *blk_find(BlockLayer *bl, const char *name)
+{
+    BlockBackend *blk = blk_by_name(bl, name);
+    BlockDriverState *bs;
+
+    if (blk) {
+        return blk;
+    }
+    bs = bdrv_find_node(bl, name);
+    return bs ? blk_by_root(bl, bs) : NULL;
+}
+
+BlockDriverState *blk_bs(BlockBackend *blk)
+{
+    return blk->root;
+}
+
 int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov,
                 int flags)
 {
@@ -228,7 +326,9 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
     BdrvNode *n = bdrv_node(blk->root);
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
+    pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         /* detect-zeroes: a zero write costs no data copy, and may free space. */
         if (n->detect_zeroes != BDRV_DETECT_ZEROES_OFF && bytes && iov_is_zero(iov, niov)) {
@@ -242,6 +342,7 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
             ret = bdrv_pwritev(blk->root, offset, bytes, iov, niov, flags);
         }
     }
+    blk_write_end(blk, BLK_HOOK_WRITE, offset, bytes, iov, niov, reached, ret);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -253,10 +354,13 @@ int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int fl
 {
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
+    pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pwrite_zeroes(blk->root, offset, bytes, flags);
     }
+    blk_write_end(blk, BLK_HOOK_ZEROES, offset, bytes, NULL, 0, reached, ret);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -268,10 +372,13 @@ int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes)
 {
     int64_t t0 = get_clock_ns();
     int ret = blk_check(blk, true);
+    bool reached = ret == 0;
 
+    pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pdiscard(blk->root, offset, bytes);
     }
+    blk_write_end(blk, BLK_HOOK_DISCARD, offset, bytes, NULL, 0, reached, ret);
     blk_account(blk, BLOCK_ACCT_DISCARD, bytes, get_clock_ns() - t0, ret < 0);
     return ret;
 }
@@ -286,6 +393,14 @@ int blk_flush(BlockBackend *blk)
     }
     blk_account(blk, BLOCK_ACCT_FLUSH, 0, get_clock_ns() - t0, ret < 0);
     return ret;
+}
+
+int blk_block_status(BlockBackend *blk, uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                     unsigned *status)
+{
+    int ret = blk_check(blk, false);
+
+    return ret < 0 ? ret : bdrv_block_status(blk->root, offset, bytes, pnum, status);
 }
 
 int64_t blk_getlength(BlockBackend *blk)

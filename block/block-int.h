@@ -3,8 +3,8 @@
  * Private to block/: the layer's instance, a node's private part and a
  * backend. The public contract is include/block/block.h.
  *
- * Files: block.c (the layer, opening nodes, permissions and locks,
- * activation), io.c (node requests), backend.c (backends: attach, requests,
+ * Files: block.c (the layer, opening nodes, permissions and locks),
+ * activate.c (inactivation and activation), io.c (node requests), backend.c (backends: attach, requests,
  * accounting, error policy), drivers.c (the driver rows), file-posix.c and
  * raw.c (two rows), nbd*.c (the nbd client row, nbd-int.h), blockdev.c (-drive, -blockdev), block-qmp.c (QMP and
  * HMP queries).
@@ -12,6 +12,7 @@
 #ifndef BLOCK_BLOCK_INT_H
 #define BLOCK_BLOCK_INT_H
 
+#include <pthread.h>
 #include "block/block.h"
 
 typedef enum BlockdevDetectZeroes {
@@ -59,6 +60,7 @@ struct BlockLayer {
     unsigned node_counter;          /* for "#blockNNN" names (BQL) */
     unsigned drive_counter;         /* for -drive ids QEMU makes up ("none0") (BQL) */
     bool incoming;                  /* open new nodes inactive (BQL) */
+    struct JobRegistry *jobs;       /* block jobs (include/block/job.h) (BQL) */
 };
 
 /* query-blockstats' counters of one backend (stats_lock). */
@@ -85,12 +87,20 @@ struct BlockBackend {
     char *dev_name;                 /* the device that took it, or NULL (BQL) */
     unsigned perm;                  /* BLK_PERM_* its device asked for (BQL) */
     bool anonymous;                 /* made by blk_attach on a node name: freed at detach */
+    bool user;                      /* blk_attach_user's (an export): no drive, no device */
     bool write_cache;               /* cache=writeback, none, unsafe (fixed) */
     char *if_name;                  /* -drive if=, NULL for a -blockdev node's (fixed) */
     BlockdevOnError on_read_error, on_write_error;     /* fixed */
     BlockIOStatus iostatus;         /* after a stop on error (BQL) */
     GMutex stats_lock;
     BlockAcctCounters stats;        /* stats_lock */
+    /*
+     * Every write holds it for reading around the node's request and the
+     * hook; the writer side (writer-preferring, so a stream of guest
+     * writes cannot starve it) installs a hook or quiesces the writes.
+     */
+    pthread_rwlock_t hook_lock;
+    const BlkWriteHook *write_hook; /* hook_lock */
 };
 
 /* ---- block.c ---- */

@@ -68,7 +68,12 @@ BlockInfoList *qmp_query_block(Error **errp)
 
     for (guint i = 0; bl && i < bl->backends->len; i++) {
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
-        BlockInfo *info = g_new0(BlockInfo, 1);
+        BlockInfo *info;
+
+        if (blk->user) {
+            continue;           /* an export's: QEMU lists drives and devices' only */
+        }
+        info = g_new0(BlockInfo, 1);
 
         info->device = g_strdup(blk->name);
         info->qdev = g_strdup(blk->dev_name);
@@ -173,7 +178,12 @@ BlockStatsList *qmp_query_blockstats(bool has_query_nodes, bool query_nodes, Err
     }
     for (guint i = 0; bl && i < bl->backends->len; i++) {
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
-        BlockStats *st = node_stats(blk->root);
+        BlockStats *st;
+
+        if (blk->user) {
+            continue;
+        }
+        st = node_stats(blk->root);
 
         qapi_free_BlockDeviceStats(st->stats);
         st->stats = backend_stats(blk);
@@ -191,14 +201,20 @@ void hmp_info_block(Monitor *mon, const HMPArgs *args)
 {
     BlockLayer *bl = machine_block();
 
+    bool first = true;
+
     for (guint i = 0; bl && i < bl->backends->len; i++) {
         BlockBackend *blk = g_ptr_array_index(bl->backends, i);
         BlockDriverState *bs = blk->root;
         int flags = bs->open_flags;
 
-        if (i) {
+        if (blk->user) {
+            continue;
+        }
+        if (!first) {
             monitor_printf(mon, "\n");
         }
+        first = false;
         if (blk->name[0]) {
             monitor_printf(mon, "%s (%s)", blk->name, bs->node_name);
         } else {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The block layer's graph: nodes opened from options (children first),
- * their names, the image locks their users need, and the migration
- * handover (inactivate, activate).
+ * their names and the image locks their users need. The migration
+ * handover (inactivate, activate) is activate.c, over the same locks.
  *
  * The invariant: a protocol node holds exactly the locks that its users
  * need now (bdrv_refresh_perms), so a process that holds the "write" lock
@@ -23,6 +23,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/option.h"
+#include "block/job.h"
 #include "block-int.h"
 
 BlockLayer *block_layer_new(void)
@@ -31,6 +32,7 @@ BlockLayer *block_layer_new(void)
 
     bl->nodes = g_ptr_array_new();
     bl->backends = g_ptr_array_new();
+    bl->jobs = job_registry_new();
     return bl;
 }
 
@@ -617,76 +619,4 @@ int bdrv_flush_all(BlockLayer *bl)
         }
     }
     return first;
-}
-
-/* ---- Migration ---- */
-
-/*
- * Parents first: a format writes its caches back through its file child,
- * which is still active; then the file child flushes. The locks go last,
- * once every node is inactive, so no other process writes before our last
- * write reached the file.
- */
-int bdrv_inactivate_all(BlockLayer *bl, Error **errp)
-{
-    for (guint i = bl->nodes->len; i-- > 0;) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-        int ret;
-
-        if (bs->open_flags & BDRV_O_INACTIVE) {
-            continue;
-        }
-        if (bs->drv->inactivate) {
-            ret = bs->drv->inactivate(bs, errp);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        ret = bdrv_flush(bs);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to flush '%s'", bs->node_name);
-            return ret;
-        }
-        bs->open_flags |= BDRV_O_INACTIVE;
-    }
-    bdrv_refresh_perms(bl, NULL);       /* dropping locks does not fail */
-    return 0;
-}
-
-/*
- * Children first: the locks are taken before anything is read (a format
- * reloads its caches through its active file child), so nobody else writes
- * what we load. On failure every node goes back to inactive, without locks.
- */
-int bdrv_activate_all(BlockLayer *bl, Error **errp)
-{
-    guint i;
-
-    bl->incoming = false;
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        bs->open_flags &= ~BDRV_O_INACTIVE;
-    }
-    if (!bdrv_refresh_perms(bl, errp)) {
-        goto fail;
-    }
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        if (bs->drv->activate && bs->drv->activate(bs, errp) < 0) {
-            goto fail;
-        }
-        bdrv_node(bs)->length = bs->drv->getlength(bs);
-    }
-    return 0;
-
-fail:
-    for (i = 0; i < bl->nodes->len; i++) {
-        BlockDriverState *bs = g_ptr_array_index(bl->nodes, i);
-
-        bs->open_flags |= BDRV_O_INACTIVE;
-    }
-    bdrv_refresh_perms(bl, NULL);
-    return -EPERM;
 }

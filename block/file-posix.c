@@ -37,7 +37,21 @@ typedef struct BDRVFileState {
     int fd_buffered;        /* O_DIRECT only: the same file without it, or -1 (fixed) */
     bool locking;           /* file.locking=on/auto (fixed) */
     unsigned locked;        /* set_lock's @perm now held (BQL) */
+    /*
+     * Changes made (writes, zeroes, discards: counted as each ends, atomic)
+     * and of those, how many a completed flush began after (atomic). A
+     * flush with nothing new skips its fdatasync: a qcow2 image's handover
+     * flushed the file three times in a row inside the downtime, the
+     * format's own flush, then the format node's, then the file node's.
+     */
+    uint64_t changes;
+    uint64_t flushed_changes;
 } BDRVFileState;
+
+static void file_changed(BDRVFileState *s)
+{
+    __atomic_fetch_add(&s->changes, 1, __ATOMIC_RELEASE);
+}
 
 static const char *const lock_perm_names[LOCK_BITS] = {
     "consistent read", "write", "write unchanged", "resize",
@@ -277,8 +291,10 @@ static int file_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
 static int file_flush(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
+    uint64_t changes = __atomic_load_n(&s->changes, __ATOMIC_ACQUIRE);
 
-    if (bs->open_flags & BDRV_O_NO_FLUSH) {
+    if (bs->open_flags & BDRV_O_NO_FLUSH ||
+        changes == __atomic_load_n(&s->flushed_changes, __ATOMIC_ACQUIRE)) {
         return 0;
     }
     while (fdatasync(s->fd) < 0) {
@@ -286,6 +302,8 @@ static int file_flush(BlockDriverState *bs)
             return -errno;
         }
     }
+    /* A concurrent flush may store a smaller count: only one fdatasync more, later. */
+    __atomic_store_n(&s->flushed_changes, changes, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -294,6 +312,7 @@ static int file_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
 {
     int ret = file_io(bs, offset, iov, niov, true);
 
+    file_changed(bs->opaque);
     if (ret == 0 && (flags & BDRV_REQ_FUA)) {
         ret = file_flush(bs);
     }
@@ -352,6 +371,7 @@ static int file_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t by
     if (ret == -EOPNOTSUPP || ret == -EINVAL) {
         ret = file_write_zero_buffers(bs, offset, bytes);
     }
+    file_changed(s);
     if (ret == 0 && (flags & BDRV_REQ_FUA)) {
         ret = file_flush(bs);
     }
@@ -363,6 +383,7 @@ static int file_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
     BDRVFileState *s = bs->opaque;
     int ret = file_fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, bytes);
 
+    file_changed(s);
     /* A discard is advice: a file system without holes ignores it, as QEMU does. */
     return ret == -EOPNOTSUPP ? 0 : ret;
 }
@@ -373,6 +394,39 @@ static int64_t file_getlength(BlockDriverState *bs)
     struct stat st;
 
     return fstat(s->fd, &st) < 0 ? -errno : st.st_size;
+}
+
+/*
+ * Holes by SEEK_DATA and SEEK_HOLE. Both take the offset they start from,
+ * so threads asking at once get right answers; the file position they
+ * move is used by nobody (positional I/O only). A file system without
+ * them answers data everywhere, which is never wrong.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                             uint64_t *pnum, unsigned *status)
+{
+    BDRVFileState *s = bs->opaque;
+    off_t data = lseek(s->fd, offset, SEEK_DATA);
+    off_t hole;
+
+    *pnum = bytes;
+    if (data < 0) {
+        /* ENXIO: no data from @offset to the end (and past it, reads are zeroes). */
+        *status = errno == ENXIO ? BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED
+                                 : BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    if ((uint64_t)data > offset) {
+        *pnum = MIN(bytes, (uint64_t)data - offset);
+        *status = BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    hole = lseek(s->fd, offset, SEEK_HOLE);
+    if (hole > 0 && (uint64_t)hole > offset) {
+        *pnum = MIN(bytes, (uint64_t)hole - offset);
+    }
+    *status = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+    return 0;
 }
 
 static int64_t file_get_allocated_size(BlockDriverState *bs)
@@ -386,8 +440,10 @@ static int64_t file_get_allocated_size(BlockDriverState *bs)
 static int file_truncate(BlockDriverState *bs, uint64_t length)
 {
     BDRVFileState *s = bs->opaque;
+    int ret = ftruncate(s->fd, length) < 0 ? -errno : 0;
 
-    return ftruncate(s->fd, length) < 0 ? -errno : 0;
+    file_changed(s);
+    return ret;
 }
 
 const BlockDriver bdrv_file = {
@@ -402,6 +458,7 @@ const BlockDriver bdrv_file = {
     .pdiscard = file_pdiscard,
     .flush = file_flush,
     .getlength = file_getlength,
+    .block_status = file_block_status,
     .truncate = file_truncate,
     .get_allocated_size = file_get_allocated_size,
     .set_lock = file_set_lock,

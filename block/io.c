@@ -129,38 +129,40 @@ int bdrv_flush(BlockDriverState *bs)
     return bs->drv->flush ? bs->drv->flush(bs) : 0;
 }
 
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, unsigned *status)
+{
+    int ret = check_range(bs, offset, bytes);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (!bytes) {
+        return -EINVAL;
+    }
+    /* An inactive format has no tables loaded: they belong to another process now. */
+    if (bs->open_flags & BDRV_O_INACTIVE) {
+        return -EPERM;
+    }
+    if (!bs->drv->block_status) {
+        *pnum = bytes;
+        *status = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+        return 0;
+    }
+    ret = bs->drv->block_status(bs, offset, bytes, pnum, status);
+    /* A driver that answered nothing would make its caller loop for ever. */
+    if (ret == 0 && (*pnum == 0 || *pnum > bytes)) {
+        return -EIO;
+    }
+    return ret;
+}
+
 int64_t bdrv_getlength(BlockDriverState *bs)
 {
     if (!bs->drv->is_protocol) {
         return bdrv_node(bs)->length;
     }
     return bs->drv->getlength(bs);
-}
-
-int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum,
-                      bool *is_zero_or_hole)
-{
-    int64_t len = bdrv_getlength(bs);
-    int ret;
-
-    if (len < 0) {
-        return len;
-    }
-    if (bytes == 0 || offset >= (uint64_t)len) {
-        return -EINVAL;
-    }
-    bytes = MIN(bytes, (uint64_t)len - offset);
-    *pnum = bytes;
-    *is_zero_or_hole = false;
-    if (!bs->drv->block_status) {
-        return 0;
-    }
-    ret = bs->drv->block_status(bs, offset, bytes, pnum, is_zero_or_hole);
-    /* A driver's answer outside 1..bytes would stall or overrun a copy loop. */
-    if (ret == 0 && (*pnum == 0 || *pnum > bytes)) {
-        return -EIO;
-    }
-    return ret;
 }
 
 int bdrv_truncate(BlockDriverState *bs, uint64_t length)

@@ -293,35 +293,46 @@ static int64_t nbd_getlength(BlockDriverState *bs)
     return s->info.size;
 }
 
+/*
+ * base:allocation as BDRV_BLOCK_*: a hole that reads as zeroes is ZERO; a
+ * hole whose bytes are undefined, or no context, is data (always a correct
+ * answer: it only costs a copy); zeroes written over allocated space are
+ * DATA | ZERO. The export decides all its bytes: ALLOCATED.
+ */
 static int nbd_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
-                            uint64_t *pnum, bool *is_zero_or_hole)
+                            uint64_t *pnum, unsigned *status)
 {
     BDRVNbdState *s = bs->opaque;
+    uint64_t align = s->info.min_block;
     NbdRequest st;
     int ret;
 
-    uint64_t align = s->info.min_block;
-
-    bytes = MIN(bytes, NBD_MAX_NOPAYLOAD);
+    if (offset >= s->info.size) {
+        return -EINVAL;
+    }
+    bytes = MIN(MIN(bytes, NBD_MAX_NOPAYLOAD), s->info.size - offset);
     if (align > 1 && (offset & (align - 1))) {
         /* The server wants aligned requests: up to the next boundary, say data. */
         bytes = MIN(bytes, align - (offset & (align - 1)));
     } else if (align > 1 && bytes >= align) {
         bytes &= ~(align - 1);
     }
+    *pnum = bytes;
+    *status = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
     if (!s->info.base_allocation || !aligned(s, offset, bytes)) {
-        *pnum = bytes;
-        *is_zero_or_hole = false;
         return 0;
     }
-    ret = nbd_client_request(s->client, NBD_CMD_BLOCK_STATUS, NBD_CMD_FLAG_REQ_ONE, offset, bytes, NULL, 0,
-                      &st);
+    ret = nbd_client_request(s->client, NBD_CMD_BLOCK_STATUS, NBD_CMD_FLAG_REQ_ONE, offset,
+                             bytes, NULL, 0, &st);
     if (ret < 0) {
         return ret;
     }
     *pnum = st.status_length;
-    /* A hole that does not read as zeroes holds undefined bytes: copy it as data. */
-    *is_zero_or_hole = st.status_flags & NBD_STATE_ZERO;
+    if ((st.status_flags & NBD_STATE_ZERO) && (st.status_flags & NBD_STATE_HOLE)) {
+        *status = BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+    } else if (st.status_flags & NBD_STATE_ZERO) {
+        *status |= BDRV_BLOCK_ZERO;
+    }
     return 0;
 }
 

@@ -11,6 +11,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/tsan.h"
 #include "qapi/error.h"
 #include "block/qcow2-int.h"
 
@@ -124,5 +125,70 @@ int qcow2_set_l2_entry(BDRVQcow2State *s, uint64_t offset, uint64_t entry)
     }
     stq_be_p(slot, entry);
     qcow2_cache_mark_dirty(&s->l2_cache, ce);
+    return 0;
+}
+
+/* What a cluster of this L2 entry reads as (BDRV_BLOCK_*). */
+static unsigned cluster_status(BDRVQcow2State *s, uint64_t entry)
+{
+    switch (qcow2_classify(s, entry)) {
+    case QCOW2_CLUSTER_UNALLOCATED:
+        /* The backing image decides; its data is data to whoever copies this node. */
+        return s->bs->backing ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO;
+    case QCOW2_CLUSTER_ZERO:
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        return BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+    default:
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+    }
+}
+
+/* At most this many bytes per call, so s->lock is never held for a whole huge image. */
+#define QCOW2_STATUS_MAX_BYTES (1ull << 30)
+
+int qcow2_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                       uint64_t *pnum, unsigned *status)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t done = 0;
+    unsigned first = 0;
+    int ret = 0;
+
+    tsan_g_mutex_lock(&s->lock);
+    if (s->inactive) {
+        ret = -EPERM;
+    }
+    while (ret == 0 && done < bytes && done < QCOW2_STATUS_MAX_BYTES) {
+        uint64_t pos = offset + done;
+        uint64_t n = s->cluster_size - (pos & (s->cluster_size - 1));
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t entry;
+        unsigned st;
+
+        ret = qcow2_get_l2_entry(s, pos, false, &entry, &ce, &slot);
+        if (ret < 0) {
+            break;
+        }
+        if (!slot) {
+            /* No L2 table: the whole range its L1 entry covers is unallocated. */
+            uint64_t span = 1ull << (s->cluster_bits + s->l2_bits);
+
+            n = span - (pos & (span - 1));
+        }
+        st = cluster_status(s, entry);
+        if (done && st != first) {
+            break;
+        }
+        first = st;
+        done += MIN(n, bytes - done);
+    }
+    tsan_g_mutex_unlock(&s->lock);
+    if (done == 0) {
+        return ret < 0 ? ret : -EIO;
+    }
+    /* A failure after the first clusters: say what is known; the next call meets it. */
+    *pnum = done;
+    *status = first;
     return 0;
 }

@@ -219,6 +219,13 @@ int qcow2_get_l2_entry(BDRVQcow2State *s, uint64_t offset, bool alloc_l2, uint64
 int qcow2_set_l2_entry(BDRVQcow2State *s, uint64_t offset, uint64_t entry);
 /* Write the L1 entry @index to the file (write-through: L1 changes are rare). */
 int qcow2_write_l1_entry(BDRVQcow2State *s, uint32_t index);
+/*
+ * The row's block_status: from the L2 entries, the run of clusters of one
+ * kind from @offset (unallocated ones read as zeroes, or as the backing
+ * image's data, which this reports as data). Takes s->lock.
+ */
+int qcow2_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                       uint64_t *pnum, unsigned *status);
 /* Write back both caches, dependencies first. */
 int qcow2_writeback_all(BDRVQcow2State *s);
 

@@ -714,6 +714,7 @@ const BlockDriver bdrv_qcow2 = {
     .pdiscard = qcow2_pdiscard,
     .flush = qcow2_flush,
     .getlength = qcow2_getlength,
+    .block_status = qcow2_block_status,
     .inactivate = qcow2_inactivate,
     .activate = qcow2_activate,
 };

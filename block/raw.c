@@ -123,6 +123,14 @@ static int raw_flush(BlockDriverState *bs)
     return bdrv_flush(bs->file);
 }
 
+static int raw_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                            uint64_t *pnum, unsigned *status)
+{
+    BDRVRawState *s = bs->opaque;
+
+    return bdrv_block_status(bs->file, s->offset + offset, bytes, pnum, status);
+}
+
 static int64_t raw_getlength(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
@@ -133,14 +141,6 @@ static int64_t raw_getlength(BlockDriverState *bs)
     }
     len = bdrv_getlength(bs->file);
     return len < 0 ? len : len - (int64_t)MIN((uint64_t)len, s->offset);
-}
-
-static int raw_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
-                            uint64_t *pnum, bool *is_zero_or_hole)
-{
-    BDRVRawState *s = bs->opaque;
-
-    return bdrv_block_status(bs->file, s->offset + offset, bytes, pnum, is_zero_or_hole);
 }
 
 const BlockDriver bdrv_raw = {

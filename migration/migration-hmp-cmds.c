@@ -316,6 +316,20 @@ void hmp_migrate_cancel(Monitor *mon, const HMPArgs *args)
     hmp_handle_error(mon, err);
 }
 
+void hmp_migrate_continue(Monitor *mon, const HMPArgs *args)
+{
+    const char *name = hmp_arg_str(args, "state");
+    MigrationStatus state;
+    Error *err = NULL;
+
+    if (!MigrationStatus_parse(name, &state)) {
+        error_setg(&err, "Parameter 'state' does not accept value '%s'", name);
+    } else {
+        qmp_migrate_continue(state, &err);
+    }
+    hmp_handle_error(mon, err);
+}
+
 void hmp_migrate_recover(Monitor *mon, const HMPArgs *args)
 {
     Error *err = NULL;

@@ -525,6 +525,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     s->mode_state = s->mode->state_size ? g_malloc0(s->mode->state_size) : NULL;
     s->mode->init(s, s->mode_state);
     s->rate_kick = false;       /* a limit changed while idle: nothing to cut short */
+    s->switchover_go = false;   /* a migrate-continue for no migration */
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);
     migrate_set_state(&s->state, MIGRATION_STATUS_NONE, MIGRATION_STATUS_SETUP);
     if (!migration_start_thread(s, MIGRATION_STATUS_SETUP, errp)) {
@@ -582,7 +583,7 @@ bool qmp_migrate_cancel(Error **errp)
         return true;
     }
     if (st != MIGRATION_STATUS_SETUP && st != MIGRATION_STATUS_ACTIVE &&
-        st != MIGRATION_STATUS_DEVICE) {
+        st != MIGRATION_STATUS_PRE_SWITCHOVER && st != MIGRATION_STATUS_DEVICE) {
         /* A destination: end a load that may never finish (a stalled source). */
         migration_incoming_cancel();
         return true;        /* QEMU: succeeds with nothing to cancel */
@@ -598,6 +599,22 @@ bool qmp_migrate_cancel(Error **errp)
     mig_tls_cancel(s->tls);
     ram_transport_shutdown();
     rate_limit_changed(s);
+    return true;
+}
+
+bool qmp_migrate_continue(MigrationStatus state, Error **errp)
+{
+    MigrationState *s = &current_migration;
+    int st = migrate_get_state(&s->state);
+
+    if (st != (int)state) {
+        error_setg(errp, "Migration not in expected state: %s", MigrationStatus_str(st));
+        return false;
+    }
+    g_mutex_lock(&s->rate_lock);
+    s->switchover_go = true;
+    g_cond_broadcast(&s->rate_cond);
+    g_mutex_unlock(&s->rate_lock);
     return true;
 }
 

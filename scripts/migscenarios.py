@@ -348,3 +348,21 @@ SCENARIOS["disk"] = dict(
                                   "mode1=dirty mem1=512 rate1=110 pattern1=random",
            "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}})
 GROUPS["disk-vs-nodisk"] = ["disk", ("dirty-random", "ours-only")]
+
+# Storage migration without shared storage (issue 40): the seed scenario's
+# guest with CPU 0 writing 2000 IOPS at random over a local 4 GiB qcow2
+# image that holds 2 GiB of data; the destination exports an empty image
+# over NBD and the source mirrors into it, then the RAM moves (as libvirt's
+# --copy-storage-all). link_Bps: the bandwidth limit (max-bandwidth) for
+# total/ideal; the mirror itself runs unlimited in every binary.
+SCENARIOS["storage"] = dict(
+    SCENARIOS["disk"], kind="storage",
+    doc="disk's guest on a local 4 GiB qcow2 image with 2 GiB of data, mirrored over NBD "
+        "(blockdev-mirror sync=full), then precopy; 300 MiB/s for the RAM",
+    storage={"size": "4G", "size_bytes": 4 << 30, "data": "2 GiB", "data_bytes": 2 << 30,
+             "link_Bps": 300 << 20},
+    quick={"mem": "1G", "append": "mode0=blkbench rw=randwrite bs=4096 depth=8 iops=2000 "
+                                  "mode1=dirty mem1=512 rate1=110 pattern1=random",
+           "storage": {"size": "1G", "size_bytes": 1 << 30, "data": "256 MiB",
+                       "data_bytes": 256 << 20, "link_Bps": 150 << 20},
+           "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100}})

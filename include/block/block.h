@@ -14,6 +14,7 @@
  *   blk_preadv(blk, off, iov, n)            0 or -errno; any thread, blocking
  *   blk_pwritev(blk, off, iov, n, flags)    BDRV_REQ_FUA: on stable storage at return
  *   blk_pwrite_zeroes / blk_pdiscard / blk_flush
+ *   blk_block_status(blk, off, len, &n, &st)  what the first n bytes read as (BDRV_BLOCK_*)
  *   blk_detach(blk)                         the device is gone
  *   bdrv_inactivate_all(bl, errp)           migration source, guest stopped, no request in flight
  *   bdrv_activate_all(bl, errp)             destination at the switchover, or a source taking its
@@ -60,6 +61,15 @@ typedef struct BlockBackend BlockBackend;
 /* Request flags. */
 #define BDRV_REQ_FUA        0x1     /* write through to stable storage before returning */
 #define BDRV_REQ_MAY_UNMAP  0x2     /* write_zeroes may deallocate (virtio-blk's unmap bit) */
+
+/*
+ * Block status (bdrv_block_status): what a range of a node reads as.
+ * DATA clear is a hole (the image stores nothing there); a hole reported
+ * as data is always a correct answer, it only costs a copy.
+ */
+#define BDRV_BLOCK_DATA      0x1    /* stored: the image holds these bytes */
+#define BDRV_BLOCK_ZERO      0x2    /* reads as zeroes */
+#define BDRV_BLOCK_ALLOCATED 0x4    /* this node decides them, not its backing image */
 
 /* Open flags (bs->open_flags). */
 #define BDRV_O_RDWR         0x0001
@@ -138,14 +148,15 @@ struct BlockDriver {
     int (*pdiscard)(BlockDriverState *bs, uint64_t offset, uint64_t bytes); /* NULL: no-op */
     int (*flush)(BlockDriverState *bs);
     int64_t (*getlength)(BlockDriverState *bs);
-    /* Protocols: set the file's length (bdrv_truncate); NULL: -ENOTSUP. */
-    int (*truncate)(BlockDriverState *bs, uint64_t length);
     /*
-     * What [offset, offset + bytes) holds from its start (bdrv_block_status,
-     * which checked the range, bytes > 0): *pnum in 1..bytes. NULL: data.
+     * What the range reads as from @offset: BDRV_BLOCK_* in *@status for
+     * the first *@pnum bytes (0 < *@pnum <= @bytes; the next call tells
+     * the rest). Any thread. NULL: data, allocated, all of it.
      */
     int (*block_status)(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
-                        uint64_t *pnum, bool *is_zero_or_hole);
+                        uint64_t *pnum, unsigned *status);
+    /* Protocols: set the file's length (bdrv_truncate); NULL: -ENOTSUP. */
+    int (*truncate)(BlockDriverState *bs, uint64_t length);
     /* Bytes the image takes on the host (query-block's actual-size); NULL: the child's. */
     int64_t (*get_allocated_size)(BlockDriverState *bs);
 
@@ -203,21 +214,11 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, uint64_t bytes, in
 int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, uint64_t bytes);
 int bdrv_flush(BlockDriverState *bs);
 int64_t bdrv_getlength(BlockDriverState *bs);
+/* See BlockDriver.block_status; the range checked as a read's, @bytes > 0. */
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, unsigned *status);
 /* A protocol's length change (qcow2 growing its file); -ENOTSUP where not a file. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t length);
-/*
- * bdrv_block_status: what the bytes of @bs from @offset hold, for a copy
- * that skips what reads as zeroes (the mirror). Any thread, as a read.
- * Sets *@pnum to how many bytes from @offset (1..@bytes, less at the end
- * of @bs) have one status, and *@is_zero_or_hole to true if they read as
- * zeroes (unallocated, a hole, zeroes written), false if they are data or
- * nobody knows (a driver without the hook, which is always right to say).
- * Returns 0, -EINVAL for @bytes 0 or @offset at or past the end, or the
- * driver's -errno. Rows: nbd (NBD_CMD_BLOCK_STATUS, base:allocation), raw
- * (its file's); others say data.
- */
-int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes, uint64_t *pnum,
-                      bool *is_zero_or_hole);
 
 /* ---- Command line (BQL) ---- */
 /* -drive: a format node over a file node, and a backend named by id=. */
@@ -240,6 +241,16 @@ void drive_check_orphans(BlockLayer *bl);
 BlockBackend *blk_attach(BlockLayer *bl, const char *drive, const char *dev_name,
                          unsigned perm, Error **errp);
 void blk_detach(BlockBackend *blk);
+/*
+ * blk_attach_user: a backend of its own on @drive's node (a -drive id or
+ * a node name) for a user that is not a device and shares the node with
+ * whatever device has it: an NBD export. query-block and query-blockstats
+ * leave it out (QEMU lists drives and devices' backends only). Errors in
+ * QEMU's words ("Cannot find device='x' nor node-name='x'"). blk_detach
+ * frees it.
+ */
+BlockBackend *blk_attach_user(BlockLayer *bl, const char *drive, const char *user,
+                              unsigned perm, Error **errp);
 
 int blk_preadv(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov);
 int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov,
@@ -248,11 +259,42 @@ int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int fl
 int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes);
 int blk_flush(BlockBackend *blk);
 int64_t blk_getlength(BlockBackend *blk);
+int blk_block_status(BlockBackend *blk, uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                     unsigned *status);
 bool blk_is_read_only(BlockBackend *blk);
 /* cache=writeback/none/unsafe: the guest must flush (virtio-blk offers FLUSH). */
 bool blk_enable_write_cache(BlockBackend *blk);
 const char *blk_name(BlockBackend *blk);           /* the -drive id, or "" */
 const char *blk_node_name(BlockBackend *blk);      /* its top node's */
+
+/*
+ * A write hook: one job (the mirror) sees every write of a backend once it
+ * reached the node. @after runs in the writer's thread, after the node's
+ * request returned @ret; @iov is the data of a BLK_HOOK_WRITE (NULL for
+ * zeroes and discards). The hook holds the backend's hook lock for
+ * reading, so it may block the write it sees (write-blocking mirror).
+ */
+typedef enum BlkHookOp { BLK_HOOK_WRITE, BLK_HOOK_ZEROES, BLK_HOOK_DISCARD } BlkHookOp;
+typedef struct BlkWriteHook {
+    void (*after)(void *opaque, BlkHookOp op, uint64_t offset, uint64_t bytes,
+                  const struct iovec *iov, int niov, int ret);
+    void *opaque;
+} BlkWriteHook;
+/*
+ * Install @hook (NULL: remove it). BQL. Returns once no write that
+ * started without it is in flight: every write from then on is seen.
+ * -EBUSY when another hook is installed.
+ */
+int blk_set_write_hook(BlockBackend *blk, const BlkWriteHook *hook);
+/*
+ * New writes of @blk wait, and the call returns once none is in flight,
+ * until blk_writes_resume(). Any thread but a writer's; reads go on.
+ */
+void blk_writes_quiesce(BlockBackend *blk);
+void blk_writes_resume(BlockBackend *blk);
+/* The backend named @name (a -drive id), else the one on the node named @name, else NULL. */
+BlockBackend *blk_find(BlockLayer *bl, const char *name);
+BlockDriverState *blk_bs(BlockBackend *blk);
 
 /* werror=/rerror= for a failed request of errno @err: what to do. */
 BlockErrorAction blk_get_error_action(BlockBackend *blk, bool is_read, int err);
@@ -286,6 +328,12 @@ int bdrv_flush_all(BlockLayer *bl);
 /* ---- Migration (BQL, no request in flight) ---- */
 int bdrv_inactivate_all(BlockLayer *bl, Error **errp);
 int bdrv_activate_all(BlockLayer *bl, Error **errp);
+/*
+ * @bs and the nodes below it (file, backing) active, as bdrv_activate_all
+ * does for all: QEMU activates a node it exports, since a migration
+ * destination's exported image is written before the switchover.
+ */
+int bdrv_activate(BlockDriverState *bs, Error **errp);
 /* The two above as the migration's handover (migration_add_handover). Startup, BQL. */
 void block_layer_register_handover(BlockLayer *bl);
 

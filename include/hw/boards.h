@@ -60,6 +60,8 @@ struct MachineState {
     ISAVGAConf vga;             /* -device isa-vga / -vga std */
     /* The drives (-drive, -blockdev): made before any device, freed at exit. */
     struct BlockLayer *block;
+    /* nbd-server-start's server (nbd/), or NULL (BQL). */
+    struct NbdServer *nbd;
     /* VirtIODevice *, from -device, in command-line order (may be NULL). */
     GPtrArray *virtio_devices;
     bool incoming;              /* -incoming given: the guest's memory comes from elsewhere */

@@ -41,6 +41,7 @@ HMPHandler hmp_stop, hmp_cont, hmp_quit, hmp_system_reset, hmp_xp, hmp_pmemsave;
 HMPHandler hmp_object_add, hmp_object_del;
 /* migration/ */
 HMPHandler hmp_migrate, hmp_migrate_incoming, hmp_migrate_cancel, hmp_migrate_set_capability;
+HMPHandler hmp_migrate_continue;
 HMPHandler hmp_migrate_start_postcopy, hmp_migrate_recover;
 HMPHandler hmp_migrate_set_parameter, hmp_info_migrate, hmp_info_migrate_capabilities;
 HMPHandler hmp_info_migrate_parameters;
@@ -50,6 +51,7 @@ HMPHandler hmp_cancel_vcpu_dirty_limit, hmp_info_vcpu_dirty_limit;
 HMPHandler hmp_info_stats;
 /* block/ */
 HMPHandler hmp_info_block;
+HMPHandler hmp_info_block_jobs;
 /* net/ */
 HMPHandler hmp_info_network, hmp_info_usernet, hmp_hostfwd_add, hmp_hostfwd_remove;
 /* ui/ */

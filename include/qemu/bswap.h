@@ -7,6 +7,20 @@
 #include <stdint.h>
 #include <string.h>
 
+static inline void stw_be_p(void *p, uint16_t v)
+{
+    v = GUINT16_TO_BE(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline uint16_t lduw_be_p(const void *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return GUINT16_FROM_BE(v);
+}
+
 static inline void stl_be_p(void *p, uint32_t v)
 {
     v = GUINT32_TO_BE(v);

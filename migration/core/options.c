@@ -143,6 +143,11 @@ bool migrate_events(void)
     return caps[MIGRATION_CAPABILITY_EVENTS];
 }
 
+bool migrate_pause_before_switchover(void)
+{
+    return caps[MIGRATION_CAPABILITY_PAUSE_BEFORE_SWITCHOVER];
+}
+
 bool migrate_background_snapshot(void)
 {
     return caps[MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT];
@@ -305,6 +310,7 @@ static bool migrate_cap_supported(MigrationCapability cap)
 {
     switch (cap) {
     case MIGRATION_CAPABILITY_EVENTS:
+    case MIGRATION_CAPABILITY_PAUSE_BEFORE_SWITCHOVER:
     case MIGRATION_CAPABILITY_BACKGROUND_SNAPSHOT:
     case MIGRATION_CAPABILITY_XBZRLE:
     case MIGRATION_CAPABILITY_MULTIFD:

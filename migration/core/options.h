@@ -25,6 +25,7 @@
 void migration_options_init(void);
 bool migrate_cap(MigrationCapability cap);
 bool migrate_events(void);
+bool migrate_pause_before_switchover(void);
 bool migrate_background_snapshot(void);
 bool migrate_xbzrle(void);
 uint64_t migrate_xbzrle_cache_size(void);

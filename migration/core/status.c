@@ -38,6 +38,7 @@ bool migration_status_is_running(int state)
     switch (state) {
     case MIGRATION_STATUS_SETUP:
     case MIGRATION_STATUS_ACTIVE:
+    case MIGRATION_STATUS_PRE_SWITCHOVER:
     case MIGRATION_STATUS_DEVICE:
     case MIGRATION_STATUS_CANCELLING:
     case MIGRATION_STATUS_POSTCOPY_ACTIVE:

@@ -73,6 +73,12 @@ typedef struct MigrationState {
     GMutex rate_lock;
     GCond rate_cond;
     bool rate_kick;
+    /*
+     * rate_lock: migrate-continue's go for a switchover paused in
+     * pre-switchover (pause-before-switchover); set by the monitor (BQL),
+     * taken and cleared by mig/src, which rate_cond wakes.
+     */
+    bool switchover_go;
 
     /*
      * Written by mig/src (the modes' hooks included), read by query-migrate:

@@ -6,6 +6,8 @@
  * expected downtime). Below migration.c, which runs the windows.
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
 #include "migration/qemu-file.h"
 #include "migration/dirty/converge.h"
 #include "migration/core/options.h"
@@ -30,6 +32,39 @@ void rate_limit_changed(MigrationState *s)
     s->rate_kick = true;
     g_cond_broadcast(&s->rate_cond);
     g_mutex_unlock(&s->rate_lock);
+}
+
+static bool switchover_pause(MigrationState *s)
+{
+    bool go;
+
+    g_mutex_lock(&s->rate_lock);
+    while (!s->switchover_go &&
+           migrate_get_state(&s->state) == MIGRATION_STATUS_PRE_SWITCHOVER) {
+        g_cond_wait(&s->rate_cond, &s->rate_lock);
+    }
+    go = s->switchover_go;
+    s->switchover_go = false;
+    g_mutex_unlock(&s->rate_lock);
+    return go;
+}
+
+bool switchover_pause_if_asked(MigrationState *s, int *from, Error **errp)
+{
+    *from = MIGRATION_STATUS_ACTIVE;
+    if (!migrate_pause_before_switchover()) {
+        return true;
+    }
+    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_PRE_SWITCHOVER);
+    bql_unlock();
+    if (!switchover_pause(s)) {
+        bql_lock();
+        error_setg(errp, "migration cancelled in pre-switchover");
+        return false;
+    }
+    bql_lock();
+    *from = MIGRATION_STATUS_PRE_SWITCHOVER;
+    return true;
 }
 
 /* Sleeps until @deadline_ns unless cancel or a bandwidth change wakes us; returns ns slept. */

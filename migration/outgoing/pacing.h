@@ -33,6 +33,15 @@ void rate_window_start(RateWindow *w, QEMUFile *f);
  * (bandwidth, threshold, rates, expected downtime) and open the next.
  */
 void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f);
+/*
+ * mig/src, BQL held (dropped while waiting), the guest stopped: with
+ * pause-before-switchover, wait in pre-switchover for migrate-continue.
+ * There the guest is stopped, nothing of it sent and its images still
+ * ours: libvirt ends its disk mirrors (their last writes go out while
+ * nothing writes the disks), then says go. *@from: the state to leave
+ * next (active, or pre-switchover). False: cancelled meanwhile.
+ */
+bool switchover_pause_if_asked(MigrationState *s, int *from, Error **errp);
 /* mig/src: sleep until @deadline_ns unless rate_limit_changed() wakes it; ns slept. */
 int64_t rate_wait(MigrationState *s, int64_t deadline_ns);
 /*

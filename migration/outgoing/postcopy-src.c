@@ -30,6 +30,7 @@
 #include "migration/transport/tls.h"
 #include "migration/core/options.h"
 #include "outgoing.h"
+#include "pacing.h"
 #include "migration/stream/postcopy.h"
 #include "migration/core/uffd-probe.h"
 #include "migration/transport/ram.h"
@@ -500,6 +501,7 @@ static void postcopy_drain_stream(MigrationState *s, QEMUFile *f)
 static bool postcopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **errp)
 {
     PostcopyOutState *ps = ms;
+    int from;
     bool ok;
 
     if (!__atomic_load_n(&ps->start_postcopy, __ATOMIC_ACQUIRE)) {
@@ -511,12 +513,16 @@ static bool postcopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     trace_migration_postcopy_stopped((get_clock_ns() - s->downtime_start_ns) / 1000);
+    if (!switchover_pause_if_asked(s, &from, errp)) {
+        bql_unlock();
+        return false;
+    }
     /* Before the guest can move: a failure here gives it back (cleanup). */
     if (!migration_handover_release(errp)) {
         bql_unlock();
         return false;
     }
-    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_POSTCOPY_ACTIVE);
+    migrate_set_state(&s->state, from, MIGRATION_STATUS_POSTCOPY_ACTIVE);
     if (migrate_get_state(&s->state) != MIGRATION_STATUS_POSTCOPY_ACTIVE) {
         /* Cancelled just before: nothing went out, the cleanup gives the guest back. */
         bql_unlock();

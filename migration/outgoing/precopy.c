@@ -272,7 +272,8 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
 {
     PrecopyState *ps = ms;
     g_autoptr(Error) vmdesc_err = NULL;
-    int64_t t_stop, t_rel, t_ram, t_dev;
+    int64_t t_stop, t_go, t_rel, t_ram, t_dev;
+    int from = MIGRATION_STATUS_ACTIVE;
     bool ok, state_whole;
 
     ps->phases_valid = false;
@@ -286,7 +287,12 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_FINISH_MIGRATE);
     t_stop = get_clock_ns();
-    migrate_set_state(&s->state, MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_DEVICE);
+    if (!switchover_pause_if_asked(s, &from, errp)) {
+        bql_unlock();
+        return false;
+    }
+    migrate_set_state(&s->state, from, MIGRATION_STATUS_DEVICE);
+    t_go = get_clock_ns();      /* a pause in pre-switchover stays unattributed */
     s->precopy_bytes = qemu_file_transferred(f);
     qemu_file_set_rate_limit(f, 0);
     /* The images' last writes and locks go before any device state does. */
@@ -325,7 +331,7 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
     if (ok) {
         s->downtime_ms = (t_dev - s->downtime_start_ns) / 1000000;
         ps->stop_ns = t_stop - s->downtime_start_ns;
-        ps->handover_ns = t_rel - t_stop;
+        ps->handover_ns = t_rel - t_go;
         ps->sync_ns = MIN(ram_last_final_sync_ns(), t_ram - t_rel);
         ps->ram_ns = t_ram - t_rel - ps->sync_ns;
         ps->dev_ns = t_dev - t_ram;

@@ -14,6 +14,7 @@
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
 #include "block/block.h"
+#include "block/job.h"
 #include "hw/boards.h"
 #include "hw/virtio/virtio-net.h"
 #include "monitor/monitor.h"
@@ -488,6 +489,7 @@ static void open_drives(Config *cfg)
 
     cfg->machine.block = block_layer_new();
     block_layer_register_handover(cfg->machine.block);
+    block_jobs_register_qmp(cfg->machine.block);
     atexit(flush_drives_at_exit);
     if (cfg->incoming) {
         block_layer_set_incoming(cfg->machine.block);

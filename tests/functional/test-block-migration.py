@@ -28,6 +28,7 @@ import json
 import os
 import signal
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -172,6 +173,66 @@ class BlockMigration(BlkGuestCase):
         self.refused(src, 'cont', 'lock')
         self.assertNotEqual(src.qmp.cmd('query-status')['status'], 'running')
         self.finish(src, dst, img)
+
+    def test_pause_before_switchover(self):
+        """libvirt's order with disk mirrors: the source stops in pre-switchover
+        with its image still its own (locked, written back only at the go), a
+        migrate-continue for another state is refused, the right one completes."""
+        src, img = self.writing_source('pause')
+        dst = self.destination(img)
+        src.qmp.cmd('migrate-set-capabilities', capabilities=[
+            {'capability': 'pause-before-switchover', 'state': True}])
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        self.wait_status(src, 'query-migrate', ('pre-switchover',))
+        self.assertNotEqual(src.qmp.cmd('query-status')['status'], 'running')
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        time.sleep(0.3)
+        self.assertEqual(src.qmp.cmd('query-migrate')['status'], 'pre-switchover')
+        self.refused(src, 'migrate-continue', 'Migration not in expected state: pre-switchover',
+                     state='active')
+        src.qmp.cmd('migrate-continue', state='pre-switchover')
+        info = self.wait_migration(src, dst)
+        self.assertEqual(info['status'], 'completed', info)
+        self.wait_running(dst)
+        self.finish(src, dst, img)
+
+    def test_postcopy_pause_before_switchover(self):
+        """The same pause before postcopy starts (libvirt --postcopy with mirrors)."""
+        src, img = self.writing_source('pausepc')
+        dst = self.destination(img)
+        for vm in (src, dst):
+            vm.qmp.cmd('migrate-set-capabilities', capabilities=[
+                {'capability': 'postcopy-ram', 'state': True}])
+        src.qmp.cmd('migrate-set-capabilities', capabilities=[
+            {'capability': 'pause-before-switchover', 'state': True}])
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': 1 << 20, 'downtime-limit': 1})
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        self.wait_status(src, 'query-migrate', ('active',))
+        src.qmp.cmd('migrate-start-postcopy')
+        self.wait_status(src, 'query-migrate', ('pre-switchover',))
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        src.qmp.cmd('migrate-continue', state='pre-switchover')
+        info = self.wait_migration(src, dst)
+        self.assertEqual(info['status'], 'completed', info)
+        self.wait_running(dst)
+        self.finish(src, dst, img)
+
+    def test_cancel_in_pre_switchover(self):
+        """A cancel while paused gives the guest back, image and all."""
+        src, img = self.writing_source('pausecancel')
+        dst = self.destination(img)
+        src.qmp.cmd('migrate-set-capabilities', capabilities=[
+            {'capability': 'pause-before-switchover', 'state': True}])
+        src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
+        self.wait_status(src, 'query-migrate', ('pre-switchover',))
+        src.qmp.cmd('migrate_cancel')
+        info = self.wait_migration(src)
+        self.assertEqual(info['status'], 'cancelled', info)
+        self.wait_status(src, 'query-status', ('running',))
+        self.assertTrue(WRITE_BYTES <= locked_bytes(img), locked_bytes(img))
+        # The destination saw its source go (it ends, or the teardown ends it).
+        self.wait_stats(src, 2)
+        self.stop_and_check(src, img, N)
 
     def test_background_snapshot(self):
         """The source runs on with its image: nothing to hand over."""

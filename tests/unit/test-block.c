@@ -176,6 +176,65 @@ static void test_attach(void)
     block_layer_free(bl);
 }
 
+/* Block status over raw and file, a user backend beside a device's, an export's activation. */
+static void test_status_and_user(void)
+{
+    g_autofree char *path = make_image("status.img", IMG_SIZE);
+    BlockLayer *bl = block_layer_new();
+    g_autofree char *opts = g_strdup_printf("file=%s,format=raw,if=none,id=d0", path);
+    g_autofree uint8_t *buf = g_malloc(65536);
+    BlockBackend *dev, *user, *other;
+    BlockDriverState *bs;
+    Error *err = NULL;
+    uint64_t pnum;
+    unsigned st;
+
+    /* A destination's image: inactive, no request, until the export activates it. */
+    block_layer_set_incoming(bl);
+    g_assert_true(drive_parse(bl, opts, &error_abort));
+    dev = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                     BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_assert_null(blk_attach_user(bl, "x", "nbd export 'x'", BLK_PERM_READ, &err));
+    assert_error(&err, "Cannot find device='x' nor node-name='x'");
+    user = blk_attach_user(bl, "d0", "nbd export 'd0'", BLK_PERM_READ | BLK_PERM_WRITE,
+                           &error_abort);
+    bs = bdrv_find_node(bl, blk_node_name(user));
+    g_assert_cmpint(blk_block_status(user, 0, 4096, &pnum, &st), ==, -EPERM);
+    g_assert_cmpint(bdrv_activate(bs, &error_abort), ==, 0);
+    g_assert_false(bs->open_flags & BDRV_O_INACTIVE);
+    g_assert_false(bs->file->open_flags & BDRV_O_INACTIVE);
+    /* A device still cannot take the node by name: the user's backend is not a drive. */
+    other = blk_attach(bl, blk_node_name(user), "vd1", BLK_PERM_READ, &err);
+    g_assert_null(other);
+    assert_error(&err, "is already in use by another device");
+
+    memset(buf, 0x5a, 65536);
+    g_assert_cmpint(rw(user, true, 1 << 20, buf, 65536, 0), ==, 0);
+    g_assert_cmpint(blk_block_status(user, 0, IMG_SIZE, &pnum, &st), ==, 0);
+    if (st & BDRV_BLOCK_DATA) {
+        g_test_message("no SEEK_HOLE on this file system: data everywhere");
+        g_assert_cmpuint(pnum, ==, IMG_SIZE);
+    } else {
+        g_assert_cmpuint(st, ==, BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED);
+        g_assert_cmpuint(pnum, ==, 1 << 20);
+        g_assert_cmpint(blk_block_status(user, 1 << 20, IMG_SIZE - (1 << 20), &pnum, &st), ==,
+                        0);
+        g_assert_cmpuint(st, ==, BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED);
+        g_assert_cmpuint(pnum, >=, 65536);
+        g_assert_cmpuint(pnum, <, IMG_SIZE - (1 << 20));
+    }
+    /* Past the end of the format node, nothing; an empty range is refused. */
+    g_assert_cmpint(blk_block_status(user, IMG_SIZE - 512, 1024, &pnum, &st), ==, -EIO);
+    g_assert_cmpint(blk_block_status(user, 0, 0, &pnum, &st), ==, -EINVAL);
+    /* The switchover's activation leaves the active node alone and succeeds. */
+    g_assert_cmpint(bdrv_activate_all(bl, &error_abort), ==, 0);
+    g_assert_cmpint(rw(dev, false, 1 << 20, buf, 65536, 0), ==, 0);
+    g_assert_cmpint(buf[0], ==, 0x5a);
+    blk_detach(user);
+    blk_detach(dev);
+    block_layer_free(bl);
+}
+
 static void test_error_policy(void)
 {
     g_autofree char *path = make_image("err.img", IMG_SIZE);
@@ -401,6 +460,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/rw", test_rw);
     g_test_add_func("/block/threads", test_threads);
     g_test_add_func("/block/attach", test_attach);
+    g_test_add_func("/block/status-and-user", test_status_and_user);
     g_test_add_func("/block/error-policy", test_error_policy);
     g_test_add_func("/block/bad-options", test_bad_options);
     g_test_add_func("/block/raw-offset-size", test_raw_offset_size);
