@@ -246,7 +246,7 @@ static int handshake_bounded(NbdClient *c, const char *export, uint64_t seconds,
         error_setg_errno(errp, -ret, "Could not start the NBD open watchdog");
         goto out;
     }
-    ret = nbd_handshake(c->ch, export, &c->info, &local_err);
+    ret = nbd_client_handshake(c->ch, export, &c->info, &local_err);
     g_mutex_lock(&w.lock);
     w.done = true;
     g_cond_signal(&w.cond);

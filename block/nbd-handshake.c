@@ -296,7 +296,7 @@ static int opt_export_name(Channel *c, const char *export, bool no_zeroes,
     return export_info(info, ldq_be_p(b), nbd_ld16(b + 8), errp);
 }
 
-int nbd_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp)
+int nbd_client_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp)
 {
     uint8_t b[18];
     uint16_t hflags;

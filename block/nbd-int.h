@@ -55,7 +55,7 @@ typedef struct NbdExportInfo {
  * NBD_OPT_EXPORT_NAME from a server without GO. 0, or -errno with @errp
  * set (the server's own message, made printable, where it gave one).
  */
-int nbd_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp);
+int nbd_client_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp);
 
 /* ---- Replies (nbd-reply.c) ---- */
 
