@@ -152,10 +152,6 @@ bool nbd_addr_from_opts(QemuOpts *opts, const char *prefix, NbdAddr *a, Error **
     };
 
     nbd_addr_clear(a);
-    if (qemu_opt_get(opts, "tls-creds")) {
-        error_setg(errp, "TLS is not supported by this NBD client yet");
-        return false;
-    }
     if (fn) {
         for (size_t i = 0; server_keys[i]; i++) {
             if (qemu_opt_has(opts, server_keys[i])) {

@@ -231,8 +231,8 @@ static void *watchdog_thread(void *opaque)
     return NULL;
 }
 
-static int handshake_bounded(NbdClient *c, const char *export, uint64_t seconds,
-                             Error **errp)
+static int handshake_bounded(NbdClient *c, const char *export, TLSCreds *creds,
+                             const char *hostname, uint64_t seconds, Error **errp)
 {
     Watchdog w = { .ch = c->ch,
                    .deadline = g_get_monotonic_time() + seconds * G_USEC_PER_SEC };
@@ -246,7 +246,8 @@ static int handshake_bounded(NbdClient *c, const char *export, uint64_t seconds,
         error_setg_errno(errp, -ret, "Could not start the NBD open watchdog");
         goto out;
     }
-    ret = nbd_client_handshake(c->ch, export, &c->info, &local_err);
+    /* With TLS, c->ch becomes the TLS channel over w.ch, which it keeps alive. */
+    ret = nbd_client_handshake(&c->ch, export, creds, hostname, &c->info, &local_err);
     g_mutex_lock(&w.lock);
     w.done = true;
     g_cond_signal(&w.cond);
@@ -283,8 +284,8 @@ static void nbd_client_free(NbdClient *c)
     g_free(c);
 }
 
-NbdClient *nbd_client_open(Channel *ch, const char *export, uint64_t timeout_s,
-                           Error **errp)
+NbdClient *nbd_client_open(Channel *ch, const char *export, TLSCreds *creds,
+                           const char *hostname, uint64_t timeout_s, Error **errp)
 {
     NbdClient *c = g_new0(NbdClient, 1);
     int ret;
@@ -293,7 +294,7 @@ NbdClient *nbd_client_open(Channel *ch, const char *export, uint64_t timeout_s,
     g_mutex_init(&c->lock);
     g_mutex_init(&c->send_lock);
     c->inflight = g_hash_table_new(g_int64_hash, g_int64_equal);
-    ret = handshake_bounded(c, export, timeout_s, errp);
+    ret = handshake_bounded(c, export, creds, hostname, timeout_s, errp);
     if (ret == 0) {
         ret = qemu_thread_create(&c->recv_thread, "nbd/recv", nbd_recv_thread, c);
         if (ret < 0) {

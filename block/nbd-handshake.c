@@ -6,6 +6,8 @@
  * Order, each step optional where the server says no:
  *   greeting     NBDMAGIC, IHAVEOPT, handshake flags; we answer with
  *                FIXED_NEWSTYLE and NO_ZEROES where the server has them
+ *   starttls     with credentials only, and then not optional: nothing,
+ *                not even the export's name, is sent in clear
  *   structured   NBD_OPT_STRUCTURED_REPLY: ACK turns structured replies on
  *                (sparse reads, error messages, block status need them)
  *   meta context NBD_OPT_SET_META_CONTEXT "base:allocation" (needs the
@@ -22,6 +24,7 @@
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "io/channel.h"
+#include "io/channel-tls.h"
 #include "nbd-int.h"
 
 /* The longest option reply we read: an info of a description, a context's name. */
@@ -122,6 +125,34 @@ static int opt_refused(const char *what, const OptReply *r, Error **errp)
     }
     error_setg(errp, "NBD server refused %s: %s%s%s", what, why, msg[0] ? ": " : "", msg);
     return r->type == NBD_REP_ERR_UNKNOWN ? -ENOENT : -EINVAL;
+}
+
+/* NBD_OPT_STARTTLS, then the TLS handshake: *@c becomes the TLS channel. */
+static int opt_starttls(Channel **c, TLSCreds *creds, const char *hostname, Error **errp)
+{
+    g_auto(OptReply) r = { 0 };
+    Channel *t;
+    int ret = send_opt(*c, NBD_OPT_STARTTLS, NULL, 0);
+
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "NBD handshake failed");
+        return ret;
+    }
+    ret = read_opt_reply(*c, NBD_OPT_STARTTLS, &r, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (r.type != NBD_REP_ACK || r.len) {
+        return opt_refused("TLS", &r, errp);
+    }
+    /* The TLS row takes a reference of its own: ours stays valid whatever happens. */
+    t = channel_tls_client_new(channel_ref(*c), creds, hostname, errp);
+    if (!t) {
+        return -EPROTO;
+    }
+    channel_unref(*c);
+    *c = t;
+    return 0;
 }
 
 static int opt_structured(Channel *c, NbdExportInfo *info, Error **errp)
@@ -296,8 +327,10 @@ static int opt_export_name(Channel *c, const char *export, bool no_zeroes,
     return export_info(info, ldq_be_p(b), nbd_ld16(b + 8), errp);
 }
 
-int nbd_client_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp)
+int nbd_client_handshake(Channel **pc, const char *export, TLSCreds *creds,
+                         const char *hostname, NbdExportInfo *info, Error **errp)
 {
+    Channel *c = *pc;
     uint8_t b[18];
     uint16_t hflags;
     uint32_t cflags = 0;
@@ -331,6 +364,17 @@ int nbd_client_handshake(Channel *c, const char *export, NbdExportInfo *info, Er
     if (ret < 0) {
         error_setg_errno(errp, -ret, "NBD handshake failed");
         return ret;
+    }
+    if (creds && !(hflags & NBD_FLAG_FIXED_NEWSTYLE)) {
+        error_setg(errp, "Server does not support STARTTLS");
+        return -EINVAL;
+    }
+    if (creds) {
+        ret = opt_starttls(pc, creds, hostname, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        c = *pc;
     }
     if (hflags & NBD_FLAG_FIXED_NEWSTYLE) {
         ret = opt_structured(c, info, errp);

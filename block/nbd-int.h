@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include "qemu/typedefs.h"
+#include "crypto/tls-creds.h"
 #include "block/nbd-proto.h"
 
 /* The wire's 16-bit fields (qemu/bswap.h has 32 and 64 only). */
@@ -49,13 +50,16 @@ typedef struct NbdExportInfo {
 } NbdExportInfo;
 
 /*
- * nbd-handshake.c: the fixed newstyle negotiation on the connected @c, in
- * the caller's thread (blocking): structured replies, base:allocation,
- * then NBD_OPT_GO for @export asking for its block sizes, or
- * NBD_OPT_EXPORT_NAME from a server without GO. 0, or -errno with @errp
- * set (the server's own message, made printable, where it gave one).
+ * nbd-handshake.c: the fixed newstyle negotiation on the connected *@c, in
+ * the caller's thread (blocking): with @creds, NBD_OPT_STARTTLS first and
+ * *@c replaced by a TLS channel over it (checking the server's name
+ * against @hostname, NULL: no name check); then structured replies,
+ * base:allocation, and NBD_OPT_GO for @export asking for its block sizes,
+ * or NBD_OPT_EXPORT_NAME from a server without GO. 0, or -errno with
+ * @errp set (the server's own message, made printable, where it gave one).
  */
-int nbd_client_handshake(Channel *c, const char *export, NbdExportInfo *info, Error **errp);
+int nbd_client_handshake(Channel **c, const char *export, TLSCreds *creds,
+                         const char *hostname, NbdExportInfo *info, Error **errp);
 
 /* ---- Replies (nbd-reply.c) ---- */
 
@@ -125,12 +129,13 @@ int nbd_errno_from_wire(uint32_t err);
 typedef struct NbdClient NbdClient;
 
 /*
- * The handshake on @ch (taken, whatever happens) for @export, bounded by
+ * The handshake on @ch (taken, whatever happens) for @export, over TLS
+ * with @creds (a client's; NULL: in clear) checking @hostname, bounded by
  * @timeout_s seconds, then the receiving thread started. NULL with @errp
  * set on failure.
  */
-NbdClient *nbd_client_open(Channel *ch, const char *export, uint64_t timeout_s,
-                           Error **errp);
+NbdClient *nbd_client_open(Channel *ch, const char *export, TLSCreds *creds,
+                           const char *hostname, uint64_t timeout_s, Error **errp);
 /* What the handshake learnt (fixed). */
 const NbdExportInfo *nbd_client_info(NbdClient *c);
 /*

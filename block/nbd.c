@@ -12,13 +12,15 @@
  * maximum payload, aligned to its minimum block (unaligned reads through a
  * bounce buffer, unaligned writes as read-modify-write of whole blocks),
  * FUA as a flag or a flush after, zeroes as data where WRITE_ZEROES is
- * missing. No reconnection: reconnect-delay is accepted and ignored.
+ * missing. TLS (tls-creds, tls-hostname) is NBD_OPT_STARTTLS in the
+ * handshake. No reconnection: reconnect-delay is accepted and ignored.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/option.h"
 #include "qemu/sockets.h"
 #include "io/channel.h"
+#include "system/user-objects.h"
 #include "block-int.h"
 #include "nbd-int.h"
 #include "nbd-addr.h"
@@ -346,6 +348,8 @@ static int nbd_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **err
     BDRVNbdState *s = bs->opaque;
     BdrvNode *n = bdrv_node(bs);
     g_auto(NbdAddr) addr = { 0 };
+    TLSCreds *creds = NULL;
+    const char *hostname;
     uint64_t timeout;
     int fd;
 
@@ -360,12 +364,32 @@ static int nbd_open(BlockDriverState *bs, QemuOpts *opts, int flags, Error **err
      * handshake.
      */
     timeout = timeout ? MIN(timeout, 24 * 3600) : NBD_OPEN_TIMEOUT_DEFAULT;
+    if (qemu_opt_get(opts, "tls-creds")) {
+        creds = user_objects_tls_creds(qemu_opt_get(opts, "tls-creds"), errp);
+        if (!creds) {
+            return -EINVAL;
+        }
+        if (tls_creds_is_server(creds)) {
+            error_setg(errp, "Expecting TLS credentials with a client endpoint");
+            tls_creds_unref(creds);
+            return -EINVAL;
+        }
+    }
     fd = addr.is_unix ? unix_connect_path(addr.path, errp)
                       : inet_connect_host_port(addr.host, addr.port, errp);
     if (fd < 0) {
+        if (creds) {
+            tls_creds_unref(creds);
+        }
         return -ECONNREFUSED;
     }
-    s->client = nbd_client_open(channel_socket_new(fd), addr.export, timeout, errp);
+    /* With tls-hostname, or the host we connect to: the name the server's certificate must bear. */
+    hostname = qemu_opt_get(opts, "tls-hostname") ?: (addr.is_unix ? NULL : addr.host);
+    s->client = nbd_client_open(channel_socket_new(fd), addr.export, creds, hostname, timeout,
+                                errp);
+    if (creds) {
+        tls_creds_unref(creds);     /* the TLS channel holds its own */
+    }
     if (!s->client) {
         return -EIO;
     }

@@ -12,6 +12,9 @@ an empty image of the same size.
   the destination holds about the data (the holes were not written).
 - QEMU 7.2 as the destination: blockdev-add driver=nbd (server.type=unix,
   export) and blockdev-mirror sync=full into it; identical images.
+- TLS: our destination's export with tls-creds (x509, scripts/tlscerts.py;
+  skipped without certtool); blockdev-add driver=nbd without tls-creds is
+  refused in the server's words, with a client's tls-creds it mirrors.
 - The destination killed while the mirror copies (rate-limited): the job
   ends with BLOCK_JOB_COMPLETED carrying an error within the deadline, the
   source still answers and its image is what it was; a second mirror to a
@@ -34,7 +37,8 @@ from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
 from analyzevm import skip_class_without_kvm  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
-from qmp import VM  # noqa: E402
+from qmp import VM, QMPError  # noqa: E402
+import tlscerts  # noqa: E402
 
 QEMU72 = '/usr/bin/qemu-system-x86_64'
 SIZE = 256 << 20
@@ -133,6 +137,31 @@ class NbdClientTest(unittest.TestCase):
                                           'file': {'driver': 'nbd', 'export': 'd0',
                                                    'server': {'type': 'unix',
                                                               'path': self.sock}}})
+        self.mirror_to_ready(src_vm, {'command': 'blockdev-mirror', 'job-id': 'm0',
+                                      'device': 'd0', 'target': 't0', 'sync': 'full'})
+        src_vm.qmp.cmd('blockdev-del', **{'node-name': 't0'})
+        dst_vm.qmp.cmd('nbd-server-stop')
+        self.identical(self.src, self.dst)
+
+    def test_tls(self):
+        if not tlscerts.certtool():
+            self.skipTest('certtool is missing (Debian package gnutls-bin)')
+        dirs = tlscerts.make_cert_dirs(os.path.join(self.dir, 'certs'))
+        dst_vm = self.start(QEMU, self.dst, 'dst', '-object',
+                            'tls-creds-x509,id=tls0,endpoint=server,dir=%s' % dirs['server'])
+        dst_vm.qmp.cmd('nbd-server-start', addr={'type': 'unix', 'data': {'path': self.sock}},
+                       **{'tls-creds': 'tls0'})
+        dst_vm.qmp.cmd('nbd-server-add', device='d0', writable=True)
+        src_vm = self.start(QEMU, self.src, 'src', '-object',
+                            'tls-creds-x509,id=tls0,endpoint=client,dir=%s' % dirs['client'])
+        node = {'driver': 'raw', 'node-name': 't0',
+                'file': {'driver': 'nbd', 'export': 'd0',
+                         'server': {'type': 'unix', 'path': self.sock}}}
+        with self.assertRaises(QMPError) as e:
+            src_vm.qmp.cmd('blockdev-add', **node)
+        self.assertIn('TLS', str(e.exception))
+        node['file']['tls-creds'] = 'tls0'
+        src_vm.qmp.cmd('blockdev-add', **node)
         self.mirror_to_ready(src_vm, {'command': 'blockdev-mirror', 'job-id': 'm0',
                                       'device': 'd0', 'target': 't0', 'sync': 'full'})
         src_vm.qmp.cmd('blockdev-del', **{'node-name': 't0'})

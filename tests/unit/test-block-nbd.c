@@ -33,6 +33,7 @@
 #include "block/block.h"
 #include "block/nbd-int.h"
 #include "system/runstate.h"
+#include "system/user-objects.h"
 
 #define SEED 0x4e42
 #define IMG_SIZE (64 * MiB)
@@ -48,6 +49,13 @@ void qapi_event_send_block_io_error(const char *device, const char *node_name,
 void qemu_system_vmstop_request(RunState state)
 {
     g_assert_not_reached();
+}
+
+/* The nbd row's tls-creds= lookup (system/control/user-objects.c): no objects here. */
+TLSCreds *user_objects_tls_creds(const char *id, Error **errp)
+{
+    error_setg(errp, "No TLS credentials with id '%s'", id);
+    return NULL;
 }
 
 /* ---- Helpers ---- */

@@ -257,7 +257,7 @@ static NbdClient *connect_fake(Fake *f, GThread **server)
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
     f->fd = sv[1];
     *server = g_thread_new("fake-nbd", fake_server, f);
-    c = nbd_client_open(channel_socket_new(sv[0]), "", 10, &error_abort);
+    c = nbd_client_open(channel_socket_new(sv[0]), "", NULL, NULL, 10, &error_abort);
     g_assert_true(nbd_client_info(c)->structured);
     g_assert_false(nbd_client_info(c)->base_allocation);
     g_assert_cmpuint(nbd_client_info(c)->size, ==, DISK);
