@@ -341,6 +341,72 @@ class LibvirtTest(unittest.TestCase):
         self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
         self.assertEqual(self.log_errors_about(emulator), [])
 
+    def run_storage_domain(self, name, emulator, peer=False):
+        """virsh migrate --live --copy-storage-all of a writing guest whose
+        qcow2 disk is local: the destination's empty image (pre-created, as
+        libvirt requires) at another path (--xml: both libvirtds share this
+        host's files), filled over NBD by the source's mirror; the guest
+        writes on there, and every write it acknowledged is in that image."""
+        serial = os.path.join(self.tmp, name + '.serial')
+        xml = os.path.join(self.tmp, name + '.xml')
+        disk = os.path.join(self.tmp, name + '.qcow2')
+        disk_dst = os.path.join(self.tmp, name + '-dst.qcow2')
+        for path in (disk, disk_dst):
+            subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', path,
+                            str(DISK_SECTORS * 512)], check=True, timeout=DEADLINE)
+        domain = DOMAIN_XML.format(name=name, mib=128, firmware=FIRMWARE,
+                                   append='mode=blkverify depth=8 iops=2000',
+                                   emulator=emulator, serial=serial)
+        domain = domain.replace('    <controller', DISK_XML.format(disk=disk) + '    <controller', 1)
+        if peer:
+            # QEMU's virtio-mmio is legacy unless told; the firmware speaks 1.x only.
+            domain = domain.replace("<domain type='kvm'>", "<domain type='kvm' xmlns:qemu="
+                                    "'http://libvirt.org/schemas/domain/qemu/1.0'>", 1)
+            domain = domain.replace('</devices>', '</devices>\n  <qemu:commandline>\n'
+                                    "    <qemu:arg value='-global'/>\n"
+                                    "    <qemu:arg value='virtio-mmio.force-legacy=false'/>\n"
+                                    '  </qemu:commandline>', 1)
+        with open(xml, 'w') as f:
+            f.write(domain)
+        self.virsh('define', xml)
+        try:
+            self.virsh('start', name)
+            self.wait_more_stats(serial, 2)
+            before = int(self.stats(serial)[-1]['writes'])
+            dst_xml = os.path.join(self.tmp, name + '-dst.xml')
+            with open(dst_xml, 'w') as f:
+                f.write(self.virsh('dumpxml', '--migratable', name).replace(disk, disk_dst))
+            self.virsh('migrate', '--live', '--copy-storage-all', '--xml', dst_xml, name,
+                       self.uri_dst, '--migrateuri', 'tcp://127.0.0.1')
+            self.assertEqual(self.virsh('domstate', name, uri=self.uri_dst).strip(), 'running')
+            last = self.wait_more_stats(serial, 2)
+            self.assertGreater(int(last['writes']), before, 'the destination writes on')
+            self.virsh('suspend', name, uri=self.uri_dst)
+            last = self.stats(serial)[-1]
+            self.virsh('destroy', name, uri=self.uri_dst)
+        finally:
+            self.virsh('destroy', name, ok=False)
+            self.virsh('undefine', name, ok=False)
+            self.virsh('destroy', name, ok=False, uri=self.uri_dst)
+        check = subprocess.run(['qemu-img', 'check', disk_dst], capture_output=True, text=True,
+                               timeout=DEADLINE)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        raw = disk_dst + '.raw'
+        subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw', disk_dst, raw],
+                       check=True, timeout=DEADLINE)
+        self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
+        self.assertEqual(self.log_errors_about(emulator), [])
+
+    def test_storage_copy_ours(self):
+        self.run_storage_domain('storage-ours', QEMU)
+
+    def test_storage_copy_qemu72(self):
+        if not os.access(QEMU72, os.X_OK):
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                self.fail('QEMU 7.2 is not installed at %s' % QEMU72)
+            self.skipTest('QEMU 7.2 is not installed at %s' % QEMU72)
+        self.run_storage_domain('storage-qemu72', QEMU72, peer=True)
+
     # Not with QEMU 7.2 as the emulator: its virtio-mmio transport is legacy
     # (version 1) unless told otherwise, which libvirt's XML cannot say and
     # the firmware's driver does not speak.
