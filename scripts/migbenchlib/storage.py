@@ -293,6 +293,8 @@ def run_storage(sc, binary, is_peer, log):
             "guest-written-MiB": written / 2**20,
             "nbd/(data+written)": nbd_bytes / max(spec["data_bytes"] + written, 1),
             "ram-MiB": info.get("ram", {}).get("transferred", 0) / 2**20,
+            "transferred-MiB": (nbd_bytes + info.get("ram", {}).get("transferred", 0)) / 2**20,
+            "passes": info.get("ram", {}).get("dirty-sync-count", 0),
             "job-len-MiB": (job or {}).get("len", 0) / 2**20,
         }
         res.update(blk_summary(blk_stats(before, 0), "guest-io-before-"))
