@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 /*
@@ -33,6 +34,34 @@ static inline size_t iov_size(const struct iovec *iov, int cnt)
         n += iov[i].iov_len;
     }
     return n;
+}
+
+/*
+ * Copy @len bytes between @buf and the iovec's bytes from @skip on (@to_iov:
+ * into the iovec); the iovec holds them (the caller sized it).
+ */
+static inline void iov_copy_buf(const struct iovec *iov, int cnt, size_t skip, void *buf,
+                                size_t len, int to_iov)
+{
+    uint8_t *p = buf;
+
+    for (int i = 0; i < cnt && len; i++) {
+        size_t take;
+
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        take = iov[i].iov_len - skip < len ? iov[i].iov_len - skip : len;
+        if (to_iov) {
+            memcpy((uint8_t *)iov[i].iov_base + skip, p, take);
+        } else {
+            memcpy(p, (uint8_t *)iov[i].iov_base + skip, take);
+        }
+        p += take;
+        len -= take;
+        skip = 0;
+    }
 }
 
 #endif

@@ -137,6 +137,56 @@ static void test_threads(void)
     block_layer_free(bl);
 }
 
+/*
+ * cache=none with buffers that are not page aligned (g_malloc's, as an
+ * NBD payload's or a copy job's): the data is right and goes around the
+ * page cache (a bounce buffer, not the buffered open), so nothing of the
+ * file is resident after it (where the filesystem has O_DIRECT at all).
+ */
+static void test_direct_unaligned_memory(void)
+{
+    g_autofree char *path = make_image("direct.img", IMG_SIZE);
+    BlockLayer *bl = open_drive("file=%s,format=raw,if=none,id=d0,cache=none", path);
+    BlockBackend *blk = blk_attach(bl, "d0", "virtio-blk-device at 0xfeb00e00",
+                                   BLK_PERM_READ | BLK_PERM_WRITE, &error_abort);
+    g_autofree uint8_t *mem = g_malloc(3 * 65536), *back_mem = g_malloc(3 * 65536);
+    uint8_t *buf = mem + 4096 - ((uintptr_t)mem % 4096) + 8;     /* 8 past a page */
+    uint8_t *back = back_mem + 4096 - ((uintptr_t)back_mem % 4096) + 24;
+    struct iovec parts[3] = { { buf, 512 }, { buf + 512, 3072 }, { buf + 3584, 65536 - 3584 } };
+    unsigned char vec[IMG_SIZE / 4096];
+    int fd = open(path, O_RDONLY | O_DIRECT);
+    bool direct = fd >= 0;
+    void *map;
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    for (int i = 0; i < 65536; i++) {
+        buf[i] = i * 13 + 5;
+    }
+    g_assert_cmpint(blk_pwritev(blk, 8192, parts, 3, 0), ==, 0);
+    g_assert_cmpint(rw(blk, false, 8192, back, 65536, 0), ==, 0);
+    g_assert_cmpmem(buf, 65536, back, 65536);
+    /* An unaligned length still works (the buffered open). */
+    g_assert_cmpint(rw(blk, true, 100000, buf, 1000, 0), ==, 0);
+    g_assert_cmpint(rw(blk, false, 100000, back, 1000, 0), ==, 0);
+    g_assert_cmpmem(buf, 1000, back, 1000);
+    blk_detach(blk);
+    block_layer_free(bl);
+    if (direct) {
+        fd = open(path, O_RDONLY);
+        map = mmap(NULL, IMG_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        g_assert_true(map != MAP_FAILED);
+        g_assert_cmpint(mincore(map, IMG_SIZE, vec), ==, 0);
+        /* Pages 2..17 are the aligned request's: none came through the page cache. */
+        for (int i = 2; i < 18; i++) {
+            g_assert_cmpint(vec[i] & 1, ==, 0);
+        }
+        munmap(map, IMG_SIZE);
+        close(fd);
+    }
+}
+
 static void test_attach(void)
 {
     g_autofree char *path = make_image("attach.img", IMG_SIZE);
@@ -459,6 +509,7 @@ int main(int argc, char **argv)
     block_test_init(&argc, &argv);
     g_test_add_func("/block/rw", test_rw);
     g_test_add_func("/block/threads", test_threads);
+    g_test_add_func("/block/direct-unaligned-memory", test_direct_unaligned_memory);
     g_test_add_func("/block/attach", test_attach);
     g_test_add_func("/block/status-and-user", test_status_and_user);
     g_test_add_func("/block/error-policy", test_error_policy);
