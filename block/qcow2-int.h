@@ -197,6 +197,8 @@ int qcow2_flush_file_unlocked(BDRVQcow2State *s);
 int qcow2_refcount_get(BDRVQcow2State *s, uint64_t cluster, uint64_t *refcount);
 /* One free cluster, its refcount set to 1; its host offset in *offset. */
 int qcow2_alloc_cluster(BDRVQcow2State *s, uint64_t *offset);
+/* The cluster at host @offset if it is free and already has a refcount block: -EBUSY if not. */
+int qcow2_alloc_cluster_at(BDRVQcow2State *s, uint64_t offset);
 /* Drop one reference to the cluster at @offset; at 0 it may be reused and is punched. */
 int qcow2_free_cluster(BDRVQcow2State *s, uint64_t offset);
 /* Header, L1 and refcount table ranges: data must never be written there. */
@@ -260,6 +262,17 @@ int qcow2_read_cluster(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64
 int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t in_off,
                     uint64_t len, const struct iovec *iov, int niov, uint64_t iov_off);
 bool qcow2_cluster_allocating(BDRVQcow2State *s, uint64_t index);
+/*
+ * Whole new clusters from guest @guest (cluster aligned; @entry its L2
+ * entry), as many as follow that read as unallocated or zero, up to
+ * @max_bytes, into contiguous new host clusters with one host write (a
+ * 1 MiB write was 16 allocations and 16 writes, which ext4 serialises on
+ * the file's lock as it grows). s->lock held, dropped around the write.
+ * *@written: the bytes done (whole clusters); -EAGAIN: not such a run
+ * (the caller writes one cluster its usual way).
+ */
+int qcow2_write_new_run(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t max_bytes,
+                        const struct iovec *iov, int niov, uint64_t iov_off, uint64_t *written);
 /* Drop the references a compressed cluster's data holds. */
 int qcow2_free_compressed(BDRVQcow2State *s, uint64_t entry);
 int qcow2_iov_slice(const struct iovec *iov, int niov, uint64_t off, uint64_t len,

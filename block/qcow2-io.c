@@ -428,3 +428,97 @@ int qcow2_cow_write(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t 
     g_cond_broadcast(&s->alloc_cond);
     return ret;
 }
+
+/* Up to this many new clusters in one host write (a 1 MiB copy of 64 KiB clusters). */
+#define QCOW2_RUN_MAX_CLUSTERS  32
+
+static bool overwritable(BDRVQcow2State *s, uint64_t entry)
+{
+    Qcow2ClusterType type = qcow2_classify(s, entry);
+
+    /* Nothing to copy (the write covers it) and nothing to drop or keep. */
+    return type == QCOW2_CLUSTER_UNALLOCATED || type == QCOW2_CLUSTER_ZERO;
+}
+
+static void allocating_remove(BDRVQcow2State *s, uint64_t index)
+{
+    for (guint i = 0; i < s->allocating->len; i++) {
+        if (g_array_index(s->allocating, uint64_t, i) == index) {
+            g_array_remove_index_fast(s->allocating, i);
+            return;
+        }
+    }
+}
+
+int qcow2_write_new_run(BDRVQcow2State *s, uint64_t guest, uint64_t entry, uint64_t max_bytes,
+                        const struct iovec *iov, int niov, uint64_t iov_off, uint64_t *written)
+{
+    uint64_t first = guest >> s->cluster_bits, host, n = 1;
+    uint64_t max = MIN(max_bytes >> s->cluster_bits, QCOW2_RUN_MAX_CLUSTERS);
+    g_autofree struct iovec *sub = NULL;
+    int ret, k;
+
+    *written = 0;
+    if (max < 2 || !overwritable(s, entry) || qcow2_cluster_allocating(s, first)) {
+        return -EAGAIN;
+    }
+    ret = qcow2_alloc_cluster(s, &host);
+    if (ret < 0) {
+        return ret;
+    }
+    if (qcow2_overlaps_metadata(s, host, s->cluster_size) ||
+        qcow2_overlaps_tables(s, host, s->cluster_size)) {
+        return qcow2_mark_corrupt(s, "Preventing invalid write on metadata");
+    }
+    /* The next guest clusters while they too are new and the next host cluster is free. */
+    while (n < max) {
+        uint64_t e;
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+
+        if (qcow2_cluster_allocating(s, first + n) ||
+            qcow2_get_l2_entry(s, guest + (n << s->cluster_bits), false, &e, &ce, &slot) < 0 ||
+            !overwritable(s, e) ||
+            qcow2_alloc_cluster_at(s, host + (n << s->cluster_bits)) < 0) {
+            break;
+        }
+        n++;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t index = first + i;
+
+        g_array_append_val(s->allocating, index);
+    }
+    tsan_g_mutex_unlock(&s->lock);
+    sub = g_new(struct iovec, niov ? niov : 1);
+    k = qcow2_iov_slice(iov, niov, iov_off, n << s->cluster_bits, sub);
+    ret = bdrv_pwritev(s->bs->file, host, n << s->cluster_bits, sub, k, 0);
+    tsan_g_mutex_lock(&s->lock);
+    if (ret == 0 && s->corrupt) {
+        ret = -EIO;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t h = host + (i << s->cluster_bits);
+        Qcow2CacheEntry *ce;
+        uint8_t *slot;
+        uint64_t cur;
+
+        if (ret == 0) {
+            ret = qcow2_get_l2_entry(s, guest + (i << s->cluster_bits), true, &cur, &ce, &slot);
+            if (ret == 0) {
+                stq_be_p(slot, h | QCOW2_OFLAG_COPIED);
+                qcow2_cache_mark_dirty(&s->l2_cache, ce);
+                *written += s->cluster_size;
+                allocating_remove(s, first + i);
+                continue;
+            }
+        }
+        /* Counted, named by nothing: given back (else a leak for qemu-img check). */
+        if (!s->corrupt) {
+            qcow2_free_cluster(s, h);
+        }
+        allocating_remove(s, first + i);
+    }
+    g_cond_broadcast(&s->alloc_cond);
+    return ret;
+}

@@ -377,6 +377,36 @@ int qcow2_alloc_cluster(BDRVQcow2State *s, uint64_t *offset)
     return -ENOSPC;
 }
 
+int qcow2_alloc_cluster_at(BDRVQcow2State *s, uint64_t offset)
+{
+    uint64_t c = offset >> s->cluster_bits;
+    uint64_t t = c >> s->rb_bits;
+    uint64_t rc;
+    int ret;
+
+    /* Only where a refcount block already counts it: growing tables is the general path's. */
+    if (t >= s->rct_entries || !(s->rct[t] & QCOW2_RCT_OFFSET_MASK)) {
+        return -EBUSY;
+    }
+    ret = qcow2_refcount_get(s, c, &rc);
+    if (ret < 0) {
+        return ret;
+    }
+    if (rc || qcow2_overlaps_metadata(s, offset, s->cluster_size) ||
+        qcow2_overlaps_tables(s, offset, s->cluster_size)) {
+        return -EBUSY;
+    }
+    ret = refcount_set(s, c, 1);
+    if (ret < 0) {
+        return ret;
+    }
+    if (s->free_hint == c) {
+        s->free_hint = c + 1;
+    }
+    s->end_cluster = MAX(s->end_cluster, c + 1);
+    return 0;
+}
+
 int qcow2_free_cluster(BDRVQcow2State *s, uint64_t offset)
 {
     uint64_t c = offset >> s->cluster_bits;

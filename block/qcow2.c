@@ -417,10 +417,20 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
             tsan_g_mutex_unlock(&s->lock);
             continue;
         } else {
-            if (ret == 0) {
-                ret = qcow2_cow_write(s, pos - in_off, entry, in_off, n, iov, niov, done);
-                allocated = true;
+            uint64_t run = 0;
+
+            if (ret == 0 && in_off == 0) {
+                ret = qcow2_write_new_run(s, pos, entry, bytes - done, iov, niov, done, &run);
+                if (ret == -EAGAIN) {
+                    ret = 0;
+                } else {
+                    n = run;
+                }
             }
+            if (ret == 0 && !run) {
+                ret = qcow2_cow_write(s, pos - in_off, entry, in_off, n, iov, niov, done);
+            }
+            allocated = true;
             tsan_g_mutex_unlock(&s->lock);
         }
         if (ret < 0) {
