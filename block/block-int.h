@@ -126,8 +126,22 @@ bool bdrv_check_options(BlockDriverState *bs, QemuOpts *opts, const char *const 
  * protocol_prefixes it starts with ("nbd:..."), else "file".
  */
 const BlockDriver *bdrv_find_protocol(const char *filename);
-/* QEMU's node-name and id rule: letters, digits, '-', '.', '_', starting with a letter. */
-bool block_id_wellformed(const char *id);
+/*
+ * QEMU's node-name and id rule: letters, digits, '-', '.', '_', starting
+ * with a letter. Inline: nodes, drives and jobs all check it.
+ */
+static inline bool block_id_wellformed(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}
 
 /* ---- drivers.c ---- */
 /* The rows, NULL-terminated. */

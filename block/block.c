@@ -121,19 +121,6 @@ BlockDriverState *bdrv_find_node(BlockLayer *bl, const char *node_name)
     return NULL;
 }
 
-bool block_id_wellformed(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 bool bdrv_check_options(BlockDriverState *bs, QemuOpts *opts, const char *const *known,
                         Error **errp)
 {

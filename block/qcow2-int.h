@@ -240,7 +240,17 @@ typedef enum Qcow2ClusterType {
     QCOW2_CLUSTER_COMPRESSED,
 } Qcow2ClusterType;
 
-Qcow2ClusterType qcow2_classify(BDRVQcow2State *s, uint64_t entry);
+/* What an L2 entry names (inline: every file of the driver asks). */
+static inline Qcow2ClusterType qcow2_classify(BDRVQcow2State *s, uint64_t entry)
+{
+    if (entry & QCOW2_OFLAG_COMPRESSED) {
+        return QCOW2_CLUSTER_COMPRESSED;
+    }
+    if (s->h.version >= 3 && (entry & QCOW2_OFLAG_ZERO)) {
+        return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC : QCOW2_CLUSTER_ZERO;
+    }
+    return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL : QCOW2_CLUSTER_UNALLOCATED;
+}
 /* A data cluster's host offset is aligned (else: corrupt, -EIO). */
 int qcow2_check_host(BDRVQcow2State *s, uint64_t entry, uint64_t guest);
 /*

@@ -80,17 +80,6 @@ void qcow2_iov_zero(const struct iovec *iov, int niov, uint64_t off, uint64_t le
     }
 }
 
-Qcow2ClusterType qcow2_classify(BDRVQcow2State *s, uint64_t entry)
-{
-    if (entry & QCOW2_OFLAG_COMPRESSED) {
-        return QCOW2_CLUSTER_COMPRESSED;
-    }
-    if (s->h.version >= 3 && (entry & QCOW2_OFLAG_ZERO)) {
-        return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC : QCOW2_CLUSTER_ZERO;
-    }
-    return (entry & QCOW2_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL : QCOW2_CLUSTER_UNALLOCATED;
-}
-
 int qcow2_check_host(BDRVQcow2State *s, uint64_t entry, uint64_t guest)
 {
     uint64_t host = entry & QCOW2_OFFSET_MASK;

@@ -59,8 +59,20 @@ struct VirtIOBlockReq {
     VirtIOBlockReq *merged_next;
 };
 
+/*
+ * What the device (virtio-blk.c) does with a job, handed down to the
+ * merging (virtio-blk-merge.c), which never calls up into the device.
+ */
+typedef struct VirtIOBlkJobOps {
+    /* Device thread: @r to a worker, alone (or as a merged job's head). */
+    void (*submit)(VirtIOBlock *b, VirtIOBlockReq *r);
+    /* Worker: @r alone, its own werror/rerror decision, then done or held. */
+    void (*run_one)(VirtIOBlock *b, VirtIOBlockReq *r);
+} VirtIOBlkJobOps;
+
 /* The run being gathered by one pass of the device thread (its local). */
 typedef struct VirtIOBlkRun {
+    const VirtIOBlkJobOps *ops;         /* fixed for the run's life */
     VirtIOBlockReq *head, *tail;        /* linked by merged_next; NULL: empty */
     unsigned int n;                     /* members */
     unsigned int niov;                  /* their iovecs, together */
@@ -77,16 +89,11 @@ static inline void virtio_blk_unlock(VirtIOBlock *b)
     tsan_g_mutex_unlock(&b->lock);
 }
 
-/* virtio-blk.c. Device thread: @r to a worker, alone (or as a merged job's head). */
-void virtio_blk_submit(VirtIOBlock *b, VirtIOBlockReq *r);
-/* Worker: @r alone, its own werror/rerror decision, then done or held. */
-void virtio_blk_run_one(VirtIOBlock *b, VirtIOBlockReq *r);
-
 /* virtio-blk-merge.c. Device thread: @r needs I/O; it joins @run or opens the next one. */
 void virtio_blk_run_add(VirtIOBlock *b, VirtIOBlkRun *run, VirtIOBlockReq *r);
 /* Device thread: @run to a worker (one job), and empty again. */
 void virtio_blk_run_submit(VirtIOBlock *b, VirtIOBlkRun *run);
-/* Worker: the merged job led by @head. */
-void virtio_blk_run_merged(VirtIOBlock *b, VirtIOBlockReq *head);
+/* Worker: the merged job led by @head (@ops->run_one for each member if it fails). */
+void virtio_blk_run_merged(VirtIOBlock *b, VirtIOBlockReq *head, const VirtIOBlkJobOps *ops);
 
 #endif

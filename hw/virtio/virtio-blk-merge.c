@@ -64,7 +64,7 @@ void virtio_blk_run_add(VirtIOBlock *b, VirtIOBlkRun *run, VirtIOBlockReq *r)
         virtio_blk_run_submit(b, run);
     }
     if (!data) {
-        virtio_blk_submit(b, r);
+        run->ops->submit(b, r);
         return;
     }
     if (run->head) {
@@ -81,14 +81,14 @@ void virtio_blk_run_add(VirtIOBlock *b, VirtIOBlkRun *run, VirtIOBlockReq *r)
 void virtio_blk_run_submit(VirtIOBlock *b, VirtIOBlkRun *run)
 {
     if (run->head) {
-        virtio_blk_submit(b, run->head);
+        run->ops->submit(b, run->head);
     }
-    *run = (VirtIOBlkRun) { 0 };
+    *run = (VirtIOBlkRun) { .ops = run->ops };
 }
 
 /* ---- Workers ---- */
 
-void virtio_blk_run_merged(VirtIOBlock *b, VirtIOBlockReq *head)
+void virtio_blk_run_merged(VirtIOBlock *b, VirtIOBlockReq *head, const VirtIOBlkJobOps *ops)
 {
     bool is_read = head->type == VIRTIO_BLK_T_IN;
     unsigned int qidx = head->vq->index;
@@ -119,7 +119,7 @@ void virtio_blk_run_merged(VirtIOBlock *b, VirtIOBlockReq *head)
         for (m = head; m; m = next) {
             next = m->merged_next;
             m->merged_next = NULL;
-            virtio_blk_run_one(b, m);
+            ops->run_one(b, m);
         }
         return;
     }

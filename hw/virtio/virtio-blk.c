@@ -161,7 +161,7 @@ static int virtio_blk_do(VirtIOBlockReq *r)
  * the event; STOP keeps it for a retry when the VM runs again and has the
  * main loop stop the VM.
  */
-void virtio_blk_run_one(VirtIOBlock *b, VirtIOBlockReq *r)
+static void virtio_blk_run_one(VirtIOBlock *b, VirtIOBlockReq *r)
 {
     int ret = virtio_blk_do(r);
     bool is_read = virtio_blk_is_read(r->type);
@@ -201,6 +201,16 @@ void virtio_blk_run_one(VirtIOBlock *b, VirtIOBlockReq *r)
     }
 }
 
+static void virtio_blk_submit(VirtIOBlock *b, VirtIOBlockReq *r)
+{
+    worker_pool_submit(b->pool, b->next_worker++ % VIRTIO_BLK_WORKERS, r);
+}
+
+static const VirtIOBlkJobOps virtio_blk_job_ops = {
+    .submit = virtio_blk_submit,
+    .run_one = virtio_blk_run_one,
+};
+
 /* A job: a request alone, or the head of a merged job (virtio-blk-merge.c). */
 static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **errp)
 {
@@ -208,7 +218,7 @@ static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **err
     VirtIOBlockReq *r = job;
 
     if (r->merged_next) {
-        virtio_blk_run_merged(b, r);
+        virtio_blk_run_merged(b, r, &virtio_blk_job_ops);
     } else {
         virtio_blk_run_one(b, r);
     }
@@ -218,11 +228,6 @@ static int virtio_blk_worker_run(void *opaque, int index, void *job, Error **err
 static const WorkerPoolOps virtio_blk_pool_ops = {
     .run = virtio_blk_worker_run,
 };
-
-void virtio_blk_submit(VirtIOBlock *b, VirtIOBlockReq *r)
-{
-    worker_pool_submit(b->pool, b->next_worker++ % VIRTIO_BLK_WORKERS, r);
-}
 
 /* ---- Device thread: requests ---- */
 
@@ -396,7 +401,7 @@ static bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e
 static void virtio_blk_queue_notify(VirtIODevice *vdev, VirtQueue *vq)
 {
     VirtIOBlock *b = container_of(vdev, VirtIOBlock, vdev);
-    VirtIOBlkRun run = { 0 };
+    VirtIOBlkRun run = { .ops = &virtio_blk_job_ops };
     uint32_t pushed = 0;
 
     virtio_blk_complete_done(b, &pushed);
