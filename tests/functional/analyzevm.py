@@ -48,6 +48,11 @@ class VM:
         self._serial_text = ''
         self.log = os.path.join(tmpdir, name + '.log')
         sock = os.path.join(tmpdir, name + '.qmp')
+        # A peer (QEMU) without a CPU given gets PEER_CPU: QEMU's plain
+        # "host" sets ARCH_CAPABILITIES, which KVM refuses on some hosts
+        # (this AMD one: "failed to set MSR 0x10a", an abort).
+        if cpu is None and binary and os.path.realpath(binary) != os.path.realpath(QEMU):
+            cpu = PEER_CPU
         args = [binary or QEMU, '-M', machine, '-enable-kvm', '-cpu', cpu or CPU,
                 '-m', '%dM' % mem_mb, '-nodefaults', '-no-user-config',
                 '-nographic', '-serial', 'file:' + self.serial,

@@ -303,7 +303,7 @@ static void test_capabilities(void)
      * Only what this build implements (of QEMU 7.2's 21, dirty-limit, mapped-ram
      * and our x-lazy-restore): a client turns on what it is shown.
      */
-    g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 13);
+    g_assert_cmpuint(json_array_get_length(json_node_get_array(r)), ==, 14);
     {
         g_autofree char *all = json_to_string(r, false);
 
@@ -312,6 +312,7 @@ static void test_capabilities(void)
         g_assert_nonnull(strstr(all, "\"return-path\""));
         g_assert_nonnull(strstr(all, "\"background-snapshot\""));
         g_assert_nonnull(strstr(all, "\"x-ignore-shared\""));
+        g_assert_nonnull(strstr(all, "\"pause-before-switchover\""));
     }
     json_node_unref(r);
     r = vm_qmp(src, "{'execute': 'migrate-set-parameters', 'arguments': {'downtime-limit': 2000001}}");

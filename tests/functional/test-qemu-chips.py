@@ -209,7 +209,7 @@ class QEMUChips(unittest.TestCase):
         self.same_values(self.stream, again)
 
     def test_qemu10_sections_load(self):
-        self.check_peer(QEMU10, CPU, 'qemu10')
+        self.check_peer(QEMU10, PEER_CPU, 'qemu10')
 
     def test_qemu72_sections_load(self):
         self.check_peer(PEER, PEER_CPU, 'qemu72')

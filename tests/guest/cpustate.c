@@ -69,6 +69,15 @@ static struct {
     uint32_t off[10], len[10];      /* XSAVE standard-format components (CPUID 0xD) */
     uint64_t msr[MSR_N];            /* the values written */
     uint32_t msr_set;               /* bit i: msr_index[i] was written */
+    /*
+     * AMD saves FOP (and, without CPUID 0x80000008 EBX[2] XSaveErPtr, FIP
+     * and FDP) only while FSW.ES says an exception is pending: seen on an
+     * EPYC with XSaveErPtr, FOP read back 0 for every binary. The image
+     * then loads with an unmasked PE pending (ES set), so they are saved and
+     * so checked. No x87 instruction runs after it (-mgeneral-regs-only),
+     * so the #MF it would raise never comes.
+     */
+    bool x87_ptrs_need_es;
 } C;
 
 static uint8_t xs_want[XSAVE_MAX] __attribute__((aligned(64)));
@@ -147,6 +156,9 @@ static uint64_t setup_cpl0(void *arg)
     cpuid2(1, 0, r1);
     cpuid2(7, 0, r7);
     cpuid2(0x40000001, 0, rk);
+    cpuid2(0, 0, rd);
+    /* AuthenticAMD */
+    C.x87_ptrs_need_es = rd[1] == 0x68747541 && rd[3] == 0x69746e65 && rd[2] == 0x444d4163;
     if ((C.want & CS_XSAVE) && (r1[2] >> 26 & 1)) {
         asm volatile("mov %%cr4, %0" : "=r"(cr4));
         cr4 |= 1ull << 9 | 1ull << 10 | 1ull << 18;     /* OSFXSR OSXMMEXCPT OSXSAVE */
@@ -254,6 +266,15 @@ static void build_image(void)
         xs_want[0] = 0x7f;                  /* FCW 0x037f */
         xs_want[1] = 0x03;
         xs_want[3] = 6 << 3;                /* FSW: TOP = 6 */
+        if (C.x87_ptrs_need_es) {
+            /*
+             * PE pending and unmasked, so ES holds (XRSTOR recomputes it
+             * from the flags and FCW's masks: a masked PE loaded ES=0).
+             */
+            xs_want[0] = 0x5f;              /* FCW 0x035f: PM clear */
+            xs_want[2] = 0xa0;              /* FSW: ES and PE */
+            xs_want[3] |= 0x80;             /* FSW: B, which follows ES */
+        }
         xs_want[4] = 0xc0;                  /* physical registers 6 and 7 hold values */
         xs_want[6] = 0x23;                  /* FOP 0x123 (11 bits) */
         xs_want[7] = 0x01;
@@ -356,6 +377,9 @@ void cpustate_setup(void)
     }
     ln_str(&l, " xcr0=");
     ln_hex(&l, C.xcr0);
+    if (C.x87_ptrs_need_es && (C.have & CS_X87)) {
+        ln_str(&l, " fsw-es=1");
+    }
     ln_emit(&l);
 }
 
@@ -394,8 +418,17 @@ void cpustate_check(void)
         wl_exit(-1, EXIT_VERIFY);
     }
     if (what) {
+        uint64_t w = 0, g = 0;
+
+        /* The x87 header as loaded and as read (FCW FSW FTW FOP): which bit moved. */
+        memcpy(&w, xs_want, 8);
+        memcpy(&g, xs_got, 8);
         ln_str(&l, "FAIL cpustate xsave=");
         ln_str(&l, what);
+        ln_str(&l, " head=");
+        ln_hex(&l, w);
+        ln_str(&l, " got=");
+        ln_hex(&l, g);
         ln_emit(&l);
         wl_exit(-1, EXIT_VERIFY);
     }
