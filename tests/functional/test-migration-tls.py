@@ -313,6 +313,8 @@ class TestTLSMigration(TLSCase):
         out = src.qmp.hmp('info migrate_parameters')
         self.assertIn("tls-creds: 'tls0'", out)
         self.assertIn("tls-hostname: 'localhost'", out)
+        # Unpaced, as self.migrate's hops (its comment says why).
+        src.qmp.cmd('migrate-set-parameters', **{'downtime-limit': 300, 'max-bandwidth': 1 << 40})
         src.qmp.hmp('migrate -d tcp:127.0.0.1:%d' % dst.port)
         self.assert_moved(src, dst)
 
