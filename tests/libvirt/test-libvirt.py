@@ -299,6 +299,17 @@ class LibvirtTest(unittest.TestCase):
             time.sleep(0.1)
         return self.stats(serial)[-1]
 
+    def check_disk(self, disk, last):
+        """qemu-img check finds nothing in @disk, and it holds every write the
+        firmware acknowledged up to its @last STAT line."""
+        check = subprocess.run(['qemu-img', 'check', disk], capture_output=True, text=True,
+                               timeout=DEADLINE)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        raw = disk + '.raw'
+        subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw', disk, raw],
+                       check=True, timeout=DEADLINE)
+        self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
+
     def run_disk_domain(self, name, emulator):
         """A qcow2 disk written through start and live migrations both ways."""
         serial = os.path.join(self.tmp, name + '.serial')
@@ -332,13 +343,7 @@ class LibvirtTest(unittest.TestCase):
             self.virsh('destroy', name, ok=False)
             self.virsh('undefine', name, ok=False)
             self.virsh('destroy', name, ok=False, uri=self.uri_dst)
-        check = subprocess.run(['qemu-img', 'check', disk], capture_output=True, text=True,
-                               timeout=DEADLINE)
-        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
-        raw = disk + '.raw'
-        subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw', disk, raw],
-                       check=True, timeout=DEADLINE)
-        self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
+        self.check_disk(disk, last)
         self.assertEqual(self.log_errors_about(emulator), [])
 
     def run_storage_domain(self, name, emulator, peer=False):
@@ -388,13 +393,7 @@ class LibvirtTest(unittest.TestCase):
             self.virsh('destroy', name, ok=False)
             self.virsh('undefine', name, ok=False)
             self.virsh('destroy', name, ok=False, uri=self.uri_dst)
-        check = subprocess.run(['qemu-img', 'check', disk_dst], capture_output=True, text=True,
-                               timeout=DEADLINE)
-        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
-        raw = disk_dst + '.raw'
-        subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw', disk_dst, raw],
-                       check=True, timeout=DEADLINE)
-        self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
+        self.check_disk(disk_dst, last)
         self.assertEqual(self.log_errors_about(emulator), [])
 
     def test_storage_copy_ours(self):
