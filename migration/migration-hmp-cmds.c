@@ -75,6 +75,38 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
                            d->stop_vcpus, d->handover, d->final_sync, d->last_ram,
                            d->device_state, d->unattributed, d->total, d->expected);
         }
+        if (info->x_downtime_predicted) {
+            XDowntimePrediction *d = info->x_downtime_predicted;
+
+            monitor_printf(mon, "downtime predicted: stop-vcpus %" PRIu64 " us, handover %"
+                           PRIu64 " us, final-sync %" PRIu64 " us, last-ram %" PRIu64
+                           " us, device-state %" PRIu64 " us (of %" PRIu64 " us; %" PRIu64
+                           " kbytes at %" PRIu64 " kbytes/s, rate from %s)\n",
+                           d->stop_vcpus, d->handover, d->final_sync, d->last_ram,
+                           d->device_state, d->total, d->remaining >> 10, d->rate >> 10,
+                           d->rate_source);
+        }
+        if (info->x_progress) {
+            XMigrationProgress *x = info->x_progress;
+
+            monitor_printf(mon, "progress: %.1f %%, phase %s", x->percent, x->phase);
+            if (x->has_time_left) {
+                monitor_printf(mon, ", about %" PRIu64 " s left", (x->time_left + 999) / 1000);
+            }
+            monitor_printf(mon, "\n");
+            if (strcmp(x->step, "none") || x->reason) {
+                monitor_printf(mon, "converge step: %s%s%s%s\n", x->step,
+                               x->reason ? " (" : "", x->reason ?: "", x->reason ? ")" : "");
+            }
+            if (x->next_step) {
+                monitor_printf(mon, "next converge step: %s", x->next_step);
+                if (x->has_next_step_in) {
+                    monitor_printf(mon, " in %" PRIu64 " s if it stays stalled",
+                                   (x->next_step_in + 999) / 1000);
+                }
+                monitor_printf(mon, "\n");
+            }
+        }
         if (info->x_incoming_downtime) {
             XIncomingDowntimeInfo *d = info->x_incoming_downtime;
 
@@ -264,6 +296,13 @@ void hmp_info_migrate_parameters(Monitor *mon, const HMPArgs *args)
         monitor_printf(mon, " %s", l->value);
     }
     monitor_printf(mon, "\n");
+    monitor_printf(mon, "x-switchover-rule: %s\n", XSwitchoverRule_str(p->x_switchover_rule));
+    monitor_printf(mon, "x-converge-policy:");
+    for (const strList *l = p->x_converge_policy; l; l = l->next) {
+        monitor_printf(mon, " %s", l->value);
+    }
+    monitor_printf(mon, "%s\n", p->x_converge_policy ? "" : " none");
+    monitor_printf(mon, "x-completion-timeout: %" PRIu64 " s/GiB\n", p->x_completion_timeout);
 }
 
 /* HMP's "migrate" without -d: the monitor waits until the migration ends. */
@@ -395,6 +434,13 @@ static bool hmp_parse_zero_page_detection(const char *s, int *out)
     return ZeroPageDetection_parse(s, &v) && (*out = v, true);
 }
 
+static bool hmp_parse_switchover_rule(const char *s, int *out)
+{
+    XSwitchoverRule v;
+
+    return XSwitchoverRule_parse(s, &v) && (*out = v, true);
+}
+
 static bool hmp_parse_mig_mode(const char *s, int *out)
 {
     MigMode v;
@@ -446,6 +492,10 @@ static const HmpParam hmp_params[] = {
     HPARAM("vcpu-dirty-limit", vcpu_dirty_limit, HP_U64),
     HPARAM_ENUM("mode", mode, hmp_parse_mig_mode),
     { "cpr-exec-command", HP_STRLIST, (size_t)-1, offsetof(MigrationParameters, cpr_exec_command) },
+    HPARAM_ENUM("x-switchover-rule", x_switchover_rule, hmp_parse_switchover_rule),
+    { "x-converge-policy", HP_STRLIST, (size_t)-1,
+      offsetof(MigrationParameters, x_converge_policy) },
+    HPARAM("x-completion-timeout", x_completion_timeout, HP_U64),
 };
 
 static bool hmp_parse_param(const HmpParam *hp, const char *value, MigrationParameters *p,

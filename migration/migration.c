@@ -136,10 +136,16 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
      */
     s->threshold_bytes = 0;
     s->expected_downtime_ms = migrate_downtime_limit();
-    converge_start(qemu_file_transferred(f));
+    convergence_start(s, qemu_file_transferred(f));
     rate_window_start(&w, f);
     while (migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
         int ret;
+
+        /* x-converge-policy's last resort: fail, and the guest runs on here. */
+        *errp = convergence_take_stop(s);
+        if (*errp) {
+            return;
+        }
 
         if (s->mode->switchover_ready(s, s->mode_state, all_sent)) {
             /* A transport with a last step (a file's trailer) has the guest only after it. */
@@ -276,6 +282,7 @@ static void *migration_thread(void *opaque)
     }
     /* Whatever the outcome, the guest (here or there) runs at full speed again. */
     converge_stop();
+    convergence_end(s, s->result == MIGRATION_STATUS_COMPLETED);
     /* query-migrate may read it meanwhile. */
     __atomic_store_n(&s->total_ms, (get_clock_ns() - s->start_ns) / 1000000, __ATOMIC_RELAXED);
     qemu_bh_schedule_oneshot(migration_cleanup_bh, s);
@@ -477,6 +484,9 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     if (mode->check_start && !mode->check_start(s, uri, errp)) {
         return false;
     }
+    if (!convergence_check(s, mode->converges, errp)) {
+        return false;
+    }
     /* fd:NAME (a getfd name, as libvirt's virsh save sends) is taken below, once all is checked. */
     named_fd = g_str_has_prefix(uri, "fd:") && uri[3] && !g_ascii_isdigit(uri[3]);
     if (!named_fd && !mig_channel_check_uri(uri, errp)) {
@@ -654,6 +664,14 @@ bool qmp_migrate_set_parameters(const MigrationParameters *p, Error **errp)
     if (!migrate_params_check(p, errp)) {
         return false;
     }
+    if (p->x_converge_policy) {
+        ConvergeStepSpec steps[CONV_MAX_STEPS];
+        int n;
+
+        if (!converge_policy_parse(p->x_converge_policy, steps, &n, errp)) {
+            return false;
+        }
+    }
     if (p->has_x_clear_bitmap_shift && migration_is_running()) {
         error_setg(errp, "x-clear-bitmap-shift cannot change while a migration runs");
         return false;
@@ -727,6 +745,7 @@ MigrationInfo *qmp_query_migrate(Error **errp)
         info->error_desc = g_strdup(error_get_pretty(s->error));
     }
     converge_fill_info(info);
+    convergence_fill_info(s, st, info);
     if (s->mode->fill_info) {
         s->mode->fill_info(s, s->mode_state, info);
     }

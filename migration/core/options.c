@@ -91,6 +91,25 @@ void migration_options_init(void)
     params->vcpu_dirty_limit = 1;
     params->has_mode = true;
     params->mode = MIG_MODE_NORMAL;
+    params->has_x_switchover_rule = true;
+    params->x_switchover_rule = X_SWITCHOVER_RULE_PREDICTED;
+    params->has_x_completion_timeout = true;
+}
+
+XSwitchoverRule migrate_switchover_rule(void)
+{
+    return __atomic_load_n(&params->x_switchover_rule, __ATOMIC_RELAXED);
+}
+
+/* migrate reads it (BQL), as migrate-set-parameters writes it. */
+const strList *migrate_converge_policy(void)
+{
+    return params->x_converge_policy;
+}
+
+uint64_t migrate_completion_timeout(void)
+{
+    return params->x_completion_timeout;
 }
 
 int migrate_throttle_trigger_threshold(void)
@@ -573,6 +592,14 @@ void migrate_params_apply(const MigrationParameters *p)
         qapi_free_strList(params->cpr_exec_command);
         params->cpr_exec_command = qapi_strList_clone(p->cpr_exec_command);
     }
+    if (p->has_x_switchover_rule) {
+        __atomic_store_n(&params->x_switchover_rule, p->x_switchover_rule, __ATOMIC_RELAXED);
+    }
+    if (p->x_converge_policy) {
+        qapi_free_strList(params->x_converge_policy);
+        params->x_converge_policy = qapi_strList_clone(p->x_converge_policy);
+    }
+    APPLY(p, x_completion_timeout);
 }
 
 MigrationParameters *qmp_query_migrate_parameters(Error **errp)

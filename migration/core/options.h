@@ -87,6 +87,12 @@ uint64_t migrate_vcpu_dirty_limit(void);
 uint64_t migrate_vcpu_dirty_limit_period(void);
 /* Bytes per second the switchover may assume; 0 = measured. */
 uint64_t migrate_avail_switchover_bandwidth(void);
+/* x-switchover-rule: when a precopy stops the guest. */
+XSwitchoverRule migrate_switchover_rule(void);
+/* x-converge-policy's words (NULL: none); BQL. Read when migrate starts. */
+const strList *migrate_converge_policy(void);
+/* x-completion-timeout: seconds per GiB of guest RAM; 0: no budget. */
+uint64_t migrate_completion_timeout(void);
 
 /* tls-creds, tls-hostname, tls-authz ("" when unset); BQL. */
 const char *migrate_tls_creds(void);

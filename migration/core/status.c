@@ -18,7 +18,7 @@ void migrate_set_state_detail(int *state, int old, int new, XDowntimeInfo *downt
         trace_migration_state(MigrationStatus_str(old), MigrationStatus_str(new));
         if (migrate_events()) {
             BQL_LOCK_GUARD();
-            qapi_event_send_migration(new, downtime, incoming_downtime);
+            qapi_event_send_migration(new, downtime, incoming_downtime, NULL);
         }
     }
 }
@@ -56,5 +56,16 @@ void migration_pass_event(uint64_t pass, uint64_t remaining_bytes, uint64_t tran
     if (migrate_events()) {
         BQL_LOCK_GUARD();
         qapi_event_send_migration_pass(pass);
+    }
+}
+
+void migration_converge_event(int status, const char *step, const char *reason)
+{
+    trace_migration_converge_step(step, reason);
+    if (migrate_events()) {
+        XConvergeStep cs = { .step = (char *)step, .reason = (char *)reason };
+
+        BQL_LOCK_GUARD();
+        qapi_event_send_migration(status, NULL, NULL, &cs);
     }
 }

@@ -31,4 +31,10 @@ bool migration_status_is_running(int state);
  */
 void migration_pass_event(uint64_t pass, uint64_t remaining_bytes, uint64_t transferred);
 
+/*
+ * An x-converge-policy step was taken: trace it and (with the events
+ * capability) emit MIGRATION with @status unchanged and the step. Any thread.
+ */
+void migration_converge_event(int status, const char *step, const char *reason);
+
 #endif

@@ -40,6 +40,12 @@ typedef struct Converge {
     uint64_t period_start_bytes;
     int high_periods;
     bool limit_set;             /* this migration put the vCPUs under dirty-limit */
+    /*
+     * x-converge-policy names the step: QEMU's rule waits for the policy
+     * to engage it (converge_engage_*), then runs as without a policy.
+     */
+    bool hold_limit, hold_throttle;
+    bool throttle_engaged;      /* the policy started the throttle: QEMU's rule raises it */
     /* converge_tick: the ring counts' last second */
     int64_t tick_start_ns;
     uint64_t tick_start_pages;
@@ -60,9 +66,11 @@ static uint64_t converge_ring_pages(void)
     return pages;
 }
 
-void converge_start(uint64_t transferred)
+void converge_start(uint64_t transferred, bool hold_limit, bool hold_throttle)
 {
     memset(&conv, 0, sizeof(conv));
+    conv.hold_limit = hold_limit;
+    conv.hold_throttle = hold_throttle;
     conv.period_start_ns = conv.tick_start_ns = get_clock_ns();
     conv.period_start_bytes = transferred;
     conv.tick_start_pages = converge_ring_pages();
@@ -116,10 +124,15 @@ void converge_after_sync(uint64_t new_pages, uint64_t transferred)
     sent = transferred - conv.period_start_bytes;
     threshold = sent * migrate_throttle_trigger_threshold() / 100;
     if (dirty > threshold && ++conv.high_periods >= 2) {
+        bool limit = migrate_cap(MIGRATION_CAPABILITY_DIRTY_LIMIT) && !conv.hold_limit;
+
         conv.high_periods = 0;
-        if (migrate_cap(MIGRATION_CAPABILITY_DIRTY_LIMIT)) {
+        if (limit) {
             converge_limit_guest();
-        } else if (migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE)) {
+        }
+        /* As QEMU: dirty-limit instead of the throttle, unless a policy added it. */
+        if (migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE) && !conv.hold_throttle &&
+            (!limit || conv.throttle_engaged)) {
             converge_throttle_guest(dirty, threshold);
         }
     } else if (dirty <= threshold) {
@@ -136,7 +149,7 @@ void converge_tick(double bandwidth_bpms)
     uint64_t pages;
     double dirty_bpms;
 
-    if (!migrate_cap(MIGRATION_CAPABILITY_DIRTY_LIMIT) || conv.limit_set ||
+    if (!migrate_cap(MIGRATION_CAPABILITY_DIRTY_LIMIT) || conv.limit_set || conv.hold_limit ||
         now - conv.tick_start_ns < CONVERGE_PERIOD_NS || bandwidth_bpms <= 0) {
         return;
     }
@@ -154,6 +167,22 @@ void converge_tick(double bandwidth_bpms)
     }
     conv.tick_start_ns = now;
     conv.tick_start_pages = pages;
+}
+
+void converge_engage_dirty_limit(void)
+{
+    conv.hold_limit = false;
+    converge_limit_guest();
+}
+
+void converge_engage_throttle(void)
+{
+    conv.hold_throttle = false;
+    conv.throttle_engaged = true;
+    if (!cpu_throttle_active()) {
+        cpu_throttle_set(MIN(migrate_cpu_throttle_initial(), migrate_max_cpu_throttle()));
+        trace_migration_converge("auto-converge", (int64_t)cpu_throttle_get_percentage());
+    }
 }
 
 void converge_stop(void)

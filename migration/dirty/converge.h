@@ -12,8 +12,15 @@
 #include <stdint.h>
 #include "qapi/qapi-types.h"
 
-/* A new migration's setup: forget the last one's throttle state. */
-void converge_start(uint64_t transferred);
+/*
+ * A new migration's setup: forget the last one's throttle state. With
+ * @hold_limit / @hold_throttle (x-converge-policy has the step), QEMU's
+ * rule leaves dirty-limit / the throttle alone until engaged below.
+ */
+void converge_start(uint64_t transferred, bool hold_limit, bool hold_throttle);
+/* x-converge-policy's steps: put the vCPUs under dirty-limit now; start the throttle now. */
+void converge_engage_dirty_limit(void);
+void converge_engage_throttle(void);
 /*
  * A dirty sync merged @new_pages dirty pages and the stream has carried
  * @transferred bytes: QEMU's rule (dirtied > throttle-trigger-threshold%

@@ -29,6 +29,7 @@
 #include "migration/transport/channel.h"
 #include "dirty-scan.h"
 #include "migration/stream/global-state.h"
+#include "convergence.h"
 
 typedef struct MigrationOutMode MigrationOutMode;
 typedef struct RAMPageSource RAMPageSource;
@@ -130,6 +131,8 @@ typedef struct MigrationState {
     uint64_t transferred_before;
     bool resuming;              /* ditto: this run resumes a paused migration */
     Error *error;               /* BQL: the first error */
+    /* The downtime model, the policy and progress (convergence.h says who writes what). */
+    Convergence conv;
 } MigrationState;
 
 struct MigrationOutMode {
@@ -147,6 +150,11 @@ struct MigrationOutMode {
     bool hands_over_memory;
     /* Bytes of this mode's own state (MigrationState.mode_state), 0 for none. */
     size_t state_size;
+    /*
+     * It iterates until the downtime fits (precopy, postcopy before its
+     * switch): the downtime model, x-converge-policy and x-progress apply.
+     */
+    bool converges;
 
     /* ---- main thread, BQL held ---- */
     /* migrate: whether the capabilities ask for this mode (first row that says yes wins). */

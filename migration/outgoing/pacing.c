@@ -154,6 +154,10 @@ void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f)
     if (switchover_bpms > 0 && bytes > 10000) {
         s->expected_downtime_ms = migration_expected_downtime_ms(s, remaining);
     }
+    /* x-switchover-rule predicted: the threshold and expected downtime from the model. */
+    if (s->conv.active) {
+        convergence_window(s, remaining);
+    }
     converge_tick(s->bandwidth_bpms);
     w->start_ns = now;
     w->start_bytes = qemu_file_transferred(f);

@@ -624,6 +624,7 @@ static void postcopy_cleanup(MigrationState *s, void *ms)
 const MigrationOutMode postcopy_mode = {
     .name = "postcopy",
     .state_size = sizeof(PostcopyOutState),
+    .converges = true,
     .selected = postcopy_selected,
     .init = postcopy_init,
     .check_caps = postcopy_check_caps,

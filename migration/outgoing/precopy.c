@@ -98,13 +98,15 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
         ps->aim_from = pending;
         return false;
     }
+    t0 = get_clock_ns();
     if (!precopy_prepared(ps) && migration_handover_prepare()) {
         ps->prepared_ns = get_clock_ns();
+        convergence_prepared(s, ps->prepared_ns - t0);
         trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms, "prepared");
         return false;
     }
     /* The prediction this switchover is judged against (x-downtime.expected). */
-    ps->expected_us = migration_expected_downtime_ms(s, pending) * 1000;
+    ps->expected_us = convergence_decided(s, pending);
     return true;
 }
 
@@ -337,6 +339,12 @@ static bool precopy_complete(MigrationState *s, void *ms, QEMUFile *f, Error **e
         ps->dev_ns = t_dev - t_ram;
         ps->total_ns = t_dev - s->downtime_start_ns;
         ps->phases_valid = true;
+        convergence_learn(s, &(DowntimeOutcome) {
+            .stop_us = ps->stop_ns / 1000, .handover_us = ps->handover_ns / 1000,
+            .sync_us = ps->sync_ns / 1000, .ram_us = ps->ram_ns / 1000,
+            .device_us = ps->dev_ns / 1000, .total_us = ps->total_ns / 1000,
+            .ram_bytes = s->downtime_bytes,
+        });
         trace_migration_downtime(ps->stop_ns / 1000, ps->handover_ns / 1000, ps->sync_ns / 1000,
                                  ps->ram_ns / 1000, ps->dev_ns / 1000, ps->total_ns / 1000);
         if (!ram_transport_finishes()) {
@@ -373,6 +381,7 @@ static XDowntimeInfo *precopy_downtime_info(const MigrationState *s, void *ms)
 const MigrationOutMode precopy_mode = {
     .name = "precopy",
     .state_size = sizeof(PrecopyState),
+    .converges = true,
     .downtime_info = precopy_downtime_info,
     .selected = precopy_selected,
     .init = precopy_init,
