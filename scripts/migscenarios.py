@@ -251,10 +251,49 @@ SCENARIOS["display-off"] = dict(
     doc="as display-on, but no display refresh (ours -nographic, QEMU 7.2 without "
         "a VNC client): the migration's cost of a display")
 
+# Migrations that finish on their own (issue 41): scenarios where QEMU's
+# switchover rule (remaining below the throttled rate x the limit) never
+# fires. Each is run with the defaults and with the closest setting each
+# binary has (auto-converge; dirty-limit where it exists); a run that has not
+# completed after give_up_s is cancelled and counted as not completing.
+SLO_GIVE_UP_S = 90
+SLO_BASE = {
+    "slo-verify": {
+        "doc": "1 GiB verify guest rewriting 128 MiB (about 128 MiB/s under dirty tracking "
+               "here) at the default max-bandwidth (128 MiB/s) and downtime-limit (300 ms)",
+        "mem": "1G", "append": "mode=verify mem=128", "params": {},
+    },
+    "slo-seed-150": {
+        "doc": "the seed scenario (dirty-random: 3 GiB, 2 GiB written randomly at 220 MB/s) "
+               "at 150 MiB/s, 100 ms downtime",
+        "mem": "3G", "append": "mode=dirty mem=2048 rate=220 pattern=random",
+        "params": {"max-bandwidth": 150 << 20, "downtime-limit": 100},
+    },
+    "slo-random-600": {
+        "doc": "3 GiB, 2 vCPUs: CPU 0 computes, CPU 1 writes 2 GiB randomly at 600 MB/s; "
+               "300 MiB/s, 100 ms downtime",
+        "mem": "3G", "smp": 2,
+        "append": "mode0=compute mode1=dirty mem=16 mem1=2048 rate1=600 pattern=random",
+        "params": {"max-bandwidth": 300 << 20, "downtime-limit": 100},
+        "pin_vcpus": ["CPU 0/"],
+    },
+}
+for _name, _sc in SLO_BASE.items():
+    _sc = dict(_sc, give_up_s=SLO_GIVE_UP_S, warmup=2)
+    SCENARIOS[_name] = _sc
+    SCENARIOS[_name + "-auto"] = dict(_sc, caps=["auto-converge"],
+                                      doc=_sc["doc"] + "; auto-converge")
+    SCENARIOS[_name + "-dl"] = dict(_sc, caps=["dirty-limit"],
+                                    ours_accel="kvm,dirty-ring-size=4096",
+                                    peer_accel="kvm,dirty-ring-size=4096",
+                                    doc=_sc["doc"] + "; dirty-limit (the dirty ring)")
+
 GROUPS = {
     # dirty-limit against auto-converge, run by run: every binary that has
     # dirty-limit (QEMU 10.0 has, QEMU 7.2 has not: n/a in its column).
     "converge": ["converge-auto", "converge-dirty-limit"],
+    # issue 41: each slo scenario plain, with auto-converge, with dirty-limit.
+    "slo": [n + v for n in SLO_BASE for v in ("", "-auto", "-dl")],
     "postcopy": ["postcopy-at-once", "postcopy-preempt-at-once", ("dirty-random", "ours-only")],
     "postcopy-after-pass-1": ["postcopy-after-pass-1", "postcopy-preempt-after-pass-1",
                               ("dirty-random", "ours-only")],

@@ -84,8 +84,10 @@ def run_precopy(sc, binary, is_peer, log):
         if sc.get("_pin") or sc.get("pin_vcpus"):
             pin_threads(src, None, sc.get("pin_vcpus", ("CPU ",)))
         warm_start = src.line_count()
+        # A verify guest reports passes (PASS), the others STAT lines.
+        warm_line = "PASS" if "mode=verify" in sc["append"] else "STAT"
         for _ in range(sc.get("warmup", 2)):
-            src.wait_line("STAT", 30, src.line_count())
+            src.wait_line(warm_line, 60, src.line_count())
         dst = VM(binary, display_args(disp, is_peer, vm_args(
             binary, is_peer, sc["mem"], sc["append"], smp + ["-incoming", "defer"] +
             tls_args(sc, "server") + (net_args(is_peer, ports[1]) if net else []) +
@@ -194,8 +196,16 @@ def run_precopy(sc, binary, is_peer, log):
             elif now - progress_t > STALL_S:
                 raise RuntimeError("migration stuck in %s at %s bytes for %d s" %
                                    (p[0], p[1], STALL_S))
-            if now - t0 > 600:
-                raise RuntimeError("migration did not finish in 600 s")
+            # slo scenarios: QEMU's rule may never switch over; say so and stop.
+            give_up = sc.get("give_up_s", 600)
+            if now - t0 > give_up:
+                passes = info.get("ram", {}).get("dirty-sync-count", 0)
+                try:
+                    src.qmp.cmd("migrate_cancel")
+                except (QMPError, MonitorGone, OSError):
+                    pass
+                raise RuntimeError("migration did not complete in %d s (%d passes)" %
+                                   (give_up, passes))
             time.sleep(0.05)
         wall = time.monotonic() - t0
         if probe:

@@ -718,6 +718,32 @@ char *vm_status(VM *vm)
     return s;
 }
 
+/*
+ * Issue 41: x-progress.percent never runs backwards within a migration. A
+ * total-time that went down is a new migration, whose percent starts over.
+ */
+void vm_check_progress(VM *vm, JsonNode *info)
+{
+    double pct;
+    int64_t total;
+
+    if (!json_has(info, "x-progress.percent") || !json_has(info, "total-time")) {
+        return;
+    }
+    pct = json_get_double(info, "x-progress.percent");
+    total = json_get_int(info, "total-time");
+    if (total < vm->progress_total_ms) {
+        vm->progress_percent = 0;
+    }
+    if (pct < vm->progress_percent || pct < 0 || pct > 100) {
+        g_autofree char *m = g_strdup_printf("x-progress.percent went from %.3f to %.3f",
+                                             vm->progress_percent, pct);
+        vm_fail(vm, m);
+    }
+    vm->progress_percent = pct;
+    vm->progress_total_ms = total;
+}
+
 JsonNode *vm_wait_migration(VM *vm, const char *want, int timeout_s)
 {
     gint64 end = deadline_after(timeout_s);
@@ -727,6 +753,7 @@ JsonNode *vm_wait_migration(VM *vm, const char *want, int timeout_s)
         JsonNode *r = vm_qmp_ok(vm, "{'execute': 'query-migrate'}");
         g_autofree char *st = g_strdup(json_has(r, "status") ? json_get_str(r, "status") : "none");
 
+        vm_check_progress(vm, r);
         if (g_strv_contains((const char *const *)states, st)) {
             return r;
         }

@@ -31,6 +31,12 @@ typedef struct VM {
     bool exited;
     int exit_status;            /* WEXITSTATUS, or 128+signal */
     int stdin_fd;               /* write end of the child's stdin, or -1 (/dev/null) */
+    /*
+     * vm_wait_migration: the last x-progress.percent and total-time polled,
+     * to check that the percent never decreases within one migration.
+     */
+    double progress_percent;
+    int64_t progress_total_ms;
 } VM;
 
 /* Binary under test (env QTEST_QEMU_BINARY, else the build tree's). */
@@ -91,6 +97,8 @@ JsonNode *vm_wait_event(VM *vm, const char *name, int timeout_s);
 char *vm_hmp(VM *vm, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* query-status .status */
 char *vm_status(VM *vm);
+/* Fails @vm's test if @info's x-progress.percent went back within a migration. */
+void vm_check_progress(VM *vm, JsonNode *info);
 /* Polls query-migrate until status is one of '|'-separated @want; returns the reply. */
 JsonNode *vm_wait_migration(VM *vm, const char *want, int timeout_s);
 
@@ -120,6 +128,8 @@ double line_get_double(const char *line, const char *key);
 /* Helpers for JSON results. */
 const char *json_get_str(JsonNode *obj, const char *path);
 int64_t json_get_int(JsonNode *obj, const char *path);
+/* A number, integer or not. */
+double json_get_double(JsonNode *obj, const char *path);
 bool json_has(JsonNode *obj, const char *path);
 
 /* A fresh temporary directory removed at exit. */

@@ -89,6 +89,7 @@ static int64_t migrate_outrunning(VM *src, VM *dst, const char *uri, const char 
                               "{'capability': 'events', 'state': true}]}}", cap));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'max-bandwidth': %d, 'downtime-limit': 100, "
+                              "'x-switchover-rule': 'bandwidth', "
                               "'cpu-throttle-initial': 40, 'cpu-throttle-increment': 20, "
                               "'vcpu-dirty-limit': 20}}", OUTRUN_BANDWIDTH));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
@@ -497,6 +498,7 @@ static void migrate_two_cpus(const char *cap, const char *accel, const char *eve
                               "{'capabilities': [{'capability': '%s', 'state': true}]}}", cap));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'max-bandwidth': %d, 'downtime-limit': 100, "
+                              "'x-switchover-rule': 'bandwidth', "
                               "'cpu-throttle-initial': 60, 'cpu-throttle-increment': 20, "
                               "'vcpu-dirty-limit': 20}}", 100 << 20));
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));

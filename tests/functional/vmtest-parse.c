@@ -79,6 +79,17 @@ int64_t json_get_int(JsonNode *obj, const char *path)
     return json_node_get_int(n);
 }
 
+double json_get_double(JsonNode *obj, const char *path)
+{
+    JsonNode *n = json_lookup(obj, path);
+
+    if (!n || !JSON_NODE_HOLDS_VALUE(n)) {
+        g_error("JSON member %s is missing", path);
+    }
+    return json_node_get_value_type(n) == G_TYPE_DOUBLE ? json_node_get_double(n)
+                                                        : json_node_get_int(n);
+}
+
 char *vmtest_analyze_stream(const char *file, const char *mode, const char *extra)
 {
     g_autofree char *cmd = g_strdup_printf("python3 %s/scripts/analyze-migration.py -f %s -d %s %s",
