@@ -38,6 +38,8 @@
 #define VIRTIO_BLK_MERGE_MAX_IOV        1024
 #define VIRTIO_BLK_MERGE_MAX_BYTES      (1024 * 1024)
 
+#define VIRTIO_BLK_HDR_LEN      16      /* type (le32), ioprio (le32), sector (le64) */
+
 struct VirtIOBlockReq {
     VirtIOBlock *b;
     VirtQueue *vq;
@@ -88,6 +90,23 @@ static inline void virtio_blk_unlock(VirtIOBlock *b)
 {
     tsan_g_mutex_unlock(&b->lock);
 }
+
+/* A chain a migration brought in flight (VirtIOBlock.loaded). */
+typedef struct VirtIOBlkLoaded {
+    VirtQueue *vq;
+    VirtQueueElement *elem;
+} VirtIOBlkLoaded;
+
+/* virtio-blk.c. Device thread: one chain, answered now or into @run; false if it broke the device. */
+bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e, VirtIOBlkRun *run,
+                       uint32_t *pushed);
+/* Any thread: a request leaves the device (in_flight counted down). */
+void virtio_blk_req_free(VirtIOBlockReq *r);
+
+/* virtio-blk-held.c. Device thread: the loaded chains, handled as popped ones. */
+void virtio_blk_replay_loaded(VirtIOBlock *b, VirtIOBlkRun *run, uint32_t *pushed);
+/* BQL, device thread stopped: drops the loaded chains (a reset: they are the old driver's). */
+void virtio_blk_loaded_free_all(VirtIOBlock *b);
 
 /* virtio-blk-merge.c. Device thread: @r needs I/O; it joins @run or opens the next one. */
 void virtio_blk_run_add(VirtIOBlock *b, VirtIOBlkRun *run, VirtIOBlockReq *r);

@@ -6,13 +6,14 @@
  * 57-byte config cache, then virtio-blk's own part, the requests QEMU had
  * in flight (each a 1 byte and the request, then a 0 byte), then the
  * generic subsections. Learned from QEMU 7.2's streams of a microvm
- * guest, paused and after the firmware's blkverify ran
- * (docs/devel/qemu-interop.md, "virtio-blk").
+ * guest, paused, after the firmware's blkverify ran, and stopped by
+ * werror=stop or rerror=stop with requests held (docs/devel/qemu-interop.md,
+ * "virtio-blk").
  *
- * We drain before saving, so we send no request (a single 0 byte); a
- * stream with requests in it (QEMU's werror=stop retries) is refused, as
- * are requests we hold for a retry ourselves (virtio_blk_mig_can_save).
- * BQL held, device thread stopped, for both directions.
+ * We drain before saving, so the only requests in flight are those held
+ * for a retry: they go in QEMU's list, and a stream's come back held
+ * (virtio-blk-held.c). BQL held, device thread stopped, for both
+ * directions.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -27,7 +28,7 @@
 
 typedef struct VirtIOBlkMMIOQemu {
     QemuVirtioImage img;        /* first: the shared subsections see it at offset 0 */
-    uint8_t req_end;            /* 0: no request follows (the only value we take) */
+    VirtIOBlkInFlight reqs;     /* virtio-blk's own part: the requests in flight */
 } VirtIOBlkMMIOQemu;
 
 /* The shared head and subsections address the image through the device's struct. */
@@ -39,14 +40,13 @@ static bool virtio_blk_qemu_pre_save(void *opaque, Error **errp)
     VirtIODevice *vdev = q->img.vdev;
     uint8_t config[VIRTIO_BLK_CONFIG_SIZE];
 
-    if (!virtio_blk_mig_can_save(vdev, errp) ||
+    if (!virtio_blk_inflight_count(&q->reqs, q->img.inuse, errp) ||
         !qemu_virtio_image_save(&q->img, vdev->ops->num_queues, 0, errp)) {
         return false;
     }
     virtio_blk_mig_config(vdev, config);
     q->img.config_len = QEMU_BLK_CONFIG_LEN;
     memcpy(q->img.config, config, QEMU_BLK_CONFIG_LEN);
-    q->req_end = 0;
     return true;
 }
 
@@ -55,7 +55,7 @@ static bool virtio_blk_qemu_pre_load(void *opaque, Error **errp)
     VirtIOBlkMMIOQemu *q = opaque;
 
     qemu_virtio_image_pre_load(&q->img);
-    q->req_end = 0;
+    virtio_blk_inflight_reset(&q->reqs);
     return true;
 }
 
@@ -63,15 +63,18 @@ static bool virtio_blk_qemu_post_load(void *opaque, int version_id, Error **errp
 {
     VirtIOBlkMMIOQemu *q = opaque;
     VirtIODevice *vdev = q->img.vdev;
+    uint32_t queue_num[VIRTIO_BLK_MAX_QUEUES] = { 0 };
 
-    if (q->req_end) {
-        error_setg(errp, "%s: the stream carries requests in flight (0x%x); taking them is "
-                   "not supported", vdev->name, q->req_end);
+    /* The stream's queue sizes, where it has the device's queues (the image's load checks). */
+    for (unsigned int i = 0; i < MIN(q->img.num_queues, vdev->ops->num_queues); i++) {
+        queue_num[i] = q->img.vq[i].num;
+    }
+    if (!virtio_blk_inflight_check(&q->reqs, queue_num, q->img.inuse, errp) ||
+        !qemu_virtio_image_load(&q->img, VIRTIO_BLK_MAX_QUEUES, errp)) {
+        virtio_blk_inflight_reset(&q->reqs);
         return false;
     }
-    if (!qemu_virtio_image_load(&q->img, VIRTIO_BLK_MAX_QUEUES, errp)) {
-        return false;
-    }
+    virtio_blk_inflight_apply(&q->reqs);
     /* The driver's write cache choice (CONFIG_WCE) is in QEMU's config cache. */
     if (q->img.config_len > QEMU_BLK_WRITEBACK) {
         virtio_blk_mig_set_writeback(vdev, q->img.config[QEMU_BLK_WRITEBACK] != 0);
@@ -87,8 +90,8 @@ static const VMStateDescription vmstate_qemu_virtio_blk = {
     .pre_load = virtio_blk_qemu_pre_load,
     .fields = (const VMStateField[]) {
         QEMU_VIRTIO_HEAD_FIELDS(QEMU_BLK_CONFIG_MAX, VIRTIO_BLK_MAX_QUEUES),
-        /* virtio-blk's own: the list of requests in flight, empty */
-        VMSTATE_UINT8(req_end, VirtIOBlkMMIOQemu),
+        /* virtio-blk's own: the list of requests in flight */
+        VMSTATE_CUSTOM(reqs, VirtIOBlkMMIOQemu, virtio_blk_vmstate_inflight),
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription *const[]) {
@@ -125,5 +128,7 @@ void virtio_blk_mmio_state_register(VirtIOMMIOState *mmio)
 
     qemu_virtio_image_init(&q->img, mmio, QEMU_BLK_CONFIG_MAX);
     assert(q->img.vdev->ops->device_id == VIRTIO_ID_BLOCK);
+    virtio_blk_inflight_init(&q->reqs, container_of(q->img.vdev, VirtIOBlock, vdev),
+                             &q->img.num_queues);
     vmstate_register(idstr, 0, &vmstate_virtio_blk_mmio, q);
 }

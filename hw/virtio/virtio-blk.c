@@ -21,8 +21,8 @@
  * returned, no worker touches guest RAM and every finished request is in
  * the used ring (or was dropped because the driver reset the device), so
  * the RAM and the ring indices the migration sends say everything; only
- * requests held for a retry (werror=stop) are left, and a save refuses
- * them (virtio_blk_mig_can_save).
+ * requests held for a retry (werror=stop) are left, and the device state
+ * carries them (virtio-blk-held.c).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -34,7 +34,6 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_blk.h>
 
-#define VIRTIO_BLK_HDR_LEN      16      /* type (le32), ioprio (le32), sector (le64) */
 #define VIRTIO_BLK_SEG_LEN      16      /* discard/write zeroes: sector, num_sectors, flags */
 
 /* An error action for the main loop (blk_error_action needs the BQL). */
@@ -44,7 +43,7 @@ typedef struct VirtIOBlkEvent {
     int err;
 } VirtIOBlkEvent;
 
-static void virtio_blk_req_free(VirtIOBlockReq *r)
+void virtio_blk_req_free(VirtIOBlockReq *r)
 {
     __atomic_fetch_sub(&r->b->in_flight, 1, __ATOMIC_RELEASE);
     g_free(r->iov);
@@ -371,8 +370,8 @@ static bool virtio_blk_prepare(VirtIOBlock *b, VirtIOBlockReq *r)
  * status byte is no request at all: the device is broken (virtio_error),
  * as the spec allows and QEMU does. Returns false then.
  */
-static bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e,
-                              VirtIOBlkRun *run, uint32_t *pushed)
+bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e, VirtIOBlkRun *run,
+                       uint32_t *pushed)
 {
     VirtIOBlockReq *r;
 
@@ -405,6 +404,8 @@ static void virtio_blk_queue_notify(VirtIODevice *vdev, VirtQueue *vq)
     uint32_t pushed = 0;
 
     virtio_blk_complete_done(b, &pushed);
+    /* Chains a migration brought in flight (once, as the thread starts): before new ones. */
+    virtio_blk_replay_loaded(b, &run, &pushed);
     /*
      * No kicks while we take chains; after, look once more for what came
      * meanwhile. What one pass takes may merge (virtio-blk-merge.c); the
@@ -591,25 +592,10 @@ static void virtio_blk_reset(VirtIODevice *vdev)
         virtio_blk_lock(b);
     }
     virtio_blk_unlock(b);
+    virtio_blk_loaded_free_all(b);
     b->next_worker = 0;
     /* The drive's cache mode again, as a fresh driver finds it. */
     __atomic_store_n(&b->writeback, blk_enable_write_cache(b->blk), __ATOMIC_RELAXED);
-}
-
-bool virtio_blk_mig_can_save(VirtIODevice *vdev, Error **errp)
-{
-    VirtIOBlock *b = container_of(vdev, VirtIOBlock, vdev);
-    guint held;
-
-    virtio_blk_lock(b);
-    held = g_queue_get_length(&b->held);
-    virtio_blk_unlock(b);
-    if (held) {
-        error_setg(errp, "%s: %u request(s) failed and wait for a retry (werror/rerror=stop); "
-                   "their state cannot be migrated yet", vdev->name, held);
-        return false;
-    }
-    return true;
 }
 
 static const VirtIODeviceOps virtio_blk_ops_template = {
@@ -657,6 +643,7 @@ bool virtio_blk_init(VirtIOBlock *b, Error **errp)
     g_mutex_init(&b->lock);
     g_queue_init(&b->done);
     g_queue_init(&b->held);
+    g_queue_init(&b->loaded);
     g_queue_init(&b->events);
     b->pool = worker_pool_new("vblk-w%d", VIRTIO_BLK_WORKERS, &virtio_blk_pool_ops, b);
     for (int i = 0; i < VIRTIO_BLK_WORKERS; i++) {
@@ -690,6 +677,7 @@ void virtio_blk_fini(VirtIOBlock *b)
     while ((r = g_queue_pop_head(&b->held))) {
         virtio_blk_req_free(r);
     }
+    virtio_blk_loaded_free_all(b);
     while ((ev = g_queue_pop_head(&b->events))) {
         g_free(ev);
     }

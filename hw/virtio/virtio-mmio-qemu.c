@@ -22,6 +22,7 @@ void qemu_virtio_image_init(QemuVirtioImage *q, VirtIOMMIOState *mmio, uint32_t 
 void qemu_virtio_image_pre_load(QemuVirtioImage *q)
 {
     q->got_features = q->got_rings = q->got_mmio = false;
+    memset(q->inuse, 0, sizeof(q->inuse));
     q->features = 0;
     q->started = 0;
 }
@@ -65,6 +66,9 @@ bool qemu_virtio_image_save(QemuVirtioImage *q, unsigned int qemu_nq, uint32_t e
 
     assert(qemu_nq <= VIRTIO_MMIO_MAX_QUEUES);
     virtio_mmio_mig_save(q->mmio, m);
+    for (unsigned int i = 0; i < m->num_queues; i++) {
+        virtqueue_state_keep_inuse(&q->vdev->vq[i], &m->vq[i], q->inuse[i]);
+    }
     if (m->dev.broken) {
         /* QEMU's "virtio/broken" subsection is not learned yet. */
         error_setg(errp, "%s: the device is broken (NEEDS_RESET); its state cannot be sent "
@@ -116,6 +120,11 @@ static bool image_queue_to_state(const QemuVirtioImage *q, unsigned int i, VirtQ
         .used_addr = halves(mq->used),
     };
     if (!st->ready) {
+        if (q->inuse[i]) {
+            error_setg(errp, "%s: queue %u: %u requests in flight on a queue not ready",
+                       q->vdev->name, i, q->inuse[i]);
+            return false;
+        }
         return true;
     }
     if (vq->desc != st->desc_addr || q->rings[i].avail != st->avail_addr ||
@@ -128,13 +137,16 @@ static bool image_queue_to_state(const QemuVirtioImage *q, unsigned int i, VirtQ
     /*
      * QEMU does not send the used index: it is the device ring's, in guest
      * RAM (loaded before the device sections). Chains the source had taken
-     * and not returned are offered again. Under postcopy or a lazy restore
-     * that page may not be here yet: then no chain is taken to be in
+     * and not returned are offered again, but those the device's part
+     * carries (q->inuse): they stay taken. Under postcopy or a lazy restore
+     * that page may not be here yet: then only those are taken to be in
      * flight (what a drained source leaves), and the device's own checks
      * at its first kick remain.
      */
+    st->inuse = q->inuse[i];
+    st->last_avail_idx = vq->last_avail_idx;
     if (guest_ram_reads_may_wait()) {
-        st->last_avail_idx = st->used_idx = vq->last_avail_idx;
+        st->used_idx = vq->last_avail_idx - q->inuse[i];
         return true;
     }
     if (!guest_phys_rw(st->used_addr + 2, &ram_used, sizeof(ram_used), false)) {
@@ -149,7 +161,20 @@ static bool image_queue_to_state(const QemuVirtioImage *q, unsigned int i, VirtQ
                    ram_used);
         return false;
     }
-    st->last_avail_idx = st->used_idx = ram_used;
+    if (!q->inuse[i]) {
+        st->last_avail_idx = ram_used;
+    } else if ((uint16_t)(vq->last_avail_idx - ram_used) != q->inuse[i]) {
+        /*
+         * Each taken chain is either returned (counted by the used ring's
+         * idx) or carried: else one would run twice or never complete.
+         */
+        error_setg(errp, "%s: queue %u: %u requests in flight in the stream, but "
+                   "last_avail_idx %u is %u past the used ring's idx %u", q->vdev->name, i,
+                   q->inuse[i], vq->last_avail_idx, (uint16_t)(vq->last_avail_idx - ram_used),
+                   ram_used);
+        return false;
+    }
+    st->used_idx = ram_used;
     return true;
 }
 

@@ -71,6 +71,12 @@ typedef struct QemuVirtioImage {
 
     /* Which subsections a load brought (staging, BQL). */
     bool got_features, got_rings, got_mmio;
+    /*
+     * Chains in use that the device's own part carries, per queue (staging,
+     * BQL): a save keeps them in last_avail_idx, a load takes them as in
+     * use (not offered again). Set by the device before _save and _load.
+     */
+    uint16_t inuse[VIRTIO_MMIO_MAX_QUEUES];
 } QemuVirtioImage;
 
 /*
@@ -106,14 +112,15 @@ void qemu_virtio_image_pre_load(QemuVirtioImage *q);
 /*
  * Save: the transport's and the core's state into @q, with @qemu_nq
  * queues in QEMU's list (the device's, then unset ones QEMU would have of
- * size @extra_num). The caller fills q->config. False (errp set) if the
- * state cannot be said in QEMU's layout (a broken device).
+ * size @extra_num). The caller fills q->config and q->inuse. False (errp
+ * set) if the state cannot be said in QEMU's layout (a broken device).
  */
 bool qemu_virtio_image_save(QemuVirtioImage *q, unsigned int qemu_nq, uint32_t extra_num,
                             Error **errp);
 /*
  * Load: checks @q against the device (up to @qemu_nq_max queues in the
- * stream, the ones the device lacks never set up) and applies it through
+ * stream, the ones the device lacks never set up; q->inuse chains in use
+ * on each, no more, no fewer) and applies it through
  * virtio_mmio_mig_load(); nothing is applied on failure.
  */
 bool qemu_virtio_image_load(QemuVirtioImage *q, unsigned int qemu_nq_max, Error **errp);

@@ -33,6 +33,18 @@ void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st)
     };
 }
 
+void virtqueue_state_keep_inuse(const VirtQueue *vq, VirtQueueState *st, uint16_t kept)
+{
+    if (!kept) {
+        return;                 /* all rewound, as virtqueue_get_state() left them */
+    }
+    assert(kept == vq->inuse);
+    if (st->ready) {
+        st->last_avail_idx = vq->last_avail_idx;
+        st->inuse = kept;
+    }
+}
+
 /* A scratch queue's error callback: keeps the first reason. */
 static void virtqueue_state_capture(void *opaque, VirtQueue *vq, const char *msg)
 {
@@ -115,16 +127,66 @@ bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error 
         return false;
     }
     /*
-     * virtqueue_get_state() rewinds every chain the device held: what was
-     * taken and what was returned are the same count in a stream of ours.
+     * virtqueue_get_state() rewinds every chain the device held but those
+     * its own state carries: taken = returned + carried, or a chain would
+     * be taken twice (rewound and carried) or never returned.
      */
-    if (st->last_avail_idx != st->used_idx) {
-        error_setg(errp, "queue %u: last_avail_idx %u is not used_idx %u (%u buffers in "
-                   "flight, where a saved queue has none)", vq->index, st->last_avail_idx,
-                   st->used_idx, (uint16_t)(st->last_avail_idx - st->used_idx));
+    if (st->inuse > st->num || (uint16_t)(st->last_avail_idx - st->used_idx) != st->inuse) {
+        error_setg(errp, "queue %u: last_avail_idx %u is %u past used_idx %u, but %u chains "
+                   "in use come with the device", vq->index, st->last_avail_idx,
+                   (uint16_t)(st->last_avail_idx - st->used_idx), st->used_idx, st->inuse);
         return false;
     }
     return true;
+}
+
+VirtQueueElement *virtqueue_elem_load(uint16_t num, unsigned int index, unsigned int out_num,
+                                      unsigned int in_num, const uint64_t *addr,
+                                      const uint64_t *len, Error **errp)
+{
+    unsigned int n = out_num + in_num;
+    VirtQueueElement *elem;
+
+    if (index >= num) {
+        error_setg(errp, "head %u is beyond the queue size %u", index, num);
+        return NULL;
+    }
+    if (out_num > VIRTQUEUE_MAX_SIZE || in_num > VIRTQUEUE_MAX_SIZE || !n ||
+        n > VIRTQUEUE_MAX_SIZE) {
+        error_setg(errp, "chain at head %u: %u buffers out and %u in (1 to %d together)",
+                   index, out_num, in_num, VIRTQUEUE_MAX_SIZE);
+        return NULL;
+    }
+    elem = g_malloc0(sizeof(*elem) + n * (sizeof(struct iovec) + sizeof(uint64_t)));
+    elem->index = index;
+    elem->out_num = out_num;
+    elem->in_num = in_num;
+    elem->out_sg = (struct iovec *)(elem + 1);
+    elem->in_sg = elem->out_sg + out_num;
+    elem->out_addr = (uint64_t *)(elem->out_sg + n);
+    elem->in_addr = elem->out_addr + out_num;
+    for (unsigned int i = 0; i < n; i++) {
+        /* As a descriptor: a 32-bit length, not empty, inside one RAM range. */
+        void *host = len[i] && len[i] <= UINT32_MAX && addr[i] + len[i] > addr[i] ?
+                     guest_phys_to_host(addr[i], len[i]) : NULL;
+
+        if (!host) {
+            error_setg(errp, "chain at head %u: buffer %u (0x%" PRIx64 "+0x%" PRIx64 ") is %s",
+                       index, i, addr[i], len[i],
+                       !len[i] || len[i] > UINT32_MAX ? "not a descriptor's length"
+                                                      : "outside guest RAM");
+            g_free(elem);
+            return NULL;
+        }
+        elem->out_sg[i] = (struct iovec) { .iov_base = host, .iov_len = len[i] };
+        elem->out_addr[i] = addr[i];
+        if (i < out_num) {
+            elem->out_len += len[i];
+        } else {
+            elem->in_len += len[i];
+        }
+    }
+    return elem;
 }
 
 void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
@@ -148,6 +210,6 @@ void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx
      */
     vq->signalled_used = st->used_idx;
     vq->signalled_used_valid = false;
-    vq->inuse = 0;
+    vq->inuse = st->inuse;
     virtqueue_map(vq, event_idx, indirect);
 }

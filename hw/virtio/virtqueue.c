@@ -381,7 +381,7 @@ static VirtQueueElement *virtqueue_elem_new(VirtQueue *vq, const ChainWalk *w,
     VirtQueueElement *elem;
     uint8_t *p;
 
-    elem = g_malloc(sizeof(*elem) + n * sizeof(struct iovec) + w->in_num * sizeof(uint64_t));
+    elem = g_malloc(sizeof(*elem) + n * (sizeof(struct iovec) + sizeof(uint64_t)));
     p = (uint8_t *)(elem + 1);
     elem->index = head;
     elem->out_num = w->out_num;
@@ -390,9 +390,10 @@ static VirtQueueElement *virtqueue_elem_new(VirtQueue *vq, const ChainWalk *w,
     elem->in_len = w->in_len;
     elem->out_sg = (struct iovec *)p;
     elem->in_sg = elem->out_sg + w->out_num;
-    elem->in_addr = (uint64_t *)(elem->out_sg + n);
+    elem->out_addr = (uint64_t *)(elem->out_sg + n);
+    elem->in_addr = elem->out_addr + w->out_num;
     memcpy(elem->out_sg, vq->scratch_iov, n * sizeof(struct iovec));
-    memcpy(elem->in_addr, vq->scratch_addr + w->out_num, w->in_num * sizeof(uint64_t));
+    memcpy(elem->out_addr, vq->scratch_addr, n * sizeof(uint64_t));
     return elem;
 }
 

@@ -28,9 +28,23 @@ typedef enum VMStateType {
     VMS_STRUCT,                 /* nested description */
     VMS_TMP,                    /* nested description, inline in the vmdesc (QEMU's "tmp") */
     VMS_UNUSED,                 /* bytes QEMU's layout keeps: zeroes out, skipped in */
+    VMS_CUSTOM,                 /* bytes its owner reads and writes (VMStateCustom) */
 } VMStateType;
 
 typedef struct VMStateDescription VMStateDescription;
+
+/*
+ * A field no table can say: a length known only by reading it (QEMU's
+ * lists of records, each after a 1 byte, ended by a 0). Both hooks get the
+ * member's address. put returns false (errp set) if the state cannot be
+ * written; get returns false (errp set) on a value it refuses, and leaves
+ * stream errors (a truncated stream) to the engine, which checks the file
+ * after it.
+ */
+typedef struct VMStateCustom {
+    bool (*put)(QEMUFile *f, void *p, Error **errp);
+    bool (*get)(QEMUFile *f, void *p, Error **errp);
+} VMStateCustom;
 
 typedef struct VMStateField {
     const char *name;
@@ -42,6 +56,7 @@ typedef struct VMStateField {
     size_t num_offset;
     uint32_t max;               /* ... and must not exceed max */
     const VMStateDescription *vmsd;     /* VMS_STRUCT */
+    const VMStateCustom *custom;        /* VMS_CUSTOM */
     int version_id;             /* field exists since this version */
     bool equal;                 /* scalar: the loaded value must be the one in memory */
 } VMStateField;
@@ -173,6 +188,11 @@ struct VMStateDescription {
  * type "unused_buffer"): we write zeroes and skip what comes in.
  */
 #define VMSTATE_UNUSED(_size) { .name = "unused", .type = VMS_UNUSED, .size = (_size) }
+
+/* Member _f, read and written by _custom's hooks; our vmdesc says "buffer" of the bytes put wrote. */
+#define VMSTATE_CUSTOM(_f, _s, _custom) {                                       \
+    .name = #_f, .type = VMS_CUSTOM, .offset = offsetof(_s, _f),               \
+    .size = VMSTATE_SIZEOF(_s, _f), .custom = &(_custom) }
 
 #define VMSTATE_END_OF_LIST() { .name = NULL }
 

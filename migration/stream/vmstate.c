@@ -27,7 +27,8 @@ static const char *vmstate_type_name(const VMStateField *field)
     case VMS_INT64:  return "int64";
     case VMS_BOOL:   return "bool";
     case VMS_BUFFER:
-    case VMS_VBUFFER: return "buffer";
+    case VMS_VBUFFER:
+    case VMS_CUSTOM: return "buffer";
     case VMS_STRUCT: return "struct";
     case VMS_TMP:    return "tmp";
     case VMS_UNUSED: return "unused_buffer";
@@ -41,7 +42,7 @@ static uint32_t vmstate_n_elems(const VMStateField *field, void *opaque)
     if (field->varray) {
         return *(uint32_t *)((uint8_t *)opaque + field->num_offset);
     }
-    if (field->type == VMS_BUFFER || field->type == VMS_UNUSED) {
+    if (field->type == VMS_BUFFER || field->type == VMS_UNUSED || field->type == VMS_CUSTOM) {
         return 1;
     }
     return field->num ? field->num : 1;
@@ -162,6 +163,22 @@ static bool vmstate_save_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
             }
             for (size_t done = 0; done < field->size; done += MIN(sizeof(zero), field->size - done)) {
                 qemu_put_buffer(f, zero, MIN(sizeof(zero), field->size - done));
+            }
+            continue;
+        }
+        if (field->type == VMS_CUSTOM) {
+            uint64_t start = qemu_file_transferred(f);
+
+            if (vmdesc) {
+                vmdesc_begin_object(vmdesc);
+                vmdesc_field(vmdesc, field, -1, -1);
+            }
+            if (!field->custom->put(f, base, errp)) {
+                error_prepend(errp, "%s: field '%s': ", vmsd->name, field->name);
+                return false;
+            }
+            if (vmdesc) {
+                vmdesc_field_end(vmdesc, qemu_file_transferred(f) - start);
             }
             continue;
         }
@@ -301,6 +318,19 @@ static bool vmstate_load_fields(QEMUFile *f, const VMStateDescription *vmsd, voi
         }
         if (field->type == VMS_UNUSED) {
             qemu_file_skip(f, field->size);
+        } else if (field->type == VMS_CUSTOM) {
+            Error *err = NULL;
+
+            if (!field->custom->get(f, base, &err)) {
+                /* A truncated stream is reported below, as for any field. */
+                if (qemu_file_get_error(f)) {
+                    error_free(err);
+                } else {
+                    error_propagate(errp, err);
+                    error_prepend(errp, "%s: field '%s': ", vmsd->name, field->name);
+                    return false;
+                }
+            }
         } else if (field->type == VMS_BUFFER || field->type == VMS_VBUFFER) {
             qemu_get_buffer(f, base, field->type == VMS_BUFFER ? field->size : n);
         } else {

@@ -123,7 +123,7 @@ static void test_migrate_hostile(void)
     REFUSED(good, vq[0].desc_addr, DESC_GPA + 8, "aligned");
     REFUSED(good, vq[0].num, 12, "power of two");
     REFUSED(good, vq[0].num, 2 * QSIZE, "above the maximum");
-    REFUSED(good, vq[0].last_avail_idx, 100, "is not used_idx");
+    REFUSED(good, vq[0].last_avail_idx, 100, "past used_idx 1, but 0 chains in use");
     REFUSED(good, num_queues, 3, "3 queues in the stream");
     REFUSED(good, num_queues, 17, "17 queues in the stream");
     REFUSED(good, dev.status, 0x1f, "invalid status");

@@ -27,7 +27,9 @@
  * again); between its pop and its submission, in the device thread's run,
  * which is submitted before the pass that popped it ends. Before the device state is saved the stop hook
  * waits for every worker and pushes what is done (the drain), so the only
- * requests a stopped device can still own are held ones.
+ * requests a stopped device can still own are held ones (and those a
+ * migration brought that have not run yet): the device state carries them
+ * (virtio-blk-held.c).
  */
 #ifndef HW_VIRTIO_VIRTIO_BLK_H
 #define HW_VIRTIO_VIRTIO_BLK_H
@@ -40,6 +42,7 @@
 #include "qemu/worker-pool.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-mmio.h"
+#include "migration/vmstate.h"
 
 /*
  * QueueNumMax as QEMU's virtio-mmio says it (VIRTQUEUE_MAX_SIZE); seg_max
@@ -97,6 +100,12 @@ typedef struct VirtIOBlock {
     GMutex lock;
     GQueue done;                /* VirtIOBlockReq: finished, status set, not yet pushed */
     GQueue held;                /* VirtIOBlockReq: failed with action STOP, for a retry */
+    /*
+     * VirtIOBlkLoaded: chains a migration stream brought as in flight (the
+     * source's held requests), for the device thread to take before it
+     * pops new ones. Not counted in in_flight until it takes them.
+     */
+    GQueue loaded;
     GQueue events;              /* VirtIOBlkEvent: error actions for the main loop */
 
     /* Disk size in 512-byte sectors: written under the BQL, read by the device thread (atomic). */
@@ -137,9 +146,31 @@ void virtio_blk_print_help(void);
 
 /*
  * Migration, BQL held, device thread stopped and drained. Requests held
- * for a retry (werror=stop) cannot move yet: _can_save says so.
+ * for a retry (werror=stop) move with the device state, in QEMU's list
+ * (virtio-blk-held.c): a section embeds a VirtIOBlkInFlight, lists it as
+ * VMSTATE_CUSTOM(..., virtio_blk_vmstate_inflight) and calls:
+ *   save  _count (the chains each queue keeps in use) before the fields
+ *   load  _check (every record against the queues and guest RAM, nothing
+ *         applied), the queues' load, then _apply (cannot fail)
  */
-bool virtio_blk_mig_can_save(VirtIODevice *vdev, Error **errp);
+typedef struct VirtIOBlkInFlight {
+    VirtIOBlock *b;                     /* fixed */
+    const uint32_t *num_queues;         /* fixed: where the stream's queue count is loaded */
+    GPtrArray *records;                 /* staging (BQL): the records as read */
+    GPtrArray *checked;                 /* staging (BQL): their chains, checked */
+} VirtIOBlkInFlight;
+
+extern const VMStateCustom virtio_blk_vmstate_inflight;
+void virtio_blk_inflight_init(VirtIOBlkInFlight *s, VirtIOBlock *b, const uint32_t *num_queues);
+/* Forgets what a load staged. */
+void virtio_blk_inflight_reset(VirtIOBlkInFlight *s);
+/* @inuse (a queue count of entries): requests in flight per queue; false if one is not carried. */
+bool virtio_blk_inflight_count(VirtIOBlkInFlight *s, uint16_t *inuse, Error **errp);
+/* @queue_num: the stream's queue sizes. @inuse: what the queues must keep in use. */
+bool virtio_blk_inflight_check(VirtIOBlkInFlight *s, const uint32_t *queue_num,
+                               uint16_t *inuse, Error **errp);
+void virtio_blk_inflight_apply(VirtIOBlkInFlight *s);
+
 /* The config space as the driver reads it (VIRTIO_BLK_CONFIG_SIZE bytes). */
 void virtio_blk_mig_config(VirtIODevice *vdev, uint8_t *config);
 /* Config's writeback byte as the driver left it (off: every write goes through FUA). */

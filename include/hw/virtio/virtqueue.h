@@ -28,9 +28,10 @@ typedef struct VirtQueue VirtQueue;
  * One descriptor chain taken from the avail ring. out_sg are the buffers
  * the device reads (driver to device), in_sg those it writes. The iovecs
  * point straight into guest RAM; in_addr keeps their guest-physical
- * addresses so that virtqueue_push() can mark what was written dirty.
- * Allocated by virtqueue_pop() in one block; free it with g_free() after
- * virtqueue_push() (or virtqueue_unpop()).
+ * addresses so that virtqueue_push() can mark what was written dirty, and
+ * out_addr theirs, so that a migration can name a held chain's buffers.
+ * Allocated by virtqueue_pop() (or virtqueue_elem_load()) in one block;
+ * free it with g_free() after virtqueue_push() (or virtqueue_unpop()).
  */
 typedef struct VirtQueueElement {
     unsigned int index;         /* head descriptor: the used ring's id */
@@ -41,6 +42,7 @@ typedef struct VirtQueueElement {
     struct iovec *out_sg;
     struct iovec *in_sg;
     uint64_t *in_addr;
+    uint64_t *out_addr;
 } VirtQueueElement;
 
 /* Called once per queue, the first time the guest breaks it; any thread. */
@@ -109,7 +111,10 @@ void virtqueue_disable(VirtQueue *vq);
 
 /*
  * A queue as migrated: its registers, and for a ready queue the ring
- * indices. Chains the device holds are rewound (offered again on load).
+ * indices. Chains the device holds are rewound (offered again on load),
+ * but those a device's own state carries (virtio-blk's requests held for
+ * a retry): inuse of them, taken and not returned, so last_avail_idx ==
+ * used_idx + inuse.
  */
 typedef struct VirtQueueState {
     uint16_t num;
@@ -119,16 +124,26 @@ typedef struct VirtQueueState {
     uint64_t used_addr;
     uint16_t last_avail_idx;
     uint16_t used_idx;
+    uint16_t inuse;             /* chains the device's state carries (0: none) */
     uint16_t signalled_used;
     bool signalled_used_valid;
 } VirtQueueState;
 
-/* BQL, device stopped. */
+/* BQL, device stopped. Every chain in use is rewound (inuse 0). */
 void virtqueue_get_state(const VirtQueue *vq, VirtQueueState *st);
 /*
+ * For a device whose state carries its chains in use: @st from
+ * virtqueue_get_state() with them kept (last_avail_idx where the device
+ * took them to). @kept must be 0 (all rewound) or vq->inuse: a chain in
+ * use that the device's state does not carry would be lost. BQL, device
+ * stopped.
+ */
+void virtqueue_state_keep_inuse(const VirtQueue *vq, VirtQueueState *st, uint16_t kept);
+/*
  * virtqueue_check_state: would @st (from a stream) be a queue we can run?
- * The checks of virtqueue_enable() and no chain in flight (last_avail_idx
- * == used_idx: the save rewinds them). Reads no guest RAM.
+ * The checks of virtqueue_enable() and no chain in flight but the inuse
+ * the device's state carries (last_avail_idx == used_idx + inuse: the
+ * save rewinds the others). Reads no guest RAM.
  */
 bool virtqueue_check_state(const VirtQueue *vq, const VirtQueueState *st, Error **errp);
 /*
@@ -148,6 +163,19 @@ bool virtqueue_check_rings(const VirtQueue *vq, const VirtQueueState *st, bool i
  */
 void virtqueue_set_state(VirtQueue *vq, const VirtQueueState *st, bool event_idx,
                          bool indirect);
+
+/*
+ * virtqueue_elem_load: a chain in use as a stream names it, for a queue of
+ * @num entries: head @index, @out_num buffers the device reads then
+ * @in_num it writes, addresses in @addr and lengths in @len (out first).
+ * Each is checked as virtqueue_pop() checks a descriptor (a head inside
+ * the queue, at most VIRTQUEUE_MAX_SIZE buffers, none empty, each inside
+ * one guest RAM range) and mapped; reads no guest RAM. NULL with @errp
+ * set (naming the first bad value) if any is wrong. BQL.
+ */
+VirtQueueElement *virtqueue_elem_load(uint16_t num, unsigned int index, unsigned int out_num,
+                                      unsigned int in_num, const uint64_t *addr,
+                                      const uint64_t *len, Error **errp);
 
 /* Marks the queue broken and reports @fmt once. Any thread. */
 void virtqueue_error(VirtQueue *vq, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
