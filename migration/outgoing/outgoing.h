@@ -9,7 +9,7 @@
  * sending RAM is a row of hooks, chosen once when `migrate` starts:
  *
  *   row                   page source (init)    switchover when
- *   precopy_mode          dirty_scan_source     pending <= bandwidth x downtime-limit
+ *   precopy_mode          dirty_scan_source     the predicted downtime fits (convergence.h)
  *   snapshot_mode         snapshot_ram_source   every page is in the stream
  *   postcopy_mode         postcopy_ram_source   migrate-start-postcopy (or as precopy)
  *   cpr_transfer_mode     cpr_ram_source        at once (the RAM is handed over by fd)
