@@ -97,6 +97,8 @@ typedef struct MigrationState {
      * without a limit. 0 until measured.
      */
     double unlimited_bpms;
+    /* The same, of pages with data only (what a switchover mostly has left); 0 until measured. */
+    double link_data_bpms;
     int64_t sync_cost_ns;       /* the last exact pending (a dirty sync) before switchover */
     uint64_t threshold_bytes;   /* switch over once this little is left */
     double mbps;

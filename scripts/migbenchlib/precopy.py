@@ -154,6 +154,7 @@ def run_precopy(sc, binary, is_peer, log):
         switched_at = None                 # destination line count at the switch
         throttle_max, dirty_limited = 0, False
         last_expected = None               # expected-downtime, the last seen while active
+        pct_last, pct_back = None, 0       # ours: x-progress.percent, times it went back
 
         def sample():
             # The threads end with the migration: keep their last sample.
@@ -174,6 +175,10 @@ def run_precopy(sc, binary, is_peer, log):
             except OSError as e:    # socket.timeout included
                 raise RuntimeError("source monitor did not answer query-migrate: %s" % e)
             series.poll(info)
+            pct = info.get("x-progress", {}).get("percent")
+            if pct is not None:
+                pct_back += pct_last is not None and pct < pct_last
+                pct_last = pct
             # Bytes when the second dirty sync shows: about the end of the first pass.
             if first_pass_bytes is None and info.get("ram", {}).get("dirty-sync-count", 0) >= 2:
                 first_pass_bytes = info["ram"]["transferred"]
@@ -349,6 +354,13 @@ def run_precopy(sc, binary, is_peer, log):
         if xdt and xdt.get("expected"):
             # Ours: the prediction made when the switchover was decided.
             res["downtime/predicted"] = xdt["total"] / xdt["expected"]
+            res["predicted-downtime-ms"] = xdt["expected"] / 1000
+        if pct_last is not None:
+            res["progress-went-back"] = pct_back
+        xp = info.get("x-progress")
+        if xp:
+            # The policy step in force at the end: 0 none, then the policy's order.
+            res["policy-steps"] = 0 if xp.get("step", "none") == "none" else 1
         if xdt:
             res["downtime-attributed-%"] = (xdt["total"] - xdt["unattributed"]) * 100 / max(
                 xdt["total"], 1)
