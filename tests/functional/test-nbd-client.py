@@ -168,6 +168,58 @@ class NbdClientTest(unittest.TestCase):
         dst_vm.qmp.cmd('nbd-server-stop')
         self.identical(self.src, self.dst)
 
+    def test_bad_server_objects(self):
+        """blockdev-add driver=nbd with a server object that cannot work is
+        refused with a message, creates no node, and the VM goes on."""
+        src_vm = self.start(QEMU, self.src, 'src')
+        missing = os.path.join(self.dir, 'nobody-listens.sock')
+        bad = [
+            ({'type': 'unix'}, 'path'),
+            ({'type': 'carrier-pigeon', 'path': self.sock}, 'carrier-pigeon'),
+            ({'type': 'inet', 'host': '127.0.0.1', 'port': 'not-a-port'}, 'not-a-port'),
+            ({'type': 'unix', 'path': missing}, missing),
+            ({'type': 'inet', 'host': '127.0.0.1'}, 'port'),
+        ]
+        for server, word in bad:
+            with self.subTest(server=server):
+                with self.assertRaises(QMPError) as e:
+                    src_vm.qmp.cmd('blockdev-add', **{'driver': 'nbd', 'node-name': 't0',
+                                                      'export': 'd0', 'server': server})
+                self.assertIn(word, str(e.exception))
+                names = [n['node-name'] for n in src_vm.qmp.cmd('query-named-block-nodes')]
+                self.assertNotIn('t0', names)
+        self.assertEqual(src_vm.qmp.cmd('query-status')['status'], 'prelaunch')
+
+    def test_destination_of_another_size(self):
+        """A destination export smaller or larger than the source disk: the
+        mirror is refused before it writes anything."""
+        for size in (SIZE // 2, SIZE * 2):
+            with self.subTest(size=size):
+                dst = os.path.join(self.dir, 'size-%d.raw' % size)
+                with open(dst, 'wb') as f:
+                    f.truncate(size)
+                sock = self.sock + '.%d' % size
+                dst_vm = self.start(QEMU, dst, 'dst-%d' % size)
+                self.export(dst_vm, sock)
+                src_vm = self.start(QEMU, self.src, 'src-%d' % size)
+                src_vm.qmp.cmd('blockdev-add', **{'driver': 'raw', 'node-name': 't0',
+                                                  'file': {'driver': 'nbd', 'export': 'd0',
+                                                           'server': {'type': 'unix',
+                                                                      'path': sock}}})
+                with self.assertRaises(QMPError) as e:
+                    src_vm.qmp.cmd('blockdev-mirror', **{'job-id': 'm0', 'device': 'd0',
+                                                         'target': 't0', 'sync': 'full'})
+                self.assertIn('size', str(e.exception))
+                self.assertEqual(src_vm.qmp.cmd('query-block-jobs'), [])
+                with self.assertRaises(QMPError):
+                    src_vm.qmp.cmd('drive-mirror', **{'job-id': 'm1', 'device': 'd0',
+                                                      'target': 'nbd:unix:%s:exportname=d0'
+                                                      % sock, 'format': 'raw',
+                                                      'mode': 'existing', 'sync': 'full'})
+                self.assertEqual(os.stat(dst).st_blocks, 0)
+                src_vm.kill()
+                dst_vm.kill()
+
     def test_destination_killed(self):
         before = os.path.join(self.dir, 'before.raw')
         shutil.copyfile(self.src, before)
