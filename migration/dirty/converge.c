@@ -131,8 +131,8 @@ void converge_after_sync(uint64_t new_pages, uint64_t transferred)
             converge_limit_guest();
         }
         /* As QEMU: dirty-limit instead of the throttle, unless a policy added it. */
-        if (migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE) && !conv.hold_throttle &&
-            (!limit || conv.throttle_engaged)) {
+        if ((migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE) || conv.throttle_engaged) &&
+            !conv.hold_throttle && (!limit || conv.throttle_engaged)) {
             converge_throttle_guest(dirty, threshold);
         }
     } else if (dirty <= threshold) {
@@ -196,7 +196,7 @@ void converge_stop(void)
 
 void converge_fill_info(MigrationInfo *info)
 {
-    if (migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE)) {
+    if (migrate_cap(MIGRATION_CAPABILITY_AUTO_CONVERGE) || cpu_throttle_active()) {
         info->has_cpu_throttle_percentage = true;
         info->cpu_throttle_percentage = cpu_throttle_get_percentage();
     }

@@ -23,10 +23,18 @@
 /* Each window's link rate weighs this much in the average the model uses. */
 #define LINK_WEIGHT 0.2
 
-static const MigrationCapability step_caps[CONV__MAX] = {
-    [CONV_DIRTY_LIMIT] = MIGRATION_CAPABILITY_DIRTY_LIMIT,
-    [CONV_AUTO_CONVERGE] = MIGRATION_CAPABILITY_AUTO_CONVERGE,
-    [CONV_POSTCOPY] = MIGRATION_CAPABILITY_POSTCOPY_RAM,
+/*
+ * What a step needs set: dirty-limit the dirty ring (its capability checks
+ * it), postcopy both sides' consent. The throttle needs nothing of either
+ * end, and its capability cannot be on beside dirty-limit's (QEMU refuses
+ * the pair), so auto-converge may follow dirty-limit without it.
+ */
+static const struct {
+    bool needed;
+    MigrationCapability cap;
+} step_caps[CONV__MAX] = {
+    [CONV_DIRTY_LIMIT] = { true, MIGRATION_CAPABILITY_DIRTY_LIMIT },
+    [CONV_POSTCOPY] = { true, MIGRATION_CAPABILITY_POSTCOPY_RAM },
 };
 
 bool convergence_check(MigrationState *s, bool iterates, Error **errp)
@@ -44,9 +52,9 @@ bool convergence_check(MigrationState *s, bool iterates, Error **errp)
     for (int i = 0; i < c->n_steps; i++) {
         ConvergeAction a = c->steps[i].action;
 
-        if (a != CONV_CANCEL && !migrate_cap(step_caps[a])) {
+        if (step_caps[a].needed && !migrate_cap(step_caps[a].cap)) {
             error_setg(errp, "x-converge-policy step '%s' needs the %s capability%s",
-                       converge_action_str(a), MigrationCapability_str(step_caps[a]),
+                       converge_action_str(a), MigrationCapability_str(step_caps[a].cap),
                        a == CONV_POSTCOPY ? " on both sides" : "");
             return false;
         }
@@ -61,7 +69,13 @@ void convergence_start(MigrationState *s, uint64_t transferred)
     uint64_t gib = MAX(DIV_ROUND_UP(ram_blocks_total_bytes(), 1ULL << 30), 1);
     int64_t budget = migrate_completion_timeout() * gib * 1000000000LL;
 
-    for (int i = 0; i < c->n_steps; i++) {
+    /*
+     * The first step's capability keeps its own early rule (QEMU's: two
+     * periods of dirtying faster than the link, during the first pass
+     * already); a later step's waits for the policy to get there, so
+     * that a guest is not slowed before the cheaper steps were tried.
+     */
+    for (int i = 1; i < c->n_steps; i++) {
         hold_limit |= c->steps[i].action == CONV_DIRTY_LIMIT;
         hold_throttle |= c->steps[i].action == CONV_AUTO_CONVERGE;
     }

@@ -72,26 +72,32 @@ static void set_caps(VM *vm, const char *caps)
 }
 
 /*
- * The outrunning guest under @policy (a JSON list) with capability @cap
- * (NULL: none; on both sides); returns the source, migrating.
+ * The outrunning guest under @policy (a JSON list) with capabilities @cap
+ * (NULL: none; postcopy-ram on both sides); returns the source, migrating.
  */
 static VM *start_outrun(VM **dst, const char *uri, const char *cap, const char *policy,
                         const char *extra_params, const char *accel)
 {
     VM *src = migtest_start_source_extra(OUTRUN_MEM, OUTRUN_APPEND, accel);
-    g_autofree char *caps = g_strdup_printf("{'capability': 'events', 'state': true}%s%s%s",
-                                            cap ? ", {'capability': '" : "", cap ?: "",
-                                            cap ? "', 'state': true}" : "");
+    g_autoptr(GString) caps = g_string_new("{'capability': 'events', 'state': true}");
+    bool postcopy = cap && strstr(cap, "postcopy-ram");
 
+    /* @cap: capability names separated by "', '" (a list written inside quotes). */
+    if (cap) {
+        g_auto(GStrv) names = g_strsplit(cap, "', '", -1);
+
+        for (int i = 0; names[i]; i++) {
+            g_string_append_printf(caps, ", {'capability': '%s', 'state': true}", names[i]);
+        }
+    }
     /* Paused: its RAM is compared with the source's before it runs (postcopy: it runs). */
-    *dst = migtest_start_dest_extra(OUTRUN_MEM, OUTRUN_APPEND,
-                                    !cap || strcmp(cap, "postcopy-ram"), NULL, accel);
-    if (cap && !strcmp(cap, "postcopy-ram")) {
+    *dst = migtest_start_dest_extra(OUTRUN_MEM, OUTRUN_APPEND, !postcopy, NULL, accel);
+    if (postcopy) {
         set_caps(*dst, "{'capability': 'postcopy-ram', 'state': true}");
     }
     json_node_unref(vm_qmp_ok(*dst, "{'execute': 'migrate-incoming', 'arguments': "
                               "{'uri': '%s'}}", uri));
-    set_caps(src, caps);
+    set_caps(src, caps->str);
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'max-bandwidth': %d, 'downtime-limit': 50, "
                               "'x-converge-policy': %s %s}}", OUTRUN_BANDWIDTH, policy,
@@ -174,18 +180,23 @@ static void test_bandwidth_rule(void)
     vm_kill(dst);
 }
 
-/* A stalled migration takes its policy's step (its capability's), then completes. */
-static void run_step(const char *step, const char *cap, const char *extra_params,
-                     const char *accel)
+/*
+ * A stalled migration takes its policy's steps in turn: @first (whose
+ * capability's own rule runs from the start, and is set up by
+ * @extra_params not to help), then @step. Both announced, and it completes.
+ */
+static void run_step(const char *first, const char *step, const char *caps,
+                     const char *extra_params, const char *accel)
 {
     g_autofree char *uri = migtest_uri("unix");
-    g_autofree char *policy = g_strdup_printf("['%s:2']", step);
+    g_autofree char *policy = g_strdup_printf("['%s:2', '%s:2']", first, step);
     g_autofree char *hmp = NULL;
     g_autofree char *want = NULL;
     JsonNode *info;
     VM *src, *dst;
 
-    src = start_outrun(&dst, uri, cap, policy, extra_params, accel);
+    src = start_outrun(&dst, uri, caps, policy, extra_params, accel);
+    expect_step_event(src, first, "stalled ");
     expect_step_event(src, step, "stalled ");
     hmp = vm_hmp(src, "info migrate");
     want = g_strdup_printf("converge step: %s (stalled ", step);
@@ -208,25 +219,31 @@ static void run_step(const char *step, const char *cap, const char *extra_params
     vm_kill(dst);
 }
 
+/* A throttle of 5% at most leaves the guest outrunning the link: dirty-limit next. */
 static void test_step_dirty_limit(void)
 {
     if (vmtest_require_kvm()) {
-        run_step("dirty-limit", "dirty-limit", ", 'vcpu-dirty-limit': 5", RING);
+        run_step("auto-converge", "dirty-limit", "auto-converge', 'dirty-limit",
+                 ", 'max-cpu-throttle': 5, 'cpu-throttle-initial': 5, 'vcpu-dirty-limit': 5",
+                 RING);
     }
 }
 
+/* A dirty limit of 1000 MB/s holds nothing back: the throttle next. */
 static void test_step_auto_converge(void)
 {
     if (vmtest_require_kvm()) {
-        run_step("auto-converge", "auto-converge",
-                 ", 'cpu-throttle-initial': 60, 'cpu-throttle-increment': 20", "");
+        run_step("dirty-limit", "auto-converge", "dirty-limit",
+                 ", 'vcpu-dirty-limit': 1000, 'cpu-throttle-initial': 60, "
+                 "'cpu-throttle-increment': 20", RING);
     }
 }
 
 static void test_step_postcopy(void)
 {
     if (vmtest_require_kvm()) {
-        run_step("postcopy", "postcopy-ram", "", "");
+        run_step("auto-converge", "postcopy", "auto-converge', 'postcopy-ram",
+                 ", 'max-cpu-throttle': 5, 'cpu-throttle-initial': 5", "");
     }
 }
 
@@ -292,9 +309,10 @@ static void test_refusals(void)
                         "{'x-switchover-rule': 'qemu'}}", "");
     /* A step whose capability is off is refused at migrate, and nothing starts. */
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
-                              "{'x-converge-policy': ['auto-converge:5', 'cancel']}}"));
-    vm_qmp_expect_error(src, migrate_cmd, "x-converge-policy step 'auto-converge' needs the "
-                        "auto-converge capability");
+                              "{'x-converge-policy': ['auto-converge:5', 'dirty-limit', "
+                              "'cancel']}}"));
+    vm_qmp_expect_error(src, migrate_cmd, "x-converge-policy step 'dirty-limit' needs the "
+                        "dirty-limit capability");
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate-set-parameters', 'arguments': "
                               "{'x-converge-policy': ['postcopy']}}"));
     vm_qmp_expect_error(src, migrate_cmd, "needs the postcopy-ram capability on both sides");
