@@ -40,8 +40,9 @@ static bool parse_word(const char *word, ConvergeStepSpec *s, Error **errp)
 
     if (colon) {
         *colon = 0;
+        /* Bounds on the seconds themselves: secs * 1000 may wrap past 2^64 into range. */
         if (qemu_strtou64(colon + 1, NULL, 10, &secs) < 0 ||
-            secs * 1000 < MIN_WINDOW_MS || secs * 1000 > MAX_WINDOW_MS) {
+            secs < MIN_WINDOW_MS / 1000 || secs > MAX_WINDOW_MS / 1000) {
             error_setg(errp, "Parameter 'x-converge-policy': '%s': the window must be "
                        "a number of seconds from %d to %llu", word, MIN_WINDOW_MS / 1000,
                        MAX_WINDOW_MS / 1000);
