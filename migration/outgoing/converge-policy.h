@@ -42,7 +42,7 @@ typedef struct ConvergePolicy {
     int64_t start_ns;
     int64_t budget_ns;          /* x-completion-timeout's budget; 0: none */
     bool budget_spent;
-    /* The stall watch: the best seen, and when it last improved enough. */
+    /* The stall watch: the bests as of the last improvement by enough, and when. */
     uint64_t best_remaining;
     uint64_t best_predicted_us;
     int64_t improved_ns;
