@@ -2,13 +2,15 @@
 /*
  * x-converge-policy (converge-policy.h; docs/devel/convergence.md).
  *
- * A precopy is stalled when neither what is left nor the downtime a
- * switchover would take got at least STALL_GAIN better than the best
- * seen, for a step's window, while that downtime does not fit the limit.
- * Comparing with the best seen, not the last window, keeps a dirty sync's
- * jump (the remaining count grows back at every pass) from counting as
- * progress, and a first pass of many gigabytes (it keeps falling) from
- * counting as a stall.
+ * A precopy is stalled when, for a step's window, no pass was at least
+ * STALL_GAIN smaller than the smallest since the last step, while the
+ * downtime a switchover would take does not fit the limit. A pass's size
+ * is what is left right after its dirty sync: the remaining count falls
+ * as a pass sends and grows back at each sync, so its low points say
+ * nothing (near zero at every pass's end) and its peaks say whether the
+ * guest is being outrun. The first pass, before any sync grew the count,
+ * is never a stall however slowly it goes (64 GiB at 125 MB/s falls
+ * 0.2% a second).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -40,8 +42,9 @@ static bool parse_word(const char *word, ConvergeStepSpec *s, Error **errp)
 
     if (colon) {
         *colon = 0;
+        /* Bounds on the seconds themselves: secs * 1000 may wrap past 2^64 into range. */
         if (qemu_strtou64(colon + 1, NULL, 10, &secs) < 0 ||
-            secs * 1000 < MIN_WINDOW_MS || secs * 1000 > MAX_WINDOW_MS) {
+            secs < MIN_WINDOW_MS / 1000 || secs > MAX_WINDOW_MS / 1000) {
             error_setg(errp, "Parameter 'x-converge-policy': '%s': the window must be "
                        "a number of seconds from %d to %llu", word, MIN_WINDOW_MS / 1000,
                        MAX_WINDOW_MS / 1000);
@@ -105,18 +108,29 @@ void converge_policy_start(ConvergePolicy *cp, const ConvergeStepSpec *steps, in
     cp->n = MIN(n, CONV_MAX_STEPS);
     cp->start_ns = cp->improved_ns = now_ns;
     cp->budget_ns = budget_ns;
-    cp->best_remaining = cp->best_predicted_us = UINT64_MAX;
+    cp->best_pass = cp->last_remaining = UINT64_MAX;
 }
 
-/* Whether this window improved on the best seen by enough; the bests follow. */
-static bool improved(ConvergePolicy *cp, uint64_t remaining, uint64_t predicted_us)
+/*
+ * A dirty sync grew what is left since the last window: a pass began, of
+ * that size. True if it is STALL_GAIN smaller than the smallest since the
+ * last step (which it then becomes).
+ */
+static bool smaller_pass(ConvergePolicy *cp, uint64_t remaining)
 {
-    bool better = remaining < cp->best_remaining * (1 - STALL_GAIN) ||
-                  predicted_us < cp->best_predicted_us * (1 - STALL_GAIN);
+    bool began = cp->last_remaining != UINT64_MAX && remaining > cp->last_remaining;
 
-    cp->best_remaining = MIN(cp->best_remaining, remaining);
-    cp->best_predicted_us = MIN(cp->best_predicted_us, predicted_us);
-    return better;
+    cp->last_remaining = remaining;
+    cp->last_began = began;
+    if (!began) {
+        return false;
+    }
+    cp->passes++;
+    if (remaining < cp->best_pass * (1 - STALL_GAIN)) {
+        cp->best_pass = remaining;
+        return true;
+    }
+    return false;
 }
 
 static ConvergeAction take(ConvergePolicy *cp, int64_t now_ns, int step)
@@ -124,18 +138,19 @@ static ConvergeAction take(ConvergePolicy *cp, int64_t now_ns, int step)
     cp->taken = step + 1;
     /* The step changes what the guest dirties: judge it from here, afresh. */
     cp->improved_ns = now_ns;
-    cp->best_remaining = cp->best_predicted_us = UINT64_MAX;
+    cp->best_pass = UINT64_MAX;
+    cp->stalled = false;
     return cp->steps[step].action;
 }
 
 ConvergeAction converge_policy_tick(ConvergePolicy *cp, int64_t now_ns, uint64_t remaining,
                                     uint64_t predicted_us, uint64_t limit_us)
 {
+    bool smaller = smaller_pass(cp, remaining);
     int64_t stalled_ms;
 
     if (cp->taken >= cp->n) {
         cp->stalled = false;
-        improved(cp, remaining, predicted_us);
         return CONV_NONE;
     }
     if (cp->budget_ns && !cp->budget_spent && now_ns - cp->start_ns >= cp->budget_ns) {
@@ -146,19 +161,26 @@ ConvergeAction converge_policy_tick(ConvergePolicy *cp, int64_t now_ns, uint64_t
                  predicted_us / 1000, limit_us / 1000);
         return take(cp, now_ns, cp->n - 1);
     }
-    if (improved(cp, remaining, predicted_us) || predicted_us <= limit_us) {
+    /*
+     * What is left, and so the downtime, fits near every pass's end: only
+     * a pass that starts small enough to fit is progress (a switchover
+     * follows it).
+     */
+    if (!cp->passes || smaller || (cp->last_began && predicted_us <= limit_us)) {
         cp->improved_ns = now_ns;
         cp->stalled = false;
         return CONV_NONE;
     }
     stalled_ms = (now_ns - cp->improved_ns) / 1000000;
-    cp->stalled = stalled_ms >= MIN_WINDOW_MS;
+    /* Shown once half the window went by without a smaller pass. */
+    cp->stalled = stalled_ms >= MAX(MIN_WINDOW_MS, cp->steps[cp->taken].window_ms / 2);
     if (stalled_ms < (int64_t)cp->steps[cp->taken].window_ms) {
         return CONV_NONE;
     }
     snprintf(cp->reason, sizeof(cp->reason),
-             "stalled %" PRId64 " s: %" PRIu64 " MiB left, predicted downtime %" PRIu64
-             " ms, limit %" PRIu64 " ms", stalled_ms / 1000, remaining >> 20,
+             "stalled %" PRId64 " s: no pass below %" PRIu64 " MiB, predicted downtime %"
+             PRIu64 " ms, limit %" PRIu64 " ms", stalled_ms / 1000,
+             (cp->best_pass == UINT64_MAX ? remaining : cp->best_pass) >> 20,
              predicted_us / 1000, limit_us / 1000);
     return take(cp, now_ns, cp->taken);
 }

@@ -42,9 +42,15 @@ typedef struct ConvergePolicy {
     int64_t start_ns;
     int64_t budget_ns;          /* x-completion-timeout's budget; 0: none */
     bool budget_spent;
-    /* The stall watch: the best seen, and when it last improved enough. */
-    uint64_t best_remaining;
-    uint64_t best_predicted_us;
+    /*
+     * The stall watch: passes seen (a sync grew what is left), the
+     * smallest since the last step, the last window's remaining, and when
+     * a pass last came out smaller enough.
+     */
+    unsigned passes;
+    uint64_t best_pass;
+    uint64_t last_remaining;
+    bool last_began;            /* the last window saw a pass begin */
     int64_t improved_ns;
     bool stalled;               /* the last tick found no improvement for a while */
     char reason[160];           /* why the last step was taken */

@@ -94,7 +94,9 @@ void downtime_predict(const DowntimeHistory *h, const DowntimeInputs *in, Downti
 {
     memset(p, 0, sizeof(*p));
     predict_fixed(h, in, p);
-    p->remaining = in->remaining + in->unsent;
+    /* Saturate: a wrapped sum would predict a near-zero RAM phase for the most RAM. */
+    p->remaining = in->remaining + in->unsent >= in->remaining ? in->remaining + in->unsent
+                                                               : UINT64_MAX;
     p->link_bpms = in->link_bpms > 0 ? link_base(in) : 0;
     p->rate_bpms = predict_rate(h, in, &p->source);
     p->valid = p->rate_bpms > 0;

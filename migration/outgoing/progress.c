@@ -18,6 +18,8 @@
 #define SAMPLE_NS           1000000000LL
 /* Short of completion the percent stops here: the end is when it is. */
 #define PERCENT_BEFORE_END  99.0
+/* A time left beyond any meaning, still an int64 (the conversion of a larger double is not). */
+#define TIME_LEFT_MAX_MS    (INT64_MAX / 2)
 
 void progress_start(MigProgress *p)
 {
@@ -61,7 +63,13 @@ void progress_update(MigProgress *p, const ProgressInputs *in)
     if (in->remaining <= in->fitting) {
         p->time_left_ms = in->predicted_us / 1000;
     } else if (rate > 0) {
-        p->time_left_ms = (in->remaining - in->fitting) / rate / 1e6 + in->predicted_us / 1000;
+        /*
+         * Petabytes at a byte a second pass INT64_MAX ms, whose conversion
+         * is undefined (x86 gives INT64_MIN, shown as a negative time).
+         */
+        double ms = (in->remaining - in->fitting) / rate / 1e6 + in->predicted_us / 1000;
+
+        p->time_left_ms = ms < TIME_LEFT_MAX_MS ? ms : TIME_LEFT_MAX_MS;
     } else {
         p->time_left_ms = -1;
     }

@@ -181,8 +181,7 @@ static void test_bandwidth_rule(void)
 }
 
 /*
- * A stalled migration takes its policy's steps in turn: @first (whose
- * capability's own rule runs from the start, and is set up by
+ * A stalled migration takes its policy's steps in turn: @first (set up by
  * @extra_params not to help), then @step. Both announced, and it completes.
  */
 static void run_step(const char *first, const char *step, const char *caps,
@@ -223,7 +222,7 @@ static void run_step(const char *first, const char *step, const char *caps,
 static void test_step_dirty_limit(void)
 {
     if (vmtest_require_kvm()) {
-        run_step("auto-converge", "dirty-limit", "auto-converge', 'dirty-limit",
+        run_step("auto-converge", "dirty-limit", "dirty-limit",
                  ", 'max-cpu-throttle': 5, 'cpu-throttle-initial': 5, 'vcpu-dirty-limit': 5",
                  RING);
     }
