@@ -534,6 +534,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     g_free(s->mode_state);
     s->mode_state = s->mode->state_size ? g_malloc0(s->mode->state_size) : NULL;
     s->mode->init(s, s->mode_state);
+    convergence_reset(s);
     s->rate_kick = false;       /* a limit changed while idle: nothing to cut short */
     s->switchover_go = false;   /* a migrate-continue for no migration */
     __atomic_store_n(&s->state, MIGRATION_STATUS_NONE, __ATOMIC_SEQ_CST);

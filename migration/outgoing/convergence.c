@@ -62,6 +62,32 @@ bool convergence_check(MigrationState *s, bool iterates, Error **errp)
     return true;
 }
 
+/*
+ * What query-migrate shows starts over: a migration's setup must not show
+ * the last one's 100 %, its step and its prediction, or its percent goes
+ * back to 0 once it iterates (x-progress never decreases within one).
+ */
+static void publish_start(Convergence *c)
+{
+    progress_start(&c->progress);
+    g_mutex_lock(&c->lock);
+    memset(&c->now, 0, sizeof(c->now));
+    c->decided_valid = false;
+    c->pub_progress = c->progress;
+    c->step = CONV_NONE;
+    c->next_step = CONV_NONE;
+    c->next_in_ms = -1;
+    c->stalled = false;
+    c->reason[0] = 0;
+    c->ended_ns = 0;
+    g_mutex_unlock(&c->lock);
+}
+
+void convergence_reset(MigrationState *s)
+{
+    publish_start(&s->conv);
+}
+
 void convergence_start(MigrationState *s, uint64_t transferred)
 {
     Convergence *c = &s->conv;
@@ -82,22 +108,13 @@ void convergence_start(MigrationState *s, uint64_t transferred)
     converge_start(transferred, hold_limit, hold_throttle);
     converge_policy_start(&c->policy, c->steps, c->active ? c->n_steps : 0, get_clock_ns(),
                           c->active && c->n_steps ? budget : 0);
-    progress_start(&c->progress);
     c->prepare_ns = 0;
     c->link_bpms = 0;
     c->freed = 0;
     c->freed_at_ns = 0;
     error_free(c->stop_err);
     c->stop_err = NULL;
-    g_mutex_lock(&c->lock);
-    memset(&c->now, 0, sizeof(c->now));
-    c->decided_valid = false;
-    c->pub_progress = c->progress;
-    c->step = CONV_NONE;
-    c->stalled = false;
-    c->reason[0] = 0;
-    c->ended_ns = 0;
-    g_mutex_unlock(&c->lock);
+    publish_start(c);
 }
 
 /*

@@ -56,6 +56,11 @@ typedef struct Convergence {
  * checked against the capabilities. False with @errp: refused.
  */
 bool convergence_check(MigrationState *s, bool iterates, Error **errp);
+/*
+ * migrate (BQL), accepted, before the migration's thread starts: what
+ * query-migrate shows of the last migration is cleared.
+ */
+void convergence_reset(MigrationState *s);
 /* mig/src, iteration starts. */
 void convergence_start(MigrationState *s, uint64_t transferred);
 /*

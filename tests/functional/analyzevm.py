@@ -39,6 +39,50 @@ class QMP(qmp.QMP):
             raise MonitorGone('QMP at %s: %s' % (path, e)) from e
 
 
+END_STATUSES = ('completed', 'failed', 'cancelled')
+
+
+class ProgressCheck:
+    """Issue 41: x-progress.percent never decreases within one migration,
+    as libvmtest.c's vm_check_progress checks for the C tests. Fed every
+    query-migrate a helper polls (VM.query_migrate); a peer without
+    x-progress passes unchecked. Owned by the VM, used by the test's
+    thread only."""
+
+    def __init__(self, where):
+        self.where = where
+        self.last = None        # (percent, total-time, status) last polled
+
+    def new_migration(self, total, status):
+        """Whether this poll is of another migration than the last one: its
+        total-time went down, or the last one had ended (an ended
+        migration's total-time stays put) and this one has not or is
+        another."""
+        _, last_total, last_status = self.last
+        return total < last_total or (last_status in END_STATUSES and
+                                      (status not in END_STATUSES or
+                                       total != last_total))
+
+    def check(self, info):
+        pct = info.get('x-progress', {}).get('percent')
+        total = info.get('total-time')
+        status = info.get('status')
+        if pct is None or total is None:
+            return
+        if self.last is not None and self.new_migration(total, status):
+            self.last = None
+        if not 0 <= pct <= 100 or (self.last and pct < self.last[0]):
+            was = ('nothing' if self.last is None else '%.3f%% (%s at %d ms)'
+                   % (self.last[0], self.last[2], self.last[1]))
+            what = ('went back within one migration' if 0 <= pct <= 100
+                    else 'is outside 0..100')
+            raise AssertionError(
+                'x-progress.percent %s at %s: from %s to %.3f%% (%s at %d ms); '
+                'x-progress %s' % (what, self.where, was, pct, status, total,
+                                   info['x-progress']))
+        self.last = (pct, total, status)
+
+
 class VM:
     def __init__(self, tmpdir, name, machine='microvm', mem_mb=256,
                  append='mode=verify mem=64', binary=None, cpu=None, extra=(), connect=True):
@@ -65,6 +109,7 @@ class VM:
                                      stderr=subprocess.STDOUT)
         self.qmp = None
         self.qmp_path = sock
+        self.progress = ProgressCheck(name)
         # A live update's new process serves QMP only once the old one handed it the memory.
         if connect:
             self.connect_qmp()
@@ -132,6 +177,13 @@ class VM:
             base + int(kv['mem_mb']) * MiB
         return base, end
 
+    def query_migrate(self):
+        """query-migrate, its x-progress checked against the last one's:
+        every helper that polls a migration to its end polls through this."""
+        info = self.qmp.cmd('query-migrate')
+        self.progress.check(info)
+        return info
+
     def migrate(self, path, caps=(), params=None, uri=None):
         """Migrate to path with exec:cat (or to uri); return the final
         query-migrate."""
@@ -144,7 +196,7 @@ class VM:
         self.qmp.cmd('migrate', uri=uri or 'exec:cat > ' + path)
         end = time.monotonic() + DEADLINE
         while True:
-            info = self.qmp.cmd('query-migrate')
+            info = self.query_migrate()
             status = info.get('status')
             if status == 'completed':
                 return info

@@ -23,9 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE  # noqa: E402
-from analyzevm import QMPError, skip_class_without_kvm  # noqa: E402
-
-END_STATUSES = ('completed', 'failed', 'cancelled')
+from analyzevm import END_STATUSES, QMPError, skip_class_without_kvm  # noqa: E402
 
 
 class GuestCase(unittest.TestCase):
@@ -71,7 +69,8 @@ class GuestCase(unittest.TestCase):
         """@cmd's answer once its status is one of @statuses; @also's log goes into a failure."""
         end = time.monotonic() + DEADLINE
         while True:
-            info = vm.qmp.cmd(cmd)
+            # A migration's polls check its x-progress (analyzevm.ProgressCheck).
+            info = vm.query_migrate() if cmd == 'query-migrate' else vm.qmp.cmd(cmd)
             if info.get('status') in statuses:
                 return info
             self.assertLess(time.monotonic(), end, '%s: %s; log: %s%s' % (

@@ -9,7 +9,10 @@ of a dirtying guest, paced by max-bandwidth to last a few seconds, and a
 background snapshot to a file are watched to completion (exit 0, progress
 frames, the summary, the fault histogram); a migration that fails exits 1
 with its error, a VM killed mid-watch exits 2, and a path with no listener
-exits 2 with one clear line.  QEMU 7.2, when installed, is watched too: it
+exits 2 with one clear line.  Ours shows x-progress (a percent that
+never goes back), the x-converge-policy step in force and the next one,
+and the predicted downtime; a guest that outruns the link shows its
+steps taken.  QEMU 7.2, when installed, is watched too: it
 has none of our x- fields, and none may be missed out loud.
 
 Exit status 77 (a skip) without /dev/kvm, after the checks that need none.
@@ -18,6 +21,7 @@ VMTEST_PEER.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -35,21 +39,27 @@ WATCH = os.path.join(SRC_DIR, 'scripts', 'migrate-watch')
 # alone takes two seconds, and later passes converge.
 APPEND = 'mode=dirty mem=64 rate=10 seconds=600'
 BANDWIDTH = 32 << 20
+# test-slo's guest that outruns the link (issue 41): 200 MB/s at random
+# over 192 MiB against 40 MiB/s, so it stalls and x-converge-policy acts.
+OUTRUN_MEM = '384M'
+OUTRUN_APPEND = 'mode=dirty mem=192 rate=200 pattern=random'
+OUTRUN_BANDWIDTH = 40 << 20
 
 
 class Guest:
     """A VM of binary with a QMP socket for the test and one for the
     watcher."""
 
-    def __init__(self, tmpdir, name, binary=QEMU, cpu=CPU, extra=()):
+    def __init__(self, tmpdir, name, binary=QEMU, cpu=CPU, extra=(),
+                 mem='256M', append=APPEND):
         self.sock = os.path.join(tmpdir, name + '.qmp')
         self.watch_sock = os.path.join(tmpdir, name + '-watch.qmp')
         self.serial = os.path.join(tmpdir, name + '.serial')
         self.log = open(os.path.join(tmpdir, name + '.log'), 'wb')
         self.proc = subprocess.Popen(
-            [binary, '-M', 'microvm', '-enable-kvm', '-cpu', cpu, '-m', '256M',
+            [binary, '-M', 'microvm', '-enable-kvm', '-cpu', cpu, '-m', mem,
              '-nodefaults', '-no-user-config', '-display', 'none',
-             '-serial', 'file:' + self.serial, '-kernel', FIRMWARE, '-append', APPEND,
+             '-serial', 'file:' + self.serial, '-kernel', FIRMWARE, '-append', append,
              '-qmp', 'unix:%s,server=on,wait=off' % self.sock,
              '-qmp', 'unix:%s,server=on,wait=off' % self.watch_sock]
             + list(extra),
@@ -164,6 +174,25 @@ class Watched(unittest.TestCase):
         self.assertRegex(frames[0], r'sent, .* to send \(RAM 256\.\d MiB\)')
         self.assertNotIn('\x1b', out)       # not a terminal: plain lines
 
+    def check_progress(self, out):
+        """Ours: every frame has the progress line, some the predicted
+        downtime, and the percent printed never goes back."""
+        frames = [f for f in out.split('\n\n') if f.startswith('status: ')]
+        shown = []
+        for f in frames:
+            m = re.search(r'\nprogress: ([\d.]+)%  (setup|first-pass|'
+                          r'iterating|stalled|switchover|postcopy)'
+                          r'(, about [\d.]+ m?s left|, time left unknown)\n',
+                          f)
+            self.assertTrue(m, f)
+            shown.append(float(m.group(1)))
+        self.assertEqual(shown, sorted(shown), 'the percent went back')
+        self.assertTrue(any(p > 0 for p in shown), shown)
+        self.assertRegex(out, r'\npredicted downtime: [\d.]+[mu]?s, largest '
+                         r'(stop-vcpus|handover|final-sync|last-ram|'
+                         r'device-state) [\d.]+[mu]?s')
+        return frames
+
     def test_live_migration(self):
         src = self.guest('src')
         dst = self.guest('dst', extra=['-incoming', 'unix:' +
@@ -179,7 +208,11 @@ class Watched(unittest.TestCase):
         self.assertRegex(out, r'pass \d+   dirty \d+ pages/s   expected '
                          r'downtime \d')
         self.assertIn('dirty log: ', out)
+        self.check_progress(out)
         summary = out[out.index('migration completed in '):]
+        # The prediction the switchover was decided on; no policy, no step.
+        self.assertRegex(summary, r'\npredicted downtime: \S+, largest ')
+        self.assertNotIn('converge step', out)
         self.assertRegex(summary, r'\ndowntime: \d+ ms\n')
         # RAM: the 256 MiB guest and QEMU's 80 KiB of ROM blocks.
         self.assertRegex(summary, r'\ntransferred: [\d.]+ MiB \(RAM 256\.1 '
@@ -188,6 +221,39 @@ class Watched(unittest.TestCase):
         self.assertRegex(summary, r'downtime phases: stop-vcpus \S+, '
                          r'handover \S+, final-sync \S+, last-ram \S+, device-state')
         self.assertEqual(dst.qmp.cmd('query-status')['status'], 'running')
+
+    def test_converge_step(self):
+        """A guest that outruns the link stalls: the frames show the next
+        step with when, then the step taken with its reason (the one in
+        force until the end), and the summary the step. Auto-converge
+        may bring it home, or the cancel after it ends it: either way
+        the steps were shown."""
+        uri = 'unix:' + os.path.join(self.tmpdir, 'mig.sock')
+        src = self.guest('src', mem=OUTRUN_MEM, append=OUTRUN_APPEND)
+        self.guest('dst', mem=OUTRUN_MEM, append=OUTRUN_APPEND,
+                   extra=['-incoming', uri])
+        watcher = src.watch()
+        # No auto-converge capability: the policy's step needs none, and
+        # with it the throttle would start early, before any step.
+        src.qmp.cmd('migrate-set-parameters', **{
+            'max-bandwidth': OUTRUN_BANDWIDTH, 'downtime-limit': 50,
+            'x-converge-policy': ['auto-converge:1', 'cancel:4']})
+        src.qmp.cmd('migrate', uri=uri)
+        rc, out, err = finish(watcher)
+        self.assertIn(rc, (0, 1), out)
+        self.assertEqual(err, '', out)
+        frames = self.check_progress(out)
+        self.assertTrue(any(re.search(r'\nconverge step: none   next '
+                                      r'auto-converge in [\d.]+ m?s if '
+                                      r'still stalled\n', f) for f in frames),
+                        out)
+        self.assertTrue(any(re.search(r'\nconverge step: auto-converge '
+                                      r'\(stalled [^\n]*\)   next cancel'
+                                      r'( in [\d.]+ m?s if still stalled)?\n',
+                                      f) for f in frames), out)
+        summary = out[out.index('migration '):]
+        self.assertRegex(summary, r'\nconverge step: (auto-converge|cancel) '
+                         r'\(\S')
 
     def test_background_snapshot(self):
         src = self.guest('snap')
@@ -250,7 +316,8 @@ class Watched(unittest.TestCase):
         self.check_frames(out)
         self.assertRegex(out, r'migration completed in .*\ndowntime: \d+ ms'
                          r'\ntransferred: .* passes\n$')
-        for ours in ('dirty log', 'phases', 'snapshot', 'latency'):
+        for ours in ('dirty log', 'phases', 'snapshot', 'latency',
+                     'progress', 'converge step', 'predicted'):
             self.assertNotIn(ours, out)
 
 
