@@ -518,6 +518,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     s->start_ns = get_clock_ns();
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
     s->bandwidth_bpms = s->unlimited_bpms = s->link_data_bpms = 0;
+    s->link_acc_bytes = s->link_acc_ms = 0;
     s->sync_cost_ns = 0;
     s->mbps = 0;
     s->pages_per_second = 0;

@@ -99,6 +99,7 @@ typedef struct MigrationState {
     double unlimited_bpms;
     /* The same, of pages with data only (what a switchover mostly has left); 0 until measured. */
     double link_data_bpms;
+    double link_acc_bytes, link_acc_ms;     /* mig/src's: what link_data_bpms is measured on */
     int64_t sync_cost_ns;       /* the last exact pending (a dirty sync) before switchover */
     uint64_t threshold_bytes;   /* switch over once this little is left */
     double mbps;

@@ -17,8 +17,9 @@
 #include "migration/stream/savevm.h"
 #include "migration/core/status.h"
 
-/* A window that sent less data than this says little about the data rate. */
-#define LINK_DATA_MIN_BYTES (1 << 20)
+/* The data rate is measured over at least this much sending. */
+#define LINK_DATA_MIN_BYTES (4 << 20)
+#define LINK_DATA_MIN_MS    30.0
 
 /* Switchover estimate before any busy window was measured, if unlimited. */
 #define DEFAULT_BANDWIDTH_BPMS (1024.0 * 1024)
@@ -136,17 +137,27 @@ void rate_window_update(MigrationState *s, RateWindow *w, QEMUFile *f)
         double sending_ms = ms - w->waited_ns / 1e6;
 
         s->bandwidth_bpms = drained / ms;
+        uint64_t data = (ram_data_pages_sent() - w->start_data_pages) * TARGET_PAGE_SIZE;
+
         /* Too short a time sending (a tiny max-bandwidth) tells nothing. */
         if (sending_ms >= RATE_WINDOW_MS / 10) {
             /* In the remaining count's unit: pages (a zero page is 4 KiB of it). */
-            uint64_t data = (ram_data_pages_sent() - w->start_data_pages) * TARGET_PAGE_SIZE;
-
             s->unlimited_bpms = (ram_pages_sent() - w->start_pages) * TARGET_PAGE_SIZE /
                                 sending_ms;
-            /* Zero pages of a first pass go 10x faster than what a switchover has left. */
-            if (data >= LINK_DATA_MIN_BYTES) {
-                s->link_data_bpms = data / sending_ms;
-            }
+        }
+        /*
+         * The data rate, over as many windows as it takes: a window's
+         * share of max-bandwidth sent fast takes less than the 10 ms
+         * above, and leaving those out kept only the slow ones (a third
+         * of what the switchover then sent). Zero pages of a first pass
+         * go 10x faster than what a switchover has left: not counted.
+         */
+        s->link_acc_bytes += data;
+        s->link_acc_ms += data ? sending_ms : 0;
+        if (s->link_acc_ms >= LINK_DATA_MIN_MS && s->link_acc_bytes >= LINK_DATA_MIN_BYTES) {
+            s->link_data_bpms = s->link_acc_bytes / s->link_acc_ms;
+            s->link_acc_bytes = 0;
+            s->link_acc_ms = 0;
         }
     }
     /* avail-switchover-bandwidth: what the user says the switchover may use (QEMU 8.2). */
