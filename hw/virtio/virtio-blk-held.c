@@ -24,7 +24,7 @@
  * and that have not run yet; a load checks every value of every record
  * against the queues and guest RAM before anything is applied, and hands
  * the chains to the device thread, which takes them as freshly popped
- * chains before it pops new ones (virtio_blk_replay_loaded): their header
+ * chains before it pops new ones (virtio_blk_loaded_take): their header
  * is read from guest RAM there, outside the BQL, where a postcopy fault
  * may wait. BQL held, device thread stopped, for all but the replay.
  */
@@ -373,18 +373,13 @@ void virtio_blk_loaded_free_all(VirtIOBlock *b)
 
 /* ---- Device thread ---- */
 
-void virtio_blk_replay_loaded(VirtIOBlock *b, VirtIOBlkRun *run, uint32_t *pushed)
+GQueue virtio_blk_loaded_take(VirtIOBlock *b)
 {
     GQueue todo;
-    VirtIOBlkLoaded *ld;
 
     virtio_blk_lock(b);
     todo = b->loaded;
     g_queue_init(&b->loaded);
     virtio_blk_unlock(b);
-    while ((ld = g_queue_pop_head(&todo))) {
-        /* Checked at load as a pop checks a chain; the element is the handler's now. */
-        virtio_blk_handle(b, ld->vq, ld->elem, run, pushed);
-        g_free(ld);
-    }
+    return todo;
 }

@@ -97,14 +97,20 @@ typedef struct VirtIOBlkLoaded {
     VirtQueueElement *elem;
 } VirtIOBlkLoaded;
 
-/* virtio-blk.c. Device thread: one chain, answered now or into @run; false if it broke the device. */
-bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e, VirtIOBlkRun *run,
-                       uint32_t *pushed);
 /* Any thread: a request leaves the device (in_flight counted down). */
-void virtio_blk_req_free(VirtIOBlockReq *r);
+static inline void virtio_blk_req_free(VirtIOBlockReq *r)
+{
+    __atomic_fetch_sub(&r->b->in_flight, 1, __ATOMIC_RELEASE);
+    g_free(r->iov);
+    g_free(r->elem);
+    g_free(r);
+}
 
-/* virtio-blk-held.c. Device thread: the loaded chains, handled as popped ones. */
-void virtio_blk_replay_loaded(VirtIOBlock *b, VirtIOBlkRun *run, uint32_t *pushed);
+/*
+ * virtio-blk-held.c. Device thread: the loaded chains (VirtIOBlkLoaded,
+ * the caller's), to be handled before any popped one.
+ */
+GQueue virtio_blk_loaded_take(VirtIOBlock *b);
 /* BQL, device thread stopped: drops the loaded chains (a reset: they are the old driver's). */
 void virtio_blk_loaded_free_all(VirtIOBlock *b);
 

@@ -43,14 +43,6 @@ typedef struct VirtIOBlkEvent {
     int err;
 } VirtIOBlkEvent;
 
-void virtio_blk_req_free(VirtIOBlockReq *r)
-{
-    __atomic_fetch_sub(&r->b->in_flight, 1, __ATOMIC_RELEASE);
-    g_free(r->iov);
-    g_free(r->elem);
-    g_free(r);
-}
-
 /*
  * The bytes of @src from @skip on, @len of them, as iovecs into @dst
  * (room for @n). The core checked every iovec against guest RAM.
@@ -370,8 +362,8 @@ static bool virtio_blk_prepare(VirtIOBlock *b, VirtIOBlockReq *r)
  * status byte is no request at all: the device is broken (virtio_error),
  * as the spec allows and QEMU does. Returns false then.
  */
-bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e, VirtIOBlkRun *run,
-                       uint32_t *pushed)
+static bool virtio_blk_handle(VirtIOBlock *b, VirtQueue *vq, VirtQueueElement *e,
+                              VirtIOBlkRun *run, uint32_t *pushed)
 {
     VirtIOBlockReq *r;
 
@@ -402,10 +394,17 @@ static void virtio_blk_queue_notify(VirtIODevice *vdev, VirtQueue *vq)
     VirtIOBlock *b = container_of(vdev, VirtIOBlock, vdev);
     VirtIOBlkRun run = { .ops = &virtio_blk_job_ops };
     uint32_t pushed = 0;
+    VirtIOBlkLoaded *ld;
+    GQueue loaded;
 
     virtio_blk_complete_done(b, &pushed);
     /* Chains a migration brought in flight (once, as the thread starts): before new ones. */
-    virtio_blk_replay_loaded(b, &run, &pushed);
+    loaded = virtio_blk_loaded_take(b);
+    while ((ld = g_queue_pop_head(&loaded))) {
+        /* Checked at load as a pop checks a chain; the element is the handler's now. */
+        virtio_blk_handle(b, ld->vq, ld->elem, &run, &pushed);
+        g_free(ld);
+    }
     /*
      * No kicks while we take chains; after, look once more for what came
      * meanwhile. What one pass takes may merge (virtio-blk-merge.c); the

@@ -46,7 +46,7 @@ typedef struct DowntimePrediction {
     uint64_t stop_us, handover_us, sync_us, ram_us, device_us, total_us;
     uint64_t remaining;         /* remaining + unsent of the inputs */
     double rate_bpms;           /* what ram_us was computed at */
-    double link_bpms;           /* the link's rate then, times freed (what learning compares with) */
+    double link_bpms;           /* the link's rate then, times freed (learning compares with it) */
     DowntimeRateSource source;
     bool valid;                 /* a rate was known: the total means something */
 } DowntimePrediction;

@@ -191,7 +191,7 @@ static void test_first_pass(void)
     g_assert_cmpint(converge_policy_current(&cp), ==, CONV_NONE);
 }
 
-/* Passes of 2 s that start at 2 GiB each time: what is left at a pass's start is the pass's size. */
+/* Passes of 2 s that start at 2 GiB each time (what is left at a pass's start: its size). */
 static uint64_t same_passes(int64_t now)
 {
     return 2048 * MIB - 2048 * MIB * (now % (2 * S_NS)) / (2 * S_NS);
@@ -375,7 +375,7 @@ static void test_budget(void)
     start(&cp, (const char *const[]) { "dirty-limit:1", "auto-converge:30", "postcopy:30",
                                        NULL }, 5 * S_NS);
     for (now = TICK_NS; now <= 60 * S_NS; now += TICK_NS) {
-        /* Passes of the same size (dirty-limit after the first one's end and 1 s), then draining. */
+        /* Passes of one size (dirty-limit 1 s after the first one's end), then draining. */
         ConvergeAction a;
 
         left = now <= 35 * S_NS / 10 ? same_passes(now) : left * 0.8;
