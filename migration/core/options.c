@@ -94,6 +94,14 @@ void migration_options_init(void)
     params->has_x_switchover_rule = true;
     params->x_switchover_rule = X_SWITCHOVER_RULE_PREDICTED;
     params->has_x_completion_timeout = true;
+    /*
+     * A migration the guest outruns is throttled once it stalls, rather
+     * than left to run for ever as QEMU's would (issue 41): our dirty
+     * tracking slows a guest less than QEMU's, so it outruns a link that
+     * QEMU's guest does not. ["none"] restores QEMU's behaviour.
+     */
+    params->x_converge_policy = g_new0(strList, 1);
+    params->x_converge_policy->value = g_strdup(DEFAULT_CONVERGE_POLICY);
 }
 
 XSwitchoverRule migrate_switchover_rule(void)

@@ -89,6 +89,8 @@ uint64_t migrate_vcpu_dirty_limit_period(void);
 uint64_t migrate_avail_switchover_bandwidth(void);
 /* x-switchover-rule: when a precopy stops the guest. */
 XSwitchoverRule migrate_switchover_rule(void);
+/* x-converge-policy's default: throttle a migration stalled for 5 s. */
+#define DEFAULT_CONVERGE_POLICY "auto-converge:5"
 /* x-converge-policy's words (NULL: none); BQL. Read when migrate starts. */
 const strList *migrate_converge_policy(void);
 /* x-completion-timeout: seconds per GiB of guest RAM; 0: no budget. */

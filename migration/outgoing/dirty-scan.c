@@ -56,6 +56,7 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
         return (int)ret;
     }
     dirty_scan_update_rate(ds);
+    ds->last_sync_ns = get_clock_ns();
     if (ds->dt.syncs > 1) {
         converge_after_sync(ds->dt.last_sync_new, qemu_file_transferred(f));
     }
@@ -63,6 +64,14 @@ static int dirty_scan_sync(DirtyScan *ds, QEMUFile *f, const char *when)
     migration_pass_event(ds->dt.syncs, ds->dt.dirty_pages * TARGET_PAGE_SIZE,
                          qemu_file_transferred(f));
     return 0;
+}
+
+uint64_t dirty_scan_dirtied_since_sync(const DirtyScan *ds)
+{
+    double s = ds->last_sync_ns ? (get_clock_ns() - ds->last_sync_ns) / 1e9 : 0;
+    double bytes = ds->dirty_pages_rate * (double)TARGET_PAGE_SIZE * s;
+
+    return bytes < 0x1p63 ? (uint64_t)bytes : UINT64_MAX / 2;
 }
 
 static bool dirty_scan_setup(void *src, QEMUFile *f, Error **errp)

@@ -24,6 +24,7 @@ typedef struct DirtyScan {
     int64_t rate_start_ns;
     uint64_t rate_start_pages;
     uint64_t dirty_pages_rate;
+    int64_t last_sync_ns;       /* when the bitmaps were last synced */
 
     /*
      * A sync happened since the sink was last told (its new_round), so
@@ -42,5 +43,10 @@ typedef struct DirtyScan {
  * migrated). A page claimed either way goes once.
  */
 bool dirty_scan_claim_urgent(DirtyScan *ds, RAMBlock *rb, uint64_t page);
+/*
+ * mig/src: bytes the guest is likely to have dirtied since the last sync
+ * that the next one would add (dirty-pages-rate times the time since it).
+ */
+uint64_t dirty_scan_dirtied_since_sync(const DirtyScan *ds);
 
 #endif

@@ -81,6 +81,18 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
     if (pending > (ps->aim_from ? aim : s->threshold_bytes)) {
         return false;
     }
+    /*
+     * The predicted rule's threshold is reached mid-pass, where the sync
+     * adds back what the guest dirtied since the last one: syncing there
+     * cut every pass short of the overlap a long pass gets from a guest
+     * rewriting its pages (a guest dirtying at the link's rate never
+     * finished, where QEMU's small threshold let passes run to their end
+     * and finished in 53 s). Count that in, unless nothing is left to send.
+     */
+    if (!all_sent && migrate_switchover_rule() == X_SWITCHOVER_RULE_PREDICTED &&
+        pending + dirty_scan_dirtied_since_sync(&ps->scan) > s->threshold_bytes) {
+        return false;
+    }
     t0 = get_clock_ns();
     pending = qemu_savevm_pending(true);
     /* What the final sync will cost, for expected-downtime. */
