@@ -30,11 +30,10 @@
     TRACE_EVENT("migration_converge", "how=%s value=%" PRId64, (how), (int64_t)(value))
 #define trace_migration_converge_step(step, reason) \
     TRACE_EVENT("migration_converge_step", "step=%s reason=\"%s\"", (step), (reason))
-#define trace_migration_prediction(remaining, rate_bpms, link_bpms, freed, total_us, fitting) \
+#define trace_migration_prediction(remaining, rate_bpms, link_bpms, total_us, fitting) \
     TRACE_EVENT("migration_prediction", "remaining=%" PRIu64 " rate_bpms=%.0f link_bpms=%.0f" \
-                " freed=%.2f total_us=%" PRIu64 " fitting=%" PRIu64, (uint64_t)(remaining), \
-                (double)(rate_bpms), (double)(link_bpms), (double)(freed), \
-                (uint64_t)(total_us), (uint64_t)(fitting))
+                " total_us=%" PRIu64 " fitting=%" PRIu64, (uint64_t)(remaining), \
+                (double)(rate_bpms), (double)(link_bpms), (uint64_t)(total_us), (uint64_t)(fitting))
 #define trace_migration_state(from, to) \
     TRACE_EVENT("migration_state", "from=%s to=%s", (from), (to))
 #define trace_ram_iterate(pages, bytes, us) \

@@ -6,11 +6,9 @@
  * and the policy's steps taken.
  */
 #include "qemu/osdep.h"
-#include <sched.h>
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "system/memory.h"
-#include "system/cpus.h"
 #include "migration/qemu-file.h"
 #include "migration/dirty/converge.h"
 #include "migration/core/options.h"
@@ -110,68 +108,9 @@ void convergence_start(MigrationState *s, uint64_t transferred)
                           c->active && c->n_steps ? budget : 0);
     c->prepare_ns = 0;
     c->link_bpms = 0;
-    c->freed = 0;
-    c->freed_at_ns = 0;
     error_free(c->stop_err);
     c->stop_err = NULL;
     publish_start(c);
-}
-
-/*
- * CPU time of the vCPU threads allowed on a CPU that mig/src may run on:
- * those the stopped phase gives back to the sender and the destination.
- * A vCPU pinned apart (ARCHITECTURE section 10) gives nothing back.
- */
-static int64_t vcpus_cpu_ns_near(const cpu_set_t *mine)
-{
-    int64_t sum = 0;
-
-    for (guint i = 0; vcpus && i < vcpus->len; i++) {
-        CPUState *cpu = g_ptr_array_index(vcpus, i);
-        cpu_set_t theirs, both;
-        clockid_t cid;
-        struct timespec ts;
-
-        if (cpu->thread_id <= 0) {
-            continue;
-        }
-        if (!sched_getaffinity(cpu->thread_id, sizeof(theirs), &theirs)) {
-            CPU_AND(&both, mine, &theirs);
-            if (!CPU_COUNT(&both)) {
-                continue;
-            }
-        }
-        if (!pthread_getcpuclockid(cpu->thread.thread, &cid) && !clock_gettime(cid, &ts)) {
-            sum += ts.tv_sec * 1000000000LL + ts.tv_nsec;
-        }
-    }
-    return sum;
-}
-
-/*
- * How much faster the stopped phase sends than the running one: on N
- * CPUs of which the vCPUs used U, the sender and the destination had
- * N - U and get N back (2.3 GB/s stopped against 0.9 GB/s running, one
- * busy vCPU on 2 CPUs). Averaged like the link's rate.
- */
-static void measure_freed(Convergence *c, int64_t now)
-{
-    cpu_set_t mine;
-    int64_t vcpu_ns;
-    double n, used, freed;
-
-    if (sched_getaffinity(0, sizeof(mine), &mine) || !CPU_COUNT(&mine)) {
-        return;
-    }
-    vcpu_ns = vcpus_cpu_ns_near(&mine);
-    if (c->freed_at_ns && now > c->freed_at_ns) {
-        n = CPU_COUNT(&mine);
-        used = MIN((double)(vcpu_ns - c->freed_vcpu_ns) / (now - c->freed_at_ns), n - 0.5);
-        freed = n / (n - MAX(used, 0));
-        c->freed = c->freed > 0 ? c->freed + LINK_WEIGHT * (freed - c->freed) : freed;
-    }
-    c->freed_at_ns = now;
-    c->freed_vcpu_ns = vcpu_ns;
 }
 
 static void inputs(MigrationState *s, uint64_t remaining, DowntimeInputs *in)
@@ -183,7 +122,6 @@ static void inputs(MigrationState *s, uint64_t remaining, DowntimeInputs *in)
         .remaining = remaining,
         .unsent = mig_channel_unsent_bytes(s->channel) + ram_transport_unsent_bytes(),
         .link_bpms = s->conv.link_bpms,
-        .freed = s->conv.freed > 0 ? s->conv.freed : 1,
         .user_bpms = user / 1000.0,
         .sync_ns = s->sync_cost_ns,
         .handover = s->conv.prepare_ns > 0,   /* a flush that worked: images to hand over */
@@ -239,7 +177,6 @@ void convergence_window(MigrationState *s, uint64_t remaining)
                                                                          c->link_bpms)
                                         : s->link_data_bpms;
     }
-    measure_freed(c, now);
     inputs(s, remaining, &in);
     downtime_predict(&c->history, &in, &p);
     fitting = downtime_fitting_bytes(&c->history, &in);
@@ -249,8 +186,7 @@ void convergence_window(MigrationState *s, uint64_t remaining)
     if (p.valid) {
         s->expected_downtime_ms = p.total_us / 1000;
     }
-    trace_migration_prediction(p.remaining, p.rate_bpms, in.link_bpms, in.freed, p.total_us,
-                               fitting);
+    trace_migration_prediction(p.remaining, p.rate_bpms, in.link_bpms, p.total_us, fitting);
     if (c->policy.n) {
         a = converge_policy_tick(&c->policy, now, remaining,
                                  p.valid ? p.total_us : UINT64_MAX / 2, limit_us);

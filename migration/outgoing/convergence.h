@@ -30,8 +30,6 @@ typedef struct Convergence {
     MigProgress progress;
     int64_t prepare_ns;         /* the last handover prepare's (images' flush) duration */
     double link_bpms;           /* s->link_data_bpms averaged over windows */
-    double freed;               /* DowntimeInputs.freed, averaged; 0: not yet */
-    int64_t freed_at_ns, freed_vcpu_ns;     /* the last measure of it */
     /* mig/src sets it (a cancel step); migration.c's iteration takes it and fails. */
     Error *stop_err;
 

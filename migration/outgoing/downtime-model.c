@@ -40,8 +40,6 @@
  */
 #define RATIO_MIN           0.25
 #define RATIO_MAX           4.0
-/* The CPUs the vCPUs give back make the sender at most this much faster. */
-#define FREED_MAX           4.0
 
 static double learned(unsigned n, double value, double prior)
 {
@@ -65,12 +63,6 @@ static void predict_fixed(const DowntimeHistory *h, const DowntimeInputs *in,
     }
 }
 
-/* The link's rate with the CPUs the stopped vCPUs give back. */
-static double link_base(const DowntimeInputs *in)
-{
-    return in->link_bpms * MIN(MAX(in->freed, 1.0), FREED_MAX);
-}
-
 static double predict_rate(const DowntimeHistory *h, const DowntimeInputs *in,
                            DowntimeRateSource *src)
 {
@@ -84,10 +76,10 @@ static double predict_rate(const DowntimeHistory *h, const DowntimeInputs *in,
     }
     if (h->rate_samples) {
         *src = DT_RATE_SWITCHOVERS;
-        return link_base(in) * h->rate_ratio;
+        return in->link_bpms * h->rate_ratio;
     }
     *src = DT_RATE_LINK;
-    return link_base(in);
+    return in->link_bpms;
 }
 
 void downtime_predict(const DowntimeHistory *h, const DowntimeInputs *in, DowntimePrediction *p)
@@ -97,7 +89,7 @@ void downtime_predict(const DowntimeHistory *h, const DowntimeInputs *in, Downti
     /* Saturate: a wrapped sum would predict a near-zero RAM phase for the most RAM. */
     p->remaining = in->remaining + in->unsent >= in->remaining ? in->remaining + in->unsent
                                                                : UINT64_MAX;
-    p->link_bpms = in->link_bpms > 0 ? link_base(in) : 0;
+    p->link_bpms = in->link_bpms;
     p->rate_bpms = predict_rate(h, in, &p->source);
     p->valid = p->rate_bpms > 0;
     if (p->valid) {

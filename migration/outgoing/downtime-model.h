@@ -23,11 +23,6 @@ typedef struct DowntimeInputs {
     uint64_t remaining;         /* bytes left, in pages' unit (a zero page counts 4 KiB) */
     uint64_t unsent;            /* bytes written that the destination has not taken */
     double link_bpms;           /* bytes/ms sent while not held back by max-bandwidth; 0: unknown */
-    /*
-     * How much faster the sender and the destination go once the vCPUs
-     * stop and give back the CPUs they share with them (>= 1).
-     */
-    double freed;
     double user_bpms;           /* avail-switchover-bandwidth, bytes/ms; 0: not set */
     int64_t sync_ns;            /* the last dirty sync's cost */
     bool handover;              /* images to flush at the stop */
@@ -46,7 +41,7 @@ typedef struct DowntimePrediction {
     uint64_t stop_us, handover_us, sync_us, ram_us, device_us, total_us;
     uint64_t remaining;         /* remaining + unsent of the inputs */
     double rate_bpms;           /* what ram_us was computed at */
-    double link_bpms;           /* the link's rate then, times freed (learning compares with it) */
+    double link_bpms;           /* the link's rate then (what learning compares with) */
     DowntimeRateSource source;
     bool valid;                 /* a rate was known: the total means something */
 } DowntimePrediction;
@@ -59,7 +54,7 @@ typedef struct DowntimeHistory {
     unsigned switchovers;       /* learned from */
     double stop_us, handover_us, device_us;
     unsigned rate_samples;      /* switchovers that sent enough RAM to time a rate */
-    double rate_ratio;          /* achieved last-ram rate / the link's times freed, then */
+    double rate_ratio;          /* achieved last-ram rate / the link's, then */
 } DowntimeHistory;
 
 /* The phases of a switchover that happened, microseconds (x-downtime's). */
