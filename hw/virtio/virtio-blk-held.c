@@ -29,6 +29,7 @@
  * may wait. BQL held, device thread stopped, for all but the replay.
  */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "migration/qemu-file.h"
 #include "qemu/bitmap.h"
@@ -86,34 +87,6 @@ void virtio_blk_inflight_reset(VirtIOBlkInFlight *s)
 
 /* ---- Save ---- */
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
-
 /* The chains in flight, held ones first, into @out (VirtQueue *, VirtQueueElement * pairs). */
 static void inflight_chains(VirtIOBlock *b, GPtrArray *out)
 {
@@ -158,16 +131,16 @@ bool virtio_blk_inflight_count(VirtIOBlkInFlight *s, uint16_t *inuse, Error **er
 static void record_put(QEMUFile *f, uint8_t *buf, const VirtQueueElement *e)
 {
     memset(buf, 0, QEMU_BLK_REQ_LEN);
-    put_le32(buf, e->index);
-    put_le32(buf + 4, e->out_num);
-    put_le32(buf + 8, e->in_num);
+    stl_le_p(buf, e->index);
+    stl_le_p(buf + 4, e->out_num);
+    stl_le_p(buf + 8, e->in_num);
     for (unsigned int i = 0; i < e->in_num; i++) {
-        put_le64(buf + QEMU_BLK_REQ_IN_ADDR + 8 * i, e->in_addr[i]);
-        put_le64(buf + QEMU_BLK_REQ_IN_SG + 16 * i + 8, e->in_sg[i].iov_len);
+        stq_le_p(buf + QEMU_BLK_REQ_IN_ADDR + 8 * i, e->in_addr[i]);
+        stq_le_p(buf + QEMU_BLK_REQ_IN_SG + 16 * i + 8, e->in_sg[i].iov_len);
     }
     for (unsigned int i = 0; i < e->out_num; i++) {
-        put_le64(buf + QEMU_BLK_REQ_OUT_ADDR + 8 * i, e->out_addr[i]);
-        put_le64(buf + QEMU_BLK_REQ_OUT_SG + 16 * i + 8, e->out_sg[i].iov_len);
+        stq_le_p(buf + QEMU_BLK_REQ_OUT_ADDR + 8 * i, e->out_addr[i]);
+        stq_le_p(buf + QEMU_BLK_REQ_OUT_SG + 16 * i + 8, e->out_sg[i].iov_len);
     }
     qemu_put_buffer(f, buf, QEMU_BLK_REQ_LEN);
 }
@@ -201,28 +174,28 @@ static VirtIOBlkRecord *record_parse(const uint8_t *buf, uint32_t queue, Error *
 {
     g_autoptr(GPtrArray) hold = NULL;
     VirtIOBlkRecord *rec;
-    uint32_t out_num = get_le32(buf + 4), in_num = get_le32(buf + 8);
+    uint32_t out_num = ldl_le_p(buf + 4), in_num = ldl_le_p(buf + 8);
 
     if (out_num > QEMU_BLK_REQ_SLOTS || in_num > QEMU_BLK_REQ_SLOTS) {
         error_setg(errp, "request at head %u: %u buffers out and %u in, more than a "
-                   "record holds (%d)", get_le32(buf), out_num, in_num, QEMU_BLK_REQ_SLOTS);
+                   "record holds (%d)", ldl_le_p(buf), out_num, in_num, QEMU_BLK_REQ_SLOTS);
         return NULL;
     }
     rec = g_new0(VirtIOBlkRecord, 1);
     rec->queue = queue;
-    rec->index = get_le32(buf);
+    rec->index = ldl_le_p(buf);
     rec->out_num = out_num;
     rec->in_num = in_num;
     rec->addr = g_new(uint64_t, MAX(out_num + in_num, 1));
     rec->len = g_new(uint64_t, MAX(out_num + in_num, 1));
     /* The iovecs' bases are the source's host pointers (sent as 0): never used. */
     for (uint32_t i = 0; i < out_num; i++) {
-        rec->addr[i] = get_le64(buf + QEMU_BLK_REQ_OUT_ADDR + 8 * i);
-        rec->len[i] = get_le64(buf + QEMU_BLK_REQ_OUT_SG + 16 * i + 8);
+        rec->addr[i] = ldq_le_p(buf + QEMU_BLK_REQ_OUT_ADDR + 8 * i);
+        rec->len[i] = ldq_le_p(buf + QEMU_BLK_REQ_OUT_SG + 16 * i + 8);
     }
     for (uint32_t i = 0; i < in_num; i++) {
-        rec->addr[out_num + i] = get_le64(buf + QEMU_BLK_REQ_IN_ADDR + 8 * i);
-        rec->len[out_num + i] = get_le64(buf + QEMU_BLK_REQ_IN_SG + 16 * i + 8);
+        rec->addr[out_num + i] = ldq_le_p(buf + QEMU_BLK_REQ_IN_ADDR + 8 * i);
+        rec->len[out_num + i] = ldq_le_p(buf + QEMU_BLK_REQ_IN_SG + 16 * i + 8);
     }
     return rec;
 }

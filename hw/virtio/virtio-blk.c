@@ -25,6 +25,7 @@
  * carries them (virtio-blk-held.c).
  */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "virtio-blk-int.h"
@@ -464,24 +465,6 @@ static void virtio_blk_refresh_capacity(VirtIOBlock *b)
     }
 }
 
-static void put_le16(uint8_t *p, uint16_t v)
-{
-    v = htole16(v);
-    memcpy(p, &v, 2);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
 /* struct virtio_blk_config, as QEMU fills it (docs/devel/virtio.md). */
 void virtio_blk_mig_config(VirtIODevice *vdev, uint8_t *config)
 {
@@ -490,24 +473,24 @@ void virtio_blk_mig_config(VirtIODevice *vdev, uint8_t *config)
 
     virtio_blk_refresh_capacity(b);
     memset(config, 0, VIRTIO_BLK_CONFIG_SIZE);
-    put_le64(config + 0, __atomic_load_n(&b->capacity, __ATOMIC_RELAXED));
+    stq_le_p(config + 0, __atomic_load_n(&b->capacity, __ATOMIC_RELAXED));
     uint64_t cyls = __atomic_load_n(&b->capacity, __ATOMIC_RELAXED) /
                     (VIRTIO_BLK_HEADS * VIRTIO_BLK_SECS);
 
-    put_le32(config + 12, VIRTIO_BLK_SEG_MAX);                  /* seg_max */
+    stl_le_p(config + 12, VIRTIO_BLK_SEG_MAX);                  /* seg_max */
     /* geometry: what QEMU guesses for a raw disk of no partition table */
-    put_le16(config + 16, MIN(cyls, VIRTIO_BLK_MAX_CYLS));
+    stw_le_p(config + 16, MIN(cyls, VIRTIO_BLK_MAX_CYLS));
     config[18] = VIRTIO_BLK_HEADS;
     config[19] = VIRTIO_BLK_SECS;
-    put_le32(config + 20, lbs);                                  /* blk_size */
+    stl_le_p(config + 20, lbs);                                  /* blk_size */
     config[24] = (uint8_t)(__builtin_ctz(b->conf.physical_block_size) - __builtin_ctz(lbs));
     config[32] = __atomic_load_n(&b->writeback, __ATOMIC_RELAXED);       /* writeback */
-    put_le16(config + 34, b->conf.num_queues);
-    put_le32(config + 36, VIRTIO_BLK_MAX_DISCARD_SECTORS);
-    put_le32(config + 40, 1);                                    /* max_discard_seg */
-    put_le32(config + 44, lbs / BDRV_SECTOR_SIZE);               /* discard_sector_alignment */
-    put_le32(config + 48, VIRTIO_BLK_MAX_DISCARD_SECTORS);       /* max_write_zeroes_sectors */
-    put_le32(config + 52, 1);                                    /* max_write_zeroes_seg */
+    stw_le_p(config + 34, b->conf.num_queues);
+    stl_le_p(config + 36, VIRTIO_BLK_MAX_DISCARD_SECTORS);
+    stl_le_p(config + 40, 1);                                    /* max_discard_seg */
+    stl_le_p(config + 44, lbs / BDRV_SECTOR_SIZE);               /* discard_sector_alignment */
+    stl_le_p(config + 48, VIRTIO_BLK_MAX_DISCARD_SECTORS);       /* max_write_zeroes_sectors */
+    stl_le_p(config + 52, 1);                                    /* max_write_zeroes_seg */
     config[56] = 1;                                              /* write_zeroes_may_unmap */
 }
 

@@ -49,6 +49,12 @@ static inline uint64_t ldq_be_p(const void *p)
     return GUINT64_FROM_BE(v);
 }
 
+static inline void stw_le_p(void *p, uint16_t v)
+{
+    v = GUINT16_TO_LE(v);
+    memcpy(p, &v, sizeof(v));
+}
+
 static inline void stl_le_p(void *p, uint32_t v)
 {
     v = GUINT32_TO_LE(v);

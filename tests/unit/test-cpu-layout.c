@@ -136,12 +136,6 @@ static void test_hflags(void)
 
 /* ---- XSAVE ---- */
 
-static void stw_le_p(uint8_t *p, uint16_t v)
-{
-    p[0] = v;
-    p[1] = v >> 8;
-}
-
 static void test_xsave_fields(void)
 {
     uint8_t area[X86_XSAVE_AVX512_END] = { 0 }, back[X86_XSAVE_AVX512_END];
