@@ -149,7 +149,7 @@ static void test_defaults_finish(void)
     vm_kill(dst);
 }
 
-/* QEMU's rule (x-switchover-rule bandwidth), no policy: the same guest does not finish in 15 s. */
+/* QEMU's rule (x-switchover-rule bandwidth), no policy: the same guest does not finish in 8 s. */
 static void test_bandwidth_rule(void)
 {
     g_autofree char *uri = migtest_uri("unix");
@@ -169,7 +169,7 @@ static void test_bandwidth_rule(void)
     hmp = vm_hmp(src, "migrate_set_parameter x-converge-policy none");
     g_assert_cmpstr(hmp, ==, "");
     json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    for (int i = 0; i < 150; i++) {
+    for (int i = 0; i < 80; i++) {
         info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
         vm_check_progress(src, info);
         g_assert_true(!strcmp(json_get_str(info, "status"), "active") ||
