@@ -88,13 +88,16 @@ class BlkGuestCase(GuestCase):
             f.write(os.urandom(4096))
         return path
 
-    def blk_vm(self, name, img, append, extra=(), binary=None, drive_opts=''):
+    def blk_vm(self, name, img, append, extra=(), binary=None, drive_opts='', file=None,
+               device_opts=''):
         """A VM of @binary (None: ours) with @img as its virtio-blk disk
-        (its format from its name: .raw or .qcow2)."""
+        (its format from its name: .raw or .qcow2), opened as @file when
+        given (an nbd: export of it, say)."""
         fmt = os.path.splitext(img)[1][1:]
-        drive = 'file=%s,format=%s,if=none,id=d0' % (img, fmt) + drive_opts
+        drive = 'file=%s,format=%s,if=none,id=d0' % (file or img, fmt) + drive_opts
         args = ['-global', 'virtio-mmio.force-legacy=false']
-        args += ['-drive', drive, '-device', 'virtio-blk-device,drive=d0'] + list(extra)
+        args += ['-drive', drive, '-device', 'virtio-blk-device,drive=d0' + device_opts]
+        args += list(extra)
         return self.keep(VM(self.tmp, name, mem_mb=MEM_MB, append=append, extra=args,
                             binary=binary, cpu=PEER_CPU if binary else None), name)
 
