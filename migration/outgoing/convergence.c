@@ -91,7 +91,9 @@ void convergence_start(MigrationState *s, uint64_t transferred)
     Convergence *c = &s->conv;
     bool hold_limit = false, hold_throttle = false;
     uint64_t gib = MAX(DIV_ROUND_UP(ram_blocks_total_bytes(), 1ULL << 30), 1);
-    int64_t budget = migrate_completion_timeout() * gib * 1000000000LL;
+    /* Any uint64 may come: a budget past INT64_MAX ns is none at all. */
+    double budget_ns = (double)migrate_completion_timeout() * gib * 1e9;
+    int64_t budget = budget_ns < 0x1p62 ? (int64_t)budget_ns : 0;
 
     /*
      * The first step's capability keeps its own early rule (QEMU's: two
