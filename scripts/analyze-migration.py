@@ -3,8 +3,12 @@
 """
 analyze-migration.py: decode a QEMU-format migration stream file.
 
-    analyze-migration.py -f FILE [-d summary|state|desc|records]
+    analyze-migration.py -f FILE [-d state|desc|summary|records] [-m] [-x]
                          [--dump-memory DIR] [--strict]
+
+QEMU's own analyze-migration.py takes -f, -d state|desc (state by
+default), -m and -x; those keep their meaning here, so a QEMU user's
+command lines work unchanged.  summary and records are ours.
 
 Reads a precopy or background-snapshot stream as written by QEMU (7.2 and
 later) or by this project's qemu-system-x86_64: the QEVM header, the
@@ -35,6 +39,7 @@ import math
 import os
 import struct
 import sys
+import tempfile
 
 from migstream.format import (
     CMD_PACKAGED, CMD_POSTCOPY_ADVISE, COMMAND_NAMES, DEFAULT_PAGE_SIZE, FILE_MAGIC, FILE_VERSION,
@@ -679,6 +684,12 @@ def parse_args(argv):
                     'JSON on stdout.',
         epilog='''\
 dump modes:
+  state    decoded device state (the default, as in QEMU's analyze-
+           migration.py): "idstr (instance)" -> {field: value};
+           arrays are lists, buffers hex strings, structs objects,
+           subsections are keyed by their name; with -m also "ram":
+           each block's size and its non-zero pages
+  desc     the vmdesc JSON found after EOF, pretty-printed
   summary  header, machine type, per-section record counts and bytes, RAM
            blocks with zero/normal/xbzrle/compressed page counts, pages
            beyond a block's end and distinct pages covered, devices, EOF,
@@ -687,16 +698,12 @@ dump modes:
            "stream_start" it names) and per block the pages present
            (counted as normal pages) and zero (clear in the bitmap), the
            header, bitmap and pages offsets
-  state    decoded device state: "idstr (instance)" -> {field: value};
-           arrays are lists, buffers hex strings, structs objects,
-           subsections are keyed by their name
-  desc     the vmdesc JSON found after EOF, pretty-printed
   records  every top-level record with its offset and payload size
 
 errors:
   Problems with the input are reported on stderr as
   "analyze-migration.py: error: WHAT at offset 0xPOS" and the exit status is
-  1.  For summary, state and records the JSON document is printed anyway,
+  1.  For state, summary and records the JSON document is printed anyway,
   with what was decoded up to the error, "complete": false and an "errors"
   list; desc prints nothing on error.  A page beyond its block's end or
   for an unknown block is counted and the stream read on (exit status 1
@@ -718,9 +725,16 @@ limits:
 ''')
     p.add_argument('-f', '--file', required=True,
                    help='migration stream file to read')
-    p.add_argument('-d', '--dump', default='summary',
-                   choices=('summary', 'state', 'desc', 'records'),
-                   help='what to print (default: summary)')
+    p.add_argument('-d', '--dump', default='state',
+                   choices=('state', 'desc', 'summary', 'records'),
+                   help='what to print (default: state, as QEMU\'s)')
+    p.add_argument('-m', '--memory', action='store_true',
+                   help='dump RAM contents as well: with -d state, "ram" '
+                        'lists each block\'s non-zero pages as '
+                        '"0xOFFSET": hex of the page (final content)')
+    p.add_argument('-x', '--extract', action='store_true',
+                   help='write state.json and desc.json into the current '
+                        'directory instead of printing')
     p.add_argument('--dump-memory', metavar='DIR',
                    help='write each RAM block\'s final content to '
                         'DIR/<block name, "/" -> "_">.bin (sparse, block '
@@ -731,71 +745,74 @@ limits:
     return p.parse_args(argv)
 
 
-def emit(doc):
-    sys.stdout.write(json.dumps(doc, indent=2) + '\n')
-    sys.stdout.flush()
+def emit(doc, out=None):
+    (out or sys.stdout).write(json.dumps(doc, indent=2) + '\n')
+    (out or sys.stdout).flush()
 
 
-def run(args):
+def find_desc(f, size):
+    """(vmdesc, None) or (None, error line) for the stream in @f."""
     try:
-        f = open(args.file, 'rb')
-    except OSError as e:
-        print('%s: error: cannot open %s: %s' % (PROG, args.file, e.strerror),
-              file=sys.stderr)
-        return 1
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if args.dump == 'desc':
-            try:
-                an = Analyzer(f, size)
-                an.find_start()
-                an.parse_header()
-                t = an.trailer
-                found, problem = locate_vmdesc(
-                    f, size, t['offset'] if t is not None else None)
-            except StreamError as e:
-                print(e.line(), file=sys.stderr)
-                return 1
-            if found is None:
-                print(oneline('%s: error: %s' % (PROG, problem)),
-                      file=sys.stderr)
-                return 1
-            emit(found[2])
-            return 0
+        an = Analyzer(f, size)
+        an.find_start()
+        an.parse_header()
+        t = an.trailer
+        found, problem = locate_vmdesc(
+            f, size, t['offset'] if t is not None else None)
+    except StreamError as e:
+        return None, e.line()
+    if found is None:
+        return None, oneline('%s: error: %s' % (PROG, problem))
+    return found[2], None
 
-        if args.dump_memory:
-            try:
-                os.makedirs(args.dump_memory, exist_ok=True)
-            except OSError as e:
-                print('%s: error: cannot create %s: %s'
-                      % (PROG, args.dump_memory, e.strerror), file=sys.stderr)
-                return 1
-        an = Analyzer(f, size, dump_dir=args.dump_memory,
-                      want_records=args.dump == 'records')
+
+def ram_pages(blocks):
+    """-m: each block's size and non-zero pages, read back from the files
+    the dump wrote (so XBZRLE, compressed and mapped-ram pages are in
+    their final content, as the guest would see them)."""
+    ram = {}
+    for blk in blocks:
+        pages = {}
+        psize = blk.page_size or DEFAULT_PAGE_SIZE
         try:
-            an.run()
-            if args.strict:
-                if an.eof_offset is None:
-                    raise StreamError('stream ends without EOF', an.stream_end)
-                if an.trailing:
-                    raise StreamError('%d bytes of trailing garbage'
-                                      % an.trailing, an.stream_end)
-        except StreamError as e:
-            an.fatal = e
-        except OSError as e:
-            an.fatal = StreamError('I/O error: %s' % e.strerror,
-                                   an.r.tell() if an.r else None)
-        finally:
-            an.close()
+            with open(blk.dump_path or os.devnull, 'rb') as f:
+                off = 0
+                while True:
+                    page = f.read(psize)
+                    if not page:
+                        break
+                    if page.count(0) != len(page):
+                        pages['0x%x' % off] = page.hex()
+                    off += len(page)
+        except FileNotFoundError:
+            pass
+        ram[blk.name] = {'size': blk.length, 'pages': pages}
+    return ram
 
-    if args.dump == 'state':
-        emit(an.state_doc())
-    elif args.dump == 'records':
-        emit({'records': an.records, 'complete': an.fatal is None,
-              'errors': an.error_list()})
-    else:
-        emit(an.summary())
 
+def analyze_stream(args, f, size, dump_dir):
+    an = Analyzer(f, size, dump_dir=dump_dir,
+                  want_records=args.dump == 'records')
+    try:
+        an.run()
+        if args.strict:
+            if an.eof_offset is None:
+                raise StreamError('stream ends without EOF', an.stream_end)
+            if an.trailing:
+                raise StreamError('%d bytes of trailing garbage'
+                                  % an.trailing, an.stream_end)
+    except StreamError as e:
+        an.fatal = e
+    except OSError as e:
+        an.fatal = StreamError('I/O error: %s' % e.strerror,
+                               an.r.tell() if an.r else None)
+    finally:
+        an.close()
+    return an
+
+
+def report(an):
+    """Warnings and errors on stderr; the exit status."""
     for w in an.warnings:
         print(oneline('%s: warning: %s' % (PROG, w)), file=sys.stderr)
     if an.eof_offset is None and an.fatal is None:
@@ -812,6 +829,74 @@ def run(args):
     if an.fatal is not None:
         print(an.fatal.line(), file=sys.stderr)
     return 1 if an.fatal is not None or an.errors else 0
+
+
+def make_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        print('%s: error: cannot create %s: %s' % (PROG, path, e.strerror),
+              file=sys.stderr)
+        return False
+    return True
+
+
+def write_json(path, doc):
+    try:
+        with open(path, 'w') as out:
+            emit(doc, out)
+    except OSError as e:
+        print('%s: error: cannot write %s: %s' % (PROG, path, e.strerror),
+              file=sys.stderr)
+        return False
+    return True
+
+
+def run(args):
+    try:
+        f = open(args.file, 'rb')
+    except OSError as e:
+        print('%s: error: cannot open %s: %s' % (PROG, args.file, e.strerror),
+              file=sys.stderr)
+        return 1
+    with f, tempfile.TemporaryDirectory(prefix='analyze-migration.') as tmp:
+        size = os.fstat(f.fileno()).st_size
+        if args.dump == 'desc' and not args.extract:
+            desc, problem = find_desc(f, size)
+            if desc is None:
+                print(problem, file=sys.stderr)
+                return 1
+            emit(desc)
+            return 0
+
+        dump_dir = args.dump_memory
+        if dump_dir and not make_dir(dump_dir):
+            return 1
+        if args.memory and not dump_dir:
+            dump_dir = tmp
+        an = analyze_stream(args, f, size, dump_dir)
+        state = an.state_doc()
+        if args.memory:
+            state['ram'] = ram_pages(an.block_order)
+
+        if args.extract:
+            # QEMU's -x: the state and the description as two files.
+            desc, problem = find_desc(f, size)
+            if not write_json('state.json', state):
+                return 1
+            if desc is None:
+                print(problem, file=sys.stderr)
+                return 1
+            if not write_json('desc.json', desc):
+                return 1
+        elif args.dump == 'state':
+            emit(state)
+        elif args.dump == 'records':
+            emit({'records': an.records, 'complete': an.fatal is None,
+                  'errors': an.error_list()})
+        else:
+            emit(an.summary())
+    return report(an)
 
 
 def main(argv=None):

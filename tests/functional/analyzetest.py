@@ -28,8 +28,12 @@ ANY_ERROR_RE = re.compile(r'^analyze-migration\.py: error: \S')
 
 def analyze(path, *args):
     """Run the analyzer; return (exit status, parsed stdout or None,
-    stderr)."""
-    p = subprocess.run([sys.executable, ANALYZE, '-f', path] + list(args),
+    stderr). Without -d the summary (QEMU's default, state, is asked for
+    by name where a test wants it)."""
+    args = list(args)
+    if not {'-d', '--dump', '-x', '--extract'} & set(args):
+        args = ['-d', 'summary'] + args
+    p = subprocess.run([sys.executable, ANALYZE, '-f', path] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=DEADLINE * 5)
     out = p.stdout.decode('utf-8', 'replace')

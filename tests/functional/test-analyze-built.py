@@ -12,12 +12,13 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyzetest import PAGE, analyze  # noqa: E402
+from analyzetest import ANALYZE, PAGE, analyze  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -190,6 +191,26 @@ class HandBuiltStreams(unittest.TestCase):
         self.assertEqual(st['devices']['dev (0)'], {
             'a': 0xbeef, 'r': [-1, 7], 'flag': True,
             's': {'x': 5, 'b': 'ab'}, 'e': [3, 4], 'dev/sub': {'z': -2}})
+
+        # QEMU's spellings: state by default, -m adds the final non-zero
+        # pages, -x writes state.json and desc.json where it runs.
+        p = subprocess.run([sys.executable, ANALYZE, '-f', path, '--strict', '-m'],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        dflt = json.loads(p.stdout)
+        self.assertEqual(dflt['devices'], st['devices'])
+        self.assertEqual(dflt['ram'], {'b': {'size': 4 * PAGE,
+                                             'pages': {'0x0': want0.hex()}}})
+        xdir = os.path.join(self.dir, 'x')
+        os.mkdir(xdir)
+        p = subprocess.run([sys.executable, ANALYZE, '-f', path, '-x'], cwd=xdir,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, '')
+        with open(os.path.join(xdir, 'state.json')) as f:
+            self.assertEqual(json.load(f)['devices'], st['devices'])
+        with open(os.path.join(xdir, 'desc.json')) as f:
+            self.assertEqual(json.load(f), VMDESC)
 
     def test_configuration_in_vmdesc(self):
         """Newer QEMU describes the configuration section in the vmdesc
