@@ -267,9 +267,10 @@ class VirshMonitor:
 
 
 def libvirt_domains(uri=None):
-    """The names of the running domains of libvirt at @uri (virsh's default
-    connection if None); MonitorGone if libvirt cannot be asked."""
-    out = VirshMonitor(None, uri).virsh("list", "--name", "--state-running")
+    """The names of the active domains (running or paused: a migrated one
+    is paused) of libvirt at @uri (virsh's default connection if None);
+    MonitorGone if libvirt cannot be asked."""
+    out = VirshMonitor(None, uri).virsh("list", "--name")
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
