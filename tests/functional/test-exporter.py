@@ -12,9 +12,10 @@ state set with one state on), RAM bytes, progress, the predicted and the
 measured downtime phase by phase (the destination's too), and query-stats
 of each vCPU and of the VM. A background snapshot's write-fault latency
 histogram comes out as a Prometheus histogram whose buckets add up to
-query-migrate's (without _sum and _count: no sum is reported). A monitor nobody answers on is qemu_up 0. --libvirt
-exports a domain of a private libvirtd (tests/libvirt/lvenv.sh) through
-libvirt's monitor pass-through, before and after a migration.
+query-migrate's (without _sum and _count: no sum is reported). A monitor
+nobody answers on is qemu_up 0. --libvirt exports a domain of a private
+libvirtd (tests/libvirt/lvenv.sh) through libvirt's monitor pass-through,
+before and after a migration.
 
 Exit status 77 (a skip, said on stderr) without promtool, /dev/kvm, or
 libvirt (or root) for the libvirt mode, after the checks that can run.
@@ -273,7 +274,7 @@ class Scraped(unittest.TestCase):
         self.assertFalse(m.has(name + '_sum', vm='snap'))
         # Bucket i of ours holds [2^(i-1), 2^i) us: le=2^i us, cumulative.
         for i in range(len(counts) - 1):
-            self.assertEqual(m.get(name + '_bucket', vm='snap', le=repr((1 << i) * 1e-6)),
+            self.assertEqual(m.get(name + '_bucket', vm='snap', le=repr((1 << i) / 1e6)),
                              sum(counts[:i + 1]))
         # No ours: the postcopy histograms are absent, not zero.
         self.assertFalse(m.matching('qemu_migration_postcopy_request_latency_seconds_bucket'))
