@@ -41,6 +41,9 @@ import obsvm  # noqa: E402
 
 WATCH = os.path.join(SRC_DIR, 'scripts', 'migrate-watch')
 BANDWIDTH = 32 << 20
+# x-progress gives a time left once it has three samples of what is left,
+# a second apart: a migration paced to last ten seconds shows it.
+SLOW_BANDWIDTH = 8 << 20
 # test-slo's guest that outruns the link (issue 41): 200 MB/s at random
 # over 192 MiB against 40 MiB/s, so it stalls and x-converge-policy acts.
 OUTRUN_MEM = '384M'
@@ -193,13 +196,12 @@ class Watched(unittest.TestCase):
         """The same view over -qmp tcp:HOST:PORT, to the time left."""
         src = self.guest('src', observer='tcp')
         watcher = src.watch()
-        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': BANDWIDTH})
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': SLOW_BANDWIDTH})
         src.qmp.cmd('migrate', uri='exec:cat > /dev/null')
         rc, out, err = finish(watcher)
         self.assertEqual((rc, err), (0, ''), out)
         self.check_frames(out)
         frames = self.check_progress(out)
-        # 64 MiB to send at 32 MiB/s: the first pass has a time left.
         self.assertTrue(any(re.search(r'\nprogress: [\d.]+%  \S+, about [\d.]+ m?s '
                                       r'left\n', f) for f in frames), out)
         self.assertRegex(out, r'migration completed in .*\ndowntime: \d+ ms\n')
@@ -329,7 +331,7 @@ class Domain(unittest.TestCase):
         rc, out, err = finish(self.watch('--once'))
         self.assertEqual((rc, err, out), (0, '', 'status: none\n'))
         self.dom.ready()
-        self.dom.qmp('migrate-set-parameters', **{'max-bandwidth': BANDWIDTH})
+        self.dom.qmp('migrate-set-parameters', **{'max-bandwidth': SLOW_BANDWIDTH})
         watcher = self.watch()
         self.dom.qmp('migrate', uri='exec:cat > /dev/null')
         rc, out, err = finish(watcher)
