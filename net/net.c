@@ -207,7 +207,7 @@ ssize_t net_send_packet_async(NetClientState *nc, const uint8_t *buf, size_t len
     }
     if (peer->incoming.length >= NET_QUEUE_MAX_FRAMES) {
         peer->dropped++;
-        TRACE_EVENT("net_queue_full", "to=%s from=%s len=%zu dropped=%" PRIu64,
+        TRACE_EVENT(net_queue_full, "to=%s from=%s len=%zu dropped=%" PRIu64,
                     peer->name, nc->name, len, peer->dropped);
         return -ENOBUFS;
     }

@@ -267,7 +267,7 @@ static void net_slirp_guest_error(const char *msg, void *opaque)
 {
     NetSlirpState *s = opaque;
 
-    TRACE_EVENT("slirp_guest_error", "netdev=%s %s", s->nc->name, msg);
+    TRACE_EVENT(slirp_guest_error, "netdev=%s %s", s->nc->name, msg);
 }
 
 static int64_t net_slirp_clock_get_ns(void *opaque)

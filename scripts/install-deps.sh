@@ -6,7 +6,7 @@
 set -eu
 here=$(dirname "$0")
 
-PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86 clang libclang-rt-14-dev llvm-14 zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev python3-matplotlib libvirt-daemon-system libvirt-clients iproute2 libgnutls28-dev gnutls-bin qemu-utils"
+PACKAGES="gcc make meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev python3 qemu-system-x86 clang libclang-rt-14-dev llvm-14 zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev python3-matplotlib libvirt-daemon-system libvirt-clients iproute2 libgnutls28-dev gnutls-bin qemu-utils systemtap-sdt-dev bpftrace python3-prometheus-client prometheus"
 
 missing=""
 for p in $PACKAGES; do

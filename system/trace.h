@@ -7,17 +7,17 @@
 #include "trace/trace.h"
 
 #define trace_dirtylimit_set(cpu, mbps) \
-    TRACE_EVENT("dirtylimit_set", "cpu=%d limit_mbps=%" PRIu64, (int)(cpu), (uint64_t)(mbps))
+    TRACE_EVENT(dirtylimit_set, "cpu=%d limit_mbps=%" PRIu64, (int)(cpu), (uint64_t)(mbps))
 #define trace_dirtylimit_vcpu_sleep(cpu, limit, us) \
-    TRACE_EVENT("dirtylimit_vcpu_sleep", "cpu=%d limit_mbps=%" PRIu64 " us=%" PRId64, (int)(cpu), \
+    TRACE_EVENT(dirtylimit_vcpu_sleep, "cpu=%d limit_mbps=%" PRIu64 " us=%" PRId64, (int)(cpu), \
                 (uint64_t)(limit), (int64_t)(us))
 #define trace_dirtylimit_vcpu_rate(cpu, limit, rate) \
-    TRACE_EVENT("dirtylimit_vcpu_rate", "cpu=%d limit_mbps=%" PRIu64 " rate_mbps=%" PRIu64, \
+    TRACE_EVENT(dirtylimit_vcpu_rate, "cpu=%d limit_mbps=%" PRIu64 " rate_mbps=%" PRIu64, \
                 (int)(cpu), (uint64_t)(limit), (uint64_t)(rate))
 #define trace_cpu_throttle_set(pct) \
-    TRACE_EVENT("cpu_throttle_set", "pct=%d", (int)(pct))
+    TRACE_EVENT(cpu_throttle_set, "pct=%d", (int)(pct))
 #define trace_cpu_throttle_vcpu_sleep(cpu, pct, us) \
-    TRACE_EVENT("cpu_throttle_vcpu_sleep", "cpu=%d pct=%d us=%" PRId64, (int)(cpu), (int)(pct), \
+    TRACE_EVENT(cpu_throttle_vcpu_sleep, "cpu=%d pct=%d us=%" PRId64, (int)(cpu), (int)(pct), \
                 (int64_t)(us))
 
 #endif

@@ -11,21 +11,10 @@ static GPtrArray *trace_patterns;   /* GPatternSpec*, empty = everything */
 static GMutex trace_lock;
 static int64_t trace_start_ns;
 
-/* Every trace point in the tree, for -trace help (kept in step by test-observe). */
-static const char *const trace_event_names[] = {
-    "bg_snapshot_fault", "bg_snapshot_region", "cpu_throttle_set", "cpu_throttle_vcpu_sleep",
-    "dirty_clear",
-    "dirty_sync_end", "dirtylimit_set", "dirtylimit_vcpu_rate", "dirtylimit_vcpu_sleep",
-    "dirty_sync_start", "display_refresh", "kvm_clear_dirty_log", "kvm_dirty_ring_reap", "kvm_get_dirty_log",
-    "kvm_pic_requeue_lost_irq", "kvm_vcpu_exit_slow", "mapped_ram_block", "mapped_ram_finish",
-    "mapped_ram_load_block",
-    "migration_converge", "migration_converge_step", "migration_downtime",
-    "migration_incoming_downtime", "migration_prediction",
-    "migration_pass", "migration_postcopy_package",
-    "migration_postcopy_start", "migration_postcopy_stopped", "migration_postcopy_switch",
-    "migration_state", "migration_switchover", "postcopy_dst_step", "postcopy_preempt_end",
-    "ram_iterate", "savevm_device_load", "savevm_device_save", "vga_load_no_vbe", "vga_vbe_mode",
-};
+/* -trace help: TRACE_EVENT_LIST's names, in its order. */
+#define TRACE_NAME_(name) #name,
+static const char *const trace_event_names[] = { TRACE_EVENT_LIST(TRACE_NAME_) };
+#undef TRACE_NAME_
 
 static void trace_list_events(void)
 {

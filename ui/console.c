@@ -250,7 +250,7 @@ void graphic_hw_update(QemuConsole *con)
     con->stats.sync_time_us_total += sync_ns / 1000;
     con->stats.sync_time_us_max = MAX(con->stats.sync_time_us_max, (uint64_t)sync_ns / 1000);
     if (!con->surface || !con->fb.enabled) {
-        TRACE_EVENT("display_refresh", "sync_us=%" PRId64 " total_us=%" PRId64 " lines=0 full=0",
+        TRACE_EVENT(display_refresh, "sync_us=%" PRId64 " total_us=%" PRId64 " lines=0 full=0",
                     sync_ns / 1000, sync_ns / 1000);
         return;
     }
@@ -269,7 +269,7 @@ void graphic_hw_update(QemuConsole *con)
     }
     con->stats.full_refreshes += full;
     con->stats.lines_converted += lines;
-    TRACE_EVENT("display_refresh", "sync_us=%" PRId64 " total_us=%" PRId64 " lines=%u full=%d",
+    TRACE_EVENT(display_refresh, "sync_us=%" PRId64 " total_us=%" PRId64 " lines=%u full=%d",
                 sync_ns / 1000, (get_clock_ns() - t0) / 1000, lines, full);
 }
 

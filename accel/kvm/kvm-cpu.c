@@ -438,7 +438,7 @@ static VcpuExitAction kvm_cpu_exec_once(CPUState *cpu)
         kvm_report_guest_error(cpu, "KVM_RUN failed");
         return VCPU_STOP_VM;
     }
-    if (__builtin_expect(trace_active, 0)) {
+    if (TRACE_EVENT_ENABLED(kvm_vcpu_exit_slow)) {
         int64_t t0 = get_clock_ns(), us;
         uint32_t reason = run->exit_reason;
         VcpuExitAction act = kvm_handle_exit(cpu);

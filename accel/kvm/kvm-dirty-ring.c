@@ -137,11 +137,13 @@ int kvm_dirty_ring_reap(KVMState *s)
 {
     uint32_t from[256];
     uint64_t total = 0;
-    int64_t t0 = trace_active ? get_clock_ns() : 0, t_locked = 0, t_reset = 0;
+    /* Once: a tracer attaching midway must not get half-measured times. */
+    bool traced = TRACE_EVENT_ENABLED(kvm_dirty_ring_reap);
+    int64_t t0 = traced ? get_clock_ns() : 0, t_locked = 0, t_reset = 0;
     int ret;
 
     g_mutex_lock(&ring_lock);
-    if (trace_active) {
+    if (traced) {
         t_locked = get_clock_ns();
     }
     for (guint i = 0; vcpus && i < vcpus->len; i++) {
@@ -167,9 +169,9 @@ int kvm_dirty_ring_reap(KVMState *s)
     }
     if (total) {
         /* Re-protect the harvested pages before their contents are read. */
-        t_reset = trace_active ? get_clock_ns() : 0;
+        t_reset = traced ? get_clock_ns() : 0;
         ret = kvm_vm_ioctl(s, KVM_RESET_DIRTY_RINGS, NULL);
-        t_reset = trace_active ? get_clock_ns() - t_reset : 0;
+        t_reset = traced ? get_clock_ns() - t_reset : 0;
         if (ret < 0 && !ring_reset_error) {
             ring_reset_error = ret;
         }
@@ -177,7 +179,7 @@ int kvm_dirty_ring_reap(KVMState *s)
     s->dirty_stats.harvests++;
     ret = ring_reset_error;
     g_mutex_unlock(&ring_lock);
-    if (trace_active) {
+    if (traced) {
         char by[16] = "";
 
         pthread_getname_np(pthread_self(), by, sizeof(by));

@@ -126,7 +126,7 @@ static bool vga_post_load(void *opaque, int version_id, Error **errp)
             return false;
         }
     } else {
-        TRACE_EVENT("vga_load_no_vbe", "vbe_id=0x%x: no VBE state in the stream "
+        TRACE_EVENT(vga_load_no_vbe, "vbe_id=0x%x: no VBE state in the stream "
                     "(QEMU's isa-vga); VBE off until the guest sets a mode", id);
         vbe_reset_regs(&c);
     }

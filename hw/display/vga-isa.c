@@ -98,7 +98,7 @@ static void isa_vga_trace_mode(ISAVGAState *s)
     VBEMode m;
 
     vbe_get_mode(&s->vbe, &m);
-    TRACE_EVENT("vga_vbe_mode", "enabled=%d xres=%u yres=%u bpp=%u line=%u start=%" PRIu64,
+    TRACE_EVENT(vga_vbe_mode, "enabled=%d xres=%u yres=%u bpp=%u line=%u start=%" PRIu64,
                 m.enabled, m.xres, m.yres, m.bpp, m.line_offset, m.start);
 }
 

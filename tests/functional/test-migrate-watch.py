@@ -8,14 +8,18 @@ test drives the VM on one, the watcher polls the other.  A live migration
 of a dirtying guest, paced by max-bandwidth to last a few seconds, and a
 background snapshot to a file are watched to completion (exit 0, progress
 frames, the summary, the fault histogram); a migration that fails exits 1
-with its error, a VM killed mid-watch exits 2, and a path with no listener
-exits 2 with one clear line.  Ours shows x-progress (a percent that
+with its error, a VM killed mid-watch exits 2, and a path or a tcp port
+with no listener exits 2 with one clear line.  A migration is watched
+over -qmp tcp:HOST:PORT, and one of a libvirt domain (a private libvirtd,
+tests/libvirt/lvenv.sh) through libvirt's monitor pass-through (--domain
+NAME --connect URI), each to the time left and the summary.  Ours shows x-progress (a percent that
 never goes back), the x-converge-policy step in force and the next one,
 and the predicted downtime; a guest that outruns the link shows its
 steps taken.  QEMU 7.2, when installed, is watched too: it
 has none of our x- fields, and none may be missed out loud.
 
-Exit status 77 (a skip) without /dev/kvm, after the checks that need none.
+Exit status 77 (a skip) without /dev/kvm, after the checks that need none,
+or without libvirt (or root) for the domain's.
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_PEER.
 """
@@ -31,14 +35,15 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyzetest import CPU, DEADLINE, FIRMWARE, QEMU, SRC_DIR  # noqa: E402
-from analyzevm import PEER, PEER_CPU, QMP, kvm_skip_reason  # noqa: E402
+from analyzetest import DEADLINE, SRC_DIR  # noqa: E402
+from analyzevm import PEER, PEER_CPU, kvm_skip_reason  # noqa: E402
+import obsvm  # noqa: E402
 
 WATCH = os.path.join(SRC_DIR, 'scripts', 'migrate-watch')
-# 64 MiB of random pages rewritten at 10 MB/s: at 32 MiB/s the first pass
-# alone takes two seconds, and later passes converge.
-APPEND = 'mode=dirty mem=64 rate=10 seconds=600'
 BANDWIDTH = 32 << 20
+# x-progress gives a time left once it has three samples of what is left,
+# a second apart: a migration paced to last ten seconds shows it.
+SLOW_BANDWIDTH = 8 << 20
 # test-slo's guest that outruns the link (issue 41): 200 MB/s at random
 # over 192 MiB against 40 MiB/s, so it stalls and x-converge-policy acts.
 OUTRUN_MEM = '384M'
@@ -46,66 +51,14 @@ OUTRUN_APPEND = 'mode=dirty mem=192 rate=200 pattern=random'
 OUTRUN_BANDWIDTH = 40 << 20
 
 
-class Guest:
-    """A VM of binary with a QMP socket for the test and one for the
-    watcher."""
-
-    def __init__(self, tmpdir, name, binary=QEMU, cpu=CPU, extra=(),
-                 mem='256M', append=APPEND):
-        self.sock = os.path.join(tmpdir, name + '.qmp')
-        self.watch_sock = os.path.join(tmpdir, name + '-watch.qmp')
-        self.serial = os.path.join(tmpdir, name + '.serial')
-        self.log = open(os.path.join(tmpdir, name + '.log'), 'wb')
-        self.proc = subprocess.Popen(
-            [binary, '-M', 'microvm', '-enable-kvm', '-cpu', cpu, '-m', mem,
-             '-nodefaults', '-no-user-config', '-display', 'none',
-             '-serial', 'file:' + self.serial, '-kernel', FIRMWARE, '-append', append,
-             '-qmp', 'unix:%s,server=on,wait=off' % self.sock,
-             '-qmp', 'unix:%s,server=on,wait=off' % self.watch_sock]
-            + list(extra),
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
-        self.qmp = QMP(self.sock, self.proc)
-        end = time.monotonic() + DEADLINE
-        while not os.path.exists(self.watch_sock):
-            assert time.monotonic() < end, 'no second QMP socket'
-            time.sleep(0.05)
-
-    def ready(self):
-        """Wait for the guest to have filled its area (else there is
-        little to send)."""
-        end = time.monotonic() + DEADLINE
-        while True:
-            try:
-                with open(self.serial, 'rb') as f:
-                    if b'READY ' in f.read():
-                        return
-            except FileNotFoundError:
-                pass
-            assert self.proc.poll() is None, 'the VM exited'
-            assert time.monotonic() < end, 'no READY from the guest'
-            time.sleep(0.05)
-
+class Guest(obsvm.Guest):
     def watch(self, *args):
         self.ready()
         return subprocess.Popen(
-            [sys.executable, WATCH, self.watch_sock, '--interval', '0.2',
+            [sys.executable, WATCH, self.watch_addr, '--interval', '0.2',
              '--wait', str(DEADLINE)] + list(args),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            try:
-                self.qmp.cmd('quit')
-            except Exception:       # it may be going away already
-                pass
-        self.qmp.close()
-        try:
-            self.proc.wait(timeout=DEADLINE)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
 
 
 def finish(watcher):
@@ -143,6 +96,21 @@ class NoListener(unittest.TestCase):
         s.bind(path)
         s.close()
         self.refused(path, 'Connection refused')
+
+    def test_tcp_refused(self):
+        self.refused('tcp:127.0.0.1:%d' % obsvm.free_port(), 'Connection refused')
+
+    def test_bad_address(self):
+        p = subprocess.run([sys.executable, WATCH, 'tcp:localhost'],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('error: tcp:localhost: not tcp:HOST:PORT\n', p.stderr)
+        p = subprocess.run([sys.executable, WATCH, '/x.sock', '--domain', 'd'],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('error: give either QMP-ADDRESS or --domain NAME\n', p.stderr)
 
 
 class Watched(unittest.TestCase):
@@ -223,6 +191,20 @@ class Watched(unittest.TestCase):
         self.assertRegex(summary, r'downtime phases: stop-vcpus \S+, '
                          r'handover \S+, final-sync \S+, last-ram \S+, device-state')
         self.assertEqual(dst.qmp.cmd('query-status')['status'], 'running')
+
+    def test_tcp(self):
+        """The same view over -qmp tcp:HOST:PORT, to the time left."""
+        src = self.guest('src', observer='tcp')
+        watcher = src.watch()
+        src.qmp.cmd('migrate-set-parameters', **{'max-bandwidth': SLOW_BANDWIDTH})
+        src.qmp.cmd('migrate', uri='exec:cat > /dev/null')
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (0, ''), out)
+        self.check_frames(out)
+        frames = self.check_progress(out)
+        self.assertTrue(any(re.search(r'\nprogress: [\d.]+%  \S+, about [\d.]+ m?s '
+                                      r'left\n', f) for f in frames), out)
+        self.assertRegex(out, r'migration completed in .*\ndowntime: \d+ ms\n')
 
     def test_converge_step(self):
         """A guest that outruns the link stalls: the frames show the next
@@ -323,6 +305,53 @@ class Watched(unittest.TestCase):
             self.assertNotIn(ours, out)
 
 
+class Domain(unittest.TestCase):
+    """--domain NAME --connect URI: a domain of a private libvirtd
+    (lvenv.sh), watched through libvirt's monitor pass-through while a
+    migration started through it runs to its end."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = kvm_skip_reason() or obsvm.libvirt_skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.dom = obsvm.LibvirtDomain('watched')
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dom.stop()
+
+    def watch(self, *args):
+        return subprocess.Popen(
+            [sys.executable, WATCH, '--domain', self.dom.name, '--connect', self.dom.uri,
+             '--interval', '0.2', '--wait', str(DEADLINE)] + list(args),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def test_domain(self):
+        rc, out, err = finish(self.watch('--once'))
+        self.assertEqual((rc, err, out), (0, '', 'status: none\n'))
+        self.dom.ready()
+        self.dom.qmp('migrate-set-parameters', **{'max-bandwidth': SLOW_BANDWIDTH})
+        watcher = self.watch()
+        self.dom.qmp('migrate', uri='exec:cat > /dev/null')
+        rc, out, err = finish(watcher)
+        self.assertEqual((rc, err), (0, ''), out)
+        frames = [f for f in out.split('\n\n') if f.startswith('status: active')]
+        self.assertTrue(frames, out)
+        self.assertRegex(frames[0], r'RAM \[.*sent, .* to send \(RAM 256\.\d MiB\)')
+        self.assertTrue(any(re.search(r'\nprogress: [\d.]+%  \S+, about [\d.]+ m?s '
+                                      r'left\n', f) for f in frames), out)
+        self.assertRegex(out, r'migration completed in .*\ndowntime: \d+ ms\n')
+
+    def test_no_such_domain(self):
+        p = subprocess.run([sys.executable, WATCH, '--domain', 'nosuch', '--connect',
+                            self.dom.uri], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=DEADLINE)
+        self.assertEqual((p.returncode, p.stdout), (2, ''))
+        self.assertRegex(p.stderr, r'^migrate-watch: cannot connect to domain nosuch: .*'
+                         r'nosuch.*\n$')
+
+
 if __name__ == '__main__':
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():
@@ -331,5 +360,9 @@ if __name__ == '__main__':
     if reason:
         sys.stderr.write('\n*** SKIP test-migrate-watch migrations: %s ***\n'
                          % reason)
+        sys.exit(77)
+    reason = obsvm.libvirt_skip_reason()
+    if reason:
+        sys.stderr.write('\n*** SKIP test-migrate-watch --domain: %s ***\n' % reason)
         sys.exit(77)
     sys.exit(0)
