@@ -2,6 +2,9 @@
 """What test-analyze.py, test-analyze-mapped.py and test-analyze-built.py
 share: paths, limits, the analyzer's error format, and running it."""
 
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import re
@@ -26,23 +29,48 @@ ERROR_RE = re.compile(r'^analyze-migration\.py: error: \S.* at offset '
 ANY_ERROR_RE = re.compile(r'^analyze-migration\.py: error: \S')
 
 
+_analyzer = None
+
+
+def _analyzer_module():
+    """scripts/analyze-migration.py as a module (its name has dashes)."""
+    global _analyzer
+    if _analyzer is None:
+        sys.path.insert(0, os.path.dirname(ANALYZE))
+        spec = importlib.util.spec_from_file_location('analyze_migration_run', ANALYZE)
+        _analyzer = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_analyzer)
+    return _analyzer
+
+
 def analyze(path, *args):
     """Run the analyzer; return (exit status, parsed stdout or None,
     stderr). Without -d the summary (QEMU's default, state, is asked for
-    by name where a test wants it)."""
+    by name where a test wants it). It runs in this process, through the
+    script's main() (which turns every exception into a one-line internal
+    error, as the script does): the truncation and bit-flip sweeps call it
+    hundreds of times, and an interpreter per call was most of their time.
+    ANALYZE_SUBPROCESS=1 runs the script as a process instead."""
     args = list(args)
     if not {'-d', '--dump', '-x', '--extract'} & set(args):
         args = ['-d', 'summary'] + args
-    p = subprocess.run([sys.executable, ANALYZE, '-f', path] + args,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=DEADLINE * 5)
-    out = p.stdout.decode('utf-8', 'replace')
-    err = p.stderr.decode('utf-8', 'replace')
+    if os.environ.get('ANALYZE_SUBPROCESS'):
+        p = subprocess.run([sys.executable, ANALYZE, '-f', path] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=DEADLINE * 5)
+        out = p.stdout.decode('utf-8', 'replace')
+        err = p.stderr.decode('utf-8', 'replace')
+        rc = p.returncode
+    else:
+        o, e = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+            rc = _analyzer_module().main(['-f', path] + args)
+        out, err = o.getvalue(), e.getvalue()
     try:
         doc = json.loads(out) if out.strip() else None
     except ValueError:
         doc = None
-    return p.returncode, doc, err
+    return rc, doc, err
 
 
 def copy_prefix(src, dst, length):
