@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Trace points: one line per event with a wall-clock timestamp (to line up
- * with the guest's output and kvm_stat) and a monotonic one. Off by default;
+ * with the guest's output and qemu-mig-kvmstat) and a monotonic one. Off by default;
  * a disabled trace point costs one predictable branch on a global.
  *
  *   -trace file=PATH[,enable=GLOB]   -trace enable=GLOB (to stderr)
