@@ -2,7 +2,7 @@
 """The one QMP client of our scripts and Python tests (stdlib only), and a
 VM process helper.
 
-Used by the demo, scripts/migbench (and scripts/migbenchlib), kvm_stat,
+Used by the demo, scripts/migbench (and scripts/migbenchlib), qemu-mig-kvmstat,
 migrate-watch, soak, fuzz-corpus, mapped-ram-sweep and the Python tests in
 tests/functional (through analyzevm.py or directly). Works with our binary
 and with QEMU itself.

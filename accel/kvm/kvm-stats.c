@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * KVM binary statistics (KVM_GET_STATS_FD) for query-stats, HMP
- * "info stats" and scripts/kvm_stat. Each VM/vCPU stats fd is opened once
+ * "info stats" and scripts/qemu-mig-kvmstat. Each VM/vCPU stats fd is opened once
  * and read with pread, which needs no vCPU lock: a running guest is not
  * disturbed by a reader.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Trace points: one line per event with a wall-clock timestamp (to line up
- * with the guest's output and kvm_stat) and a monotonic one, and a USDT
+ * with the guest's output and qemu-mig-kvmstat) and a monotonic one, and a USDT
  * probe (provider "qemu", the trace point's name) that bpftrace, perf and
  * SystemTap attach to. Both off by default: a trace point costs one
  * predictable branch on two globals until -trace enables the lines or a

@@ -2,7 +2,7 @@
 /*
  * Observability: -trace file= gets timestamped migration trace points,
  * query-stats/query-stats-schemas and "info stats" return KVM's binary
- * statistics, and scripts/kvm_stat prints timestamped counter deltas.
+ * statistics, and scripts/qemu-mig-kvmstat prints timestamped counter deltas.
  */
 #include <stdio.h>
 #include <string.h>
@@ -92,7 +92,7 @@ static void test_kvm_stat_script(void)
     vm = vm_spawn("kvmstat", true, MIGTEST_BASE_ARGS "-m 128M -kernel %s -append 'mode=dirty mem=32 rate=50' "
                   "-qmp unix:%s,server=on,wait=off", vmtest_firmware(), sock);
     vm_wait_line(vm, "READY", 60);
-    cmd = g_strdup_printf("%s/scripts/kvm_stat -s %s -l -i 0.5 -c 3", VMTEST_SOURCE_DIR, sock);
+    cmd = g_strdup_printf("%s/scripts/qemu-mig-kvmstat -s %s -l -i 0.5 -c 3", VMTEST_SOURCE_DIR, sock);
     g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
     g_assert_cmpint(status, ==, 0);
     /* A header, then three timestamped lines. */
