@@ -52,8 +52,16 @@ void qemu_register_reset(QEMUResetHandler *fn, void *opaque);
 void qemu_system_reset(ShutdownCause cause);
 
 /*
- * -no-shutdown: a guest's shutdown stops the VM ("shutdown") instead of
- * ending the process. -no-reboot: a guest's reset shuts down instead.
+ * The power button (system_powerdown): POWERDOWN, then each handler in
+ * registration order (the machine's button, if it has one). BQL held.
+ */
+void qemu_register_powerdown(QEMUResetHandler *fn, void *opaque);
+void qemu_system_powerdown(void);
+
+/*
+ * -no-shutdown: a shutdown other than quit or a signal stops the VM
+ * ("shutdown") instead of ending the process. -no-reboot: a reset (other
+ * than a subsystem's) shuts down instead, with the reset's reason.
  */
 void qemu_set_no_shutdown(bool on);
 void qemu_set_no_reboot(bool on);

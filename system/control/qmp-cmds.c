@@ -79,6 +79,12 @@ bool qmp_system_reset(Error **errp)
     return true;
 }
 
+bool qmp_system_powerdown(Error **errp)
+{
+    qemu_system_powerdown();
+    return true;
+}
+
 bool qmp_quit(Error **errp)
 {
     qemu_system_shutdown_request(SHUTDOWN_CAUSE_HOST_QMP_QUIT);
