@@ -221,6 +221,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         cfg->nodefaults = true;
         return true;
     case OPT_NO_USER_CONFIG:
+        return true;            /* we read no user configuration files anyway */
     case OPT_NO_REBOOT:
         qemu_set_no_reboot(true);
         return true;
