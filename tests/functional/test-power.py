@@ -140,6 +140,8 @@ class PowerCase(GuestCase):
                 self.assertEqual((st['status'], st['running']), ('shutdown', False))
                 # A reboot from there: the firmware boots again.
                 vm.qmp.cmd('system_reset')
+                # The reset is done in the main loop after the reply: cont only after it.
+                self.wait_event(vm, 'RESET')
                 vm.qmp.cmd('cont')
                 self.wait_count(vm, 'READY mode=verify', 2)
 
@@ -177,10 +179,13 @@ class PowerCase(GuestCase):
                 self.assertEqual(ev[:2], [('RESET', {'guest': True,
                                                      'reason': 'guest-reset'})] * 2)
                 self.wait_count(vm, 'RESET ged\n', 2)
+                # -S: it would be gone before the test's QMP connection otherwise.
                 vm = self.start(label, binary, 'gresetnr', append=APPEND + ' ged_reset=1',
-                                extra=['-no-reboot'])
+                                extra=['-no-reboot', '-S'])
+                vm.qmp.cmd('cont')
                 ev = self.wait_event(vm, 'SHUTDOWN')
-                self.assertEqual(ev, [('SHUTDOWN', {'guest': True, 'reason': 'guest-reset'})])
+                self.assertEqual(ev, [('RESUME', None),
+                                      ('SHUTDOWN', {'guest': True, 'reason': 'guest-reset'})])
                 self.assertEqual(self.wait_exit(vm), 0)
 
     def test_acpi_off(self):
