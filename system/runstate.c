@@ -308,13 +308,9 @@ void qemu_system_reset(ShutdownCause cause)
     }
 }
 
-static void reset_bh(void *opaque)
+/* A reset, or with -no-reboot a shutdown. BQL, not from a vCPU. */
+static void do_reset(RunStateCtl *r, ShutdownCause cause)
 {
-    RunStateRequest *req = opaque;
-    RunStateCtl *r = req->rs;
-    ShutdownCause cause = req->arg;
-
-    g_free(req);
     if (r->no_reboot && cause != SHUTDOWN_CAUSE_SUBSYSTEM_RESET) {
         /* -no-reboot: the reset is a shutdown, for the guest's and system_reset alike. */
         do_shutdown(r, cause);
@@ -323,9 +319,25 @@ static void reset_bh(void *opaque)
     qemu_system_reset(cause);
 }
 
+static void reset_bh(void *opaque)
+{
+    RunStateRequest *req = opaque;
+    RunStateCtl *r = req->rs;
+    ShutdownCause cause = req->arg;
+
+    g_free(req);
+    do_reset(r, cause);
+}
+
 void qemu_system_reset_request(ShutdownCause cause)
 {
     rs_request(&rs, reset_bh, cause);
+}
+
+void qemu_system_reset_now(ShutdownCause cause)
+{
+    assert(bql_locked());
+    do_reset(&rs, cause);
 }
 
 void qemu_system_exit_now(int status)

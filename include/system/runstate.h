@@ -43,6 +43,13 @@ void vm_clock_set_ns(int64_t ns);
 void qemu_system_vmstop_request(RunState state);
 void qemu_system_shutdown_request(ShutdownCause cause);
 void qemu_system_reset_request(ShutdownCause cause);
+/*
+ * The monitor's system_reset: the reset (or -no-reboot's shutdown) done
+ * before the command returns, as QEMU 7.2 sends RESET before its reply, so
+ * that a cont right after it (libvirt's reboot of a -no-shutdown guest in
+ * "shutdown") finds the machine reset. BQL held, not from a vCPU.
+ */
+void qemu_system_reset_now(ShutdownCause cause);
 /* Guest-initiated exit via isa-debug-exit: flush output and exit(@status). */
 void qemu_system_exit_now(int status) QEMU_NORETURN;
 

@@ -75,7 +75,7 @@ bool qmp_system_reset(Error **errp)
     if (!migration_guest_ram_usable(errp) || !migration_guest_owned_here(errp)) {
         return false;
     }
-    qemu_system_reset_request(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);
+    qemu_system_reset_now(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);
     return true;
 }
 
