@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QEMU's microvm pieces that ours carries but does not emulate: the ROM
- * blocks and the sections "timer", "fw_cfg", "kvm-tpr-opt" and "acpi-ged"
- * (the second IOAPIC, "ioapic" 1, is emulated: hw/microvm-ioapic2.c), in
+ * blocks and the sections "timer", "fw_cfg" and "kvm-tpr-opt" (the second
+ * IOAPIC, "ioapic" 1, and "acpi-ged" are emulated: hw/microvm-ioapic2.c,
+ * hw/acpi-ged.c), in
  * the layouts QEMU 7.2 and 10.0 send (learned from their
  * streams' vmdescs: docs/devel/qemu-vmdesc/). See include/hw/microvm-state.h.
  */
@@ -46,17 +47,10 @@ typedef struct MicrovmTpr {
     uint32_t state, real_tpr_addr, rom_state_vaddr, vapic_paddr, rom_state_paddr;
 } MicrovmTpr;
 
-/* "acpi-ged" v1: the generic event device's selectors. */
-typedef struct MicrovmGed {
-    uint32_t sel;
-    uint32_t memhp_selector;
-} MicrovmGed;
-
 struct MicrovmQemuState {
     MicrovmTimer timer;
     MicrovmFwCfg fw_cfg;
     MicrovmTpr tpr;
-    MicrovmGed ged;
 };
 
 static MicrovmQemuState *mqs(MachineState *ms)
@@ -313,57 +307,6 @@ static const VMStateDescription vmstate_tpr = {
     },
 };
 
-/* ---- acpi-ged ---- */
-
-static const VMStateDescription vmstate_ged_state = {
-    .name = "acpi-ged-state",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(sel, MicrovmGed),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_memhp_state = {
-    .name = "memory hotplug state",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        { .name = "selector", .type = VMS_UINT32, .size = sizeof(uint32_t),
-          .offset = offsetof(MicrovmGed, memhp_selector) },
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_ged_memhp = {
-    .name = "acpi-ged/memhp",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        /* One struct over the same MicrovmGed: QEMU nests the selector in a struct. */
-        { .name = "memhp_state", .type = VMS_STRUCT, .offset = 0, .size = sizeof(MicrovmGed),
-          .vmsd = &vmstate_memhp_state },
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static const VMStateDescription vmstate_ged = {
-    .name = "acpi-ged",
-    .size = sizeof(MicrovmGed),
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        { .name = "ged_state", .type = VMS_STRUCT, .offset = 0, .size = sizeof(MicrovmGed),
-          .vmsd = &vmstate_ged_state },
-        VMSTATE_END_OF_LIST()
-    },
-    .subsections = (const VMStateDescription *const[]) {
-        &vmstate_ged_memhp,
-        NULL
-    },
-};
-
 /* ---- registration ---- */
 
 void microvm_qemu_register_head(MachineState *ms)
@@ -377,11 +320,4 @@ void microvm_qemu_register_head(MachineState *ms)
 void microvm_qemu_register_tpr(MachineState *ms)
 {
     vmstate_register("kvm-tpr-opt", 0, &vmstate_tpr, &mqs(ms)->tpr);
-}
-
-void microvm_qemu_register_ged(MachineState *ms)
-{
-    if (microvm_acpi(ms)) {
-        vmstate_register("acpi-ged", 0, &vmstate_ged, &mqs(ms)->ged);
-    }
 }

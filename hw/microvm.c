@@ -2,8 +2,9 @@
 /*
  * The microvm machine: RAM below 3 GiB plus the rest at 4 GiB, in-kernel
  * irqchip (PIC, IOAPIC, LAPIC) and PIT, with ACPI QEMU's second IOAPIC in
- * userspace, COM1, optional isa-debug-exit, and PVH boot. Guest-physical
- * layout of the boot data:
+ * userspace and its generic event device (the power button, the sleep and
+ * reset registers: hw/acpi-ged.c), COM1, optional isa-debug-exit, and PVH
+ * boot. Guest-physical layout of the boot data:
  *
  *   0x6000   struct hvm_start_info
  *   0x6100   memory map (up to 32 entries)
@@ -29,6 +30,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "hw/acpi-ged.h"
 #include "hw/boards.h"
 #include "hw/microvm-ioapic2.h"
 #include "hw/microvm-state.h"
@@ -311,7 +313,7 @@ static bool microvm_virtio_init(MachineState *ms, MicrovmIoapic2 *ioapic2, Error
  * byte. The -device ones (virtio-net, isa-vga) follow in command-line
  * order, then globalstate (migration_init).
  */
-static void microvm_register_sections(MachineState *ms, MicrovmIoapic2 *ioapic2,
+static void microvm_register_sections(MachineState *ms, MicrovmIoapic2 *ioapic2, AcpiGed *ged,
                                       SerialState *serial, ISAVGAState *vga)
 {
     CPUState *cpu;
@@ -330,7 +332,9 @@ static void microvm_register_sections(MachineState *ms, MicrovmIoapic2 *ioapic2,
         microvm_ioapic2_register(ioapic2);
     }
     kvm_clock_state_register();
-    microvm_qemu_register_ged(ms);
+    if (ged) {
+        acpi_ged_register(ged);
+    }
     kvm_pic_pit_state_register();
     if (serial) {
         serial_state_register(serial);
@@ -375,6 +379,7 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     SerialState *serial = NULL;
     ISAVGAState *vga = NULL;
     MicrovmIoapic2 *ioapic2 = NULL;
+    AcpiGed *ged = NULL;
 
     if (!ms->kernel_filename) {
         error_setg(errp, "no kernel given: microvm boots a PVH ELF given with -kernel");
@@ -427,10 +432,14 @@ bool microvm_machine_init(MachineState *ms, Error **errp)
     if (microvm_ioapic2(ms) && !(ioapic2 = microvm_ioapic2_create(errp))) {
         return false;
     }
+    /* As in QEMU: only with ACPI (acpi=off leaves no power button, system_powerdown a no-op). */
+    if (microvm_acpi(ms) && !(ged = acpi_ged_create(errp))) {
+        return false;
+    }
     if (!microvm_virtio_init(ms, ioapic2, errp)) {
         return false;
     }
-    microvm_register_sections(ms, ioapic2, serial, vga);
+    microvm_register_sections(ms, ioapic2, ged, serial, vga);
     /*
      * A guest that arrives by migration in memory it shares with its source
      * (a file mapped share=on, which x-ignore-shared leaves out of the

@@ -35,6 +35,7 @@ const HMPCommand hmp_cmds[] = {
     { "cont|c", "", "", "resume emulation", hmp_cont },
     { "quit|q", "", "", "quit the emulator", hmp_quit },
     { "system_reset", "", "", "reset the system", hmp_system_reset },
+    { "system_powerdown", "", "", "send system power down event", hmp_system_powerdown },
     { "xp", "fmt:/,addr:i", "/fmt addr", "physical memory dump starting at 'addr'", hmp_xp },
     { "pmemsave", "val:i,size:i,filename:s", "addr size file",
       "save to disk physical memory dump starting at 'addr' of size 'size'", hmp_pmemsave },

@@ -43,6 +43,9 @@ DOMAIN_XML = """<domain type='kvm'>
     <kernel>{firmware}</kernel>
     <cmdline>{append}</cmdline>
   </os>
+  <features>
+    <acpi/>
+  </features>
   <cpu mode='host-passthrough'>
     <feature policy='disable' name='arch-capabilities'/>
   </cpu>

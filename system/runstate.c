@@ -15,10 +15,11 @@ struct VMChangeStateEntry {
     void *opaque;
 };
 
-typedef struct ResetEntry {
+/* A reset or powerdown handler and the instance it works on. */
+typedef struct HandlerEntry {
     QEMUResetHandler *fn;
     void *opaque;
-} ResetEntry;
+} HandlerEntry;
 
 /*
  * The machine's run state: one per process. Every field is the BQL's: the
@@ -32,10 +33,18 @@ typedef struct RunStateCtl {
     GList *change_handlers;
     /* BQL: qemu_register_reset appends; qemu_system_reset reads. */
     GList *reset_handlers;
+    /* BQL: qemu_register_powerdown appends (machine init); qemu_system_powerdown reads. */
+    GList *powerdown_handlers;
     /* BQL: shutdown_bh writes once; main() reads after the main loop returned. */
     bool shutdown_done;
     int shutdown_status;
-    /* -no-shutdown and -no-reboot: vl.c writes while parsing; the bottom halves read. */
+    /*
+     * -no-shutdown and -no-reboot: vl.c writes while parsing; the bottom
+     * halves read. As in QEMU 7.2 (observed with its events): -no-reboot
+     * turns every reset but a subsystem's into a shutdown with the reset's
+     * reason, and -no-shutdown stops the VM on every shutdown but quit and
+     * a signal (shutdown_ends_process).
+     */
     bool no_shutdown, no_reboot;
     /*
      * BQL: the VM clock. Running, it reads get_clock_ns() + clock_offset;
@@ -125,6 +134,12 @@ static bool shutdown_caused_by_guest(ShutdownCause cause)
     return cause >= SHUTDOWN_CAUSE_GUEST_SHUTDOWN && cause != SHUTDOWN_CAUSE_SUBSYSTEM_RESET;
 }
 
+/* With -no-shutdown, only these end the process; the rest leave it in "shutdown". */
+static bool shutdown_ends_process(ShutdownCause cause)
+{
+    return cause == SHUTDOWN_CAUSE_HOST_QMP_QUIT || cause == SHUTDOWN_CAUSE_HOST_SIGNAL;
+}
+
 static void vm_state_notify(RunStateCtl *r, bool running, RunState state)
 {
     /* Starting: notify in order; stopping: in reverse, like device teardown. */
@@ -204,13 +219,13 @@ static void do_shutdown(RunStateCtl *r, ShutdownCause cause)
     if (r->shutdown_done) {
         return;
     }
-    if (r->no_shutdown && shutdown_caused_by_guest(cause)) {
+    if (r->no_shutdown && !shutdown_ends_process(cause)) {
         /*
-         * -no-shutdown, like QEMU: the guest's shutdown stops the VM in
+         * -no-shutdown, like QEMU: the shutdown stops the VM in
          * "shutdown" (SHUTDOWN, then STOP); system_reset makes it
          * runnable again, quit ends it.
          */
-        qapi_event_send_shutdown(true, cause);
+        qapi_event_send_shutdown(shutdown_caused_by_guest(cause), cause);
         vm_stop(RUN_STATE_SHUTDOWN);
         runstate_set(RUN_STATE_SHUTDOWN);
         return;
@@ -243,11 +258,31 @@ void qemu_system_shutdown_request(ShutdownCause cause)
 
 void qemu_register_reset(QEMUResetHandler *fn, void *opaque)
 {
-    ResetEntry *e = g_new0(ResetEntry, 1);
+    HandlerEntry *e = g_new0(HandlerEntry, 1);
 
     e->fn = fn;
     e->opaque = opaque;
     rs.reset_handlers = g_list_append(rs.reset_handlers, e);
+}
+
+void qemu_register_powerdown(QEMUResetHandler *fn, void *opaque)
+{
+    HandlerEntry *e = g_new0(HandlerEntry, 1);
+
+    e->fn = fn;
+    e->opaque = opaque;
+    rs.powerdown_handlers = g_list_append(rs.powerdown_handlers, e);
+}
+
+void qemu_system_powerdown(void)
+{
+    assert(bql_locked());
+    /* QEMU 7.2 sends it whether or not the machine has a button (acpi=off). */
+    qapi_event_send_powerdown();
+    for (GList *l = rs.powerdown_handlers; l; l = l->next) {
+        HandlerEntry *e = l->data;
+        e->fn(e->opaque);
+    }
 }
 
 void qemu_system_reset(ShutdownCause cause)
@@ -258,7 +293,7 @@ void qemu_system_reset(ShutdownCause cause)
     assert(bql_locked());
     pause_all_vcpus();
     for (GList *l = rs.reset_handlers; l; l = l->next) {
-        ResetEntry *e = l->data;
+        HandlerEntry *e = l->data;
         e->fn(e->opaque);
     }
     if (cause != SHUTDOWN_CAUSE_NONE) {
@@ -273,6 +308,17 @@ void qemu_system_reset(ShutdownCause cause)
     }
 }
 
+/* A reset, or with -no-reboot a shutdown. BQL, not from a vCPU. */
+static void do_reset(RunStateCtl *r, ShutdownCause cause)
+{
+    if (r->no_reboot && cause != SHUTDOWN_CAUSE_SUBSYSTEM_RESET) {
+        /* -no-reboot: the reset is a shutdown, for the guest's and system_reset alike. */
+        do_shutdown(r, cause);
+        return;
+    }
+    qemu_system_reset(cause);
+}
+
 static void reset_bh(void *opaque)
 {
     RunStateRequest *req = opaque;
@@ -280,17 +326,18 @@ static void reset_bh(void *opaque)
     ShutdownCause cause = req->arg;
 
     g_free(req);
-    if (r->no_reboot && shutdown_caused_by_guest(cause)) {
-        /* -no-reboot: the guest's reset is a shutdown. */
-        do_shutdown(r, cause);
-        return;
-    }
-    qemu_system_reset(cause);
+    do_reset(r, cause);
 }
 
 void qemu_system_reset_request(ShutdownCause cause)
 {
     rs_request(&rs, reset_bh, cause);
+}
+
+void qemu_system_reset_now(ShutdownCause cause)
+{
+    assert(bql_locked());
+    do_reset(&rs, cause);
 }
 
 void qemu_system_exit_now(int status)

@@ -3,8 +3,9 @@
  * What QEMU's microvm has that ours carries without emulating it, so that
  * a guest moves from QEMU to us and back (issue 37): the ROM blocks
  * (pc.bios and, with ACPI, the fw_cfg ACPI blobs), and the sections
- * "timer", "fw_cfg", "kvm-tpr-opt" and "acpi-ged" (QEMU's second IOAPIC,
- * "ioapic" 1, is emulated: include/hw/microvm-ioapic2.h). Their layouts
+ * "timer", "fw_cfg" and "kvm-tpr-opt" (QEMU's second IOAPIC, "ioapic" 1,
+ * and its "acpi-ged" are emulated: include/hw/microvm-ioapic2.h,
+ * include/hw/acpi-ged.h). Their layouts
  * are QEMU's (docs/devel/qemu-interop.md).
  *
  * "timer" is live: it carries the VM clock (system/runstate.c). The rest
@@ -31,7 +32,5 @@ bool microvm_qemu_ram_init(MachineState *ms, bool map_isa_bios, Error **errp);
 void microvm_qemu_register_head(MachineState *ms);
 /* "kvm-tpr-opt": right after the first vCPU's "cpu". */
 void microvm_qemu_register_tpr(MachineState *ms);
-/* "acpi-ged" (with ACPI): after "kvmclock". */
-void microvm_qemu_register_ged(MachineState *ms);
 
 #endif

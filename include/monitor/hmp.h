@@ -37,7 +37,8 @@ typedef void HMPHandler(Monitor *mon, const HMPArgs *args);
 
 /* system/ */
 HMPHandler hmp_info_status, hmp_info_version, hmp_info_kvm, hmp_info_name, hmp_info_cpus;
-HMPHandler hmp_stop, hmp_cont, hmp_quit, hmp_system_reset, hmp_xp, hmp_pmemsave;
+HMPHandler hmp_stop, hmp_cont, hmp_quit, hmp_system_reset, hmp_system_powerdown, hmp_xp,
+    hmp_pmemsave;
 HMPHandler hmp_object_add, hmp_object_del;
 /* migration/ */
 HMPHandler hmp_migrate, hmp_migrate_incoming, hmp_migrate_cancel, hmp_migrate_set_capability;

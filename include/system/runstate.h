@@ -43,6 +43,13 @@ void vm_clock_set_ns(int64_t ns);
 void qemu_system_vmstop_request(RunState state);
 void qemu_system_shutdown_request(ShutdownCause cause);
 void qemu_system_reset_request(ShutdownCause cause);
+/*
+ * The monitor's system_reset: the reset (or -no-reboot's shutdown) done
+ * before the command returns, as QEMU 7.2 sends RESET before its reply, so
+ * that a cont right after it (libvirt's reboot of a -no-shutdown guest in
+ * "shutdown") finds the machine reset. BQL held, not from a vCPU.
+ */
+void qemu_system_reset_now(ShutdownCause cause);
 /* Guest-initiated exit via isa-debug-exit: flush output and exit(@status). */
 void qemu_system_exit_now(int status) QEMU_NORETURN;
 
@@ -52,8 +59,16 @@ void qemu_register_reset(QEMUResetHandler *fn, void *opaque);
 void qemu_system_reset(ShutdownCause cause);
 
 /*
- * -no-shutdown: a guest's shutdown stops the VM ("shutdown") instead of
- * ending the process. -no-reboot: a guest's reset shuts down instead.
+ * The power button (system_powerdown): POWERDOWN, then each handler in
+ * registration order (the machine's button, if it has one). BQL held.
+ */
+void qemu_register_powerdown(QEMUResetHandler *fn, void *opaque);
+void qemu_system_powerdown(void);
+
+/*
+ * -no-shutdown: a shutdown other than quit or a signal stops the VM
+ * ("shutdown") instead of ending the process. -no-reboot: a reset (other
+ * than a subsystem's) shuts down instead, with the reset's reason.
  */
 void qemu_set_no_shutdown(bool on);
 void qemu_set_no_reboot(bool on);

@@ -83,6 +83,11 @@ void hmp_system_reset(Monitor *mon, const HMPArgs *args)
     hmp_handle_error(mon, err);
 }
 
+void hmp_system_powerdown(Monitor *mon, const HMPArgs *args)
+{
+    qmp_system_powerdown(NULL);
+}
+
 void hmp_pmemsave(Monitor *mon, const HMPArgs *args)
 {
     Error *err = NULL;

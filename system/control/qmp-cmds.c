@@ -75,7 +75,13 @@ bool qmp_system_reset(Error **errp)
     if (!migration_guest_ram_usable(errp) || !migration_guest_owned_here(errp)) {
         return false;
     }
-    qemu_system_reset_request(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);
+    qemu_system_reset_now(SHUTDOWN_CAUSE_HOST_QMP_SYSTEM_RESET);
+    return true;
+}
+
+bool qmp_system_powerdown(Error **errp)
+{
+    qemu_system_powerdown();
     return true;
 }
 

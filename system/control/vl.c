@@ -221,6 +221,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
         cfg->nodefaults = true;
         return true;
     case OPT_NO_USER_CONFIG:
+        return true;            /* we read no user configuration files anyway */
     case OPT_NO_REBOOT:
         qemu_set_no_reboot(true);
         return true;
@@ -234,7 +235,12 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_RTC:
         return vl_parse_rtc(arg, errp);
     case OPT_NO_ACPI:
-        /* microvm here builds no ACPI tables: nothing to leave out. */
+        /*
+         * acpi=off, as QEMU 7.2 makes of it (no acpi-ged in its qtree): libvirt
+         * passes it for a domain without <features><acpi/>, and the machine,
+         * its sections and its power button must be what QEMU's would be.
+         */
+        cfg->machine.acpi = ON_OFF_AUTO_OFF;
         return true;
     case OPT_BOOT:
         return vl_parse_boot(arg, errp);

@@ -4,8 +4,8 @@
  * line parser and into the real handlers of the paused fuzz machine, with
  * the output captured as human-monitor-command captures it. Lines for
  * commands that reach outside the process or would end or run it (quit,
- * cont, system_reset, pmemsave, migrate, migrate_incoming) are parsed but
- * not run.
+ * cont, system_reset, system_powerdown, pmemsave, migrate, migrate_incoming)
+ * are parsed but not run.
  */
 #include "qemu/osdep.h"
 #include "monitor/monitor-internal.h"
@@ -13,7 +13,8 @@
 #include "fuzz.h"
 
 static HMPHandler *const not_run[] = {
-    hmp_quit, hmp_cont, hmp_system_reset, hmp_pmemsave, hmp_migrate, hmp_migrate_incoming,
+    hmp_quit, hmp_cont, hmp_system_reset, hmp_system_powerdown, hmp_pmemsave, hmp_migrate,
+    hmp_migrate_incoming,
 };
 
 static bool may_run(const HMPCommand *cmd)

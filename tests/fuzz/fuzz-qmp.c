@@ -6,8 +6,8 @@
  * input is a fresh session (capabilities negotiation first).
  *
  * Commands that reach outside the process or would end or run it (quit,
- * migrate, migrate-incoming, pmemsave, cont, system_reset) are parsed but
- * not run; human-monitor-command is left to the HMP target.
+ * migrate, migrate-incoming, pmemsave, cont, system_reset, system_powerdown)
+ * are parsed but not run; human-monitor-command is left to the HMP target.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -16,7 +16,7 @@
 
 static const char *const not_run[] = {
     "quit", "migrate", "migrate-incoming", "pmemsave", "cont", "system_reset",
-    "human-monitor-command",
+    "system_powerdown", "human-monitor-command",
 };
 
 typedef struct Session {

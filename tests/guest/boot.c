@@ -88,7 +88,7 @@ struct trap_frame {
 
 extern uint64_t gdt[], pml4[], pdpt[], pd[][512];
 extern char exc_stubs[], svc_entry[], irq0_entry[], ignore_entry[], lapic_timer_entry[],
-    vnet_irq_entry[];
+    vnet_irq_entry[], ged_irq_entry[];
 
 const struct hvm_start_info *g_start_info;
 uint64_t g_tsc_khz;
@@ -133,7 +133,7 @@ static inline uint32_t lapic_read(unsigned reg)
 }
 
 /* CPL0 output: the same polling loop as the service gate. */
-static void uart_write(const char *s, size_t n)
+void uart_write(const char *s, size_t n)
 {
     while (n--) {
         while (!(inb(0x3fd) & 0x20)) {
@@ -298,6 +298,7 @@ static void setup_cpu_tables(void)
     }
     set_gate(LAPIC_TIMER_VECTOR, lapic_timer_entry, 0);
     set_gate(VNET_IRQ_VECTOR, vnet_irq_entry, 0);
+    set_gate(GED_IRQ_VECTOR, ged_irq_entry, 0);
     load_idt();
 }
 
@@ -537,6 +538,7 @@ void boot_main(const struct hvm_start_info *si)
     map_memory(si);
     setup_cpu_tables();
     setup_interrupts();
+    power_setup(si);
 
     g_pit_khz = pit_khz();
     g_tsc_khz = kvmclock_khz();

@@ -228,7 +228,16 @@ svc_entry:
         inc     %rdi
         dec     %rsi
         jnz     1b
-2:      iretq
+/*
+ * CPL3 runs with interrupts off: a line out is where the power button
+ * (power.c), waiting in the LAPIC's IRR, is taken in modes that never nap,
+ * by napping once. Not "sti; nop; cli": under kvm-pvm, which emulates
+ * CPL0, that window never lets a pending interrupt in; hlt does.
+ */
+2:      mov     $(LAPIC_BASE + LAPIC_IRR1), %edx
+        testl   $(1 << (GED_IRQ_VECTOR - 32)), (%rdx)
+        jnz     svc_sleep
+        iretq
 
 svc_sleep:
         sti                             /* the interrupt shadow covers hlt */
@@ -321,6 +330,33 @@ vnet_irq_entry:
         jz      2f
         movl    $VNET_IRQ_VECTOR, (%rdx)
 2:      pop     %rdx
+        pop     %rax
+        iretq
+
+/* The ACPI GED's edge (power.c): ged_irq in C, then the LAPIC's EOI. */
+        .globl  ged_irq_entry
+ged_irq_entry:
+        push    %rax
+        push    %rcx
+        push    %rdx
+        push    %rsi
+        push    %rdi
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+        cld
+        call    ged_irq
+        mov     $(LAPIC_BASE + LAPIC_EOI), %eax
+        movl    $0, (%rax)
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rdi
+        pop     %rsi
+        pop     %rdx
+        pop     %rcx
         pop     %rax
         iretq
 

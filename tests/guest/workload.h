@@ -36,10 +36,13 @@
 /* The local APIC (xAPIC, identity-mapped uncached). */
 #define LAPIC_BASE      0xfee00000
 #define LAPIC_EOI       0x0b0
+#define LAPIC_IRR1      0x210   /* IRR bits 32-63 */
 #define LAPIC_TICR      0x380   /* timer initial count */
 #define LAPIC_TIMER_VECTOR 0x30
 /* virtio-net's interrupt with irq=1 (the slave 8259's IRQ 14 vector, masked there). */
 #define VNET_IRQ_VECTOR 0x2e
+/* The ACPI GED's power button (power.c): GSI 9, the slave 8259's IRQ 1 vector, masked there. */
+#define GED_IRQ_VECTOR  0x29
 
 #define MAX_MAP_GB      128     /* one page directory per GiB, in .noinit */
 #define KSTACK_SIZE     16384
@@ -110,6 +113,13 @@ extern char ap_tramp_start[], ap_tramp_end[];
 extern uint64_t ap_boot_rsp;    /* the kernel stack of the AP being started */
 /* Drops to CPL3 for good: fn(arg) on stack, interrupts off. */
 _Noreturn void enter_user(void (*fn)(unsigned), void *stack, unsigned arg);
+
+/* boot.c: CPL0 output, polling the UART (setup, fatal traps, the power button) */
+void uart_write(const char *s, size_t n);
+
+/* power.c: the ACPI GED's power button and reset (CPL0) */
+void power_setup(const struct hvm_start_info *si);
+void ged_irq(void);
 
 /* lib.c: output lines and command-line parsing */
 struct line {

@@ -20,6 +20,8 @@ compression method we lack refused with the guest still running (ours
 only), and destroy,
 reading the firmware's PASS lines (and no FAIL: the verify firmware
 checks its memory after the restore) in the serial file after each step.
+virsh reboot and virsh shutdown go through the firmware's power button
+(system_powerdown; for reboot then system_reset and cont).
 A second domain has a qcow2 disk made by qemu-img (<disk type='file'
 device='disk'>, bus virtio) that the blkverify firmware writes through
 start and live migrations both ways; qemu-img check and the host's check
@@ -281,6 +283,64 @@ class LibvirtTest(unittest.TestCase):
             self.virsh('undefine', name, ok=False)
             self.virsh('destroy', name, ok=False, uri=self.uri_dst)
         self.assertEqual(self.log_errors_about(emulator), [])
+
+    def wait_state(self, name, state):
+        end = time.monotonic() + DEADLINE
+        while self.virsh('domstate', name, ok=False).strip() != state:
+            self.assertLess(time.monotonic(), end, '%s never reached "%s"' % (name, state))
+            time.sleep(0.1)
+
+    def serial_count(self, serial, text):
+        with open(serial, errors='replace') as f:
+            return f.read().count(text)
+
+    def run_power_domain(self, name, emulator):
+        """virsh reboot and virsh shutdown through the firmware's power button:
+        libvirt sends system_powerdown for both; for reboot it then sends
+        system_reset and cont once the guest powered off (-no-shutdown)."""
+        serial = os.path.join(self.tmp, name + '.serial')
+        xml = os.path.join(self.tmp, name + '.xml')
+        with open(xml, 'w') as f:
+            f.write(DOMAIN_XML.format(name=name, mib=256, firmware=FIRMWARE,
+                                      append='mode=verify mem=64', emulator=emulator,
+                                      serial=serial))
+        self.virsh('define', xml)
+        try:
+            self.virsh('start', name)
+            n = self.wait_more_passes(serial, 0)
+            seen = self.log_text(self.lv).count('"execute":"system_powerdown"')
+            self.virsh('reboot', name)
+            end = time.monotonic() + DEADLINE
+            while self.serial_count(serial, 'READY mode=verify') < 2:
+                self.assertLess(time.monotonic(), end, 'virsh reboot: no second READY')
+                time.sleep(0.1)
+            self.assertEqual(self.serial_count(serial, 'POWER BUTTON'), 1)
+            self.assertEqual(self.virsh('domstate', name).strip(), 'running')
+            # (libvirtd's log has each command it sends on more than one line.)
+            log = self.log_text(self.lv)
+            after_reboot = log.count('"execute":"system_powerdown"')
+            self.assertGreater(after_reboot, seen)
+            self.assertIn('"execute":"system_reset"', log)
+            n = self.wait_more_passes(serial, self.passes(serial))
+            self.virsh('shutdown', name)
+            self.wait_state(name, 'shut off')
+            self.assertEqual(self.serial_count(serial, 'POWER BUTTON'), 2)
+            self.assertGreater(self.log_text(self.lv).count('"execute":"system_powerdown"'),
+                               after_reboot)
+        finally:
+            self.virsh('destroy', name, ok=False)
+            self.virsh('undefine', name, ok=False)
+        self.assertEqual(self.log_errors_about(emulator), [])
+
+    def test_power_ours(self):
+        self.run_power_domain('power-ours', QEMU)
+
+    def test_power_qemu72(self):
+        if not os.access(QEMU72, os.X_OK):
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                self.fail('QEMU 7.2 is not installed at %s' % QEMU72)
+            self.skipTest('QEMU 7.2 is not installed at %s' % QEMU72)
+        self.run_power_domain('power-qemu72', QEMU72)
 
     def stats(self, serial):
         try:
