@@ -14,6 +14,7 @@
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
+#include "char-internal.h"
 #include <poll.h>
 #include <termios.h>
 #include <netdb.h>
@@ -23,43 +24,6 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
-#define CHR_MAX_MSGFDS 16
-
-typedef enum ChardevKind {
-    CHR_NULL,
-    CHR_STDIO,
-    CHR_FILE,
-    CHR_SOCKET,
-} ChardevKind;
-
-struct Chardev {
-    char *label;
-    ChardevKind kind;
-    int in_fd;                  /* -1 when there is nothing to read */
-    int out_fd;                 /* -1 when output is dropped */
-    bool connected;
-    guint in_watch;
-    CharFrontend fe;
-    bool has_fe;
-    bool input_paused;
-
-    /* Sockets. */
-    bool server;
-    int listen_fd;
-    guint listen_watch;
-    char *desc;                 /* "unix:/path", "tcp:host:port" or "fd:N" for messages */
-    GByteArray *outbuf;         /* output not yet taken by the client */
-    guint out_watch;
-    char *unix_path;            /* unlinked when we created it */
-    /*
-     * File descriptors that came (SCM_RIGHTS) with the last read of a unix
-     * socket: the frontend takes them while it handles those bytes (QMP's
-     * getfd); what it leaves is closed at the next read. Main loop.
-     */
-    int msgfds[CHR_MAX_MSGFDS];
-    int nmsgfds;
-};
-
 static GPtrArray *chardevs;
 static bool stdio_in_use;
 static bool stdio_tty_saved;
@@ -67,8 +31,9 @@ static struct termios stdio_saved_tty;
 
 /* A socket client may leave this much unread output before it is dropped. */
 #define CHR_OUT_MAX (32 * MiB)
+/* A pty's reader may leave this much unread; what comes after is dropped. */
+#define CHR_PTY_OUT_MAX (1 * MiB)
 
-static void chr_watch_input(Chardev *chr);
 static void chr_client_close(Chardev *chr);
 static void chr_close_msgfds(Chardev *chr);
 static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
@@ -134,6 +99,10 @@ char *qemu_chr_filename(Chardev *chr)
         return g_strdup("stdio");
     case CHR_FILE:
         return g_strdup("file");
+    case CHR_PTY:
+        return g_strdup_printf("pty:%s", chr->pty_path);
+    case CHR_MUX:
+        return g_strdup("mux");
     case CHR_SOCKET:
         addr = chr_socket_address(chr);
         return g_strdup_printf("%s%s%s", chr->connected ? "" : "disconnected:", addr,
@@ -142,7 +111,7 @@ char *qemu_chr_filename(Chardev *chr)
     g_assert_not_reached();
 }
 
-static Chardev *chr_alloc(const char *label, ChardevKind kind)
+Chardev *chr_alloc(const char *label, ChardevKind kind)
 {
     Chardev *chr = g_new0(Chardev, 1);
 
@@ -156,7 +125,7 @@ static Chardev *chr_alloc(const char *label, ChardevKind kind)
     return chr;
 }
 
-static void chr_send_event(Chardev *chr, ChardevEvent ev)
+void chr_send_event(Chardev *chr, ChardevEvent ev)
 {
     if (chr->has_fe && chr->fe.event) {
         chr->fe.event(chr->fe.opaque, ev);
@@ -174,6 +143,9 @@ static void chr_close_msgfds(Chardev *chr)
 
 int qemu_chr_take_msgfd(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        return qemu_chr_take_msgfd(chr_mux_backend(chr));
+    }
     return chr->nmsgfds ? chr->msgfds[--chr->nmsgfds] : -1;
 }
 
@@ -244,6 +216,9 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
         chr->in_watch = 0;
         if (chr->kind == CHR_SOCKET) {
             chr_client_close(chr);
+        } else if (chr->kind == CHR_PTY) {
+            /* EIO: the last reader closed the slave. */
+            chr_pty_hangup(chr);
         }
         /* stdin at EOF: stop watching so the loop does not spin. */
         return G_SOURCE_REMOVE;
@@ -254,11 +229,12 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
     return G_SOURCE_CONTINUE;
 }
 
-static void chr_watch_input(Chardev *chr)
+void chr_watch_input(Chardev *chr)
 {
     GIOChannel *ch;
 
-    if (chr->in_fd < 0 || chr->in_watch) {
+    /* A pty master without a reader only ever says HUP: the timer watches it instead. */
+    if (chr->in_fd < 0 || chr->in_watch || (chr->kind == CHR_PTY && !chr->connected)) {
         return;
     }
     ch = g_io_channel_unix_new(chr->in_fd);
@@ -268,6 +244,10 @@ static void chr_watch_input(Chardev *chr)
 
 void qemu_chr_fe_accept_input(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        qemu_chr_fe_accept_input(chr_mux_backend(chr));
+        return;
+    }
     if (chr->input_paused) {
         chr->input_paused = false;
         chr_watch_input(chr);
@@ -286,6 +266,10 @@ static void chr_opened_bh(void *opaque)
 
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 {
+    if (chr->kind == CHR_MUX) {
+        chr_mux_add_frontend(chr, fe);
+        return;
+    }
     chr->fe = *fe;
     chr->has_fe = true;
     if (chr->connected) {
@@ -301,7 +285,7 @@ void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 
 bool qemu_chr_fe_busy(Chardev *chr)
 {
-    return chr->has_fe;
+    return chr->kind == CHR_MUX ? chr_mux_full(chr) : chr->has_fe;
 }
 
 bool qemu_chr_is_stdio(Chardev *chr)
@@ -309,17 +293,23 @@ bool qemu_chr_is_stdio(Chardev *chr)
     return chr->kind == CHR_STDIO;
 }
 
-/* Sends what is queued for a socket client without blocking. */
+/* Sends what is queued for a socket client or a pty's reader without blocking. */
 static void chr_socket_flush(Chardev *chr)
 {
     while (chr->outbuf->len && chr->out_fd >= 0) {
-        ssize_t n = send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
+        ssize_t n = chr->kind == CHR_PTY
+                  ? write(chr->out_fd, chr->outbuf->data, chr->outbuf->len)
+                  : send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
 
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (n <= 0 && chr->kind == CHR_PTY) {
+            chr_pty_hangup(chr);
             break;
         }
         if (n <= 0) {
@@ -348,6 +338,9 @@ static gboolean chr_socket_writable(GIOChannel *ch, GIOCondition cond, gpointer 
 
 size_t qemu_chr_out_pending(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        return qemu_chr_out_pending(chr_mux_backend(chr));
+    }
     return chr->outbuf ? chr->outbuf->len : 0;
 }
 
@@ -355,10 +348,23 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
 {
     size_t done = 0;
 
+    if (chr->kind == CHR_MUX) {
+        return chr_mux_write(chr, buf, len);
+    }
+    if (chr->kind == CHR_PTY && !chr->connected && !chr_pty_poll_reader(chr)) {
+        return len;             /* no reader: dropped, as QEMU 7.2 does */
+    }
     if (!chr->connected || chr->out_fd < 0) {
         return len;             /* nobody listening: output is dropped */
     }
-    if (chr->kind == CHR_SOCKET) {
+    if (chr->kind == CHR_PTY && chr->outbuf->len + len > CHR_PTY_OUT_MAX) {
+        /*
+         * A reader that opened the slave and stopped reading must not stall
+         * the guest's UART (the vCPU writes with the BQL held): drop.
+         */
+        return len;
+    }
+    if (chr->kind == CHR_SOCKET || chr->kind == CHR_PTY) {
         /*
          * Never block on a socket client: a client that stops reading would
          * otherwise stall whoever writes with the BQL held (monitors, the
@@ -473,6 +479,10 @@ void qemu_chr_set_raw(Chardev *chr)
 {
     struct termios tty;
 
+    if (chr->kind == CHR_MUX) {
+        qemu_chr_set_raw(chr_mux_backend(chr));
+        return;
+    }
     if (chr->kind != CHR_STDIO || !isatty(0) || tcgetattr(0, &tty) < 0) {
         return;
     }
@@ -661,6 +671,20 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
     if (!strcmp(spec, "stdio")) {
         return chr_open_stdio(label, errp);
     }
+    if (!strcmp(spec, "pty")) {
+        return chr_open_pty(label, errp);
+    }
+    if (strstart(spec, "mon:", &rest)) {
+        g_autofree char *be_label = g_strdup_printf("%s-base", label);
+        Chardev *be;
+
+        if (g_str_has_prefix(rest, "chardev:") || g_str_has_prefix(rest, "mon:")) {
+            error_setg(errp, "'%s' is not a valid char driver", spec);
+            return NULL;
+        }
+        be = qemu_chr_new(be_label, rest, errp);
+        return be ? chr_mux_new(label, be, errp) : NULL;
+    }
     if (strstart(spec, "chardev:", &rest)) {
         Chardev *chr = qemu_chr_find(rest);
         if (!chr) {
@@ -681,7 +705,7 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
 
         addr = comma ? g_strndup(rest, comma - rest) : g_strdup(rest);
         if (comma) {
-            opts = qemu_opts_parse(comma + 1, NULL, errp);
+            opts = qemu_opts_parse_legacy(comma + 1, NULL, errp);
             if (!opts) {
                 return NULL;
             }
@@ -707,11 +731,6 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
         chr = chr_open_socket(label, &ss, errp);
         return chr;
     }
-    if (!strcmp(spec, "mon:stdio")) {
-        error_setg(errp, "'mon:stdio' (multiplexed monitor) is not supported; use "
-                   "-monitor stdio or -serial stdio");
-        return NULL;
-    }
     error_setg(errp, "'%s' is not a valid char driver", spec);
     return NULL;
 }
@@ -724,6 +743,7 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
     };
     const char *backend = qemu_opt_get(opts, "backend");
     const char *id = qemu_opt_get(opts, "id");
+    bool mux;
 
     if (!qemu_opts_check_known(opts, known, errp)) {
         return NULL;
@@ -739,6 +759,23 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
     if (qemu_chr_find(id)) {
         error_setg(errp, "Duplicate ID '%s' for chardev", id);
         return NULL;
+    }
+    if (!qemu_opt_get_bool(opts, "mux", false, &mux, errp)) {
+        return NULL;
+    }
+    if (mux) {
+        /* QEMU's shape: the backend as "ID-base", the mux the frontends name as "ID". */
+        g_autofree char *mux_id = g_strdup(id);
+        g_autofree char *be_id = g_strdup_printf("%s-base", id);
+        Chardev *be;
+
+        qemu_opt_set(opts, "mux", "off");
+        qemu_opt_set(opts, "id", be_id);
+        be = qemu_chr_new_from_opts(opts, errp);
+        return be ? chr_mux_new(mux_id, be, errp) : NULL;
+    }
+    if (!strcmp(backend, "pty")) {
+        return chr_open_pty(id, errp);
     }
     if (!strcmp(backend, "null")) {
         return chr_alloc(id, CHR_NULL);

@@ -117,8 +117,35 @@ static char *next_element(const char **pp)
     return g_string_free(elem, FALSE);
 }
 
-QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
-                          Error **errp)
+/*
+ * Keys that begin with "no" but are not a negation: their short form
+ * "nodelay" means nodelay=on, not delay=off. A new key beginning with
+ * "no" must be listed here, or its short form turns into the wrong key.
+ */
+static const char *const no_prefixed_keys[] = { "nodelay", NULL };
+
+/*
+ * QEMU's short-form boolean, as 7.2 reads it: "server" is server=on and
+ * "nowait" is wait=off (not nowait=on, which no parser reads: the bug
+ * that kept wait on and blocked start-up on "-qmp unix:S,server,nowait").
+ */
+static void short_form_bool(const char *elem, const char **name, const char **value)
+{
+    *name = elem;
+    *value = "on";
+    if (g_str_has_prefix(elem, "no") && elem[2]) {
+        for (const char *const *k = no_prefixed_keys; *k; k++) {
+            if (g_str_equal(*k, elem)) {
+                return;
+            }
+        }
+        *name = elem + 2;
+        *value = "off";
+    }
+}
+
+static QemuOpts *opts_parse(const char *params, const char *implied_key, bool warn,
+                            Error **errp)
 {
     g_autoptr(QemuOpts) opts = qemu_opts_new();
     const char *p = params ? params : "";
@@ -136,8 +163,16 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
         } else if (first && implied_key && *elem) {
             name = implied_key;
             value = elem;
+        } else if (*elem) {
+            short_form_bool(elem, &name, &value);
+            if (warn) {
+                Error *w = NULL;
+
+                error_setg(&w, "short-form boolean option '%s' deprecated", elem);
+                error_append_hint(&w, "Please use %s=%s instead\n", name, value);
+                warn_report_err(w);
+            }
         } else {
-            /* QEMU's short-form boolean: "server" means "server=on". */
             value = "on";
         }
         if (!*name) {
@@ -149,6 +184,18 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
         first = false;
     }
     return g_steal_pointer(&opts);
+}
+
+QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
+                          Error **errp)
+{
+    return opts_parse(params, implied_key, true, errp);
+}
+
+QemuOpts *qemu_opts_parse_legacy(const char *params, const char *implied_key,
+                                 Error **errp)
+{
+    return opts_parse(params, implied_key, false, errp);
 }
 
 const char *qemu_opt_get(QemuOpts *opts, const char *name)
