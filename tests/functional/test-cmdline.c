@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Bad command lines: every one must exit with status 1 and one clear,
- * QEMU-style message on stderr, and never crash.
+ * QEMU-style message on stderr, and never crash. And every option that
+ * takes no argument, one row each: it does what it says and nothing else
+ * (-no-user-config once fell through to -no-reboot).
  */
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
+#include <elf.h>
 #include "libvmtest.h"
 
 typedef struct BadCase {
@@ -12,7 +17,8 @@ typedef struct BadCase {
 } BadCase;
 
 static const BadCase bad_cases[] = {
-    { "-nonsense", "-nonsense: invalid option" },
+    { "-nonsense", "-nonsense: invalid option\nqemu-system-x86_64: this binary implements a "
+      "subset of QEMU's options: see README.md, \"Works and refused\"" },
     { "-m", "-m: requires an argument" },
     { "-m 2X -kernel %s", "-m 2X: Parameter 'size' expects a non-negative number below 2^64" },
     { "-m 0 -kernel %s", "-m 0: Invalid RAM size" },
@@ -98,6 +104,193 @@ static void test_help_and_version(void)
     vm_kill(vm);
 }
 
+/* A machine with the default serial port (on stdout) and a QMP socket. */
+#define NOARG_BASE "-M microvm -accel kvm -cpu host -m 64M -display none "
+
+/*
+ * A PVH kernel that executes ud2 with no IDT: the #UD cannot be delivered,
+ * nor the double fault, so the vCPU triple-faults, as a guest resetting
+ * itself through a broken IDT does. Written once per run.
+ */
+static const char *triple_fault_kernel(void)
+{
+    static char *path;
+    struct {
+        Elf32_Ehdr eh;
+        Elf32_Phdr ph[2];
+        uint32_t note[3];
+        char name[4];
+        uint32_t entry;
+        uint8_t code[4];
+    } __attribute__((packed)) img = { 0 };
+
+    if (path) {
+        return path;
+    }
+    memcpy(img.eh.e_ident, ELFMAG, SELFMAG);
+    img.eh.e_ident[EI_CLASS] = ELFCLASS32;
+    img.eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    img.eh.e_ident[EI_VERSION] = EV_CURRENT;
+    img.eh.e_type = ET_EXEC;
+    img.eh.e_machine = EM_386;
+    img.eh.e_version = EV_CURRENT;
+    img.eh.e_entry = 0x100000;
+    img.eh.e_phoff = offsetof(typeof(img), ph);
+    img.eh.e_ehsize = sizeof(Elf32_Ehdr);
+    img.eh.e_phentsize = sizeof(Elf32_Phdr);
+    img.eh.e_phnum = 2;
+    img.ph[0] = (Elf32_Phdr) {
+        .p_type = PT_LOAD, .p_offset = offsetof(typeof(img), code), .p_vaddr = 0x100000,
+        .p_paddr = 0x100000, .p_filesz = sizeof(img.code), .p_memsz = sizeof(img.code),
+        .p_flags = PF_R | PF_X, .p_align = 4,
+    };
+    img.ph[1] = (Elf32_Phdr) {
+        .p_type = PT_NOTE, .p_offset = offsetof(typeof(img), note),
+        .p_filesz = offsetof(typeof(img), code) - offsetof(typeof(img), note), .p_align = 4,
+    };
+    img.note[0] = 4;            /* namesz: "Xen\0" */
+    img.note[1] = 4;            /* descsz */
+    img.note[2] = 18;           /* XEN_ELFNOTE_PHYS32_ENTRY */
+    memcpy(img.name, "Xen", 4);
+    img.entry = 0x100000;
+    memcpy(img.code, "\x0f\x0b\xeb\xfe", 4);      /* ud2; jmp . */
+    path = g_strdup_printf("%s/triple-fault.elf", vmtest_tmpdir());
+    g_assert_true(g_file_set_contents(path, (const char *)&img, sizeof(img), NULL));
+    return path;
+}
+
+/*
+ * What a guest's triple fault does to a VM started with @option: "exit"
+ * (shut down), "stop" (stays in "shutdown", -no-shutdown) or "reset".
+ */
+static char *triple_fault_outcome(const char *option)
+{
+    VM *vm = vm_spawn("triple", true, NOARG_BASE "-S -kernel %s %s", triple_fault_kernel(),
+                      option);
+    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    gint64 shutdown_at = 0;
+    char *outcome = NULL;
+
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'cont'}"));
+    while (!outcome && g_get_monotonic_time() < end) {
+        for (GList *l = vm->events.head; l; l = l->next) {
+            const char *ev = json_get_str(l->data, "event");
+
+            if (!strcmp(ev, "RESET")) {
+                outcome = g_strdup("reset");
+            } else if (!strcmp(ev, "SHUTDOWN") && !shutdown_at) {
+                shutdown_at = g_get_monotonic_time();
+            }
+        }
+        vm_pump(vm, 100);
+        if (!outcome && vm->exited) {
+            outcome = g_strdup("exit");
+        } else if (!outcome && shutdown_at &&
+                   g_get_monotonic_time() - shutdown_at > 3 * G_USEC_PER_SEC) {
+            /* Still here three seconds after SHUTDOWN: it stopped instead. */
+            g_autofree char *st = vm_status(vm);
+
+            outcome = g_strdup_printf("stop:%s", st);
+        }
+    }
+    g_assert_nonnull(outcome);
+    vm_kill(vm);
+    return outcome;
+}
+
+typedef struct NoArgCase {
+    const char *option;
+    const char *status;         /* query-status once started */
+    bool serial0;               /* the default serial port exists (on stdout) */
+    const char *triple_fault;   /* its outcome, or NULL: the same as without the option */
+} NoArgCase;
+
+static const NoArgCase noarg_cases[] = {
+    { "", "running", true, NULL },
+    { "-enable-kvm", "running", true, NULL },
+    { "-nographic", "running", true, NULL },
+    { "-nodefaults", "running", false, NULL },
+    { "-no-user-config", "running", true, NULL },
+    { "-S", "prelaunch", true, NULL },
+    { "-no-reboot", "running", true, "exit" },
+    { "-no-shutdown", "running", true, "stop:shutdown" },
+    { "-no-acpi", "running", true, NULL },
+};
+
+static void test_noarg_option(gconstpointer data)
+{
+    const NoArgCase *c = data;
+    VM *vm;
+    JsonNode *devs;
+    JsonArray *arr;
+    bool serial0 = false;
+    g_autofree char *st = NULL;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    vm = vm_spawn("noarg", true, NOARG_BASE "-kernel %s -append 'mode=idle mem=16' %s",
+                  vmtest_firmware(), c->option);
+    if (!strcmp(c->status, "running") && c->serial0) {
+        vm_wait_line(vm, "READY", 60);
+    }
+    st = vm_status(vm);
+    g_assert_cmpstr(st, ==, c->status);
+    devs = vm_qmp_ok(vm, "{'execute': 'query-chardev'}");
+    arr = json_node_get_array(devs);
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        JsonObject *o = json_array_get_object_element(arr, i);
+
+        if (!strcmp(json_object_get_string_member(o, "label"), "serial0")) {
+            serial0 = true;
+            g_assert_cmpstr(json_object_get_string_member(o, "filename"), ==, "stdio");
+        }
+    }
+    g_assert_cmpint(serial0, ==, c->serial0);
+    json_node_unref(devs);
+    g_assert_null(strstr(vm->stderr_text->str, "qemu-system-x86_64:"));
+    vm_kill(vm);
+
+    /* A guest's triple fault: only -no-reboot and -no-shutdown may change what it does. */
+    if (*c->option) {
+        g_autofree char *base = triple_fault_outcome("");
+        g_autofree char *got = triple_fault_outcome(c->option);
+
+        g_assert_cmpstr(got, ==, c->triple_fault ? c->triple_fault : base);
+    }
+}
+
+/* -h, -help, -version print and exit 0; -daemonize leaves a running VM behind. */
+static void test_noarg_exits(void)
+{
+    static const struct { const char *option, *line; } exits[] = {
+        { "-h", "usage: qemu-system-x86_64" },
+        { "-help", "usage: qemu-system-x86_64" },
+        { "-version", "QEMU emulator version" },
+    };
+    g_autofree char *pidfile = NULL;
+    g_autofree char *pid_text = NULL;
+    VM *vm;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(exits); i++) {
+        vm = vm_spawn("exits", false, "%s", exits[i].option);
+        g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
+        g_assert_cmpuint(vm_count_lines(vm, exits[i].line), ==, 1);
+        vm_kill(vm);
+    }
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    pidfile = g_strdup_printf("%s/daemon.pid", vmtest_tmpdir());
+    vm = vm_spawn("daemon", false, NOARG_BASE "-nodefaults -kernel %s -append 'mode=idle mem=16' "
+                  "-daemonize -pidfile %s", vmtest_firmware(), pidfile);
+    g_assert_cmpint(vm_wait_exit(vm, 60), ==, 0);
+    vm_kill(vm);
+    g_assert_true(g_file_get_contents(pidfile, &pid_text, NULL, NULL));
+    g_assert_cmpint(kill(atoi(pid_text), 0), ==, 0);
+    g_assert_cmpint(kill(atoi(pid_text), SIGTERM), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -106,5 +299,12 @@ int main(int argc, char **argv)
         g_test_add_data_func(name, &bad_cases[i], test_bad_cmdline);
     }
     g_test_add_func("/cmdline/help-version", test_help_and_version);
+    for (size_t i = 0; i < G_N_ELEMENTS(noarg_cases); i++) {
+        g_autofree char *name = g_strdup_printf("/cmdline/noarg/%s",
+                                                *noarg_cases[i].option ?
+                                                noarg_cases[i].option + 1 : "none");
+        g_test_add_data_func(name, &noarg_cases[i], test_noarg_option);
+    }
+    g_test_add_func("/cmdline/noarg/exits", test_noarg_exits);
     return g_test_run();
 }
