@@ -417,6 +417,14 @@ static void validate_config(Config *cfg)
             }
         }
     }
+    if (cfg->nographic && !cfg->serial_spec && !cfg->nodefaults && !cfg->monitors->len) {
+        /*
+         * QEMU's -nographic with no monitor given: the serial port and an
+         * HMP monitor share stdio, C-a c between them, C-a x to quit.
+         */
+        cfg->serial_spec = g_strdup("mon:stdio");
+        add_monitor(cfg, NULL, "serial0", false, false);
+    }
     if (!cfg->serial_spec && !cfg->nodefaults && !cfg->daemonize) {
         /* No GUI here: the default serial port goes to stdio, as with -nographic. */
         cfg->serial_spec = g_strdup("stdio");

@@ -11,7 +11,8 @@ as libvirt and a person at a terminal drive them (issue 42, item 1).
   nobody has the slave open and while a reader has it open but does not
   read; a reader gets the guest's PASS lines, and another after it.
 - mux, through a real terminal (pexpect): `-serial mon:stdio` and
-  `-chardev stdio,id=c,mux=on -mon chardev=c -serial chardev:c`: the
+  `-chardev stdio,id=c,mux=on -mon chardev=c -serial chardev:c`, and
+  `-nographic` with no monitor (QEMU makes that mon:stdio): the
   guest's lines, C-a h (QEMU's help), C-a c to the HMP monitor (banner,
   `info status`), C-a c back to the guest's lines, C-a x ("QEMU:
   Terminated", exit status 0).
@@ -187,9 +188,10 @@ class ChardevPty(unittest.TestCase):
         finally:
             os.close(fd)
 
-    def mux(self, *extra):
+    def mux(self, *extra, nodefaults=True):
         import pexpect
-        child = pexpect.spawn(vm_args(*extra)[0], vm_args(*extra)[1:], timeout=DEADLINE)
+        args = [a for a in vm_args(*extra) if nodefaults or a != '-nodefaults']
+        child = pexpect.spawn(args[0], args[1:], timeout=DEADLINE)
         self.addCleanup(child.close, force=True)
         child.expect(r'PASS n=\d+')
         child.send('\x01h')
@@ -216,6 +218,10 @@ class ChardevPty(unittest.TestCase):
 
     def test_chardev_mux(self):
         self.mux('-chardev', 'stdio,id=c,mux=on', '-mon', 'chardev=c', '-serial', 'chardev:c')
+
+    def test_nographic(self):
+        # QEMU's -nographic without a monitor: mon:stdio.
+        self.mux('-nographic', nodefaults=False)
 
     def test_mux_query_chardev(self):
         proc, sock = self.start('-chardev', 'null,id=c,mux=on', '-mon', 'chardev=c',
