@@ -8,6 +8,7 @@
 #define CHARDEV_CHAR_INTERNAL_H
 
 #include "chardev/char.h"
+#include "qemu/option.h"
 
 #define CHR_MAX_MSGFDS 16
 
@@ -62,6 +63,24 @@ struct Chardev {
 Chardev *chr_alloc(const char *label, ChardevKind kind);
 void chr_watch_input(Chardev *chr);
 void chr_send_event(Chardev *chr, ChardevEvent ev);
+/* Closes the fds a unix socket's last read brought that the frontend left. */
+void chr_close_msgfds(Chardev *chr);
+
+/* char-socket.c */
+typedef struct SocketSpec {
+    const char *path;           /* unix */
+    const char *host, *port;    /* tcp */
+    const char *fd;             /* inherited: listening if server, else connected */
+    bool server;
+    bool wait;
+} SocketSpec;
+Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp);
+/* server=, wait= (wait only matters for a server); a legacy spec is a client by default. */
+bool socket_spec_from_opts(QemuOpts *opts, SocketSpec *ss, bool default_server, Error **errp);
+/* The client is gone (EOF, error, or dropped): CLOSED, and a server listens again. */
+void chr_client_close(Chardev *chr);
+/* QEMU's name for its address: "unix:P", "tcp:H:P", fd-passed ones by what they are bound to. */
+char *chr_socket_address(Chardev *chr);
 
 /* char-pty.c */
 Chardev *chr_open_pty(const char *label, Error **errp);
