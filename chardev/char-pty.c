@@ -23,6 +23,15 @@
 
 static gboolean pty_timer_cb(gpointer opaque);
 
+static void pty_opened_bh(void *opaque)
+{
+    Chardev *chr = opaque;
+
+    if (chr->connected) {
+        chr_send_event(chr, CHR_EVENT_OPENED);
+    }
+}
+
 static void pty_start_timer(Chardev *chr)
 {
     if (!chr->pty_timer) {
@@ -46,7 +55,8 @@ bool chr_pty_poll_reader(Chardev *chr)
         chr->pty_timer = 0;
     }
     chr_watch_input(chr);
-    chr_send_event(chr, CHR_EVENT_OPENED);
+    /* Not from here: the caller may be a frontend in the middle of a write. */
+    qemu_bh_schedule_oneshot(pty_opened_bh, chr);
     return true;
 }
 

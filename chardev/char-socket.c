@@ -149,7 +149,6 @@ static int socket_tcp_open(const char *host, const char *port, bool server, Erro
     return fd;
 }
 
-
 Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
 {
     Chardev *chr;

@@ -31,7 +31,6 @@ static struct termios stdio_saved_tty;
 /* A pty's reader may leave this much unread; what comes after is dropped. */
 #define CHR_PTY_OUT_MAX (1 * MiB)
 
-
 Chardev *qemu_chr_find(const char *id)
 {
     for (guint i = 0; chardevs && i < chardevs->len; i++) {
@@ -57,7 +56,6 @@ bool qemu_chr_frontend_open(Chardev *chr)
 {
     return chr->has_fe;
 }
-
 
 char *qemu_chr_filename(Chardev *chr)
 {
@@ -102,7 +100,6 @@ void chr_send_event(Chardev *chr, ChardevEvent ev)
         chr->fe.event(chr->fe.opaque, ev);
     }
 }
-
 
 void chr_close_msgfds(Chardev *chr)
 {
@@ -378,7 +375,6 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
     return len;
 }
 
-
 void qemu_chr_set_raw(Chardev *chr)
 {
     struct termios tty;
@@ -452,7 +448,6 @@ static Chardev *chr_open_file(const char *label, const char *path, bool append, 
     chr->connected = true;
     return chr;
 }
-
 
 Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
 {
