@@ -136,8 +136,12 @@ Chardev *chr_open_pty(const char *label, Error **errp)
     chr->in_fd = chr->out_fd = master;
     chr->outbuf = g_byte_array_new();
     chr->pty_path = g_strdup(path);
-    /* libvirt finds the slave by this exact line (QEMU's), on stderr. */
-    fprintf(stderr, "char device redirected to %s (label %s)\n", path, label);
+    /*
+     * libvirt finds the slave by this exact line (QEMU's). QEMU 7.2 prints
+     * it on stdout, at once even into a pipe: so do we.
+     */
+    printf("char device redirected to %s (label %s)\n", path, label);
+    fflush(stdout);
     pty_start_timer(chr);
     return chr;
 }

@@ -6,8 +6,8 @@ as libvirt and a person at a terminal drive them (issue 42, item 1).
 
 - pty: `-serial pty` and `-chardev pty,id=X` with `-serial chardev:X` or
   `-device isa-serial,chardev=X` print QEMU's "char device redirected to
-  /dev/pts/N (label L)" line (libvirt's virsh console finds the slave by
-  it), query-chardev says "pty:/dev/pts/N"; the guest runs on while
+  /dev/pts/N (label L)" line on stdout, as QEMU 7.2 (libvirt finds the
+  slave by it in the domain's log), query-chardev says "pty:/dev/pts/N"; the guest runs on while
   nobody has the slave open and while a reader has it open but does not
   read; a reader gets the guest's PASS lines, and another after it.
 - mux, through a real terminal (pexpect): `-serial mon:stdio` and
@@ -70,18 +70,20 @@ def stop(proc):
 
 def stop_and_close(proc):
     stop(proc)
-    proc.stderr.close()
+    for f in (proc.stdout, proc.stderr):
+        if f:
+            f.close()
 
 
 def read_redirects(proc, count):
-    """The first @count lines of @proc's stderr, each a redirect line:
+    """The first @count lines of @proc's stdout, each a redirect line:
     {label: slave path}."""
     found = {}
     for _ in range(count):
-        ready, _, _ = select.select([proc.stderr], [], [], DEADLINE)
+        ready, _, _ = select.select([proc.stdout], [], [], DEADLINE)
         if not ready:
-            raise AssertionError('no "char device redirected" line on stderr')
-        line = proc.stderr.readline().decode().rstrip('\n')
+            raise AssertionError('no "char device redirected" line on stdout')
+        line = proc.stdout.readline().decode().rstrip('\n')
         m = REDIRECT_RE.match(line)
         if not m:
             raise AssertionError('not QEMU\'s redirect line: %r' % line)
@@ -124,7 +126,7 @@ class ChardevPty(unittest.TestCase):
         args = vm_args(*extra, append=append)
         if qmp:
             args += ['-qmp', 'unix:%s,server=on,wait=off' % sock]
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         self.addCleanup(stop_and_close, proc)
         return proc, sock
