@@ -144,7 +144,14 @@ static void short_form_bool(const char *elem, const char **name, const char **va
     }
 }
 
-static QemuOpts *opts_parse(const char *params, const char *implied_key, bool warn,
+/* What an element without '=' (past the implied key) means. */
+typedef enum ShortForm {
+    SHORT_WARN,                 /* a short-form boolean, with QEMU's warning */
+    SHORT_QUIET,                /* the same, silently (legacy chardev specs) */
+    SHORT_REFUSE,               /* an error (QEMU's keyval options) */
+} ShortForm;
+
+static QemuOpts *opts_parse(const char *params, const char *implied_key, ShortForm mode,
                             Error **errp)
 {
     g_autoptr(QemuOpts) opts = qemu_opts_new();
@@ -163,9 +170,12 @@ static QemuOpts *opts_parse(const char *params, const char *implied_key, bool wa
         } else if (first && implied_key && *elem) {
             name = implied_key;
             value = elem;
+        } else if (*elem && mode == SHORT_REFUSE) {
+            error_setg(errp, "Expected '=' after parameter '%s'", elem);
+            return NULL;
         } else if (*elem) {
             short_form_bool(elem, &name, &value);
-            if (warn) {
+            if (mode == SHORT_WARN) {
                 Error *w = NULL;
 
                 error_setg(&w, "short-form boolean option '%s' deprecated", elem);
@@ -189,13 +199,19 @@ static QemuOpts *opts_parse(const char *params, const char *implied_key, bool wa
 QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
                           Error **errp)
 {
-    return opts_parse(params, implied_key, true, errp);
+    return opts_parse(params, implied_key, SHORT_WARN, errp);
 }
 
 QemuOpts *qemu_opts_parse_legacy(const char *params, const char *implied_key,
                                  Error **errp)
 {
-    return opts_parse(params, implied_key, false, errp);
+    return opts_parse(params, implied_key, SHORT_QUIET, errp);
+}
+
+QemuOpts *qemu_opts_parse_keyval(const char *params, const char *implied_key,
+                                 Error **errp)
+{
+    return opts_parse(params, implied_key, SHORT_REFUSE, errp);
 }
 
 const char *qemu_opt_get(QemuOpts *opts, const char *name)

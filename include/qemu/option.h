@@ -47,6 +47,14 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
 QemuOpts *qemu_opts_parse_legacy(const char *params, const char *implied_key,
                                  Error **errp);
 
+/*
+ * qemu_opts_parse_keyval: the same but refusing the short forms ("Expected
+ * '=' after parameter 'x'"), as QEMU 7.2 does for the options it parses
+ * with keyval: -machine, -smp, -blockdev.
+ */
+QemuOpts *qemu_opts_parse_keyval(const char *params, const char *implied_key,
+                                 Error **errp);
+
 /* qemu_opts_new: an empty set, e.g. to build options programmatically. */
 QemuOpts *qemu_opts_new(void);
 

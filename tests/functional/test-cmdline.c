@@ -20,6 +20,10 @@ static const BadCase bad_cases[] = {
     { "-nonsense", "-nonsense: invalid option\nqemu-system-x86_64: this binary implements a "
       "subset of QEMU's options: see README.md, \"Works and refused\"" },
     { "-m", "-m: requires an argument" },
+    /* QEMU 7.2 parses these with keyval: no short-form booleans. */
+    { "-machine microvm,dump-guest-core -kernel %s",
+      "-machine microvm,dump-guest-core: Expected '=' after parameter 'dump-guest-core'" },
+    { "-smp 1,x -kernel %s", "-smp 1,x: Expected '=' after parameter 'x'" },
     { "-m 2X -kernel %s", "-m 2X: Parameter 'size' expects a non-negative number below 2^64" },
     { "-m 0 -kernel %s", "-m 0: Invalid RAM size" },
     { "-smp foo -kernel %s", "-smp foo: Parameter 'cpus' expects a number" },

@@ -141,6 +141,22 @@ static void test_parse_short_form(void)
     g_assert_cmpstr(qemu_opt_get(c, "wait"), ==, "on");
 }
 
+/* QEMU 7.2's keyval options (-machine, -smp, -blockdev) take no short forms. */
+static void test_parse_keyval_refuses_short_form(void)
+{
+    g_autoptr(QemuOpts) ok = qemu_opts_parse_keyval("microvm,acpi=off", "type", &error_abort);
+    Error *err = NULL;
+
+    g_assert_cmpstr(qemu_opt_get(ok, "type"), ==, "microvm");
+    g_assert_null(qemu_opts_parse_keyval("microvm,dump-guest-core", "type", &err));
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "Expected '=' after parameter 'dump-guest-core'");
+    error_free_or_abort(&err);
+    g_assert_null(qemu_opts_parse_keyval("driver=raw,noread-only", NULL, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "Expected '=' after parameter 'noread-only'");
+    error_free_or_abort(&err);
+}
+
 /* The warning, as QEMU 7.2 words it, from qemu_opts_parse() only. */
 static void test_parse_short_form_warning(void)
 {
@@ -428,6 +444,7 @@ int main(int argc, char **argv)
     g_test_add_func("/option/parse/implied-key", test_parse_implied_key);
     g_test_add_func("/option/parse/short-form", test_parse_short_form);
     g_test_add_func("/option/parse/short-form-warning", test_parse_short_form_warning);
+    g_test_add_func("/option/parse/keyval", test_parse_keyval_refuses_short_form);
     g_test_add_func("/option/parse/duplicates", test_parse_duplicates);
     g_test_add_func("/option/get-all", test_get_all_repeats);
     g_test_add_func("/option/parse/empty", test_parse_empty);
