@@ -95,5 +95,7 @@ void chr_mux_add_frontend(Chardev *chr, const CharFrontend *fe);
 bool chr_mux_full(Chardev *chr);
 Chardev *chr_mux_backend(Chardev *chr);
 int chr_mux_write(Chardev *chr, const void *buf, size_t len);
+/* A frontend asks for input again: each gets what waits for it. */
+void chr_mux_accept_input(Chardev *chr);
 
 #endif

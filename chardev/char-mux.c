@@ -11,6 +11,13 @@
  * not have) and C-a b (a break, which our UART does not model) do
  * nothing.
  *
+ * The mux always reads its backend, so that C-a x still works when the
+ * frontend with the focus takes nothing (a guest that never reads its
+ * UART): what a frontend cannot take yet waits in its own queue, up to
+ * MUX_PENDING_MAX bytes (more is dropped, as a full UART drops), and goes
+ * to it in order when it asks for input again, focused or not (the bytes
+ * were typed to it). A frontend never gets more than its can_read said.
+ *
  * The focus starts on the first frontend attached (the UART, attached
  * with the machine before the monitors). A frontend is told OPENED the
  * first time it gets the focus with the backend connected (so the
@@ -25,12 +32,14 @@
 
 #define MUX_MAX_FE 4
 #define MUX_ESCAPE 0x01         /* Ctrl-A */
+#define MUX_PENDING_MAX 4096
 
 /* Every field: BQL (main loop). */
 struct MuxState {
     Chardev *be;                /* the shared backend, labelled "LABEL-base" */
     CharFrontend fes[MUX_MAX_FE];
     bool opened[MUX_MAX_FE];    /* fes[i] was told OPENED since the backend connected */
+    GByteArray *pending[MUX_MAX_FE];    /* input typed to fes[i] it could not take yet */
     int nfes;
     int focus;                  /* the frontend that gets input; -1 before any */
     bool be_open;               /* the backend is connected */
@@ -117,8 +126,6 @@ static void mux_switch_focus(MuxState *m)
     }
     m->focus = (m->focus + 1) % m->nfes;
     mux_focus_in(m);
-    /* The new focus may take input the old one had paused. */
-    qemu_chr_fe_accept_input(m->be);
 }
 
 /* The byte after a C-a. Returns whether it is to be delivered as input. */
@@ -155,44 +162,79 @@ static bool mux_escape(MuxState *m, uint8_t ch)
     }
 }
 
+/* Hands fes[i] what it can take of its queue, in order. */
+static void mux_flush(MuxState *m, int i)
+{
+    CharFrontend *fe = &m->fes[i];
+    GByteArray *q = m->pending[i];
+
+    while (q->len) {
+        size_t cap = fe->can_read ? fe->can_read(fe->opaque) : q->len;
+        size_t n = MIN(q->len, cap);
+        g_autofree uint8_t *chunk = NULL;
+
+        if (!n) {
+            return;
+        }
+        /* Out of the queue first: the frontend may ask for more input from inside read. */
+        chunk = g_memdup2(q->data, n);
+        g_byte_array_remove_range(q, 0, n);
+        if (fe->read) {
+            fe->read(fe->opaque, chunk, n);
+        }
+    }
+}
+
+/* Input typed while fes[focus] had the focus: to it now, or to its queue. */
+static void mux_deliver(MuxState *m, const uint8_t *buf, size_t len)
+{
+    GByteArray *q;
+
+    if (m->focus < 0 || !len) {
+        return;
+    }
+    q = m->pending[m->focus];
+    g_byte_array_append(q, buf, MIN(len, MUX_PENDING_MAX - MIN(q->len, MUX_PENDING_MAX)));
+    mux_flush(m, m->focus);
+}
+
+void chr_mux_accept_input(Chardev *chr)
+{
+    MuxState *m = chr->mux;
+
+    for (int i = 0; i < m->nfes; i++) {
+        mux_flush(m, i);
+    }
+}
+
 static size_t mux_be_can_read(void *opaque)
 {
-    MuxState *m = ((Chardev *)opaque)->mux;
-    CharFrontend *fe = m->focus >= 0 ? &m->fes[m->focus] : NULL;
-
-    return fe && fe->can_read ? fe->can_read(fe->opaque) : 4096;
+    /* Always: the escapes must get through whatever the frontends take. */
+    return 4096;
 }
 
 static void mux_be_read(void *opaque, const uint8_t *buf, size_t len)
 {
     MuxState *m = ((Chardev *)opaque)->mux;
-    CharFrontend *fe;
     size_t from = 0;
 
     for (size_t i = 0; i <= len; i++) {
-        bool deliver_escape = false;
-
         if (i < len && !m->escape && buf[i] != MUX_ESCAPE) {
             continue;
         }
         /* Hand over the plain run before this byte (or before the end). */
-        fe = m->focus >= 0 ? &m->fes[m->focus] : NULL;
-        if (fe && fe->read && i > from) {
-            fe->read(fe->opaque, buf + from, i - from);
-        }
+        mux_deliver(m, buf + from, i - from);
         if (i == len) {
             break;
         }
-        if (m->escape) {
-            m->escape = false;
-            deliver_escape = mux_escape(m, buf[i]);
-        } else {
+        if (!m->escape) {
             m->escape = true;
-        }
-        /* mux_escape may have moved the focus. */
-        fe = m->focus >= 0 ? &m->fes[m->focus] : NULL;
-        if (deliver_escape && fe && fe->read) {
-            fe->read(fe->opaque, &buf[i], 1);
+        } else {
+            m->escape = false;
+            /* (mux_escape may move the focus: C-a C-a goes to the new one.) */
+            if (mux_escape(m, buf[i])) {
+                mux_deliver(m, &buf[i], 1);
+            }
         }
         from = i + 1;
     }
@@ -237,6 +279,7 @@ void chr_mux_add_frontend(Chardev *chr, const CharFrontend *fe)
     MuxState *m = chr->mux;
 
     g_assert(m->nfes < MUX_MAX_FE);
+    m->pending[m->nfes] = g_byte_array_new();
     m->fes[m->nfes++] = *fe;
     chr->has_fe = true;
     if (m->focus < 0) {

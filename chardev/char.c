@@ -213,7 +213,7 @@ void chr_watch_input(Chardev *chr)
 void qemu_chr_fe_accept_input(Chardev *chr)
 {
     if (chr->kind == CHR_MUX) {
-        qemu_chr_fe_accept_input(chr_mux_backend(chr));
+        chr_mux_accept_input(chr);
         return;
     }
     if (chr->input_paused) {

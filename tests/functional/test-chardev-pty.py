@@ -13,9 +13,9 @@ as libvirt and a person at a terminal drive them (issue 42, item 1).
 - mux, through a real terminal (pexpect): `-serial mon:stdio` and
   `-chardev stdio,id=c,mux=on -mon chardev=c -serial chardev:c`, and
   `-nographic` with no monitor (QEMU makes that mon:stdio): the
-  guest's lines, C-a h (QEMU's help), C-a c to the HMP monitor (banner,
-  `info status`), C-a c back to the guest's lines, C-a x ("QEMU:
-  Terminated", exit status 0).
+  guest's lines, typing more than the guest reads, C-a h (QEMU's help),
+  C-a c to the HMP monitor (banner, `info status`), C-a c back to the
+  guest's lines, C-a x ("QEMU: Terminated", exit status 0).
 - QEMU's short-form booleans: `-qmp unix:S,server,nowait` and the same on
   -monitor and -serial do not wait for a client (the bug: start-up
   blocked) and say nothing, as QEMU 7.2; `-chardev socket,...,server,
@@ -196,6 +196,9 @@ class ChardevPty(unittest.TestCase):
         child = pexpect.spawn(args[0], args[1:], timeout=DEADLINE)
         self.addCleanup(child.close, force=True)
         child.expect(r'PASS n=\d+')
+        # More than the UART's FIFO, to a guest that never reads it: the
+        # escapes below must still get through.
+        child.send('a' * 200)
         child.send('\x01h')
         child.expect_exact('C-a c    switch between console and monitor')
         child.expect_exact('C-a C-a  sends C-a')

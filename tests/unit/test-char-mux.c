@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The mux (chardev/char-mux.c) against a fake backend: random input with
- * Ctrl-A escapes, cut into random chunks, to two frontends. After every
- * chunk:
- *   - input went only to the frontend that was last told it has the focus
- *     (OPENED or MUX_IN, and no MUX_OUT since);
- *   - each frontend's events are OPENED, then MUX_OUT and MUX_IN in turn;
+ * Ctrl-A escapes, cut into random chunks, to two frontends that take a
+ * random number of bytes at a time, sometimes none (a guest that does not
+ * read its UART). Always:
+ *   - a frontend never gets more than its last can_read allowed;
+ *   - each frontend's events are OPENED, then MUX_OUT and MUX_IN in turn,
+ *     and never do two frontends have the focus;
+ *   - the mux always takes its backend's input, so C-a c and C-a x work
+ *     even when the frontend with the focus takes nothing;
+ * and after every round, once the frontends take input again:
  *   - what each frontend received is what a byte-at-a-time model of the
- *     escapes gives for the input so far, however the input was cut (an
- *     escape split across two reads still works);
- *   - C-a x asks for a shutdown, once per C-a x.
+ *     escapes gives for the input so far (the bytes typed while it had the
+ *     focus), however the input was cut (an escape split across two reads
+ *     still works);
+ *   - C-a x asked for a shutdown, once per C-a x.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -23,11 +28,13 @@ typedef struct FakeFe {
     int index;
     bool focus;                 /* told OPENED or MUX_IN, and no MUX_OUT since */
     bool opened;
+    size_t cap;                 /* what the last can_read allowed, not yet used */
     GByteArray *got;
 } FakeFe;
 
 static FakeFe fes[NFE];
 static int shutdowns;
+static bool draining;           /* the frontends take input (never 0) */
 
 /* The stub the mux's C-a x calls. */
 void qemu_system_shutdown_request(ShutdownCause cause)
@@ -38,14 +45,20 @@ void qemu_system_shutdown_request(ShutdownCause cause)
 
 static size_t fe_can_read(void *opaque)
 {
-    return g_test_rand_int_range(1, 17);
+    FakeFe *fe = opaque;
+
+    fe->cap = (!draining && g_test_rand_int_range(0, 4) == 0) ? 0
+            : g_test_rand_int_range(1, 17);
+    return fe->cap;
 }
 
 static void fe_read(void *opaque, const uint8_t *buf, size_t len)
 {
     FakeFe *fe = opaque;
 
-    g_assert_true(fe->focus);
+    g_assert_cmpuint(len, >, 0);
+    g_assert_cmpuint(len, <=, fe->cap);
+    fe->cap = 0;
     g_byte_array_append(fe->got, buf, len);
 }
 
@@ -146,6 +159,7 @@ static void test_mux_random(void)
             model_feed(&m, buf[i]);
         }
         /* The backend never hands over more than the mux said it can take. */
+        draining = false;
         for (size_t off = 0; off < len; off += want) {
             size_t cap = be->fe.can_read(be->fe.opaque);
 
@@ -154,6 +168,9 @@ static void test_mux_random(void)
             be->fe.read(be->fe.opaque, buf + off, want);
         }
         run_pending();
+        /* As the UART does once the guest read its FIFO. */
+        draining = true;
+        qemu_chr_fe_accept_input(mux);
         for (int i = 0; i < NFE; i++) {
             g_assert_cmpuint(fes[i].got->len, ==, m.want[i]->len);
             g_assert_cmpmem(fes[i].got->data, fes[i].got->len, m.want[i]->data,
