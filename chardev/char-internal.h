@@ -86,6 +86,8 @@ char *chr_socket_address(Chardev *chr);
 Chardev *chr_open_pty(const char *label, Error **errp);
 /* The slave's reader went away (read or write failed): drop output, look for the next. */
 void chr_pty_hangup(Chardev *chr);
+/* Whether nobody has the slave open (the master polls HUP). */
+bool chr_pty_hung_up(Chardev *chr);
 /* Whether a reader has the slave open now (connecting the chardev if one came). */
 bool chr_pty_poll_reader(Chardev *chr);
 

@@ -39,14 +39,19 @@ static void pty_start_timer(Chardev *chr)
     }
 }
 
-bool chr_pty_poll_reader(Chardev *chr)
+bool chr_pty_hung_up(Chardev *chr)
 {
     struct pollfd pfd = { .fd = chr->in_fd, .events = POLLIN };
 
+    return poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLHUP);
+}
+
+bool chr_pty_poll_reader(Chardev *chr)
+{
     if (chr->connected) {
         return true;
     }
-    if (poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLHUP)) {
+    if (chr_pty_hung_up(chr)) {
         return false;
     }
     chr->connected = true;

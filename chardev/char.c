@@ -273,6 +273,15 @@ static void chr_socket_flush(Chardev *chr)
         if (n < 0 && errno == EINTR) {
             continue;
         }
+        if (n < 0 && errno == EAGAIN && chr->kind == CHR_PTY && chr_pty_hung_up(chr)) {
+            /*
+             * A master whose reader left takes output until its buffer is
+             * full and never says EIO; with input paused nothing else
+             * would notice.
+             */
+            chr_pty_hangup(chr);
+            break;
+        }
         if (n < 0 && errno == EAGAIN) {
             break;
         }
