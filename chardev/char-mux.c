@@ -45,7 +45,7 @@ struct MuxState {
     bool be_open;               /* the backend is connected */
     bool escape;                /* the last input byte was C-a */
     bool timestamps;            /* C-a t: "[hh:mm:ss.mmm] " before each output line */
-    int64_t ts_start;           /* monotonic us of the first stamp; -1 before it */
+    int64_t ts_start;           /* monotonic ms of the first stamp; -1 before it */
     bool line_start;            /* the next output byte begins a line */
 };
 
