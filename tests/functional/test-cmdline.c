@@ -8,7 +8,6 @@
 #include <string.h>
 #include <signal.h>
 #include <unistd.h>
-#include <elf.h>
 #include "libvmtest.h"
 
 typedef struct BadCase {
@@ -111,71 +110,34 @@ static void test_help_and_version(void)
 /* A machine with the default serial port (on stdout) and a QMP socket. */
 #define NOARG_BASE "-M microvm -accel kvm -cpu host -m 64M -display none "
 
-/*
- * A PVH kernel that executes ud2 with no IDT: the #UD cannot be delivered,
- * nor the double fault, so the vCPU triple-faults, as a guest resetting
- * itself through a broken IDT does. Written once per run.
- */
-static const char *triple_fault_kernel(void)
-{
-    static char *path;
-    struct {
-        Elf32_Ehdr eh;
-        Elf32_Phdr ph[2];
-        uint32_t note[3];
-        char name[4];
-        uint32_t entry;
-        uint8_t code[4];
-    } __attribute__((packed)) img = { 0 };
-
-    if (path) {
-        return path;
-    }
-    memcpy(img.eh.e_ident, ELFMAG, SELFMAG);
-    img.eh.e_ident[EI_CLASS] = ELFCLASS32;
-    img.eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    img.eh.e_ident[EI_VERSION] = EV_CURRENT;
-    img.eh.e_type = ET_EXEC;
-    img.eh.e_machine = EM_386;
-    img.eh.e_version = EV_CURRENT;
-    img.eh.e_entry = 0x100000;
-    img.eh.e_phoff = offsetof(typeof(img), ph);
-    img.eh.e_ehsize = sizeof(Elf32_Ehdr);
-    img.eh.e_phentsize = sizeof(Elf32_Phdr);
-    img.eh.e_phnum = 2;
-    img.ph[0] = (Elf32_Phdr) {
-        .p_type = PT_LOAD, .p_offset = offsetof(typeof(img), code), .p_vaddr = 0x100000,
-        .p_paddr = 0x100000, .p_filesz = sizeof(img.code), .p_memsz = sizeof(img.code),
-        .p_flags = PF_R | PF_X, .p_align = 4,
-    };
-    img.ph[1] = (Elf32_Phdr) {
-        .p_type = PT_NOTE, .p_offset = offsetof(typeof(img), note),
-        .p_filesz = offsetof(typeof(img), code) - offsetof(typeof(img), note), .p_align = 4,
-    };
-    img.note[0] = 4;            /* namesz: "Xen\0" */
-    img.note[1] = 4;            /* descsz */
-    img.note[2] = 18;           /* XEN_ELFNOTE_PHYS32_ENTRY */
-    memcpy(img.name, "Xen", 4);
-    img.entry = 0x100000;
-    memcpy(img.code, "\x0f\x0b\xeb\xfe", 4);      /* ud2; jmp . */
-    path = g_strdup_printf("%s/triple-fault.elf", vmtest_tmpdir());
-    g_assert_true(g_file_set_contents(path, (const char *)&img, sizeof(img), NULL));
-    return path;
-}
+/* What a VM started with an option is asked to live through. */
+typedef enum Probe {
+    PROBE_GUEST_RESET,          /* the firmware resets through the GED (ged_reset=1) */
+    PROBE_POWERDOWN,            /* system_powerdown: the firmware powers off */
+    PROBE_COUNT,
+} Probe;
 
 /*
- * What a guest's triple fault does to a VM started with @option: "exit"
- * (shut down), "stop" (stays in "shutdown", -no-shutdown) or "reset".
+ * What @probe does to a VM started with @option: "reset" (RESET), "exit"
+ * (the process ends), "stop:STATUS" (SHUTDOWN, then still there in STATUS,
+ * as with -no-shutdown) or "running" (nothing happened: no GED to reset
+ * through or to press, as with -no-acpi).
  */
-static char *triple_fault_outcome(const char *option)
+static char *guest_outcome(const char *option, Probe probe)
 {
-    VM *vm = vm_spawn("triple", true, NOARG_BASE "-S -kernel %s %s", triple_fault_kernel(),
-                      option);
+    VM *vm = vm_spawn("probe", true, NOARG_BASE "-serial stdio -S -kernel %s "
+                      "-append 'mode=idle mem=16%s' %s", vmtest_firmware(),
+                      probe == PROBE_GUEST_RESET ? " ged_reset=1" : "", option);
     gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    gint64 shutdown_at = 0;
+    gint64 quiet_from = 0, shutdown_at = 0;
     char *outcome = NULL;
 
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'cont'}"));
+    if (probe == PROBE_POWERDOWN) {
+        vm_wait_line(vm, "READY", 60);
+        json_node_unref(vm_qmp_ok(vm, "{'execute': 'system_powerdown'}"));
+        quiet_from = g_get_monotonic_time();
+    }
     while (!outcome && g_get_monotonic_time() < end) {
         for (GList *l = vm->events.head; l; l = l->next) {
             const char *ev = json_get_str(l->data, "event");
@@ -187,14 +149,24 @@ static char *triple_fault_outcome(const char *option)
             }
         }
         vm_pump(vm, 100);
-        if (!outcome && vm->exited) {
+        if (outcome) {
+            break;
+        }
+        if (vm->exited) {
             outcome = g_strdup("exit");
-        } else if (!outcome && shutdown_at &&
-                   g_get_monotonic_time() - shutdown_at > 3 * G_USEC_PER_SEC) {
+        } else if (shutdown_at && g_get_monotonic_time() - shutdown_at > 3 * G_USEC_PER_SEC) {
             /* Still here three seconds after SHUTDOWN: it stopped instead. */
             g_autofree char *st = vm_status(vm);
 
             outcome = g_strdup_printf("stop:%s", st);
+        } else if (!shutdown_at && !quiet_from && vm_count_lines(vm, "READY")) {
+            /* Booted with ged_reset=1 and did not reset: nothing to reset through. */
+            quiet_from = g_get_monotonic_time();
+        } else if (!shutdown_at && quiet_from &&
+                   g_get_monotonic_time() - quiet_from > 3 * G_USEC_PER_SEC) {
+            g_autofree char *st = vm_status(vm);
+
+            outcome = g_strdup(st);
         }
     }
     g_assert_nonnull(outcome);
@@ -202,23 +174,37 @@ static char *triple_fault_outcome(const char *option)
     return outcome;
 }
 
+/* The outcomes without any of the options, once. */
+static const char *base_outcome(Probe probe)
+{
+    static char *base[PROBE_COUNT];
+
+    if (!base[probe]) {
+        base[probe] = guest_outcome("", probe);
+    }
+    return base[probe];
+}
+
 typedef struct NoArgCase {
     const char *option;
     const char *status;         /* query-status once started */
     bool serial0;               /* the default serial port exists (on stdout) */
-    const char *triple_fault;   /* its outcome, or NULL: the same as without the option */
+    /* What each probe does, NULL: the same as without the option. */
+    const char *outcome[PROBE_COUNT];
 } NoArgCase;
 
 static const NoArgCase noarg_cases[] = {
-    { "", "running", true, NULL },
-    { "-enable-kvm", "running", true, NULL },
-    { "-nographic", "running", true, NULL },
-    { "-nodefaults", "running", false, NULL },
-    { "-no-user-config", "running", true, NULL },
-    { "-S", "prelaunch", true, NULL },
-    { "-no-reboot", "running", true, "exit" },
-    { "-no-shutdown", "running", true, "stop:shutdown" },
-    { "-no-acpi", "running", true, NULL },
+    { "", "running", true, { "reset", "exit" } },
+    { "-enable-kvm", "running", true, { NULL, NULL } },
+    { "-nographic", "running", true, { NULL, NULL } },
+    { "-nodefaults", "running", false, { NULL, NULL } },
+    /* Once fell through to -no-reboot: a guest's reset ended the process. */
+    { "-no-user-config", "running", true, { NULL, NULL } },
+    { "-S", "prelaunch", true, { NULL, NULL } },
+    { "-no-reboot", "running", true, { "exit", NULL } },
+    { "-no-shutdown", "running", true, { NULL, "stop:shutdown" } },
+    /* No ACPI: no GED to reset through, no power button to press. */
+    { "-no-acpi", "running", true, { "running", "running" } },
 };
 
 static void test_noarg_option(gconstpointer data)
@@ -255,12 +241,12 @@ static void test_noarg_option(gconstpointer data)
     g_assert_null(strstr(vm->stderr_text->str, "qemu-system-x86_64:"));
     vm_kill(vm);
 
-    /* A guest's triple fault: only -no-reboot and -no-shutdown may change what it does. */
-    if (*c->option) {
-        g_autofree char *base = triple_fault_outcome("");
-        g_autofree char *got = triple_fault_outcome(c->option);
+    /* A guest's reset and a power button: what the option says, nothing else. */
+    for (Probe p = 0; p < PROBE_COUNT; p++) {
+        g_autofree char *got = *c->option ? guest_outcome(c->option, p) : NULL;
 
-        g_assert_cmpstr(got, ==, c->triple_fault ? c->triple_fault : base);
+        g_assert_cmpstr(got ? got : base_outcome(p), ==,
+                        c->outcome[p] ? c->outcome[p] : base_outcome(p));
     }
 }
 
