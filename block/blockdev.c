@@ -320,7 +320,7 @@ bool blockdev_parse(BlockLayer *bl, const char *optstr, Error **errp)
     BlockDriverState *bs;
 
     opts = optstr[0] == '{' ? blockdev_opts_json(optstr, errp)
-                            : qemu_opts_parse(optstr, NULL, errp);
+                            : qemu_opts_parse_keyval(optstr, NULL, errp);
     if (!opts) {
         return false;
     }

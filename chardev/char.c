@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Character device backends: stdio, null, file (a path or an fd set), and
- * unix/tcp sockets, opened by us or inherited as fd=N (server with one
- * client at a time, or client). Input is read in the main loop; output is
- * written synchronously by whoever holds the BQL.
+ * Character devices: the public API (include/chardev/char.h), the spec
+ * and -chardev parsers, and the stdio, null and file (a path or an fd
+ * set) backends; sockets are in char-socket.c, pty in char-pty.c, the
+ * mux in char-mux.c. Input is read in the main loop; output is written
+ * by whoever holds the BQL: to stdio and files synchronously, to a
+ * socket or a pty through a queue that never blocks the writer.
  */
 #include "qemu/osdep.h"
 #include "qemu/cpr-fd.h"
@@ -14,51 +16,10 @@
 #include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
+#include "char-internal.h"
 #include <poll.h>
 #include <termios.h>
-#include <netdb.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
-#include <sys/un.h>
-
-#define CHR_MAX_MSGFDS 16
-
-typedef enum ChardevKind {
-    CHR_NULL,
-    CHR_STDIO,
-    CHR_FILE,
-    CHR_SOCKET,
-} ChardevKind;
-
-struct Chardev {
-    char *label;
-    ChardevKind kind;
-    int in_fd;                  /* -1 when there is nothing to read */
-    int out_fd;                 /* -1 when output is dropped */
-    bool connected;
-    guint in_watch;
-    CharFrontend fe;
-    bool has_fe;
-    bool input_paused;
-
-    /* Sockets. */
-    bool server;
-    int listen_fd;
-    guint listen_watch;
-    char *desc;                 /* "unix:/path", "tcp:host:port" or "fd:N" for messages */
-    GByteArray *outbuf;         /* output not yet taken by the client */
-    guint out_watch;
-    char *unix_path;            /* unlinked when we created it */
-    /*
-     * File descriptors that came (SCM_RIGHTS) with the last read of a unix
-     * socket: the frontend takes them while it handles those bytes (QMP's
-     * getfd); what it leaves is closed at the next read. Main loop.
-     */
-    int msgfds[CHR_MAX_MSGFDS];
-    int nmsgfds;
-};
 
 static GPtrArray *chardevs;
 static bool stdio_in_use;
@@ -67,11 +28,8 @@ static struct termios stdio_saved_tty;
 
 /* A socket client may leave this much unread output before it is dropped. */
 #define CHR_OUT_MAX (32 * MiB)
-
-static void chr_watch_input(Chardev *chr);
-static void chr_client_close(Chardev *chr);
-static void chr_close_msgfds(Chardev *chr);
-static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
+/* A pty's reader may leave this much unread; what comes after is dropped. */
+#define CHR_PTY_OUT_MAX (1 * MiB)
 
 Chardev *qemu_chr_find(const char *id)
 {
@@ -99,30 +57,6 @@ bool qemu_chr_frontend_open(Chardev *chr)
     return chr->has_fe;
 }
 
-/* A socket's address as QEMU names it, fd-passed ones by what the fd is bound to. */
-static char *chr_socket_address(Chardev *chr)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    int fd = chr->listen_fd >= 0 ? chr->listen_fd : chr->in_fd;
-
-    if (strncmp(chr->desc, "fd:", 3) || fd < 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-        return g_strdup(chr->desc);
-    }
-    if (ss.ss_family == AF_UNIX) {
-        return g_strdup_printf("unix:%s", ((struct sockaddr_un *)&ss)->sun_path);
-    }
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        char host[INET_ADDRSTRLEN];
-
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        return g_strdup_printf("tcp:%s:%u", host, ntohs(in->sin_port));
-    }
-    return g_strdup(chr->desc);
-}
-
 char *qemu_chr_filename(Chardev *chr)
 {
     g_autofree char *addr = NULL;
@@ -134,6 +68,10 @@ char *qemu_chr_filename(Chardev *chr)
         return g_strdup("stdio");
     case CHR_FILE:
         return g_strdup("file");
+    case CHR_PTY:
+        return g_strdup_printf("pty:%s", chr->pty_path);
+    case CHR_MUX:
+        return g_strdup("mux");
     case CHR_SOCKET:
         addr = chr_socket_address(chr);
         return g_strdup_printf("%s%s%s", chr->connected ? "" : "disconnected:", addr,
@@ -142,7 +80,7 @@ char *qemu_chr_filename(Chardev *chr)
     g_assert_not_reached();
 }
 
-static Chardev *chr_alloc(const char *label, ChardevKind kind)
+Chardev *chr_alloc(const char *label, ChardevKind kind)
 {
     Chardev *chr = g_new0(Chardev, 1);
 
@@ -156,15 +94,14 @@ static Chardev *chr_alloc(const char *label, ChardevKind kind)
     return chr;
 }
 
-static void chr_send_event(Chardev *chr, ChardevEvent ev)
+void chr_send_event(Chardev *chr, ChardevEvent ev)
 {
     if (chr->has_fe && chr->fe.event) {
         chr->fe.event(chr->fe.opaque, ev);
     }
 }
 
-
-static void chr_close_msgfds(Chardev *chr)
+void chr_close_msgfds(Chardev *chr)
 {
     for (int i = 0; i < chr->nmsgfds; i++) {
         close(chr->msgfds[i]);
@@ -174,6 +111,9 @@ static void chr_close_msgfds(Chardev *chr)
 
 int qemu_chr_take_msgfd(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        return qemu_chr_take_msgfd(chr_mux_backend(chr));
+    }
     return chr->nmsgfds ? chr->msgfds[--chr->nmsgfds] : -1;
 }
 
@@ -244,6 +184,9 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
         chr->in_watch = 0;
         if (chr->kind == CHR_SOCKET) {
             chr_client_close(chr);
+        } else if (chr->kind == CHR_PTY) {
+            /* EIO: the last reader closed the slave. */
+            chr_pty_hangup(chr);
         }
         /* stdin at EOF: stop watching so the loop does not spin. */
         return G_SOURCE_REMOVE;
@@ -254,11 +197,12 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
     return G_SOURCE_CONTINUE;
 }
 
-static void chr_watch_input(Chardev *chr)
+void chr_watch_input(Chardev *chr)
 {
     GIOChannel *ch;
 
-    if (chr->in_fd < 0 || chr->in_watch) {
+    /* A pty master without a reader only ever says HUP: the timer watches it instead. */
+    if (chr->in_fd < 0 || chr->in_watch || (chr->kind == CHR_PTY && !chr->connected)) {
         return;
     }
     ch = g_io_channel_unix_new(chr->in_fd);
@@ -268,6 +212,10 @@ static void chr_watch_input(Chardev *chr)
 
 void qemu_chr_fe_accept_input(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        chr_mux_accept_input(chr);
+        return;
+    }
     if (chr->input_paused) {
         chr->input_paused = false;
         chr_watch_input(chr);
@@ -286,6 +234,10 @@ static void chr_opened_bh(void *opaque)
 
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 {
+    if (chr->kind == CHR_MUX) {
+        chr_mux_add_frontend(chr, fe);
+        return;
+    }
     chr->fe = *fe;
     chr->has_fe = true;
     if (chr->connected) {
@@ -301,7 +253,7 @@ void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 
 bool qemu_chr_fe_busy(Chardev *chr)
 {
-    return chr->has_fe;
+    return chr->kind == CHR_MUX ? chr_mux_full(chr) : chr->has_fe;
 }
 
 bool qemu_chr_is_stdio(Chardev *chr)
@@ -309,17 +261,32 @@ bool qemu_chr_is_stdio(Chardev *chr)
     return chr->kind == CHR_STDIO;
 }
 
-/* Sends what is queued for a socket client without blocking. */
+/* Sends what is queued for a socket client or a pty's reader without blocking. */
 static void chr_socket_flush(Chardev *chr)
 {
     while (chr->outbuf->len && chr->out_fd >= 0) {
-        ssize_t n = send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
+        ssize_t n = chr->kind == CHR_PTY
+                  ? write(chr->out_fd, chr->outbuf->data, chr->outbuf->len)
+                  : send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
 
         if (n < 0 && errno == EINTR) {
             continue;
         }
+        if (n < 0 && errno == EAGAIN && chr->kind == CHR_PTY && chr_pty_hung_up(chr)) {
+            /*
+             * A master whose reader left takes output until its buffer is
+             * full and never says EIO; with input paused nothing else
+             * would notice.
+             */
+            chr_pty_hangup(chr);
+            break;
+        }
         if (n < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (n <= 0 && chr->kind == CHR_PTY) {
+            chr_pty_hangup(chr);
             break;
         }
         if (n <= 0) {
@@ -348,6 +315,9 @@ static gboolean chr_socket_writable(GIOChannel *ch, GIOCondition cond, gpointer 
 
 size_t qemu_chr_out_pending(Chardev *chr)
 {
+    if (chr->kind == CHR_MUX) {
+        return qemu_chr_out_pending(chr_mux_backend(chr));
+    }
     return chr->outbuf ? chr->outbuf->len : 0;
 }
 
@@ -355,10 +325,23 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
 {
     size_t done = 0;
 
+    if (chr->kind == CHR_MUX) {
+        return chr_mux_write(chr, buf, len);
+    }
+    if (chr->kind == CHR_PTY && !chr->connected && !chr_pty_poll_reader(chr)) {
+        return len;             /* no reader: dropped, as QEMU 7.2 does */
+    }
     if (!chr->connected || chr->out_fd < 0) {
         return len;             /* nobody listening: output is dropped */
     }
-    if (chr->kind == CHR_SOCKET) {
+    if (chr->kind == CHR_PTY && chr->outbuf->len + len > CHR_PTY_OUT_MAX) {
+        /*
+         * A reader that opened the slave and stopped reading must not stall
+         * the guest's UART (the vCPU writes with the BQL held): drop.
+         */
+        return len;
+    }
+    if (chr->kind == CHR_SOCKET || chr->kind == CHR_PTY) {
         /*
          * Never block on a socket client: a client that stops reading would
          * otherwise stall whoever writes with the BQL held (monitors, the
@@ -401,78 +384,14 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
     return len;
 }
 
-static void chr_client_close(Chardev *chr)
-{
-    if (!chr->connected) {
-        return;
-    }
-    if (chr->out_watch) {
-        g_source_remove(chr->out_watch);
-        chr->out_watch = 0;
-    }
-    if (chr->outbuf) {
-        g_byte_array_set_size(chr->outbuf, 0);
-    }
-    if (chr->in_watch) {
-        g_source_remove(chr->in_watch);
-        chr->in_watch = 0;
-    }
-    if (chr->in_fd >= 0) {
-        close(chr->in_fd);
-    }
-    chr_close_msgfds(chr);
-    chr->in_fd = chr->out_fd = -1;
-    chr->connected = false;
-    chr->input_paused = false;
-    chr_send_event(chr, CHR_EVENT_CLOSED);
-    if (chr->server) {
-        /* Ready for the next client. */
-        GIOChannel *ch = g_io_channel_unix_new(chr->listen_fd);
-        chr->listen_watch = g_io_add_watch(ch, G_IO_IN, chr_socket_accept, chr);
-        g_io_channel_unref(ch);
-    }
-}
-
-void qemu_chr_disconnect(Chardev *chr)
-{
-    if (chr->kind == CHR_SOCKET) {
-        chr_client_close(chr);
-    }
-}
-
-static void chr_socket_attach_client(Chardev *chr, int fd)
-{
-    int one = 1;
-
-    if (!strncmp(chr->desc, "tcp:", 4)) {
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    chr->in_fd = chr->out_fd = fd;
-    chr->connected = true;
-    if (chr->has_fe) {
-        chr_watch_input(chr);
-        chr_send_event(chr, CHR_EVENT_OPENED);
-    }
-}
-
-static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque)
-{
-    Chardev *chr = opaque;
-    int fd = accept4(chr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-    if (fd < 0) {
-        return G_SOURCE_CONTINUE;
-    }
-    /* One client at a time: stop accepting until this one leaves. */
-    chr->listen_watch = 0;
-    chr_socket_attach_client(chr, fd);
-    return G_SOURCE_REMOVE;
-}
-
 void qemu_chr_set_raw(Chardev *chr)
 {
     struct termios tty;
 
+    if (chr->kind == CHR_MUX) {
+        qemu_chr_set_raw(chr_mux_backend(chr));
+        return;
+    }
     if (chr->kind != CHR_STDIO || !isatty(0) || tcgetattr(0, &tty) < 0) {
         return;
     }
@@ -539,115 +458,6 @@ static Chardev *chr_open_file(const char *label, const char *path, bool append, 
     return chr;
 }
 
-static int socket_tcp_open(const char *host, const char *port, bool server, Error **errp)
-{
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = server ? AI_PASSIVE : 0 };
-    struct addrinfo *res, *ai;
-    int err, fd = -1, saved = 0;
-
-    err = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
-    if (err) {
-        error_setg(errp, "address resolution failed for %s:%s: %s", host, port, gai_strerror(err));
-        return -1;
-    }
-    for (ai = res; ai; ai = ai->ai_next) {
-        int one = 1;
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        if (server) {
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0) {
-                break;
-            }
-        } else if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            break;
-        }
-        saved = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        error_setg_errno(errp, saved, "Failed to %s socket %s:%s",
-                         server ? "bind" : "connect", host, port);
-    }
-    return fd;
-}
-
-typedef struct SocketSpec {
-    const char *path;           /* unix */
-    const char *host, *port;    /* tcp */
-    const char *fd;             /* inherited: listening if server, else connected */
-    bool server;
-    bool wait;
-} SocketSpec;
-
-static Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
-{
-    Chardev *chr;
-    int fd;
-
-    if (ss->fd) {
-        fd = socket_inherited_fd(ss->fd, ss->server, errp);
-    } else if (ss->path) {
-        fd = ss->server ? unix_listen_private(ss->path, errp) : unix_connect_path(ss->path, errp);
-    } else {
-        fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
-    }
-    if (fd < 0) {
-        return NULL;
-    }
-    chr = chr_alloc(label, CHR_SOCKET);
-    chr->outbuf = g_byte_array_new();
-    chr->server = ss->server;
-    chr->desc = ss->fd     ? g_strdup_printf("fd:%s", ss->fd)
-              : ss->path ? g_strdup_printf("unix:%s", ss->path)
-                         : g_strdup_printf("tcp:%s:%s", ss->host, ss->port);
-    if (!ss->server) {
-        chr_socket_attach_client(chr, fd);
-        return chr;
-    }
-    chr->listen_fd = fd;
-    if (ss->path) {
-        chr->unix_path = g_strdup(ss->path);
-    }
-    if (ss->wait) {
-        int cfd;
-
-        info_report("QEMU waiting for connection on: disconnected:%s,server=on", chr->desc);
-        cfd = RETRY_ON_EINTR(accept4(fd, NULL, NULL, SOCK_CLOEXEC));
-        if (cfd >= 0) {
-            chr_socket_attach_client(chr, cfd);
-            return chr;
-        }
-    }
-    {
-        GIOChannel *ch = g_io_channel_unix_new(fd);
-        chr->listen_watch = g_io_add_watch(ch, G_IO_IN, chr_socket_accept, chr);
-        g_io_channel_unref(ch);
-    }
-    return chr;
-}
-
-static bool socket_spec_from_opts(QemuOpts *opts, SocketSpec *ss, bool default_server,
-                                  Error **errp)
-{
-    ss->server = default_server;
-    ss->wait = true;
-    if (!qemu_opt_get_bool(opts, "server", default_server, &ss->server, errp) ||
-        !qemu_opt_get_bool(opts, "wait", true, &ss->wait, errp)) {
-        return false;
-    }
-    if (!ss->server) {
-        ss->wait = false;
-    }
-    return true;
-}
-
 Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
 {
     const char *rest;
@@ -660,6 +470,20 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
     }
     if (!strcmp(spec, "stdio")) {
         return chr_open_stdio(label, errp);
+    }
+    if (!strcmp(spec, "pty")) {
+        return chr_open_pty(label, errp);
+    }
+    if (strstart(spec, "mon:", &rest)) {
+        g_autofree char *be_label = g_strdup_printf("%s-base", label);
+        Chardev *be;
+
+        if (g_str_has_prefix(rest, "chardev:") || g_str_has_prefix(rest, "mon:")) {
+            error_setg(errp, "'%s' is not a valid char driver", spec);
+            return NULL;
+        }
+        be = qemu_chr_new(be_label, rest, errp);
+        return be ? chr_mux_new(label, be, errp) : NULL;
     }
     if (strstart(spec, "chardev:", &rest)) {
         Chardev *chr = qemu_chr_find(rest);
@@ -681,7 +505,7 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
 
         addr = comma ? g_strndup(rest, comma - rest) : g_strdup(rest);
         if (comma) {
-            opts = qemu_opts_parse(comma + 1, NULL, errp);
+            opts = qemu_opts_parse_legacy(comma + 1, NULL, errp);
             if (!opts) {
                 return NULL;
             }
@@ -707,11 +531,6 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
         chr = chr_open_socket(label, &ss, errp);
         return chr;
     }
-    if (!strcmp(spec, "mon:stdio")) {
-        error_setg(errp, "'mon:stdio' (multiplexed monitor) is not supported; use "
-                   "-monitor stdio or -serial stdio");
-        return NULL;
-    }
     error_setg(errp, "'%s' is not a valid char driver", spec);
     return NULL;
 }
@@ -724,6 +543,7 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
     };
     const char *backend = qemu_opt_get(opts, "backend");
     const char *id = qemu_opt_get(opts, "id");
+    bool mux;
 
     if (!qemu_opts_check_known(opts, known, errp)) {
         return NULL;
@@ -739,6 +559,23 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
     if (qemu_chr_find(id)) {
         error_setg(errp, "Duplicate ID '%s' for chardev", id);
         return NULL;
+    }
+    if (!qemu_opt_get_bool(opts, "mux", false, &mux, errp)) {
+        return NULL;
+    }
+    if (mux) {
+        /* QEMU's shape: the backend as "ID-base", the mux the frontends name as "ID". */
+        g_autofree char *mux_id = g_strdup(id);
+        g_autofree char *be_id = g_strdup_printf("%s-base", id);
+        Chardev *be;
+
+        qemu_opt_set(opts, "mux", "off");
+        qemu_opt_set(opts, "id", be_id);
+        be = qemu_chr_new_from_opts(opts, errp);
+        return be ? chr_mux_new(mux_id, be, errp) : NULL;
+    }
+    if (!strcmp(backend, "pty")) {
+        return chr_open_pty(id, errp);
     }
     if (!strcmp(backend, "null")) {
         return chr_alloc(id, CHR_NULL);

@@ -427,6 +427,13 @@ static void hmp_event(void *opaque, ChardevEvent event)
         mon->suspended = false;
         g_string_truncate(mon->pending, 0);
         break;
+    case CHR_EVENT_MUX_IN:
+        /* Back from the guest's console (C-a c): QEMU shows the prompt again. */
+        hmp_prompt(mon);
+        break;
+    case CHR_EVENT_MUX_OUT:
+        monitor_printf(mon, "\n");
+        break;
     }
 }
 

@@ -98,6 +98,9 @@ static void qmp_event(void *opaque, ChardevEvent event)
         qmp_splitter_destroy(&mon->splitter);
         qmp_splitter_init(&mon->splitter, qmp_handle_request, mon);
         break;
+    default:
+        /* A mux's focus changes mean nothing to a QMP client. */
+        break;
     }
 }
 

@@ -1,12 +1,70 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The process around the VM: -daemonize and -pidfile (include/system/os-posix.h). */
+/* The process around the VM: -daemonize, -D and -pidfile (include/system/os-posix.h). */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "system/os-posix.h"
 #include <sys/file.h>
+#include <syslog.h>
 
-/* -daemonize: the parent exits once the child reports that init succeeded. */
+/* -daemonize: the parent exits once the child reports that init succeeded. Main thread. */
 static int daemon_pipe = -1;
+/* -D: where a daemon's stderr goes; -1 for syslog. Main thread, set while parsing. */
+static int log_fd = -1;
+
+bool os_set_logfile(const char *path, Error **errp)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+    if (fd < 0) {
+        error_setg(errp, "Error opening logfile %s: %s", path, g_strerror(errno));
+        return false;
+    }
+    if (log_fd >= 0) {
+        close(log_fd);
+    }
+    log_fd = fd;
+    return true;
+}
+
+/* Each line written to stderr, as one syslog message; runs until every writer is gone. */
+static gpointer stderr_to_syslog(gpointer opaque)
+{
+    FILE *in = opaque;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+
+    while ((n = getline(&line, &cap, in)) > 0) {
+        if (line[n - 1] == '\n') {
+            line[n - 1] = '\0';
+        }
+        syslog(LOG_ERR, "%s", line);
+    }
+    free(line);
+    fclose(in);
+    return NULL;
+}
+
+/*
+ * A daemon's stderr: error_report() and warnings still have to reach an
+ * operator after the terminal is gone, so never /dev/null (as QEMU does
+ * without -D): the -D file, else syslog under the process's name.
+ */
+static int daemon_stderr_fd(void)
+{
+    int fds[2];
+    FILE *in;
+
+    if (log_fd >= 0) {
+        return log_fd;
+    }
+    if (pipe2(fds, O_CLOEXEC) < 0 || !(in = fdopen(fds[0], "r"))) {
+        return -1;
+    }
+    openlog(error_get_progname(), LOG_PID, LOG_DAEMON);
+    g_thread_unref(g_thread_new("stderr-syslog", stderr_to_syslog, in));
+    return fds[1];
+}
 
 void os_daemonize(void)
 {
@@ -44,9 +102,14 @@ void os_setup_post(void)
     }
     null = open("/dev/null", O_RDWR);
     if (null >= 0) {
+        int err_fd = daemon_stderr_fd();
+
         dup2(null, 0);
         dup2(null, 1);
-        dup2(null, 2);
+        dup2(err_fd >= 0 ? err_fd : null, 2);
+        if (err_fd >= 0 && err_fd != log_fd) {
+            close(err_fd);
+        }
         close(null);
     }
     if (write(daemon_pipe, "", 1) != 1) {

@@ -247,6 +247,9 @@ void error_report_err(Error *err)
 void warn_report_err(Error *err)
 {
     warn_report("%s", err->msg);
+    if (err->hint) {
+        fputs(err->hint->str, stderr);
+    }
     error_free(err);
 }
 

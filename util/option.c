@@ -117,8 +117,42 @@ static char *next_element(const char **pp)
     return g_string_free(elem, FALSE);
 }
 
-QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
-                          Error **errp)
+/*
+ * Keys that begin with "no" but are not a negation: their short form
+ * "nodelay" means nodelay=on, not delay=off. A new key beginning with
+ * "no" must be listed here, or its short form turns into the wrong key.
+ */
+static const char *const no_prefixed_keys[] = { "nodelay", NULL };
+
+/*
+ * QEMU's short-form boolean, as 7.2 reads it: "server" is server=on and
+ * "nowait" is wait=off (not nowait=on, which no parser reads: the bug
+ * that kept wait on and blocked start-up on "-qmp unix:S,server,nowait").
+ */
+static void short_form_bool(const char *elem, const char **name, const char **value)
+{
+    *name = elem;
+    *value = "on";
+    if (g_str_has_prefix(elem, "no") && elem[2]) {
+        for (const char *const *k = no_prefixed_keys; *k; k++) {
+            if (g_str_equal(*k, elem)) {
+                return;
+            }
+        }
+        *name = elem + 2;
+        *value = "off";
+    }
+}
+
+/* What an element without '=' (past the implied key) means. */
+typedef enum ShortForm {
+    SHORT_WARN,                 /* a short-form boolean, with QEMU's warning */
+    SHORT_QUIET,                /* the same, silently (legacy chardev specs) */
+    SHORT_REFUSE,               /* an error (QEMU's keyval options) */
+} ShortForm;
+
+static QemuOpts *opts_parse(const char *params, const char *implied_key, ShortForm mode,
+                            Error **errp)
 {
     g_autoptr(QemuOpts) opts = qemu_opts_new();
     const char *p = params ? params : "";
@@ -136,8 +170,19 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
         } else if (first && implied_key && *elem) {
             name = implied_key;
             value = elem;
+        } else if (*elem && mode == SHORT_REFUSE) {
+            error_setg(errp, "Expected '=' after parameter '%s'", elem);
+            return NULL;
+        } else if (*elem) {
+            short_form_bool(elem, &name, &value);
+            if (mode == SHORT_WARN) {
+                Error *w = NULL;
+
+                error_setg(&w, "short-form boolean option '%s' deprecated", elem);
+                error_append_hint(&w, "Please use %s=%s instead\n", name, value);
+                warn_report_err(w);
+            }
         } else {
-            /* QEMU's short-form boolean: "server" means "server=on". */
             value = "on";
         }
         if (!*name) {
@@ -149,6 +194,24 @@ QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
         first = false;
     }
     return g_steal_pointer(&opts);
+}
+
+QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
+                          Error **errp)
+{
+    return opts_parse(params, implied_key, SHORT_WARN, errp);
+}
+
+QemuOpts *qemu_opts_parse_legacy(const char *params, const char *implied_key,
+                                 Error **errp)
+{
+    return opts_parse(params, implied_key, SHORT_QUIET, errp);
+}
+
+QemuOpts *qemu_opts_parse_keyval(const char *params, const char *implied_key,
+                                 Error **errp)
+{
+    return opts_parse(params, implied_key, SHORT_REFUSE, errp);
 }
 
 const char *qemu_opt_get(QemuOpts *opts, const char *name)

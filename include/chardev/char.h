@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Character devices: the byte pipes behind -serial, -qmp, -monitor and
- * -chardev (stdio, null, file, unix/tcp sockets). A frontend (UART, monitor)
+ * -chardev (stdio, null, file, unix/tcp sockets, pty, and a mux that lets
+ * several frontends share one of them). A frontend (UART, monitor)
  * attaches handlers; input arrives in the main loop with the BQL held.
  * All functions need the BQL.
  */
@@ -15,6 +16,8 @@
 typedef enum ChardevEvent {
     CHR_EVENT_OPENED,           /* a peer is connected (or the backend is ready) */
     CHR_EVENT_CLOSED,           /* the peer went away */
+    CHR_EVENT_MUX_IN,           /* a mux gave this frontend the focus back (C-a c) */
+    CHR_EVENT_MUX_OUT,          /* a mux moved the focus to another frontend */
 } ChardevEvent;
 
 typedef struct CharFrontend {
@@ -28,7 +31,9 @@ typedef struct CharFrontend {
 /*
  * qemu_chr_new: create a chardev from a -serial/-qmp/-monitor style spec:
  * "stdio", "null", "none", "file:PATH", "unix:PATH[,server=on,wait=off]",
- * "tcp:HOST:PORT[,server=on,wait=off]", or "chardev:ID" for an existing one.
+ * "tcp:HOST:PORT[,server=on,wait=off]", "pty", "mon:SPEC" (a mux of SPEC,
+ * labelled @label, for the UART and a monitor; the caller adds the
+ * monitor), or "chardev:ID" for an existing one.
  * Returns NULL for "none" without setting @errp.
  */
 Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp);
@@ -50,7 +55,7 @@ bool qemu_chr_frontend_open(Chardev *chr);
 
 /* Attach @fe; if a peer is already connected the frontend gets OPENED soon. */
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe);
-/* True if the chardev already has a frontend (one per chardev). */
+/* True if the chardev takes no more frontends (one per chardev, a few on a mux). */
 bool qemu_chr_fe_busy(Chardev *chr);
 /* Writes everything (blocking) if a peer is connected; returns bytes or -errno. */
 int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len);

@@ -27,7 +27,9 @@ typedef struct QemuOpt {
  * "name=value" (the value may be empty). An element without '=' is:
  *   - the value of @implied_key when it is the first element and
  *     @implied_key is not NULL ("unix:/tmp/s,server=on" with "path");
- *   - otherwise a bare flag meaning "name=on".
+ *   - otherwise QEMU's short-form boolean: "name" means name=on and
+ *     "noname" means name=off (but "nodelay" is nodelay=on), with QEMU
+ *     7.2's deprecation warning on stderr.
  * A trailing ',' is ignored; an empty name ("=x", ",a=1") is an error.
  * When a name repeats, the last value wins and the option keeps the
  * position of its first occurrence. "" parses to an empty set.
@@ -36,6 +38,22 @@ typedef struct QemuOpt {
  */
 QemuOpts *qemu_opts_parse(const char *params, const char *implied_key,
                           Error **errp);
+
+/*
+ * qemu_opts_parse_legacy: the same without the warning, for the legacy
+ * specs of -serial, -qmp and -monitor ("unix:S,server,nowait"), where
+ * QEMU 7.2 accepts the short forms silently.
+ */
+QemuOpts *qemu_opts_parse_legacy(const char *params, const char *implied_key,
+                                 Error **errp);
+
+/*
+ * qemu_opts_parse_keyval: the same but refusing the short forms ("Expected
+ * '=' after parameter 'x'"), as QEMU 7.2 does for the options it parses
+ * with keyval: -machine, -smp, -blockdev.
+ */
+QemuOpts *qemu_opts_parse_keyval(const char *params, const char *implied_key,
+                                 Error **errp);
 
 /* qemu_opts_new: an empty set, e.g. to build options programmatically. */
 QemuOpts *qemu_opts_new(void);

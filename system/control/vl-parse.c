@@ -56,7 +56,7 @@ static bool parse_accel_list(Config *cfg, const char *list, Error **errp)
 
 bool vl_parse_machine(Config *cfg, const char *arg, Error **errp)
 {
-    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "type", errp);
+    g_autoptr(QemuOpts) opts = qemu_opts_parse_keyval(arg, "type", errp);
     const char *type;
 
     if (!opts) {
@@ -239,7 +239,7 @@ bool vl_parse_memory_size(Config *cfg, const char *arg, Error **errp)
 bool vl_parse_smp(Config *cfg, const char *arg, Error **errp)
 {
     static const char *const topo[] = { "sockets", "dies", "clusters", "cores", "threads" };
-    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "cpus", errp);
+    g_autoptr(QemuOpts) opts = qemu_opts_parse_keyval(arg, "cpus", errp);
     uint64_t cpus, product = 1, maxcpus;
     bool any_topo = false;
 

@@ -43,7 +43,7 @@ typedef enum {
     OPT_QMP_PRETTY, OPT_MONITOR, OPT_CHARDEV, OPT_MON, OPT_DEVICE, OPT_INCOMING, OPT_TRACE,
     OPT_NO_REBOOT, OPT_NO_SHUTDOWN, OPT_GLOBAL, OPT_VGA, OPT_NET, OPT_NIC, OPT_NETDEV,
     OPT_UUID, OPT_OVERCOMMIT, OPT_RTC, OPT_NO_ACPI, OPT_BOOT, OPT_MSG, OPT_AUDIODEV,
-    OPT_ADD_FD, OPT_DRIVE, OPT_BLOCKDEV,
+    OPT_ADD_FD, OPT_DRIVE, OPT_BLOCKDEV, OPT_LOGFILE,
 } OptIndex;
 
 typedef struct QemuOption {
@@ -76,6 +76,7 @@ static const QemuOption qemu_options[] = {
     { "no-acpi", false, OPT_NO_ACPI }, { "boot", true, OPT_BOOT }, { "msg", true, OPT_MSG },
     { "audiodev", true, OPT_AUDIODEV }, { "add-fd", true, OPT_ADD_FD },
     { "drive", true, OPT_DRIVE }, { "blockdev", true, OPT_BLOCKDEV },
+    { "D", true, OPT_LOGFILE },
 };
 
 static void version(void)
@@ -98,10 +99,10 @@ static void help(void)
            "-object memory-backend-{ram,memfd,file},id=ID,size=SIZE[,share=on][,mem-path=P][,prealloc=on]\n"
            "-object secret|tls-creds-{x509,psk,anon}|authz-{simple,list,listfile},id=ID[,...]\n"
            "                                 objects by name (also in JSON: -object '{...}')\n"
-           "-serial stdio|null|file:PATH|unix:PATH[,server=on,wait=off]|tcp:H:P[,...]|chardev:ID\n"
+           "-serial stdio|null|pty|mon:stdio|file:PATH|unix:PATH[,server=on,wait=off]|tcp:H:P[,...]|chardev:ID\n"
            "-nographic / -display none / -nodefaults / -no-user-config\n"
            "-S                               start paused (prelaunch)\n"
-           "-name NAME / -pidfile FILE / -daemonize\n"
+           "-name NAME / -pidfile FILE / -daemonize / -D LOGFILE (a daemon's stderr)\n"
            "-qmp DEV / -monitor DEV / -chardev BACKEND,id=ID,... / -mon chardev=ID,mode=control|readline\n"
            "-device isa-debug-exit,iobase=0xf4,iosize=0x04\n"
            "-device virtio-net-device[,netdev=ID][,mac=MAC][,id=ID]\n"
@@ -193,6 +194,10 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
             return false;
         }
         cfg->serial_spec = g_strdup(arg);
+        if (g_str_has_prefix(arg, "mon:")) {
+            /* The UART and an HMP monitor share the mux qemu_chr_new() makes of it. */
+            add_monitor(cfg, NULL, "serial0", false, false);
+        }
         return true;
     case OPT_NOGRAPHIC:
         cfg->nographic = true;
@@ -309,6 +314,8 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
     case OPT_BLOCKDEV:
         g_ptr_array_add(cfg->blockdev_args, g_strdup(arg));
         return true;
+    case OPT_LOGFILE:
+        return os_set_logfile(arg, errp);
     case OPT_ADD_FD:
         /* Now, as QEMU does: the fds must be in their sets before anything opens a file. */
         return qemu_fdset_add_option(arg, errp);
@@ -346,6 +353,8 @@ static void parse_command_line(Config *cfg, int argc, char **argv)
         opt = lookup_option(name);
         if (!opt) {
             error_report("%s: invalid option", arg);
+            error_report("this binary implements a subset of QEMU's options: "
+                         "see README.md, \"Works and refused\"");
             exit(1);
         }
         if (opt->has_arg) {
@@ -395,7 +404,8 @@ static void validate_config(Config *cfg)
             error_report("-nographic cannot be used with -daemonize");
             exit(1);
         }
-        if (cfg->serial_spec && !strcmp(cfg->serial_spec, "stdio")) {
+        if (cfg->serial_spec && (!strcmp(cfg->serial_spec, "stdio") ||
+                                 !strcmp(cfg->serial_spec, "mon:stdio"))) {
             error_report("cannot use stdio with -daemonize");
             exit(1);
         }
@@ -406,6 +416,14 @@ static void validate_config(Config *cfg)
                 exit(1);
             }
         }
+    }
+    if (cfg->nographic && !cfg->serial_spec && !cfg->nodefaults && !cfg->monitors->len) {
+        /*
+         * QEMU's -nographic with no monitor given: the serial port and an
+         * HMP monitor share stdio, C-a c between them, C-a x to quit.
+         */
+        cfg->serial_spec = g_strdup("mon:stdio");
+        add_monitor(cfg, NULL, "serial0", false, false);
     }
     if (!cfg->serial_spec && !cfg->nodefaults && !cfg->daemonize) {
         /* No GUI here: the default serial port goes to stdio, as with -nographic. */
@@ -433,9 +451,12 @@ static gboolean terminate_on_signal(gpointer data)
 
 static void create_monitors(Config *cfg)
 {
+    guint compat = 0;           /* QEMU numbers only the monitors -monitor/-qmp make */
+
     for (guint i = 0; i < cfg->monitors->len; i++) {
         MonitorConfig *mc = g_ptr_array_index(cfg->monitors, i);
-        g_autofree char *label = g_strdup_printf("compat_monitor%u", i);
+        g_autofree char *label = mc->chardev_id ? NULL
+                                 : g_strdup_printf("compat_monitor%u", compat++);
         Error *err = NULL;
         Chardev *chr;
         Monitor *mon;

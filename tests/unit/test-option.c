@@ -114,6 +114,72 @@ static void test_parse_bare_flag(void)
     g_assert_true(v);
 }
 
+/*
+ * QEMU's short-form booleans: "nowait" is wait=off (the bug was a key
+ * "nowait" nobody reads, so wait stayed on), "nodelay" is its own key.
+ */
+static void test_parse_short_form(void)
+{
+    g_autoptr(QemuOpts) a = qemu_opts_parse_legacy("/s,server,nowait", "path", &error_abort);
+    g_autoptr(QemuOpts) b = qemu_opts_parse_legacy("nodelay,noshare,wait=on,nowait", NULL,
+                                                   &error_abort);
+    g_autoptr(QemuOpts) c = qemu_opts_parse_legacy("no,nowait,wait", NULL, &error_abort);
+    bool v = true;
+
+    g_assert_cmpstr(qemu_opt_get(a, "path"), ==, "/s");
+    g_assert_cmpstr(qemu_opt_get(a, "server"), ==, "on");
+    g_assert_true(qemu_opt_get_bool(a, "wait", true, &v, &error_abort));
+    g_assert_false(v);
+    g_assert_false(qemu_opt_has(a, "nowait"));
+    g_assert_cmpstr(qemu_opt_get(b, "nodelay"), ==, "on");
+    g_assert_false(qemu_opt_has(b, "delay"));
+    g_assert_cmpstr(qemu_opt_get(b, "share"), ==, "off");
+    /* The last of wait=on and nowait wins. */
+    g_assert_cmpstr(qemu_opt_get(b, "wait"), ==, "off");
+    /* A bare "no" is no negation; "wait" after "nowait" wins. */
+    g_assert_cmpstr(qemu_opt_get(c, "no"), ==, "on");
+    g_assert_cmpstr(qemu_opt_get(c, "wait"), ==, "on");
+}
+
+/* QEMU 7.2's keyval options (-machine, -smp, -blockdev) take no short forms. */
+static void test_parse_keyval_refuses_short_form(void)
+{
+    g_autoptr(QemuOpts) ok = qemu_opts_parse_keyval("microvm,acpi=off", "type", &error_abort);
+    Error *err = NULL;
+
+    g_assert_cmpstr(qemu_opt_get(ok, "type"), ==, "microvm");
+    g_assert_null(qemu_opts_parse_keyval("microvm,dump-guest-core", "type", &err));
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "Expected '=' after parameter 'dump-guest-core'");
+    error_free_or_abort(&err);
+    g_assert_null(qemu_opts_parse_keyval("driver=raw,noread-only", NULL, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "Expected '=' after parameter 'noread-only'");
+    error_free_or_abort(&err);
+}
+
+/* The warning, as QEMU 7.2 words it, from qemu_opts_parse() only. */
+static void test_parse_short_form_warning(void)
+{
+    if (g_test_subprocess()) {
+        g_autoptr(QemuOpts) a = parse_ok("socket,id=x,server,nowait,nodelay", "backend");
+        g_autoptr(QemuOpts) b = qemu_opts_parse_legacy("server,nowait", NULL, &error_abort);
+
+        g_assert_cmpstr(qemu_opt_get(a, "wait"), ==, "off");
+        g_assert_cmpstr(qemu_opt_get(b, "wait"), ==, "off");
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, 0);
+    g_test_trap_assert_passed();
+    g_test_trap_assert_stderr("*warning: short-form boolean option 'server' deprecated\n"
+                              "Please use server=on instead\n"
+                              "*warning: short-form boolean option 'nowait' deprecated\n"
+                              "Please use wait=off instead\n"
+                              "*warning: short-form boolean option 'nodelay' deprecated\n"
+                              "Please use nodelay=on instead\n");
+    /* Three warnings, none from the legacy parse. */
+    g_test_trap_assert_stderr_unmatched("*deprecated*deprecated*deprecated*deprecated*");
+}
+
 static void test_parse_implied_key(void)
 {
     g_autoptr(QemuOpts) a = parse_ok("kvm", "accel");
@@ -376,6 +442,9 @@ int main(int argc, char **argv)
     g_test_add_func("/option/parse/values", test_parse_values);
     g_test_add_func("/option/parse/bare-flag", test_parse_bare_flag);
     g_test_add_func("/option/parse/implied-key", test_parse_implied_key);
+    g_test_add_func("/option/parse/short-form", test_parse_short_form);
+    g_test_add_func("/option/parse/short-form-warning", test_parse_short_form_warning);
+    g_test_add_func("/option/parse/keyval", test_parse_keyval_refuses_short_form);
     g_test_add_func("/option/parse/duplicates", test_parse_duplicates);
     g_test_add_func("/option/get-all", test_get_all_repeats);
     g_test_add_func("/option/parse/empty", test_parse_empty);

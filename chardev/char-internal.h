@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to chardev/: the Chardev instance and what the backends in
+ * char.c, char-pty.c and char-mux.c share. Everything here runs in the
+ * main loop or with the BQL held (include/chardev/char.h).
+ */
+#ifndef CHARDEV_CHAR_INTERNAL_H
+#define CHARDEV_CHAR_INTERNAL_H
+
+#include "chardev/char.h"
+#include "qemu/option.h"
+
+#define CHR_MAX_MSGFDS 16
+
+typedef enum ChardevKind {
+    CHR_NULL,
+    CHR_STDIO,
+    CHR_FILE,
+    CHR_SOCKET,
+    CHR_PTY,
+    CHR_MUX,
+} ChardevKind;
+
+typedef struct MuxState MuxState;
+
+/* Every field: BQL (main loop). */
+struct Chardev {
+    char *label;
+    ChardevKind kind;
+    int in_fd;                  /* -1 when there is nothing to read */
+    int out_fd;                 /* -1 when output is dropped */
+    bool connected;             /* a peer reads: socket client, pty slave open */
+    guint in_watch;
+    CharFrontend fe;
+    bool has_fe;
+    bool input_paused;
+
+    /* Sockets. */
+    bool server;
+    int listen_fd;
+    guint listen_watch;
+    char *desc;                 /* "unix:/path", "tcp:host:port" or "fd:N" for messages */
+    GByteArray *outbuf;         /* output not yet taken by the peer (sockets, pty) */
+    guint out_watch;
+    char *unix_path;            /* unlinked when we created it */
+    /*
+     * File descriptors that came (SCM_RIGHTS) with the last read of a unix
+     * socket: the frontend takes them while it handles those bytes (QMP's
+     * getfd); what it leaves is closed at the next read. Main loop.
+     */
+    int msgfds[CHR_MAX_MSGFDS];
+    int nmsgfds;
+
+    /* pty: the slave's path, and the timer that looks for a reader while none. */
+    char *pty_path;
+    guint pty_timer;
+
+    /* mux: the frontends sharing one backend (char-mux.c). */
+    MuxState *mux;
+};
+
+/* char.c */
+Chardev *chr_alloc(const char *label, ChardevKind kind);
+void chr_watch_input(Chardev *chr);
+void chr_send_event(Chardev *chr, ChardevEvent ev);
+/* Closes the fds a unix socket's last read brought that the frontend left. */
+void chr_close_msgfds(Chardev *chr);
+
+/* char-socket.c */
+typedef struct SocketSpec {
+    const char *path;           /* unix */
+    const char *host, *port;    /* tcp */
+    const char *fd;             /* inherited: listening if server, else connected */
+    bool server;
+    bool wait;
+} SocketSpec;
+Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp);
+/* server=, wait= (wait only matters for a server); a legacy spec is a client by default. */
+bool socket_spec_from_opts(QemuOpts *opts, SocketSpec *ss, bool default_server, Error **errp);
+/* The client is gone (EOF, error, or dropped): CLOSED, and a server listens again. */
+void chr_client_close(Chardev *chr);
+/* QEMU's name for its address: "unix:P", "tcp:H:P", fd-passed ones by what they are bound to. */
+char *chr_socket_address(Chardev *chr);
+
+/* char-pty.c */
+Chardev *chr_open_pty(const char *label, Error **errp);
+/* The slave's reader went away (read or write failed): drop output, look for the next. */
+void chr_pty_hangup(Chardev *chr);
+/* Whether nobody has the slave open (the master polls HUP). */
+bool chr_pty_hung_up(Chardev *chr);
+/* Whether a reader has the slave open now (connecting the chardev if one came). */
+bool chr_pty_poll_reader(Chardev *chr);
+
+/* char-mux.c: a chardev that lets several frontends share @be, QEMU's Ctrl-A escapes. */
+Chardev *chr_mux_new(const char *label, Chardev *be, Error **errp);
+void chr_mux_add_frontend(Chardev *chr, const CharFrontend *fe);
+bool chr_mux_full(Chardev *chr);
+Chardev *chr_mux_backend(Chardev *chr);
+int chr_mux_write(Chardev *chr, const void *buf, size_t len);
+/* A frontend asks for input again: each gets what waits for it. */
+void chr_mux_accept_input(Chardev *chr);
+
+#endif
