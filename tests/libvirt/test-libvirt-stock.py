@@ -598,15 +598,22 @@ class StockLibvirtTest(unittest.TestCase):
         self.virsh('destroy', name)
         self.virsh('undefine', name)
 
-    def test_virt_install_default_console(self):
-        """virt-install's default console (a pty), read by virsh console
-        through pexpect until the firmware's PASS lines."""
-        import pexpect
+    def need_pty(self, what):
         if not emulator_has_pty():
-            self.skip_loudly('%s has no pty chardev (issue 42 item 1): virt-install\'s '
-                             'default <console type=\'pty\'> cannot start' % EMULATOR)
-        name = 'stock-vi-console'
-        self.virt_install(name)
+            self.skip_loudly('%s has no pty chardev (issue 42 item 1): %s cannot start'
+                             % (EMULATOR, what))
+
+    def need_powerdown(self, name):
+        """Skips (the domain destroyed) if the binary lacks system_powerdown."""
+        cmds = self.virsh('qemu-monitor-command', name, '{"execute":"query-commands"}')
+        if '"system_powerdown"' not in cmds:
+            self.virsh('destroy', name)
+            self.skip_loudly('%s has no system_powerdown (issue 42 item 2): virsh shutdown '
+                             'cannot press the power button' % EMULATOR)
+
+    def console_passes(self, name):
+        """virsh console, driven by pexpect: two PASS lines, then Ctrl-]."""
+        import pexpect
         con = pexpect.spawn('virsh', ['-c', URI, 'console', '--force', name], encoding='utf-8',
                             timeout=DEADLINE)
         try:
@@ -619,28 +626,62 @@ class StockLibvirtTest(unittest.TestCase):
             con.expect(pexpect.EOF)
         finally:
             con.close(force=True)
-        self.virsh('destroy', name)
-        self.virsh('undefine', name)
 
-    def test_virsh_shutdown(self):
-        """virsh shutdown: the power button, the firmware powers off, libvirt
-        sees the domain shut off by the guest. virt-install's domain, as it
-        has <acpi/> (the README's domain has not: -no-acpi, no button)."""
-        name = 'stock-vi-shutdown'
-        serial = os.path.join(self.host.images, name + '.serial')
-        self.virt_install(name, '--serial', 'file,path=' + serial)
-        self.wait_lines(serial, r'^PASS ', 0)
-        cmds = self.virsh('qemu-monitor-command', name, '{"execute":"query-commands"}')
-        if '"system_powerdown"' not in cmds:
-            self.virsh('destroy', name)
-            self.skip_loudly('%s has no system_powerdown (issue 42 item 2): virsh shutdown '
-                             'cannot press the power button' % EMULATOR)
+    def shutdown(self, name):
+        """virsh shutdown, until libvirt says the guest shut itself off."""
         self.virsh('shutdown', name)
         end = time.monotonic() + DEADLINE
         while self.virsh('domstate', name).strip() != 'shut off':
             self.assertLess(time.monotonic(), end, 'the guest did not power off')
             time.sleep(0.2)
         self.assertIn('shut off (shutdown)', self.virsh('domstate', '--reason', name))
+
+    def test_virt_install_default_console(self):
+        """virt-install's default console (a pty), read by virsh console
+        through pexpect until the firmware's PASS lines."""
+        self.need_pty("virt-install's default <console type='pty'>")
+        name = 'stock-vi-console'
+        self.virt_install(name)
+        self.console_passes(name)
+        self.virsh('destroy', name)
+        self.virsh('undefine', name)
+
+    def test_virsh_shutdown(self):
+        """virsh shutdown: the power button, the firmware powers off, libvirt
+        sees the domain shut off by the guest. virt-install's domain, as it
+        has <acpi/>."""
+        name = 'stock-vi-shutdown'
+        serial = os.path.join(self.host.images, name + '.serial')
+        self.virt_install(name, '--serial', 'file,path=' + serial)
+        self.wait_lines(serial, r'^PASS ', 0)
+        self.need_powerdown(name)
+        self.shutdown(name)
+        self.virsh('undefine', name)
+
+    def test_readme_domain_console_shutdown(self):
+        """What issue 42's operator does with the README's domain: start,
+        virsh console, virsh shutdown. The README's XML has neither a
+        console (its serial is a file: "not using a PTY") nor <acpi/>
+        (libvirt passes -no-acpi: no power button), so this is the README's
+        domain with <serial type='pty'/> and <features><acpi/></features>."""
+        self.need_pty("<serial type='pty'/>")
+        name = 'stock-readme-console'
+        firmware = self.firmware_copy(name)
+        xml = DOMAIN_XML.format(name=name, mib=256, firmware=firmware,
+                                append='mode=verify mem=64', emulator=EMULATOR, serial='')
+        xml = re.sub(r"<serial type='file'>.*?</serial>", "<serial type='pty'/>", xml,
+                     flags=re.S)
+        xml = xml.replace('  </os>\n', '  </os>\n  <features>\n    <acpi/>\n  </features>\n', 1)
+        path = os.path.join(self.host.tmp, name + '.xml')
+        with open(path, 'w') as f:
+            f.write(xml)
+        self.host.domains.append((URI, name))
+        self.virsh('define', path)
+        self.virsh('start', name)
+        self.check_runs_as_qemu_user(name)
+        self.console_passes(name)
+        self.need_powerdown(name)
+        self.shutdown(name)
         self.virsh('undefine', name)
 
 
