@@ -201,27 +201,41 @@ class StockHost:
         if self.done:
             return
         self.done = True
-        for uri, name in reversed(self.domains):
-            subprocess.run(['virsh', '-c', uri, 'destroy', name], capture_output=True, timeout=30)
-            subprocess.run(['virsh', '-c', uri, 'undefine', name], capture_output=True, timeout=30)
+        # Every step is tried whatever the one before did: a daemon left
+        # running would outlive the test.
+        steps = [lambda u=uri, n=name: self.forget_domain(u, n)
+                 for uri, name in reversed(self.domains)]
         if self.lv_dst:
-            subprocess.run([LVENV, 'stop', self.lv_dst], timeout=30)
-        for name, pid in reversed(self.started):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            for _ in range(100):
-                if not pid_running(pid):
-                    break
-                time.sleep(0.1)
-            else:
-                print('WARNING: %s (pid %d) did not exit' % (name, pid), file=sys.stderr)
+            steps.append(lambda: subprocess.run([LVENV, 'stop', self.lv_dst], timeout=30))
+        steps += [lambda n=name, p=pid: self.stop_daemon(n, p)
+                  for name, pid in reversed(self.started)]
         if self.kvm_mode:
-            os.chown('/dev/kvm', 0, self.kvm_mode[1])
-            os.chmod('/dev/kvm', self.kvm_mode[0])
+            steps.append(lambda: (os.chown('/dev/kvm', 0, self.kvm_mode[1]),
+                                  os.chmod('/dev/kvm', self.kvm_mode[0])))
+        for step in steps:
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 (go on with the next step)
+                print('WARNING: cleanup: %r' % e, file=sys.stderr)
         shutil.rmtree(self.images, ignore_errors=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @staticmethod
+    def forget_domain(uri, name):
+        for cmd in ('destroy', 'undefine'):
+            subprocess.run(['virsh', '-c', uri, cmd, name], capture_output=True, timeout=30)
+
+    @staticmethod
+    def stop_daemon(name, pid):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        for _ in range(100):
+            if not pid_running(pid):
+                return
+            time.sleep(0.1)
+        print('WARNING: %s (pid %d) did not exit' % (name, pid), file=sys.stderr)
 
 
 def size_bytes(text):
