@@ -43,6 +43,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -131,12 +132,25 @@ def pid_running(pid):
         return False
 
 
+def socket_answers(path):
+    """Whether something accepts connections on the unix socket @path."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sk:
+        try:
+            sk.connect(path)
+            return True
+        except OSError:
+            return False
+
+
 class StockHost:
     """What the test changed on the host, undone once by cleanup(), from
     tearDownClass, atexit or SIGTERM (meson's timeout), whichever comes
     first. Everything here is the main thread's."""
 
-    DAEMONS = (('virtlogd', '/run/virtlogd.pid'), ('libvirtd', '/run/libvirtd.pid'))
+    # Each daemon's pid file and the socket it serves (which a service
+    # manager may hold for it, starting it on the first connection).
+    DAEMONS = (('virtlogd', '/run/virtlogd.pid', '/run/libvirt/virtlogd-sock'),
+               ('libvirtd', '/run/libvirtd.pid', '/run/libvirt/libvirt-sock'))
 
     def __init__(self):
         self.started = []          # (name, pid) of the daemons this test started
@@ -165,8 +179,8 @@ class StockHost:
         os.chmod('/dev/kvm', 0o660)
 
     def start_daemons(self):
-        for name, pidfile in self.DAEMONS:
-            if pid_alive(pidfile, name):
+        for name, pidfile, sock in self.DAEMONS:
+            if pid_alive(pidfile, name) or socket_answers(sock):
                 print('NOTE: the system %s runs already; it is used and left running' % name,
                       file=sys.stderr)
                 continue
