@@ -11,7 +11,9 @@ run as libvirt-qemu, dynamic ownership chowns the files they are given,
 and whatever security drivers the host offers are on (virsh capabilities'
 secmodel is printed; AppArmor only where the kernel has it). Where no
 service manager runs (here, CI) the test starts `virtlogd -d` and
-`libvirtd -d` itself and stops exactly those, on every path out.
+`libvirtd -d` itself and stops exactly those, on every path out; with no
+udev either, /dev/kvm is made root:kvm 0660 (Debian's udev rule) while
+it runs, since the domains open it as a member of group kvm.
 
 The firmware is copied into /var/lib/libvirt/images/qemu-mig-test-XXXX
 (libvirt chowns what it is given; the build tree stays root's). A
