@@ -499,9 +499,8 @@ class StockLibvirtTest(unittest.TestCase):
         """What issue 42's operator does with the README's domain: start,
         virsh console, virsh shutdown. The README's serial is a file, which
         virsh console refuses ("not using a PTY"), so here it is libvirt's
-        default <serial type='pty'/>. (The XML has no <acpi/>, so libvirt
-        passes -no-acpi, which this binary ignores: the power button stays,
-        where QEMU's -no-acpi would remove it.)"""
+        default <serial type='pty'/>; its <acpi/> gives it the power
+        button (without it libvirt passes -no-acpi: acpi=off, no button)."""
         self.need_pty("<serial type='pty'/>")
         name = 'stock-readme-console'
         firmware = self.firmware_copy(name)
