@@ -26,8 +26,9 @@ here=$(dirname "$0")
 BUILD="gcc make meson ninja-build pkg-config python3 python3-docutils systemtap-sdt-dev libglib2.0-dev libjson-glib-dev zlib1g-dev libzstd-dev libslirp-dev libpixman-1-dev libgnutls28-dev"
 # iproute2: libvirt's domains (tests/libvirt).
 # bpftrace: test-usdt; python3-prometheus-client, prometheus (promtool): test-exporter.
-# python3-pexpect: test-chardev-pty (the mux through a real terminal).
-TEST="qemu-system-x86 qemu-utils gnutls-bin libvirt-daemon-system libvirt-clients iproute2 python3-matplotlib clang libclang-rt-14-dev llvm-14 bpftrace python3-prometheus-client prometheus python3-pexpect"
+# python3-pexpect: test-chardev-pty (the mux through a real terminal), test-libvirt-stock
+# (virsh console); virtinst (virt-install): test-libvirt-stock.
+TEST="qemu-system-x86 qemu-utils gnutls-bin libvirt-daemon-system libvirt-clients iproute2 python3-matplotlib clang libclang-rt-14-dev llvm-14 bpftrace python3-prometheus-client prometheus python3-pexpect virtinst"
 BENCH="qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients python3-matplotlib"
 PACKAGE="build-essential dpkg-dev debhelper lintian man-db"
 
