@@ -389,9 +389,13 @@ static VcpuExitAction kvm_handle_exit(CPUState *cpu)
         }
         return VCPU_CONTINUE;
     case KVM_EXIT_SHUTDOWN:
-        /* Triple fault. Our machine has no reset-on-triple-fault: shut down cleanly. */
-        warn_report("CPU %d: guest triple fault, shutting down", cpu->cpu_index);
-        return VCPU_SHUTDOWN;
+        /*
+         * Triple fault: the machine resets, as a PC and QEMU's microvm do
+         * (RESET guest-reset; a SHUTDOWN with that reason under -no-reboot,
+         * which runstate.c applies to every guest reset).
+         */
+        qemu_system_reset_request(SHUTDOWN_CAUSE_GUEST_RESET);
+        return VCPU_CONTINUE;
     case KVM_EXIT_SYSTEM_EVENT:
         if (run->system_event.type == KVM_SYSTEM_EVENT_RESET) {
             qemu_system_reset_request(SHUTDOWN_CAUSE_GUEST_RESET);

@@ -128,6 +128,7 @@ double line_get_double(const char *line, const char *key);
 /* Helpers for JSON results. */
 const char *json_get_str(JsonNode *obj, const char *path);
 int64_t json_get_int(JsonNode *obj, const char *path);
+bool json_get_bool(JsonNode *obj, const char *path);
 /* A number, integer or not. */
 double json_get_double(JsonNode *obj, const char *path);
 bool json_has(JsonNode *obj, const char *path);

@@ -262,11 +262,26 @@ static void test_triple_fault(void)
         return;
     }
     elf = write_triple_fault_elf();
+    /* As in QEMU: the machine resets, boots the same image, faults again. */
     vm = vm_spawn("triple", true, "-M microvm -enable-kvm -nodefaults -m 64M -S -kernel %s", elf);
     json_node_unref(vm_qmp_ok(vm, "{'execute': 'cont'}"));
+    for (int i = 0; i < 3; i++) {
+        ev = vm_wait_event(vm, "RESET", 120);
+        g_assert_true(json_get_bool(ev, "data.guest"));
+        g_assert_cmpstr(json_get_str(ev, "data.reason"), ==, "guest-reset");
+        json_node_unref(ev);
+    }
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'quit'}"));
+    vm_wait_exit(vm, 30);
+    vm_kill(vm);
+
+    /* -no-reboot: the reset is a shutdown, and the process ends. */
+    vm = vm_spawn("triple", true, "-M microvm -enable-kvm -nodefaults -m 64M -S -no-reboot "
+                  "-kernel %s", elf);
+    json_node_unref(vm_qmp_ok(vm, "{'execute': 'cont'}"));
     ev = vm_wait_event(vm, "SHUTDOWN", 120);
-    g_assert_true(json_node_get_boolean(json_object_get_member(
-        json_object_get_object_member(json_node_get_object(ev), "data"), "guest")));
+    g_assert_true(json_get_bool(ev, "data.guest"));
+    g_assert_cmpstr(json_get_str(ev, "data.reason"), ==, "guest-reset");
     json_node_unref(ev);
     g_assert_cmpint(vm_wait_exit(vm, 30), ==, 0);
     vm_kill(vm);

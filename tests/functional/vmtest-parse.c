@@ -79,6 +79,16 @@ int64_t json_get_int(JsonNode *obj, const char *path)
     return json_node_get_int(n);
 }
 
+bool json_get_bool(JsonNode *obj, const char *path)
+{
+    JsonNode *n = json_lookup(obj, path);
+
+    if (!n || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
+        g_error("JSON member %s is not a boolean", path);
+    }
+    return json_node_get_boolean(n);
+}
+
 double json_get_double(JsonNode *obj, const char *path)
 {
     JsonNode *n = json_lookup(obj, path);
