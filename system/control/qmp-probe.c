@@ -145,6 +145,21 @@ static const ProbeProp isa_serial_props[] = {
     { NULL },
 };
 
+/*
+ * The PIIX4 power-management function's two sleep-state switches, listed
+ * as QEMU lists them: libvirt writes <pm> (virt-install does by default) as
+ * -global PIIX4_PM.disable_s3/disable_s4 only when the binary has them, and
+ * refuses the domain otherwise. microvm never has this PCI function (its
+ * one sleep state is S5, through the generic event device), so, as in
+ * QEMU, the globals are taken with nothing to disable and -device refuses
+ * the type (vl-devices.c, vl-parse.c).
+ */
+static const ProbeProp piix4_pm_props[] = {
+    { "disable_s3", "uint8", NULL, "0" },
+    { "disable_s4", "uint8", NULL, "0" },
+    { NULL },
+};
+
 static const ProbeType probe_types[] = {
     { "object", NULL, true },
     { "machine", "object", true },
@@ -173,6 +188,8 @@ static const ProbeType probe_types[] = {
     { "isa-device", "device", true },
     { "isa-debug-exit", "isa-device", false, true, isa_debug_exit_props },
     { "isa-vga", "isa-device", false, true, isa_vga_props },
+    { "pci-device", "device", true },
+    { "PIIX4_PM", "pci-device", false, true, piix4_pm_props },
     /*
      * The transport QEMU's microvm puts virtio devices on. libvirt allows
      * <address type='virtio-mmio'/> only when the binary lists this type.

@@ -186,6 +186,11 @@ bool vl_parse_device(Config *cfg, const char *arg, Error **errp)
         cfg->machine.vga.virtio_before = cfg->virtio_order->len;
         return true;
     }
+    if (driver && !strcmp(driver, "PIIX4_PM")) {
+        /* Listed for its -global switches (qmp-probe.c), never pluggable: QEMU's words. */
+        error_setg(errp, "Parameter 'driver' expects a pluggable device type");
+        return false;
+    }
     if (!driver || strcmp(driver, "isa-debug-exit")) {
         error_setg(errp, "'%s' is not a valid device model name", driver ? driver : "");
         return false;

@@ -431,6 +431,24 @@ bool vl_parse_global(const char *arg, Error **errp)
                    "transports are supported; use force-legacy=false", eq + 1);
         return false;
     }
+    /*
+     * libvirt's <pm>: S3 and S4 switches of a PIIX4 function microvm never
+     * has (its one sleep state is S5), taken as QEMU takes them on microvm.
+     */
+    if (!strcmp(key, "PIIX4_PM.disable_s3") || !strcmp(key, "PIIX4_PM.disable_s4")) {
+        char *end;
+        unsigned long v = strtoul(eq + 1, &end, 0);
+
+        if (!eq[1] || *end || v > UINT8_MAX) {
+            error_setg(errp, "Parameter '%s' expects uint8_t", strchr(key, '.') + 1);
+            return false;
+        }
+        return true;
+    }
+    if (g_str_has_prefix(key, "PIIX4_PM.")) {
+        error_setg(errp, "Property '%s' not found", key);
+        return false;
+    }
     error_setg(errp, "can't apply global %s=%s: driver '%.*s' not found", key, eq + 1,
                (int)(strchr(key, '.') - key), key);
     return false;
