@@ -457,9 +457,11 @@ class StockLibvirtTest(unittest.TestCase):
                             timeout=DEADLINE)
         try:
             con.expect('Escape character is')
-            con.expect(r'PASS n=(\d+)')
+            # The space ends the number: pexpect matches what has arrived,
+            # so "PASS n=17" half read would otherwise be n=1.
+            con.expect(r'PASS n=(\d+) ')
             first = int(con.match.group(1))
-            con.expect(r'PASS n=(\d+)')
+            con.expect(r'PASS n=(\d+) ')
             self.assertGreater(int(con.match.group(1)), first)
             con.sendcontrol(']')
             con.expect(pexpect.EOF)
