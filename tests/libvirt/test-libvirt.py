@@ -12,7 +12,8 @@ suspend, resume, qemu-monitor-command --hmp, save, restore, live
 migrations to and from a second private libvirtd (its own host name and
 UUID, lvenv.sh): plain, --postcopy (the postcopy-active event seen),
 --parallel (multifd) and --compressed (xbzrle), the same over TLS
-(--tls: plain, --parallel, --postcopy, --compressed; both libvirtds given
+(--tls: plain, --parallel, --postcopy, --compressed, on QEMU 7.2 plain and
+--compressed only; both libvirtds given
 one directory of certificates by qemu.conf's migrate_tls_x509_cert_dir,
 and each hop checked in their logs to have added the tls-creds-x509
 objects and set tls-creds, so a hop libvirt ran in plaintext fails), a
@@ -251,15 +252,18 @@ class LibvirtTest(unittest.TestCase):
             self.assertGreater(self.log_text(self.lv_dst).count(xbzrle), seen)
             # The same over TLS.
             n = self.migrate_tls(name, serial, n, self.uri, self.uri_dst)
-            seen = self.log_text(self.lv_dst).count('"status": "postcopy-active"')
-            n = self.migrate_tls(name, serial, n, self.uri_dst, self.uri, '--bandwidth', '32',
-                                 '--postcopy', '--postcopy-after-precopy')
-            self.assertGreater(self.log_text(self.lv_dst).count('"status": "postcopy-active"'),
-                               seen)
-            seen = self.log_text(self.lv).count(multifd)
-            n = self.migrate_tls(name, serial, n, self.uri, self.uri_dst,
-                                 '--parallel', '--parallel-connections', '2')
-            self.assertGreater(self.log_text(self.lv).count(multifd), seen)
+            if emulator == QEMU:
+                # Each TLS mode on ours; on QEMU 7.2 (which proves the XML and
+                # libvirt's TLS steps) plain and --compressed suffice.
+                seen = self.log_text(self.lv_dst).count('"status": "postcopy-active"')
+                n = self.migrate_tls(name, serial, n, self.uri_dst, self.uri, '--bandwidth', '32',
+                                     '--postcopy', '--postcopy-after-precopy')
+                self.assertGreater(
+                    self.log_text(self.lv_dst).count('"status": "postcopy-active"'), seen)
+                seen = self.log_text(self.lv).count(multifd)
+                n = self.migrate_tls(name, serial, n, self.uri, self.uri_dst,
+                                     '--parallel', '--parallel-connections', '2')
+                self.assertGreater(self.log_text(self.lv).count(multifd), seen)
             # Back to the first libvirtd, for the steps below.
             seen = self.log_text(self.lv_dst).count(xbzrle)
             n = self.migrate_tls(name, serial, n, self.uri_dst, self.uri, '--compressed')
