@@ -43,7 +43,7 @@ import tempfile
 
 from migstream.format import (
     CMD_PACKAGED, CMD_POSTCOPY_ADVISE, COMMAND_NAMES, DEFAULT_PAGE_SIZE, FILE_MAGIC, FILE_VERSION,
-    FILE_VERSION_OBSOLETE, INT_TYPE_RE, MAX_ERRORS_SHOWN, RAM_SECTION_VERSION, REC_COMMAND,
+    FILE_VERSION_OBSOLETE, INT_TYPE_RE, RAM_SECTION_VERSION, REC_COMMAND,
     REC_CONFIG, REC_END, REC_EOF, REC_FOOTER, REC_FULL, REC_KIND, REC_PART, REC_START,
     REC_SUBSECTION, REC_VMDESC, VMDESC_WINDOW)
 from migstream.reader import (
@@ -51,6 +51,7 @@ from migstream.reader import (
     validate_vmdesc)
 from migstream.ram import RamParser
 from migstream import integrity
+from migstream.output import emit, make_dir, ram_pages, report, write_json
 
 
 class Analyzer(RamParser):
@@ -745,11 +746,6 @@ limits:
     return p.parse_args(argv)
 
 
-def emit(doc, out=None):
-    (out or sys.stdout).write(json.dumps(doc, indent=2) + '\n')
-    (out or sys.stdout).flush()
-
-
 def find_desc(f, size):
     """(vmdesc, None) or (None, error line) for the stream in @f."""
     try:
@@ -764,30 +760,6 @@ def find_desc(f, size):
     if found is None:
         return None, oneline('%s: error: %s' % (PROG, problem))
     return found[2], None
-
-
-def ram_pages(blocks):
-    """-m: each block's size and non-zero pages, read back from the files
-    the dump wrote (so XBZRLE, compressed and mapped-ram pages are in
-    their final content, as the guest would see them)."""
-    ram = {}
-    for blk in blocks:
-        pages = {}
-        psize = blk.page_size or DEFAULT_PAGE_SIZE
-        try:
-            with open(blk.dump_path or os.devnull, 'rb') as f:
-                off = 0
-                while True:
-                    page = f.read(psize)
-                    if not page:
-                        break
-                    if page.count(0) != len(page):
-                        pages['0x%x' % off] = page.hex()
-                    off += len(page)
-        except FileNotFoundError:
-            pass
-        ram[blk.name] = {'size': blk.length, 'pages': pages}
-    return ram
 
 
 def analyze_stream(args, f, size, dump_dir):
@@ -809,47 +781,6 @@ def analyze_stream(args, f, size, dump_dir):
     finally:
         an.close()
     return an
-
-
-def report(an):
-    """Warnings and errors on stderr; the exit status."""
-    for w in an.warnings:
-        print(oneline('%s: warning: %s' % (PROG, w)), file=sys.stderr)
-    if an.eof_offset is None and an.fatal is None:
-        print('%s: warning: stream ends without EOF at offset 0x%x'
-              % (PROG, an.stream_end), file=sys.stderr)
-    if an.trailing and an.fatal is None:
-        print('%s: warning: %d trailing bytes after the stream at offset 0x%x'
-              % (PROG, an.trailing, an.stream_end), file=sys.stderr)
-    for e in an.errors[:MAX_ERRORS_SHOWN]:
-        print(e.line(), file=sys.stderr)
-    if len(an.errors) > MAX_ERRORS_SHOWN:
-        print('%s: error: ... and %d more'
-              % (PROG, len(an.errors) - MAX_ERRORS_SHOWN), file=sys.stderr)
-    if an.fatal is not None:
-        print(an.fatal.line(), file=sys.stderr)
-    return 1 if an.fatal is not None or an.errors else 0
-
-
-def make_dir(path):
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as e:
-        print('%s: error: cannot create %s: %s' % (PROG, path, e.strerror),
-              file=sys.stderr)
-        return False
-    return True
-
-
-def write_json(path, doc):
-    try:
-        with open(path, 'w') as out:
-            emit(doc, out)
-    except OSError as e:
-        print('%s: error: cannot write %s: %s' % (PROG, path, e.strerror),
-              file=sys.stderr)
-        return False
-    return True
 
 
 def run(args):
