@@ -57,6 +57,13 @@ struct Chardev {
 
     /* mux: the frontends sharing one backend (char-mux.c). */
     MuxState *mux;
+
+    /*
+     * logfile=: a copy of every byte the backend is given, read or not
+     * (libvirt's <log file=...>, virtlogd's fd set); -1 without. Written
+     * by qemu_chr_write_all's callers' thread (the BQL holder).
+     */
+    int log_fd;
 };
 
 /* char.c */

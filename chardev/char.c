@@ -86,7 +86,7 @@ Chardev *chr_alloc(const char *label, ChardevKind kind)
 
     chr->label = g_strdup(label);
     chr->kind = kind;
-    chr->in_fd = chr->out_fd = chr->listen_fd = -1;
+    chr->in_fd = chr->out_fd = chr->listen_fd = chr->log_fd = -1;
     if (!chardevs) {
         chardevs = g_ptr_array_new();
     }
@@ -313,6 +313,28 @@ static gboolean chr_socket_writable(GIOChannel *ch, GIOCondition cond, gpointer 
     return G_SOURCE_REMOVE;
 }
 
+/* logfile=: a file, so a blocking write; a failing log is left, once, with a warning. */
+static void chr_log_write(Chardev *chr, const void *buf, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(chr->log_fd, (const uint8_t *)buf + done, len - done);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            warn_report("chardev '%s': writing its log failed: %s; no longer logging",
+                        chr->label, n < 0 ? g_strerror(errno) : "short write");
+            close(chr->log_fd);
+            chr->log_fd = -1;
+            return;
+        }
+        done += n;
+    }
+}
+
 size_t qemu_chr_out_pending(Chardev *chr)
 {
     if (chr->kind == CHR_MUX) {
@@ -327,6 +349,9 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
 
     if (chr->kind == CHR_MUX) {
         return chr_mux_write(chr, buf, len);
+    }
+    if (chr->log_fd >= 0) {
+        chr_log_write(chr, buf, len);
     }
     if (chr->kind == CHR_PTY && !chr->connected && !chr_pty_poll_reader(chr)) {
         return len;             /* no reader: dropped, as QEMU 7.2 does */
@@ -535,19 +560,53 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
     return NULL;
 }
 
+static Chardev *chr_new_backend(QemuOpts *opts, Error **errp);
+
+/* -chardev ...: the backend (a mux over it with mux=on), and its logfile=. */
 Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
 {
     static const char *const known[] = {
         "backend", "id", "path", "host", "port", "fd", "server", "wait", "append", "mux",
-        "signal", "logfile", "telnet", "nodelay", NULL,
+        "signal", "logfile", "logappend", "telnet", "nodelay", NULL,
     };
+    const char *logfile = qemu_opt_get(opts, "logfile");
+    bool logappend = false;
+    int log_fd = -1;
+    Chardev *chr;
+
+    if (!qemu_opts_check_known(opts, known, errp) ||
+        !qemu_opt_get_bool(opts, "logappend", false, &logappend, errp)) {
+        return NULL;
+    }
+    if (logfile) {
+        log_fd = qemu_open(logfile, O_WRONLY | O_CREAT | (logappend ? O_APPEND : O_TRUNC),
+                           0666, errp);
+        if (log_fd < 0) {
+            return NULL;
+        }
+    }
+    chr = chr_new_backend(opts, errp);
+    if (!chr) {
+        if (log_fd >= 0) {
+            close(log_fd);
+        }
+        return NULL;
+    }
+    if (log_fd >= 0) {
+        /* The mux writes through its backend: the log is the backend's. */
+        Chardev *be = chr->kind == CHR_MUX ? chr_mux_backend(chr) : chr;
+
+        be->log_fd = log_fd;
+    }
+    return chr;
+}
+
+static Chardev *chr_new_backend(QemuOpts *opts, Error **errp)
+{
     const char *backend = qemu_opt_get(opts, "backend");
     const char *id = qemu_opt_get(opts, "id");
     bool mux;
 
-    if (!qemu_opts_check_known(opts, known, errp)) {
-        return NULL;
-    }
     if (!backend) {
         error_setg(errp, "chardev: \"backend\" is missing");
         return NULL;
@@ -571,7 +630,7 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
 
         qemu_opt_set(opts, "mux", "off");
         qemu_opt_set(opts, "id", be_id);
-        be = qemu_chr_new_from_opts(opts, errp);
+        be = chr_new_backend(opts, errp);
         return be ? chr_mux_new(mux_id, be, errp) : NULL;
     }
     if (!strcmp(backend, "pty")) {

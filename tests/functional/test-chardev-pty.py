@@ -265,6 +265,46 @@ class ChardevPty(unittest.TestCase):
         # QEMU 7.2 says nothing about the legacy -qmp/-monitor/-serial forms.
         self.assertEqual(err.count('deprecated'), 3, err)
 
+    def wait_log(self, log, pattern, more_than):
+        end = time.monotonic() + DEADLINE
+        while True:
+            try:
+                with open(log, errors='replace') as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = ''
+            if len(re.findall(pattern, text, re.M)) > more_than:
+                return text
+            self.assertLess(time.monotonic(), end, 'no %r in %s: %r' % (pattern, log, text))
+            time.sleep(0.1)
+
+    def test_chardev_logfile(self):
+        """libvirt's <log file=...>: logfile= keeps every byte, read by
+        nobody (a pty without a reader) or through a mux; logappend=on
+        appends, the default truncates; a log that cannot be opened is
+        refused before anything starts."""
+        log = self.path('serial.log')
+        with open(log, 'w') as f:
+            f.write('an old run\n')
+        proc, _ = self.start('-chardev', 'pty,id=charserial0,logfile=%s,logappend=off' % log,
+                             '-device', 'isa-serial,chardev=charserial0,id=serial0')
+        text = self.wait_log(log, r'^PASS n=\d+ ', 1)
+        self.assertTrue(text.startswith('READY '), text[:200])
+        stop_and_close(proc)
+        with open(log) as f:
+            first = f.read()
+        proc, _ = self.start('-chardev', 'stdio,id=c0,mux=on,logfile=%s,logappend=on' % log,
+                             '-serial', 'chardev:c0', qmp=False)
+        text = self.wait_log(log, r'^READY ', 1)
+        self.assertTrue(text.startswith(first), 'logappend=on did not append')
+        stop_and_close(proc)
+        r = subprocess.run(vm_args('-chardev', 'null,id=s0,logfile=/nonexistent-dir/s.log',
+                                   '-serial', 'chardev:s0'),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Could not open '/nonexistent-dir/s.log': No such file or directory",
+                      r.stderr.decode())
+
     def test_daemonize_logfile(self):
         log, pidfile = self.path('daemon.log'), self.path('daemon.pid')
         with open(log, 'w') as f:

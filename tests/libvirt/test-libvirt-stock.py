@@ -501,17 +501,20 @@ class StockLibvirtTest(unittest.TestCase):
 
     def test_readme_domain_console_shutdown(self):
         """What issue 42's operator does with the README's domain: start,
-        virsh console, virsh shutdown. The README's serial is a file, which
-        virsh console refuses ("not using a PTY"), so here it is libvirt's
-        default <serial type='pty'/>; its <acpi/> gives it the power
-        button (without it libvirt passes -no-acpi: acpi=off, no button)."""
+        virsh console, virsh shutdown. A file serial is refused by virsh
+        console ("not using a PTY"), so here, as the README says for
+        console use, it is a pty with a <log file=...> (libvirt's
+        logfile=, through virtlogd) that keeps the lines too; its <acpi/>
+        gives it the power button (without it libvirt passes -no-acpi:
+        acpi=off, no button)."""
         self.need_pty("<serial type='pty'/>")
         name = 'stock-readme-console'
         firmware = self.firmware_copy(name)
+        log = os.path.join(self.host.images, name + '.log')
         xml = DOMAIN_XML.format(name=name, mib=256, firmware=firmware,
                                 append='mode=verify mem=64', emulator=EMULATOR, serial='')
-        xml = re.sub(r"<serial type='file'>.*?</serial>", "<serial type='pty'/>", xml,
-                     flags=re.S)
+        xml = re.sub(r"<serial type='file'>.*?</serial>",
+                     "<serial type='pty'><log file='%s'/></serial>" % log, xml, flags=re.S)
         path = os.path.join(self.host.tmp, name + '.xml')
         with open(path, 'w') as f:
             f.write(xml)
@@ -520,6 +523,7 @@ class StockLibvirtTest(unittest.TestCase):
         self.virsh('start', name)
         self.check_runs_as_qemu_user(name)
         self.console_passes(name)
+        self.wait_lines(log, r'^PASS n=\d+ ', 2)
         self.need_powerdown(name)
         self.shutdown(name)
         self.virsh('undefine', name)
