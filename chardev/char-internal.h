@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Private to chardev/: the Chardev instance and what the backends in
- * char.c, char-pty.c and char-mux.c share. Everything here runs in the
- * main loop or with the BQL held (include/chardev/char.h).
+ * Private to chardev/: the Chardev instance, the hooks each kind of
+ * backend gives the core (ChardevOps), and what char.c offers the
+ * backends. The backends call the core; the core reaches a backend only
+ * through its ops. Everything here runs in the main loop or with the BQL
+ * held (include/chardev/char.h).
  */
 #ifndef CHARDEV_CHAR_INTERNAL_H
 #define CHARDEV_CHAR_INTERNAL_H
@@ -23,10 +25,45 @@ typedef enum ChardevKind {
 
 typedef struct MuxState MuxState;
 
+/*
+ * What one kind of backend does differently; a NULL hook means the
+ * core's default. One static table per kind, in the backend's file.
+ */
+typedef struct ChardevOps {
+    ChardevKind kind;
+    /*
+     * The peer went away (input at EOF or failed, or a socket client let
+     * too much output pile up): a socket closes its client, a pty looks
+     * for the next reader. NULL: input just stops being watched (stdin).
+     */
+    void (*hangup)(Chardev *chr);
+    /* A pty's queued write would block: whether its reader left without an EIO. */
+    bool (*peer_gone)(Chardev *chr);
+    /*
+     * Before output while not connected: whether a reader has come now
+     * (connecting the chardev if so). NULL: output waits for connected.
+     */
+    bool (*poll_reader)(Chardev *chr);
+    /*
+     * A mux stands between its frontends and chr->inner: writing,
+     * attaching a frontend, resuming input and "busy" are its own.
+     */
+    int (*write)(Chardev *chr, const void *buf, size_t len);
+    void (*add_frontend)(Chardev *chr, const CharFrontend *fe);
+    void (*accept_input)(Chardev *chr);
+    bool (*busy)(Chardev *chr);
+} ChardevOps;
+
 /* Every field: BQL (main loop). */
 struct Chardev {
     char *label;
-    ChardevKind kind;
+    const ChardevOps *ops;
+    /*
+     * The chardev this one reads and writes through (a mux's backend),
+     * whose fds, queue and terminal are the ones that count; NULL for
+     * the others. Set once by the mux when it is created.
+     */
+    Chardev *inner;
     int in_fd;                  /* -1 when there is nothing to read */
     int out_fd;                 /* -1 when output is dropped */
     bool connected;             /* a peer reads: socket client, pty slave open */
@@ -67,7 +104,7 @@ struct Chardev {
 };
 
 /* char.c */
-Chardev *chr_alloc(const char *label, ChardevKind kind);
+Chardev *chr_alloc(const char *label, const ChardevOps *ops);
 void chr_watch_input(Chardev *chr);
 void chr_send_event(Chardev *chr, ChardevEvent ev);
 /* Closes the fds a unix socket's last read brought that the frontend left. */
@@ -84,27 +121,13 @@ typedef struct SocketSpec {
 Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp);
 /* server=, wait= (wait only matters for a server); a legacy spec is a client by default. */
 bool socket_spec_from_opts(QemuOpts *opts, SocketSpec *ss, bool default_server, Error **errp);
-/* The client is gone (EOF, error, or dropped): CLOSED, and a server listens again. */
-void chr_client_close(Chardev *chr);
 /* QEMU's name for its address: "unix:P", "tcp:H:P", fd-passed ones by what they are bound to. */
 char *chr_socket_address(Chardev *chr);
 
 /* char-pty.c */
 Chardev *chr_open_pty(const char *label, Error **errp);
-/* The slave's reader went away (read or write failed): drop output, look for the next. */
-void chr_pty_hangup(Chardev *chr);
-/* Whether nobody has the slave open (the master polls HUP). */
-bool chr_pty_hung_up(Chardev *chr);
-/* Whether a reader has the slave open now (connecting the chardev if one came). */
-bool chr_pty_poll_reader(Chardev *chr);
 
 /* char-mux.c: a chardev that lets several frontends share @be, QEMU's Ctrl-A escapes. */
 Chardev *chr_mux_new(const char *label, Chardev *be, Error **errp);
-void chr_mux_add_frontend(Chardev *chr, const CharFrontend *fe);
-bool chr_mux_full(Chardev *chr);
-Chardev *chr_mux_backend(Chardev *chr);
-int chr_mux_write(Chardev *chr, const void *buf, size_t len);
-/* A frontend asks for input again: each gets what waits for it. */
-void chr_mux_accept_input(Chardev *chr);
 
 #endif

@@ -36,7 +36,6 @@
 
 /* Every field: BQL (main loop). */
 struct MuxState {
-    Chardev *be;                /* the shared backend, labelled "LABEL-base" */
     CharFrontend fes[MUX_MAX_FE];
     bool opened[MUX_MAX_FE];    /* fes[i] was told OPENED since the backend connected */
     GByteArray *pending[MUX_MAX_FE];    /* input typed to fes[i] it could not take yet */
@@ -49,12 +48,21 @@ struct MuxState {
     bool line_start;            /* the next output byte begins a line */
 };
 
-Chardev *chr_mux_backend(Chardev *chr)
-{
-    return chr->mux->be;
-}
+static int mux_write(Chardev *chr, const void *buf, size_t len);
+static void mux_add_frontend(Chardev *chr, const CharFrontend *fe);
+static void mux_accept_input(Chardev *chr);
+static bool mux_full(Chardev *chr);
 
-bool chr_mux_full(Chardev *chr)
+/* The mux writes and reads through chr->inner, its backend ("LABEL-base"). */
+static const ChardevOps mux_ops = {
+    .kind = CHR_MUX,
+    .write = mux_write,
+    .add_frontend = mux_add_frontend,
+    .accept_input = mux_accept_input,
+    .busy = mux_full,
+};
+
+static bool mux_full(Chardev *chr)
 {
     return chr->mux->nfes == MUX_MAX_FE;
 }
@@ -80,8 +88,9 @@ static void mux_focus_in(MuxState *m)
     }
 }
 
-static void mux_write_stamped(MuxState *m, const uint8_t *buf, size_t len)
+static void mux_write_stamped(Chardev *chr, const uint8_t *buf, size_t len)
 {
+    MuxState *m = chr->mux;
     size_t from = 0;
 
     for (size_t i = 0; i < len; i++) {
@@ -96,24 +105,24 @@ static void mux_write_stamped(MuxState *m, const uint8_t *buf, size_t len)
             ts = g_strdup_printf("[%02d:%02d:%02d.%03d] ", (int)(now / 3600000),
                                  (int)(now / 60000 % 60), (int)(now / 1000 % 60),
                                  (int)(now % 1000));
-            qemu_chr_write_all(m->be, buf + from, i - from);
-            qemu_chr_write_all(m->be, ts, strlen(ts));
+            qemu_chr_write_all(chr->inner, buf + from, i - from);
+            qemu_chr_write_all(chr->inner, ts, strlen(ts));
             from = i;
         }
         m->line_start = buf[i] == '\n';
     }
-    qemu_chr_write_all(m->be, buf + from, len - from);
+    qemu_chr_write_all(chr->inner, buf + from, len - from);
 }
 
-int chr_mux_write(Chardev *chr, const void *buf, size_t len)
+static int mux_write(Chardev *chr, const void *buf, size_t len)
 {
-    mux_write_stamped(chr->mux, buf, len);
+    mux_write_stamped(chr, buf, len);
     return len;
 }
 
-static void mux_print(MuxState *m, const char *s)
+static void mux_print(Chardev *chr, const char *s)
 {
-    mux_write_stamped(m, (const uint8_t *)s, strlen(s));
+    mux_write_stamped(chr, (const uint8_t *)s, strlen(s));
 }
 
 static void mux_switch_focus(MuxState *m)
@@ -129,14 +138,16 @@ static void mux_switch_focus(MuxState *m)
 }
 
 /* The byte after a C-a. Returns whether it is to be delivered as input. */
-static bool mux_escape(MuxState *m, uint8_t ch)
+static bool mux_escape(Chardev *chr, uint8_t ch)
 {
+    MuxState *m = chr->mux;
+
     switch (ch) {
     case MUX_ESCAPE:
         return true;
     case 'h':
     case '?':
-        mux_print(m, "\n\r"
+        mux_print(chr, "\n\r"
                   "C-a h    print this help\n\r"
                   "C-a x    exit emulator\n\r"
                   "C-a s    save disk data back to file (if -snapshot)\n\r"
@@ -146,7 +157,7 @@ static bool mux_escape(MuxState *m, uint8_t ch)
                   "C-a C-a  sends C-a\n\r");
         return false;
     case 'x':
-        mux_print(m, "QEMU: Terminated\n\r");
+        mux_print(chr, "QEMU: Terminated\n\r");
         qemu_system_shutdown_request(SHUTDOWN_CAUSE_HOST_QMP_QUIT);
         return false;
     case 'c':
@@ -198,7 +209,8 @@ static void mux_deliver(MuxState *m, const uint8_t *buf, size_t len)
     mux_flush(m, m->focus);
 }
 
-void chr_mux_accept_input(Chardev *chr)
+/* A frontend asks for input again: each gets what waits for it. */
+static void mux_accept_input(Chardev *chr)
 {
     MuxState *m = chr->mux;
 
@@ -215,7 +227,8 @@ static size_t mux_be_can_read(void *opaque)
 
 static void mux_be_read(void *opaque, const uint8_t *buf, size_t len)
 {
-    MuxState *m = ((Chardev *)opaque)->mux;
+    Chardev *chr = opaque;
+    MuxState *m = chr->mux;
     size_t from = 0;
 
     for (size_t i = 0; i <= len; i++) {
@@ -232,7 +245,7 @@ static void mux_be_read(void *opaque, const uint8_t *buf, size_t len)
         } else {
             m->escape = false;
             /* (mux_escape may move the focus: C-a C-a goes to the new one.) */
-            if (mux_escape(m, buf[i])) {
+            if (mux_escape(chr, buf[i])) {
                 mux_deliver(m, &buf[i], 1);
             }
         }
@@ -274,7 +287,7 @@ static void mux_attached_bh(void *opaque)
     }
 }
 
-void chr_mux_add_frontend(Chardev *chr, const CharFrontend *fe)
+static void mux_add_frontend(Chardev *chr, const CharFrontend *fe)
 {
     MuxState *m = chr->mux;
 
@@ -302,9 +315,9 @@ Chardev *chr_mux_new(const char *label, Chardev *be, Error **errp)
         error_setg(errp, "chardev '%s' is already in use", qemu_chr_label(be));
         return NULL;
     }
-    chr = chr_alloc(label, CHR_MUX);
+    chr = chr_alloc(label, &mux_ops);
+    chr->inner = be;
     chr->mux = g_new0(MuxState, 1);
-    chr->mux->be = be;
     chr->mux->focus = -1;
     chr->mux->ts_start = -1;
     chr->mux->line_start = true;

@@ -22,6 +22,16 @@
 #include <termios.h>
 
 static gboolean pty_timer_cb(gpointer opaque);
+static void pty_hangup(Chardev *chr);
+static bool pty_hung_up(Chardev *chr);
+static bool pty_poll_reader(Chardev *chr);
+
+static const ChardevOps pty_ops = {
+    .kind = CHR_PTY,
+    .hangup = pty_hangup,
+    .peer_gone = pty_hung_up,
+    .poll_reader = pty_poll_reader,
+};
 
 static void pty_opened_bh(void *opaque)
 {
@@ -39,19 +49,21 @@ static void pty_start_timer(Chardev *chr)
     }
 }
 
-bool chr_pty_hung_up(Chardev *chr)
+/* Whether nobody has the slave open (the master polls HUP). */
+static bool pty_hung_up(Chardev *chr)
 {
     struct pollfd pfd = { .fd = chr->in_fd, .events = POLLIN };
 
     return poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLHUP);
 }
 
-bool chr_pty_poll_reader(Chardev *chr)
+/* Whether a reader has the slave open now (connecting the chardev if one came). */
+static bool pty_poll_reader(Chardev *chr)
 {
     if (chr->connected) {
         return true;
     }
-    if (chr_pty_hung_up(chr)) {
+    if (pty_hung_up(chr)) {
         return false;
     }
     chr->connected = true;
@@ -73,11 +85,12 @@ static gboolean pty_timer_cb(gpointer opaque)
         chr->pty_timer = 0;
         return G_SOURCE_REMOVE;
     }
-    /* chr_pty_poll_reader removes this timer (by id) when a reader came. */
-    return chr_pty_poll_reader(chr) ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
+    /* pty_poll_reader removes this timer (by id) when a reader came. */
+    return pty_poll_reader(chr) ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
 }
 
-void chr_pty_hangup(Chardev *chr)
+/* The slave's reader went away (read or write failed): drop output, look for the next. */
+static void pty_hangup(Chardev *chr)
 {
     if (chr->in_watch) {
         g_source_remove(chr->in_watch);
@@ -137,7 +150,7 @@ Chardev *chr_open_pty(const char *label, Error **errp)
         close(master);
         return NULL;
     }
-    chr = chr_alloc(label, CHR_PTY);
+    chr = chr_alloc(label, &pty_ops);
     chr->in_fd = chr->out_fd = master;
     chr->outbuf = g_byte_array_new();
     chr->pty_path = g_strdup(path);

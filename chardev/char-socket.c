@@ -2,7 +2,7 @@
 /*
  * Socket backends: unix and tcp, opened by us or inherited as fd=N, a
  * server with one client at a time or a client. What they write goes
- * through char.c's queue (chr_socket_flush), never blocking the writer.
+ * through the core's queue (char.c), never blocking the writer.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -17,6 +17,12 @@
 #include <sys/un.h>
 
 static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer opaque);
+static void chr_client_close(Chardev *chr);
+
+static const ChardevOps socket_ops = {
+    .kind = CHR_SOCKET,
+    .hangup = chr_client_close,
+};
 
 /* A socket's address as QEMU names it, fd-passed ones by what the fd is bound to. */
 char *chr_socket_address(Chardev *chr)
@@ -42,7 +48,8 @@ char *chr_socket_address(Chardev *chr)
     return g_strdup(chr->desc);
 }
 
-void chr_client_close(Chardev *chr)
+/* The client is gone (EOF, error, or dropped): CLOSED, and a server listens again. */
+static void chr_client_close(Chardev *chr)
 {
     if (!chr->connected) {
         return;
@@ -76,7 +83,7 @@ void chr_client_close(Chardev *chr)
 
 void qemu_chr_disconnect(Chardev *chr)
 {
-    if (chr->kind == CHR_SOCKET) {
+    if (chr->ops == &socket_ops) {
         chr_client_close(chr);
     }
 }
@@ -164,7 +171,7 @@ Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
     if (fd < 0) {
         return NULL;
     }
-    chr = chr_alloc(label, CHR_SOCKET);
+    chr = chr_alloc(label, &socket_ops);
     chr->outbuf = g_byte_array_new();
     chr->server = ss->server;
     chr->desc = ss->fd     ? g_strdup_printf("fd:%s", ss->fd)

@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Character devices: the public API (include/chardev/char.h), the spec
- * and -chardev parsers, and the stdio, null and file (a path or an fd
- * set) backends; sockets are in char-socket.c, pty in char-pty.c, the
- * mux in char-mux.c. Input is read in the main loop; output is written
- * by whoever holds the BQL: to stdio and files synchronously, to a
- * socket or a pty through a queue that never blocks the writer.
+ * The chardev core: the registry, the frontend API (include/chardev/char.h)
+ * and the byte paths every backend shares. Input is read in the main loop;
+ * output is written by whoever holds the BQL: to stdio and files
+ * synchronously, to a socket or a pty through a queue that never blocks
+ * the writer. What differs between backends comes through chr->ops
+ * (char-internal.h): the backends (char-open.c, char-socket.c, char-pty.c,
+ * char-mux.c) call into this file, never the other way round.
  */
 #include "qemu/osdep.h"
-#include "qemu/cpr-fd.h"
 #include "qapi/error.h"
-#include "qemu/sockets.h"
-#include "qemu/cutils.h"
-#include "qemu/fdset.h"
-#include "qemu/option.h"
 #include "qemu/main-loop.h"
 #include "chardev/char.h"
 #include "char-internal.h"
@@ -21,8 +17,9 @@
 #include <termios.h>
 #include <sys/socket.h>
 
+/* Every chardev, in creation order (query-chardev's order). BQL. */
 static GPtrArray *chardevs;
-static bool stdio_in_use;
+/* The terminal's settings before a UART took stdio raw, restored at exit. BQL. */
 static bool stdio_tty_saved;
 static struct termios stdio_saved_tty;
 
@@ -57,35 +54,13 @@ bool qemu_chr_frontend_open(Chardev *chr)
     return chr->has_fe;
 }
 
-char *qemu_chr_filename(Chardev *chr)
-{
-    g_autofree char *addr = NULL;
 
-    switch (chr->kind) {
-    case CHR_NULL:
-        return g_strdup("null");
-    case CHR_STDIO:
-        return g_strdup("stdio");
-    case CHR_FILE:
-        return g_strdup("file");
-    case CHR_PTY:
-        return g_strdup_printf("pty:%s", chr->pty_path);
-    case CHR_MUX:
-        return g_strdup("mux");
-    case CHR_SOCKET:
-        addr = chr_socket_address(chr);
-        return g_strdup_printf("%s%s%s", chr->connected ? "" : "disconnected:", addr,
-                               chr->server ? ",server=on" : "");
-    }
-    g_assert_not_reached();
-}
-
-Chardev *chr_alloc(const char *label, ChardevKind kind)
+Chardev *chr_alloc(const char *label, const ChardevOps *ops)
 {
     Chardev *chr = g_new0(Chardev, 1);
 
     chr->label = g_strdup(label);
-    chr->kind = kind;
+    chr->ops = ops;
     chr->in_fd = chr->out_fd = chr->listen_fd = chr->log_fd = -1;
     if (!chardevs) {
         chardevs = g_ptr_array_new();
@@ -111,8 +86,8 @@ void chr_close_msgfds(Chardev *chr)
 
 int qemu_chr_take_msgfd(Chardev *chr)
 {
-    if (chr->kind == CHR_MUX) {
-        return qemu_chr_take_msgfd(chr_mux_backend(chr));
+    if (chr->inner) {
+        return qemu_chr_take_msgfd(chr->inner);
     }
     return chr->nmsgfds ? chr->msgfds[--chr->nmsgfds] : -1;
 }
@@ -131,7 +106,7 @@ static ssize_t chr_read_with_fds(Chardev *chr, uint8_t *buf, size_t want)
     };
     ssize_t n;
 
-    if (chr->kind != CHR_SOCKET) {
+    if (chr->ops->kind != CHR_SOCKET) {
         return read(chr->in_fd, buf, want);
     }
     n = recvmsg(chr->in_fd, &msg, MSG_CMSG_CLOEXEC);
@@ -182,13 +157,13 @@ static gboolean chr_input_ready(GIOChannel *ch, GIOCondition cond, gpointer opaq
     }
     if (n <= 0) {
         chr->in_watch = 0;
-        if (chr->kind == CHR_SOCKET) {
-            chr_client_close(chr);
-        } else if (chr->kind == CHR_PTY) {
-            /* EIO: the last reader closed the slave. */
-            chr_pty_hangup(chr);
+        /*
+         * A socket's client left, a pty's last reader closed the slave
+         * (EIO); stdin at EOF: stop watching so the loop does not spin.
+         */
+        if (chr->ops->hangup) {
+            chr->ops->hangup(chr);
         }
-        /* stdin at EOF: stop watching so the loop does not spin. */
         return G_SOURCE_REMOVE;
     }
     if (chr->has_fe && chr->fe.read) {
@@ -202,7 +177,7 @@ void chr_watch_input(Chardev *chr)
     GIOChannel *ch;
 
     /* A pty master without a reader only ever says HUP: the timer watches it instead. */
-    if (chr->in_fd < 0 || chr->in_watch || (chr->kind == CHR_PTY && !chr->connected)) {
+    if (chr->in_fd < 0 || chr->in_watch || (chr->ops->kind == CHR_PTY && !chr->connected)) {
         return;
     }
     ch = g_io_channel_unix_new(chr->in_fd);
@@ -212,8 +187,8 @@ void chr_watch_input(Chardev *chr)
 
 void qemu_chr_fe_accept_input(Chardev *chr)
 {
-    if (chr->kind == CHR_MUX) {
-        chr_mux_accept_input(chr);
+    if (chr->ops->accept_input) {
+        chr->ops->accept_input(chr);
         return;
     }
     if (chr->input_paused) {
@@ -234,8 +209,8 @@ static void chr_opened_bh(void *opaque)
 
 void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 {
-    if (chr->kind == CHR_MUX) {
-        chr_mux_add_frontend(chr, fe);
+    if (chr->ops->add_frontend) {
+        chr->ops->add_frontend(chr, fe);
         return;
     }
     chr->fe = *fe;
@@ -253,19 +228,19 @@ void qemu_chr_fe_set_handlers(Chardev *chr, const CharFrontend *fe)
 
 bool qemu_chr_fe_busy(Chardev *chr)
 {
-    return chr->kind == CHR_MUX ? chr_mux_full(chr) : chr->has_fe;
+    return chr->ops->busy ? chr->ops->busy(chr) : chr->has_fe;
 }
 
 bool qemu_chr_is_stdio(Chardev *chr)
 {
-    return chr->kind == CHR_STDIO;
+    return chr->ops->kind == CHR_STDIO;
 }
 
 /* Sends what is queued for a socket client or a pty's reader without blocking. */
 static void chr_socket_flush(Chardev *chr)
 {
     while (chr->outbuf->len && chr->out_fd >= 0) {
-        ssize_t n = chr->kind == CHR_PTY
+        ssize_t n = chr->ops->kind == CHR_PTY
                   ? write(chr->out_fd, chr->outbuf->data, chr->outbuf->len)
                   : send(chr->out_fd, chr->outbuf->data, chr->outbuf->len,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -273,20 +248,21 @@ static void chr_socket_flush(Chardev *chr)
         if (n < 0 && errno == EINTR) {
             continue;
         }
-        if (n < 0 && errno == EAGAIN && chr->kind == CHR_PTY && chr_pty_hung_up(chr)) {
+        if (n < 0 && errno == EAGAIN && chr->ops->peer_gone && chr->ops->peer_gone(chr)) {
             /*
              * A master whose reader left takes output until its buffer is
              * full and never says EIO; with input paused nothing else
              * would notice.
              */
-            chr_pty_hangup(chr);
+            chr->ops->hangup(chr);
             break;
         }
         if (n < 0 && errno == EAGAIN) {
             break;
         }
-        if (n <= 0 && chr->kind == CHR_PTY) {
-            chr_pty_hangup(chr);
+        if (n <= 0 && chr->ops->kind == CHR_PTY) {
+            /* The reader left between two writes: look for the next one. */
+            chr->ops->hangup(chr);
             break;
         }
         if (n <= 0) {
@@ -337,8 +313,8 @@ static void chr_log_write(Chardev *chr, const void *buf, size_t len)
 
 size_t qemu_chr_out_pending(Chardev *chr)
 {
-    if (chr->kind == CHR_MUX) {
-        return qemu_chr_out_pending(chr_mux_backend(chr));
+    if (chr->inner) {
+        return qemu_chr_out_pending(chr->inner);
     }
     return chr->outbuf ? chr->outbuf->len : 0;
 }
@@ -347,26 +323,26 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
 {
     size_t done = 0;
 
-    if (chr->kind == CHR_MUX) {
-        return chr_mux_write(chr, buf, len);
+    if (chr->ops->write) {
+        return chr->ops->write(chr, buf, len);
     }
     if (chr->log_fd >= 0) {
         chr_log_write(chr, buf, len);
     }
-    if (chr->kind == CHR_PTY && !chr->connected && !chr_pty_poll_reader(chr)) {
-        return len;             /* no reader: dropped, as QEMU 7.2 does */
+    if (!chr->connected && chr->ops->poll_reader && !chr->ops->poll_reader(chr)) {
+        return len;             /* a pty without a reader: dropped, as QEMU 7.2 does */
     }
     if (!chr->connected || chr->out_fd < 0) {
         return len;             /* nobody listening: output is dropped */
     }
-    if (chr->kind == CHR_PTY && chr->outbuf->len + len > CHR_PTY_OUT_MAX) {
+    if (chr->ops->kind == CHR_PTY && chr->outbuf->len + len > CHR_PTY_OUT_MAX) {
         /*
          * A reader that opened the slave and stopped reading must not stall
          * the guest's UART (the vCPU writes with the BQL held): drop.
          */
         return len;
     }
-    if (chr->kind == CHR_SOCKET || chr->kind == CHR_PTY) {
+    if (chr->outbuf) {
         /*
          * Never block on a socket client: a client that stops reading would
          * otherwise stall whoever writes with the BQL held (monitors, the
@@ -377,7 +353,7 @@ int qemu_chr_write_all(Chardev *chr, const void *buf, size_t len)
             warn_report("chardev '%s': client is not reading its output, disconnecting",
                         chr->label);
             g_byte_array_set_size(chr->outbuf, 0);
-            chr_client_close(chr);
+            chr->ops->hangup(chr);
             return -EPIPE;
         }
         g_byte_array_append(chr->outbuf, buf, len);
@@ -413,11 +389,11 @@ void qemu_chr_set_raw(Chardev *chr)
 {
     struct termios tty;
 
-    if (chr->kind == CHR_MUX) {
-        qemu_chr_set_raw(chr_mux_backend(chr));
+    if (chr->inner) {
+        qemu_chr_set_raw(chr->inner);
         return;
     }
-    if (chr->kind != CHR_STDIO || !isatty(0) || tcgetattr(0, &tty) < 0) {
+    if (chr->ops->kind != CHR_STDIO || !isatty(0) || tcgetattr(0, &tty) < 0) {
         return;
     }
     if (!stdio_tty_saved) {
@@ -446,241 +422,4 @@ void qemu_chr_cleanup_all(void)
             unlink(chr->unix_path);
         }
     }
-}
-
-static Chardev *chr_open_stdio(const char *label, Error **errp)
-{
-    Chardev *chr;
-
-    if (stdio_in_use) {
-        error_setg(errp, "cannot use stdio by multiple character devices");
-        return NULL;
-    }
-    stdio_in_use = true;
-    chr = chr_alloc(label, CHR_STDIO);
-    chr->in_fd = 0;
-    chr->out_fd = 1;
-    chr->connected = true;
-    return chr;
-}
-
-static Chardev *chr_open_file(const char *label, const char *path, bool append, Error **errp)
-{
-    Chardev *chr;
-    /*
-     * A live update's new process goes on where the old one wrote: the
-     * guest's console is one story, not two (never truncated).
-     */
-    bool keep = append || cpr_fd_received();
-    int fd = qemu_open(path, O_WRONLY | O_CREAT | (keep ? O_APPEND : O_TRUNC), 0666, errp);
-
-    if (fd < 0) {
-        return NULL;
-    }
-    chr = chr_alloc(label, CHR_FILE);
-    chr->out_fd = fd;
-    chr->connected = true;
-    return chr;
-}
-
-Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
-{
-    const char *rest;
-
-    if (!strcmp(spec, "none")) {
-        return NULL;
-    }
-    if (!strcmp(spec, "null") || !strcmp(spec, "vc") || g_str_has_prefix(spec, "vc:")) {
-        return chr_alloc(label, CHR_NULL);
-    }
-    if (!strcmp(spec, "stdio")) {
-        return chr_open_stdio(label, errp);
-    }
-    if (!strcmp(spec, "pty")) {
-        return chr_open_pty(label, errp);
-    }
-    if (strstart(spec, "mon:", &rest)) {
-        g_autofree char *be_label = g_strdup_printf("%s-base", label);
-        Chardev *be;
-
-        if (g_str_has_prefix(rest, "chardev:") || g_str_has_prefix(rest, "mon:")) {
-            error_setg(errp, "'%s' is not a valid char driver", spec);
-            return NULL;
-        }
-        be = qemu_chr_new(be_label, rest, errp);
-        return be ? chr_mux_new(label, be, errp) : NULL;
-    }
-    if (strstart(spec, "chardev:", &rest)) {
-        Chardev *chr = qemu_chr_find(rest);
-        if (!chr) {
-            error_setg(errp, "chardev '%s' not found", rest);
-        }
-        return chr;
-    }
-    if (strstart(spec, "file:", &rest)) {
-        return chr_open_file(label, rest, false, errp);
-    }
-    if (strstart(spec, "unix:", &rest) || strstart(spec, "tcp:", &rest)) {
-        bool is_unix = spec[0] == 'u';
-        g_autofree char *addr = NULL;
-        const char *comma = strchr(rest, ',');
-        SocketSpec ss = { 0 };
-        QemuOpts *opts = NULL;
-        Chardev *chr;
-
-        addr = comma ? g_strndup(rest, comma - rest) : g_strdup(rest);
-        if (comma) {
-            opts = qemu_opts_parse_legacy(comma + 1, NULL, errp);
-            if (!opts) {
-                return NULL;
-            }
-        }
-        /* QEMU's legacy syntax: a bare unix:/tcp: is a client unless server is given. */
-        if (opts && !socket_spec_from_opts(opts, &ss, false, errp)) {
-            qemu_opts_del(opts);
-            return NULL;
-        }
-        qemu_opts_del(opts);
-        if (is_unix) {
-            ss.path = addr;
-        } else {
-            char *colon = strrchr(addr, ':');
-            if (!colon) {
-                error_setg(errp, "tcp chardev address '%s' lacks a port", addr);
-                return NULL;
-            }
-            *colon = '\0';
-            ss.host = addr;
-            ss.port = colon + 1;
-        }
-        chr = chr_open_socket(label, &ss, errp);
-        return chr;
-    }
-    error_setg(errp, "'%s' is not a valid char driver", spec);
-    return NULL;
-}
-
-static Chardev *chr_new_backend(QemuOpts *opts, Error **errp);
-
-/* -chardev ...: the backend (a mux over it with mux=on), and its logfile=. */
-Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
-{
-    static const char *const known[] = {
-        "backend", "id", "path", "host", "port", "fd", "server", "wait", "append", "mux",
-        "signal", "logfile", "logappend", "telnet", "nodelay", NULL,
-    };
-    const char *logfile = qemu_opt_get(opts, "logfile");
-    bool logappend = false;
-    int log_fd = -1;
-    Chardev *chr;
-
-    if (!qemu_opts_check_known(opts, known, errp) ||
-        !qemu_opt_get_bool(opts, "logappend", false, &logappend, errp)) {
-        return NULL;
-    }
-    if (logfile) {
-        log_fd = qemu_open(logfile, O_WRONLY | O_CREAT | (logappend ? O_APPEND : O_TRUNC),
-                           0666, errp);
-        if (log_fd < 0) {
-            return NULL;
-        }
-    }
-    chr = chr_new_backend(opts, errp);
-    if (!chr) {
-        if (log_fd >= 0) {
-            close(log_fd);
-        }
-        return NULL;
-    }
-    if (log_fd >= 0) {
-        /* The mux writes through its backend: the log is the backend's. */
-        Chardev *be = chr->kind == CHR_MUX ? chr_mux_backend(chr) : chr;
-
-        be->log_fd = log_fd;
-    }
-    return chr;
-}
-
-static Chardev *chr_new_backend(QemuOpts *opts, Error **errp)
-{
-    const char *backend = qemu_opt_get(opts, "backend");
-    const char *id = qemu_opt_get(opts, "id");
-    bool mux;
-
-    if (!backend) {
-        error_setg(errp, "chardev: \"backend\" is missing");
-        return NULL;
-    }
-    if (!id) {
-        error_setg(errp, "Parameter 'id' is missing");
-        return NULL;
-    }
-    if (qemu_chr_find(id)) {
-        error_setg(errp, "Duplicate ID '%s' for chardev", id);
-        return NULL;
-    }
-    if (!qemu_opt_get_bool(opts, "mux", false, &mux, errp)) {
-        return NULL;
-    }
-    if (mux) {
-        /* QEMU's shape: the backend as "ID-base", the mux the frontends name as "ID". */
-        g_autofree char *mux_id = g_strdup(id);
-        g_autofree char *be_id = g_strdup_printf("%s-base", id);
-        Chardev *be;
-
-        qemu_opt_set(opts, "mux", "off");
-        qemu_opt_set(opts, "id", be_id);
-        be = chr_new_backend(opts, errp);
-        return be ? chr_mux_new(mux_id, be, errp) : NULL;
-    }
-    if (!strcmp(backend, "pty")) {
-        return chr_open_pty(id, errp);
-    }
-    if (!strcmp(backend, "null")) {
-        return chr_alloc(id, CHR_NULL);
-    }
-    if (!strcmp(backend, "stdio")) {
-        return chr_open_stdio(id, errp);
-    }
-    if (!strcmp(backend, "file")) {
-        bool append = false;
-        const char *path = qemu_opt_get(opts, "path");
-        if (!path) {
-            error_setg(errp, "chardev: file: no filename given");
-            return NULL;
-        }
-        if (!qemu_opt_get_bool(opts, "append", false, &append, errp)) {
-            return NULL;
-        }
-        return chr_open_file(id, path, append, errp);
-    }
-    if (!strcmp(backend, "socket")) {
-        SocketSpec ss = { 0 };
-
-        if (!socket_spec_from_opts(opts, &ss, false, errp)) {
-            return NULL;
-        }
-        ss.path = qemu_opt_get(opts, "path");
-        ss.host = qemu_opt_get(opts, "host");
-        ss.port = qemu_opt_get(opts, "port");
-        ss.fd = qemu_opt_get(opts, "fd");
-        if (ss.fd) {
-            if (ss.path || ss.host || ss.port) {
-                error_setg(errp, "fd=%s: a socket given as fd cannot also have path, "
-                           "host or port", ss.fd);
-                return NULL;
-            }
-            return chr_open_socket(id, &ss, errp);
-        }
-        if (!ss.path && !ss.port) {
-            error_setg(errp, "chardev: socket: no host given");
-            return NULL;
-        }
-        if (!ss.host) {
-            ss.host = "localhost";
-        }
-        return chr_open_socket(id, &ss, errp);
-    }
-    error_setg(errp, "'%s' is not a valid char driver name", backend);
-    return NULL;
 }
