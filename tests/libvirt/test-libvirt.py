@@ -26,7 +26,9 @@ virsh reboot and virsh shutdown go through the firmware's power button
 A second domain has a qcow2 disk made by qemu-img (<disk type='file'
 device='disk'>, bus virtio) that the blkverify firmware writes through
 start and live migrations both ways; qemu-img check and the host's check
-of every acknowledged write follow. The same
+of every acknowledged write follow. Storage moves with --copy-storage-all
+(an empty image on the destination) and --copy-storage-inc (overlays of
+one base on both sides: the base reads through, none of it copied). The same
 domain XML is run with QEMU 7.2 as <emulator> when it is installed,
 which proves the XML.
 
@@ -34,6 +36,7 @@ Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE,
 VMTEST_FAIL_ON_SKIP, QEMU72_BINARY (default /usr/bin/qemu-system-x86_64).
 """
 
+import json
 import os
 import re
 import shutil
@@ -59,6 +62,9 @@ sys.path.insert(0, os.path.join(HERE, '../functional'))
 from blkcase import host_check, stat_lines  # noqa: E402
 
 DISK_SECTORS = 2048
+# --copy-storage-inc: a base of BASE_SECTORS whose tail past DISK_SECTORS is BASE_BYTE.
+BASE_SECTORS = 8192
+BASE_BYTE = 0x5a
 DISK_XML = """    <disk type='file' device='disk'>
       <driver name='qemu' type='qcow2'/>
       <source file='{disk}'/>
@@ -410,21 +416,30 @@ class LibvirtTest(unittest.TestCase):
         self.check_disk(disk, last)
         self.assertEqual(self.log_errors_about(emulator), [])
 
-    def run_storage_domain(self, name, emulator, peer=False):
+    def run_storage_domain(self, name, emulator, peer=False, inc=False):
         """virsh migrate --live --copy-storage-all of a writing guest whose
         qcow2 disk is local: the destination's empty image (pre-created, as
         libvirt requires) at another path (--xml: both libvirtds share this
         host's files), filled over NBD by the source's mirror; the guest
-        writes on there, and every write it acknowledged is in that image."""
+        writes on there, and every write it acknowledged is in that image.
+        With @inc, --copy-storage-inc: both images are overlays of one
+        base present on "both hosts", and only the overlay's data moves."""
         serial = os.path.join(self.tmp, name + '.serial')
         xml = os.path.join(self.tmp, name + '.xml')
         disk = os.path.join(self.tmp, name + '.qcow2')
         disk_dst = os.path.join(self.tmp, name + '-dst.qcow2')
+        base = os.path.join(self.tmp, name + '-base.qcow2')
+        if inc:
+            self.make_base(base)
         for path in (disk, disk_dst):
-            subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', path,
-                            str(DISK_SECTORS * 512)], check=True, timeout=DEADLINE)
+            backing = ['-b', base, '-F', 'qcow2'] if inc else []
+            subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2'] + backing +
+                           [path, str(BASE_SECTORS * 512 if inc else DISK_SECTORS * 512)],
+                           check=True, timeout=DEADLINE)
+        # The guest writes the first DISK_SECTORS only: a base's data lies beyond.
         domain = DOMAIN_XML.format(name=name, mib=128, firmware=FIRMWARE,
-                                   append='mode=blkverify depth=8 iops=2000',
+                                   append='mode=blkverify depth=8 iops=2000 sectors=%d'
+                                   % DISK_SECTORS,
                                    emulator=emulator, serial=serial)
         domain = domain.replace('    <controller', DISK_XML.format(disk=disk) + '    <controller', 1)
         if peer:
@@ -445,8 +460,8 @@ class LibvirtTest(unittest.TestCase):
             dst_xml = os.path.join(self.tmp, name + '-dst.xml')
             with open(dst_xml, 'w') as f:
                 f.write(self.virsh('dumpxml', '--migratable', name).replace(disk, disk_dst))
-            self.virsh('migrate', '--live', '--copy-storage-all', '--xml', dst_xml, name,
-                       self.uri_dst, '--migrateuri', 'tcp://127.0.0.1')
+            self.virsh('migrate', '--live', '--copy-storage-inc' if inc else '--copy-storage-all',
+                       '--xml', dst_xml, name, self.uri_dst, '--migrateuri', 'tcp://127.0.0.1')
             self.assertEqual(self.virsh('domstate', name, uri=self.uri_dst).strip(), 'running')
             last = self.wait_more_stats(serial, 2)
             self.assertGreater(int(last['writes']), before, 'the destination writes on')
@@ -458,10 +473,40 @@ class LibvirtTest(unittest.TestCase):
             self.virsh('undefine', name, ok=False)
             self.virsh('destroy', name, ok=False, uri=self.uri_dst)
         self.check_disk(disk_dst, last)
+        if inc:
+            self.check_base_not_copied(disk_dst)
         self.assertEqual(self.log_errors_about(emulator), [])
+
+    def make_base(self, base):
+        """A qcow2 base whose sectors past the guest's DISK_SECTORS hold
+        BASE_BYTE (written through qemu-io, as a user's template would be)."""
+        subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', base, str(BASE_SECTORS * 512)],
+                       check=True, timeout=DEADLINE)
+        tail = (BASE_SECTORS - DISK_SECTORS) * 512
+        subprocess.run(['qemu-io', '-f', 'qcow2', '-c',
+                        'write -q -P %d %d %d' % (BASE_BYTE, DISK_SECTORS * 512, tail), base],
+                       check=True, timeout=DEADLINE)
+
+    def check_base_not_copied(self, disk_dst):
+        """The base's data reads through the destination's overlay, yet none
+        of it was copied into that overlay: only the top moved (sync=top)."""
+        with open(disk_dst + '.raw', 'rb') as f:
+            f.seek(DISK_SECTORS * 512)
+            tail = f.read()
+        self.assertEqual(tail, bytes([BASE_BYTE]) * ((BASE_SECTORS - DISK_SECTORS) * 512),
+                         'the base reads through the destination overlay')
+        out = subprocess.run(['qemu-img', 'map', '--output=json', disk_dst], capture_output=True,
+                             text=True, check=True, timeout=DEADLINE).stdout
+        top = [e for e in json.loads(out) if e['depth'] == 0 and e['data']]
+        self.assertTrue(top, 'the overlay holds the guest\'s writes')
+        self.assertLessEqual(max(e['start'] + e['length'] for e in top), DISK_SECTORS * 512,
+                             'the base was copied into the overlay: %s' % top)
 
     def test_storage_copy_ours(self):
         self.run_storage_domain('storage-ours', QEMU)
+
+    def test_storage_copy_inc_ours(self):
+        self.run_storage_domain('storage-inc-ours', QEMU, inc=True)
 
     def test_storage_copy_qemu72(self):
         if not os.access(QEMU72, os.X_OK):
@@ -469,6 +514,13 @@ class LibvirtTest(unittest.TestCase):
                 self.fail('QEMU 7.2 is not installed at %s' % QEMU72)
             self.skipTest('QEMU 7.2 is not installed at %s' % QEMU72)
         self.run_storage_domain('storage-qemu72', QEMU72, peer=True)
+
+    def test_storage_copy_inc_qemu72(self):
+        if not os.access(QEMU72, os.X_OK):
+            if os.environ.get('VMTEST_FAIL_ON_SKIP'):
+                self.fail('QEMU 7.2 is not installed at %s' % QEMU72)
+            self.skipTest('QEMU 7.2 is not installed at %s' % QEMU72)
+        self.run_storage_domain('storage-inc-qemu72', QEMU72, peer=True, inc=True)
 
     # Not with QEMU 7.2 as the emulator: its virtio-mmio transport is legacy
     # (version 1) unless told otherwise, which libvirt's XML cannot say and
