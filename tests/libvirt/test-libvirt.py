@@ -28,7 +28,8 @@ device='disk'>, bus virtio) that the blkverify firmware writes through
 start and live migrations both ways; qemu-img check and the host's check
 of every acknowledged write follow. Storage moves with --copy-storage-all
 (an empty image on the destination) and --copy-storage-inc (overlays of
-one base on both sides: the base reads through, none of it copied). The same
+one base on both sides: the base reads through, none of it copied), and
+with --tls (the NBD server and client node given credentials). The same
 domain XML is run with QEMU 7.2 as <emulator> when it is installed,
 which proves the XML.
 
@@ -416,14 +417,16 @@ class LibvirtTest(unittest.TestCase):
         self.check_disk(disk, last)
         self.assertEqual(self.log_errors_about(emulator), [])
 
-    def run_storage_domain(self, name, emulator, peer=False, inc=False):
+    def run_storage_domain(self, name, emulator, peer=False, inc=False, tls=False):
         """virsh migrate --live --copy-storage-all of a writing guest whose
         qcow2 disk is local: the destination's empty image (pre-created, as
         libvirt requires) at another path (--xml: both libvirtds share this
         host's files), filled over NBD by the source's mirror; the guest
         writes on there, and every write it acknowledged is in that image.
         With @inc, --copy-storage-inc: both images are overlays of one
-        base present on "both hosts", and only the overlay's data moves."""
+        base present on "both hosts", and only the overlay's data moves.
+        With @tls, --tls: the disk's NBD connection is TLS too (libvirt
+        gives nbd-server-start and the nbd client node its credentials)."""
         serial = os.path.join(self.tmp, name + '.serial')
         xml = os.path.join(self.tmp, name + '.xml')
         disk = os.path.join(self.tmp, name + '.qcow2')
@@ -461,7 +464,10 @@ class LibvirtTest(unittest.TestCase):
             with open(dst_xml, 'w') as f:
                 f.write(self.virsh('dumpxml', '--migratable', name).replace(disk, disk_dst))
             self.virsh('migrate', '--live', '--copy-storage-inc' if inc else '--copy-storage-all',
+                       *(['--tls'] if tls else []),
                        '--xml', dst_xml, name, self.uri_dst, '--migrateuri', 'tcp://127.0.0.1')
+            if tls:
+                self.check_nbd_tls()
             self.assertEqual(self.virsh('domstate', name, uri=self.uri_dst).strip(), 'running')
             last = self.wait_more_stats(serial, 2)
             self.assertGreater(int(last['writes']), before, 'the destination writes on')
@@ -476,6 +482,19 @@ class LibvirtTest(unittest.TestCase):
         if inc:
             self.check_base_not_copied(disk_dst)
         self.assertEqual(self.log_errors_about(emulator), [])
+
+    def check_nbd_tls(self):
+        """The last disk copy ran over TLS: libvirt started the destination's
+        NBD server and added the source's nbd client node with tls-creds
+        (our binary refuses a plaintext client where the server wants TLS,
+        and the mirror would fail)."""
+        def last(lv, what):
+            sent = [l for l in self.log_text(lv).splitlines()
+                    if 'QEMU_MONITOR_SEND_MSG' in l and what in l]
+            self.assertTrue(sent, 'libvirt sent no %s' % what)
+            return sent[-1]
+        self.assertIn('"tls-creds":"', last(self.lv_dst, '"execute":"nbd-server-start"'))
+        self.assertIn('"tls-creds":"', last(self.lv, '"driver":"nbd"'))
 
     def make_base(self, base):
         """A qcow2 base whose sectors past the guest's DISK_SECTORS hold
@@ -503,7 +522,7 @@ class LibvirtTest(unittest.TestCase):
                              'the base was copied into the overlay: %s' % top)
 
     def test_storage_copy_ours(self):
-        self.run_storage_domain('storage-ours', QEMU)
+        self.run_storage_domain('storage-ours', QEMU, tls=True)
 
     def test_storage_copy_inc_ours(self):
         self.run_storage_domain('storage-inc-ours', QEMU, inc=True)
