@@ -32,7 +32,12 @@ static int check_write(BlockDriverState *bs, uint64_t offset, uint64_t bytes)
     if (bs->open_flags & BDRV_O_INACTIVE) {
         return -EPERM;
     }
-    if (bs->read_only) {
+    /*
+     * Relaxed: the main thread may make a node read-only while a job's
+     * workers write to it (test-mirror's target error does); a write
+     * that raced it fails or lands, both of which the job handles.
+     */
+    if (__atomic_load_n(&bs->read_only, __ATOMIC_RELAXED)) {
         return -EACCES;
     }
     return check_range(bs, offset, bytes);

@@ -15,6 +15,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "block/job.h"
 #include "block-int.h"
 
@@ -76,9 +77,9 @@ static void job_free(Job *job)
 
 void job_wake(Job *job)
 {
-    g_mutex_lock(&job->sleep_lock);
+    tsan_g_mutex_lock(&job->sleep_lock);
     g_cond_broadcast(&job->sleep_cond);
-    g_mutex_unlock(&job->sleep_lock);
+    tsan_g_mutex_unlock(&job->sleep_lock);
 }
 
 static bool job_has_thread(Job *job)
@@ -118,9 +119,9 @@ void job_registry_resume_all(JobRegistry *reg)
 
 static void job_kick(Job *job)
 {
-    g_mutex_lock(&job->sleep_lock);
+    tsan_g_mutex_lock(&job->sleep_lock);
     g_cond_broadcast(&job->sleep_cond);
-    g_mutex_unlock(&job->sleep_lock);
+    tsan_g_mutex_unlock(&job->sleep_lock);
     if (job->drv->kick) {
         job->drv->kick(job);
     }
@@ -211,10 +212,12 @@ static void job_do_finalize(Job *job)
 static void job_exit_main(void *arg)
 {
     Job *job = arg;
-    bool cancelled = job->ret == -ECANCELED;
+    bool cancelled;
 
+    /* job->ret and job->error are the thread's until the join. */
     g_thread_join(job->thread);
     job->thread = NULL;
+    cancelled = job->ret == -ECANCELED;
     if (job->ret == 0) {
         job_set_status(job, JOB_STATUS_WAITING);
         job_set_status(job, JOB_STATUS_PENDING);
@@ -423,13 +426,13 @@ void job_sleep_ns(Job *job, int64_t ns)
     if (ns <= 0) {
         return;
     }
-    g_mutex_lock(&job->sleep_lock);
+    tsan_g_mutex_lock(&job->sleep_lock);
     /* A request that came before the lock is seen here, so no wake-up is lost. */
     if (!flag(&job->cancelled) && !flag(&job->should_complete)) {
         __atomic_store_n(&job->busy, false, __ATOMIC_SEQ_CST);
-        g_cond_wait_until(&job->sleep_cond, &job->sleep_lock,
+        tsan_g_cond_wait_until(&job->sleep_cond, &job->sleep_lock,
                           g_get_monotonic_time() + ns / 1000);
         __atomic_store_n(&job->busy, true, __ATOMIC_SEQ_CST);
     }
-    g_mutex_unlock(&job->sleep_lock);
+    tsan_g_mutex_unlock(&job->sleep_lock);
 }

@@ -7,6 +7,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "qemu/bitmap.h"
 #include "mirror-int.h"
 #include "block-int.h"
@@ -40,9 +41,9 @@ void mirror_mark_dirty_locked(MirrorState *s, uint64_t offset, uint64_t bytes)
 
 void mirror_mark_dirty(MirrorState *s, uint64_t offset, uint64_t bytes)
 {
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     mirror_mark_dirty_locked(s, offset, bytes);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 /* The in-flight op that holds chunk @b, or NULL (lock). */
@@ -122,21 +123,21 @@ bool mirror_take_run_locked(MirrorState *s, unsigned slot, uint64_t *offset, uin
 
 void mirror_op_end(MirrorState *s, unsigned slot)
 {
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->ops[slot] = (MirrorOp){ 0 };
     s->in_flight--;
     g_cond_broadcast(&s->op_done);
     g_cond_broadcast(&s->work);         /* a chunk it held may be dirty again */
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 uint64_t mirror_dirty_bytes(MirrorState *s)
 {
     uint64_t n;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     n = s->dirty_count << s->gran_bits;
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     return MIN(n, s->len);
 }
 
@@ -158,23 +159,23 @@ void mirror_write_hook(void *opaque, BlkHookOp op, uint64_t offset, uint64_t byt
     MirrorState *s = opaque;
     int r;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     if (s->stopped) {
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         return;
     }
     if (s->o.copy_mode != MIRROR_COPY_MODE_WRITE_BLOCKING || ret < 0 ||
         op == BLK_HOOK_DISCARD) {
         /* A failed write may have changed the source partly: copy it again too. */
         mirror_mark_dirty_locked(s, offset, bytes);
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         return;
     }
     /* Rule 3: no copy that may have read the old bytes is in flight. */
     while (overlaps_op_locked(s, offset, bytes)) {
-        g_cond_wait(&s->op_done, &s->lock);
+        tsan_g_cond_wait(&s->op_done, &s->lock);
     }
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     r = op == BLK_HOOK_WRITE ? bdrv_pwritev(s->target, offset, bytes, iov, niov, 0)
                              : bdrv_pwrite_zeroes(s->target, offset, bytes, 0);
     if (r < 0) {

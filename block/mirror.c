@@ -39,6 +39,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "qemu/bitmap.h"
 #include "qemu/bufferiszero.h"
 #include "mirror-int.h"
@@ -139,10 +140,10 @@ static int mirror_copy_run(MirrorState *s, unsigned slot, uint8_t *buf, uint64_t
         return mirror_error(s, false, r, offset, bytes, final, errp) ?: 1;
     }
     /* Under the lock, so the workers' answers come in order and the last is right. */
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     job_progress_set_len(s->job, __atomic_load_n(&s->job->offset, __ATOMIC_SEQ_CST) +
                                  MIN(s->dirty_count << s->gran_bits, s->len));
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     return 1;
 }
 
@@ -159,7 +160,7 @@ static gpointer mirror_worker(gpointer arg)
         bool stop;
         int r;
 
-        g_mutex_lock(&s->lock);
+        tsan_g_mutex_lock(&s->lock);
         while (!(stop = s->workers_stop)) {
             int64_t delay = 0;
 
@@ -171,24 +172,25 @@ static gpointer mirror_worker(gpointer arg)
                 }
             }
             if (delay) {
-                g_cond_wait_until(&s->work, &s->lock, g_get_monotonic_time() + delay / 1000 + 1);
+                tsan_g_cond_wait_until(&s->work, &s->lock,
+                                       g_get_monotonic_time() + delay / 1000 + 1);
             } else {
-                g_cond_wait(&s->work, &s->lock);
+                tsan_g_cond_wait(&s->work, &s->lock);
             }
         }
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         if (stop) {
             break;
         }
         r = mirror_copy_run(s, w->slot, w->buf, offset, bytes, false, &err);
         if (r < 0) {
-            g_mutex_lock(&s->lock);
+            tsan_g_mutex_lock(&s->lock);
             if (!s->copy_err) {
                 s->copy_err = r;
                 s->copy_err_msg = g_strdup(error_get_pretty(err));
             }
             g_cond_broadcast(&s->op_done);      /* the job thread sees it */
-            g_mutex_unlock(&s->lock);
+            tsan_g_mutex_unlock(&s->lock);
             error_free(err);
         }
     }
@@ -209,10 +211,10 @@ static void workers_start(MirrorState *s)
 
 static void workers_stop(MirrorState *s)
 {
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->workers_stop = true;
     g_cond_broadcast(&s->work);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     for (unsigned i = 0; s->workers && i < s->nworkers; i++) {
         g_thread_join(s->workers[i].thread);
         g_free(s->workers[i].buf);
@@ -223,20 +225,20 @@ static void workers_stop(MirrorState *s)
 /* The workers take no new run, and none is in flight. */
 static void workers_hold(MirrorState *s)
 {
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->hold = true;
     while (s->in_flight) {
-        g_cond_wait(&s->op_done, &s->lock);
+        tsan_g_cond_wait(&s->op_done, &s->lock);
     }
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 static void workers_release(MirrorState *s)
 {
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->hold = false;
     g_cond_broadcast(&s->work);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 /* Everything dirty copied by the job thread (workers held), then the target flushed. */
@@ -247,9 +249,9 @@ static int mirror_copy_all(MirrorState *s, Error **errp)
     int r = 0;
 
     for (;;) {
-        g_mutex_lock(&s->lock);
+        tsan_g_mutex_lock(&s->lock);
         taken = mirror_take_run_locked(s, s->nworkers, &offset, &bytes);
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         if (!taken) {
             break;
         }
@@ -283,10 +285,10 @@ static int mirror_converge(MirrorState *s, Error **errp)
         blk_writes_quiesce(s->blk);
     }
     r = mirror_copy_all(s, errp);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->stopped = true;
     s->end_ret = r;
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     if (s->blk) {
         blk_writes_resume(s->blk);
     }
@@ -297,9 +299,9 @@ static bool park_requested(MirrorState *s)
 {
     bool req;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     req = s->park_req;
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     return req;
 }
 
@@ -310,16 +312,16 @@ static int mirror_park(MirrorState *s, Error **errp)
 
     workers_hold(s);
     r = mirror_copy_all(s, errp);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->parked = true;
     s->park_answered = true;
     s->park_ret = r;
     g_cond_broadcast(&s->park_cond);
     while (s->park_req && !job_is_cancelled(s->job) && r == 0) {
-        g_cond_wait(&s->park_cond, &s->lock);
+        tsan_g_cond_wait(&s->park_cond, &s->lock);
     }
     s->parked = false;
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     if (r == 0) {
         workers_release(s);
     }
@@ -331,15 +333,15 @@ static int mirror_drain(Job *job, Error **errp)
     MirrorState *s = job->opaque;
     int r = 0;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->park_req = true;
     s->park_answered = false;
     g_cond_broadcast(&s->op_done);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     job_wake(job);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     while (!s->park_answered && !s->stopped) {
-        g_cond_wait(&s->park_cond, &s->lock);
+        tsan_g_cond_wait(&s->park_cond, &s->lock);
     }
     /*
      * A job that ended without parking: its completion copied everything,
@@ -347,7 +349,7 @@ static int mirror_drain(Job *job, Error **errp)
      * not go inactive as if it did not.
      */
     r = s->park_answered ? s->park_ret : s->end_ret;
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     if (r < 0) {
         error_setg_errno(errp, -r, "Mirror job '%s' could not bring '%s' up to date",
                          job->id, s->target->node_name);
@@ -359,10 +361,10 @@ static void mirror_resume(Job *job)
 {
     MirrorState *s = job->opaque;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->park_req = false;
     g_cond_broadcast(&s->park_cond);
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 /* A cancel, a complete or a speed: the job thread looks again, out of a park too. */
@@ -370,11 +372,11 @@ static void mirror_kick(Job *job)
 {
     MirrorState *s = job->opaque;
 
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     g_cond_broadcast(&s->park_cond);
     g_cond_broadcast(&s->op_done);
     g_cond_broadcast(&s->work);         /* a new speed */
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
 }
 
 /* The job thread: ready once nothing is dirty and nothing in flight; the end. */
@@ -392,13 +394,13 @@ static int mirror_run(Job *job, Error **errp)
     while (r == 0) {
         bool idle;
 
-        g_mutex_lock(&s->lock);
+        tsan_g_mutex_lock(&s->lock);
         if (s->copy_err) {
             r = s->copy_err;
             error_setg(errp, "%s", s->copy_err_msg);
         }
         idle = !s->dirty_count && !s->in_flight;
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
         if (r < 0) {
             break;
         }
@@ -423,17 +425,17 @@ static int mirror_run(Job *job, Error **errp)
             continue;
         }
         /* Wait for a copy to end, a request, or the poll's timeout. */
-        g_mutex_lock(&s->lock);
-        g_cond_wait_until(&s->op_done, &s->lock,
+        tsan_g_mutex_lock(&s->lock);
+        tsan_g_cond_wait_until(&s->op_done, &s->lock,
                           g_get_monotonic_time() + MIRROR_IDLE_NS / 1000);
-        g_mutex_unlock(&s->lock);
+        tsan_g_mutex_unlock(&s->lock);
     }
     workers_stop(s);
-    g_mutex_lock(&s->lock);
+    tsan_g_mutex_lock(&s->lock);
     s->stopped = true;
     s->end_ret = r;
     g_cond_broadcast(&s->park_cond);    /* a drain waiting for a job that ended */
-    g_mutex_unlock(&s->lock);
+    tsan_g_mutex_unlock(&s->lock);
     if (s->hooked) {
         blk_set_write_hook(s->blk, NULL);
         s->hooked = false;

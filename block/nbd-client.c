@@ -31,6 +31,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "qemu/bswap.h"
 #include "qemu/thread.h"
 #include "io/channel.h"
@@ -68,9 +69,9 @@ static NbdRequest *recv_find(void *opaque, uint64_t cookie)
     NbdClient *c = opaque;
     NbdClientRequest *cr;
 
-    g_mutex_lock(&c->lock);
+    tsan_g_mutex_lock(&c->lock);
     cr = g_hash_table_lookup(c->inflight, &cookie);
-    g_mutex_unlock(&c->lock);
+    tsan_g_mutex_unlock(&c->lock);
     return cr ? &cr->r : NULL;
 }
 
@@ -102,9 +103,9 @@ static void *nbd_recv_thread(void *opaque)
             break;
         }
         if (ret == 1) {
-            g_mutex_lock(&c->lock);
+            tsan_g_mutex_lock(&c->lock);
             complete_locked(c, (NbdClientRequest *)req);
-            g_mutex_unlock(&c->lock);
+            tsan_g_mutex_unlock(&c->lock);
         }
     }
     if (ret == -EPROTO) {
@@ -112,7 +113,7 @@ static void *nbd_recv_thread(void *opaque)
                      channel_peer(c->ch));
     }
     channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);
-    g_mutex_lock(&c->lock);
+    tsan_g_mutex_lock(&c->lock);
     c->dead = true;
     g_hash_table_iter_init(&it, c->inflight);
     while (g_hash_table_iter_next(&it, NULL, &value)) {
@@ -123,7 +124,7 @@ static void *nbd_recv_thread(void *opaque)
         cr->done = true;
         g_cond_signal(&cr->cond);
     }
-    g_mutex_unlock(&c->lock);
+    tsan_g_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -156,15 +157,15 @@ int nbd_client_request(NbdClient *c, uint16_t type, uint16_t flags, uint64_t off
     struct iovec *v = local;
     int nv = 1, ret;
 
-    g_mutex_lock(&c->lock);
+    tsan_g_mutex_lock(&c->lock);
     if (c->dead) {
-        g_mutex_unlock(&c->lock);
+        tsan_g_mutex_unlock(&c->lock);
         return -EIO;
     }
     cr.r.cookie = c->next_cookie++;
     g_cond_init(&cr.cond);
     g_hash_table_insert(c->inflight, &cr.r.cookie, &cr);
-    g_mutex_unlock(&c->lock);
+    tsan_g_mutex_unlock(&c->lock);
 
     put_header(h, flags, type, cr.r.cookie, offset, length);
     if (type == NBD_CMD_WRITE) {
@@ -175,9 +176,9 @@ int nbd_client_request(NbdClient *c, uint16_t type, uint16_t flags, uint64_t off
         nv += niov;
     }
     v[0] = (struct iovec) { .iov_base = h, .iov_len = sizeof(h) };
-    g_mutex_lock(&c->send_lock);
+    tsan_g_mutex_lock(&c->send_lock);
     ret = channel_writev_all(c->ch, v, nv);
-    g_mutex_unlock(&c->send_lock);
+    tsan_g_mutex_unlock(&c->send_lock);
     if (ret < 0) {
         channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);     /* invariant 3 */
     }
@@ -185,11 +186,11 @@ int nbd_client_request(NbdClient *c, uint16_t type, uint16_t flags, uint64_t off
         g_free(v);
     }
 
-    g_mutex_lock(&c->lock);
+    tsan_g_mutex_lock(&c->lock);
     while (!cr.done) {
-        g_cond_wait(&cr.cond, &c->lock);
+        tsan_g_cond_wait(&cr.cond, &c->lock);
     }
-    g_mutex_unlock(&c->lock);
+    tsan_g_mutex_unlock(&c->lock);
     g_cond_clear(&cr.cond);
     ret = cr.r.ret;
     if (status) {
@@ -219,15 +220,15 @@ static void *watchdog_thread(void *opaque)
 {
     Watchdog *w = opaque;
 
-    g_mutex_lock(&w->lock);
-    while (!w->done && g_cond_wait_until(&w->cond, &w->lock, w->deadline)) {
+    tsan_g_mutex_lock(&w->lock);
+    while (!w->done && tsan_g_cond_wait_until(&w->cond, &w->lock, w->deadline)) {
         /* woken early: look again */
     }
     if (!w->done) {
         w->fired = true;
         channel_shutdown(w->ch, CHANNEL_SHUT_BOTH);
     }
-    g_mutex_unlock(&w->lock);
+    tsan_g_mutex_unlock(&w->lock);
     return NULL;
 }
 
@@ -248,10 +249,10 @@ static int handshake_bounded(NbdClient *c, const char *export, TLSCreds *creds,
     }
     /* With TLS, c->ch becomes the TLS channel over w.ch, which it keeps alive. */
     ret = nbd_client_handshake(&c->ch, export, creds, hostname, &c->info, &local_err);
-    g_mutex_lock(&w.lock);
+    tsan_g_mutex_lock(&w.lock);
     w.done = true;
     g_cond_signal(&w.cond);
-    g_mutex_unlock(&w.lock);
+    tsan_g_mutex_unlock(&w.lock);
     qemu_thread_join(&w.thread);
     if (w.fired && ret == 0) {
         ret = -ETIMEDOUT;       /* done at the deadline: the channel is shut, unusable */
@@ -318,15 +319,15 @@ void nbd_client_close(NbdClient *c)
     uint8_t h[NBD_REQUEST_SIZE];
     bool dead;
 
-    g_mutex_lock(&c->lock);
+    tsan_g_mutex_lock(&c->lock);
     dead = c->dead;
-    g_mutex_unlock(&c->lock);
+    tsan_g_mutex_unlock(&c->lock);
     if (!dead) {
         /* A soft disconnect: nothing is in flight (the layer's contract for close). */
         put_header(h, 0, NBD_CMD_DISC, 0, 0, 0);
-        g_mutex_lock(&c->send_lock);
+        tsan_g_mutex_lock(&c->send_lock);
         channel_write_all(c->ch, h, sizeof(h));
-        g_mutex_unlock(&c->send_lock);
+        tsan_g_mutex_unlock(&c->send_lock);
     }
     /* Queued bytes still leave before the FIN; the receiver then sees the end. */
     channel_shutdown(c->ch, CHANNEL_SHUT_BOTH);

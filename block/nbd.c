@@ -17,6 +17,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "qemu/option.h"
 #include "qemu/sockets.h"
 #include "io/channel.h"
@@ -153,14 +154,22 @@ static int nbd_after_write(BlockDriverState *bs, int ret, int flags)
 static void write_lock(BDRVNbdState *s, bool rmw)
 {
     if (s->info.min_block > 1) {
-        rmw ? g_rw_lock_writer_lock(&s->rmw_lock) : g_rw_lock_reader_lock(&s->rmw_lock);
+        if (rmw) {
+            tsan_g_rw_lock_writer_lock(&s->rmw_lock);
+        } else {
+            tsan_g_rw_lock_reader_lock(&s->rmw_lock);
+        }
     }
 }
 
 static void write_unlock(BDRVNbdState *s, bool rmw)
 {
     if (s->info.min_block > 1) {
-        rmw ? g_rw_lock_writer_unlock(&s->rmw_lock) : g_rw_lock_reader_unlock(&s->rmw_lock);
+        if (rmw) {
+            tsan_g_rw_lock_writer_unlock(&s->rmw_lock);
+        } else {
+            tsan_g_rw_lock_reader_unlock(&s->rmw_lock);
+        }
     }
 }
 

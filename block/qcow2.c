@@ -306,7 +306,7 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
     if (ret < 0) {
         return ret;
     }
-    g_rw_lock_reader_lock(&s->io_lock);
+    tsan_g_rw_lock_reader_lock(&s->io_lock);
     while (done < bytes) {
         uint64_t pos = offset + done;
         uint64_t in_off = pos & (s->cluster_size - 1);
@@ -335,7 +335,7 @@ static int qcow2_preadv(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         }
         done += n;
     }
-    g_rw_lock_reader_unlock(&s->io_lock);
+    tsan_g_rw_lock_reader_unlock(&s->io_lock);
     return ret;
 }
 
@@ -381,7 +381,7 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
     if (ret < 0) {
         return ret;
     }
-    g_rw_lock_reader_lock(&s->io_lock);
+    tsan_g_rw_lock_reader_lock(&s->io_lock);
     while (done < bytes) {
         uint64_t pos = offset + done;
         uint64_t in_off = pos & (s->cluster_size - 1);
@@ -438,7 +438,7 @@ static int qcow2_pwritev(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         }
         done += n;
     }
-    g_rw_lock_reader_unlock(&s->io_lock);
+    tsan_g_rw_lock_reader_unlock(&s->io_lock);
     if (ret == 0 && allocated && (flags & BDRV_REQ_FUA)) {
         ret = flush_all(s);
     }
@@ -548,7 +548,7 @@ static int zero_range(BDRVQcow2State *s, uint64_t first, uint64_t end, bool unma
     uint64_t span = s->cluster_size << s->l2_bits;
     int ret = 0;
 
-    g_rw_lock_writer_lock(&s->io_lock);
+    tsan_g_rw_lock_writer_lock(&s->io_lock);
     tsan_g_mutex_lock(&s->lock);
     for (uint64_t pos = first; pos < end && ret == 0;) {
         uint64_t next = MIN(end, QEMU_ALIGN_DOWN(pos, span) + span);
@@ -557,7 +557,7 @@ static int zero_range(BDRVQcow2State *s, uint64_t first, uint64_t end, bool unma
         pos = next;
     }
     tsan_g_mutex_unlock(&s->lock);
-    g_rw_lock_writer_unlock(&s->io_lock);
+    tsan_g_rw_lock_writer_unlock(&s->io_lock);
     return ret;
 }
 

@@ -54,4 +54,33 @@ static inline gboolean tsan_g_cond_wait_until(GCond *c, GMutex *m, gint64 end_ti
     return ret;
 }
 
+/*
+ * GLib's reader-writer lock, told to TSan as one lock: readers are
+ * ordered among themselves too, which hides nothing a reader may do
+ * (readers only read what the lock guards).
+ */
+static inline void tsan_g_rw_lock_reader_lock(GRWLock *l)
+{
+    g_rw_lock_reader_lock(l);
+    TSAN_ACQUIRE(l);
+}
+
+static inline void tsan_g_rw_lock_reader_unlock(GRWLock *l)
+{
+    TSAN_RELEASE(l);
+    g_rw_lock_reader_unlock(l);
+}
+
+static inline void tsan_g_rw_lock_writer_lock(GRWLock *l)
+{
+    g_rw_lock_writer_lock(l);
+    TSAN_ACQUIRE(l);
+}
+
+static inline void tsan_g_rw_lock_writer_unlock(GRWLock *l)
+{
+    TSAN_RELEASE(l);
+    g_rw_lock_writer_unlock(l);
+}
+
 #endif

@@ -450,8 +450,9 @@ static gpointer read_worker(gpointer opaque)
         int ret = blk_preadv(w->blk, w->base, &v, 1);
 
         if (ret < 0) {
-            w->fails++;
             w->last_error = ret;
+            /* Polled by the main thread before the join. */
+            __atomic_store_n(&w->fails, 1, __ATOMIC_RELEASE);
             break;
         }
     }
@@ -490,10 +491,11 @@ static void test_killed(void)
     server_stop(&s);
     /* Bounded: every reader is out within 10 s (a hang fails here, not at the timeout). */
     for (int i = 0; i < 4; i++) {
-        while (!w[i].fails && g_get_monotonic_time() - t0 < 10 * G_USEC_PER_SEC) {
+        while (!__atomic_load_n(&w[i].fails, __ATOMIC_ACQUIRE) &&
+               g_get_monotonic_time() - t0 < 10 * G_USEC_PER_SEC) {
             g_usleep(10 * 1000);
         }
-        g_assert_cmpint(w[i].fails, ==, 1);
+        g_assert_cmpint(__atomic_load_n(&w[i].fails, __ATOMIC_ACQUIRE), ==, 1);
         g_assert_cmpint(w[i].last_error, ==, -EIO);
         g_thread_join(t[i]);
     }

@@ -25,6 +25,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "qemu/bitmap.h"
 #include "block/mirror-int.h"
 #include "block-test.h"
@@ -56,6 +57,8 @@ static void bench_defer(void *opaque, void (*fn)(void *arg), void *arg)
     DeferredCall *c = g_new(DeferredCall, 1);
 
     *c = (DeferredCall){ fn, arg };
+    /* The queue hands @c and what the job wrote before to the "main loop". */
+    TSAN_RELEASE(c);
     g_async_queue_push(b->deferred, c);
 }
 
@@ -121,6 +124,7 @@ static void pump_until(Bench *b, const char *word)
 
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         if (c) {
+            TSAN_ACQUIRE(c);
             c->fn(c->arg);
             g_free(c);
         }
@@ -196,8 +200,8 @@ static void test_sparse(void)
     job = start(bl, blk, &o);
     pump_until(&b, "READY");
     /* Only the data: the job's progress and what the target's file holds. */
-    g_assert_cmpuint(job->offset, ==, total);
-    g_assert_cmpuint(job->len, ==, total);
+    g_assert_cmpuint(__atomic_load_n(&job->offset, __ATOMIC_SEQ_CST), ==, total);
+    g_assert_cmpuint(__atomic_load_n(&job->len, __ATOMIC_SEQ_CST), ==, total);
     g_assert_true(job_is_ready(job));
     /* job-complete would pivot: refused with a way out. */
     {
@@ -559,7 +563,7 @@ static void test_take_runs(void)
             if (s.ops[slot].end) {
                 break;
             }
-            g_mutex_lock(&s.lock);
+            tsan_g_mutex_lock(&s.lock);
             if (mirror_take_run_locked(&s, slot, &off, &bytes)) {
                 g_assert_cmpuint(off % 4096, ==, 0);
                 g_assert_cmpuint(bytes, <=, s.op_max);
@@ -569,7 +573,7 @@ static void test_take_runs(void)
                     g_assert_true(!test_bit(b, s.dirty) || chunk_held(&s, b));
                 }
             }
-            g_mutex_unlock(&s.lock);
+            tsan_g_mutex_unlock(&s.lock);
             break;
         default:
             if (s.ops[slot].end) {
@@ -632,7 +636,7 @@ static void test_refusals(void)
     g_assert_null(mirror_start(bl, "j", blk, blk_bs(blk), t0, &o, &err));
     assert_error(&err, "is busy");
     pump_until(&b, "READY");
-    g_assert_cmpuint(job->len, ==, 0);
+    g_assert_cmpuint(__atomic_load_n(&job->len, __ATOMIC_SEQ_CST), ==, 0);
     g_assert_true(job_user_cancel(job, true, &error_abort));
     pump_until(&b, "status:null");
     g_assert_nonnull(strstr(b.log->str, "CANCELLED"));
