@@ -45,6 +45,11 @@ uint64_t latency_hist_percentile_us(const LatencyHist *h, double pct)
     return max_us;
 }
 
+uint64_t latency_hist_sum_ns(const LatencyHist *h)
+{
+    return __atomic_load_n(&h->sum_ns, __ATOMIC_RELAXED);
+}
+
 uint64List *latency_hist_buckets(const LatencyHist *h)
 {
     uint64List *head = NULL, **tail = &head;

@@ -25,5 +25,12 @@ void latency_hist_record_ns(LatencyHist *h, uint64_t ns);
 uint64_t latency_hist_percentile_us(const LatencyHist *h, double pct);
 /* The buckets as a QAPI list. */
 uint64List *latency_hist_buckets(const LatencyHist *h);
+/*
+ * The sum of every wait recorded, in nanoseconds (Prometheus's _sum). Read
+ * apart from the buckets, it may count one sample more or fewer than they
+ * do while the recording thread runs, unless the reader holds the lock the
+ * recorder holds (postcopy's); once recording stops it is exact.
+ */
+uint64_t latency_hist_sum_ns(const LatencyHist *h);
 
 #endif

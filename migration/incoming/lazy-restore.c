@@ -616,6 +616,7 @@ void lazy_restore_fill_info(MigrationInfo *info)
     x->bytes_prefetched = __atomic_load_n(&lr.bytes_prefetched, __ATOMIC_RELAXED);
     x->time_to_resident_ms = __atomic_load_n(&lr.resident_ms, __ATOMIC_RELAXED);
     x->fault_latency_histogram = latency_hist_buckets(lat);
+    x->fault_latency_sum_ns = latency_hist_sum_ns(lat);
     x->fault_latency_p50_us = latency_hist_percentile_us(lat, 50);
     x->fault_latency_p99_us = latency_hist_percentile_us(lat, 99);
     x->fault_latency_max_us = __atomic_load_n(&lat->max_us, __ATOMIC_RELAXED);

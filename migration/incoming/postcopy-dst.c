@@ -452,6 +452,7 @@ void postcopy_dst_fill_info(MigrationInfo *info)
     x->pages_discarded = __atomic_load_n(&pc_dst.pages_discarded, __ATOMIC_RELAXED);
     tsan_g_mutex_lock(&pc_dst.lat_lock);
     x->request_latency_histogram = latency_hist_buckets(&pc_dst.lat);
+    x->request_latency_sum_ns = latency_hist_sum_ns(&pc_dst.lat);
     x->request_latency_p50_us = latency_hist_percentile_us(&pc_dst.lat, 50);
     x->request_latency_p99_us = latency_hist_percentile_us(&pc_dst.lat, 99);
     x->request_latency_max_us = pc_dst.lat.max_us;

@@ -502,6 +502,7 @@ XPostcopyInfo *rp_src_info(void)
     tsan_g_mutex_lock(&rp.lock);
     x->requests_answered = rp.served.count;
     x->request_latency_histogram = latency_hist_buckets(&rp.served);
+    x->request_latency_sum_ns = latency_hist_sum_ns(&rp.served);
     x->request_latency_p50_us = latency_hist_percentile_us(&rp.served, 50);
     x->request_latency_p99_us = latency_hist_percentile_us(&rp.served, 99);
     x->request_latency_max_us = rp.served.max_us;

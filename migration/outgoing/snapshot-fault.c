@@ -82,6 +82,7 @@ void snapshot_fault_fill_info(SnapFault *sf, XBackgroundSnapshotInfo *x)
     x->pages_out_of_order = __atomic_load_n(&sf->out_of_order, __ATOMIC_RELAXED);
     x->fault_latency_max_us = __atomic_load_n(&lat->max_us, __ATOMIC_RELAXED);
     x->fault_latency_histogram = latency_hist_buckets(lat);
+    x->fault_latency_sum_ns = latency_hist_sum_ns(lat);
     x->fault_latency_p50_us = latency_hist_percentile_us(lat, 50);
     x->fault_latency_p99_us = latency_hist_percentile_us(lat, 99);
 }

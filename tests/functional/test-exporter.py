@@ -12,7 +12,9 @@ state set with one state on), RAM bytes, progress, the predicted and the
 measured downtime phase by phase (the destination's too), the time
 left, and query-stats of each vCPU and of the VM. A background snapshot's write-fault latency
 histogram comes out as a Prometheus histogram whose buckets add up to
-query-migrate's (without _sum and _count: no sum is reported). A monitor
+query-migrate's, its _sum query-migrate's fault-latency-sum-ns in seconds
+and its _count the +Inf bucket; KVM's histograms in query-stats, which
+carry no sum, come without _sum and _count. A monitor
 nobody answers on is qemu_up 0. --libvirt exports a domain of a private
 libvirtd (tests/libvirt/lvenv.sh) through libvirt's monitor pass-through,
 before and after a migration.
@@ -180,6 +182,9 @@ class Scraped(unittest.TestCase):
         for line in ('# TYPE qemu_kvm_vcpu_halt_wait_seconds_total counter',
                      '# TYPE qemu_kvm_vcpu_halt_wait_hist_seconds histogram'):
             self.assertTrue(line in m.text, line)
+        # KVM reports no sum of a histogram's samples: none is made up.
+        self.assertTrue(m.matching('qemu_kvm_vcpu_halt_wait_hist_seconds_bucket', vm=vm))
+        self.assertFalse(m.matching('qemu_kvm_vcpu_halt_wait_hist_seconds_sum', vm=vm))
 
     def test_live_migration(self):
         uri = 'unix:' + os.path.join(self.tmpdir, 'mig.sock')
@@ -267,16 +272,24 @@ class Scraped(unittest.TestCase):
         info = src.wait_status(('completed', 'failed'))
         self.assertEqual(info['status'], 'completed')
         counts = info['x-background-snapshot']['fault-latency-histogram']
+        sum_ns = info['x-background-snapshot']['fault-latency-sum-ns']
         self.assertGreater(sum(counts), 0, 'the guest writes all the time: some faulted')
+        # Each fault is counted in the bucket of its whole microseconds, so
+        # the sum lies between the lower and the upper edges of the buckets.
+        low = sum(c * ((1 << (i - 1)) if i else 0) for i, c in enumerate(counts)) * 1000
+        high = sum(c * (1 << i) for i, c in enumerate(counts[:-1])) * 1000
+        self.assertGreaterEqual(sum_ns, low)
+        if not counts[-1]:
+            self.assertLess(sum_ns, high)
         m = exp.scrape()
         name = 'qemu_migration_snapshot_fault_latency_seconds'
         self.assertTrue('# TYPE %s histogram' % name in m.text, name)
         buckets = m.matching(name + '_bucket', vm='snap')
         self.assertEqual(len(buckets), len(counts))
         self.assertEqual(m.get(name + '_bucket', vm='snap', le='+Inf'), sum(counts))
-        # The binary reports no sum of the latencies: no _sum, so no _count
-        # either (the +Inf bucket is the count).
-        self.assertFalse(m.has(name + '_sum', vm='snap'))
+        # The sum is the binary's, in seconds; the count is the +Inf bucket.
+        self.assertEqual(m.get(name + '_sum', vm='snap'), sum_ns / 1e9)
+        self.assertEqual(m.get(name + '_count', vm='snap'), sum(counts))
         # Bucket i of ours holds [2^(i-1), 2^i) us: le=2^i us, cumulative.
         for i in range(len(counts) - 1):
             self.assertEqual(m.get(name + '_bucket', vm='snap', le=repr((1 << i) / 1e6)),

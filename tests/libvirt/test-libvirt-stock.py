@@ -402,9 +402,9 @@ class StockLibvirtTest(unittest.TestCase):
           USB controllers and a virtio balloon, which want a PCI bus microvm
           has not ("No PCI buses available");
         --xml xpath.delete=./clock: its <timer name='hpet' present='no'/>
-          becomes -no-hpet, which QEMU 7.2's microvm refuses, and its
-          <timer name='rtc' tickpolicy='catchup'/> -rtc driftfix=slew,
-          which this binary refuses (it has no RTC to slew);
+          becomes -no-hpet, which QEMU 7.2's microvm refuses (its
+          <timer name='rtc' tickpolicy='catchup'/>, -rtc driftfix=slew,
+          both binaries take: test-cmdline);
         --cpu ...,disable=arch-capabilities: as the README's domain (QEMU 7.2
           aborts setting that MSR on this kernel, and both run this XML)."""
         firmware = self.firmware_copy(name)

@@ -17,7 +17,8 @@
  * once the server caught up:
  *   - every fault and event reached its hook exactly once, every other
  *     message was dropped, each counter equals what the hooks returned, and
- *     the histogram holds one latency per served fault;
+ *     the histogram holds one latency per served fault, its sum (the
+ *     exporter's _sum) between its buckets' lower and upper edges;
  *   - every wake was followed by a wake hook that started after it;
  * once stop returned:
  *   - every message reached its hook once or was reported abandoned (stop's
@@ -298,6 +299,23 @@ static void t_check_always(TServer *t, const char *when)
     g_assert_cmpuint(st.wakes, <=, __atomic_load_n(&t->wake_runs, __ATOMIC_SEQ_CST));
 }
 
+/* Bucket b holds [2^(b-1), 2^b) whole us (b = 0: [0, 1)); the last one is open. */
+static void t_check_latency_sum(const LatencyHist *h)
+{
+    uint64_t low = 0, high = 0, sum = latency_hist_sum_ns(h);
+    bool open = false;
+
+    for (int b = 0; b < LATENCY_HIST_BUCKETS; b++) {
+        uint64_t n = __atomic_load_n(&h->hist[b], __ATOMIC_RELAXED);
+
+        low += n * (b ? 1000ULL << (b - 1) : 0);
+        high += n * (1000ULL << b);
+        open |= b == LATENCY_HIST_BUCKETS - 1 && n;
+    }
+    g_assert_cmpuint(sum, >=, low);
+    g_assert_true(open || sum <= high);
+}
+
 /* Counters equal to what the hooks returned (the server idle or joined). */
 static void t_check_counters(TServer *t, const UffdServerStats *st)
 {
@@ -309,6 +327,7 @@ static void t_check_counters(TServer *t, const UffdServerStats *st)
     g_assert_cmpuint(st->wakes, ==, t->wake_runs);
     g_assert_cmpuint(__atomic_load_n(&uffd_server_latency(&t->s)->count, __ATOMIC_RELAXED), ==,
                      st->served);
+    t_check_latency_sum(uffd_server_latency(&t->s));
 }
 
 /* Waits until the server handled every message and every wake, then checks it all. */
