@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Forwards to meson/ninja in build/; configures with defaults on first use.
 BUILD := build
-.PHONY: all check check-unit check-functional check-fuzz fuzz sweep interop-soak disk-soak demo bench clean distclean
+.PHONY: all check check-unit check-functional check-fuzz fuzz sweep interop-soak disk-soak storage-soak demo bench clean distclean
 FUZZ_SECONDS ?= 60
 SWEEP_MUTANTS ?= 10000
 SWEEP_SEED ?= 1
@@ -45,6 +45,11 @@ interop-soak: all
 DISK_SOAK_HOPS ?= 200
 disk-soak: all
 	./scripts/disk-soak --build $(BUILD) --hops $(DISK_SOAK_HOPS)
+
+# A writing guest moved with its disk (NBD + mirror), STORAGE_SOAK_HOPS times (issue 40: 100).
+STORAGE_SOAK_HOPS ?= 100
+storage-soak: all
+	./scripts/storage-soak --build $(BUILD) --hops $(STORAGE_SOAK_HOPS)
 
 demo: all
 	./scripts/demo

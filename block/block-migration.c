@@ -73,12 +73,23 @@ static bool block_handover_release(void *opaque, Error **errp)
     return true;
 }
 
-/* A no-op while every image is active (the contract: 'cont' calls it every time). */
+/*
+ * Nothing to reload while every image is active (the contract: 'cont'
+ * calls it every time), but the layer leaves -incoming here in any case.
+ */
 static bool block_handover_take(void *opaque, Error **errp)
 {
     BlockLayer *bl = opaque;
 
     if (!block_any_inactive(bl)) {
+        /*
+         * Every image is ours already (a storage migration's destination:
+         * nbd-server-add activated its exported disk), yet the layer must
+         * leave -incoming all the same, or every node opened from now on
+         * opens inactive: the next storage migration's mirror target was
+         * refused as "not writable" (scripts/storage-soak, hop 2).
+         */
+        bl->incoming = false;
         return true;
     }
     if (bdrv_activate_all(bl, errp) < 0) {
