@@ -46,6 +46,28 @@ char *qemu_chr_filename(Chardev *chr)
     g_assert_not_reached();
 }
 
+/*
+ * telnet=on: QEMU speaks telnet on such a socket (it offers to echo and to
+ * suppress go-ahead, and strips what the client negotiates from the
+ * guest's input). Ours is a raw socket: a telnet client's negotiation
+ * bytes would reach the guest as input, so it is refused, not half done.
+ */
+#define TELNET_REFUSED "telnet=on is not supported by this build; use a raw socket"
+
+static bool chr_refuse_telnet(QemuOpts *opts, Error **errp)
+{
+    bool telnet = false;
+
+    if (!qemu_opt_get_bool(opts, "telnet", false, &telnet, errp)) {
+        return false;
+    }
+    if (telnet) {
+        error_setg(errp, TELNET_REFUSED);
+        return false;
+    }
+    return true;
+}
+
 static Chardev *chr_open_stdio(const char *label, Error **errp)
 {
     Chardev *chr;
@@ -118,6 +140,10 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
     if (strstart(spec, "file:", &rest)) {
         return chr_open_file(label, rest, false, errp);
     }
+    if (strstart(spec, "telnet:", &rest)) {
+        error_setg(errp, TELNET_REFUSED " (tcp:%s)", rest);
+        return NULL;
+    }
     if (strstart(spec, "unix:", &rest) || strstart(spec, "tcp:", &rest)) {
         bool is_unix = spec[0] == 'u';
         g_autofree char *addr = NULL;
@@ -134,7 +160,8 @@ Chardev *qemu_chr_new(const char *label, const char *spec, Error **errp)
             }
         }
         /* QEMU's legacy syntax: a bare unix:/tcp: is a client unless server is given. */
-        if (opts && !socket_spec_from_opts(opts, &ss, false, errp)) {
+        if (opts && (!chr_refuse_telnet(opts, errp) ||
+                     !socket_spec_from_opts(opts, &ss, false, errp))) {
             qemu_opts_del(opts);
             return NULL;
         }
@@ -172,7 +199,7 @@ Chardev *qemu_chr_new_from_opts(QemuOpts *opts, Error **errp)
     int log_fd = -1;
     Chardev *chr;
 
-    if (!qemu_opts_check_known(opts, known, errp) ||
+    if (!qemu_opts_check_known(opts, known, errp) || !chr_refuse_telnet(opts, errp) ||
         !qemu_opt_get_bool(opts, "logappend", false, &logappend, errp)) {
         return NULL;
     }

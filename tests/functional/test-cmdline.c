@@ -82,6 +82,13 @@ static const BadCase bad_cases[] = {
     /* -audiodev is keyval in QEMU 7.2: its short-form booleans are errors, not warnings. */
     { "-audiodev none,id=a0,in.mixing-engine -kernel %s",
       "-audiodev none,id=a0,in.mixing-engine: Expected '=' after parameter 'in.mixing-engine'" },
+    /* QEMU would speak telnet on these; ours are raw sockets, so they are refused. */
+    { "-chardev socket,id=c0,host=127.0.0.1,port=0,server=on,wait=off,telnet=on -kernel %s",
+      "telnet=on is not supported by this build; use a raw socket" },
+    { "-serial tcp:127.0.0.1:0,server,nowait,telnet -kernel %s",
+      "telnet=on is not supported by this build; use a raw socket" },
+    { "-serial telnet:127.0.0.1:0,server=on,wait=off -kernel %s",
+      "telnet=on is not supported by this build; use a raw socket (tcp:127.0.0.1:0," },
 };
 
 static void test_bad_cmdline(gconstpointer data)
