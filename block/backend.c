@@ -33,6 +33,7 @@ BlockBackend *blk_new(BlockLayer *bl, const char *name, BlockDriverState *root)
     pthread_rwlockattr_init(&attr);
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&blk->hook_lock, &attr);
+    pthread_rwlock_init(&blk->root_lock, &attr);
     pthread_rwlockattr_destroy(&attr);
     g_ptr_array_add(bl->backends, blk);
     return blk;
@@ -45,6 +46,7 @@ void blk_free(BlockBackend *blk)
     bdrv_unref(blk->root);
     g_mutex_clear(&blk->stats_lock);
     pthread_rwlock_destroy(&blk->hook_lock);
+    pthread_rwlock_destroy(&blk->root_lock);
     g_free(blk->name);
     g_free(blk->dev_name);
     g_free(blk->if_name);
@@ -239,11 +241,14 @@ int blk_preadv(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int 
 {
     uint64_t bytes = iov_size(iov, niov);
     int64_t t0 = get_clock_ns();
-    int ret = blk_check(blk, false);
+    int ret;
 
+    pthread_rwlock_rdlock(&blk->root_lock);
+    ret = blk_check(blk, false);
     if (ret == 0) {
         ret = bdrv_preadv(blk->root, offset, bytes, iov, niov);
     }
+    pthread_rwlock_unlock(&blk->root_lock);
     blk_account(blk, BLOCK_ACCT_READ, bytes, get_clock_ns() - t0, ret < 0);
     return ret;
 }
@@ -316,18 +321,49 @@ BlockBackend *blk_find(BlockLayer *bl, const char *name)
 
 BlockDriverState *blk_bs(BlockBackend *blk)
 {
-    return blk->root;
+    return __atomic_load_n(&blk->root, __ATOMIC_ACQUIRE);
+}
+
+void blk_requests_quiesce(BlockBackend *blk)
+{
+    pthread_rwlock_wrlock(&blk->root_lock);
+}
+
+void blk_requests_resume(BlockBackend *blk)
+{
+    pthread_rwlock_unlock(&blk->root_lock);
+}
+
+bool blk_replace_root(BlockBackend *blk, BlockDriverState *bs, Error **errp)
+{
+    BlockDriverState *old = blk->root;
+
+    bs->refcnt++;
+    /* Release: a lock-free reader (blk_getlength) sees the node whole. */
+    __atomic_store_n(&blk->root, bs, __ATOMIC_RELEASE);
+    /* The drive's write lock moves from the old image to the new one. */
+    if (!bdrv_refresh_perms(blk->bl, errp)) {
+        __atomic_store_n(&blk->root, old, __ATOMIC_RELEASE);
+        bs->refcnt--;
+        return false;
+    }
+    bdrv_unref(old);
+    return true;
 }
 
 int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int niov,
                 int flags)
 {
     uint64_t bytes = iov_size(iov, niov);
-    BdrvNode *n = bdrv_node(blk->root);
     int64_t t0 = get_clock_ns();
-    int ret = blk_check(blk, true);
-    bool reached = ret == 0;
+    BdrvNode *n;
+    bool reached;
+    int ret;
 
+    pthread_rwlock_rdlock(&blk->root_lock);
+    n = bdrv_node(blk->root);
+    ret = blk_check(blk, true);
+    reached = ret == 0;
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         /* detect-zeroes: a zero write costs no data copy, and may free space. */
@@ -343,6 +379,7 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
         }
     }
     blk_write_end(blk, BLK_HOOK_WRITE, offset, bytes, iov, niov, reached, ret);
+    pthread_rwlock_unlock(&blk->root_lock);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -353,14 +390,18 @@ int blk_pwritev(BlockBackend *blk, uint64_t offset, const struct iovec *iov, int
 int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int flags)
 {
     int64_t t0 = get_clock_ns();
-    int ret = blk_check(blk, true);
-    bool reached = ret == 0;
+    bool reached;
+    int ret;
 
+    pthread_rwlock_rdlock(&blk->root_lock);
+    ret = blk_check(blk, true);
+    reached = ret == 0;
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pwrite_zeroes(blk->root, offset, bytes, flags);
     }
     blk_write_end(blk, BLK_HOOK_ZEROES, offset, bytes, NULL, 0, reached, ret);
+    pthread_rwlock_unlock(&blk->root_lock);
     blk_account(blk, BLOCK_ACCT_WRITE, bytes, get_clock_ns() - t0, ret < 0);
     if (ret == 0) {
         blk_account_write_end(blk, offset + bytes);
@@ -371,14 +412,18 @@ int blk_pwrite_zeroes(BlockBackend *blk, uint64_t offset, uint64_t bytes, int fl
 int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes)
 {
     int64_t t0 = get_clock_ns();
-    int ret = blk_check(blk, true);
-    bool reached = ret == 0;
+    bool reached;
+    int ret;
 
+    pthread_rwlock_rdlock(&blk->root_lock);
+    ret = blk_check(blk, true);
+    reached = ret == 0;
     pthread_rwlock_rdlock(&blk->hook_lock);
     if (ret == 0) {
         ret = bdrv_pdiscard(blk->root, offset, bytes);
     }
     blk_write_end(blk, BLK_HOOK_DISCARD, offset, bytes, NULL, 0, reached, ret);
+    pthread_rwlock_unlock(&blk->root_lock);
     blk_account(blk, BLOCK_ACCT_DISCARD, bytes, get_clock_ns() - t0, ret < 0);
     return ret;
 }
@@ -386,11 +431,14 @@ int blk_pdiscard(BlockBackend *blk, uint64_t offset, uint64_t bytes)
 int blk_flush(BlockBackend *blk)
 {
     int64_t t0 = get_clock_ns();
-    int ret = blk_check(blk, false);
+    int ret;
 
+    pthread_rwlock_rdlock(&blk->root_lock);
+    ret = blk_check(blk, false);
     if (ret == 0) {
         ret = bdrv_flush(blk->root);
     }
+    pthread_rwlock_unlock(&blk->root_lock);
     blk_account(blk, BLOCK_ACCT_FLUSH, 0, get_clock_ns() - t0, ret < 0);
     return ret;
 }
@@ -398,19 +446,25 @@ int blk_flush(BlockBackend *blk)
 int blk_block_status(BlockBackend *blk, uint64_t offset, uint64_t bytes, uint64_t *pnum,
                      unsigned *status)
 {
-    int ret = blk_check(blk, false);
+    int ret;
 
-    return ret < 0 ? ret : bdrv_block_status(blk->root, offset, bytes, pnum, status);
+    pthread_rwlock_rdlock(&blk->root_lock);
+    ret = blk_check(blk, false);
+    if (ret == 0) {
+        ret = bdrv_block_status(blk->root, offset, bytes, pnum, status);
+    }
+    pthread_rwlock_unlock(&blk->root_lock);
+    return ret;
 }
 
 int64_t blk_getlength(BlockBackend *blk)
 {
-    return bdrv_getlength(blk->root);
+    return bdrv_getlength(blk_bs(blk));
 }
 
 bool blk_is_read_only(BlockBackend *blk)
 {
-    return blk->root->read_only;
+    return blk_bs(blk)->read_only;
 }
 
 bool blk_enable_write_cache(BlockBackend *blk)

@@ -83,7 +83,12 @@ typedef enum BlockIOStatus {
 struct BlockBackend {
     BlockLayer *bl;
     char *name;                     /* the -drive id, or "" (fixed) */
-    BlockDriverState *root;         /* holds a reference (fixed) */
+    /*
+     * Holds a reference. Changed only by blk_replace_root (BQL, with
+     * root_lock held for writing: a mirror's pivot); requests read it
+     * under root_lock, lock-free readers with an acquire load (blk_bs).
+     */
+    BlockDriverState *root;
     char *dev_name;                 /* the device that took it, or NULL (BQL) */
     unsigned perm;                  /* BLK_PERM_* its device asked for (BQL) */
     bool anonymous;                 /* made by blk_attach on a node name: freed at detach */
@@ -101,6 +106,12 @@ struct BlockBackend {
      */
     pthread_rwlock_t hook_lock;
     const BlkWriteHook *write_hook; /* hook_lock */
+    /*
+     * Every request holds it for reading from its first look at root to
+     * its end (before hook_lock, for writes); the writer side quiesces
+     * the drive so that root can change under no request.
+     */
+    pthread_rwlock_t root_lock;
 };
 
 /* ---- block.c ---- */

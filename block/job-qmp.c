@@ -283,7 +283,7 @@ bool qmp_blockdev_mirror(const BlockdevMirror *arg, Error **errp)
         return false;
     }
     if (arg->replaces) {
-        error_setg(errp, "Parameter 'replaces' is not supported (no pivot to the target)");
+        error_setg(errp, "Parameter 'replaces' is not supported (job-complete switches the source's drive only)");
         return false;
     }
     id = default_job_id(blk, arg->job_id, errp);
@@ -313,7 +313,7 @@ bool qmp_drive_mirror(const DriveMirror *arg, Error **errp)
         return false;
     }
     if (arg->replaces) {
-        error_setg(errp, "Parameter 'replaces' is not supported (no pivot to the target)");
+        error_setg(errp, "Parameter 'replaces' is not supported (job-complete switches the source's drive only)");
         return false;
     }
     if (arg->node_name && bdrv_find_node(bl, arg->node_name)) {

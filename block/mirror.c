@@ -443,18 +443,49 @@ static int mirror_run(Job *job, Error **errp)
     return r;
 }
 
+/*
+ * job-complete: the drive switches to the target (QEMU's pivot), the
+ * guest running. The drive's requests stop (reads too: they would read
+ * the old node), the job copies what is dirty and flushes (the park the
+ * switchover uses), the drive's node becomes the target and the hook
+ * goes; the requests go on against the target, and the job, told to
+ * complete, ends with nothing left to copy. BQL.
+ */
 static bool mirror_complete(Job *job, Error **errp)
 {
-    /*
-     * QEMU's complete switches the drive to the target (a pivot). Here a
-     * backend's node is fixed while its device runs requests; the
-     * migration's way out is block-job-cancel once ready, which ends the
-     * job with the target a copy of the disk and the drive untouched.
-     */
-    error_setg(errp, "Job '%s': switching the drive to the mirror's target is not "
-               "supported; use block-job-cancel after BLOCK_JOB_READY to end the "
-               "mirror with the target in sync", job->id);
-    return false;
+    MirrorState *s = job->opaque;
+    bool busy;
+
+    if (!s->blk) {
+        error_setg(errp, "Job '%s': node '%s' is no drive's, so no drive can switch to "
+                   "'%s'; use block-job-cancel after BLOCK_JOB_READY", job->id,
+                   s->source->node_name, s->target->node_name);
+        return false;
+    }
+    tsan_g_mutex_lock(&s->lock);
+    busy = s->park_req;
+    tsan_g_mutex_unlock(&s->lock);
+    if (busy) {
+        error_setg(errp, "Job '%s' is held for a migration's switchover", job->id);
+        return false;
+    }
+    blk_requests_quiesce(s->blk);
+    if (mirror_drain(job, errp) < 0) {
+        blk_requests_resume(s->blk);
+        mirror_resume(job);
+        return false;
+    }
+    if (!blk_replace_root(s->blk, s->target, errp)) {
+        blk_requests_resume(s->blk);
+        mirror_resume(job);
+        return false;
+    }
+    /* No request is in flight: the hook's lock is free. */
+    blk_set_write_hook(s->blk, NULL);
+    s->hooked = false;
+    blk_requests_resume(s->blk);
+    mirror_resume(job);
+    return true;
 }
 
 static void mirror_free(Job *job)

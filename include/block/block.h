@@ -292,6 +292,19 @@ int blk_set_write_hook(BlockBackend *blk, const BlkWriteHook *hook);
  */
 void blk_writes_quiesce(BlockBackend *blk);
 void blk_writes_resume(BlockBackend *blk);
+/*
+ * Every new request of @blk (reads too) waits, and the call returns once
+ * none is in flight, until blk_requests_resume(). BQL; never from a
+ * thread that issues requests on @blk.
+ */
+void blk_requests_quiesce(BlockBackend *blk);
+void blk_requests_resume(BlockBackend *blk);
+/*
+ * With its requests quiesced: @bs becomes the drive's node (a mirror's
+ * pivot to its target), and the image locks follow. BQL. On failure
+ * nothing changed.
+ */
+bool blk_replace_root(BlockBackend *blk, BlockDriverState *bs, Error **errp);
 /* The backend named @name (a -drive id), else the one on the node named @name, else NULL. */
 BlockBackend *blk_find(BlockLayer *bl, const char *name);
 BlockDriverState *blk_bs(BlockBackend *blk);

@@ -12,7 +12,9 @@ answer in QEMU's shape; the guest writes on while the job is ready; then
 the VM stops and block-job-cancel ends the job with BLOCK_JOB_COMPLETED
 (a ready mirror's cancel, as QEMU reports it). The target then equals the
 source (qemu-img compare) and passes the host's check of every
-acknowledged write. sync=top between two qcow2 overlays of one base
+acknowledged write. job-complete instead switches the drive to the
+target under the writing guest (a pivot), which then holds every write.
+sync=top between two qcow2 overlays of one base
 copies only the overlay's data (qemu-img map of the target).
 
 Environment: QTEST_QEMU_BINARY, VMTEST_FIRMWARE, VMTEST_DEADLINE.
@@ -64,9 +66,10 @@ class Mirror(BlkGuestCase):
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
-    def mirror_writing(self, fmt, start, copy_mode=None):
+    def mirror_writing(self, fmt, start, copy_mode=None, pivot=False):
         """A writing guest on a @fmt image mirrored by @start(vm, target
-        path); ready, written on, stopped, cancelled: the target checked."""
+        path); ready, written on, stopped, cancelled: the target checked.
+        With @pivot, job-complete instead, the guest running."""
         src_img = self.image('src-%s-%s' % (fmt, copy_mode), N, fmt)
         dst_img = self.image('dst-%s-%s' % (fmt, copy_mode), N, fmt)
         vm = self.blk_vm('m-%s' % fmt, src_img, WRITING)
@@ -91,9 +94,8 @@ class Mirror(BlkGuestCase):
         hmp = vm.qmp.hmp('info block-jobs')
         self.assertRegex(hmp, r'^Type mirror, device m0: Completed \d+ of \d+ bytes, '
                          r'speed limit 0 bytes/s')
-        # A pivot is refused with the way out.
-        err = vm.qmp.request('job-complete', {'id': 'm0'})
-        self.assertIn('block-job-cancel', err['error']['desc'], err)
+        if pivot:
+            return self.pivot_writing(vm, src_img, dst_img, fmt)
 
         # Ready, and the guest writes on: the job follows.
         self.wait_stats(vm, 2)
@@ -130,6 +132,33 @@ class Mirror(BlkGuestCase):
             self.assertGreater(job['offset'], 0, job)
             vm.qmp.cmd('block-job-set-speed', device='m0', speed=0)
         self.mirror_writing('raw', start)
+
+    def pivot_writing(self, vm, src_img, dst_img, fmt):
+        """job-complete of a ready mirror under a writing guest: the drive
+        switches to the target (query-block names it), the guest writes on
+        there, and the target alone holds every acknowledged write."""
+        vm.qmp.cmd('job-complete', id='m0')
+        done = self.wait_event(vm, 'BLOCK_JOB_COMPLETED')
+        self.assertNotIn('error', done, done)
+        self.assertEqual(done['offset'], done['len'], done)
+        inserted = [b['inserted'] for b in vm.qmp.cmd('query-block') if b['device'] == 'd0']
+        self.assertEqual(inserted[0]['file'], dst_img, inserted)
+        self.assertEqual(inserted[0]['node-name'], 't0', inserted)
+        # Its drive's write lock moved with it: qemu-img may read the old image now.
+        p = subprocess.run(['qemu-img', 'info', '-f', fmt, src_img], capture_output=True,
+                           text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.wait_stats(vm, 2)
+        self.stop_and_check(vm, dst_img, N)
+
+    def test_blockdev_mirror_pivot(self):
+        """blockdev-mirror, then job-complete (virsh blockcopy --pivot)."""
+        def start(vm, dst):
+            vm.qmp.cmd('blockdev-add', **{'driver': 'raw', 'node-name': 't0',
+                                          'file': {'driver': 'file', 'filename': dst}})
+            vm.qmp.cmd('blockdev-mirror', **{'job-id': 'm0', 'device': 'd0',
+                                             'target': 't0', 'sync': 'full'})
+        self.mirror_writing('raw', start, pivot=True)
 
     def test_blockdev_mirror_qcow2_write_blocking(self):
         def start(vm, dst):

@@ -203,13 +203,6 @@ static void test_sparse(void)
     g_assert_cmpuint(__atomic_load_n(&job->offset, __ATOMIC_SEQ_CST), ==, total);
     g_assert_cmpuint(__atomic_load_n(&job->len, __ATOMIC_SEQ_CST), ==, total);
     g_assert_true(job_is_ready(job));
-    /* job-complete would pivot: refused with a way out. */
-    {
-        Error *err = NULL;
-
-        g_assert_false(job_user_complete(job, &err));
-        assert_error(&err, "use block-job-cancel");
-    }
     g_assert_true(job_user_cancel(job, false, &error_abort));
     pump_until(&b, "status:null");
     g_assert_cmpstr(b.log->str, ==,
@@ -597,6 +590,148 @@ static void test_take_runs(void)
     g_free(s.dirty);
 }
 
+/* ---- job-complete: the drive switches to the target under its writers ---- */
+
+/* A writer that owns [base, base + size) and keeps what it wrote there in @model. */
+typedef struct PivotWriter {
+    BlockBackend *blk;
+    uint64_t base, size;
+    uint8_t *model;
+    uint32_t seed;
+    bool stop;                      /* atomic: the test thread sets it */
+    unsigned writes;                /* atomic: read while it runs */
+} PivotWriter;
+
+static gpointer pivot_writer(gpointer arg)
+{
+    PivotWriter *w = arg;
+    GRand *r = g_rand_new_with_seed(w->seed);
+    g_autofree uint8_t *buf = g_malloc(64 * 1024);
+
+    while (!__atomic_load_n(&w->stop, __ATOMIC_SEQ_CST)) {
+        uint64_t len = 512 * g_rand_int_range(r, 1, 129);
+        uint64_t off = 512 * (uint64_t)g_rand_int_range(r, 0, (w->size - len) / 512 + 1);
+
+        fill(buf, len, g_rand_int(r));
+        g_assert_cmpint(rw(w->blk, true, w->base + off, buf, len, 0), ==, 0);
+        /* Read back at once: a read must never see the other node's older bytes. */
+        g_assert_cmpint(rw(w->blk, false, w->base + off, w->model + off, len, 0), ==, 0);
+        g_assert_cmpmem(w->model + off, len, buf, len);
+        __atomic_fetch_add(&w->writes, 1, __ATOMIC_SEQ_CST);
+        g_usleep(300);
+    }
+    g_rand_free(r);
+    return NULL;
+}
+
+static void test_pivot(void)
+{
+    g_autofree char *src = make_image("pivot-src.img", 64 * MIB);
+    g_autofree char *dst = make_image("pivot-dst.img", 64 * MIB);
+    g_autofree uint8_t *init = g_malloc(MIB);
+    g_autofree char *data = NULL;
+    BlockBackend *blk;
+    BlockLayer *bl = open_pair(src, dst, &blk);
+    BlockDriverState *t0 = bdrv_find_node(bl, "t0");
+    PivotWriter w[2];
+    GThread *t[2];
+    unsigned before[2];
+    MirrorOptions o;
+    gsize len;
+    Bench b = { 0 };
+    Job *job;
+
+    bench_init(&b, bl);
+    for (uint64_t off = 0; off < 64 * MIB; off += MIB) {
+        fill(init, MIB, off);
+        g_assert_cmpint(rw(blk, true, off, init, MIB, 0), ==, 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        /* The second one a hot spot, its chunks dirtied again while being copied. */
+        w[i] = (PivotWriter){ .blk = blk, .base = i ? 32 * MIB : 0,
+                              .size = i ? 512 * 1024 : 8 * MIB, .seed = 7 + i };
+        w[i].model = g_malloc(w[i].size);
+        for (uint64_t off = 0; off < w[i].size; off += MIB) {
+            fill(init, MIB, w[i].base + off);
+            memcpy(w[i].model + off, init, MIN(MIB, w[i].size - off));
+        }
+        t[i] = g_thread_new("writer", pivot_writer, &w[i]);
+    }
+    mirror_options_init(&o);
+    o.granularity = 64 * 1024;
+    job = start(bl, blk, &o);
+    pump_until(&b, "READY");
+    g_usleep(100 * 1000);           /* ready, and still written */
+    g_assert_true(job_user_complete(job, &error_abort));
+    g_assert_true(blk_bs(blk) == t0);
+    for (int i = 0; i < 2; i++) {
+        before[i] = __atomic_load_n(&w[i].writes, __ATOMIC_SEQ_CST);
+    }
+    g_usleep(100 * 1000);           /* written on, through the target now */
+    for (int i = 0; i < 2; i++) {
+        __atomic_store_n(&w[i].stop, true, __ATOMIC_SEQ_CST);
+        g_thread_join(t[i]);
+        g_assert_cmpuint(w[i].writes, >, before[i]);
+    }
+    pump_until(&b, "status:null");
+    g_assert_nonnull(strstr(b.log->str, "COMPLETED"));
+    g_assert_null(b.error);
+    /* The drive's write lock went with it: the old node can be dropped. */
+    block_layer_free(bl);
+    bench_free(&b);
+    /* The target holds every write, before and after the switch; the rest is as filled. */
+    g_assert_true(g_file_get_contents(dst, &data, &len, NULL));
+    g_assert_cmpuint(len, ==, 64 * MIB);
+    for (uint64_t off = 0; off < 64 * MIB; off += MIB) {
+        fill(init, MIB, off);
+        for (int i = 0; i < 2; i++) {
+            if (off >= w[i].base && off < w[i].base + w[i].size) {
+                uint64_t n = MIN(MIB, w[i].base + w[i].size - off);
+
+                memcpy(init, w[i].model + (off - w[i].base), n);
+            }
+        }
+        g_assert_cmpmem(data + off, MIB, init, MIB);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_free(w[i].model);
+    }
+}
+
+/* A mirror of a node no drive uses has no drive to switch: refused, the job goes on. */
+static void test_pivot_without_drive(void)
+{
+    g_autofree char *src = make_image("nodrive-src.img", 4 * MIB);
+    g_autofree char *dst = make_image("nodrive-dst.img", 4 * MIB);
+    g_autofree char *opt = g_strdup_printf("driver=raw,node-name=s0,file.driver=file,"
+                                           "file.filename=%s", src);
+    g_autofree char *t = g_strdup_printf("driver=raw,node-name=t0,file.driver=file,"
+                                         "file.filename=%s", dst);
+    BlockLayer *bl = block_layer_new();
+    MirrorOptions o;
+    Error *err = NULL;
+    Bench b = { 0 };
+    Job *job;
+
+    bench_init(&b, bl);
+    g_assert_true(blockdev_parse(bl, opt, &error_abort));
+    g_assert_true(blockdev_parse(bl, t, &error_abort));
+    mirror_options_init(&o);
+    g_assert_false(job_user_complete(job = mirror_start(bl, "job0", NULL,
+                                                        bdrv_find_node(bl, "s0"),
+                                                        bdrv_find_node(bl, "t0"), &o,
+                                                        &error_abort), &err));
+    assert_error(&err, "cannot be completed");
+    pump_until(&b, "READY");
+    g_assert_false(job_user_complete(job, &err));
+    assert_error(&err, "no drive can switch");
+    g_assert_true(job_user_cancel(job, false, &error_abort));
+    pump_until(&b, "status:null");
+    g_assert_nonnull(strstr(b.log->str, "COMPLETED"));
+    block_layer_free(bl);
+    bench_free(&b);
+}
+
 /* ---- Refusals ---- */
 
 static void test_refusals(void)
@@ -654,6 +789,8 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/cancel-before-ready", test_cancel_before_ready);
     g_test_add_func("/mirror/target-error", test_target_error);
     g_test_add_func("/mirror/refusals", test_refusals);
+    g_test_add_func("/mirror/pivot", test_pivot);
+    g_test_add_func("/mirror/pivot-without-drive", test_pivot_without_drive);
     g_test_add_func("/mirror/switchover", test_switchover);
     g_test_add_func("/mirror/take-runs", test_take_runs);
     g_test_add_func("/mirror/switchover-target-error", test_switchover_target_error);
