@@ -25,8 +25,9 @@ virsh reboot and virsh shutdown go through the firmware's power button
 (system_powerdown; for reboot then system_reset and cont).
 A second domain has a qcow2 disk made by qemu-img (<disk type='file'
 device='disk'>, bus virtio) that the blkverify firmware writes through
-start and live migrations both ways; qemu-img check and the host's check
-of every acknowledged write follow. Storage moves with --copy-storage-all
+start and live migrations both ways, then virsh blockcopy --pivot (ours)
+into a copy it writes on; qemu-img check and the host's check of every
+acknowledged write follow. Storage moves with --copy-storage-all
 (an empty image on the destination) and --copy-storage-inc (overlays of
 one base on both sides: the base reads through, none of it copied), and
 with --tls (the NBD server and client node given credentials). The same
@@ -381,7 +382,7 @@ class LibvirtTest(unittest.TestCase):
                        check=True, timeout=DEADLINE)
         self.assertEqual(host_check(raw, DISK_SECTORS, int(last['acked_gen'])), [])
 
-    def run_disk_domain(self, name, emulator):
+    def run_disk_domain(self, name, emulator, pivot=False):
         """A qcow2 disk written through start and live migrations both ways."""
         serial = os.path.join(self.tmp, name + '.serial')
         xml = os.path.join(self.tmp, name + '.xml')
@@ -407,6 +408,19 @@ class LibvirtTest(unittest.TestCase):
                 self.assertEqual(self.virsh('domstate', name, uri=to).strip(), 'running')
                 last = self.wait_more_stats(serial, 2)
                 self.assertGreater(int(last['writes']), before, 'the destination writes on')
+            if pivot:
+                # virsh blockcopy --pivot: the mirror, then job-complete; the
+                # guest writes on into the copy, which alone is checked.
+                copy = os.path.join(self.tmp, name + '-copy.qcow2')
+                subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', copy,
+                                str(DISK_SECTORS * 512)], check=True, timeout=DEADLINE)
+                before = int(self.stats(serial)[-1]['writes'])
+                self.virsh('blockcopy', name, 'vda', copy, '--reuse-external', '--format',
+                           'qcow2', '--transient-job', '--wait', '--pivot')
+                self.assertIn(copy, self.virsh('domblklist', name))
+                last = self.wait_more_stats(serial, 2)
+                self.assertGreater(int(last['writes']), before, 'the guest writes on')
+                disk = copy
             self.virsh('suspend', name)
             last = self.stats(serial)[-1]
             self.virsh('destroy', name)
@@ -545,7 +559,7 @@ class LibvirtTest(unittest.TestCase):
     # (version 1) unless told otherwise, which libvirt's XML cannot say and
     # the firmware's driver does not speak.
     def test_disk_domain_ours(self):
-        self.run_disk_domain('disk-ours', QEMU)
+        self.run_disk_domain('disk-ours', QEMU, pivot=True)
 
     def test_domain_ours(self):
         self.run_domain('ours', QEMU)
