@@ -18,6 +18,25 @@ static BlockLayer *machine_block(void)
     return current_machine ? current_machine->block : NULL;
 }
 
+/* qcow2's members, present or not by version as QEMU 7.2 gives them. */
+static ImageInfoSpecific *format_specific(const BdrvFormatInfo *fi)
+{
+    ImageInfoSpecific *spec = g_new0(ImageInfoSpecific, 1);
+    ImageInfoSpecificQCow2 *q = g_new0(ImageInfoSpecificQCow2, 1);
+    bool v3 = !strcmp(fi->compat, "1.1");
+
+    q->compat = g_strdup(fi->compat);
+    q->compression_type = g_strdup(fi->compression_type);
+    q->refcount_bits = fi->refcount_bits;
+    q->has_lazy_refcounts = q->has_corrupt = q->has_extended_l2 = v3;
+    q->lazy_refcounts = fi->lazy_refcounts;
+    q->corrupt = fi->corrupt;
+    q->extended_l2 = fi->extended_l2;
+    spec->type = g_strdup("qcow2");
+    spec->data = q;
+    return spec;
+}
+
 static BlockDeviceInfo *node_info(BlockDriverState *bs, bool writeback)
 {
     BlockDeviceInfo *info = g_new0(BlockDeviceInfo, 1);
@@ -57,6 +76,19 @@ static BlockDeviceInfo *node_info(BlockDriverState *bs, bool writeback)
         }
     }
     image->backing_filename = g_strdup(info->backing_file);
+    if (bs->drv->get_info) {
+        BdrvFormatInfo fi = { 0 };
+
+        bs->drv->get_info(bs, &fi);
+        image->dirty_flag = fi.dirty;
+        if (fi.cluster_size) {
+            image->has_cluster_size = true;
+            image->cluster_size = fi.cluster_size;
+        }
+        if (fi.compat) {
+            image->format_specific = format_specific(&fi);
+        }
+    }
     info->image = image;
     return info;
 }

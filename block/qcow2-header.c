@@ -13,6 +13,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
+#include "qemu/tsan.h"
 #include "block/qcow2-int.h"
 
 int qcow2_probe(const uint8_t *buf, size_t len)
@@ -352,4 +353,23 @@ bool qcow2_overlaps_tables(BDRVQcow2State *s, uint64_t offset, uint64_t len)
         }
     }
     return false;
+}
+
+void qcow2_get_info(BlockDriverState *bs, BdrvFormatInfo *info)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t incompat;
+
+    /* A request that finds the metadata inconsistent sets the corrupt bit under the lock. */
+    tsan_g_mutex_lock(&s->lock);
+    incompat = s->h.incompatible_features;
+    info->corrupt = s->corrupt || (incompat & QCOW2_INCOMPAT_CORRUPT);
+    tsan_g_mutex_unlock(&s->lock);
+    info->cluster_size = s->cluster_size;
+    info->dirty = incompat & QCOW2_INCOMPAT_DIRTY;
+    info->compat = s->h.version >= 3 ? "1.1" : "0.10";
+    info->compression_type = s->h.compression_type == 1 ? "zstd" : "zlib";
+    info->lazy_refcounts = s->h.compatible_features & QCOW2_COMPAT_LAZY_REFCOUNTS;
+    info->extended_l2 = incompat & QCOW2_INCOMPAT_EXTL2;
+    info->refcount_bits = 1u << s->h.refcount_order;
 }

@@ -43,6 +43,7 @@
 #define QCOW2_INCOMPAT_COMPRESSION  (1ull << 3)
 #define QCOW2_INCOMPAT_EXTL2        (1ull << 4)
 #define QCOW2_INCOMPAT_KNOWN        0x1full
+#define QCOW2_COMPAT_LAZY_REFCOUNTS (1ull << 0)
 
 /* Header extension types. */
 #define QCOW2_EXT_END               0x00000000u
@@ -93,6 +94,8 @@ typedef struct Qcow2Header {
 int qcow2_header_parse(Qcow2Header *h, const uint8_t *buf, size_t len, bool writable,
                        Error **errp);
 void qcow2_header_free(Qcow2Header *h);
+/* The row's get_info: query-block's cluster-size, dirty-flag and format-specific. BQL. */
+void qcow2_get_info(BlockDriverState *bs, BdrvFormatInfo *info);
 /* How sure @buf's first bytes are a qcow2 image (the row's probe). */
 int qcow2_probe(const uint8_t *buf, size_t len);
 

@@ -725,6 +725,7 @@ const BlockDriver bdrv_qcow2 = {
     .flush = qcow2_flush,
     .getlength = qcow2_getlength,
     .block_status = qcow2_block_status,
+    .get_info = qcow2_get_info,
     .inactivate = qcow2_inactivate,
     .activate = qcow2_activate,
 };

@@ -113,6 +113,20 @@ typedef enum BlockErrorAction {
 } BlockErrorAction;
 
 /*
+ * What a format tells query-block beyond the members every node has
+ * (QEMU's ImageInfo). QEMU's format-specific union has one row here,
+ * qcow2's: @compat is NULL for every other format.
+ */
+typedef struct BdrvFormatInfo {
+    uint64_t cluster_size;          /* 0: the format has none */
+    bool dirty;                     /* qcow2's dirty bit: not closed cleanly */
+    const char *compat;             /* "1.1" (version 3) or "0.10" (version 2) */
+    const char *compression_type;   /* "zlib" or "zstd" */
+    bool lazy_refcounts, corrupt, extended_l2;      /* version 3 only */
+    unsigned refcount_bits;
+} BdrvFormatInfo;
+
+/*
  * A driver is a row: a format ("raw", "qcow2") opened over its file child,
  * or a protocol ("file") opened on a host path. A hook may be NULL where
  * the row says so; the callers never branch on the driver.
@@ -159,6 +173,8 @@ struct BlockDriver {
     int (*truncate)(BlockDriverState *bs, uint64_t length);
     /* Bytes the image takes on the host (query-block's actual-size); NULL: the child's. */
     int64_t (*get_allocated_size)(BlockDriverState *bs);
+    /* What query-block says of the format beyond the common members; NULL: nothing. BQL. */
+    void (*get_info)(BlockDriverState *bs, BdrvFormatInfo *info);
 
     /* Migration (BQL, no request in flight). NULL: nothing cached. */
     int (*inactivate)(BlockDriverState *bs, Error **errp);  /* write back, then forget nothing */

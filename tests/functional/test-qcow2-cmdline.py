@@ -145,6 +145,31 @@ class Qcow2Cmdline(unittest.TestCase):
             self.assertEqual(block['image']['virtual-size'], SIZE)
             self.assertEqual(drvs, ['file', 'file', 'qcow2', 'raw'])
 
+    @unittest.skipUnless(os.access(QEMU72, os.X_OK), 'QEMU 7.2 not installed')
+    def test_format_specific_as_qemu(self):
+        """query-block's cluster-size, dirty-flag and format-specific (qcow2's
+        header: compat, lazy refcounts, refcount width, compression) as QEMU
+        7.2 gives them, image by image."""
+        images = {'v3': [], 'v2': ['-o', 'compat=0.10'],
+                  'lazy': ['-o', 'lazy_refcounts=on'],
+                  'rc64': ['-o', 'refcount_bits=64,cluster_size=4096']}
+        # (compression_type=zstd images are refused here: no zstd clusters.)
+        for name, opts in images.items():
+            path = os.path.join(self.dir, 'fs-%s.qcow2' % name)
+            subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2'] + opts + [path, str(SIZE)],
+                           check=True, timeout=DEADLINE)
+            answers = []
+            for binary in (QEMU, QEMU72):
+                vm = VM(binary, base_args(binary) + ['-drive', 'file=%s,if=none,id=d0,readonly=on'
+                                                     % path], name='fs-%s' % name)
+                self.addCleanup(vm.kill)
+                image = vm.qmp.cmd('query-block')[0]['inserted']['image']
+                answers.append({k: image.get(k) for k in ('cluster-size', 'dirty-flag',
+                                                           'format-specific')})
+                vm.kill()
+            self.assertIsNotNone(answers[1]['format-specific'], name)
+            self.assertEqual(answers[0], answers[1], name)
+
     def test_blockdev_backing_as_libvirt_gives_it(self):
         """libvirt's -blockdev names the backing node itself, or null for none: the
         header's backing name is then not opened (QEMU 7.2 answers alike)."""
