@@ -14,6 +14,7 @@ void vl_config_init(Config *cfg)
 {
     *cfg = (Config) { 0 };
     cfg->chardev_opts = g_ptr_array_new();
+    cfg->chardev_args = g_ptr_array_new_with_free_func(g_free);
     cfg->object_opts = g_ptr_array_new();
     cfg->monitors = g_ptr_array_new();
     cfg->netdevs = net_pending_new();
@@ -56,6 +57,7 @@ void vl_config_free(Config *cfg)
     g_ptr_array_set_free_func(cfg->object_opts, (GDestroyNotify)qemu_opts_del);
     g_ptr_array_set_free_func(cfg->monitors, monitor_config_free);
     g_ptr_array_free(cfg->chardev_opts, TRUE);
+    g_ptr_array_free(cfg->chardev_args, TRUE);
     g_ptr_array_free(cfg->object_opts, TRUE);
     g_ptr_array_free(cfg->monitors, TRUE);
     g_ptr_array_unref(cfg->netdevs);

@@ -42,6 +42,7 @@ typedef struct Config {
     char *incoming;
     char *cpr_incoming;         /* -incoming's cpr channel (JSON), a live update's */
     GPtrArray *chardev_opts;    /* QemuOpts of -chardev */
+    GPtrArray *chardev_args;    /* each -chardev as given (its errors name it), same order */
     GPtrArray *object_opts;     /* QemuOpts of -object */
     GPtrArray *monitors;        /* MonitorConfig */
     GPtrArray *netdevs;         /* -netdev and -nic, checked (net_client_parse) */

@@ -282,6 +282,7 @@ static bool handle_option(Config *cfg, OptIndex idx, const char *arg, Error **er
             return false;
         }
         g_ptr_array_add(cfg->chardev_opts, opts);
+        g_ptr_array_add(cfg->chardev_args, g_strdup(arg));
         return true;
     }
     case OPT_MON:
@@ -610,7 +611,8 @@ void qemu_init(int argc, char **argv)
     /* 3. Chardevs, memory backends (-object), network backends (-netdev, -nic). */
     for (guint i = 0; i < cfg.chardev_opts->len; i++) {
         if (!qemu_chr_new_from_opts(g_ptr_array_index(cfg.chardev_opts, i), &err)) {
-            error_prepend(&err, "-chardev: ");
+            error_prepend(&err, "-chardev %s: ",
+                          (char *)g_ptr_array_index(cfg.chardev_args, i));
             error_report_err(err);
             exit(1);
         }

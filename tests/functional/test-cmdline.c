@@ -82,6 +82,10 @@ static const BadCase bad_cases[] = {
     /* -audiodev is keyval in QEMU 7.2: its short-form booleans are errors, not warnings. */
     { "-audiodev none,id=a0,in.mixing-engine -kernel %s",
       "-audiodev none,id=a0,in.mixing-engine: Expected '=' after parameter 'in.mixing-engine'" },
+    /* A -chardev error names the whole argument, as QEMU's does. */
+    { "-chardev socket,id=c0,path=/nonexistent-dir/c.sock -kernel %s",
+      "-chardev socket,id=c0,path=/nonexistent-dir/c.sock: Failed to connect to "
+      "'/nonexistent-dir/c.sock': No such file or directory" },
     /* QEMU would speak telnet on these; ours are raw sockets, so they are refused. */
     { "-chardev socket,id=c0,host=127.0.0.1,port=0,server=on,wait=off,telnet=on -kernel %s",
       "telnet=on is not supported by this build; use a raw socket" },
