@@ -12,10 +12,11 @@ all: $(BUILD)/build.ninja
 $(BUILD)/build.ninja:
 	./configure
 
-# Two at a time: the unit, fuzz and script tests (no guest, no timing) run
-# in pairs; every test that boots a guest is is_parallel: false in its
-# meson.build, so it runs alone, as its timings and the pinning of
-# ARCHITECTURE section 10 assume.
+# Two at a time: the unit, fuzz and script tests (no guest, no timing) and
+# the functional tests that measure nothing run in pairs, first; a test
+# that measures a duration, rate or latency is is_parallel: false in its
+# meson.build, so it runs alone, after them (tests/functional/meson.build
+# says which and why).
 check: all
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 
