@@ -140,7 +140,11 @@ class BlkGuestCase(GuestCase):
         passes the host check."""
         n = 2048
         img = self.image('mig%d' % len(os.listdir(self.tmp)), n, fmt)
-        append = 'mode=blkverify depth=8 iops=3000'
+        # A STAT line every 250 ms: the waits below are for STAT lines, and
+        # what they wait for (writes before the hop, writes after it) does not
+        # need seconds. Fewer writes after the hop rewrite fewer sectors a lost
+        # switchover write went to, so the host check sees more of them.
+        append = 'mode=blkverify depth=8 iops=3000 report_ms=250'
         src = self.blk_vm('src', img, append, binary=src_binary)
         src.wait_serial(r'READY mode=blkverify[^\n]*\n')
         before = int(self.wait_stats(src, 2)['writes'])

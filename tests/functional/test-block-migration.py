@@ -49,7 +49,11 @@ def _live_update():
 live_update = _live_update()
 
 N = 2048                        # sectors of the image: 1 MiB
-WRITING = 'mode=blkverify depth=8 iops=3000'
+# A STAT line every 250 ms: every wait below is for STAT lines, to see the
+# guest write (on), which needs no seconds; and fewer writes after a hop
+# rewrite fewer of the sectors a lost switchover write went to, so the host
+# check sees more of them.
+WRITING = 'mode=blkverify depth=8 iops=3000 report_ms=250'
 # The write lock's bytes as QEMU takes them ("write" at 101, "unshare write" at 201).
 WRITE_BYTES = {101, 201}
 

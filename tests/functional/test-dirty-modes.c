@@ -24,19 +24,26 @@ typedef struct ModeCase {
     const char *append;
 } ModeCase;
 
+/*
+ * report_ms=250: a mode=dirty guest's STAT lines are what the source's start and
+ * migtest_assert_guest_continues wait for; 250 ms apart they say the same as a
+ * second apart (the guest paces its writes per write, not per period).
+ */
+#define DIRTY384 "mode=dirty mem=384 rate=0 pattern=random report_ms=250"
+#define DIRTY800 "mode=dirty mem=800 rate=0 pattern=random report_ms=250"
 static const ModeCase cases[] = {
     { "get-random", "kvm,x-dirty-log=get", "get-log", 0, "512M", 0,
-      "mode=dirty mem=384 rate=0 pattern=random" },
+      DIRTY384 },
     { "clear-random-shift6", "kvm,x-dirty-log=clear", "clear-log", 6, "512M", 0,
-      "mode=dirty mem=384 rate=0 pattern=random" },
+      DIRTY384 },
     { "clear-random-shift14", "kvm,x-dirty-log=clear", "clear-log", 14, "512M", 0,
-      "mode=dirty mem=384 rate=0 pattern=random" },
+      DIRTY384 },
     { "ring-random", "kvm,dirty-ring-size=4096", "dirty-ring", 0, "512M", 0,
-      "mode=dirty mem=384 rate=0 pattern=random" },
+      DIRTY384 },
     { "clear-verify", "kvm,x-dirty-log=clear", "clear-log", 12, "512M", 0, "mode=verify mem=384" },
     { "ring-verify", "kvm,dirty-ring-size=65536", "dirty-ring", 0, "512M", 0, "mode=verify mem=384" },
     { "clear-twoslots-shift16", "kvm,x-dirty-log=clear", "clear-log", 16, "1G", 400 << 20,
-      "mode=dirty mem=800 rate=0 pattern=random" },
+      DIRTY800 },
     { "get-twoslots", "kvm,x-dirty-log=get", "get-log", 0, "1G", 400 << 20,
       "mode=verify mem=800" },
 };

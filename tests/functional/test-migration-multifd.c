@@ -27,7 +27,12 @@ typedef struct MultifdCase {
     bool xbzrle;                /* also the xbzrle capability (multifd wins, as in QEMU) */
 } MultifdCase;
 
-#define DIRTY "mode=dirty mem=128 rate=300"
+/*
+ * report_ms=250: a mode=dirty guest's STAT lines are what the source's start and
+ * migtest_assert_guest_continues wait for; 250 ms apart they say the same as a
+ * second apart (the guest paces its writes per write, not per period).
+ */
+#define DIRTY "mode=dirty mem=128 rate=300 report_ms=250"
 #define VERIFY "mode=verify mem=128"
 
 static const MultifdCase cases[] = {

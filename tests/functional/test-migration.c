@@ -30,12 +30,19 @@ typedef struct MigrateCase {
     bool return_path;           /* the return-path capability (as libvirt sets it) */
 } MigrateCase;
 
+/*
+ * report_ms=250: a mode=dirty guest's STAT lines are what the source's start and
+ * migtest_assert_guest_continues wait for; 250 ms apart they say the same as a
+ * second apart (the guest paces its writes per write, not per period).
+ */
+#define DIRTY200 "mode=dirty mem=128 rate=200 report_ms=250"
+#define DIRTY300 "mode=dirty mem=128 rate=300 report_ms=250"
 static const MigrateCase cases[] = {
     { "unix-verify", "unix", "mode=verify mem=128", "256M", false, false, NULL },
     /* With return-path, as libvirt migrates: the source completes on the destination's word. */
     { "tcp-return-path-verify", "tcp", "mode=verify mem=128", "256M", false, false, NULL, false,
       NULL, true },
-    { "exec-dirty", "exec", "mode=dirty mem=128 rate=200", "256M", false, false, NULL },
+    { "exec-dirty", "exec", DIRTY200, "256M", false, false, NULL },
     { "file-verify", "file", "mode=verify mem=64", "256M", false, false, NULL },
     /*
      * The vCPU states only QEMU's optional "cpu" subsections carry; the
@@ -44,16 +51,16 @@ static const MigrateCase cases[] = {
     { "unix-cpustate-verify", "unix", "mode=verify mem=64 cpustate=x87,avx512,tscdl,misc,tscadj,pv",
       "128M", false, false, NULL },
     { "defer-idle", "defer", "mode=idle mem=32", "128M", false, false, NULL },
-    { "hmp-unix-dirty", "unix", "mode=dirty mem=128 rate=300 pattern=seq", "256M", false, true, NULL },
-    { "unix-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false, NULL },
+    { "hmp-unix-dirty", "unix", DIRTY300 " pattern=seq", "256M", false, true, NULL },
+    { "unix-paused-identical", "unix", DIRTY300, "256M", true, false, NULL },
     { "tcp-highmem-identical", "tcp", "mode=verify mem=768", "1G", true, false,
       "-machine max-ram-below-4g=256M" },
-    { "unix-xbzrle-paused-identical", "unix", "mode=dirty mem=128 rate=300", "256M", true, false,
+    { "unix-xbzrle-paused-identical", "unix", DIRTY300, "256M", true, false,
       NULL, true },
     { "hmp-tcp-xbzrle-verify", "tcp", "mode=verify mem=128", "256M", false, true, NULL, true },
-    { "unix-stop-cont-midway", "unix", "mode=dirty mem=128 rate=300", "256M", false, false, NULL,
+    { "unix-stop-cont-midway", "unix", DIRTY300, "256M", false, false, NULL,
       false, "stop-cont" },
-    { "unix-stop-midway-identical", "unix", "mode=dirty mem=128 rate=300", "256M", false, false,
+    { "unix-stop-midway-identical", "unix", DIRTY300, "256M", false, false,
       NULL, false, "stop" },
 };
 

@@ -29,7 +29,13 @@ typedef struct PostcopyCase {
 } PostcopyCase;
 
 #define VERIFY "mode=verify mem=192"
-#define DIRTY "mode=dirty mem=192 rate=600 pattern=random"
+/*
+ * report_ms=250: a mode=dirty guest's STAT lines are what the source's start and
+ * migtest_assert_guest_continues wait for; 250 ms apart they say the same as a
+ * second apart (the guest paces its writes per write, not per period).
+ */
+#define DIRTY "mode=dirty mem=192 rate=600 pattern=random report_ms=250"
+#define DIRTY320 "mode=dirty mem=320 rate=600 pattern=random report_ms=250"
 
 static const PostcopyCase cases[] = {
     { "verify-after-first-pass", "unix", VERIFY, "256M", false, false, true },
@@ -43,7 +49,7 @@ static const PostcopyCase cases[] = {
     { "ring-dirty-identical", "unix", DIRTY, "256M", true, false, false,
       "-accel kvm,dirty-ring-size=4096" },
     { "smp2-verify", "unix", VERIFY, "256M", false, false, true, "-smp 2" },
-    { "two-slots-dirty-identical", "unix", "mode=dirty mem=320 rate=600 pattern=random", "384M",
+    { "two-slots-dirty-identical", "unix", DIRTY320, "384M",
       true, false, true, "-machine max-ram-below-4g=256M", 256ULL << 20 },
     { "preempt-verify-at-once", "unix", VERIFY, "256M", false, false, false, NULL, 0, true },
     { "preempt-verify-after-first-pass", "tcp", VERIFY, "256M", false, false, true, NULL, 0,

@@ -53,9 +53,11 @@ from netclient import UdpEchoClient  # noqa: E402
 from streamrec import StreamRecorder, keep_states  # noqa: E402
 
 MEM_MB = 128
-APPEND = 'mode=udpecho port=7'
+# A STAT line every 250 ms once it runs: each hop waits for the
+# destination's first (assert_woke) and for its interrupt count to grow.
+APPEND = 'mode=udpecho port=7 report_ms=250'
 RATE = 50                       # datagrams per second
-WAKE_S = 10                     # the firmware prints STAT every second once it runs
+WAKE_S = 10                     # no STAT line in this long: a halted vCPU never woken
 MACHINE = ('-M', 'microvm,acpi=off', '-global', 'virtio-mmio.force-legacy=false')
 NET_SECTION = 'virtio-mmio@00000000feb00e00/virtio-net'
 # The guest's READY line: the transport found, how, and the GSI it was told of.
@@ -186,7 +188,7 @@ class NetInteropCase(unittest.TestCase):
         return int(counts[-1]) if counts else -1
 
     def assert_woke(self, dst, hop):
-        """The firmware prints a STAT line a second: none in WAKE_S is a
+        """The firmware prints a STAT line every 250 ms: none in WAKE_S is a
         halted vCPU never woken (the chips' state, not virtio's)."""
         end = time.monotonic() + WAKE_S
         while 'STAT' not in dst.serial_text():
