@@ -9,7 +9,6 @@
 #include "qemu/sockets.h"
 #include "qemu/option.h"
 #include "char-internal.h"
-#include <netdb.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -117,45 +116,6 @@ static gboolean chr_socket_accept(GIOChannel *ch, GIOCondition cond, gpointer op
     return G_SOURCE_REMOVE;
 }
 
-static int socket_tcp_open(const char *host, const char *port, bool server, Error **errp)
-{
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = server ? AI_PASSIVE : 0 };
-    struct addrinfo *res, *ai;
-    int err, fd = -1, saved = 0;
-
-    err = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
-    if (err) {
-        error_setg(errp, "address resolution failed for %s:%s: %s", host, port, gai_strerror(err));
-        return -1;
-    }
-    for (ai = res; ai; ai = ai->ai_next) {
-        int one = 1;
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        if (server) {
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0) {
-                break;
-            }
-        } else if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            break;
-        }
-        saved = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        error_setg_errno(errp, saved, "Failed to %s socket %s:%s",
-                         server ? "bind" : "connect", host, port);
-    }
-    return fd;
-}
-
 Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
 {
     Chardev *chr;
@@ -166,7 +126,10 @@ Chardev *chr_open_socket(const char *label, const SocketSpec *ss, Error **errp)
     } else if (ss->path) {
         fd = ss->server ? unix_listen_private(ss->path, errp) : unix_connect_path(ss->path, errp);
     } else {
-        fd = socket_tcp_open(ss->host, ss->port, ss->server, errp);
+        fd = ss->server ? inet_listen_host_port(ss->host, ss->port, AF_UNSPEC, false, false, 1,
+                                                errp)
+                        : inet_connect_host_port(ss->host && *ss->host ? ss->host : "localhost",
+                                                 ss->port, errp);
     }
     if (fd < 0) {
         return NULL;

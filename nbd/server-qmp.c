@@ -8,7 +8,6 @@
  * checked here, with QEMU's messages where it has them.
  */
 #include "qemu/osdep.h"
-#include <netdb.h>
 #include <sys/socket.h>
 #include "qapi/error.h"
 #include "qapi/qapi-commands.h"
@@ -30,9 +29,7 @@ static NbdServer *machine_nbd(Error **errp)
 
 static int listen_inet(const SocketAddressLegacyData *a, Error **errp)
 {
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
-    struct addrinfo *res, *ai;
-    int err, fd = -1, one = 1, saved = 0;
+    int family = AF_UNSPEC;
 
     if (!a->port) {
         error_setg(errp, "Parameter 'port' is missing");
@@ -43,42 +40,12 @@ static int listen_inet(const SocketAddressLegacyData *a, Error **errp)
         return -1;
     }
     if (a->has_ipv4 && a->ipv4 && !(a->has_ipv6 && a->ipv6)) {
-        hints.ai_family = AF_INET;
+        family = AF_INET;
     } else if (a->has_ipv6 && a->ipv6 && !(a->has_ipv4 && a->ipv4)) {
-        hints.ai_family = AF_INET6;
+        family = AF_INET6;
     }
-    if (a->has_numeric && a->numeric) {
-        hints.ai_flags |= AI_NUMERICHOST;
-    }
-    err = getaddrinfo(a->host && *a->host ? a->host : NULL, a->port, &hints, &res);
-    if (err) {
-        error_setg(errp, "address resolution failed for %s:%s: %s",
-                   a->host ? a->host : "", a->port, gai_strerror(err));
-        return -1;
-    }
-    for (ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (a->has_keep_alive && a->keep_alive) {
-            setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        }
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 16) == 0) {
-            break;
-        }
-        saved = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        error_setg_errno(errp, saved, "Failed to bind socket to %s:%s",
-                         a->host ? a->host : "", a->port);
-    }
-    return fd;
+    return inet_listen_host_port(a->host, a->port, family, a->has_numeric && a->numeric,
+                                 a->has_keep_alive && a->keep_alive, 16, errp);
 }
 
 bool qmp_nbd_server_start(const SocketAddressLegacy *addr, const char *tls_creds,

@@ -82,6 +82,45 @@ int inet_connect_host_port(const char *host, const char *port, Error **errp)
     return fd;
 }
 
+int inet_listen_host_port(const char *host, const char *port, int family, bool numeric,
+                          bool keepalive, int backlog, Error **errp)
+{
+    struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | (numeric ? AI_NUMERICHOST : 0) };
+    struct addrinfo *res;
+    int fd = -1, err, saved = EADDRNOTAVAIL;
+
+    err = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
+    if (err) {
+        error_setg(errp, "address resolution failed for %s:%s: %s", host ? host : "", port,
+                   gai_strerror(err));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        int one = 1;
+
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (keepalive) {
+            setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        }
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, backlog) < 0) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        error_setg_errno(errp, saved, "Failed to find an available port");
+    }
+    return fd;
+}
+
 int unix_listen_private(const char *path, Error **errp)
 {
     static unsigned seq;        /* atomic: tells two listeners of one process apart */

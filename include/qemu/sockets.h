@@ -24,6 +24,15 @@ int unix_connect_path(const char *path, Error **errp);
  */
 int inet_connect_host_port(const char *host, const char *port, Error **errp);
 /*
+ * A listening TCP socket on @host:@port (@host NULL or "": every local
+ * address): each address getaddrinfo gives (of @family, AF_UNSPEC for
+ * any; @numeric: @host must be numeric) tried in turn, SO_REUSEADDR,
+ * SO_KEEPALIVE with @keepalive, close-on-exec. The fd, or -1 with @errp
+ * set in QEMU's words ("Failed to find an available port: ...").
+ */
+int inet_listen_host_port(const char *host, const char *port, int family, bool numeric,
+                          bool keepalive, int backlog, Error **errp);
+/*
  * socket_inherited_fd: take over the stream socket numbered @str that
  * our parent left open for us (-chardev socket,fd=N). With @server it is
  * made to listen (it may be listening already); without, it must be

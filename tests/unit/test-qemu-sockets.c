@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 static char *tmpdir;
 
@@ -120,6 +122,40 @@ static void test_bad_paths(void)
     error_free(err);
 }
 
+/* A tcp listener (-chardev socket,server=on; nbd-server-start): connectable; a busy port and a bad host refused. */
+static void test_inet_listen(void)
+{
+    struct sockaddr_in in;
+    socklen_t len = sizeof(in);
+    g_autofree char *port = NULL;
+    Error *err = NULL;
+    int fd = inet_listen_host_port("127.0.0.1", "0", AF_INET, true, true, 1, &error_abort);
+    int c, keep = 0;
+    socklen_t klen = sizeof(keep);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fcntl(fd, F_GETFD) & FD_CLOEXEC, !=, 0);
+    g_assert_cmpint(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &keep, &klen), ==, 0);
+    g_assert_cmpint(keep, !=, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&in, &len), ==, 0);
+    port = g_strdup_printf("%u", ntohs(in.sin_port));
+    c = inet_connect_host_port("127.0.0.1", port, &error_abort);
+    g_assert_cmpint(c, >=, 0);
+    close(c);
+    /* The port is taken: QEMU's words. */
+    g_assert_cmpint(inet_listen_host_port("127.0.0.1", port, AF_UNSPEC, false, false, 1, &err),
+                    ==, -1);
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "Failed to find an available port: Address already in use");
+    g_clear_pointer(&err, error_free);
+    /* numeric=on: a name is no address. */
+    g_assert_cmpint(inet_listen_host_port("localhost", "0", AF_UNSPEC, true, false, 1, &err),
+                    ==, -1);
+    g_assert_nonnull(strstr(error_get_pretty(err), "address resolution failed for localhost:0"));
+    error_free(err);
+    close(fd);
+}
+
 static void assert_inherited_refused(const char *str, bool server, const char *want)
 {
     Error *err = NULL;
@@ -214,6 +250,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qemu-sockets/unix/bad-paths", test_bad_paths);
     g_test_add_func("/qemu-sockets/unix/appears-listening", test_appears_listening);
     g_test_add_func("/qemu-sockets/inherited-fd", test_inherited_fd);
+    g_test_add_func("/qemu-sockets/inet/listen", test_inet_listen);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);
