@@ -135,6 +135,26 @@ static void lr_fail(LazyBlock *b, uint64_t page, int err)
 }
 
 /*
+ * Whether pages [first, first + n) are all placed. The fault thread and
+ * the prefetchers set bits concurrently, so words are read atomically; a
+ * bit set a moment later only costs a read whose placement then finds the
+ * pages there.
+ */
+static bool lr_all_resident(LazyBlock *b, uint64_t first, uint64_t n)
+{
+    for (uint64_t p = first; p < first + n; p = (p / BITS_PER_LONG + 1) * BITS_PER_LONG) {
+        unsigned long w = __atomic_load_n(&b->resident[p / BITS_PER_LONG], __ATOMIC_RELAXED);
+        uint64_t lo = p % BITS_PER_LONG, hi = MIN(BITS_PER_LONG, lo + (first + n - p));
+        unsigned long mask = (hi == BITS_PER_LONG ? ~0UL : (1UL << hi) - 1) & (~0UL << lo);
+
+        if ((w & mask) != mask) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
  * Places pages [first, first + n) of @b, read into @buf (n pages) if any is
  * present in the file, zero otherwise. Returns the bytes read, or -1.
  */
@@ -178,6 +198,15 @@ static int64_t lr_place(LazyBlock *b, uint64_t first, uint64_t n, uint8_t *buf)
         }
     }
     placed = uffd_place_pages(lr.uffd, host, p < end ? buf : NULL, n, TARGET_PAGE_SIZE);
+    /*
+     * ENOENT: the range is no longer registered. The last prefetcher
+     * unregisters once every page is resident, so a fault thread placing
+     * a region a prefetcher placed meanwhile meets that between the
+     * prefetcher's unregistration and its RESIDENT: the pages are there.
+     */
+    if (placed == -ENOENT && lr_all_resident(b, first, n)) {
+        return bytes;
+    }
     if (placed < 0) {
         lr_fail(b, first, -placed);
         return -1;
@@ -298,6 +327,10 @@ static UffdFaultOutcome lr_fault(void *opaque, const UffdFault *f)
     }
     first = page & ~(uint64_t)(LR_FAULT_PAGES - 1);
     n = MIN(LR_FAULT_PAGES, b->npages - first);
+    /* A prefetcher placed the region since the fault was raised; its copy woke the waiter. */
+    if (lr_all_resident(b, first, n)) {
+        return UFFD_FAULT_SERVED;
+    }
     if (lr_place(b, first, n, l->fault_buf) < 0) {
         return UFFD_FAULT_FAILED;
     }
@@ -339,25 +372,6 @@ static void lr_finish_bh(void *opaque)
             lr.prefetch_bufs[i] = NULL;
         }
     }
-}
-
-/*
- * Whether pages [first, first + n) are all placed. The fault thread sets
- * bits concurrently, so words are read atomically; a bit set a moment
- * later only costs a read whose placement then finds the pages there.
- */
-static bool lr_all_resident(LazyBlock *b, uint64_t first, uint64_t n)
-{
-    for (uint64_t p = first; p < first + n; p = (p / BITS_PER_LONG + 1) * BITS_PER_LONG) {
-        unsigned long w = __atomic_load_n(&b->resident[p / BITS_PER_LONG], __ATOMIC_RELAXED);
-        uint64_t lo = p % BITS_PER_LONG, hi = MIN(BITS_PER_LONG, lo + (first + n - p));
-        unsigned long mask = (hi == BITS_PER_LONG ? ~0UL : (1UL << hi) - 1) & (~0UL << lo);
-
-        if ((w & mask) != mask) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /* Chunk @c of the cursor: its block and first page; false past the last block. */
