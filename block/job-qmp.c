@@ -265,6 +265,34 @@ static const char *default_job_id(BlockBackend *blk, const char *job_id, Error *
     if ((arg)->has_auto_dismiss) { (o)->auto_dismiss = (arg)->auto_dismiss; }   \
 } while (0)
 
+/*
+ * QEMU's @replaces: the node whose users get the target when the job
+ * completes. Nothing here stacks a quorum or a filter above a drive's
+ * node, so the one node a mirror's target can stand in for is its source,
+ * which completion replaces anyway: naming it is accepted, any other node
+ * refused (its data is not what was mirrored).
+ */
+static bool check_replaces(BlockLayer *bl, BlockDriverState *source, const char *replaces,
+                           Error **errp)
+{
+    BlockDriverState *bs;
+
+    if (!replaces) {
+        return true;
+    }
+    bs = bdrv_find_node(bl, replaces);
+    if (!bs) {
+        error_setg(errp, "Node name '%s' not found", replaces);
+        return false;
+    }
+    if (bs != source) {
+        error_setg(errp, "Cannot replace '%s' by a node mirrored from '%s': only the mirror's "
+                   "source can be replaced", replaces, source->node_name);
+        return false;
+    }
+    return true;
+}
+
 bool qmp_blockdev_mirror(const BlockdevMirror *arg, Error **errp)
 {
     BlockLayer *bl = machine_block();
@@ -282,8 +310,7 @@ bool qmp_blockdev_mirror(const BlockdevMirror *arg, Error **errp)
                    arg->target);
         return false;
     }
-    if (arg->replaces) {
-        error_setg(errp, "Parameter 'replaces' is not supported (job-complete switches the source's drive only)");
+    if (!check_replaces(bl, source, arg->replaces, errp)) {
         return false;
     }
     id = default_job_id(blk, arg->job_id, errp);
@@ -312,8 +339,13 @@ bool qmp_drive_mirror(const DriveMirror *arg, Error **errp)
                    "create it (qemu-img create) and pass mode=existing");
         return false;
     }
-    if (arg->replaces) {
-        error_setg(errp, "Parameter 'replaces' is not supported (job-complete switches the source's drive only)");
+    /* QEMU's rule: what replaces a named node must be named itself. */
+    if (arg->replaces && !arg->node_name) {
+        error_setg(errp, "a node-name must be provided when replacing a named node of the "
+                   "graph");
+        return false;
+    }
+    if (!check_replaces(bl, source, arg->replaces, errp)) {
         return false;
     }
     if (arg->node_name && bdrv_find_node(bl, arg->node_name)) {

@@ -152,12 +152,15 @@ class Mirror(BlkGuestCase):
         self.stop_and_check(vm, dst_img, N)
 
     def test_blockdev_mirror_pivot(self):
-        """blockdev-mirror, then job-complete (virsh blockcopy --pivot)."""
+        """blockdev-mirror, then job-complete (virsh blockcopy --pivot);
+        replaces names the source's node, which completion replaces."""
         def start(vm, dst):
             vm.qmp.cmd('blockdev-add', **{'driver': 'raw', 'node-name': 't0',
                                           'file': {'driver': 'file', 'filename': dst}})
+            node = vm.qmp.cmd('query-block')[0]['inserted']['node-name']
             vm.qmp.cmd('blockdev-mirror', **{'job-id': 'm0', 'device': 'd0',
-                                             'target': 't0', 'sync': 'full'})
+                                             'target': 't0', 'sync': 'full',
+                                             'replaces': node})
         self.mirror_writing('raw', start, pivot=True)
 
     def test_blockdev_mirror_qcow2_write_blocking(self):
@@ -241,7 +244,18 @@ class Mirror(BlkGuestCase):
             ('drive-mirror', {'device': 'd0', 'target': src_img + '.x', 'sync': 'full'},
              'mode=existing'),
             ('block-job-cancel', {'device': 'nope'}, "Block job 'nope' not found"),
+            ('blockdev-mirror', {'device': 'd0', 'target': 't1', 'sync': 'full',
+                                 'replaces': 'nope'}, "Node name 'nope' not found"),
+            ('blockdev-mirror', {'device': 'd0', 'target': 't1', 'sync': 'full',
+                                 'replaces': 't1'},
+             "Cannot replace 't1' by a node mirrored from"),
+            ('drive-mirror', {'device': 'd0', 'target': src_img + '.x', 'sync': 'full',
+                              'format': 'raw', 'mode': 'existing', 'replaces': 't1'},
+             'a node-name must be provided when replacing a named node'),
         ]
+        vm.qmp.cmd('blockdev-add', **{'driver': 'raw', 'node-name': 't1',
+                                      'file': {'driver': 'file',
+                                               'filename': self.image('ref-t1', 64)}})
         for cmd, args, want in cases:
             with self.subTest(cmd=cmd):
                 r = vm.qmp.request(cmd, args)
