@@ -345,6 +345,9 @@ static size_t tls_pending(Channel *c)
 
 /* ---- writes ---- */
 
+/* How long a write that found the session invalidated waits for the reader's reason. */
+#define TLS_WHY_WAIT_MS 200
+
 static ssize_t tls_write_fail(TLSChannel *t, ssize_t r)
 {
     int err;
@@ -371,6 +374,15 @@ static ssize_t tls_write_fail(TLSChannel *t, ssize_t r)
          */
         const char *peer = __atomic_load_n(&t->read_detail, __ATOMIC_ACQUIRE);
 
+        /*
+         * gnutls invalidates the session inside the reader's recv, before
+         * that recv returns and the reader says why: a write between the
+         * two gets here first. Give the reader a moment (a failure path).
+         */
+        for (int i = 0; !peer && r == GNUTLS_E_INVALID_SESSION && i < TLS_WHY_WAIT_MS; i++) {
+            g_usleep(1000);
+            peer = __atomic_load_n(&t->read_detail, __ATOMIC_ACQUIRE);
+        }
         tls_set_msg(t, t->write_msg, sizeof(t->write_msg), &t->write_detail,
                     "Cannot write to TLS channel: %s%s%s%s", gnutls_strerror(r),
                     peer ? " (after " : "", peer ? peer : "", peer ? ")" : "");
