@@ -46,7 +46,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyzetest import DEADLINE, QEMU, SRC_DIR  # noqa: E402
 from analyzevm import (  # noqa: E402
-    PEER, VM, need_binary, skip_class_without_kvm, free_port, QEMU10)
+    MonitorGone, PEER, VM, need_binary, skip_class_without_kvm, free_port, QEMU10)
 
 sys.path.insert(0, os.path.join(SRC_DIR, 'scripts'))
 from netclient import UdpEchoClient  # noqa: E402
@@ -126,10 +126,14 @@ class NetInteropCase(unittest.TestCase):
         return vm
 
     def status(self, vm):
-        if vm.proc.poll() is not None:
-            self.fail('%s exited with status %d: %s' % (vm.name, vm.proc.returncode,
-                                                        vm.log_tail()))
-        return vm.qmp.cmd('query-status')['status']
+        try:
+            if vm.proc.poll() is None:
+                return vm.qmp.cmd('query-status')['status']
+        except MonitorGone:
+            # It exited between the poll and the command: its log says why.
+            vm.proc.wait(timeout=DEADLINE)
+        self.fail('%s exited with status %d: %s' % (vm.name, vm.proc.returncode,
+                                                    vm.log_tail()))
 
     def wait_more_echoes(self, n):
         start = self.client.echoes()
