@@ -180,8 +180,12 @@ bool mapped_ram_in_check_file(QEMUFile *f, int64_t stream_start, MappedRamIntegr
     hex[16] = '\0';
     if (!g_ascii_string_to_unsigned(hex, 16, 0, INT64_MAX, &start, NULL) ||
         start != (uint64_t)stream_start) {
+        /* Escaped: a damaged marker may hold bytes a terminal does not show. */
+        g_autofree char *shown = g_strescape(hex, NULL);
+
         error_setg(errp, "the mapped-ram file's completion marker does not belong to the stream "
-                   "at offset %" PRId64 " (it says '%s')", stream_start, hex);
+                   "at offset %" PRId64 " (it says '%s', at offset %" PRId64 ")", stream_start,
+                   shown, size - (int64_t)sizeof(trailer) + 8);
         return false;
     }
     /* MRAMDONE: a record is still read if there is one (files written before MRAMDONR). */
