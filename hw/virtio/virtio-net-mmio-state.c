@@ -114,9 +114,14 @@ static bool qemu_net_check_defaults(const VirtIONetMMIOQemu *q, Error **errp)
         what = "vlans (a VLAN filter)";
     } else if (!all_bytes(q->tail, sizeof(q->tail), 0)) {
         what = "has_vnet_hdr or a MAC filter flag";
-    } else if (q->tx_waiting) {
-        what = "tx_waiting";
     }
+    /*
+     * tx_waiting is not refused: QEMU sets it while a TX pass is owed (its
+     * bottom half scheduled when the VM stopped), and QEMU's destination
+     * runs that pass when the VM starts. Ours does so for every queue
+     * anyway: the device thread looks at each one once as it starts
+     * (virtio.c), so whatever the guest put in the TX ring goes out.
+     */
     if (what) {
         error_setg(errp, "%s: the stream's %s is not what this device supports",
                    q->img.vdev->name, what);
