@@ -17,7 +17,8 @@ from qmp import VM, MonitorGone, QMPError, kv
 from .binaries import Refused, set_migration  # noqa: F401 (Refused: migbench's)
 from .blkbench import Disk, blk_stats, blk_summary
 from .launch import display_args, free_udp_port, free_vnc_port, net_args, pin_threads, \
-    tls_args, trace_args, vm_args, TLS_DST_PARAMS, TLS_SRC_PARAMS
+    restore_cpu1, tls_args, trace_args, vcpu_preemptions, vm_args, TLS_DST_PARAMS, \
+    TLS_SRC_PARAMS
 from .measure import compute_ips, cpu_steal_ms, display_delta, display_sample, find_thread, \
     latency_histogram, probe_result, proc_cpu, slow_writes, stat_summary, threads_with_prefix, \
     vmm_cpu
@@ -93,8 +94,9 @@ def run_precopy(sc, binary, is_peer, log):
             tls_args(sc, "server") + (net_args(is_peer, ports[1]) if net else []) +
             (disk.args(is_peer) if disk else []), accel)),
             "dst")
+        pinned = ()
         if sc.get("_pin") or sc.get("pin_vcpus"):
-            pin_threads(src, dst, sc.get("pin_vcpus", ("CPU ",)))
+            pinned = pin_threads(src, dst, sc.get("pin_vcpus", ("CPU ",)))
         # A monitor that stops answering must fail the run, not hang it.
         src.qmp.set_reply_timeout(STALL_S)
         dst.qmp.set_reply_timeout(STALL_S)
@@ -140,6 +142,7 @@ def run_precopy(sc, binary, is_peer, log):
             probe.start(src.proc.pid)
         mig_start = src.line_count()
         steal0 = cpu_steal_ms(1)
+        preempt0 = vcpu_preemptions(src.proc.pid, pinned)
         t0 = time.monotonic()
         mig_wall = time.time()
         series = Series(t0, mig_wall)
@@ -220,6 +223,7 @@ def run_precopy(sc, binary, is_peer, log):
             if viewer and viewer.error:
                 raise RuntimeError("the VNC viewer failed: %s" % viewer.error)
         steal = cpu_steal_ms(1) - steal0 if steal0 is not None else None
+        preempted = vcpu_preemptions(src.proc.pid, pinned) - preempt0
         sample()                # the threads may still be there, 50 ms later
         mig_cpu = mig["cpu"]
         src_cpu = proc_cpu(src.proc.pid) - src_cpu0
@@ -266,6 +270,10 @@ def run_precopy(sc, binary, is_peer, log):
             "after-pass-1-MiB": (ram["transferred"] - (first_pass_bytes or ram["transferred"]))
                                 / 2**20,
         }
+        if pinned:
+            # How often the pinned vCPU lost CPU 1 while it could run
+            # (launch.vcpu_preemptions says what is expected).
+            res["vcpu-preempted"] = preempted
         if mfd:
             res["mfd-threads"] = len(mfd_cpu)
             res["mfd-threads-cpu-s"] = sum(mfd_cpu.values()) if mfd_cpu else None
@@ -384,6 +392,7 @@ def run_precopy(sc, binary, is_peer, log):
         log.write(json.dumps({"binary": binary, "info": info}) + "\n")
         return res
     finally:
+        restore_cpu1()
         if client:
             client.stop()
         if viewer:

@@ -10,7 +10,7 @@ from migscenarios import UNLIMITED
 from qmp import VM
 
 from .binaries import set_migration
-from .launch import pin_threads, trace_args, vm_args
+from .launch import pin_threads, restore_cpu1, trace_args, vm_args
 from .measure import find_thread, latency_histogram, proc_cpu, slow_writes, stat_summary
 from .series import SERIES_KEY, Series
 
@@ -115,6 +115,7 @@ def run_snapshot(sc, binary, is_peer, log, variant):
         log.write(json.dumps({"binary": binary, "variant": variant, "info": info}) + "\n")
         return res
     finally:
+        restore_cpu1()
         src.kill()
         if os.path.exists(path):
             os.unlink(path)
