@@ -170,7 +170,10 @@ static void migration_iterate(MigrationState *s, QEMUFile *f, Error **errp)
         }
         rate_window_update(s, &w, f);
         if (qemu_file_rate_limit(f) && migrate_get_state(&s->state) == MIGRATION_STATUS_ACTIVE) {
-            w.waited_ns += rate_wait(s, w.start_ns + RATE_WINDOW_MS * 1000000LL);
+            int64_t waited = rate_wait(s, w.start_ns + RATE_WINDOW_MS * 1000000LL);
+
+            w.waited_ns += waited;
+            s->waited_total_ns += waited;
             rate_window_update(s, &w, f);
         }
     }
@@ -519,6 +522,7 @@ bool qmp_migrate(const char *uri_arg, const MigrationChannelList *channels, bool
     s->setup_ms = s->total_ms = s->downtime_ms = s->expected_downtime_ms = 0;
     s->bandwidth_bpms = s->unlimited_bpms = s->link_data_bpms = 0;
     s->link_acc_bytes = s->link_acc_ms = 0;
+    s->waited_total_ns = 0;
     s->sync_cost_ns = 0;
     s->mbps = 0;
     s->pages_per_second = 0;

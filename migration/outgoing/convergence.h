@@ -30,6 +30,13 @@ typedef struct Convergence {
     MigProgress progress;
     int64_t prepare_ns;         /* the last handover prepare's (images' flush) duration */
     double link_bpms;           /* s->link_data_bpms averaged over windows */
+    /*
+     * Where the second pass began (convergence_resends_begin): from there
+     * on every page with data goes out again, as in the stopped phase.
+     */
+    bool resend_marked;
+    int64_t resend_ns, resend_waited_ns;
+    uint64_t resend_data_pages;
     /* mig/src sets it (a cancel step); migration.c's iteration takes it and fails. */
     Error *stop_err;
 
@@ -72,6 +79,11 @@ void convergence_window(MigrationState *s, uint64_t remaining);
  * prediction it is judged against (total in us returned).
  */
 uint64_t convergence_decided(MigrationState *s, uint64_t remaining);
+/*
+ * mig/src, the second pass has begun (once per migration; later calls do
+ * nothing): the rate of re-sent pages is measured from here.
+ */
+void convergence_resends_begin(MigrationState *s);
 /* mig/src, the handover's prepare (flush) took @ns. */
 void convergence_prepared(MigrationState *s, int64_t ns);
 /* mig/src, a precopy switchover completed with these phases: learn from them. */

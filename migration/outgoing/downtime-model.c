@@ -63,6 +63,15 @@ static void predict_fixed(const DowntimeHistory *h, const DowntimeInputs *in,
     }
 }
 
+/*
+ * What the stopped phase's rate is predicted from: the rate of pages sent
+ * again once there is one (a switchover sends those), else the link's.
+ */
+static double base_bpms(const DowntimeInputs *in)
+{
+    return in->resend_bpms > 0 ? in->resend_bpms : in->link_bpms;
+}
+
 static double predict_rate(const DowntimeHistory *h, const DowntimeInputs *in,
                            DowntimeRateSource *src)
 {
@@ -70,16 +79,16 @@ static double predict_rate(const DowntimeHistory *h, const DowntimeInputs *in,
         *src = DT_RATE_USER;
         return in->user_bpms;
     }
-    if (in->link_bpms <= 0) {
+    if (base_bpms(in) <= 0) {
         *src = DT_RATE_NONE;
         return 0;
     }
     if (h->rate_samples) {
         *src = DT_RATE_SWITCHOVERS;
-        return in->link_bpms * h->rate_ratio;
+        return base_bpms(in) * h->rate_ratio;
     }
-    *src = DT_RATE_LINK;
-    return in->link_bpms;
+    *src = in->resend_bpms > 0 ? DT_RATE_RESEND : DT_RATE_LINK;
+    return base_bpms(in);
 }
 
 void downtime_predict(const DowntimeHistory *h, const DowntimeInputs *in, DowntimePrediction *p)
@@ -89,7 +98,7 @@ void downtime_predict(const DowntimeHistory *h, const DowntimeInputs *in, Downti
     /* Saturate: a wrapped sum would predict a near-zero RAM phase for the most RAM. */
     p->remaining = in->remaining + in->unsent >= in->remaining ? in->remaining + in->unsent
                                                                : UINT64_MAX;
-    p->link_bpms = in->link_bpms;
+    p->link_bpms = base_bpms(in);
     p->rate_bpms = predict_rate(h, in, &p->source);
     p->valid = p->rate_bpms > 0;
     if (p->valid) {
@@ -149,6 +158,7 @@ const char *downtime_rate_source_str(DowntimeRateSource s)
     static const char *const names[] = {
         [DT_RATE_NONE] = "none", [DT_RATE_LINK] = "link",
         [DT_RATE_SWITCHOVERS] = "switchovers", [DT_RATE_USER] = "user",
+        [DT_RATE_RESEND] = "resend",
     };
 
     return s < ARRAY_SIZE(names) ? names[s] : "none";

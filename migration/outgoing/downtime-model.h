@@ -23,6 +23,7 @@ typedef struct DowntimeInputs {
     uint64_t remaining;         /* bytes left, in pages' unit (a zero page counts 4 KiB) */
     uint64_t unsent;            /* bytes written that the destination has not taken */
     double link_bpms;           /* bytes/ms sent while not held back by max-bandwidth; 0: unknown */
+    double resend_bpms;         /* the same, of pages sent again (passes after the first); 0: unknown */
     double user_bpms;           /* avail-switchover-bandwidth, bytes/ms; 0: not set */
     int64_t sync_ns;            /* the last dirty sync's cost */
     bool handover;              /* images to flush at the stop */
@@ -32,8 +33,9 @@ typedef struct DowntimeInputs {
 typedef enum DowntimeRateSource {
     DT_RATE_NONE,               /* nothing measured yet */
     DT_RATE_LINK,
-    DT_RATE_SWITCHOVERS,        /* the link, scaled by what past switchovers achieved */
+    DT_RATE_SWITCHOVERS,        /* link or resend, scaled by what past switchovers achieved */
     DT_RATE_USER,
+    DT_RATE_RESEND,             /* pages sent again, as a switchover's are */
 } DowntimeRateSource;
 
 /* One prediction, microseconds. */
@@ -41,7 +43,7 @@ typedef struct DowntimePrediction {
     uint64_t stop_us, handover_us, sync_us, ram_us, device_us, total_us;
     uint64_t remaining;         /* remaining + unsent of the inputs */
     double rate_bpms;           /* what ram_us was computed at */
-    double link_bpms;           /* the link's rate then (what learning compares with) */
+    double link_bpms;           /* resend's rate then, else the link's (what learning compares with) */
     DowntimeRateSource source;
     bool valid;                 /* a rate was known: the total means something */
 } DowntimePrediction;

@@ -100,6 +100,7 @@ typedef struct MigrationState {
     /* The same, of pages with data only (what a switchover mostly has left); 0 until measured. */
     double link_data_bpms;
     double link_acc_bytes, link_acc_ms;     /* mig/src's: what link_data_bpms is measured on */
+    int64_t waited_total_ns;    /* mig/src's: slept for max-bandwidth in this migration */
     int64_t sync_cost_ns;       /* the last exact pending (a dirty sync) before switchover */
     uint64_t threshold_bytes;   /* switch over once this little is left */
     double mbps;

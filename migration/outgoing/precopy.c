@@ -74,6 +74,11 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
     bool aiming;
     int64_t t0;
 
+    /* The first pass ended with the second sync: what follows is sent again. */
+    if (ps->scan.dt.syncs >= 2) {
+        convergence_resends_begin(s);
+    }
+
     /*
      * While aiming lower, the pass under way is sent before a fresh look:
      * the estimate only falls between syncs, so it gets there.

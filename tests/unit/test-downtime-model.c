@@ -111,7 +111,48 @@ static void test_rate_sources(void)
     g_assert_cmpstr(downtime_rate_source_str(DT_RATE_LINK), ==, "link");
     g_assert_cmpstr(downtime_rate_source_str(DT_RATE_SWITCHOVERS), ==, "switchovers");
     g_assert_cmpstr(downtime_rate_source_str(DT_RATE_USER), ==, "user");
-    g_assert_cmpstr(downtime_rate_source_str(DT_RATE_USER + 1), ==, "none");
+    g_assert_cmpstr(downtime_rate_source_str(DT_RATE_RESEND), ==, "resend");
+    g_assert_cmpstr(downtime_rate_source_str(DT_RATE_RESEND + 1), ==, "none");
+}
+
+/*
+ * Once pages went out a second time, their rate is what the stopped phase
+ * is predicted from (it sends such pages), and what learning scales.
+ */
+static void test_resend_rate(void)
+{
+    DowntimeHistory h = { 0 };
+    DowntimeInputs in = { .limit_ms = 300, .remaining = 1000000000, .link_bpms = 1e6,
+                          .resend_bpms = 4e6 };
+    DowntimePrediction p = predict(&h, &in);
+    DowntimeOutcome o = { .ram_us = 100000, .ram_bytes = 800000000 };
+    uint64_t fit_resend, fit_link;
+
+    g_assert_cmpint(p.source, ==, DT_RATE_RESEND);
+    g_assert_cmpfloat(p.rate_bpms, ==, 4e6);
+    g_assert_cmpfloat(p.link_bpms, ==, 4e6);
+    g_assert_cmpuint(p.ram_us, ==, 250000);
+    /* The fitting bytes follow the faster rate: 4x the link's alone. */
+    fit_resend = downtime_fitting_bytes(&h, &in);
+    in.resend_bpms = 0;
+    fit_link = downtime_fitting_bytes(&h, &in);
+    in.resend_bpms = 4e6;
+    g_assert_cmpuint(fit_link, >, 0);
+    g_assert_cmpuint(fit_resend, ==, fit_link * 4);
+
+    /* 8e6 bytes/ms achieved against 4e6 predicted: a ratio of 2 on the resend rate. */
+    downtime_learn(&h, &p, &o);
+    g_assert_cmpfloat_with_epsilon(h.rate_ratio, 2.0, 1e-9);
+    p = predict(&h, &in);
+    g_assert_cmpint(p.source, ==, DT_RATE_SWITCHOVERS);
+    g_assert_cmpfloat(p.rate_bpms, ==, 8e6);
+    /* Without resent pages yet, the same ratio scales the link. */
+    in.resend_bpms = 0;
+    g_assert_cmpfloat(predict(&h, &in).rate_bpms, ==, 2e6);
+    /* The user's word still wins. */
+    in.resend_bpms = 4e6;
+    in.user_bpms = 1e6;
+    g_assert_cmpint(predict(&h, &in).source, ==, DT_RATE_USER);
 }
 
 /* What the socket still holds goes out in the stop too, and leaves less room to fit. */
@@ -321,6 +362,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/downtime-model/priors", test_priors);
     g_test_add_func("/downtime-model/rate-sources", test_rate_sources);
+    g_test_add_func("/downtime-model/resend-rate", test_resend_rate);
     g_test_add_func("/downtime-model/unsent", test_unsent);
     g_test_add_func("/downtime-model/fixed-exceed", test_fixed_exceed);
     g_test_add_func("/downtime-model/fitting-consistent", test_fitting_consistent);
