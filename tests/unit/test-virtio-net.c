@@ -582,6 +582,7 @@ static const MACAddr dst_mac = { { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 } };
 /* Offsets in the section (QEMU's layout, docs/devel/qemu-interop.md). */
 #define OFF_NUM_QUEUES  0x20
 #define OFF_NET_MAC     0x5a
+#define OFF_TX_WAITING  0x60
 #define OFF_NET_STATUS  0x68
 #define OFF_PROMISC     0x6a
 #define OFF_MAC_TABLE   0x6c
@@ -644,6 +645,44 @@ static void test_migrate_round_trip(void)
     wr(VIRTIO_MMIO_STATUS, 0);
     g_assert_true(io_range_read(mmio_table, BASE + VIRTIO_MMIO_CONFIG + 5, 1, &v));
     g_assert_cmphex(v, ==, 0x02);
+    fixture_teardown(&f);
+}
+
+/*
+ * QEMU stops with tx_waiting = 1 when a TX pass is owed (the guest kicked,
+ * the pass not run yet), and its destination runs that pass as the VM
+ * starts. Ours takes the flag, and the frame the guest queued before the
+ * stop goes out on the destination with no kick of its own.
+ */
+static void test_migrate_tx_waiting(void)
+{
+    g_autofree uint8_t *sec = NULL;
+    size_t len;
+    Fixture f;
+
+    fixture_setup(&f);
+    driver_init(&f);
+    vtest_vm_set_running(false);
+    /* Queued while stopped: the owed pass. */
+    tx_offer(&f, 3, 90, false);
+    sec = vtest_section_save_named(NET_SECTION, &len);
+    g_assert_cmpuint(f.be.got->len, ==, 0);
+    g_assert_cmphex(sec[OFF_TX_WAITING + 3], ==, 0);
+    sec[OFF_TX_WAITING + 3] = 1;
+
+    fixture_destroy_device(&f);
+    {
+        VirtIONetConf conf = { .netdev = (char *)"n0", .mac = dst_mac, .mac_given = true };
+
+        f.n = virtio_net_create(&conf, ERRP_ABORT);
+        f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
+        f.sec = virtio_net_mmio_state_add(f.mmio);
+    }
+    g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
+    vtest_vm_set_running(true);
+    want_got = 1;
+    g_assert_true(pump_until(got_enough, &f));
+    assert_frame(g_ptr_array_index(f.be.got, 0), 90, 3);
     fixture_teardown(&f);
 }
 
@@ -722,6 +761,7 @@ int main(int argc, char **argv)
     g_test_add_func("/virtio-net/hostile/garbage", test_hostile_garbage);
     g_test_add_func("/virtio-net/migrate/round-trip", test_migrate_round_trip);
     g_test_add_func("/virtio-net/migrate/hostile", test_migrate_hostile);
+    g_test_add_func("/virtio-net/migrate/tx-waiting", test_migrate_tx_waiting);
     ret = g_test_run();
     vtest_cleanup();
     return ret;
