@@ -39,14 +39,18 @@ static void precopy_init(MigrationState *s, void *ms)
 }
 
 /*
- * What is left fits the downtime limit, but only a quarter of it is aimed
- * at while each pass at least halves it: a guest that dirties slowly
- * against the link then stops for a fraction of the limit, for the price
- * of one more short pass (a precopy into a file went from 280 ms of
- * downtime to a quarter of that); one that dirties fast switches over at
- * once, as before.
+ * What is left fits the downtime limit, but only an eighth of it is aimed
+ * at while each pass leaves at most three quarters of the one before: a
+ * guest that dirties slowly against the link then stops for a fraction of
+ * the limit, for the price of a few short passes (a precopy into a file
+ * went from 280 ms of downtime to a quarter of that); one whose passes
+ * stop shrinking switches over at once. With a quarter and halving, the
+ * seed scenario's passes (220 MB/s against 300 MiB/s) shrank too slowly
+ * to aim at all: 40 ms of downtime against QEMU 10.0's 14 ms, whose rule
+ * (the throttled rate times the limit) keeps passing. Now 12 ms against
+ * 19 ms, in 0.91x QEMU 10.0's time (docs/benchmarks.md, "slo").
  */
-#define PRECOPY_AIM_DIVISOR 4
+#define PRECOPY_AIM_DIVISOR 8
 
 /*
  * The handover's prepare (the images' flush) runs with the guest running
@@ -103,7 +107,7 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
     /* What the final sync will cost, for expected-downtime. */
     s->sync_cost_ns = get_clock_ns() - t0;
     aiming = pending <= s->threshold_bytes && pending > aim &&
-             (!ps->aim_from || pending <= ps->aim_from / 2);
+             (!ps->aim_from || pending <= ps->aim_from / 4 * 3);
     trace_migration_switchover(pending, s->threshold_bytes, s->bandwidth_bpms,
                                pending > s->threshold_bytes ? "iterate" :
                                aiming ? "aim-lower" : "complete");
