@@ -588,6 +588,17 @@ static const MACAddr dst_mac = { { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 } };
 #define OFF_MAC_TABLE   0x6c
 #define OFF_VLANS       0x70
 
+/* The source's device goes; the destination's, with another MAC on its command line, comes. */
+static void become_destination(Fixture *f)
+{
+    VirtIONetConf conf = { .netdev = (char *)"n0", .mac = dst_mac, .mac_given = true };
+
+    fixture_destroy_device(f);
+    f->n = virtio_net_create(&conf, ERRP_ABORT);
+    f->mmio = virtio_mmio_create(&f->n->vdev, BASE, GSI, ERRP_ABORT);
+    f->sec = virtio_net_mmio_state_add(f->mmio);
+}
+
 /* The source's state moves to a fresh device (same RAM), which carries on. */
 static void test_migrate_round_trip(void)
 {
@@ -615,15 +626,8 @@ static void test_migrate_round_trip(void)
     g_assert_cmphex(sec[OFF_PROMISC], ==, 1);
     g_assert_cmphex(sec[OFF_VLANS], ==, 0xff);
 
-    /* The destination: another MAC on its command line, then the stream. */
-    fixture_destroy_device(&f);
-    {
-        VirtIONetConf conf = { .netdev = (char *)"n0", .mac = dst_mac, .mac_given = true };
-
-        f.n = virtio_net_create(&conf, ERRP_ABORT);
-        f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-        f.sec = virtio_net_mmio_state_add(f.mmio);
-    }
+    /* The destination, then the stream. */
+    become_destination(&f);
     g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
     /* What it loaded saves as the same bytes. */
     again = vtest_section_save_named(NET_SECTION, &len2);
@@ -670,14 +674,7 @@ static void test_migrate_tx_waiting(void)
     g_assert_cmphex(sec[OFF_TX_WAITING + 3], ==, 0);
     sec[OFF_TX_WAITING + 3] = 1;
 
-    fixture_destroy_device(&f);
-    {
-        VirtIONetConf conf = { .netdev = (char *)"n0", .mac = dst_mac, .mac_given = true };
-
-        f.n = virtio_net_create(&conf, ERRP_ABORT);
-        f.mmio = virtio_mmio_create(&f.n->vdev, BASE, GSI, ERRP_ABORT);
-        f.sec = virtio_net_mmio_state_add(f.mmio);
-    }
+    become_destination(&f);
     g_assert_true(vtest_section_load_named(NET_SECTION, 0, sec, len, ERRP_ABORT));
     vtest_vm_set_running(true);
     want_got = 1;
