@@ -174,8 +174,11 @@ static void inputs(MigrationState *s, uint64_t remaining, DowntimeInputs *in)
     };
 }
 
-/* Take the policy's step @a (its reason in c->policy.reason). */
-static void take_step(MigrationState *s, ConvergeAction a)
+/*
+ * Take the policy's step @a (its reason in c->policy.reason). True: a step
+ * to announce, once what query-migrate shows says it too.
+ */
+static bool take_step(MigrationState *s, ConvergeAction a)
 {
     Convergence *c = &s->conv;
 
@@ -198,10 +201,9 @@ static void take_step(MigrationState *s, ConvergeAction a)
         }
         break;
     default:
-        return;
+        return false;
     }
-    migration_converge_event(migrate_get_state(&s->state), converge_action_str(a),
-                             c->policy.reason);
+    return true;
 }
 
 void convergence_window(MigrationState *s, uint64_t remaining)
@@ -212,6 +214,7 @@ void convergence_window(MigrationState *s, uint64_t remaining)
     DowntimePrediction p;
     ConvergeAction a = CONV_NONE, next;
     uint64_t fitting, limit_us = migrate_downtime_limit() * 1000;
+    bool announce = false;
 
     /*
      * One 100 ms window's rate wanders 2x here (185 to 1230 MB/s in one
@@ -236,7 +239,7 @@ void convergence_window(MigrationState *s, uint64_t remaining)
         a = converge_policy_tick(&c->policy, now, remaining,
                                  p.valid ? p.total_us : UINT64_MAX / 2, limit_us);
         if (a != CONV_NONE) {
-            take_step(s, a);
+            announce = take_step(s, a);
         }
     }
     progress_update(&c->progress, &(ProgressInputs) {
@@ -257,6 +260,15 @@ void convergence_window(MigrationState *s, uint64_t remaining)
         pstrcpy(c->reason, sizeof(c->reason), c->policy.reason);
     }
     g_mutex_unlock(&c->lock);
+    /*
+     * After the publication: a client that queries on the event must see
+     * the step it announces (test-slo did, under make check's load, and
+     * found the step before).
+     */
+    if (announce) {
+        migration_converge_event(migrate_get_state(&s->state), converge_action_str(a),
+                                 c->policy.reason);
+    }
 }
 
 uint64_t convergence_decided(MigrationState *s, uint64_t remaining)

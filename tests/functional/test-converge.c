@@ -36,7 +36,11 @@ static double guest_rate_mbps(VM *vm, int n)
     return sum / n;
 }
 
-/* The phases of a completed precopy account for its downtime (at least 95%). */
+/*
+ * The phases of a completed precopy account for its downtime: at least
+ * 95%, or all but 0.2 ms (a 2 ms downtime, now that the precopy aims
+ * lower, left 0.11 ms between the phases that no phase owns).
+ */
 static void assert_downtime_attributed(JsonNode *info)
 {
     int64_t total = json_get_int(info, "x-downtime.total");
@@ -48,7 +52,9 @@ static void assert_downtime_attributed(JsonNode *info)
 
     g_assert_cmpint(total, >, 0);
     g_assert_cmpint(sum, <=, total);
-    g_assert_cmpint(sum * 100, >=, total * 95);
+    if (sum * 100 < total * 95 && total - sum > 200) {
+        g_error("x-downtime: %" PRId64 " of %" PRId64 " us attributed", sum, total);
+    }
     g_assert_cmpint(json_get_int(info, "x-downtime.unattributed"), ==, total - sum);
     /* The same span as downtime (ms, truncated). */
     g_assert_cmpint(total / 1000, ==, json_get_int(info, "downtime"));
