@@ -78,7 +78,11 @@ static bool precopy_switchover_ready(MigrationState *s, void *ms, bool all_sent)
     bool aiming;
     int64_t t0;
 
-    /* The first pass ended with the second sync: what follows is sent again. */
+    /*
+     * The second sync ends the first pass, or is the fresh look below taken
+     * in its middle: either way most of what follows is sent again, and
+     * first-pass pages still among it only make the rate lower (safer).
+     */
     if (ps->scan.dt.syncs >= 2) {
         convergence_resends_begin(s);
     }
