@@ -63,6 +63,7 @@ static void records_enter_postcopy(void *sink)
     RAMRecordsSink *s = sink;
 
     if (s->enc) {
+        xbzrle_sender_stop_prefault(s->enc);
         s->parked = s->enc;
         s->enc = NULL;
     }

@@ -34,6 +34,8 @@ typedef struct XbzrleSender XbzrleSender;
  * check). NULL with @errp set if the host cannot allocate it.
  */
 XbzrleSender *xbzrle_sender_new(uint64_t cache_size, Error **errp);
+/* No more pages will come for a while (postcopy): stop faulting the cache in. */
+void xbzrle_sender_stop_prefault(XbzrleSender *x);
 /* Frees the cache (end of the migration); the counters stay for query-migrate. */
 void xbzrle_sender_drop_cache(XbzrleSender *x);
 void xbzrle_sender_free(XbzrleSender *x);
