@@ -223,13 +223,24 @@ class InteropCase(GuestCase):
         back = self.hop(ours, peer, 'peer', extra, **mode)
         self.assertEqual(back.qmp.cmd('query-status')['status'], 'running')
 
-    def paused_ram(self, peer, first_ours):
-        """A paused guest's RAM arrives byte-identical, in either direction."""
+    def paused_ram(self, peer, first_ours, caps=(), params=None):
+        """A paused guest's RAM arrives byte-identical, in either direction
+        (@caps and @params on both ends, set before the destination listens)."""
         src = self.vm(QEMU if first_ours else peer, 'src')
         src.ready()
         self.wait_passes(src, 1)
         src.qmp.cmd('stop')
-        dst = self.vm(peer if first_ours else QEMU, 'dst', incoming=True)
+        if caps:
+            dst = self.vm(peer if first_ours else QEMU, 'dst', extra=['-incoming', 'defer'])
+            dst.port = free_port()
+            for vm in (dst, src):
+                vm.qmp.cmd('migrate-set-capabilities',
+                           capabilities=[{'capability': c, 'state': True} for c in caps])
+                if params:
+                    vm.qmp.cmd('migrate-set-parameters', **params)
+            dst.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % dst.port)
+        else:
+            dst = self.vm(peer if first_ours else QEMU, 'dst', incoming=True)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
         info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'completed', '%s; destination: %s'
@@ -294,6 +305,13 @@ class TestQemu10(InteropCase):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10, append=DIRTY, caps=['multifd'],
                        params={'multifd-channels': 2, 'multifd-compression': 'zstd'})
+
+    def test_paused_ram_multifd_zstd_to_qemu(self):
+        """The guest's random pages go as zstd frames of raw blocks: QEMU
+        10.0's decoder must place every byte of them."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_ram(QEMU10, first_ours=True, caps=['multifd'],
+                        params={'multifd-channels': 2, 'multifd-compression': 'zstd'})
 
     def test_xbzrle(self):
         need_binary(self, QEMU10, 'QEMU 10.0')

@@ -10,6 +10,7 @@
  * pages, each of which is followed by a canary.
  */
 #include "qemu/osdep.h"
+#include <zstd.h>
 #include "qapi/error.h"
 #include "migration/transport/multifd.h"
 #include "migration/transport/multifd-compress.h"
@@ -577,6 +578,60 @@ static void test_zstd_window(void)
 }
 
 /*
+ * Random pages go as a frame of raw blocks: exactly the pages and the
+ * headers, and libzstd's own decoders take it, one-shot and as a stream
+ * of packets on one context (how QEMU's receiver reads a channel). Text
+ * pages among them do not stop it when no sample falls on one; a packet
+ * whose samples compress is compressed.
+ */
+static void test_zstd_raw(void)
+{
+    const MultifdCompressOps *ops = multifd_compress_ops(MULTIFD_COMPRESSION_ZSTD);
+    g_autoptr(GRand) r = g_rand_new_with_seed(9);
+    void *tx = ops->send_new(1, &error_abort);
+    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    static const uint32_t sizes[] = { 1, 31, 32, 33, MULTIFD_PACKET_PAGES };
+
+    for (size_t k = 0; k < ARRAY_SIZE(sizes); k++) {
+        uint32_t n = sizes[k], blocks = DIV_ROUND_UP(n, 32);
+        Pages *src = pages_new(n);
+        g_autofree uint8_t *flat = g_malloc(n * PAGE);
+        Body b;
+
+        fill_pages(src, FILL_RANDOM, r);
+        if (n > 2) {
+            fill_page(src->p[1], FILL_TEXT, r);     /* no sample falls there */
+        }
+        b = compress_pages(ops, tx, src);
+        g_assert_cmpuint(b.len, ==, 4 + 1 + 4 + 3 * blocks + n * PAGE);
+        g_assert_cmpuint(ZSTD_decompress(flat, n * PAGE, b.buf, b.len), ==, n * PAGE);
+        for (uint32_t i = 0; i < n; i++) {
+            g_assert(memcmp(flat + i * PAGE, src->p[i], PAGE) == 0);
+        }
+        /* As one stream: each frame ends, the next begins on the same context. */
+        for (int again = 0; again < 2; again++) {
+            ZSTD_inBuffer in = { b.buf, b.len, 0 };
+            ZSTD_outBuffer out = { flat, n * PAGE, 0 };
+
+            memset(flat, 0, n * PAGE);
+            g_assert_cmpuint(ZSTD_decompressStream(dc, &out, &in), ==, 0);
+            g_assert_cmpuint(out.pos, ==, n * PAGE);
+            g_assert_cmpuint(in.pos, ==, b.len);
+            g_assert(memcmp(flat + (n - 1) * PAGE, src->p[n - 1], PAGE) == 0);
+        }
+        g_free(b.buf);
+
+        fill_pages(src, FILL_TEXT, r);
+        b = compress_pages(ops, tx, src);
+        g_assert_cmpuint(b.len, <, n * PAGE / 2);
+        g_free(b.buf);
+        pages_free(src);
+    }
+    ZSTD_freeDCtx(dc);
+    ops->send_free(tx);
+}
+
+/*
  * Hand-made zlib bodies: a zlib header and a stored block of one page,
  * then either a real sync flush (an empty stored block) or a tail that
  * also ends in 00 00 ff ff but stops inside a block header: an empty
@@ -658,6 +713,7 @@ int main(int argc, char **argv)
         }
     }
     g_test_add_func("/multifd-compress/zlib/flush-point", test_zlib_flush_point);
+    g_test_add_func("/multifd-compress/zstd/raw", test_zstd_raw);
     g_test_add_func("/multifd-compress/zstd/window", test_zstd_window);
     return g_test_run();
 }
