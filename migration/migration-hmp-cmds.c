@@ -74,6 +74,9 @@ void hmp_info_migrate(Monitor *mon, const HMPArgs *args)
                            " us (of %" PRIu64 " us, expected %" PRIu64 " us)\n",
                            d->stop_vcpus, d->handover, d->final_sync, d->last_ram,
                            d->device_state, d->unattributed, d->total, d->expected);
+            if (d->has_write_protect) {
+                monitor_printf(mon, "downtime write-protect: %" PRIu64 " us\n", d->write_protect);
+            }
         }
         if (info->x_downtime_predicted) {
             XDowntimePrediction *d = info->x_downtime_predicted;

@@ -5,8 +5,10 @@
  * guest keeps running.
  *
  *   setup:    populate RAM -> copy buffers -> register RAM with a
- *             userfaultfd, start mig/uffd -> stop VM -> device state into
- *             a memory buffer -> write-protect all RAM -> resume VM
+ *             userfaultfd, start mig/uffd -> write-protect all RAM (the
+ *             guest runs on; mig/uffd only unprotects what it writes) ->
+ *             stop VM -> device state into a memory buffer -> protect
+ *             again the pages written since -> resume VM
  *   iterate:  the "ram" section saves every page once (snapshot-ram.c),
  *             the copies taken for write faults first
  *   complete: stop mig/uffd -> unprotect and unregister -> device buffer,
@@ -44,6 +46,10 @@ typedef struct SnapshotState {
     const char *protection;     /* how RAM was protected; NULL until it was */
     uint64_t protect_ns;
     uint64_t populate_ns;
+    uint64_t reprotect_pages;   /* written between the protection and the stop */
+    /* The downtime's phases (x-downtime); valid once the VM ran again. */
+    bool phases_valid;
+    int64_t stop_ns, dev_ns, wp_ns, total_ns;
 
     SnapRam ram;                /* the page source's state (snapshot-ram.h) */
     SnapFault fault;            /* mig/uffd (snapshot-fault.h) */
@@ -176,7 +182,7 @@ static bool snapshot_register_all(SnapshotState *ss, Error **errp)
     return true;
 }
 
-/* Write-protects all registered RAM. VM stopped. */
+/* Write-protects all registered RAM, the guest still running (see snapshot_freeze). */
 static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
 {
     int64_t t0 = get_clock_ns();
@@ -195,18 +201,38 @@ static bool snapshot_protect_all(SnapshotState *ss, Error **errp)
     return true;
 }
 
-/* Stop, save devices into a buffer, protect RAM, resume. BQL taken here. */
+/*
+ * Protect RAM, then stop, save devices into a buffer, protect again what
+ * was written since, resume. Protecting 3 GiB took 1.6-4.6 ms, all of it
+ * in the downtime when done with the VM stopped (QEMU's order); the
+ * guest now runs through it, and a page it writes meanwhile is only
+ * unprotected and recorded by mig/uffd (snapshot_fault_freeze), not
+ * saved: the snapshot's instant is the stop. BQL taken here.
+ */
 static bool snapshot_freeze(MigrationState *s, SnapshotState *ss, Error **errp)
 {
+    int64_t t_stop, t_dev, t_wp;
     bool ok;
 
+    if (!snapshot_protect_all(ss, errp)) {
+        return false;
+    }
     bql_lock();
     migration_stop_vm_locked(s, RUN_STATE_PAUSED);
-    ok = qemu_savevm_state_devices(ss->devices, NULL, errp) && snapshot_protect_all(ss, errp);
+    t_stop = get_clock_ns();
+    ok = qemu_savevm_state_devices(ss->devices, NULL, errp);
+    t_dev = get_clock_ns();
+    ok = ok && snapshot_fault_freeze(&ss->fault, &ss->reprotect_pages, errp);
+    t_wp = get_clock_ns();
     if (s->vm_was_running) {
         vm_start();
     }
-    s->downtime_ms = (get_clock_ns() - s->downtime_start_ns) / 1000000;
+    ss->total_ns = get_clock_ns() - s->downtime_start_ns;
+    s->downtime_ms = ss->total_ns / 1000000;
+    ss->stop_ns = t_stop - s->downtime_start_ns;
+    ss->dev_ns = t_dev - t_stop;
+    ss->wp_ns = t_wp - t_dev;
+    ss->phases_valid = ok;
     bql_unlock();
     return ok;
 }
@@ -264,8 +290,28 @@ static void snapshot_fill_info(const MigrationState *s, void *ms, MigrationInfo 
 
     x->protection = g_strdup(ss->protection ? ss->protection : "none");
     x->protect_time_us = ss->protect_ns / 1000;
+    x->reprotect_pages = ss->reprotect_pages;
     x->populate_time_us = ss->populate_ns / 1000;
     snapshot_fault_fill_info(&ss->fault, x);
+}
+
+/* Where the downtime went; resuming the vCPUs is the unattributed rest. */
+static XDowntimeInfo *snapshot_downtime_info(const MigrationState *s, void *ms)
+{
+    SnapshotState *ss = ms;
+    XDowntimeInfo *d;
+
+    if (!ss->phases_valid) {
+        return NULL;
+    }
+    d = g_new0(XDowntimeInfo, 1);
+    d->stop_vcpus = ss->stop_ns / 1000;
+    d->device_state = ss->dev_ns / 1000;
+    d->has_write_protect = true;
+    d->write_protect = ss->wp_ns / 1000;
+    d->total = ss->total_ns / 1000;
+    d->unattributed = d->total - MIN(d->total, d->stop_vcpus + d->device_state + d->write_protect);
+    return d;
 }
 
 const MigrationOutMode snapshot_mode = {
@@ -276,6 +322,7 @@ const MigrationOutMode snapshot_mode = {
     .init = snapshot_init,
     .check_caps = snapshot_check_caps,
     .fill_info = snapshot_fill_info,
+    .downtime_info = snapshot_downtime_info,
     .cleanup = snapshot_cleanup,
     .setup = snapshot_setup,
     .switchover_ready = snapshot_switchover_ready,

@@ -346,6 +346,55 @@ static void test_highmem(void)
     restore_and_check_extra("1G", append, uri, false, pass, split);
 }
 
+/*
+ * The downtime of a background snapshot, phase by phase: RAM is protected
+ * before the stop (protect-time-us, outside it), and only the pages
+ * written since are protected again inside it (write-protect). Which
+ * pages those are is tested on a real userfaultfd in
+ * tests/unit/test-snapshot-fault.c: here the window is too short to
+ * count on a write in it. The guest restored from the file verifies on.
+ */
+static void test_downtime_phases(void)
+{
+    const char *append = "mode=verify mem=256";
+    g_autofree char *file = snap_path("phases");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    JsonNode *info;
+    int64_t total;
+    int pass;
+    VM *src;
+
+    if (!vmtest_require_kvm()) {
+        return;
+    }
+    src = migtest_start_source("1G", append);
+    enable_background_snapshot(src);
+    pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    wait_snapshot_done(src);
+    info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
+    total = json_get_int(info, "x-downtime.total");
+    g_test_message("downtime %" PRId64 " us: stop-vcpus %" PRId64 ", device-state %" PRId64
+                   ", write-protect %" PRId64 " (%" PRId64 " pages); protected before the "
+                   "stop in %" PRId64 " us", total, json_get_int(info, "x-downtime.stop-vcpus"),
+                   json_get_int(info, "x-downtime.device-state"),
+                   json_get_int(info, "x-downtime.write-protect"),
+                   json_get_int(info, "x-background-snapshot.reprotect-pages"),
+                   json_get_int(info, "x-background-snapshot.protect-time-us"));
+    g_assert_cmpint(total, >, 0);
+    g_assert_cmpint(json_get_int(info, "x-downtime.stop-vcpus") +
+                    json_get_int(info, "x-downtime.device-state") +
+                    json_get_int(info, "x-downtime.write-protect") +
+                    json_get_int(info, "x-downtime.unattributed"), ==, total);
+    g_assert_cmpint(json_get_int(info, "x-downtime.final-sync"), ==, 0);
+    g_assert_cmpint(json_get_int(info, "x-downtime.last-ram"), ==, 0);
+    g_assert_cmpint(json_get_int(info, "downtime"), ==, total / 1000);
+    json_node_unref(info);
+    g_assert_cmpuint(vm_count_lines(src, "FAIL"), ==, 0);
+    vm_kill(src);
+    restore_and_check("1G", append, uri, false, pass);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -357,5 +406,6 @@ int main(int argc, char **argv)
     g_test_add_func("/snapshot/refused-combinations", test_refused_combinations);
     g_test_add_func("/snapshot/memfd-backend", test_memfd_backend);
     g_test_add_func("/snapshot/highmem", test_highmem);
+    g_test_add_func("/snapshot/downtime-phases", test_downtime_phases);
     return g_test_run();
 }
