@@ -29,6 +29,7 @@ struct XbzrleSender {
      */
     WorkerThread prefault;
     uint64_t prefault_from;     /* set before the start: the first page's slot */
+    uint64_t prefault_len;      /* set before the start: bytes of cache to fault in */
     uint8_t cur[TARGET_PAGE_SIZE];      /* the page as read once: the guest may write on */
     uint8_t enc[TARGET_PAGE_SIZE];
 
@@ -112,9 +113,9 @@ static void *prefault_fn(void *opaque)
 
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     worker_thread_lock(&x->prefault);
-    while (done < x->cache_size && !worker_thread_should_quit(&x->prefault)) {
+    while (done < x->prefault_len && !worker_thread_should_quit(&x->prefault)) {
         uint64_t off = (from + done) % x->cache_size;
-        uint64_t len = MIN(PREFAULT_CHUNK, x->cache_size - off);
+        uint64_t len = MIN(MIN(PREFAULT_CHUNK, x->cache_size - off), x->prefault_len - done);
 
         worker_thread_unlock(&x->prefault);
         if (madvise(x->data + off, len, MADV_POPULATE_WRITE) && errno != EINTR) {
@@ -142,7 +143,14 @@ void xbzrle_put_page(XbzrleSender *x, RAMRecordWriter *w, QEMUFile *f, RAMBlock 
     int n;
 
     if (!x->looked_up) {
+        uint64_t ram = DIV_ROUND_UP(ram_blocks_total_bytes(), TARGET_PAGE_SIZE) * TARGET_PAGE_SIZE;
+
         x->prefault_from = slot;
+        /*
+         * No more than the guest has: a cache larger than RAM is only
+         * ever used where RAM maps (from this slot on, for one block).
+         */
+        x->prefault_len = MIN(x->cache_size, ram);
         /* Without the thread (no memory for one), mig/src faults the pages itself. */
         worker_thread_start(&x->prefault, "mig/xbz-cache", prefault_fn, x);
     }
