@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/thread.h"
+#include "qemu/tsan.h"
 #include "qemu/userfaultfd.h"
 #include "migration/core/latency-hist.h"
 #include "snapshot-fault.h"
@@ -41,7 +42,7 @@ static bool unprotect_before_freeze(SnapFault *sf, const UffdFault *f)
     uintptr_t page = f->addr & ~(uintptr_t)(TARGET_PAGE_SIZE - 1);
     bool done = false;
 
-    g_mutex_lock(&sf->freeze_lock);
+    tsan_g_mutex_lock(&sf->freeze_lock);
     if (!sf->frozen) {
         if (!sf->touched) {
             sf->touched = g_array_new(false, false, sizeof(uintptr_t));
@@ -59,7 +60,7 @@ static bool unprotect_before_freeze(SnapFault *sf, const UffdFault *f)
         }
         done = true;
     }
-    g_mutex_unlock(&sf->freeze_lock);
+    tsan_g_mutex_unlock(&sf->freeze_lock);
     return done;
 }
 
@@ -68,7 +69,7 @@ bool snapshot_fault_freeze(SnapFault *sf, uint64_t *pages, Error **errp)
     g_autoptr(GArray) touched = NULL;
     bool ok = true;
 
-    g_mutex_lock(&sf->freeze_lock);
+    tsan_g_mutex_lock(&sf->freeze_lock);
     __atomic_store_n(&sf->frozen, true, __ATOMIC_RELEASE);
     touched = sf->touched;
     sf->touched = NULL;
@@ -77,7 +78,7 @@ bool snapshot_fault_freeze(SnapFault *sf, uint64_t *pages, Error **errp)
                          "snapshot's stop failed");
         ok = false;
     }
-    g_mutex_unlock(&sf->freeze_lock);
+    tsan_g_mutex_unlock(&sf->freeze_lock);
     *pages = touched ? touched->len : 0;
     for (guint i = 0; ok && touched && i < touched->len; i++) {
         uintptr_t page = g_array_index(touched, uintptr_t, i);
@@ -137,12 +138,12 @@ void snapshot_fault_stop(SnapFault *sf)
         snapshot_ram_stopping(sf->ram);
         uffd_server_stop(&sf->server);
     }
-    g_mutex_lock(&sf->freeze_lock);
+    tsan_g_mutex_lock(&sf->freeze_lock);
     if (sf->touched) {
         g_array_free(sf->touched, true);
         sf->touched = NULL;
     }
-    g_mutex_unlock(&sf->freeze_lock);
+    tsan_g_mutex_unlock(&sf->freeze_lock);
 }
 
 void snapshot_fault_fill_info(SnapFault *sf, XBackgroundSnapshotInfo *x)

@@ -23,15 +23,16 @@
 /* ---- The page source, stubbed: what the snapshot's faults hand it ---- */
 static int stub_uffd = -1;
 static uint64_t stub_addrs[NPAGES];
-static int stub_calls;          /* atomic */
+static int stub_calls;          /* mig/uffd writes (release), the test reads (acquire) */
 
 SnapFaultOutcome snapshot_ram_handle_fault(SnapRam *sr, uint64_t addr, int64_t t_wake)
 {
-    int n = __atomic_fetch_add(&stub_calls, 1, __ATOMIC_RELAXED);
+    int n = __atomic_load_n(&stub_calls, __ATOMIC_ACQUIRE);
 
     if (n < NPAGES) {
         stub_addrs[n] = addr & ~(uint64_t)(PAGE - 1);
     }
+    __atomic_store_n(&stub_calls, n + 1, __ATOMIC_RELEASE);
     /* As the real one does once the copy is taken: unprotect, which wakes the writer. */
     g_assert_cmpint(uffd_change_protection(stub_uffd, (void *)(uintptr_t)(addr & ~(PAGE - 1)),
                                            PAGE, false), ==, 0);
@@ -111,7 +112,7 @@ static void test_freeze(void)
 
     /* Before the freeze: each write unprotects its page only, and is nobody's copy. */
     write_pages(mem, before, G_N_ELEMENTS(before), 2);
-    g_assert_cmpint(__atomic_load_n(&stub_calls, __ATOMIC_RELAXED), ==, 0);
+    g_assert_cmpint(__atomic_load_n(&stub_calls, __ATOMIC_ACQUIRE), ==, 0);
     for (int i = 0; i < NPAGES; i++) {
         bool written = i == 3 || i == 10 || i == 11 || i == 31;
 
@@ -128,7 +129,7 @@ static void test_freeze(void)
 
     /* After it: a write is the snapshot's fault, page by page. */
     write_pages(mem, after, G_N_ELEMENTS(after), 3);
-    g_assert_cmpint(__atomic_load_n(&stub_calls, __ATOMIC_RELAXED), ==, 2);
+    g_assert_cmpint(__atomic_load_n(&stub_calls, __ATOMIC_ACQUIRE), ==, 2);
     g_assert_cmphex(stub_addrs[0], ==, (uintptr_t)(mem + 10 * PAGE));
     g_assert_cmphex(stub_addrs[1], ==, (uintptr_t)(mem + 20 * PAGE));
     g_assert_false(page_protected(mem, 10));
