@@ -91,32 +91,80 @@ static bool none_decompress(void *st, const uint8_t *in, size_t len,
     return true;
 }
 
-/* ---- zlib: one deflate stream per channel, a sync flush per packet ---- */
+/*
+ * ---- zlib: one deflate stream per channel, a sync flush per packet ----
+ * Pages that do not compress cost deflate a full attempt for stored
+ * blocks in the end, as they cost zstd (see its section): a few of each
+ * packet's pages are tried alone on a second stream first, and when none
+ * shrinks by 1/ZLIB_SAMPLE_GAIN the channel's stream goes to level 0
+ * (stored blocks, a copy) for the packet. Changing the level between
+ * packets is deflate's own deflateParams: nothing is pending after the
+ * sync flush, so the stream stays one stream any inflate reads.
+ */
+#define ZLIB_SAMPLES        2
+#define ZLIB_SAMPLE_GAIN    32
+
 typedef struct ZlibSend {
     z_stream zs;
+    z_stream probe;                     /* tries sample pages, reset each time */
+    int level;
+    bool stored;                        /* zs is at level 0 now */
     uint8_t page[TARGET_PAGE_SIZE];     /* what deflate reads; see compress */
+    uint8_t probe_out[TARGET_PAGE_SIZE * 2];
 } ZlibSend;
+
+static void zlib_send_free(void *st)
+{
+    ZlibSend *s = st;
+
+    if (s) {
+        deflateEnd(&s->zs);
+        deflateEnd(&s->probe);
+        g_free(s);
+    }
+}
 
 static void *zlib_send_new(int level, Error **errp)
 {
     ZlibSend *s = g_new0(ZlibSend, 1);
     int ret = deflateInit(&s->zs, level);
 
+    if (ret == Z_OK) {
+        ret = deflateInit(&s->probe, level ? level : 1);
+        if (ret != Z_OK) {
+            deflateEnd(&s->zs);
+        }
+    }
     if (ret != Z_OK) {
         error_setg(errp, "zlib: cannot start deflate at level %d: %s",
                    level, zError(ret));
         g_free(s);
         return NULL;
     }
+    s->level = level;
     return s;
 }
 
-static void zlib_send_free(void *st)
+/* True when no sample page of the packet deflates by 1/ZLIB_SAMPLE_GAIN. */
+static bool zlib_packet_looks_random(ZlibSend *s, const uint8_t *const *pages, uint32_t n)
 {
-    if (st) {
-        deflateEnd(&((ZlibSend *)st)->zs);
-        g_free(st);
+    for (uint32_t k = 0; k < ZLIB_SAMPLES; k++) {
+        z_stream *p = &s->probe;
+
+        memcpy(s->page, pages[(uint64_t)n * k / ZLIB_SAMPLES], PAGE);
+        if (deflateReset(p) != Z_OK) {
+            return false;
+        }
+        p->next_in = s->page;
+        p->avail_in = PAGE;
+        p->next_out = s->probe_out;
+        p->avail_out = sizeof(s->probe_out);
+        if (deflate(p, Z_FINISH) != Z_STREAM_END ||
+            p->total_out < PAGE - PAGE / ZLIB_SAMPLE_GAIN) {
+            return false;
+        }
     }
+    return true;
 }
 
 /*
@@ -138,6 +186,20 @@ static ssize_t zlib_compress(void *st, const uint8_t *const *pages, uint32_t n,
     /* No pages: no deflate call and an empty body, which the receiver skips. */
     zs->next_out = out;
     zs->avail_out = MIN(cap, UINT_MAX);
+    if (n && s->level) {
+        bool stored = zlib_packet_looks_random(s, pages, n);
+
+        if (stored != s->stored) {
+            int ret = deflateParams(zs, stored ? 0 : s->level, Z_DEFAULT_STRATEGY);
+
+            if (ret != Z_OK) {
+                error_setg(errp, "zlib: cannot change the level: %s",
+                           zs->msg ? zs->msg : zError(ret));
+                return -1;
+            }
+            s->stored = stored;
+        }
+    }
     for (uint32_t i = 0; i < n; i++) {
         int ret;
 

@@ -313,6 +313,13 @@ class TestQemu10(InteropCase):
         self.paused_ram(QEMU10, first_ours=True, caps=['multifd'],
                         params={'multifd-channels': 2, 'multifd-compression': 'zstd'})
 
+    def test_paused_ram_multifd_zlib_to_qemu(self):
+        """Random pages switch our deflate streams to level 0 (stored
+        blocks) and back: QEMU 10.0's inflate must place every byte."""
+        need_binary(self, QEMU10, 'QEMU 10.0')
+        self.paused_ram(QEMU10, first_ours=True, caps=['multifd'],
+                        params={'multifd-channels': 2, 'multifd-compression': 'zlib'})
+
     def test_xbzrle(self):
         need_binary(self, QEMU10, 'QEMU 10.0')
         self.roundtrip(QEMU10, append=DIRTY, caps=['xbzrle'],
