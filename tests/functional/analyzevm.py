@@ -184,6 +184,32 @@ class VM:
         self.progress.check(info)
         return info
 
+    def wait_children_exited(self, end):
+        """Until every child of the VM (exec:'s shell and cat) has exited: a
+        migration completes once its last byte is in the pipe, before cat
+        has written it to the file (test-virtio-blk-held read a file that
+        lacked its device sections under make check's load)."""
+        me = str(self.proc.pid)
+        while True:
+            live = []
+            for pid in os.listdir('/proc'):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open('/proc/%s/stat' % pid) as f:
+                        st = f.read()
+                except OSError:
+                    continue
+                fields = st[st.rindex(')') + 2:].split()
+                if fields[1] == me and fields[0] != 'Z':
+                    live.append(pid)
+            if not live:
+                return
+            if time.monotonic() > end:
+                raise AssertionError('the exec: command (pids %s) still runs after the '
+                                     'migration completed' % ', '.join(live))
+            time.sleep(0.02)
+
     def migrate(self, path, caps=(), params=None, uri=None):
         """Migrate to path with exec:cat (or to uri); return the final
         query-migrate."""
@@ -199,6 +225,8 @@ class VM:
             info = self.query_migrate()
             status = info.get('status')
             if status == 'completed':
+                if not uri:
+                    self.wait_children_exited(end)
                 return info
             if status in ('failed', 'cancelled'):
                 raise AssertionError('migration %s: %s; log: %s'
