@@ -139,24 +139,29 @@ class InteropCase(GuestCase):
             self.assertIsNone(vm.proc.poll(), '%s exited: %s' % (vm.name, vm.log_tail()))
             time.sleep(0.05)
 
+    def destination(self, src, binary, name, extra=(), caps=(), params=None, append=None):
+        """A VM of @binary listening on dst.port for @src's stream. With @caps,
+        they and @params go to both ends, the destination's before it listens
+        (-incoming defer: QEMU 10.0 wants multifd and preempt set first)."""
+        if not caps:
+            return self.vm(binary, name, incoming=True, extra=extra, append=append)
+        dst = self.vm(binary, name, extra=list(extra) + ['-incoming', 'defer'], append=append)
+        dst.port = free_port()
+        for vm in (dst, src):
+            vm.qmp.cmd('migrate-set-capabilities',
+                       capabilities=[{'capability': c, 'state': True} for c in caps])
+            if params:
+                vm.qmp.cmd('migrate-set-parameters', **params)
+        dst.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % dst.port)
+        return dst
+
     def hop(self, src, dst_binary, name, extra=(), caps=(), params=None, postcopy=False,
             append=None, settle=None):
         """Live-migrate @src into a new VM of @dst_binary; returns it, running.
         @caps and @params go to both ends, the destination's before it listens
         (-incoming defer: QEMU 10.0 wants multifd and preempt set first).
         @settle(dst) waits for the guest to go on (default: two verify passes)."""
-        if not caps:
-            dst = self.vm(dst_binary, name, incoming=True, extra=extra, append=append)
-        else:
-            dst = self.vm(dst_binary, name, extra=list(extra) + ['-incoming', 'defer'],
-                          append=append)
-            dst.port = free_port()
-            for vm in (dst, src):
-                vm.qmp.cmd('migrate-set-capabilities',
-                           capabilities=[{'capability': c, 'state': True} for c in caps])
-                if params:
-                    vm.qmp.cmd('migrate-set-parameters', **params)
-            dst.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % dst.port)
+        dst = self.destination(src, dst_binary, name, extra, caps, params, append)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
         if postcopy:
             end = time.monotonic() + DEADLINE
@@ -230,17 +235,7 @@ class InteropCase(GuestCase):
         src.ready()
         self.wait_passes(src, 1)
         src.qmp.cmd('stop')
-        if caps:
-            dst = self.vm(peer if first_ours else QEMU, 'dst', extra=['-incoming', 'defer'])
-            dst.port = free_port()
-            for vm in (dst, src):
-                vm.qmp.cmd('migrate-set-capabilities',
-                           capabilities=[{'capability': c, 'state': True} for c in caps])
-                if params:
-                    vm.qmp.cmd('migrate-set-parameters', **params)
-            dst.qmp.cmd('migrate-incoming', uri='tcp:127.0.0.1:%d' % dst.port)
-        else:
-            dst = self.vm(peer if first_ours else QEMU, 'dst', incoming=True)
+        dst = self.destination(src, peer if first_ours else QEMU, 'dst', (), caps, params)
         src.qmp.cmd('migrate', uri='tcp:127.0.0.1:%d' % dst.port)
         info = self.wait_end(src, dst)
         self.assertEqual(info['status'], 'completed', '%s; destination: %s'
