@@ -44,12 +44,13 @@ static bool unprotect_before_freeze(SnapFault *sf, const UffdFault *f)
 
     tsan_g_mutex_lock(&sf->freeze_lock);
     if (!sf->frozen) {
+        int ret;
+
         if (!sf->touched) {
             sf->touched = g_array_new(false, false, sizeof(uintptr_t));
         }
         g_array_append_val(sf->touched, page);
-        int ret = uffd_change_protection(sf->uffd, (void *)page, TARGET_PAGE_SIZE, false);
-
+        ret = uffd_change_protection(sf->uffd, (void *)page, TARGET_PAGE_SIZE, false);
         /*
          * The writer waits on; the freeze fails the snapshot and its
          * cleanup unprotects all, which wakes it. Never saved from here:
