@@ -41,6 +41,22 @@ static void wait_snapshot_done(VM *src)
     json_node_unref(info);
 }
 
+/*
+ * A source of @mem running the firmware with @append (and @extra), whose
+ * background snapshot to @uri completed; *@pass: the verify pass before it.
+ */
+static VM *snapshot_running(int *pass, const char *mem, const char *append, const char *extra,
+                            const char *uri)
+{
+    VM *src = migtest_start_source_extra(mem, append, extra);
+
+    enable_background_snapshot(src);
+    *pass = migtest_last_pass(src);
+    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
+    wait_snapshot_done(src);
+    return src;
+}
+
 /* Restores @file into a fresh instance and checks the guest carries on. */
 static void restore_and_check_extra(const char *mem, const char *append, const char *incoming,
                                     bool paused, int pass_before, const char *extra)
@@ -315,11 +331,7 @@ static void test_memfd_backend(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source_extra("256M", append, obj);
-    enable_background_snapshot(src);
-    pass = migtest_last_pass(src);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    wait_snapshot_done(src);
+    src = snapshot_running(&pass, "256M", append, obj, uri);
     vm_kill(src);
     restore_and_check_extra("256M", append, uri, false, pass, obj);
 }
@@ -337,11 +349,7 @@ static void test_highmem(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source_extra("1G", append, split);
-    enable_background_snapshot(src);
-    pass = migtest_last_pass(src);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    wait_snapshot_done(src);
+    src = snapshot_running(&pass, "1G", append, split, uri);
     vm_kill(src);
     restore_and_check_extra("1G", append, uri, false, pass, split);
 }
@@ -367,11 +375,7 @@ static void test_downtime_phases(void)
     if (!vmtest_require_kvm()) {
         return;
     }
-    src = migtest_start_source("1G", append);
-    enable_background_snapshot(src);
-    pass = migtest_last_pass(src);
-    json_node_unref(vm_qmp_ok(src, "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri));
-    wait_snapshot_done(src);
+    src = snapshot_running(&pass, "1G", append, "", uri);
     info = vm_qmp_ok(src, "{'execute': 'query-migrate'}");
     total = json_get_int(info, "x-downtime.total");
     g_test_message("downtime %" PRId64 " us: stop-vcpus %" PRId64 ", device-state %" PRId64
